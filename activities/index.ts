@@ -1,0 +1,18 @@
+// The worker registers what createActivities returns; workflows only see
+// the CrawlerActivities type.
+import { crawlStepActivity } from './crawl-step';
+import { loadRobotsActivity } from './load-robots';
+import { prepareCampaignActivity } from './prepare-campaign';
+import type { WorkerRuntime } from './runtime';
+import type { CrawlerActivities } from './types';
+
+export function createActivities(rt: WorkerRuntime): CrawlerActivities {
+  return {
+    prepareCampaign: prepareCampaignActivity(rt),
+    loadRobots: loadRobotsActivity(rt),
+    crawlStep: crawlStepActivity(rt),
+  };
+}
+
+export { WorkerRuntime } from './runtime';
+export type { CrawlerActivities } from './types';

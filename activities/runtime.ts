@@ -1,0 +1,77 @@
+// What activities share inside one worker process: the Redis and Temporal
+// clients, and per-campaign objects built once from the stored settings.
+import type { Client } from '@temporalio/client';
+import type { CampaignSettings } from '../src/config/campaign';
+import { createHttpClient, type HttpClient } from '../src/http/http-client';
+import { loadCampaignSettings } from '../src/redis/campaign-store';
+import type { RedisLike } from '../src/redis/scripts';
+import { OutputRegistry } from '../src/storage/output-registry';
+import { RobotsStore } from '../src/robots/robots-store';
+import { createScope, type Scope } from '../src/url/scope';
+
+export interface ActivityDeps {
+  redis: RedisLike;
+  temporal: Client;
+}
+
+export interface CampaignRuntime {
+  key: string;
+  version: number;
+  settings: CampaignSettings;
+  scope: Scope;
+  http: HttpClient;
+}
+
+export class WorkerRuntime {
+  readonly outputs = new OutputRegistry();
+  private readonly campaigns = new Map<string, Promise<CampaignRuntime>>();
+
+  readonly robots: RobotsStore;
+
+  constructor(readonly deps: ActivityDeps) {
+    this.robots = new RobotsStore(deps.redis);
+  }
+
+  /** Settings of a campaign at (at least) the given version, cached per process. */
+  async campaign(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
+    const cached = this.campaigns.get(campaignKey);
+    if (cached) {
+      const rt = await cached.catch(() => null);
+      if (rt && rt.version >= minVersion) return rt;
+      if (rt) void rt.http.close().catch(() => undefined);
+      this.campaigns.delete(campaignKey);
+    }
+    const p = this.build(campaignKey);
+    this.campaigns.set(campaignKey, p);
+    p.catch(() => this.campaigns.delete(campaignKey));
+    return p;
+  }
+
+  private async build(campaignKey: string): Promise<CampaignRuntime> {
+    const { version, settings } = await loadCampaignSettings(this.deps.redis, campaignKey);
+    const f = settings.fetch;
+    return {
+      key: campaignKey,
+      version,
+      settings,
+      scope: createScope(settings.scope, settings.seeds),
+      http: createHttpClient({
+        userAgent: settings.politeness.userAgent,
+        resolve: f.resolve,
+        connectTimeoutMs: f.connectTimeoutMs,
+        headersTimeoutMs: f.headersTimeoutMs,
+        bodyTimeoutMs: f.bodyTimeoutMs,
+        totalTimeoutMs: f.totalTimeoutMs,
+        maxBodyBytes: f.maxBodyBytes,
+        maxRedirects: f.maxRedirects,
+      }),
+    };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.campaigns.values()];
+    this.campaigns.clear();
+    await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));
+    await this.outputs.closeAll();
+  }
+}

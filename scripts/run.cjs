@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// The only entry point behind `npm run crawl`, `npm run crawler`, `npm test`
+// and `npm run bench`. Plain CommonJS with no dependencies, because on a fresh
+// clone node_modules does not exist yet: it installs them first, then hands
+// over to the TypeScript entry points (run through tsx, so there is no build
+// step to forget). Servers (Temporal, Redis) are brought up by the TypeScript
+// side, which knows how to find, install, start and stop them.
+'use strict';
+const { spawnSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+
+function depsInstalled() {
+  const marker = path.join(root, 'node_modules', '.package-lock.json');
+  if (!fs.existsSync(marker)) return false;
+  const required = ['@temporalio/worker', 'ioredis', 'undici', 'cheerio', 'tsx', 'jest'];
+  if (!required.every((name) => fs.existsSync(path.join(root, 'node_modules', name, 'package.json')))) return false;
+  // Reinstall when package-lock.json changed after the last install.
+  const lock = path.join(root, 'package-lock.json');
+  return !fs.existsSync(lock) || fs.statSync(lock).mtimeMs <= fs.statSync(marker).mtimeMs + 1000;
+}
+
+function ensureDeps() {
+  if (depsInstalled()) return;
+  const useCi = fs.existsSync(path.join(root, 'package-lock.json'));
+  process.stderr.write(`crawler: installing node modules (npm ${useCi ? 'ci' : 'install'})…\n`);
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const res = spawnSync(npm, [useCi ? 'ci' : 'install', '--no-audit', '--no-fund'], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (res.status !== 0) {
+    process.stderr.write('crawler: npm could not install the node modules; see the output above.\n');
+    process.exit(res.status ?? 1);
+  }
+}
+
+function run(cmd, args) {
+  const child = spawn(cmd, args, { cwd: process.cwd(), stdio: 'inherit' });
+  // Forward Ctrl-C / termination so the child can shut down what it started.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => child.kill(sig));
+  }
+  child.on('exit', (code, signal) => {
+    if (signal) process.kill(process.pid, signal);
+    process.exit(code ?? 1);
+  });
+}
+
+ensureDeps();
+const argv = process.argv.slice(2);
+const bin = (name) => path.join(root, 'node_modules', '.bin', name);
+const tsx = bin('tsx');
+
+if (argv[0] === '--test') {
+  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), ...argv.slice(1)]);
+} else if (argv[0] === '--bench') {
+  run(tsx, [path.join(root, 'bench', 'run.ts'), ...argv.slice(1)]);
+} else if (argv[0] === '--typecheck') {
+  run(bin('tsc'), ['-p', path.join(root, 'tsconfig.json'), '--noEmit']);
+} else {
+  run(tsx, [path.join(root, 'src', 'cli', 'main.ts'), ...argv]);
+}

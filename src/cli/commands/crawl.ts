@@ -1,0 +1,169 @@
+import path from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
+import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
+import { processSettings } from '../../config/env';
+import { parseResolveEntries } from '../../http/resolve-overrides';
+import { connectOrStartStack, type RunningStack } from '../../stack/stack';
+import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
+import { connectClient, ensureSearchAttributes } from '../../temporal/connect';
+import { normalizeUrl } from '../../url/normalize';
+import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
+import { WorkerPool } from '../../worker/worker-pool';
+import { campaignStatusQuery, type CampaignResult } from '../../../workflows/messages';
+import { UsageError } from '../usage-error';
+import { ProgressReporter } from '../progress';
+
+interface CrawlOptions {
+  maxPages?: number;
+  maxDepth?: number;
+  delayMs?: number;
+  sameDomain?: boolean;
+  sameHost?: boolean;
+  anyDomain?: boolean;
+  domains?: string;
+  out?: string;
+  workers: number;
+  resolve: string[];
+  json?: boolean;
+  id?: string;
+  userAgent?: string;
+  ignoreRobots?: boolean;
+  idleCloseMs?: number;
+}
+
+const wholeNumber = (name: string) => (raw: string) => {
+  if (!/^-?\d+$/.test(raw.trim())) throw new InvalidArgumentError(`${name} must be a whole number`);
+  const n = Number(raw);
+  if (n < 0) throw new InvalidArgumentError(`${name} must not be negative (got ${n})`);
+  return n;
+};
+const collect = (v: string, acc: string[]) => [...acc, v];
+
+/** Everything the user typed, checked before anything starts. */
+export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignInput & { campaignId: string } {
+  const problems: string[] = [];
+  for (const seed of seeds) {
+    try {
+      normalizeUrl(seed);
+    } catch (err) {
+      problems.push(`seed ${JSON.stringify(seed)}: ${(err as Error).message}`);
+    }
+  }
+  try {
+    parseResolveEntries(o.resolve);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  const scopeFlags = [o.sameDomain, o.sameHost, o.anyDomain, o.domains !== undefined].filter(Boolean).length;
+  if (scopeFlags > 1) problems.push('choose one of --same-domain, --same-host, --any-domain, --domains');
+  if (problems.length) throw new UsageError(problems.join('\n'));
+  const campaignId = o.id ?? newCampaignId();
+  const input: CampaignInput & { campaignId: string } = {
+    campaignId,
+    seeds,
+    scope: o.domains !== undefined
+      ? { mode: 'domains', domains: o.domains.split(',').map((d) => d.trim()).filter(Boolean) }
+      : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
+    budgets: { maxPages: o.maxPages ?? null, maxDepth: o.maxDepth ?? null },
+    politeness: {
+      ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
+      ...(o.userAgent ? { userAgent: o.userAgent } : {}),
+      ...(o.ignoreRobots ? { respectRobots: false } : {}),
+    },
+    fetch: { resolve: o.resolve },
+    output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
+    ...(o.idleCloseMs !== undefined ? { idleCloseMs: o.idleCloseMs } : {}),
+  };
+  try {
+    resolveCampaignSettings(input, campaignId);
+  } catch (err) {
+    if (err instanceof CampaignInputError) throw new UsageError(err.problems.join('\n'));
+    throw err;
+  }
+  return input;
+}
+
+export function registerCrawlCommand(program: Command): void {
+  program
+    .command('crawl')
+    .description('crawl from the given seeds: brings up the stack if needed, starts workers, waits, prints a summary')
+    .argument('<seeds...>', 'seed URLs')
+    .option('--max-pages <n>', 'stop after this many page requests', wholeNumber('--max-pages'))
+    .option('--max-depth <n>', 'follow links at most this many hops from a seed', wholeNumber('--max-depth'))
+    .option('--delay-ms <n>', 'minimum pause between two requests to one host (default 1000)', wholeNumber('--delay-ms'))
+    .option('--same-domain', 'stay on the seeds\' registrable domains (default)')
+    .option('--same-host', 'stay on the seeds\' hosts')
+    .option('--any-domain', 'follow links anywhere')
+    .option('--domains <list>', 'stay on these comma-separated domains and their subdomains')
+    .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
+    .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
+    .option('--resolve <host:port:addr>', 'send requests for host:port to addr, like curl --resolve (repeatable)', collect, [])
+    .option('--id <campaign>', 'campaign ID (default: generated)')
+    .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
+    .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
+    .option('--idle-close-ms <n>', 'how long an idle host workflow waits for new URLs before closing', wholeNumber('--idle-close-ms'))
+    .option('--json', 'print the summary as one JSON object on the last line of stdout')
+    .action(async (seeds: string[], o: CrawlOptions) => {
+      const input = buildCampaignInput(seeds, o);
+      const log = (m: string) => process.stderr.write(`${m}\n`);
+      const cfg = processSettings();
+      let stack: RunningStack | null = null;
+      let pool: WorkerPool | null = null;
+      let interrupted = false;
+      const cleanup = async () => {
+        await pool?.stopAll();
+        await stack?.stop();
+      };
+      const onSignal = () => {
+        if (interrupted) process.exit(130);
+        interrupted = true;
+        log(`\ninterrupted: stopping workers${stack?.started.length ? ' and the servers this command started' : ''}. ` +
+          `Campaign ${input.campaignId} is durable: it continues when workers run again (npm run crawler -- worker).`);
+        void cleanup().then(() => process.exit(130));
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        stack = await connectOrStartStack({ log });
+        const client = await connectClient(stack.temporalAddress, cfg.temporalNamespace);
+        await ensureSearchAttributes(client, cfg.temporalNamespace);
+        if (o.workers > 0) {
+          const bundle = await ensureWorkflowBundle();
+          pool = new WorkerPool({ TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle }, { onLog: log });
+          await pool.start(o.workers);
+        }
+        const handle = await startCampaign(client, cfg.taskQueue, input);
+        const ui = stack.uiUrl ? `${stack.uiUrl}/namespaces/${cfg.temporalNamespace}/workflows/${encodeURIComponent(input.campaignId)}` : null;
+        log(`campaign ${input.campaignId} started${ui ? ` — Web UI: ${ui}` : ''}`);
+        const progress = new ProgressReporter(process.stderr, () => handle.query(campaignStatusQuery), input.budgets?.maxPages ?? null);
+        progress.start();
+        let result: CampaignResult;
+        try {
+          result = await handle.result();
+        } catch (err) {
+          if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`);
+          throw err;
+        } finally {
+          progress.stop();
+        }
+        await client.connection.close();
+        const summary = { ...result, webUi: ui };
+        process.stdout.write(
+          [
+            `campaign ${result.campaignId}: ${result.status}`,
+            `  pages ${result.pages}, failed ${result.failed}, skipped ${result.skipped}, bytes ${result.bytes}, hosts ${result.hosts}`,
+            `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
+            `  output ${result.outputDir}`,
+            ...(ui ? [`  Web UI ${ui}`] : []),
+            ...result.problems.map((p) => `  problem: ${p}`),
+          ].join('\n') + '\n',
+        );
+        if (o.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        if (!interrupted) await cleanup();
+      }
+    });
+}

@@ -1,0 +1,173 @@
+// The campaign's settings: one plain-JSON input type (so `temporal workflow
+// start --input '{…}'` works), one place for defaults, one validator.
+// Pure module: the campaign workflow imports it, so no Node APIs here and no
+// URL parsing (seeds are validated by the prepareCampaign activity and the CLI).
+
+export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
+
+export interface CampaignInput {
+  /** Defaults to the workflow ID. */
+  campaignId?: string;
+  seeds: string[];
+  scope?: { mode?: ScopeMode; domains?: string[] };
+  budgets?: {
+    /** Successful fetches across the whole campaign; null = unlimited. */
+    maxPages?: number | null;
+    /** Link hops from a seed; seeds are depth 0; null = unlimited. */
+    maxDepth?: number | null;
+  };
+  politeness?: {
+    /** Floor for the pause between two requests to one host. */
+    minDelayMs?: number;
+    /** Ceiling applied to a robots.txt Crawl-delay, so a hostile value cannot stall a host forever. */
+    maxDelayMs?: number;
+    userAgent?: string;
+    respectRobots?: boolean;
+  };
+  fetch?: {
+    /** curl-style HOST:PORT:ADDR overrides. */
+    resolve?: string[];
+    maxBodyBytes?: number;
+    connectTimeoutMs?: number;
+    headersTimeoutMs?: number;
+    bodyTimeoutMs?: number;
+    totalTimeoutMs?: number;
+    maxRedirects?: number;
+    /** How many times a 5xx / 429 / network failure is retried before the URL is recorded as failed. */
+    maxRetries?: number;
+  };
+  output?: { dir?: string };
+  /** How long an idle domain workflow waits for new URLs before it closes. */
+  idleCloseMs?: number;
+}
+
+export interface CampaignSettings {
+  campaignId: string;
+  seeds: string[];
+  scope: { mode: ScopeMode; domains: string[] };
+  budgets: { maxPages: number | null; maxDepth: number | null };
+  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean };
+  fetch: {
+    resolve: string[];
+    maxBodyBytes: number;
+    connectTimeoutMs: number;
+    headersTimeoutMs: number;
+    bodyTimeoutMs: number;
+    totalTimeoutMs: number;
+    maxRedirects: number;
+    maxRetries: number;
+  };
+  output: { dir: string };
+  idleCloseMs: number;
+}
+
+export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
+
+export const CAMPAIGN_DEFAULTS = {
+  scope: { mode: 'same-domain' as ScopeMode, domains: [] as string[] },
+  budgets: { maxPages: null, maxDepth: null },
+  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true },
+  fetch: {
+    resolve: [] as string[],
+    maxBodyBytes: 10 * 1024 * 1024,
+    connectTimeoutMs: 10_000,
+    headersTimeoutMs: 30_000,
+    bodyTimeoutMs: 30_000,
+    totalTimeoutMs: 120_000,
+    maxRedirects: 5,
+    maxRetries: 3,
+  },
+  output: { dir: 'crawl-output' },
+  idleCloseMs: 5 * 60_000,
+} as const;
+
+export class CampaignInputError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid campaign input: ${problems.join('; ')}`);
+    this.name = 'CampaignInputError';
+  }
+}
+
+const SCOPE_MODES: ScopeMode[] = ['same-domain', 'same-host', 'domains', 'any'];
+
+function nonNegInt(problems: string[], name: string, v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    problems.push(`${name} must be a whole number ≥ 0 (got ${JSON.stringify(v)})`);
+    return fallback;
+  }
+  return v;
+}
+
+function optionalLimit(problems: string[], name: string, v: unknown): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    problems.push(`${name} must be a whole number ≥ 0 or null (got ${JSON.stringify(v)})`);
+    return null;
+  }
+  return v;
+}
+
+/**
+ * Applies defaults and checks everything but URL syntax. Throws
+ * CampaignInputError listing every problem at once.
+ */
+export function resolveCampaignSettings(input: CampaignInput, fallbackId: string): CampaignSettings {
+  const problems: string[] = [];
+  if (!input || typeof input !== 'object') throw new CampaignInputError(['input must be an object']);
+  const seeds = Array.isArray(input.seeds) ? input.seeds : [];
+  if (!Array.isArray(input.seeds) || seeds.length === 0) problems.push('seeds must be a non-empty list of URLs');
+  if (seeds.some((s) => typeof s !== 'string')) problems.push('every seed must be a string');
+  const mode = input.scope?.mode ?? CAMPAIGN_DEFAULTS.scope.mode;
+  if (!SCOPE_MODES.includes(mode)) problems.push(`scope.mode must be one of ${SCOPE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
+  const domains = input.scope?.domains ?? [];
+  if (mode === 'domains' && domains.length === 0) problems.push('scope.domains must list at least one domain when scope.mode is "domains"');
+  const p = input.politeness ?? {};
+  const f = input.fetch ?? {};
+  const d = CAMPAIGN_DEFAULTS;
+  const userAgent = p.userAgent ?? d.politeness.userAgent;
+  if (typeof userAgent !== 'string' || !/^[\x21-\x7e][\x20-\x7e]*$/.test(userAgent)) problems.push('politeness.userAgent must be printable ASCII');
+  const campaignId = input.campaignId ?? fallbackId;
+  if (typeof campaignId !== 'string' || !/^[A-Za-z0-9._-]{1,80}$/.test(campaignId)) {
+    problems.push('campaignId must be 1–80 characters of letters, digits, dot, dash or underscore');
+  }
+  const settings: CampaignSettings = {
+    campaignId,
+    seeds,
+    scope: { mode, domains },
+    budgets: {
+      maxPages: optionalLimit(problems, 'budgets.maxPages', input.budgets?.maxPages),
+      maxDepth: optionalLimit(problems, 'budgets.maxDepth', input.budgets?.maxDepth),
+    },
+    politeness: {
+      minDelayMs: nonNegInt(problems, 'politeness.minDelayMs', p.minDelayMs, d.politeness.minDelayMs),
+      maxDelayMs: nonNegInt(problems, 'politeness.maxDelayMs', p.maxDelayMs, d.politeness.maxDelayMs),
+      userAgent,
+      respectRobots: p.respectRobots ?? d.politeness.respectRobots,
+    },
+    fetch: {
+      resolve: f.resolve ?? [],
+      maxBodyBytes: nonNegInt(problems, 'fetch.maxBodyBytes', f.maxBodyBytes, d.fetch.maxBodyBytes),
+      connectTimeoutMs: nonNegInt(problems, 'fetch.connectTimeoutMs', f.connectTimeoutMs, d.fetch.connectTimeoutMs),
+      headersTimeoutMs: nonNegInt(problems, 'fetch.headersTimeoutMs', f.headersTimeoutMs, d.fetch.headersTimeoutMs),
+      bodyTimeoutMs: nonNegInt(problems, 'fetch.bodyTimeoutMs', f.bodyTimeoutMs, d.fetch.bodyTimeoutMs),
+      totalTimeoutMs: nonNegInt(problems, 'fetch.totalTimeoutMs', f.totalTimeoutMs, d.fetch.totalTimeoutMs),
+      maxRedirects: nonNegInt(problems, 'fetch.maxRedirects', f.maxRedirects, d.fetch.maxRedirects),
+      maxRetries: nonNegInt(problems, 'fetch.maxRetries', f.maxRetries, d.fetch.maxRetries),
+    },
+    output: { dir: input.output?.dir ?? d.output.dir },
+    idleCloseMs: nonNegInt(problems, 'idleCloseMs', input.idleCloseMs, d.idleCloseMs),
+  };
+  if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
+    problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
+  }
+  if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
+  if (problems.length) throw new CampaignInputError(problems);
+  return settings;
+}
+
+/** The pause between two requests to one host, given robots.txt's Crawl-delay. */
+export function crawlDelayMs(politeness: CampaignSettings['politeness'], robotsCrawlDelaySec: number | null | undefined): number {
+  const robotsMs = robotsCrawlDelaySec != null && Number.isFinite(robotsCrawlDelaySec) ? Math.round(robotsCrawlDelaySec * 1000) : 0;
+  return Math.max(politeness.minDelayMs, Math.min(robotsMs, politeness.maxDelayMs));
+}

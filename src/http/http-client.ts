@@ -1,0 +1,553 @@
+// The crawler's HTTP layer on undici. It performs exactly one attempt per
+// fetch: Temporal owns retries, so instead of retrying (no RetryAgent, no
+// redirect interceptor) we follow redirects by hand, bound every resource the
+// server controls (time, decoded size, redirect count) and report outcomes
+// either as a FetchResult or as a classified FetchError.
+import type { Readable, Transform } from 'node:stream';
+import * as zlib from 'node:zlib';
+import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
+import { FetchError, classifyError } from './fetch-error';
+import { createResolvingConnector, parseResolveEntries } from './resolve-overrides';
+
+export const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8';
+// Only what node:zlib can decode on Node 20 (zstd arrived in Node 22).
+export const ACCEPT_ENCODING = 'gzip, deflate, br';
+
+export interface HttpClientOptions {
+  userAgent: string;
+  /** curl-style `HOST:PORT:ADDR` pins, see resolve-overrides.ts. */
+  resolve?: string[];
+  /** TCP (+TLS) connect timeout. Default 10 s. */
+  connectTimeoutMs?: number;
+  /**
+   * From request sent to complete response headers. Default 30 s. undici runs
+   * headers/body timeouts on its ~1 s resolution timer wheel, so sub-second
+   * values fire late; totalTimeoutMs uses a precise timer.
+   */
+  headersTimeoutMs?: number;
+  /** Max idle gap between body chunks (undici semantics). Default 30 s. */
+  bodyTimeoutMs?: number;
+  /** Hard cap per fetch() call, redirects and body included. Default 120 s. */
+  totalTimeoutMs?: number;
+  /** Cap on the decoded body; longer bodies are cut and marked truncated='length'. Default 10 MiB. */
+  maxBodyBytes?: number;
+  /** Redirects followed before TOO_MANY_REDIRECTS. Default 5. */
+  maxRedirects?: number;
+  /** Max parallel connections per origin. Default: unlimited (undici's default). */
+  connectionsPerOrigin?: number;
+  acceptLanguage?: string;
+}
+
+export interface FetchOptions {
+  /** Accept header. Default DEFAULT_ACCEPT. */
+  accept?: string;
+  /** Asked before each redirect is followed; false returns the 3xx itself. Default: follow. */
+  followRedirect?: (from: string, to: string) => boolean;
+  signal?: AbortSignal;
+  /** Extra request headers; they override the defaults (names are case-insensitive). */
+  headers?: Record<string, string>;
+}
+
+export interface RedirectHop {
+  /** The URL that answered with the redirect. */
+  url: string;
+  status: number;
+  /** The Location header resolved against `url` (fragment removed). */
+  location: string;
+}
+
+export interface FetchResult {
+  /** As requested. */
+  url: string;
+  /** URL of the response returned (after redirects, fragment removed). */
+  finalUrl: string;
+  status: number;
+  statusText: string;
+  /** Lower-cased names; repeated headers joined with ', ', set-cookie with '\n'. */
+  headers: Record<string, string>;
+  /** Content-decoded body, at most maxBodyBytes. */
+  body: Buffer;
+  /** Body bytes received from the server before content decoding. */
+  rawBytes: number;
+  truncated: 'length' | 'time' | null;
+  /** The Content-Encoding header as received, or null. */
+  contentEncoding: string | null;
+  /** Redirects followed, in order. */
+  redirects: RedirectHop[];
+  /** Set when followRedirect declined: status/headers/body are the 3xx's. */
+  stoppedRedirect?: { from: string; to: string; status: number };
+  remoteAddress: string | null;
+  /**
+   * Headers handed to undici for the final request (lower-cased). undici adds
+   * only connection-management framing (`connection: keep-alive`) itself.
+   */
+  requestHeaders: Record<string, string>;
+  httpVersion: string;
+  /** Epoch ms. */
+  startedAt: number;
+  endedAt: number;
+}
+
+export interface HttpClient {
+  fetch(url: string, opts?: FetchOptions): Promise<FetchResult>;
+  close(): Promise<void>;
+}
+
+const DEFAULTS = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+  totalTimeoutMs: 120_000,
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxRedirects: 5,
+};
+
+// Only these carry a Location we should follow; 300/304/305 etc. are returned
+// to the caller as ordinary responses.
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+// What a redirect response body may cost us to keep the connection reusable;
+// beyond that undici destroys the socket instead.
+const REDIRECT_DRAIN_LIMIT = 64 * 1024;
+
+export function createHttpClient(opts: HttpClientOptions): HttpClient {
+  return new UndiciHttpClient(opts);
+}
+
+/** Facts about the socket a client currently uses, captured at connect time. */
+interface ConnectionInfo {
+  remoteAddress: string | null;
+  alpnProtocol: string | null;
+}
+
+/**
+ * Rides along as the request's `opaque` (undici's documented per-request user
+ * slot, passed untouched from Agent to Pool to Client) so the Client that ends
+ * up serving the request can tell us which connection it is. undici's request
+ * API never exposes the socket, and keying by origin would be wrong once a
+ * pool holds several connections to different addresses.
+ */
+class ConnectionProbe {
+  connection: { current: ConnectionInfo | null } | null = null;
+}
+
+class ProbingClient extends Client {
+  readonly #connection: { current: ConnectionInfo | null };
+
+  constructor(origin: string | URL, options: Client.Options, connection: { current: ConnectionInfo | null }) {
+    super(origin, options);
+    this.#connection = connection;
+  }
+
+  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const opaque = (options as { opaque?: unknown }).opaque;
+    if (opaque instanceof ConnectionProbe) opaque.connection = this.#connection;
+    return super.dispatch(options, handler);
+  }
+}
+
+// One h1 Client owns at most one socket at a time, so remembering the last
+// socket its connector produced identifies the connection a response came on.
+function probingClientFactory(origin: string | URL, options: object): Dispatcher {
+  const clientOptions = options as Client.Options;
+  const baseConnect = clientOptions.connect as buildConnector.connector;
+  const connection: { current: ConnectionInfo | null } = { current: null };
+  const connect: buildConnector.connector = (connectOptions, callback) => {
+    baseConnect(connectOptions, (...args) => {
+      const socket = args[1];
+      if (socket) {
+        // Read now: remoteAddress is gone once the socket is destroyed.
+        connection.current = {
+          remoteAddress: socket.remoteAddress ?? null,
+          alpnProtocol: 'alpnProtocol' in socket && typeof socket.alpnProtocol === 'string' ? socket.alpnProtocol : null,
+        };
+      }
+      callback(...args);
+    });
+  };
+  return new ProbingClient(origin, { ...clientOptions, connect }, connection);
+}
+
+/**
+ * One per fetch() call: merges the caller's signal with the total deadline
+ * into the single signal undici sees, and remembers which of the two fired so
+ * errors can be attributed.
+ */
+class FetchDeadline {
+  readonly signal: AbortSignal;
+  timedOut = false;
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  readonly #userSignal: AbortSignal | undefined;
+  readonly #onUserAbort = (): void => this.#controller.abort(this.#userSignal?.reason);
+
+  constructor(totalTimeoutMs: number, userSignal: AbortSignal | undefined) {
+    this.signal = this.#controller.signal;
+    this.#userSignal = userSignal;
+    if (userSignal?.aborted) this.#controller.abort(userSignal.reason);
+    else userSignal?.addEventListener('abort', this.#onUserAbort, { once: true });
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      this.#controller.abort(new Error(`total timeout of ${totalTimeoutMs} ms exceeded`));
+    }, totalTimeoutMs);
+  }
+
+  /** The error to throw for `err`, given which of our signals (if any) fired. */
+  classify(err: unknown, url: string): FetchError {
+    if (this.timedOut) return new FetchError('TOTAL_TIMEOUT', url, { cause: this.signal.reason });
+    if (this.#userSignal?.aborted) return new FetchError('ABORTED', url, { cause: this.#userSignal.reason });
+    return classifyError(err, url);
+  }
+
+  /** Throws if the fetch must not continue with another request. */
+  check(url: string): void {
+    if (this.signal.aborted) throw this.classify(this.signal.reason, url);
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#userSignal?.removeEventListener('abort', this.#onUserAbort);
+  }
+}
+
+class UndiciHttpClient implements HttpClient {
+  readonly #agent: Agent;
+  readonly #userAgent: string;
+  readonly #acceptLanguage: string | undefined;
+  readonly #totalTimeoutMs: number;
+  readonly #maxBodyBytes: number;
+  readonly #maxRedirects: number;
+
+  constructor(opts: HttpClientOptions) {
+    // Parse first so a bad --resolve entry fails at construction, not on the first fetch.
+    const overrides = parseResolveEntries(opts.resolve);
+    this.#userAgent = opts.userAgent;
+    this.#acceptLanguage = opts.acceptLanguage;
+    this.#totalTimeoutMs = opts.totalTimeoutMs ?? DEFAULTS.totalTimeoutMs;
+    this.#maxBodyBytes = opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
+    this.#maxRedirects = opts.maxRedirects ?? DEFAULTS.maxRedirects;
+    this.#agent = new Agent({
+      connect: createResolvingConnector(overrides, {
+        timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
+      }),
+      headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+      bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
+      connections: opts.connectionsPerOrigin ?? null,
+      factory: (origin, options) => new Pool(origin, { ...(options as Pool.Options), factory: probingClientFactory }),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  async fetch(url: string, opts: FetchOptions = {}): Promise<FetchResult> {
+    const startedAt = Date.now();
+    let current = parseHttpUrl(url, url, 'INVALID_URL');
+    const deadline = new FetchDeadline(this.#totalTimeoutMs, opts.signal);
+    const redirects: RedirectHop[] = [];
+    const seen = new Set<string>([current.href]);
+    try {
+      for (;;) {
+        deadline.check(current.href);
+        const requestHeaders = this.#requestHeaders(current, opts);
+        const probe = new ConnectionProbe();
+        let response: Dispatcher.ResponseData<ConnectionProbe>;
+        try {
+          response = await this.#agent.request({
+            origin: current.origin,
+            path: current.pathname + current.search,
+            method: 'GET',
+            headers: requestHeaders,
+            signal: deadline.signal,
+            opaque: probe,
+          });
+        } catch (err) {
+          throw deadline.classify(err, current.href);
+        }
+
+        const status = response.statusCode;
+        let stoppedRedirect: FetchResult['stoppedRedirect'];
+        if (REDIRECT_STATUSES.has(status)) {
+          const target = this.#redirectTarget(response, current);
+          if (opts.followRedirect && !opts.followRedirect(current.href, target.href)) {
+            stoppedRedirect = { from: current.href, to: target.href, status };
+          } else {
+            if (seen.has(target.href)) {
+              discard(response.body);
+              throw new FetchError('REDIRECT_LOOP', current.href, {
+                detail: `${current.href} redirects back to ${target.href} after ${redirects.length} redirect(s)`,
+              });
+            }
+            if (redirects.length >= this.#maxRedirects) {
+              discard(response.body);
+              throw new FetchError('TOO_MANY_REDIRECTS', current.href, {
+                detail: `more than ${this.#maxRedirects} redirects, last ${current.href} -> ${target.href}`,
+              });
+            }
+            // Drain rather than destroy so the keep-alive connection survives
+            // (same-origin redirects are the common case).
+            await response.body.dump({ limit: REDIRECT_DRAIN_LIMIT }).catch(() => undefined);
+            await connectionReleased();
+            redirects.push({ url: current.href, status, location: target.href });
+            seen.add(target.href);
+            current = target;
+            continue;
+          }
+        }
+
+        const contentEncoding = headerValue(response.headers['content-encoding']);
+        const codings = parseContentCodings(contentEncoding, response.body, current.href);
+        const read = await readBody(response.body, codings, this.#maxBodyBytes, current.href, deadline);
+        // A cut body destroyed its socket; only a complete one can be reused.
+        if (read.truncated === null) await connectionReleased();
+        const connection = probe.connection?.current ?? null;
+        const result: FetchResult = {
+          url,
+          finalUrl: current.href,
+          status,
+          statusText: response.statusText,
+          headers: flattenHeaders(response.headers),
+          body: read.body,
+          rawBytes: read.rawBytes,
+          truncated: read.truncated,
+          contentEncoding: contentEncoding ?? null,
+          redirects,
+          remoteAddress: connection?.remoteAddress ?? null,
+          requestHeaders,
+          // undici's h1 parser does not surface the status-line version and
+          // we never offer h2 (allowH2 off), so the only other possibility is
+          // a server-negotiated ALPN we did not ask for.
+          httpVersion: connection?.alpnProtocol === 'h2' ? '2' : '1.1',
+          startedAt,
+          endedAt: Date.now(),
+        };
+        if (stoppedRedirect) result.stoppedRedirect = stoppedRedirect;
+        return result;
+      }
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  #requestHeaders(target: URL, opts: FetchOptions): Record<string, string> {
+    // Host is set explicitly so requestHeaders records exactly what is sent.
+    const headers: Record<string, string> = {
+      host: target.host,
+      'user-agent': this.#userAgent,
+      accept: opts.accept ?? DEFAULT_ACCEPT,
+      'accept-encoding': ACCEPT_ENCODING,
+    };
+    if (this.#acceptLanguage) headers['accept-language'] = this.#acceptLanguage;
+    for (const [name, value] of Object.entries(opts.headers ?? {})) headers[name.toLowerCase()] = value;
+    return headers;
+  }
+
+  #redirectTarget(response: Dispatcher.ResponseData<ConnectionProbe>, current: URL): URL {
+    const location = headerValue(response.headers.location);
+    if (location === undefined || location.trim() === '') {
+      discard(response.body);
+      throw new FetchError('INVALID_REDIRECT', current.href, { detail: `${response.statusCode} without a Location header` });
+    }
+    try {
+      return parseHttpUrl(location.trim(), current.href, 'INVALID_REDIRECT', current);
+    } catch (err) {
+      discard(response.body);
+      throw err;
+    }
+  }
+}
+
+function parseHttpUrl(input: string, errorUrl: string, code: 'INVALID_URL' | 'INVALID_REDIRECT', base?: URL): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(input, base);
+  } catch (err) {
+    throw new FetchError(code, errorUrl, { cause: err, detail: `cannot parse ${JSON.stringify(input)}` });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new FetchError(code, errorUrl, { detail: `unsupported scheme in ${JSON.stringify(input)}` });
+  }
+  // Fragments never reach the server; dropping them keeps loop detection honest.
+  parsed.hash = '';
+  return parsed;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const key = name.toLowerCase();
+    // Cookies may contain ', ' (Expires=Wed, 21 Oct ...), so join them on a
+    // character that cannot occur inside a header value.
+    flat[key] = Array.isArray(value) ? value.join(key === 'set-cookie' ? '\n' : ', ') : value;
+  }
+  return flat;
+}
+
+/**
+ * undici hands a finished h1 connection back to its pool one event-loop turn
+ * after the response completes (a setImmediate in client-h1, to catch servers
+ * that close despite keep-alive). A request dispatched before that finds the
+ * client busy and makes the Pool open a second socket, so back-to-back
+ * fetches to one host (redirect hops, a sequential crawl) would churn
+ * connections. Waiting one turn ourselves lets the next request reuse it.
+ */
+function connectionReleased(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+type Coding = 'gzip' | 'deflate' | 'br';
+
+/** Codings in the order they must be undone (reverse of application order). */
+function parseContentCodings(header: string | undefined, body: Readable, url: string): Coding[] {
+  if (!header) return [];
+  const codings: Coding[] = [];
+  for (const raw of header.split(',')) {
+    const token = raw.trim().toLowerCase();
+    if (token === '' || token === 'identity') continue;
+    if (token === 'gzip' || token === 'x-gzip') codings.push('gzip');
+    else if (token === 'deflate') codings.push('deflate');
+    else if (token === 'br') codings.push('br');
+    else {
+      // Do not download a body we cannot decode.
+      discard(body);
+      throw new FetchError('UNSUPPORTED_CONTENT_ENCODING', url, { detail: `Content-Encoding ${JSON.stringify(header)}` });
+    }
+  }
+  return codings.reverse();
+}
+
+function createDecoder(coding: Coding, firstChunk: Buffer | null): Transform {
+  // Lenient flushing, as browsers do: a stream cut short (missing gzip
+  // trailer) yields what was decodable instead of "unexpected end of file".
+  switch (coding) {
+    case 'gzip':
+      return zlib.createGunzip({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    case 'br':
+      return zlib.createBrotliDecompress({
+        flush: zlib.constants.BROTLI_OPERATION_FLUSH,
+        finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
+      });
+    case 'deflate': {
+      // "deflate" should be zlib-wrapped (RFC 9110) but some servers send raw
+      // DEFLATE; sniff the zlib header (CM=8, header checksum) like browsers.
+      const zlibWrapped =
+        firstChunk === null ||
+        ((firstChunk[0] & 0x0f) === 8 && (firstChunk.length < 2 || ((firstChunk[0] << 8) | firstChunk[1]) % 31 === 0));
+      const options = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+      return zlibWrapped ? zlib.createInflate(options) : zlib.createInflateRaw(options);
+    }
+  }
+}
+
+interface BodyRead {
+  body: Buffer;
+  rawBytes: number;
+  truncated: 'length' | 'time' | null;
+}
+
+/**
+ * Reads and decodes `source`, keeping at most `limit` decoded bytes. Hitting
+ * the limit destroys the undici body, which aborts the request and closes the
+ * socket, so the rest of a huge (or zip-bombed) response is never received.
+ * Expiry of the total deadline returns what was read (truncated='time').
+ */
+function readBody(source: Readable, codings: Coding[], limit: number, url: string, deadline: FetchDeadline): Promise<BodyRead> {
+  return new Promise<BodyRead>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let rawBytes = 0;
+    let settled = false;
+    // Built on the first raw chunk: empty bodies (204, 304, HEAD-like) never
+    // reach zlib, and deflate needs that chunk to sniff its framing.
+    let decoders: Transform[] | null = null;
+
+    const stop = (): void => {
+      source.destroy();
+      for (const decoder of decoders ?? []) decoder.destroy();
+    };
+    const settle = (truncated: BodyRead['truncated']): void => {
+      if (settled) return;
+      settled = true;
+      deadline.signal.removeEventListener('abort', onAbort);
+      if (truncated) stop();
+      resolve({ body: Buffer.concat(chunks, kept), rawBytes, truncated });
+    };
+    const fail = (err: FetchError): void => {
+      if (settled) return;
+      settled = true;
+      deadline.signal.removeEventListener('abort', onAbort);
+      stop();
+      reject(err);
+    };
+    const keep = (chunk: Buffer): void => {
+      if (settled) return;
+      if (kept + chunk.length > limit) {
+        chunks.push(chunk.subarray(0, limit - kept));
+        kept = limit;
+        settle('length');
+        return;
+      }
+      chunks.push(chunk);
+      kept += chunk.length;
+    };
+    // Listening ourselves (not only via undici destroying the body) also
+    // covers a deadline that fires while the decoders are still flushing.
+    function onAbort(): void {
+      if (deadline.timedOut) settle('time');
+      else fail(deadline.classify(deadline.signal.reason, url));
+    }
+
+    const buildDecoders = (firstChunk: Buffer): Transform[] => {
+      const chain = codings.map((coding, i) => createDecoder(coding, i === 0 ? firstChunk : null));
+      chain.forEach((decoder, i) => {
+        decoder.on('error', (err) => fail(new FetchError('DECOMPRESSION_FAILED', url, { cause: err })));
+        if (i + 1 < chain.length) decoder.pipe(chain[i + 1]);
+      });
+      const first = chain[0];
+      const last = chain[chain.length - 1];
+      first.on('drain', () => source.resume());
+      last.on('data', keep);
+      last.on('end', () => settle(null));
+      return chain;
+    };
+
+    if (deadline.signal.aborted) {
+      onAbort();
+      return;
+    }
+    deadline.signal.addEventListener('abort', onAbort, { once: true });
+
+    // Stays attached after settling: destroying an unfinished undici body
+    // emits RequestAbortedError, which must not go unhandled.
+    source.on('error', (err) => {
+      if (deadline.timedOut) settle('time');
+      else fail(deadline.classify(err, url));
+    });
+    source.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      rawBytes += chunk.length;
+      if (codings.length === 0) {
+        keep(chunk);
+        return;
+      }
+      decoders ??= buildDecoders(chunk);
+      if (!decoders[0].write(chunk)) source.pause();
+    });
+    source.on('end', () => {
+      if (decoders) decoders[0].end();
+      else settle(null);
+    });
+  });
+}

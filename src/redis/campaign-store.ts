@@ -1,0 +1,28 @@
+// Campaign settings live in Redis once, so activity inputs (and therefore
+// workflow history) only carry the campaign key and a version number.
+import type { CampaignSettings } from '../config/campaign';
+import { campaignKeys } from './keys';
+import type { RedisLike } from './scripts';
+
+export class CampaignConfigMissingError extends Error {
+  readonly code = 'CAMPAIGN_CONFIG_MISSING';
+  constructor(readonly campaignKey: string) {
+    super(`no settings stored in Redis for campaign ${campaignKey} (was Redis wiped?)`);
+    this.name = 'CampaignConfigMissingError';
+  }
+}
+
+export async function saveCampaignSettings(redis: RedisLike, campaignKey: string, version: number, settings: CampaignSettings): Promise<void> {
+  await redis.set(campaignKeys(campaignKey).config, JSON.stringify({ version, settings }));
+}
+
+export async function loadCampaignSettings(redis: RedisLike, campaignKey: string): Promise<{ version: number; settings: CampaignSettings }> {
+  const raw = await redis.get(campaignKeys(campaignKey).config);
+  if (!raw) throw new CampaignConfigMissingError(campaignKey);
+  return JSON.parse(raw) as { version: number; settings: CampaignSettings };
+}
+
+/** 1 = this URL may be fetched under the page budget (idempotent per URL), 0 = budget spent. */
+export async function reserveBudget(redis: RedisLike, campaignKey: string, fp: string, maxPages: number): Promise<boolean> {
+  return (await redis.crawlBudgetReserve(campaignKeys(campaignKey).budget, fp, maxPages)) === 1;
+}

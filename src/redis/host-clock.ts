@@ -1,0 +1,23 @@
+// One politeness clock per host, shared by every worker and every campaign:
+// a request may only start when the clock allows it, and each request holds
+// the clock (a lease) until it ends and stamps the next allowed time.
+import { sharedHostKeys } from './keys';
+import type { RedisLike } from './scripts';
+
+export class HostClock {
+  private readonly key: string;
+
+  constructor(private readonly redis: RedisLike, host: string) {
+    this.key = sharedHostKeys(host).clock;
+  }
+
+  /** 0 when the caller may send a request now (it then holds the clock for leaseMs), else ms to wait. */
+  acquire(owner: string, leaseMs: number, delayMs: number): Promise<number> {
+    return this.redis.crawlClockAcquire(this.key, owner, Math.max(1, Math.round(leaseMs)), Math.max(0, Math.round(delayMs)));
+  }
+
+  /** The request is over: the next one may start delayMs from now. */
+  async release(owner: string, delayMs: number): Promise<void> {
+    await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)));
+  }
+}

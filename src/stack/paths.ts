@@ -1,0 +1,9 @@
+import path from 'node:path';
+
+// Everything the project installs or stores for itself lives under one
+// git-ignored folder at the project root, so a fresh clone is self-contained
+// and `rm -rf .crawler` is a full reset.
+export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
+export const LOCAL_DIR = process.env.CRAWLER_HOME ?? path.join(PROJECT_ROOT, '.crawler');
+export const TOOLS_DIR = path.join(LOCAL_DIR, 'tools');
+export const STACK_DIR = path.join(LOCAL_DIR, 'stack');

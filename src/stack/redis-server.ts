@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Redis from 'ioredis';
+import { ManagedProcess } from './managed-process';
+import { waitFor } from './ports';
+import { findOrInstallRedisServer } from './tools';
+
+export interface RedisServerOptions {
+  port: number;
+  dataDir: string;
+  detached?: boolean;
+  log?: (msg: string) => void;
+  extraArgs?: string[];
+}
+
+export async function redisReachable(url: string, timeoutMs = 1000): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * redis-server on loopback with the append-only file on (fsync every
+ * second), so a restart or a kill -9 loses at most a second of frontier
+ * updates; RDB snapshots are off because AOF already covers restarts.
+ */
+export async function startRedisServer(opts: RedisServerOptions): Promise<ManagedProcess> {
+  const bin = await findOrInstallRedisServer(opts.log);
+  fs.mkdirSync(opts.dataDir, { recursive: true });
+  const args = [
+    '--port', String(opts.port),
+    '--bind', '127.0.0.1',
+    '--dir', opts.dataDir,
+    '--appendonly', 'yes',
+    '--appendfsync', 'everysec',
+    '--save', '',
+    '--daemonize', 'no',
+    '--protected-mode', 'yes',
+    ...(opts.extraArgs ?? []),
+  ];
+  const proc = ManagedProcess.start('redis', bin, args, {
+    logFile: path.join(opts.dataDir, 'redis.log'),
+    detached: opts.detached,
+  });
+  const url = `redis://127.0.0.1:${opts.port}`;
+  try {
+    await waitFor(`redis-server on ${url}`, () => redisReachable(url), 30_000, () => proc.deadReason());
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  return proc;
+}

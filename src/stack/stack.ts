@@ -1,0 +1,187 @@
+// The embedded stack: one Temporal dev server and one Redis on loopback,
+// with their data under .crawler/stack so crawls survive restarts. Whatever
+// the user already runs (TEMPORAL_ADDRESS / REDIS_URL, or a stack started
+// with `crawler stack up`) is used as is and never stopped by us.
+import fs from 'node:fs';
+import path from 'node:path';
+import { ManagedProcess } from './managed-process';
+import { freePort, portOpen } from './ports';
+import { STACK_DIR } from './paths';
+import { redisReachable, startRedisServer } from './redis-server';
+import { temporalReachable, startTemporalDevServer } from './temporal-dev-server';
+
+export const DEFAULT_TEMPORAL_PORT = 7233;
+export const DEFAULT_UI_PORT = 8233;
+export const DEFAULT_REDIS_PORT = 6379;
+
+export interface StackEndpoints {
+  temporalAddress: string;
+  redisUrl: string;
+  /** Web UI base URL, when we know one. */
+  uiUrl: string | null;
+}
+
+export interface RunningStack extends StackEndpoints {
+  /** Names of the servers this call started (and stop() will stop). */
+  started: string[];
+  processes: ManagedProcess[];
+  stop(): Promise<void>;
+}
+
+interface StackStateFile {
+  temporal?: { pid: number; address: string; uiUrl: string | null };
+  redis?: { pid: number; url: string };
+}
+
+const stateFile = (dir: string) => path.join(dir, 'stack.json');
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function readStackState(dir = STACK_DIR): StackStateFile {
+  try {
+    return JSON.parse(fs.readFileSync(stateFile(dir), 'utf8')) as StackStateFile;
+  } catch {
+    return {};
+  }
+}
+
+export interface StartStackOptions {
+  dataDir?: string;
+  temporalPort?: number;
+  uiPort?: number;
+  redisPort?: number;
+  headless?: boolean;
+  /** Servers outlive this process (crawler stack up). */
+  detached?: boolean;
+  log?: (msg: string) => void;
+}
+
+/** Starts both servers unconditionally (tests use free ports; `stack up` uses the defaults). */
+export async function startStack(opts: StartStackOptions = {}): Promise<RunningStack> {
+  const dataDir = opts.dataDir ?? STACK_DIR;
+  const temporalPort = opts.temporalPort ?? (await freePort());
+  const redisPort = opts.redisPort ?? (await freePort());
+  const uiPort = opts.headless ? undefined : opts.uiPort ?? temporalPort + 1000;
+  const [temporal, redis] = await Promise.all([
+    startTemporalDevServer({ port: temporalPort, uiPort, headless: opts.headless, dataDir: path.join(dataDir, 'temporal'), detached: opts.detached, log: opts.log }),
+    startRedisServer({ port: redisPort, dataDir: path.join(dataDir, 'redis'), detached: opts.detached, log: opts.log }),
+  ]);
+  const endpoints: StackEndpoints = {
+    temporalAddress: `127.0.0.1:${temporalPort}`,
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    uiUrl: uiPort ? `http://127.0.0.1:${uiPort}` : null,
+  };
+  return {
+    ...endpoints,
+    started: ['temporal', 'redis'],
+    processes: [temporal, redis],
+    stop: async () => {
+      await Promise.all([temporal.stop(), redis.stop()]);
+    },
+  };
+}
+
+/**
+ * What `crawler crawl` uses: explicit env first, then a running embedded
+ * stack, then whatever answers on the default ports; only what is still
+ * missing is started, attached to this process, on the default ports when
+ * they are free.
+ */
+export async function connectOrStartStack(opts: { log?: (msg: string) => void; dataDir?: string } = {}): Promise<RunningStack> {
+  const dataDir = opts.dataDir ?? STACK_DIR;
+  const state = readStackState(dataDir);
+  const processes: ManagedProcess[] = [];
+  const started: string[] = [];
+
+  let temporalAddress = process.env.TEMPORAL_ADDRESS ?? null;
+  let uiUrl: string | null = null;
+  if (!temporalAddress && state.temporal && pidAlive(state.temporal.pid) && (await temporalReachable(state.temporal.address))) {
+    temporalAddress = state.temporal.address;
+    uiUrl = state.temporal.uiUrl;
+  }
+  if (!temporalAddress && (await temporalReachable(`127.0.0.1:${DEFAULT_TEMPORAL_PORT}`))) {
+    temporalAddress = `127.0.0.1:${DEFAULT_TEMPORAL_PORT}`;
+    uiUrl = `http://127.0.0.1:${DEFAULT_UI_PORT}`;
+  }
+  if (!temporalAddress) {
+    const port = (await portOpen(DEFAULT_TEMPORAL_PORT)) ? await freePort() : DEFAULT_TEMPORAL_PORT;
+    const ui = port === DEFAULT_TEMPORAL_PORT && !(await portOpen(DEFAULT_UI_PORT)) ? DEFAULT_UI_PORT : await freePort();
+    opts.log?.(`starting Temporal dev server on 127.0.0.1:${port} (Web UI http://127.0.0.1:${ui})…`);
+    processes.push(await startTemporalDevServer({ port, uiPort: ui, dataDir: path.join(dataDir, 'temporal'), log: opts.log }));
+    started.push('temporal');
+    temporalAddress = `127.0.0.1:${port}`;
+    uiUrl = `http://127.0.0.1:${ui}`;
+  }
+
+  let redisUrl = process.env.REDIS_URL ?? null;
+  if (!redisUrl && state.redis && pidAlive(state.redis.pid) && (await redisReachable(state.redis.url))) redisUrl = state.redis.url;
+  if (!redisUrl) {
+    const port = (await portOpen(DEFAULT_REDIS_PORT)) ? await freePort() : DEFAULT_REDIS_PORT;
+    opts.log?.(`starting redis-server on 127.0.0.1:${port}…`);
+    try {
+      processes.push(await startRedisServer({ port, dataDir: path.join(dataDir, 'redis'), log: opts.log }));
+    } catch (err) {
+      await Promise.all(processes.map((p) => p.stop()));
+      throw err;
+    }
+    started.push('redis');
+    redisUrl = `redis://127.0.0.1:${port}`;
+  }
+
+  return {
+    temporalAddress,
+    redisUrl,
+    uiUrl,
+    started,
+    processes,
+    stop: async () => {
+      await Promise.all(processes.map((p) => p.stop()));
+    },
+  };
+}
+
+/** `crawler stack up`: detached servers on the default ports, remembered in stack.json. */
+export async function stackUp(opts: { log?: (msg: string) => void } = {}): Promise<StackEndpoints> {
+  const state = readStackState();
+  if (state.temporal && state.redis && pidAlive(state.temporal.pid) && pidAlive(state.redis.pid)) {
+    return { temporalAddress: state.temporal.address, redisUrl: state.redis.url, uiUrl: state.temporal.uiUrl };
+  }
+  const stack = await startStack({
+    temporalPort: DEFAULT_TEMPORAL_PORT,
+    uiPort: DEFAULT_UI_PORT,
+    redisPort: DEFAULT_REDIS_PORT,
+    detached: true,
+    log: opts.log,
+  });
+  const [temporal, redis] = stack.processes;
+  const next: StackStateFile = {
+    temporal: { pid: temporal.pid, address: stack.temporalAddress, uiUrl: stack.uiUrl },
+    redis: { pid: redis.pid, url: stack.redisUrl },
+  };
+  fs.mkdirSync(STACK_DIR, { recursive: true });
+  fs.writeFileSync(stateFile(STACK_DIR), JSON.stringify(next, null, 2));
+  return stack;
+}
+
+/** `crawler stack down`: stops what `stack up` started and waits until the processes are gone. */
+export async function stackDown(): Promise<string[]> {
+  const state = readStackState();
+  const stopped: string[] = [];
+  for (const [name, entry] of Object.entries(state) as [string, { pid: number }][]) {
+    if (!entry || !pidAlive(entry.pid)) continue;
+    process.kill(entry.pid, 'SIGTERM');
+    const deadline = Date.now() + 15_000;
+    while (pidAlive(entry.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (pidAlive(entry.pid)) process.kill(entry.pid, 'SIGKILL');
+    stopped.push(name);
+  }
+  fs.rmSync(stateFile(STACK_DIR), { force: true });
+  return stopped;
+}

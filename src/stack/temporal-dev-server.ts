@@ -1,0 +1,63 @@
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { CRAWL_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
+import { ManagedProcess } from './managed-process';
+import { waitFor } from './ports';
+import { findOrInstallTemporalCli } from './tools';
+
+export interface TemporalDevServerOptions {
+  port: number;
+  uiPort?: number;
+  headless?: boolean;
+  dataDir: string;
+  detached?: boolean;
+  log?: (msg: string) => void;
+}
+
+/** True when a Temporal frontend answers on this address. */
+export async function temporalReachable(address: string, timeoutMs = 1500): Promise<boolean> {
+  let conn: Connection | undefined;
+  try {
+    conn = await Connection.connect({ address, connectTimeout: timeoutMs });
+    await conn.workflowService.getSystemInfo({});
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await conn?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * `temporal server start-dev` with SQLite persistence under dataDir, so
+ * workflows survive a restart, and our search attributes registered.
+ */
+export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<ManagedProcess> {
+  const cli = await findOrInstallTemporalCli(opts.log);
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(opts.port),
+    '--db-filename', path.join(opts.dataDir, 'temporal.sqlite'),
+    '--log-level', 'warn',
+    // WAL keeps the single SQLite file from serialising every history write
+    // behind fsync; a crash still recovers from the WAL.
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--sqlite-pragma', 'synchronous=normal',
+  ];
+  if (opts.headless) args.push('--headless');
+  else if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
+  for (const sa of CRAWL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${sa.name}=${sa.cliType}`);
+  const proc = ManagedProcess.start('temporal', cli, args, {
+    logFile: path.join(opts.dataDir, 'temporal.log'),
+    detached: opts.detached,
+  });
+  const address = `127.0.0.1:${opts.port}`;
+  try {
+    await waitFor(`Temporal dev server on ${address}`, () => temporalReachable(address), 90_000, () => proc.deadReason());
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  return proc;
+}

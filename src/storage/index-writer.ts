@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { StorageError, createUniqueFile, ensureWritableDir, writeFully } from './warc-writer';
+
+// The crawl index: one JSON object per line, one file per process (same
+// collision-free naming as the WARC files), so concurrent processes never
+// share a file and need no locking. Page bodies live in the WARCs only; an
+// entry points at its response record through `warc`.
+
+export type IndexOutcome = 'fetched' | 'robots-disallowed' | 'error' | 'redirect' | 'skipped' | (string & {});
+
+export interface IndexEntry {
+  url: string;
+  /** URL fingerprint. */
+  fp: string;
+  host: string;
+  campaignId: string;
+  status: number | null;
+  outcome: IndexOutcome;
+  contentType: string | null;
+  /** Size of the stored body. */
+  bytes: number;
+  /** `sha256:<hex>` of the stored body; see contentHashOf. */
+  contentHash: string | null;
+  /** ISO 8601. */
+  fetchedAt: string;
+  fetchMs?: number;
+  depth: number;
+  referrer: string | null;
+  warc?: { file: string; offset: number; length: number };
+  error?: { code: string; message: string };
+  redirects?: string[];
+  truncated?: string | null;
+}
+
+/** The `contentHash` value for a stored body. */
+export function contentHashOf(body: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(body).digest('hex')}`;
+}
+
+export interface IndexWriterOptions {
+  dir: string;
+  /** File name prefix; default 'index'. */
+  prefix?: string;
+}
+
+export class IndexWriter {
+  // Appends run one after another so each line is one complete write and
+  // close() knows when the last one has landed.
+  private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly fh: FileHandle,
+    /** Absolute path of this process's index file. */
+    readonly path: string,
+  ) {}
+
+  static async open(opts: IndexWriterOptions): Promise<IndexWriter> {
+    if (!opts.dir) throw new StorageError('INVALID_INPUT', null, 'IndexWriter needs a dir');
+    const prefix = opts.prefix ?? 'index';
+    if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
+      throw new StorageError('INVALID_INPUT', null, `index prefix must match [A-Za-z0-9._-]+, got ${JSON.stringify(prefix)}`);
+    }
+    await ensureWritableDir(opts.dir);
+    const { path: full, fh } = await createUniqueFile(path.resolve(opts.dir), prefix, '.jsonl');
+    return new IndexWriter(fh, full);
+  }
+
+  /** Basename of the index file. */
+  get file(): string {
+    return path.basename(this.path);
+  }
+
+  append(e: IndexEntry): Promise<void> {
+    const run = this.chain.then(async () => {
+      if (this.closed) throw new StorageError('CLOSED', this.path, 'IndexWriter is closed');
+      // JSON.stringify escapes every newline inside strings, so the entry is
+      // exactly one line; line + '\n' go out in one write, so a crash leaves
+      // at most one partial last line, which readIndex skips.
+      const line = Buffer.from(`${JSON.stringify(e)}\n`, 'utf8');
+      try {
+        await writeFully(this.fh, line, null);
+      } catch (err) {
+        throw new StorageError('WRITE_FAILED', this.path, `cannot append index entry for ${e.url}`, { cause: err });
+      }
+    });
+    // One failed append must not reject every later one.
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Waits for queued appends, flushes to disk and closes. */
+  close(): Promise<void> {
+    const run = this.chain.then(async () => {
+      if (this.closed) return;
+      this.closed = true;
+      try {
+        await this.fh.sync();
+      } catch (err) {
+        await this.fh.close().catch(() => undefined);
+        throw new StorageError('CLOSE_FAILED', this.path, 'cannot flush index file', { cause: err });
+      }
+      await this.fh.close();
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/**
+ * All entries of all `*.jsonl` files in `dir` (files in name order). A last
+ * line without its newline is what a killed writer leaves: it is kept if it
+ * is still complete JSON and skipped otherwise. A bad line anywhere else is
+ * real corruption and raises CORRUPT.
+ */
+export async function readIndex(dir: string): Promise<IndexEntry[]> {
+  let names: string[];
+  try {
+    names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl')).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new StorageError('READ_FAILED', dir, 'cannot list index directory', { cause: err });
+  }
+  const out: IndexEntry[] = [];
+  for (const name of names) {
+    const file = path.join(dir, name);
+    let text: string;
+    try {
+      text = await fsp.readFile(file, 'utf8');
+    } catch (err) {
+      throw new StorageError('READ_FAILED', file, 'cannot read index file', { cause: err });
+    }
+    const lines = text.split('\n');
+    // After the final '\n' split() yields '' ; anything else there is an unterminated line.
+    const tail = lines.pop() ?? '';
+    lines.forEach((line, i) => {
+      if (line.trim() === '') return;
+      const entry = parseEntry(line);
+      if (!entry) throw new StorageError('CORRUPT', file, `line ${i + 1} is not an index entry`);
+      out.push(entry);
+    });
+    if (tail.trim() !== '') {
+      const entry = parseEntry(tail);
+      if (entry) out.push(entry);
+    }
+  }
+  return out;
+}
+
+function parseEntry(line: string): IndexEntry | null {
+  try {
+    const v: unknown = JSON.parse(line);
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { url?: unknown }).url === 'string') {
+      return v as IndexEntry;
+    }
+    return null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { WARCParser } from 'warcio';
+import { StorageError, base32 } from './warc-writer';
+
+// Reads WARC files back (tests, audits, re-processing). Parsing is warcio.js's;
+// digests are recomputed here with node:crypto rather than trusted, so this is
+// a check of what the writer put on disk, not of what it believed it wrote.
+
+export interface WarcReadRecord {
+  /** Basename of the WARC file. */
+  file: string;
+  /** Byte offset of the record's gzip member in the file. */
+  offset: number;
+  /** Compressed length of that gzip member. */
+  length: number;
+  type: string;
+  targetUri?: string;
+  recordId: string;
+  /** null when the record has no WARC-Payload-Digest or its algorithm is unknown. */
+  payloadDigestOk: boolean | null;
+  /** false when WARC-Block-Digest is missing, unsupported or wrong. */
+  blockDigestOk: boolean;
+  /** WARC headers (name case as written; a repeated name keeps its last value). */
+  headers: Record<string, string>;
+  /** HTTP headers of response/request records, names lower-cased. */
+  httpHeaders?: Record<string, string>;
+  /** HTTP status line of response/request records. */
+  statusLine?: string;
+  /** The HTTP entity for application/http records, else the whole block. */
+  payload?: Buffer;
+}
+
+export interface ReadWarcOptions {
+  /**
+   * What to do with an incomplete last record, the one thing a crashed writer
+   * can leave behind: 'skip' (default) drops it, 'throw' raises CORRUPT.
+   */
+  truncatedTail?: 'skip' | 'throw';
+}
+
+const HTTP_TYPES = new Set(['response', 'request', 'revisit']);
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+
+/** All records of all `*.warc.gz` files in `dir` (not recursive), files in name order. */
+export async function readWarcDir(dir: string, opts: ReadWarcOptions = {}): Promise<WarcReadRecord[]> {
+  let names: string[];
+  try {
+    names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.warc.gz')).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new StorageError('READ_FAILED', dir, 'cannot list WARC directory', { cause: err });
+  }
+  const out: WarcReadRecord[] = [];
+  for (const name of names) out.push(...(await readWarcFile(path.join(dir, name), opts)));
+  return out;
+}
+
+/** All records of one WARC file. */
+export async function readWarcFile(file: string, opts: ReadWarcOptions = {}): Promise<WarcReadRecord[]> {
+  const name = path.basename(file);
+  const out: WarcReadRecord[] = [];
+  let size: number;
+  try {
+    size = (await fsp.stat(file)).size;
+  } catch (err) {
+    throw new StorageError('READ_FAILED', file, 'cannot stat WARC file', { cause: err });
+  }
+  // warcio.js stops quietly at a gzip member it cannot finish; comparing where
+  // the last whole record ended with the file size is how we notice.
+  let parsedEnd = 0;
+  const stream = createReadStream(file);
+  try {
+    // parseHttp off: the block stays raw, so the block digest is computed over
+    // the exact stored bytes rather than over re-serialised headers.
+    const parser = new WARCParser(stream, { keepHeadersCase: true, parseHttp: false });
+    for await (const record of parser) {
+      const offset = parser.offset;
+      const headers: Record<string, string> = {};
+      for (const [k, v] of record.warcHeaders.headers) headers[k] = v;
+      const declared = Number(record.warcHeaders.headers.get('Content-Length') ?? NaN);
+      const block = Buffer.from(await record.readFully(false));
+      // A short block means the data ran out: this is the truncated tail.
+      if (block.length !== declared) break;
+      const length = parser.recordLength;
+      parsedEnd = offset + length;
+      const type = record.warcType ?? '';
+      const rec: WarcReadRecord = {
+        file: name,
+        offset,
+        length,
+        type,
+        recordId: record.warcHeaders.headers.get('WARC-Record-ID') ?? '',
+        blockDigestOk: digestMatches(record.warcHeaders.headers.get('WARC-Block-Digest'), block) === true,
+        payloadDigestOk: null,
+        headers,
+      };
+      const target = record.warcTargetURI;
+      if (target) rec.targetUri = target;
+
+      let payload: Buffer | null = block;
+      if (HTTP_TYPES.has(type) && /application\/http/i.test(record.warcContentType ?? '')) {
+        const split = splitHttp(block);
+        payload = split ? split.payload : null;
+        if (split) {
+          rec.statusLine = split.statusLine;
+          rec.httpHeaders = split.headers;
+        }
+      }
+      if (payload) rec.payload = payload;
+      const declaredPayload = record.warcHeaders.headers.get('WARC-Payload-Digest');
+      if (declaredPayload) rec.payloadDigestOk = payload ? digestMatches(declaredPayload, payload) : false;
+      out.push(rec);
+    }
+  } catch (err) {
+    if (err instanceof StorageError) throw err;
+    throw new StorageError('CORRUPT', file, 'cannot parse WARC file', { cause: err });
+  } finally {
+    stream.destroy();
+  }
+  if (parsedEnd < size && (opts.truncatedTail ?? 'skip') === 'throw') {
+    throw new StorageError('CORRUPT', file, `${size - parsedEnd} bytes after the last complete record at ${parsedEnd}`);
+  }
+  return out;
+}
+
+function splitHttp(block: Buffer): { statusLine: string; headers: Record<string, string>; payload: Buffer } | null {
+  const end = block.indexOf(CRLFCRLF);
+  if (end < 0) return null;
+  const lines = block.subarray(0, end).toString('utf8').split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { statusLine: lines[0] ?? '', headers, payload: block.subarray(end + 4) };
+}
+
+const ALGOS: Record<string, string> = { sha1: 'sha1', 'sha-1': 'sha1', sha256: 'sha256', 'sha-256': 'sha256' };
+
+/** true/false for a checkable digest header, null when absent or of an unknown algorithm. */
+export function digestMatches(declared: string | null | undefined, data: Uint8Array): boolean | null {
+  if (!declared) return null;
+  const colon = declared.indexOf(':');
+  if (colon < 0) return null;
+  const algo = ALGOS[declared.slice(0, colon).toLowerCase()];
+  if (!algo) return null;
+  const value = declared.slice(colon + 1).trim();
+  const raw = createHash(algo).update(data).digest();
+  // Both encodings are in the wild: base32 (Heritrix, warcio) and hex.
+  return value.toUpperCase() === base32(raw) || value.toLowerCase() === raw.toString('hex');
+}

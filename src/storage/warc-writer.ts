@@ -1,0 +1,619 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
+
+// Page storage: every fetched page goes into WARC/1.1 files, one gzip member
+// per record, and nowhere else. Many worker processes (possibly on different
+// machines) write into the same folder, so each process owns its own files
+// and never appends to anybody else's.
+
+export type StorageErrorCode =
+  | 'OPEN_FAILED'
+  | 'WRITE_FAILED'
+  | 'CLOSE_FAILED'
+  | 'CLOSED'
+  | 'INVALID_INPUT'
+  | 'READ_FAILED'
+  | 'CORRUPT';
+
+/** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
+export class StorageError extends Error {
+  readonly code: StorageErrorCode;
+  readonly file: string | null;
+  constructor(code: StorageErrorCode, file: string | null, message: string, options?: { cause?: unknown }) {
+    super(file ? `${message} (${file})` : message, options);
+    this.name = 'StorageError';
+    this.code = code;
+    this.file = file;
+  }
+}
+
+export function isStorageError(err: unknown): err is StorageError {
+  return err instanceof StorageError;
+}
+
+// ---------------------------------------------------------------------------
+// Unique file names
+
+// One counter per process, shared by every writer in it, so two writers opened
+// in the same millisecond still get different names.
+let fileSerial = 0;
+
+function utcStamp(d: Date): string {
+  const p = (n: number, w: number) => String(n).padStart(w, '0');
+  return (
+    p(d.getUTCFullYear(), 4) +
+    p(d.getUTCMonth() + 1, 2) +
+    p(d.getUTCDate(), 2) +
+    p(d.getUTCHours(), 2) +
+    p(d.getUTCMinutes(), 2) +
+    p(d.getUTCSeconds(), 2) +
+    p(d.getUTCMilliseconds(), 3)
+  );
+}
+
+// Host names are normally [A-Za-z0-9.-] already; anything else would make an
+// awkward (or, with '/', impossible) file name.
+function safeHostname(): string {
+  return os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'unknown-host';
+}
+
+/**
+ * `<prefix>-<UTC yyyymmddHHMMSSmmm>-<hostname>-<pid>-<5-digit serial>`: host +
+ * pid separate processes and machines, the per-process serial separates files
+ * of one process. Callers still create with O_EXCL, which turns the remaining
+ * risk (two machines sharing a host name) into a retry rather than a clobber.
+ */
+export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
+  fileSerial += 1;
+  return `${prefix}-${utcStamp(now)}-${safeHostname()}-${process.pid}-${String(fileSerial).padStart(5, '0')}`;
+}
+
+const MAX_NAME_ATTEMPTS = 20;
+
+/** Creates a new file that did not exist before (O_EXCL), retrying with a fresh name on collision. */
+export async function createUniqueFile(
+  dir: string,
+  prefix: string,
+  suffix: string,
+): Promise<{ name: string; path: string; fh: FileHandle }> {
+  let lastErr: unknown;
+  for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
+    const name = `${uniqueFileStem(prefix)}${suffix}`;
+    const full = path.join(dir, name);
+    try {
+      const fh = await fsp.open(full, 'wx');
+      return { name, path: full, fh };
+    } catch (err) {
+      lastErr = err;
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new StorageError('OPEN_FAILED', full, 'cannot create storage file', { cause: err });
+      }
+    }
+  }
+  throw new StorageError('OPEN_FAILED', dir, `no unused ${prefix}*${suffix} name after ${MAX_NAME_ATTEMPTS} attempts`, {
+    cause: lastErr,
+  });
+}
+
+/** Makes `dir` (recursively) and checks that this process may create files in it. */
+export async function ensureWritableDir(dir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+    await fsp.access(dir, fsConstants.W_OK | fsConstants.X_OK);
+  } catch (err) {
+    throw new StorageError('OPEN_FAILED', dir, 'storage directory is not writable', { cause: err });
+  }
+}
+
+/** Writes all of `buf` at `position`, looping over short writes. */
+export async function writeFully(fh: FileHandle, buf: Uint8Array, position: number | null): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position === null ? null : position + done);
+    if (bytesWritten <= 0) throw new Error('write returned 0 bytes');
+    done += bytesWritten;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Public types
+
+export interface WarcWriterOptions {
+  dir: string;
+  /** File name prefix; default 'crawl'. */
+  prefix?: string;
+  /** Start a new file once the current one has reached this size; default 1 GiB. */
+  maxFileBytes?: number;
+  /** `software` field of each warcinfo record. */
+  software?: string;
+  /** `operator` field of each warcinfo record. */
+  operator?: string;
+  /** Campaign id, the `isPartOf` field of each warcinfo record. */
+  isPartOf?: string;
+  /**
+   * fdatasync after every exchange. Off by default: a process crash loses
+   * nothing either way (the data is in the page cache); only a machine crash
+   * does, and paying a disk flush per page is rarely worth it.
+   */
+  syncEachWrite?: boolean;
+}
+
+export interface WarcExchange {
+  url: string;
+  fetchedAt: Date;
+  /** Address the response came from. */
+  ip?: string;
+  request: {
+    method: string;
+    /** '1.1', 'HTTP/1.1', '2', …; default HTTP/1.1. */
+    httpVersion?: string;
+    headers: Record<string, string>;
+    /** Request target; default path + query of `url`. */
+    path?: string;
+  };
+  response: {
+    status: number;
+    statusText?: string;
+    httpVersion?: string;
+    /** Headers as received from the server. */
+    headers: Record<string, string>;
+    body: Uint8Array;
+    /**
+     * Whether `body` has already had its Content-Encoding removed (what
+     * fetch-style clients hand out). Default true. When false the body is
+     * the encoded entity and Content-Encoding is kept as is.
+     */
+    bodyDecoded?: boolean;
+    /** Why the body is incomplete, if it is: becomes WARC-Truncated. */
+    truncated?: 'length' | 'time' | null;
+  };
+  /** Written as a `metadata` record (application/warc-fields), e.g. outlinks, fetchTimeMs. */
+  metadata?: Record<string, string | string[]>;
+}
+
+/** Where the response record of an exchange landed. */
+export interface WarcLocation {
+  /** Basename of the WARC file. */
+  file: string;
+  /** Byte offset of the response record's gzip member in the file. */
+  offset: number;
+  /** Compressed length of that gzip member. */
+  length: number;
+  recordId: string;
+  /** `sha1:BASE32`, as in WARC-Payload-Digest. */
+  payloadDigest: string;
+  /** `sha1:BASE32`, as in WARC-Block-Digest. */
+  blockDigest: string;
+}
+
+// ---------------------------------------------------------------------------
+// Record building
+
+const WARC_VERSION = 'WARC/1.1';
+const DIGEST_OPTS = { gzip: true, digest: { algo: 'sha-1', prefix: 'sha1:', base32: true } } as const;
+const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
+const DEFAULT_SOFTWARE = 'durable-crawler (warcio.js)';
+
+// warcio.js's header map splits any value containing ",,," (its internal
+// multi-value join marker) into several header lines when serialising. Our
+// input has one value per name, so turn that off to keep values verbatim.
+class VerbatimHeaders extends HeadersMultiMap {
+  override isMultiValue(): boolean {
+    return false;
+  }
+}
+
+// A CR or LF inside a name or value would end the header early and let a
+// server's header smuggle extra lines into our record.
+function headerSafe(s: string): string {
+  return s.replace(/[\r\n]+/g, ' ');
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+// Fetch-style clients expose header values as byte strings (each byte one
+// char <= U+00FF). warcio.js serialises headers as UTF-8, which would turn a
+// raw 0xE9 into 0xC3 0xA9. If the bytes are valid UTF-8 we hand warcio the
+// decoded text so it re-encodes to exactly the received bytes; otherwise
+// (latin1 on the wire, or already-decoded Unicode) UTF-8 of the text is the
+// best we can store.
+function headerValue(v: string): string {
+  const safe = headerSafe(v);
+  // eslint-disable-next-line no-control-regex
+  if (!/[^\x00-\x7f]/.test(safe) || /[^\x00-\xff]/.test(safe)) return safe;
+  try {
+    return strictUtf8.decode(Buffer.from(safe, 'latin1'));
+  } catch {
+    return safe;
+  }
+}
+
+function httpVersionOf(v: string | undefined): string {
+  if (!v) return 'HTTP/1.1';
+  const bare = v.replace(/^HTTP\//i, '').trim();
+  return `HTTP/${bare || '1.1'}`;
+}
+
+function requestTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.pathname || '/'}${u.search}`;
+  } catch {
+    return '/';
+  }
+}
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).host || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Headers of the stored response. Like other crawlers that store decoded
+ * payloads, the framing/encoding headers that no longer describe the stored
+ * bytes are renamed (kept for the record, ignored by replay tools):
+ *  - Content-Encoding (only if the body was decoded): the payload is identity-encoded now;
+ *  - Transfer-Encoding: the client always removes chunking;
+ *  - Content-Length: the decoded and/or truncated size differs from the wire size.
+ * A fresh Content-Length with the stored size is appended, so a reader of the
+ * HTTP block never depends on connection-close framing.
+ */
+export function storedResponseHeaders(
+  headers: Record<string, string>,
+  storedBytes: number,
+  bodyDecoded: boolean,
+): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [rawName, value] of Object.entries(headers)) {
+    const name = headerSafe(rawName);
+    const lower = name.toLowerCase();
+    if (lower === 'content-encoding' && bodyDecoded) {
+      out.push(['X-Crawler-Original-Content-Encoding', headerValue(value)]);
+    } else if (lower === 'transfer-encoding') {
+      out.push(['X-Crawler-Original-Transfer-Encoding', headerValue(value)]);
+    } else if (lower === 'content-length') {
+      out.push(['X-Crawler-Original-Content-Length', headerValue(value)]);
+    } else {
+      out.push([name, headerValue(value)]);
+    }
+  }
+  out.push(['Content-Length', String(storedBytes)]);
+  return out;
+}
+
+function verbatim(entries: [string, string][]): VerbatimHeaders {
+  const h = new VerbatimHeaders();
+  for (const [n, v] of entries) h.set(n, v);
+  return h;
+}
+
+function warcFields(fields: Record<string, string | string[]>): Uint8Array {
+  let text = '';
+  for (const [rawName, value] of Object.entries(fields)) {
+    // ':' would end the field name early; whitespace is not allowed in it.
+    const name = headerSafe(rawName).replace(/[:\s]+/g, '_');
+    for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${headerSafe(v)}\r\n`;
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+function sha1Base32(data: Uint8Array): string {
+  return `sha1:${base32(createHash('sha1').update(data).digest())}`;
+}
+
+const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+/** RFC 4648 base32 (a SHA-1 is 20 bytes, so never any padding). */
+export function base32(bytes: Uint8Array): string {
+  let out = '';
+  let bits = 0;
+  let acc = 0;
+  for (const b of bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += B32[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += B32[(acc << (5 - bits)) & 31];
+  while (out.length % 8 !== 0) out += '=';
+  return out;
+}
+
+function urn(): string {
+  return `<urn:uuid:${randomUUID()}>`;
+}
+
+async function gzipMember(record: WARCRecord): Promise<Uint8Array> {
+  return WARCSerializer.serialize(record, DIGEST_OPTS);
+}
+
+// ---------------------------------------------------------------------------
+// Writer
+
+interface OpenWarc {
+  name: string;
+  path: string;
+  fh: FileHandle;
+  size: number;
+  warcinfoId: string;
+}
+
+export class WarcWriter {
+  private readonly dir: string;
+  private readonly prefix: string;
+  private readonly maxFileBytes: number;
+  private readonly info: Record<string, string>;
+  private readonly syncEachWrite: boolean;
+  // Every write runs after the previous one settled: a file is only ever
+  // appended to by one operation at a time, so records never interleave.
+  private chain: Promise<unknown> = Promise.resolve();
+  private current: OpenWarc | null = null;
+  private closed = false;
+  private readonly finished: string[] = [];
+
+  private constructor(opts: WarcWriterOptions) {
+    this.dir = path.resolve(opts.dir);
+    this.prefix = opts.prefix ?? 'crawl';
+    this.maxFileBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+    this.syncEachWrite = opts.syncEachWrite ?? false;
+    this.info = {
+      software: opts.software ?? DEFAULT_SOFTWARE,
+      format: 'WARC File Format 1.1',
+      conformsTo: 'http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/',
+      hostname: os.hostname(),
+      ...(opts.operator ? { operator: opts.operator } : {}),
+      ...(opts.isPartOf ? { isPartOf: opts.isPartOf } : {}),
+    };
+  }
+
+  /**
+   * Checks the folder is writable. The first file is created on the first
+   * write, so a worker that never fetches leaves no warcinfo-only file behind.
+   */
+  static async open(opts: WarcWriterOptions): Promise<WarcWriter> {
+    if (!opts.dir) throw new StorageError('INVALID_INPUT', null, 'WarcWriter needs a dir');
+    if (opts.prefix !== undefined && !/^[A-Za-z0-9._-]+$/.test(opts.prefix)) {
+      throw new StorageError('INVALID_INPUT', null, `WARC prefix must match [A-Za-z0-9._-]+, got ${JSON.stringify(opts.prefix)}`);
+    }
+    if (opts.maxFileBytes !== undefined && !(opts.maxFileBytes > 0)) {
+      throw new StorageError('INVALID_INPUT', null, `maxFileBytes must be positive, got ${opts.maxFileBytes}`);
+    }
+    await ensureWritableDir(opts.dir);
+    return new WarcWriter(opts);
+  }
+
+  /** Basename of the file currently being written, if any. */
+  get currentFile(): string | null {
+    return this.current?.name ?? null;
+  }
+
+  /** Basenames of every file this writer has created, in order. */
+  get files(): string[] {
+    return this.current ? [...this.finished, this.current.name] : [...this.finished];
+  }
+
+  /**
+   * Appends response, request and (if given) metadata records of one fetch.
+   * Safe to call concurrently; calls are applied one at a time in call order.
+   */
+  writeExchange(ex: WarcExchange): Promise<WarcLocation> {
+    const run = this.chain.then(() => this.doWrite(ex));
+    // A failed write must not wedge the writers queued behind it.
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Waits for queued writes, flushes the current file to disk and closes it. */
+  close(): Promise<void> {
+    const run = this.chain.then(async () => {
+      if (this.closed) return;
+      this.closed = true;
+      await this.finishCurrent();
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doWrite(ex: WarcExchange): Promise<WarcLocation> {
+    if (this.closed) throw new StorageError('CLOSED', this.current?.path ?? null, 'WarcWriter is closed');
+    validateExchange(ex);
+
+    // Rotate once the file has reached the limit: each file ends at most one
+    // exchange past it, and an exchange is never split across files.
+    if (this.current && this.current.size >= this.maxFileBytes) await this.finishCurrent();
+    const file = this.current ?? (await this.startFile());
+
+    const { members, responseId } = await this.buildExchange(ex, file.warcinfoId);
+    const response = members[0]!;
+    const buf = Buffer.concat(members.map((m) => m.bytes));
+    const offset = file.size;
+    try {
+      // One write per exchange: a crash can only leave a truncated tail.
+      await writeFully(file.fh, buf, offset);
+      if (this.syncEachWrite) await file.fh.datasync();
+    } catch (err) {
+      await this.recoverFromFailedWrite(file, offset);
+      throw new StorageError('WRITE_FAILED', file.path, `cannot write WARC records for ${ex.url}`, { cause: err });
+    }
+    file.size += buf.length;
+    return {
+      file: file.name,
+      offset,
+      length: response.bytes.length,
+      recordId: responseId,
+      payloadDigest: response.payloadDigest,
+      blockDigest: response.blockDigest,
+    };
+  }
+
+  // Cut a partial write back off so later records start at a record boundary
+  // and their offsets stay right; if even that fails, abandon the file.
+  private async recoverFromFailedWrite(file: OpenWarc, goodSize: number): Promise<void> {
+    try {
+      await file.fh.truncate(goodSize);
+    } catch {
+      this.current = null;
+      this.finished.push(file.name);
+      await file.fh.close().catch(() => undefined);
+    }
+  }
+
+  private async buildExchange(
+    ex: WarcExchange,
+    warcinfoId: string,
+  ): Promise<{ members: { bytes: Uint8Array; payloadDigest: string; blockDigest: string }[]; responseId: string }> {
+    const date = ex.fetchedAt.toISOString();
+    const responseId = urn();
+    const common: Record<string, string> = { 'WARC-Warcinfo-ID': warcinfoId };
+    if (ex.ip) common['WARC-IP-Address'] = headerSafe(ex.ip);
+
+    const res = ex.response;
+    const statusText = res.statusText || STATUS_CODES[res.status] || '';
+    const response = this.record(
+      {
+        url: ex.url,
+        date,
+        type: 'response',
+        warcHeaders: {
+          'WARC-Record-ID': responseId,
+          ...common,
+          ...(res.truncated ? { 'WARC-Truncated': res.truncated } : {}),
+        },
+        statusline: headerSafe(`${httpVersionOf(res.httpVersion)} ${res.status}${statusText ? ` ${statusText}` : ''}`),
+        headers: storedResponseHeaders(res.headers, res.body.length, res.bodyDecoded ?? true),
+      },
+      res.body,
+    );
+
+    const req = ex.request;
+    const reqHeaders = Object.entries(req.headers).map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]);
+    const host = hostOf(ex.url);
+    // The client adds Host on the wire even when the caller did not set it.
+    if (host && !reqHeaders.some(([n]) => n.toLowerCase() === 'host')) reqHeaders.unshift(['Host', host]);
+    const request = this.record(
+      {
+        url: ex.url,
+        date,
+        type: 'request',
+        warcHeaders: { 'WARC-Record-ID': urn(), 'WARC-Concurrent-To': responseId, ...common },
+        statusline: headerSafe(`${req.method} ${req.path ?? requestTarget(ex.url)} ${httpVersionOf(req.httpVersion)}`),
+        headers: reqHeaders,
+      },
+      new Uint8Array(0),
+    );
+
+    const records = [response, request];
+    if (ex.metadata && Object.keys(ex.metadata).length > 0) {
+      records.push(
+        WARCRecord.create(
+          {
+            url: ex.url,
+            date,
+            type: 'metadata',
+            warcVersion: WARC_VERSION,
+            warcHeaders: { 'WARC-Record-ID': urn(), 'WARC-Concurrent-To': responseId, ...common },
+          },
+          [warcFields(ex.metadata)],
+        ),
+      );
+    }
+    // create() passes the URL through `new URL()`, which may re-encode it;
+    // WARC-Target-URI must be exactly the URL the index records.
+    for (const r of records) r.warcHeaders.headers.set('WARC-Target-URI', headerSafe(ex.url));
+
+    const members = await Promise.all(
+      records.map(async (r) => {
+        const bytes = await gzipMember(r);
+        return {
+          bytes,
+          payloadDigest: r.warcHeaders.headers.get('WARC-Payload-Digest') ?? '',
+          blockDigest: r.warcHeaders.headers.get('WARC-Block-Digest') ?? '',
+        };
+      }),
+    );
+    return { members, responseId };
+  }
+
+  private record(
+    o: {
+      url: string;
+      date: string;
+      type: 'response' | 'request';
+      warcHeaders: Record<string, string>;
+      statusline: string;
+      headers: [string, string][];
+    },
+    body: Uint8Array,
+  ): WARCRecord {
+    const rec = WARCRecord.create(
+      { url: o.url, date: o.date, type: o.type, warcVersion: WARC_VERSION, warcHeaders: o.warcHeaders },
+      [body],
+    );
+    // Set after create(): create() would put our headers into a plain
+    // HeadersMultiMap, which mangles values containing ",,," (see VerbatimHeaders).
+    rec.httpHeaders = new StatusAndHeaders({ statusline: o.statusline, headers: verbatim(o.headers) });
+    return rec;
+  }
+
+  private async startFile(): Promise<OpenWarc> {
+    const { name, path: full, fh } = await createUniqueFile(this.dir, this.prefix, '.warc.gz');
+    const warcinfoId = urn();
+    try {
+      const body = warcFields(this.info);
+      const rec = WARCRecord.create(
+        {
+          type: 'warcinfo',
+          filename: name,
+          warcVersion: WARC_VERSION,
+          warcHeaders: { 'WARC-Record-ID': warcinfoId, 'WARC-Block-Digest': sha1Base32(body) },
+        },
+        [body],
+      );
+      // warcio.js computes no digests for warcinfo; we set the block digest
+      // above so a reader can verify every record of the file.
+      const bytes = await gzipMember(rec);
+      await writeFully(fh, bytes, 0);
+      this.current = { name, path: full, fh, size: bytes.length, warcinfoId };
+      return this.current;
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      await fsp.unlink(full).catch(() => undefined);
+      throw new StorageError('WRITE_FAILED', full, 'cannot write warcinfo record', { cause: err });
+    }
+  }
+
+  private async finishCurrent(): Promise<void> {
+    const file = this.current;
+    if (!file) return;
+    this.current = null;
+    this.finished.push(file.name);
+    try {
+      await file.fh.sync();
+      await file.fh.close();
+    } catch (err) {
+      await file.fh.close().catch(() => undefined);
+      throw new StorageError('CLOSE_FAILED', file.path, 'cannot flush and close WARC file', { cause: err });
+    }
+  }
+}
+
+function validateExchange(ex: WarcExchange): void {
+  const bad = (why: string) => new StorageError('INVALID_INPUT', null, `invalid exchange for ${ex?.url}: ${why}`);
+  if (!ex || typeof ex.url !== 'string' || ex.url.length === 0) throw bad('url is required');
+  if (!(ex.fetchedAt instanceof Date) || Number.isNaN(ex.fetchedAt.getTime())) throw bad('fetchedAt is not a valid Date');
+  if (!(ex.response?.body instanceof Uint8Array)) throw bad('response.body must be a Uint8Array');
+  if (!Number.isInteger(ex.response.status) || ex.response.status < 100 || ex.response.status > 999) {
+    throw bad(`status ${ex.response.status} is not a 3-digit HTTP status`);
+  }
+  if (!ex.request?.method || /\s/.test(ex.request.method)) throw bad('request.method must be a token');
+}

@@ -1,0 +1,19 @@
+// Custom search attributes that make the Temporal Web UI a crawl console:
+// filter by campaign, host or state, sort by pages. Pure module: workflows
+// import it, and the embedded stack registers the same list at start-up.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const CrawlCampaign = defineSearchAttributeKey('CrawlCampaign', SearchAttributeType.KEYWORD);
+export const CrawlHost = defineSearchAttributeKey('CrawlHost', SearchAttributeType.KEYWORD);
+export const CrawlState = defineSearchAttributeKey('CrawlState', SearchAttributeType.KEYWORD);
+export const CrawlPages = defineSearchAttributeKey('CrawlPages', SearchAttributeType.INT);
+export const CrawlErrors = defineSearchAttributeKey('CrawlErrors', SearchAttributeType.INT);
+
+/** Name → type as the `temporal` CLI and the operator API spell them. */
+export const CRAWL_SEARCH_ATTRIBUTES: ReadonlyArray<{ name: string; cliType: 'Keyword' | 'Int' }> = [
+  { name: CrawlCampaign.name, cliType: 'Keyword' },
+  { name: CrawlHost.name, cliType: 'Keyword' },
+  { name: CrawlState.name, cliType: 'Keyword' },
+  { name: CrawlPages.name, cliType: 'Int' },
+  { name: CrawlErrors.name, cliType: 'Int' },
+];

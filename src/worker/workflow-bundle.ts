@@ -1,0 +1,40 @@
+// Bundling the workflow code takes seconds of CPU; `crawl` does it once and
+// hands the file to every worker it starts. The cache is keyed by a hash of
+// the sources, so an edited workflow is never served stale.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { LOCAL_DIR, PROJECT_ROOT } from '../stack/paths';
+
+export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
+
+function sourceHash(): string {
+  const h = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const p = path.join(dir, name);
+      if (fs.statSync(p).isDirectory()) walk(p);
+      else if (p.endsWith('.ts')) h.update(p).update(fs.readFileSync(p));
+    }
+  };
+  walk(path.join(PROJECT_ROOT, 'workflows'));
+  walk(path.join(PROJECT_ROOT, 'src'));
+  h.update(fs.readFileSync(path.join(PROJECT_ROOT, 'node_modules', '@temporalio', 'workflow', 'package.json')));
+  return h.digest('hex').slice(0, 16);
+}
+
+export async function ensureWorkflowBundle(): Promise<string> {
+  const dir = path.join(LOCAL_DIR, 'bundles');
+  const file = path.join(dir, `workflows-${sourceHash()}.js`);
+  if (fs.existsSync(file)) return file;
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, code);
+  fs.renameSync(tmp, file);
+  return file;
+}
+
+const noop = () => undefined;
+const quietLogger = { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: console.error };

@@ -1,0 +1,27 @@
+// Integration tests share one real Temporal dev server and one real Redis,
+// started here on free loopback ports with data in a throwaway folder under
+// .crawler/, so they never collide with a stack the user already runs.
+import fs from 'node:fs';
+import path from 'node:path';
+import { LOCAL_DIR } from '../../src/stack/paths';
+import { startStack, type RunningStack } from '../../src/stack/stack';
+import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
+
+declare global {
+  // eslint-disable-next-line no-var
+  var __CRAWLER_TEST_STACK__: RunningStack | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const dataDir = path.join(LOCAL_DIR, 'test-runs', `${Date.now()}-${process.pid}`);
+  fs.mkdirSync(dataDir, { recursive: true });
+  const log = (m: string) => process.stderr.write(`[test stack] ${m}\n`);
+  const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle()]);
+  globalThis.__CRAWLER_TEST_STACK__ = stack;
+  process.env.TEMPORAL_ADDRESS = stack.temporalAddress;
+  process.env.REDIS_URL = stack.redisUrl;
+  process.env.CRAWLER_TEST_UI_URL = stack.uiUrl ?? '';
+  process.env.CRAWLER_WORKFLOW_BUNDLE = bundle;
+  process.env.CRAWLER_TEST_DATA_DIR = dataDir;
+  log(`temporal ${stack.temporalAddress}, redis ${stack.redisUrl}, ui ${stack.uiUrl}`);
+}

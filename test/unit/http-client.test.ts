@@ -1,0 +1,664 @@
+// Exercises the HTTP layer against real node:http servers bound to 127.0.0.1
+// on ephemeral ports; nothing here talks to any other address.
+import * as http from 'node:http';
+import * as net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import * as zlib from 'node:zlib';
+import { FetchError, classifyError } from '../../src/http/fetch-error';
+import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
+import {
+  ResolveOverrideError,
+  createLookup,
+  findOverride,
+  parseResolveEntries,
+  parseResolveEntry,
+} from '../../src/http/resolve-overrides';
+
+jest.setTimeout(10_000);
+
+interface TestServer {
+  port: number;
+  base: string;
+  connections: () => number;
+  close: () => Promise<void>;
+}
+
+const servers: TestServer[] = [];
+const clients: HttpClient[] = [];
+
+async function startServer(handler: http.RequestListener): Promise<TestServer> {
+  const server = http.createServer(handler);
+  let connections = 0;
+  server.on('connection', () => {
+    connections += 1;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const s: TestServer = {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  servers.push(s);
+  return s;
+}
+
+function client(overrides: Partial<HttpClientOptions> = {}): HttpClient {
+  const c = createHttpClient({
+    userAgent: 'test-crawler/1.0',
+    connectTimeoutMs: 1000,
+    headersTimeoutMs: 2000,
+    bodyTimeoutMs: 2000,
+    totalTimeoutMs: 5000,
+    ...overrides,
+  });
+  clients.push(c);
+  return c;
+}
+
+/** A port that was listening a moment ago and is now closed. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function fetchError(promise: Promise<unknown>): Promise<FetchError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(FetchError);
+    return err as FetchError;
+  }
+  throw new Error('expected the fetch to fail');
+}
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+describe('resolve overrides', () => {
+  it('routes a made-up hostname to the local server and keeps the Host header', async () => {
+    let seenHost: string | undefined;
+    const server = await startServer((req, res) => {
+      seenHost = req.headers.host;
+      res.end('hello');
+    });
+    const c = client({ resolve: [`made-up.test:${server.port}:127.0.0.1`] });
+    const result = await c.fetch(`http://made-up.test:${server.port}/`);
+    expect(result.status).toBe(200);
+    expect(result.body.toString()).toBe('hello');
+    expect(seenHost).toBe(`made-up.test:${server.port}`);
+    expect(result.requestHeaders.host).toBe(`made-up.test:${server.port}`);
+    expect(result.remoteAddress).toBe('127.0.0.1');
+    expect(result.finalUrl).toBe(`http://made-up.test:${server.port}/`);
+  });
+
+  it('only applies to the pinned host and port', () => {
+    // Checked at the lookup level: an unpinned made-up name would go to the
+    // system resolver, and these tests talk to nothing but 127.0.0.1.
+    const overrides = parseResolveEntries(['made-up.test:8080:127.0.0.1']);
+    expect(findOverride(overrides, 'MADE-UP.test.', 8080)?.address).toBe('127.0.0.1');
+    expect(findOverride(overrides, 'made-up.test', 8081)).toBeUndefined();
+    expect(findOverride(overrides, 'other.test', 8080)).toBeUndefined();
+  });
+
+  it('parses IPv4, bracketed IPv6 and normalises the host', () => {
+    expect(parseResolveEntry('Example.COM.:443:10.0.0.1')).toEqual({ host: 'example.com', port: 443, address: '10.0.0.1', family: 4 });
+    expect(parseResolveEntry('example.com:80:[::1]')).toEqual({ host: 'example.com', port: 80, address: '::1', family: 6 });
+    expect(parseResolveEntry('[2001:db8::1]:8080:127.0.0.1')).toMatchObject({ host: '2001:db8::1', port: 8080 });
+    expect(parseResolveEntries(['a.test:1:127.0.0.1', 'a.test:2:127.0.0.2']).size).toBe(2);
+  });
+
+  it.each([
+    ['', 'empty'],
+    ['example.com', 'missing PORT'],
+    ['example.com:443', 'missing ADDR'],
+    ['example.com:0:127.0.0.1', 'out of range'],
+    ['example.com:70000:127.0.0.1', 'out of range'],
+    ['example.com:http:127.0.0.1', 'invalid PORT'],
+    ['example.com:443:not-an-ip', 'not an IPv4'],
+    ['example.com:443:[::1', 'not an IPv4'],
+    ['example.com:443:127.0.0.1,127.0.0.2', 'one ADDR'],
+    ['*:443:127.0.0.1', 'wildcard'],
+    ['bad host:443:127.0.0.1', 'invalid HOST'],
+    ['[::1:443:127.0.0.1', 'unterminated'],
+  ])('rejects %j (%s)', (entry, reason) => {
+    let caught: unknown;
+    try {
+      parseResolveEntry(entry);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ResolveOverrideError);
+    const err = caught as ResolveOverrideError;
+    expect(err.code).toBe('INVALID_RESOLVE_ENTRY');
+    expect(err.entry).toBe(entry);
+    expect(err.message).toContain(reason);
+  });
+
+  it('rejects duplicates and fails client construction on a bad entry', () => {
+    expect(() => parseResolveEntries(['a.test:80:127.0.0.1', 'A.test:80:127.0.0.2'])).toThrow(/duplicate/);
+    expect(() => createHttpClient({ userAgent: 'x', resolve: ['nope'] })).toThrow(ResolveOverrideError);
+  });
+
+  it('provides a net.connect lookup that honours options.all and falls back to dns.lookup', async () => {
+    const server = net.createServer((socket) => socket.end('hi'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const lookup = createLookup(parseResolveEntries([`made-up.test:${port}:127.0.0.1`]), port);
+      for (const autoSelectFamily of [true, false]) {
+        const data = await new Promise<string>((resolve, reject) => {
+          const socket = net.connect({ host: 'made-up.test', port, lookup, autoSelectFamily });
+          let text = '';
+          socket.on('data', (d) => (text += d.toString()));
+          socket.on('end', () => resolve(text));
+          socket.on('error', reject);
+        });
+        expect(data).toBe('hi');
+      }
+      const all = await new Promise<unknown>((resolve, reject) =>
+        lookup('made-up.test', { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
+      );
+      expect(all).toEqual([{ address: '127.0.0.1', family: 4 }]);
+      // Not pinned: dns.lookup answers (an IP literal needs no DNS server).
+      const fallback = await new Promise<unknown>((resolve, reject) =>
+        lookup('127.0.0.1', {}, (err, address) => (err ? reject(err) : resolve(address))),
+      );
+      expect(fallback).toBe('127.0.0.1');
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe('request and response basics', () => {
+  it('sends the configured headers and flattens response headers', async () => {
+    let seen: http.IncomingHttpHeaders = {};
+    const server = await startServer((req, res) => {
+      seen = req.headers;
+      res.setHeader('Set-Cookie', ['a=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT', 'b=2']);
+      res.setHeader('X-Multi', ['one', 'two']);
+      res.setHeader('Content-Type', 'text/plain');
+      res.end('body');
+    });
+    const c = client({ acceptLanguage: 'en-GB,en;q=0.8' });
+    const result = await c.fetch(`${server.base}/page#frag`, { headers: { 'X-Extra': 'yes' } });
+    expect(seen['user-agent']).toBe('test-crawler/1.0');
+    expect(seen.accept).toBe('text/html,application/xhtml+xml;q=0.9,*/*;q=0.8');
+    expect(seen['accept-encoding']).toBe('gzip, deflate, br');
+    expect(seen['accept-language']).toBe('en-GB,en;q=0.8');
+    expect(seen['x-extra']).toBe('yes');
+    expect(result.requestHeaders).toMatchObject({ 'user-agent': 'test-crawler/1.0', 'x-extra': 'yes', host: `127.0.0.1:${server.port}` });
+    expect(result.headers['set-cookie']).toBe('a=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT\nb=2');
+    expect(result.headers['x-multi']).toBe('one, two');
+    expect(result.headers['content-type']).toBe('text/plain');
+    expect(result).toMatchObject({
+      url: `${server.base}/page#frag`,
+      finalUrl: `${server.base}/page`,
+      status: 200,
+      statusText: 'OK',
+      rawBytes: 4,
+      truncated: null,
+      contentEncoding: null,
+      redirects: [],
+      remoteAddress: '127.0.0.1',
+      httpVersion: '1.1',
+    });
+    expect(result.stoppedRedirect).toBeUndefined();
+    expect(result.endedAt).toBeGreaterThanOrEqual(result.startedAt);
+  });
+
+  it('honours a custom Accept and returns error statuses as results', async () => {
+    let accept: string | undefined;
+    const server = await startServer((req, res) => {
+      accept = req.headers.accept;
+      res.writeHead(404, 'Nope').end('missing');
+    });
+    const result = await client().fetch(`${server.base}/x`, { accept: 'application/xml' });
+    expect(accept).toBe('application/xml');
+    expect(result.status).toBe(404);
+    expect(result.statusText).toBe('Nope');
+    expect(result.body.toString()).toBe('missing');
+  });
+
+  it('reuses the keep-alive connection across fetches', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    const c = client();
+    await c.fetch(`${server.base}/1`);
+    await c.fetch(`${server.base}/2`);
+    expect(server.connections()).toBe(1);
+  });
+
+  it('rejects non-http URLs', async () => {
+    const err = await fetchError(client().fetch('ftp://127.0.0.1/file'));
+    expect(err.code).toBe('INVALID_URL');
+    expect(err.retryable).toBe(false);
+    expect((await fetchError(client().fetch('not a url'))).code).toBe('INVALID_URL');
+  });
+});
+
+describe('content decoding', () => {
+  const text = 'The quick brown fox jumps over the lazy dog. '.repeat(200);
+  const encoded: Record<string, Buffer> = {
+    gzip: zlib.gzipSync(text),
+    br: zlib.brotliCompressSync(text),
+    deflate: zlib.deflateSync(text),
+  };
+
+  it.each(['gzip', 'br', 'deflate'])('decodes %s', async (encoding) => {
+    const payload = encoded[encoding];
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': encoding });
+      // Split the payload so the decoder sees more than one chunk.
+      res.write(payload.subarray(0, 10));
+      setTimeout(() => res.end(payload.subarray(10)), 10);
+    });
+    const result = await client().fetch(server.base);
+    expect(result.body.toString()).toBe(text);
+    expect(result.rawBytes).toBe(payload.length);
+    expect(result.contentEncoding).toBe(encoding);
+    expect(result.truncated).toBeNull();
+  });
+
+  it('decodes raw (unwrapped) deflate as browsers do', async () => {
+    const raw = zlib.deflateRawSync(text);
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'deflate' });
+      res.end(raw);
+    });
+    const result = await client().fetch(server.base);
+    expect(result.body.toString()).toBe(text);
+  });
+
+  it('decodes stacked codings in reverse order', async () => {
+    const payload = zlib.brotliCompressSync(zlib.gzipSync(text));
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip, br' });
+      res.end(payload);
+    });
+    const result = await client().fetch(server.base);
+    expect(result.body.toString()).toBe(text);
+  });
+
+  it('handles an empty gzip-labelled body (e.g. 204)', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(204, { 'content-encoding': 'gzip' });
+      res.end();
+    });
+    const result = await client().fetch(server.base);
+    expect(result.status).toBe(204);
+    expect(result.body.length).toBe(0);
+  });
+
+  it('fails on corrupt compressed data', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip' });
+      res.end(Buffer.from('definitely not gzip'));
+    });
+    const err = await fetchError(client().fetch(server.base));
+    expect(err.code).toBe('DECOMPRESSION_FAILED');
+    expect(err.retryable).toBe(false);
+  });
+
+  it('refuses an unsupported content encoding', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'zstd' });
+      res.end('whatever');
+    });
+    const err = await fetchError(client().fetch(server.base));
+    expect(err.code).toBe('UNSUPPORTED_CONTENT_ENCODING');
+    expect(err.message).toContain('zstd');
+  });
+});
+
+describe('body limits', () => {
+  it('truncates a huge streamed response and closes the connection early', async () => {
+    const total = 1024 * 1024 * 1024; // 1 GiB: far more than the test would ever send
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    let serverSide!: Promise<{ written: number; finished: boolean }>;
+    const server = await startServer((_req, res) => {
+      serverSide = new Promise((resolve) => {
+        let written = 0;
+        res.on('close', () => resolve({ written, finished: res.writableFinished }));
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const pump = (): void => {
+          while (written < total && !res.destroyed) {
+            written += chunk.length;
+            if (!res.write(chunk)) {
+              res.once('drain', pump);
+              return;
+            }
+          }
+          res.end();
+        };
+        pump();
+      });
+    });
+    const limit = 1024 * 1024;
+    const result = await client({ maxBodyBytes: limit }).fetch(server.base);
+    expect(result.truncated).toBe('length');
+    expect(result.body.length).toBe(limit);
+    expect(result.rawBytes).toBeGreaterThan(limit);
+    const { written, finished } = await serverSide;
+    expect(finished).toBe(false);
+    expect(written).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it('cuts a gzip bomb after decoding', async () => {
+    const bomb = zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024)); // ~64 KiB on the wire
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': bomb.length });
+      res.end(bomb);
+    });
+    const limit = 256 * 1024;
+    const result = await client({ maxBodyBytes: limit }).fetch(server.base);
+    expect(result.truncated).toBe('length');
+    expect(result.body.length).toBe(limit);
+    expect(result.rawBytes).toBeLessThanOrEqual(bomb.length);
+  });
+
+  it('does not mark a body of exactly the limit as truncated', async () => {
+    const server = await startServer((_req, res) => res.end(Buffer.alloc(1000, 'x')));
+    const result = await client({ maxBodyBytes: 1000 }).fetch(server.base);
+    expect(result.truncated).toBeNull();
+    expect(result.body.length).toBe(1000);
+  });
+});
+
+describe('timeouts and network errors', () => {
+  it('times out waiting for headers', async () => {
+    const server = await startServer(() => {
+      /* never answers */
+    });
+    const err = await fetchError(client({ headersTimeoutMs: 200 }).fetch(server.base));
+    expect(err.code).toBe('HEADERS_TIMEOUT');
+    expect(err.retryable).toBe(true);
+    expect(err.url).toBe(`${server.base}/`);
+  });
+
+  it('times out when the body stalls', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('partial');
+    });
+    const err = await fetchError(client({ bodyTimeoutMs: 200 }).fetch(server.base));
+    expect(err.code).toBe('BODY_TIMEOUT');
+    expect(err.retryable).toBe(true);
+  });
+
+  it('returns a slow-drip body cut at the total timeout', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const timer = setInterval(() => res.write('.'), 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    const started = Date.now();
+    const result = await client({ bodyTimeoutMs: 1000, totalTimeoutMs: 300 }).fetch(server.base);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(result.status).toBe(200);
+    expect(result.truncated).toBe('time');
+    expect(result.body.length).toBeGreaterThan(0);
+    expect(/^\.+$/.test(result.body.toString())).toBe(true);
+  });
+
+  it('throws TOTAL_TIMEOUT when the deadline passes before headers', async () => {
+    const server = await startServer(() => {
+      /* never answers */
+    });
+    const err = await fetchError(client({ headersTimeoutMs: 2000, totalTimeoutMs: 200 }).fetch(server.base));
+    expect(err.code).toBe('TOTAL_TIMEOUT');
+    expect(err.retryable).toBe(true);
+  });
+
+  it('reports a refused connection', async () => {
+    const port = await closedPort();
+    const err = await fetchError(client().fetch(`http://127.0.0.1:${port}/`));
+    expect(err.code).toBe('CONNECTION_REFUSED');
+    expect(err.retryable).toBe(true);
+    expect(err.url).toBe(`http://127.0.0.1:${port}/`);
+    expect(err.cause).toBeDefined();
+  });
+
+  it('reports a connection reset mid-response', async () => {
+    const server = await startServer((req) => req.socket.destroy());
+    const err = await fetchError(client().fetch(server.base));
+    expect(err.code).toBe('CONNECTION_RESET');
+    expect(err.retryable).toBe(true);
+  });
+
+  it('passes the caller abort signal through', async () => {
+    const server = await startServer(() => {
+      /* never answers */
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const err = await fetchError(client().fetch(server.base, { signal: controller.signal }));
+    expect(err.code).toBe('ABORTED');
+    expect(err.retryable).toBe(false);
+    const pre = new AbortController();
+    pre.abort();
+    expect((await fetchError(client().fetch(server.base, { signal: pre.signal }))).code).toBe('ABORTED');
+  });
+
+  it('aborts mid-body on the caller signal instead of returning a partial body', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(200);
+      const timer = setInterval(() => res.write('.'), 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 150);
+    const err = await fetchError(client().fetch(server.base, { signal: controller.signal }));
+    expect(err.code).toBe('ABORTED');
+  });
+});
+
+describe('redirects', () => {
+  async function redirectServer(routes: Record<string, [number, string | undefined]>): Promise<TestServer> {
+    return startServer((req, res) => {
+      const route = routes[req.url ?? ''];
+      if (!route) {
+        res.end(`final ${req.url}`);
+        return;
+      }
+      const [status, location] = route;
+      res.writeHead(status, location === undefined ? {} : { location });
+      res.end(`redirect body ${req.url}`);
+    });
+  }
+
+  it('follows a chain and records it', async () => {
+    const server = await redirectServer({ '/a': [301, '/b'], '/b': [302, '/c'], '/c': [307, '/done'] });
+    const result = await client().fetch(`${server.base}/a`);
+    expect(result.status).toBe(200);
+    expect(result.body.toString()).toBe('final /done');
+    expect(result.url).toBe(`${server.base}/a`);
+    expect(result.finalUrl).toBe(`${server.base}/done`);
+    expect(result.redirects).toEqual([
+      { url: `${server.base}/a`, status: 301, location: `${server.base}/b` },
+      { url: `${server.base}/b`, status: 302, location: `${server.base}/c` },
+      { url: `${server.base}/c`, status: 307, location: `${server.base}/done` },
+    ]);
+    // Redirect bodies are drained, so one keep-alive connection serves the chain.
+    expect(server.connections()).toBe(1);
+  });
+
+  it('resolves relative Location against the current URL', async () => {
+    const server = await redirectServer({ '/dir/sub/page': [302, '../other?q=1#frag'], '/dir/other?q=1': [303, 'final'] });
+    const result = await client().fetch(`${server.base}/dir/sub/page`);
+    expect(result.redirects.map((r) => r.location)).toEqual([`${server.base}/dir/other?q=1`, `${server.base}/dir/final`]);
+    expect(result.finalUrl).toBe(`${server.base}/dir/final`);
+  });
+
+  it('follows redirects across hosts pinned by resolve overrides', async () => {
+    const server = await startServer((req, res) => {
+      if (req.headers.host?.startsWith('one.test')) {
+        res.writeHead(301, { location: `http://two.test:${server.port}/landing` }).end();
+      } else {
+        res.end(`host ${req.headers.host}`);
+      }
+    });
+    const c = client({ resolve: [`one.test:${server.port}:127.0.0.1`, `two.test:${server.port}:127.0.0.1`] });
+    const result = await c.fetch(`http://one.test:${server.port}/`);
+    expect(result.body.toString()).toBe(`host two.test:${server.port}`);
+    expect(result.requestHeaders.host).toBe(`two.test:${server.port}`);
+  });
+
+  it('detects loops', async () => {
+    const server = await redirectServer({ '/a': [301, '/b'], '/b': [302, '/a'] });
+    const err = await fetchError(client().fetch(`${server.base}/a`));
+    expect(err.code).toBe('REDIRECT_LOOP');
+    expect(err.retryable).toBe(false);
+  });
+
+  it('detects a self-redirect as a loop', async () => {
+    const server = await redirectServer({ '/self': [302, '/self'] });
+    expect((await fetchError(client().fetch(`${server.base}/self`))).code).toBe('REDIRECT_LOOP');
+  });
+
+  it('stops after maxRedirects', async () => {
+    const server = await startServer((req, res) => {
+      const n = Number((req.url ?? '/0').slice(1));
+      res.writeHead(302, { location: `/${n + 1}` }).end();
+    });
+    const err = await fetchError(client({ maxRedirects: 3 }).fetch(`${server.base}/0`));
+    expect(err.code).toBe('TOO_MANY_REDIRECTS');
+    expect(err.retryable).toBe(false);
+    expect(err.url).toBe(`${server.base}/3`);
+  });
+
+  it('allows exactly maxRedirects', async () => {
+    const server = await redirectServer({ '/0': [302, '/1'], '/1': [302, '/2'] });
+    const result = await client({ maxRedirects: 2 }).fetch(`${server.base}/0`);
+    expect(result.redirects).toHaveLength(2);
+    expect(result.status).toBe(200);
+  });
+
+  it('returns the 3xx when followRedirect declines', async () => {
+    const server = await redirectServer({ '/a': [301, '/b'], '/b': [302, 'http://elsewhere.test/x'] });
+    const calls: [string, string][] = [];
+    const result = await client().fetch(`${server.base}/a`, {
+      followRedirect: (from, to) => {
+        calls.push([from, to]);
+        return new URL(to).host === new URL(from).host;
+      },
+    });
+    expect(calls).toEqual([
+      [`${server.base}/a`, `${server.base}/b`],
+      [`${server.base}/b`, 'http://elsewhere.test/x'],
+    ]);
+    expect(result.status).toBe(302);
+    expect(result.finalUrl).toBe(`${server.base}/b`);
+    expect(result.headers.location).toBe('http://elsewhere.test/x');
+    expect(result.body.toString()).toBe('redirect body /b');
+    expect(result.redirects).toEqual([{ url: `${server.base}/a`, status: 301, location: `${server.base}/b` }]);
+    expect(result.stoppedRedirect).toEqual({ from: `${server.base}/b`, to: 'http://elsewhere.test/x', status: 302 });
+  });
+
+  it('returns the 3xx when followRedirect always says no', async () => {
+    const server = await redirectServer({ '/a': [308, '/b'] });
+    const result = await client().fetch(`${server.base}/a`, { followRedirect: () => false });
+    expect(result.status).toBe(308);
+    expect(result.redirects).toEqual([]);
+    expect(result.stoppedRedirect).toEqual({ from: `${server.base}/a`, to: `${server.base}/b`, status: 308 });
+  });
+
+  it.each([
+    ['missing', undefined],
+    ['unparseable', 'http://[bad'],
+    ['non-http scheme', 'mailto:someone@example.com'],
+  ])('rejects a %s Location', async (_label, location) => {
+    const server = await redirectServer({ '/a': [302, location] });
+    const err = await fetchError(client().fetch(`${server.base}/a`));
+    expect(err.code).toBe('INVALID_REDIRECT');
+    expect(err.retryable).toBe(false);
+  });
+
+  it('returns non-redirect 3xx statuses as they are', async () => {
+    const server = await redirectServer({ '/a': [300, '/b'] });
+    const result = await client().fetch(`${server.base}/a`);
+    expect(result.status).toBe(300);
+    expect(result.redirects).toEqual([]);
+  });
+});
+
+describe('classifyError', () => {
+  const url = 'http://example.test/';
+  const withCode = (code: string, extra: Record<string, unknown> = {}): Error =>
+    Object.assign(new Error(`error ${code}`), { code, ...extra });
+
+  it.each([
+    ['UND_ERR_CONNECT_TIMEOUT', 'CONNECT_TIMEOUT', true],
+    ['UND_ERR_HEADERS_TIMEOUT', 'HEADERS_TIMEOUT', true],
+    ['UND_ERR_BODY_TIMEOUT', 'BODY_TIMEOUT', true],
+    ['UND_ERR_SOCKET', 'CONNECTION_RESET', true],
+    ['ECONNREFUSED', 'CONNECTION_REFUSED', true],
+    ['ECONNRESET', 'CONNECTION_RESET', true],
+    ['EPIPE', 'CONNECTION_RESET', true],
+    ['ENOTFOUND', 'DNS_FAILURE', false],
+    ['EAI_AGAIN', 'DNS_FAILURE', true],
+    ['CERT_HAS_EXPIRED', 'TLS_ERROR', false],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', 'TLS_ERROR', false],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', 'TLS_ERROR', false],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', 'TLS_ERROR', false],
+    ['EHOSTUNREACH', 'NETWORK_ERROR', true],
+    ['HPE_INVALID_CONSTANT', 'PROTOCOL_ERROR', false],
+    ['UND_ERR_ABORTED', 'ABORTED', false],
+    ['UND_ERR_DESTROYED', 'CLIENT_CLOSED', true],
+    ['Z_DATA_ERROR', 'DECOMPRESSION_FAILED', false],
+    ['ERR__ERROR_FORMAT_PADDING_1', 'DECOMPRESSION_FAILED', false],
+    ['SOMETHING_NEW', 'NETWORK_ERROR', true],
+  ])('maps %s to %s (retryable %s)', (code, expected, retryable) => {
+    const cause = withCode(code);
+    const err = classifyError(cause, url);
+    expect(err).toBeInstanceOf(FetchError);
+    expect(err.code).toBe(expected);
+    expect(err.retryable).toBe(retryable);
+    expect(err.url).toBe(url);
+    expect(err.cause).toBe(cause);
+    expect(err.message).toContain(url);
+  });
+
+  it('maps ETIMEDOUT by syscall', () => {
+    expect(classifyError(withCode('ETIMEDOUT', { syscall: 'connect' }), url).code).toBe('CONNECT_TIMEOUT');
+    expect(classifyError(withCode('ETIMEDOUT', { syscall: 'read' }), url).code).toBe('NETWORK_ERROR');
+  });
+
+  it('recognises AbortError by name', () => {
+    const abort = new Error('This operation was aborted');
+    abort.name = 'AbortError';
+    expect(classifyError(abort, url).code).toBe('ABORTED');
+  });
+
+  it('looks through cause chains and AggregateErrors', () => {
+    const wrapped = new TypeError('fetch failed', { cause: withCode('ECONNRESET') });
+    expect(classifyError(wrapped, url).code).toBe('CONNECTION_RESET');
+    const aggregate = new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')], 'all failed');
+    expect(classifyError(aggregate, url).code).toBe('CONNECTION_REFUSED');
+  });
+
+  it('passes FetchErrors through and handles non-errors', () => {
+    const original = new FetchError('REDIRECT_LOOP', url);
+    expect(classifyError(original, 'http://other.test/')).toBe(original);
+    const fromString = classifyError('boom', url);
+    expect(fromString.code).toBe('NETWORK_ERROR');
+    expect(fromString.message).toContain('boom');
+  });
+
+  it('exposes a stable shape', () => {
+    const err = new FetchError('TLS_ERROR', url, { cause: withCode('CERT_HAS_EXPIRED'), retryable: true });
+    expect(err.name).toBe('FetchError');
+    expect(err.retryable).toBe(true);
+    expect(err).toBeInstanceOf(Error);
+  });
+});

@@ -1,0 +1,504 @@
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { StorageError, WarcWriter, base32, storedResponseHeaders } from '../../src/storage/warc-writer';
+import type { WarcExchange, WarcLocation } from '../../src/storage/warc-writer';
+import { readWarcDir } from '../../src/storage/warc-reader';
+import type { WarcReadRecord } from '../../src/storage/warc-reader';
+import { TOOLS_DIR } from '../../src/stack/paths';
+import { withFileLock } from '../../src/stack/file-lock';
+
+const NAME_RE = new RegExp(
+  `^crawl-\\d{17}-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_').replace(/\./g, '\\.')}-${process.pid}-\\d{5}\\.warc\\.gz$`,
+);
+
+const tmpDirs: string[] = [];
+function tmpDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'warc-writer-test-'));
+  tmpDirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function exchange(i: number, over: Partial<WarcExchange['response']> = {}, extra: Partial<WarcExchange> = {}): WarcExchange {
+  return {
+    url: `https://example.test/page/${i}?q=${i}`,
+    fetchedAt: new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678) + i),
+    ip: '192.0.2.7',
+    request: { method: 'GET', headers: { 'User-Agent': 'test-crawler/1.0', Accept: '*/*' } },
+    response: {
+      status: 200,
+      headers: { 'Content-Type': 'text/html; charset=utf-8' },
+      body: Buffer.from(`<html>page ${i}</html>`),
+      ...over,
+    },
+    ...extra,
+  };
+}
+
+const sha1b32 = (b: Uint8Array) => `sha1:${base32(createHash('sha1').update(b).digest())}`;
+const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+function byId(records: WarcReadRecord[]): Map<string, WarcReadRecord> {
+  return new Map(records.map((r) => [r.recordId, r]));
+}
+
+describe('base32', () => {
+  it('matches the RFC 4648 test vectors and the well-known empty SHA-1', () => {
+    const enc = (s: string) => base32(Buffer.from(s));
+    expect(['', 'f', 'fo', 'foo', 'foob', 'fooba', 'foobar'].map(enc)).toEqual([
+      '',
+      'MY======',
+      'MZXQ====',
+      'MZXW6===',
+      'MZXW6YQ=',
+      'MZXW6YTB',
+      'MZXW6YTBOI======',
+    ]);
+    expect(sha1b32(new Uint8Array(0))).toBe('sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ');
+  });
+});
+
+describe('storedResponseHeaders', () => {
+  it('renames encoding/framing headers of a decoded body and sets the stored length', () => {
+    const h = storedResponseHeaders(
+      { 'content-encoding': 'br', 'Transfer-Encoding': 'chunked', 'Content-Length': '10', ETag: '"x"' },
+      42,
+      true,
+    );
+    expect(h).toEqual([
+      ['X-Crawler-Original-Content-Encoding', 'br'],
+      ['X-Crawler-Original-Transfer-Encoding', 'chunked'],
+      ['X-Crawler-Original-Content-Length', '10'],
+      ['ETag', '"x"'],
+      ['Content-Length', '42'],
+    ]);
+  });
+
+  it('keeps Content-Encoding when the body is still encoded', () => {
+    const h = storedResponseHeaders({ 'Content-Encoding': 'gzip' }, 3, false);
+    expect(h).toEqual([
+      ['Content-Encoding', 'gzip'],
+      ['Content-Length', '3'],
+    ]);
+  });
+});
+
+describe('WarcWriter', () => {
+  it('writes warcinfo, response, request and metadata records that read back intact', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir, isPartOf: 'campaign-1', operator: 'tests', software: 'unit-test/1' });
+    expect(w.files).toEqual([]); // no file until the first write
+    const ex = exchange(1, {
+      headers: {
+        'Content-Type': 'text/html',
+        'Content-Encoding': 'gzip',
+        'Content-Length': '17',
+        'X-Multi': 'a,,,b',
+        'X-Evil': 'x\r\nX-Injected: yes',
+        // A UTF-8 value as a fetch client exposes it: one char per byte.
+        'X-Latin': Buffer.from('café', 'utf8').toString('latin1'),
+      },
+    });
+    ex.metadata = { outlink: ['https://example.test/a', 'https://example.test/b'], fetchTimeMs: '12' };
+    const loc = await w.writeExchange(ex);
+    await w.close();
+
+    expect(loc.file).toMatch(NAME_RE);
+    expect(fs.readdirSync(dir)).toEqual([loc.file]);
+    expect(loc.payloadDigest).toBe(sha1b32(ex.response.body));
+    expect(loc.blockDigest).toMatch(/^sha1:[A-Z2-7]{32}$/);
+
+    // The location alone is enough to pull the response out of the file.
+    const raw = fs.readFileSync(path.join(dir, loc.file));
+    const member = gunzipSync(raw.subarray(loc.offset, loc.offset + loc.length)).toString('latin1');
+    expect(member.startsWith('WARC/1.1\r\n')).toBe(true);
+    expect(member).toContain(`WARC-Record-ID: ${loc.recordId}\r\n`);
+    expect(member).toContain('WARC-Type: response\r\n');
+
+    const recs = await readWarcDir(dir, { truncatedTail: 'throw' });
+    expect(recs.map((r) => r.type)).toEqual(['warcinfo', 'response', 'request', 'metadata']);
+    for (const r of recs) {
+      expect(r.blockDigestOk).toBe(true);
+      expect(r.headers['WARC-Block-Digest']).toMatch(/^sha1:[A-Z2-7]{32}$/);
+    }
+    const [info, res, req, meta] = recs as [WarcReadRecord, WarcReadRecord, WarcReadRecord, WarcReadRecord];
+
+    expect(info.headers['WARC-Filename']).toBe(loc.file);
+    const infoText = info.payload!.toString('utf8');
+    expect(infoText).toContain('isPartOf: campaign-1\r\n');
+    expect(infoText).toContain('operator: tests\r\n');
+    expect(infoText).toContain('software: unit-test/1\r\n');
+    expect(infoText).toContain('format: WARC File Format 1.1\r\n');
+
+    expect(res.offset).toBe(loc.offset);
+    expect(res.length).toBe(loc.length);
+    expect(res.recordId).toBe(loc.recordId);
+    expect(res.recordId).toMatch(/^<urn:uuid:[0-9a-f-]{36}>$/);
+    expect(res.targetUri).toBe(ex.url);
+    expect(res.payloadDigestOk).toBe(true);
+    expect(res.headers['WARC-Payload-Digest']).toBe(loc.payloadDigest);
+    expect(res.headers['WARC-Block-Digest']).toBe(loc.blockDigest);
+    expect(res.headers['WARC-Date']).toBe('2024-01-02T03:04:05.679Z');
+    expect(res.headers['WARC-IP-Address']).toBe('192.0.2.7');
+    expect(res.headers['WARC-Warcinfo-ID']).toBe(info.recordId);
+    expect(res.headers['WARC-Truncated']).toBeUndefined();
+    expect(res.headers['Content-Type']).toBe('application/http; msgtype=response');
+    expect(res.payload).toEqual(Buffer.from(ex.response.body));
+    expect(res.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(res.httpHeaders).toMatchObject({
+      'content-type': 'text/html',
+      'content-length': String(ex.response.body.length),
+      'x-crawler-original-content-encoding': 'gzip',
+      'x-crawler-original-content-length': '17',
+      'x-multi': 'a,,,b',
+      'x-evil': 'x X-Injected: yes',
+      'x-latin': 'café',
+    });
+    expect(res.httpHeaders!['content-encoding']).toBeUndefined();
+    expect(res.httpHeaders!['x-injected']).toBeUndefined();
+
+    expect(req.headers['WARC-Concurrent-To']).toBe(res.recordId);
+    expect(req.headers['WARC-Warcinfo-ID']).toBe(info.recordId);
+    expect(req.targetUri).toBe(ex.url);
+    expect(req.statusLine).toBe('GET /page/1?q=1 HTTP/1.1');
+    expect(req.httpHeaders).toEqual({ host: 'example.test', 'user-agent': 'test-crawler/1.0', accept: '*/*' });
+    expect(req.payload!.length).toBe(0);
+    expect(req.payloadDigestOk).toBe(true);
+
+    expect(meta.headers['WARC-Concurrent-To']).toBe(res.recordId);
+    expect(meta.headers['Content-Type']).toBe('application/warc-fields');
+    expect(meta.payload!.toString('utf8')).toBe(
+      'outlink: https://example.test/a\r\noutlink: https://example.test/b\r\nfetchTimeMs: 12\r\n',
+    );
+  });
+
+  it('serialises 50 concurrent writers into whole, ordered, linked records', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const bodies = Array.from({ length: 50 }, (_, i) => randomBytes(i * 997));
+    const locs = await Promise.all(
+      bodies.map((body, i) =>
+        w.writeExchange(exchange(i, { body }, i % 3 === 0 ? { metadata: { outlink: [`https://example.test/${i}`] } } : {})),
+      ),
+    );
+    await w.close();
+
+    expect(new Set(locs.map((l) => l.file)).size).toBe(1);
+    // Writes are applied in call order and never overlap.
+    for (let i = 1; i < locs.length; i++) expect(locs[i]!.offset).toBeGreaterThan(locs[i - 1]!.offset + locs[i - 1]!.length - 1);
+
+    const recs = await readWarcDir(dir, { truncatedTail: 'throw' });
+    expect(recs.length).toBe(1 + 50 * 2 + 17);
+    const ids = byId(recs);
+    locs.forEach((loc, i) => {
+      const res = ids.get(loc.recordId)!;
+      expect(res.type).toBe('response');
+      expect(res.offset).toBe(loc.offset);
+      expect(res.targetUri).toBe(exchange(i).url);
+      // Hash comparison: jest's deep equality on 50 large Buffers takes seconds.
+      expect(sha256(res.payload!)).toBe(sha256(bodies[i]!));
+      expect(res.payloadDigestOk).toBe(true);
+      expect(res.blockDigestOk).toBe(true);
+      // The request of an exchange directly follows its response.
+      const next = recs[recs.indexOf(res) + 1]!;
+      expect(next.type).toBe('request');
+      expect(next.headers['WARC-Concurrent-To']).toBe(loc.recordId);
+      expect(next.targetUri).toBe(res.targetUri);
+    });
+    const linked = recs.filter((r) => r.headers['WARC-Concurrent-To']);
+    for (const r of linked) expect(ids.get(r.headers['WARC-Concurrent-To']!)?.type).toBe('response');
+    expect(new Set(recs.map((r) => r.recordId)).size).toBe(recs.length);
+  });
+
+  it('marks truncated responses and digests the stored bytes', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const body = randomBytes(5000);
+    const locTime = await w.writeExchange(exchange(1, { body, truncated: 'time' }));
+    const locLen = await w.writeExchange(exchange(2, { body, truncated: 'length' }));
+    const locNone = await w.writeExchange(exchange(3, { body, truncated: null }));
+    await w.close();
+    const ids = byId(await readWarcDir(dir, { truncatedTail: 'throw' }));
+    expect(ids.get(locTime.recordId)!.headers['WARC-Truncated']).toBe('time');
+    expect(ids.get(locLen.recordId)!.headers['WARC-Truncated']).toBe('length');
+    expect(ids.get(locNone.recordId)!.headers['WARC-Truncated']).toBeUndefined();
+    for (const l of [locTime, locLen, locNone]) {
+      expect(ids.get(l.recordId)!.payloadDigestOk).toBe(true);
+      expect(l.payloadDigest).toBe(sha1b32(body));
+    }
+  });
+
+  it('round-trips binary bodies byte for byte, including CRLFCRLF and empty bodies', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const tricky = Buffer.concat([Buffer.from('\r\n\r\nWARC/1.1\r\n\r\n'), all, randomBytes(70_000), all]);
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(1000)]);
+    const l1 = await w.writeExchange(exchange(1, { body: tricky, headers: { 'Content-Type': 'application/octet-stream' } }));
+    const l2 = await w.writeExchange(exchange(2, { body: png, headers: { 'Content-Type': 'image/png' } }));
+    const l3 = await w.writeExchange(exchange(3, { status: 204, body: new Uint8Array(0), headers: {} }));
+    await w.close();
+    const ids = byId(await readWarcDir(dir, { truncatedTail: 'throw' }));
+    expect(ids.get(l1.recordId)!.payload!.equals(tricky)).toBe(true);
+    expect(ids.get(l2.recordId)!.payload!.equals(png)).toBe(true);
+    expect(ids.get(l3.recordId)!.payload!.length).toBe(0);
+    expect(ids.get(l3.recordId)!.statusLine).toBe('HTTP/1.1 204 No Content');
+    for (const l of [l1, l2, l3]) expect(ids.get(l.recordId)!.payloadDigestOk).toBe(true);
+  });
+
+  it('rotates into several files, each starting with its own warcinfo', async () => {
+    const dir = tmpDir();
+    const max = 4000;
+    const w = await WarcWriter.open({ dir, maxFileBytes: max, isPartOf: 'rot' });
+    const locs: WarcLocation[] = [];
+    // Sequential and concurrent writes both go through rotation.
+    for (let i = 0; i < 6; i++) locs.push(await w.writeExchange(exchange(i, { body: randomBytes(1500) })));
+    locs.push(...(await Promise.all([6, 7, 8, 9, 10, 11].map((i) => w.writeExchange(exchange(i, { body: randomBytes(1500) }))))));
+    await w.close();
+
+    const files = fs.readdirSync(dir).sort();
+    expect(files.length).toBeGreaterThanOrEqual(4);
+    expect([...w.files].sort()).toEqual(files);
+    for (const f of files) expect(f).toMatch(NAME_RE);
+    expect(new Set(locs.map((l) => l.file)).size).toBe(files.length);
+
+    const recs = await readWarcDir(dir, { truncatedTail: 'throw' });
+    for (const f of files) {
+      const inFile = recs.filter((r) => r.file === f);
+      const info = inFile[0]!;
+      expect(info.type).toBe('warcinfo');
+      expect(info.offset).toBe(0);
+      expect(info.headers['WARC-Filename']).toBe(f);
+      expect(info.payload!.toString()).toContain('isPartOf: rot\r\n');
+      expect(inFile.filter((r) => r.type === 'warcinfo')).toHaveLength(1);
+      for (const r of inFile.slice(1)) expect(r.headers['WARC-Warcinfo-ID']).toBe(info.recordId);
+      // Rotation happens once a file has reached the limit, never mid-exchange.
+      const size = fs.statSync(path.join(dir, f)).size;
+      if (f !== files[files.length - 1]) expect(size).toBeGreaterThanOrEqual(max);
+      expect(inFile.filter((r) => r.type === 'response').length).toBe(inFile.filter((r) => r.type === 'request').length);
+    }
+    const ids = byId(recs);
+    for (const l of locs) {
+      const r = ids.get(l.recordId)!;
+      expect(r.file).toBe(l.file);
+      expect(r.offset).toBe(l.offset);
+    }
+  });
+
+  it('gives two writers in one process distinct files', async () => {
+    const dir = tmpDir();
+    const [a, b] = await Promise.all([WarcWriter.open({ dir }), WarcWriter.open({ dir })]);
+    const [la, lb] = await Promise.all([a.writeExchange(exchange(1)), b.writeExchange(exchange(2))]);
+    await Promise.all([a.close(), b.close()]);
+    expect(la.file).not.toBe(lb.file);
+    expect(fs.readdirSync(dir)).toHaveLength(2);
+    expect(await readWarcDir(dir, { truncatedTail: 'throw' })).toHaveLength(6);
+  });
+
+  it('after a crash mid-write only the tail is lost', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    await w.writeExchange(exchange(1));
+    await w.writeExchange(exchange(2));
+    const last = await w.writeExchange(exchange(3, { body: randomBytes(20_000) }));
+    await w.close();
+    const file = path.join(dir, last.file);
+    const whole = fs.readFileSync(file);
+    fs.writeFileSync(file, whole.subarray(0, last.offset + Math.floor(last.length / 2)));
+
+    const recs = await readWarcDir(dir);
+    expect(recs.map((r) => r.type)).toEqual(['warcinfo', 'response', 'request', 'response', 'request']);
+    for (const r of recs) expect(r.blockDigestOk).toBe(true);
+    await expect(readWarcDir(dir, { truncatedTail: 'throw' })).rejects.toMatchObject({ code: 'CORRUPT', file });
+  });
+
+  it('rejects bad input and writes after close without wedging the queue', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const bad = w.writeExchange({ ...exchange(1), fetchedAt: new Date('nope') });
+    const good = w.writeExchange(exchange(2));
+    await expect(bad).rejects.toBeInstanceOf(StorageError);
+    await expect(bad).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(good).resolves.toMatchObject({ offset: expect.any(Number) });
+    await w.close();
+    await w.close(); // idempotent
+    await expect(w.writeExchange(exchange(3))).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
+  it('fails to open on an unusable directory with the path in the error', async () => {
+    const dir = tmpDir();
+    const notADir = path.join(dir, 'file');
+    fs.writeFileSync(notADir, 'x');
+    await expect(WarcWriter.open({ dir: path.join(notADir, 'sub') })).rejects.toMatchObject({
+      code: 'OPEN_FAILED',
+      file: path.join(notADir, 'sub'),
+    });
+    await expect(WarcWriter.open({ dir, prefix: 'a/b' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Independent check with Python's warcio (a different WARC implementation).
+
+const VENV = path.join(TOOLS_DIR, 'pyvenv');
+const VENV_PY = path.join(VENV, 'bin', 'python');
+
+function run(cmd: string, args: string[], input?: string) {
+  return spawnSync(cmd, args, { encoding: 'utf8', input, maxBuffer: 64 * 1024 * 1024 });
+}
+
+async function ensurePythonWarcio(): Promise<void> {
+  const probe = () => run(VENV_PY, ['-c', 'import warcio']).status === 0;
+  if (probe()) return;
+  const sys = run('python3', ['--version']);
+  if (sys.error || sys.status !== 0) {
+    throw new Error(
+      'python3 is required for the independent WARC check (Python warcio) but was not found on PATH; install python3 (with the venv module) and re-run.',
+    );
+  }
+  await withFileLock(path.join(TOOLS_DIR, 'pyvenv.lock'), async () => {
+    if (probe()) return;
+    const venv = run('python3', ['-m', 'venv', VENV]);
+    if (venv.status !== 0) throw new Error(`python3 -m venv ${VENV} failed:\n${venv.stdout}${venv.stderr}`);
+    const pip = run(VENV_PY, ['-m', 'pip', 'install', '--quiet', 'warcio']);
+    if (pip.status !== 0) throw new Error(`pip install warcio failed:\n${pip.stdout}${pip.stderr}`);
+  });
+  if (!probe()) throw new Error(`warcio is still not importable from ${VENV_PY}`);
+}
+
+// Iterates with warcio's own ArchiveIterator and digest checker; one JSON line per record.
+const PY_DUMP = String.raw`
+import sys, json, hashlib
+from warcio.archiveiterator import ArchiveIterator
+for path in sys.argv[1:]:
+    with open(path, 'rb') as fh:
+        it = ArchiveIterator(fh, check_digests=True)
+        for rec in it:
+            h = rec.rec_headers
+            data = rec.content_stream().read()
+            out = {
+                'file': path.rsplit('/', 1)[-1],
+                'type': h.get_header('WARC-Type'),
+                'id': h.get_header('WARC-Record-ID'),
+                'uri': h.get_header('WARC-Target-URI'),
+                'concurrentTo': h.get_header('WARC-Concurrent-To'),
+                'warcinfoId': h.get_header('WARC-Warcinfo-ID'),
+                'truncated': h.get_header('WARC-Truncated'),
+                'date': h.get_header('WARC-Date'),
+                'protocol': h.protocol,
+                'status': rec.http_headers.get_statuscode() if rec.http_headers and rec.rec_type == 'response' else None,
+                'sha256': hashlib.sha256(data).hexdigest(),
+                'passed': rec.digest_checker.passed,
+                'problems': list(rec.digest_checker.problems),
+            }
+            out['offset'] = it.get_record_offset()
+            out['length'] = it.get_record_length()
+            print(json.dumps(out))
+`;
+
+interface PyRecord {
+  file: string;
+  type: string;
+  id: string;
+  uri: string | null;
+  concurrentTo: string | null;
+  warcinfoId: string | null;
+  truncated: string | null;
+  date: string;
+  protocol: string;
+  status: string | null;
+  sha256: string;
+  passed: boolean | null;
+  problems: string[];
+  offset: number;
+  length: number;
+}
+
+describe('independent check with Python warcio', () => {
+  let dir: string;
+  let files: string[];
+  const expected = new Map<string, { loc: WarcLocation; body: Buffer; status: number; truncated: string | null; url: string }>();
+
+  beforeAll(async () => {
+    await ensurePythonWarcio();
+    dir = tmpDir();
+    const w = await WarcWriter.open({ dir, maxFileBytes: 64 * 1024, isPartOf: 'py-check' });
+    const jobs = Array.from({ length: 50 }, (_, i) => {
+      const body = i % 5 === 0 ? randomBytes(30_000) : Buffer.from(`<p>${'x'.repeat(i * 50)}</p>`);
+      const truncated = i === 7 ? 'length' : i === 8 ? 'time' : null;
+      const status = i === 9 ? 404 : 200;
+      const ex = exchange(i, { body, truncated, status, headers: { 'Content-Type': 'text/html', 'Content-Encoding': 'gzip' } }, {
+        metadata: { outlink: [`https://example.test/out/${i}`], fetchTimeMs: String(i) },
+      });
+      return w.writeExchange(ex).then((loc) => expected.set(loc.recordId, { loc, body, status, truncated, url: ex.url }));
+    });
+    await Promise.all(jobs);
+    await w.close();
+    files = fs.readdirSync(dir).sort().map((f) => path.join(dir, f));
+  }, 300_000);
+
+  it('passes `warcio check -v` with every digest verified', () => {
+    expect(files.length).toBeGreaterThan(1);
+    const res = run(VENV_PY, ['-m', 'warcio.cli', 'check', '-v', ...files]);
+    const out = `${res.stdout}${res.stderr}`;
+    expect({ status: res.status, out }).toMatchObject({ status: 0 });
+    const records = out.split('\n').filter((l) => /^\s+offset \d+ WARC-Record-ID/.test(l)).length;
+    const passes = out.split('\n').filter((l) => l.trim() === 'digest pass').length;
+    expect(records).toBe(files.length + 50 * 3);
+    expect(passes).toBe(records);
+  });
+
+  it('reads the same records, links and payloads through ArchiveIterator', async () => {
+    const res = run(VENV_PY, ['-c', PY_DUMP, ...files]);
+    expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
+    const py: PyRecord[] = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as PyRecord);
+
+    for (const r of py) {
+      expect({ id: r.id, passed: r.passed, problems: r.problems }).toEqual({ id: r.id, passed: true, problems: [] });
+      expect(r.protocol).toBe('WARC/1.1');
+    }
+
+    // Each file starts with its warcinfo, which every other record names.
+    for (const f of files.map((p) => path.basename(p))) {
+      const inFile = py.filter((r) => r.file === f);
+      expect(inFile[0]!.type).toBe('warcinfo');
+      expect(inFile[0]!.offset).toBe(0);
+      for (const r of inFile.slice(1)) expect(r.warcinfoId).toBe(inFile[0]!.id);
+    }
+
+    const pyById = new Map(py.map((r) => [r.id, r]));
+    expect(py.filter((r) => r.type === 'response')).toHaveLength(50);
+    for (const [id, e] of expected) {
+      const r = pyById.get(id)!;
+      expect(r).toMatchObject({
+        file: e.loc.file,
+        offset: e.loc.offset,
+        length: e.loc.length,
+        type: 'response',
+        uri: e.url,
+        status: String(e.status),
+        truncated: e.truncated,
+        sha256: sha256(e.body),
+      });
+      expect(r.date).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+    for (const r of py.filter((x) => x.type === 'request' || x.type === 'metadata')) {
+      const target = pyById.get(r.concurrentTo!)!;
+      expect(target.type).toBe('response');
+      expect(target.uri).toBe(r.uri);
+      expect(target.file).toBe(r.file);
+    }
+
+    // And our own reader agrees with Python record for record.
+    const ours = await readWarcDir(dir, { truncatedTail: 'throw' });
+    expect(ours.map((r) => [r.file, r.offset, r.length, r.recordId, r.type])).toEqual(
+      py.map((r) => [r.file, r.offset, r.length, r.id, r.type]),
+    );
+  });
+});

@@ -1,0 +1,96 @@
+// Runs the test web by hand, for trying the crawler against a known site graph:
+//   npx tsx test/web/serve.ts --hosts 10 --pages 30 --fan-out 4 --cross 1 --delay 1 --port 8080
+import { parseArgs } from 'node:util';
+import { generateSites, startTestWeb } from './test-web';
+
+const usage = `usage: serve.ts [options]
+  --hosts N          number of sites (default 10)
+  --pages N          pages per site (default 30)
+  --fan-out N        same-site links per page (default 4)
+  --cross N          cross-site links per page (default 1)
+  --delay SEC        robots.txt Crawl-delay in seconds (default: none)
+  --disallow PATHS   comma-separated robots.txt Disallow paths (e.g. /private/)
+  --nofollow         add rel=nofollow links to nofollow-only pages
+  --latency MS       delay every response by MS milliseconds (default 0)
+  --seed N           link graph seed (default 0)
+  --host-pattern P   host name pattern, {i} is the site number (default site{i}.test)
+  --port N           port to listen on (default 0 = any free port)
+  --bind ADDR        address to bind (default 127.0.0.1)
+`;
+
+function int(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got ${value}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      hosts: { type: 'string' },
+      pages: { type: 'string' },
+      'fan-out': { type: 'string' },
+      cross: { type: 'string' },
+      delay: { type: 'string' },
+      disallow: { type: 'string' },
+      nofollow: { type: 'boolean' },
+      latency: { type: 'string' },
+      seed: { type: 'string' },
+      'host-pattern': { type: 'string' },
+      port: { type: 'string' },
+      bind: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return;
+  }
+  const pattern = values['host-pattern'] ?? 'site{i}.test';
+  const delay = values.delay === undefined ? undefined : int('delay', values.delay, 0);
+  const disallow = values.disallow?.split(',').map((p) => p.trim()).filter(Boolean);
+  const robots = delay !== undefined || disallow ? { disallow, crawlDelaySec: delay } : undefined;
+
+  const web = await startTestWeb({ port: int('port', values.port, 0), host: values.bind });
+  const specs = generateSites({
+    count: int('hosts', values.hosts, 10),
+    pages: int('pages', values.pages, 30),
+    fanOut: int('fan-out', values['fan-out'], 4),
+    crossPerPage: int('cross', values.cross, 1),
+    hostPattern: (i) => pattern.replace(/\{i\}/g, String(i)),
+    robots,
+    nofollowLinks: values.nofollow ?? false,
+    latencyMs: int('latency', values.latency, 0),
+    seed: int('seed', values.seed, 0),
+  });
+  if (specs.length === 0) throw new Error('--hosts must be at least 1');
+  for (const spec of specs) web.addSite(spec);
+
+  const seed = web.url(specs[0].host);
+  const expected = web.expectedPages([seed]).size;
+  const resolve = web.resolveArgs().map((r) => `--resolve ${r}`);
+  process.stdout.write(
+    `test web: ${specs.length} sites × ${specs[0].pages} pages on ${web.address}:${web.port}\n` +
+      `port: ${web.port}\n` +
+      `seed: ${seed}\n` +
+      `expected pages from seed (robots respected, nofollow skipped): ${expected}\n` +
+      `resolve flags:\n${resolve.join(' ')}\n` +
+      'Ctrl-C to stop.\n',
+  );
+
+  const stop = (): void => {
+    process.stdout.write(`\nserved ${web.requests().length} requests; closing\n`);
+    web.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`serve: ${err instanceof Error ? err.message : String(err)}\n${usage}`);
+  process.exit(2);
+});

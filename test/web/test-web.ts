@@ -1,0 +1,747 @@
+// A local "test web": one loopback HTTP server that impersonates many sites,
+// picked by the Host header, each a deterministic generated link graph. It
+// records every request so tests can assert what a crawler did (and did not)
+// fetch, and it can compute the exact set of pages a correct crawler must
+// fetch, so integration tests and benchmarks never depend on the real web.
+import http from 'node:http';
+import dns from 'node:dns';
+import type { AddressInfo, LookupFunction, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+export interface RobotsSpec {
+  disallow?: string[];
+  allow?: string[];
+  crawlDelaySec?: number;
+  /** User-agent line of the single generated group; default `*`. */
+  agent?: string;
+  /** Served verbatim instead of the generated text (and parsed for expectedPages). */
+  raw?: string;
+}
+
+export interface SiteSpec {
+  host: string;
+  pages: number;
+  fanOut: number;
+  crossLinks?: { hosts: string[]; perPage: number };
+  /** undefined → an allow-all robots.txt; null → /robots.txt answers 404. */
+  robots?: RobotsSpec | null;
+  nofollowLinks?: boolean;
+  latencyMs?: number;
+  seed?: number;
+  /**
+   * Fault injection: return a status to answer with instead of the page.
+   * `attempt` counts requests for this path on this site, starting at 1, so
+   * "fail twice then succeed" is `(p, n) => (n <= 2 ? 503 : undefined)`.
+   * Also consulted for /robots.txt, so robots fetch failures can be injected.
+   */
+  statusFor?: (path: string, attempt: number) => number | undefined;
+}
+
+export interface RequestRecord {
+  host: string;
+  port: number;
+  method: string;
+  /** Request target as sent: path plus query. */
+  path: string;
+  userAgent: string;
+  /** Arrival time in ms: performance.timeOrigin + performance.now(). */
+  t: number;
+}
+
+export interface ExpectedPagesOptions {
+  /** Hosts a crawler may visit; default: every site of this test web. */
+  hosts?: string[];
+  /** default true */
+  respectRobots?: boolean;
+  /** default false */
+  followNofollow?: boolean;
+  /** Seeds are depth 0; pages at depth maxDepth are fetched but not expanded. */
+  maxDepth?: number;
+  /** Which page gets cut by a page budget depends on crawl order, so it has no exact answer. */
+  maxPages?: never;
+  /**
+   * Crawler User-Agent used to pick the robots.txt group. Without it the
+   * site's own group applies (the generated group, or for raw text the `*`
+   * group, else the first group), i.e. the crawler is assumed to be targeted.
+   */
+  userAgent?: string;
+}
+
+export interface StartTestWebOptions {
+  port?: number;
+  host?: string;
+}
+
+/** Query parameters that carry no page identity; links add them, normalisation drops them. */
+const TRACKING_PARAM = /^utm_/i;
+
+export async function startTestWeb(opts: StartTestWebOptions = {}): Promise<TestWeb> {
+  // Without a Host header there is no site to pick; answer "no such site"
+  // like any unknown host instead of Node's bare 400.
+  const server = http.createServer({ requireHostHeader: false });
+  // Long keep-alive so a crawler's connection pool is actually reused across
+  // a benchmark instead of reconnecting after Node's 5 s default.
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 65_000;
+  const address = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: opts.port ?? 0, host: address, backlog: 4096 }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return new TestWeb(server, address);
+}
+
+interface PageLink {
+  host: string;
+  /** Normalised target path (no fragment, no tracking params). */
+  path: string;
+  href: string;
+  nofollow: boolean;
+  rel?: string;
+}
+
+type Route =
+  | { kind: 'page'; index: number }
+  | { kind: 'nofollow'; n: number }
+  | { kind: 'trap' };
+
+interface SiteState {
+  spec: SiteSpec;
+  seedHash: number;
+  robotsText: string | null;
+  /** Rules for the default view (no crawler UA given); compiled lazily. */
+  rules?: RobotsRules;
+  attempts?: Map<string, number>;
+}
+
+export class TestWeb {
+  readonly port: number;
+  /** Address the server is bound to, i.e. what every site host resolves to. */
+  readonly address: string;
+  private readonly sites = new Map<string, SiteState>();
+  private readonly log: RequestRecord[] = [];
+  private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  // Keyed by `${host} ${path}`; cleared on addSite because cross links pick
+  // target pages from the other sites' specs.
+  private readonly linkCache = new Map<string, PageLink[]>();
+  private readonly htmlCache = new Map<string, Buffer>();
+  private closing?: Promise<void>;
+
+  constructor(
+    private readonly server: http.Server,
+    address: string,
+  ) {
+    this.port = (server.address() as AddressInfo).port;
+    this.address = address;
+    server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    server.on('request', (req, res) => this.handle(req, res));
+  }
+
+  url(host: string, path = '/'): string {
+    return `http://${host.toLowerCase()}:${this.port}${path.startsWith('/') ? path : `/${path}`}`;
+  }
+
+  addSite(spec: SiteSpec): void {
+    const host = normaliseHost(spec.host);
+    if (!host) throw new Error('site host must not be empty');
+    if (this.sites.has(host)) throw new Error(`site ${host} already exists`);
+    const pages = Math.max(1, Math.floor(spec.pages));
+    const fanOut = Math.max(0, Math.floor(spec.fanOut));
+    const normalised: SiteSpec = { ...spec, host, pages, fanOut };
+    this.sites.set(host, {
+      spec: normalised,
+      seedHash: hashString(`${spec.seed ?? 0}|${host}`),
+      robotsText: robotsTextFor(spec.robots),
+    });
+    this.linkCache.clear();
+    this.htmlCache.clear();
+  }
+
+  hosts(): string[] {
+    return [...this.sites.keys()];
+  }
+
+  site(host: string): SiteSpec | undefined {
+    return this.sites.get(normaliseHost(host))?.spec;
+  }
+
+  /** curl `--resolve` arguments pinning every site host to this server. */
+  resolveArgs(): string[] {
+    const addr = this.address.includes(':') ? `[${this.address}]` : this.address;
+    return this.hosts().map((h) => `${h}:${this.port}:${addr}`);
+  }
+
+  /**
+   * A `net.connect` lookup that sends site hosts here and anything else to
+   * DNS, e.g. `new Agent({ connect: { lookup: web.lookup } })` for undici.
+   */
+  readonly lookup: LookupFunction = (hostname, options, callback) => {
+    if (!this.sites.has(normaliseHost(hostname))) {
+      // dns.lookup's overloads cannot be named for options only known at runtime.
+      (dns.lookup as unknown as LookupFunction)(hostname, options, callback);
+      return;
+    }
+    const family = this.address.includes(':') ? 6 : 4;
+    // Node's happy-eyeballs connect asks for `all`; plain connect does not.
+    if (options.all) callback(null, [{ address: this.address, family }]);
+    else callback(null, this.address, family);
+  };
+
+  requests(): RequestRecord[] {
+    return this.log.map((r) => ({ ...r }));
+  }
+
+  clearRequests(): void {
+    this.log.length = 0;
+  }
+
+  /** The served robots.txt body for a host, or null when it answers 404. */
+  robotsTxt(host: string): string | null {
+    return this.sites.get(normaliseHost(host))?.robotsText ?? null;
+  }
+
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.closing = new Promise<void>((resolve) => {
+      // close() alone waits for idle keep-alive sockets to time out; tests
+      // need the port released now.
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+      for (const s of this.sockets) s.destroy();
+    });
+    return this.closing;
+  }
+
+  expectedPages(seeds: string[], opts: ExpectedPagesOptions = {}): Set<string> {
+    const allowed = opts.hosts ? new Set(opts.hosts.map(normaliseHost)) : new Set(this.sites.keys());
+    const respectRobots = opts.respectRobots ?? true;
+    const followNofollow = opts.followNofollow ?? false;
+    const maxDepth = opts.maxDepth ?? Infinity;
+    const rulesByHost = new Map<string, RobotsRules | null>();
+    const robotsAllow = (host: string, path: string): boolean => {
+      if (!respectRobots) return true;
+      let rules = rulesByHost.get(host);
+      if (rules === undefined) {
+        const site = this.sites.get(host);
+        rules = site ? this.rulesFor(site, opts.userAgent) : null;
+        rulesByHost.set(host, rules);
+      }
+      return rules ? rules.allows(path) : true;
+    };
+
+    const out = new Set<string>();
+    const queue: { host: string; path: string; depth: number }[] = [];
+    const admit = (host: string, path: string, depth: number): void => {
+      if (!allowed.has(host)) return;
+      const key = `http://${host}:${this.port}${path}`;
+      if (out.has(key)) return;
+      if (!robotsAllow(host, path)) return;
+      out.add(key);
+      queue.push({ host, path, depth });
+    };
+    for (const seed of seeds) {
+      const u = new URL(seed);
+      admit(normaliseHost(u.hostname), normalisedPath(u), 0);
+    }
+    // Index walk instead of shift(): shift is O(n) and the benchmark graph has 40k nodes.
+    for (let i = 0; i < queue.length; i++) {
+      const { host, path, depth } = queue[i];
+      if (depth >= maxDepth) continue;
+      const links = this.linksFor(host, path);
+      if (!links) continue;
+      for (const link of links) {
+        if (link.nofollow && !followNofollow) continue;
+        admit(link.host, link.path, depth + 1);
+      }
+    }
+    return out;
+  }
+
+  // ---- serving ---------------------------------------------------------------
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const t = performance.timeOrigin + performance.now();
+    const target = req.url ?? '/';
+    const { host, port } = parseHostHeader(req.headers.host, req.socket.localPort ?? this.port);
+    this.log.push({
+      host,
+      port,
+      method: req.method ?? 'GET',
+      path: target,
+      userAgent: req.headers['user-agent'] ?? '',
+      t,
+    });
+    const site = this.sites.get(host);
+    if (!site) {
+      send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
+      return;
+    }
+    const delay = site.spec.latencyMs ?? 0;
+    if (delay <= 0) {
+      this.respond(site, req, res, target);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.respond(site, req, res, target);
+    }, delay);
+    this.timers.add(timer);
+  }
+
+  private respond(site: SiteState, req: http.IncomingMessage, res: http.ServerResponse, target: string): void {
+    if (res.destroyed) return;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      send(res, req, 405, 'text/plain; charset=utf-8', Buffer.from('method not allowed\n'));
+      return;
+    }
+    const path = targetPath(target);
+    if (site.spec.statusFor) {
+      site.attempts ??= new Map();
+      const attempt = (site.attempts.get(path) ?? 0) + 1;
+      site.attempts.set(path, attempt);
+      const status = site.spec.statusFor(path, attempt);
+      if (status !== undefined) {
+        send(res, req, status, 'text/plain; charset=utf-8', Buffer.from(`status ${status}\n`));
+        return;
+      }
+    }
+    if (path === '/robots.txt') {
+      if (site.robotsText === null) send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('not found\n'));
+      else send(res, req, 200, 'text/plain; charset=utf-8', Buffer.from(site.robotsText));
+      return;
+    }
+    const html = this.htmlFor(site.spec.host, path);
+    if (!html) {
+      send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('not found\n'));
+      return;
+    }
+    send(res, req, 200, 'text/html; charset=utf-8', html);
+  }
+
+  private htmlFor(host: string, path: string): Buffer | undefined {
+    const key = `${host} ${path}`;
+    const cached = this.htmlCache.get(key);
+    if (cached) return cached;
+    const links = this.linksFor(host, path);
+    if (!links) return undefined;
+    const html = Buffer.from(renderPage(host, path, links));
+    this.htmlCache.set(key, html);
+    return html;
+  }
+
+  // ---- link graph ------------------------------------------------------------
+
+  private route(site: SiteState, path: string): Route | undefined {
+    const { pages, nofollowLinks } = site.spec;
+    if (path === '/') return { kind: 'page', index: 0 };
+    let m = /^\/page\/([1-9]\d*)$/.exec(path);
+    if (m) {
+      const index = Number(m[1]);
+      return index < pages ? { kind: 'page', index } : undefined;
+    }
+    m = /^\/nofollow\/(0|[1-9]\d*)$/.exec(path);
+    if (m) {
+      const n = Number(m[1]);
+      return nofollowLinks && n < nofollowCount(pages) ? { kind: 'nofollow', n } : undefined;
+    }
+    if (path.startsWith('/private/') || !this.defaultRules(site).allows(path)) return { kind: 'trap' };
+    return undefined;
+  }
+
+  /** Links on a page, or undefined when the path is not a page of a known site. */
+  private linksFor(host: string, path: string): PageLink[] | undefined {
+    const key = `${host} ${path}`;
+    const cached = this.linkCache.get(key);
+    if (cached) return cached;
+    const site = this.sites.get(host);
+    if (!site) return undefined;
+    const route = this.route(site, path);
+    if (!route) return undefined;
+    let links: PageLink[];
+    if (route.kind === 'page') links = this.pageLinks(site, route.index);
+    else {
+      // Dead ends on purpose: a crawler that wrongly enters them must not
+      // discover anything new there, which keeps failures easy to read.
+      const back = route.kind === 'nofollow' ? '../' : '/';
+      links = [{ host, path: '/', href: back, nofollow: false }];
+    }
+    this.linkCache.set(key, links);
+    return links;
+  }
+
+  private pageLinks(site: SiteState, index: number): PageLink[] {
+    const { host, pages, fanOut, crossLinks, nofollowLinks } = site.spec;
+    const rng = mulberry32(mix(site.seedHash, index));
+    const self = index === 0 ? '/' : `/page/${index}`;
+    const links: PageLink[] = [];
+
+    // A tree over page indices guarantees reachability from `/` with
+    // logarithmic depth; the remaining fan-out is random extra edges.
+    const want = Math.min(Math.max(fanOut, pages > 1 ? 1 : 0), pages - 1);
+    const branching = Math.max(1, Math.ceil(fanOut / 2));
+    const targets: number[] = [];
+    const chosen = new Set<number>();
+    for (let c = index * branching + 1; c <= index * branching + branching && c < pages; c++) {
+      targets.push(c);
+      chosen.add(c);
+    }
+    for (let tries = 0; targets.length < want && tries < want * 8; tries++) {
+      const j = rng.int(pages);
+      if (j === index || chosen.has(j)) continue;
+      targets.push(j);
+      chosen.add(j);
+    }
+    shuffle(targets, rng);
+    for (const j of targets) {
+      links.push({ host, path: pagePath(j), href: this.sameSiteHref(host, self, j, rng), nofollow: false });
+    }
+    // Same target again in another spelling, so deduplication is exercised.
+    if (targets.length > 0) {
+      links.push({ host, path: pagePath(targets[0]), href: this.sameSiteHref(host, self, targets[0], rng), nofollow: false });
+    }
+    links.push({ host, path: self, href: '#top', nofollow: false });
+
+    if (crossLinks && crossLinks.perPage > 0 && crossLinks.hosts.length > 0) {
+      const others = crossLinks.hosts;
+      for (let k = 0; k < crossLinks.perPage; k++) {
+        let target: string | undefined;
+        const ring = index === 0 && k === 0;
+        if (ring) {
+          // Home pages form a ring over the host list, so every site of a
+          // generated web is reachable from any one seed.
+          const pos = hostIndex(others).get(host);
+          target = normaliseHost(others[pos === undefined ? 0 : (pos + 1) % others.length]);
+        } else {
+          const pos = rng.int(others.length);
+          target = normaliseHost(others[pos]);
+          if (target === host) target = normaliseHost(others[(pos + 1) % others.length]);
+        }
+        if (target === host) continue;
+        const targetSite = this.sites.get(target);
+        const j = targetSite && !ring ? rng.int(targetSite.spec.pages) : 0;
+        links.push({ host: target, path: pagePath(j), href: this.absoluteHref(target, pagePath(j), rng), nofollow: false });
+      }
+    }
+
+    const trap = this.trapPath(site, rng);
+    if (trap) {
+      const href = rng.int(2) === 0 ? trap : `http://${host}:${this.port}${trap}`;
+      links.push({ host, path: trap, href, nofollow: false });
+    }
+
+    if (nofollowLinks && index % 5 === 0) {
+      const n = index / 5;
+      const rel = rng.int(2) === 0 ? 'nofollow' : 'noopener nofollow';
+      links.push({ host, path: `/nofollow/${n}`, href: `/nofollow/${n}`, nofollow: true, rel });
+    }
+    return links;
+  }
+
+  /** A path the site's robots rules disallow, derived from a Disallow pattern. */
+  private trapPath(site: SiteState, rng: Rng): string | undefined {
+    const rules = this.defaultRules(site);
+    const patterns = rules.disallowPatterns;
+    if (patterns.length === 0) return undefined;
+    const n = rng.int(10);
+    const start = rng.int(patterns.length);
+    for (let k = 0; k < patterns.length; k++) {
+      let p = patterns[(start + k) % patterns.length].replace(/\*/g, `x${n}`);
+      if (p.endsWith('$')) p = p.slice(0, -1);
+      else p = p.endsWith('/') ? `${p}${n}` : `${p}/${n}`;
+      if (p.startsWith('/') && p !== '/robots.txt' && !rules.allows(p)) return p;
+    }
+    return undefined;
+  }
+
+  private sameSiteHref(host: string, from: string, j: number, rng: Rng): string {
+    const target = pagePath(j);
+    const form = rng.int(4);
+    if (form === 0) return this.absoluteHref(host, target, rng);
+    let href: string;
+    if (form === 1) href = target;
+    else if (from === '/') href = j === 0 ? './' : rng.int(2) === 0 ? `page/${j}` : `./page/${j}`;
+    else if (j === 0) href = '../';
+    else href = [`${j}`, `./${j}`, `../page/${j}`][rng.int(3)];
+    return decorate(href, rng);
+  }
+
+  private absoluteHref(host: string, path: string, rng: Rng): string {
+    // Host names are case-insensitive; an upper-case spelling now and then
+    // checks that the crawler normalises rather than string-compares.
+    const h = rng.int(8) === 0 ? host.toUpperCase() : host;
+    return decorate(`http://${h}:${this.port}${path}`, rng);
+  }
+
+  private defaultRules(site: SiteState): RobotsRules {
+    site.rules ??= this.rulesFor(site, undefined);
+    return site.rules;
+  }
+
+  private rulesFor(site: SiteState, userAgent: string | undefined): RobotsRules {
+    if (site.robotsText === null) return RobotsRules.allowAll;
+    if (userAgent === undefined && site.rules) return site.rules;
+    return RobotsRules.parse(site.robotsText, userAgent);
+  }
+}
+
+export interface GenerateSitesOptions {
+  count: number;
+  pages: number;
+  fanOut: number;
+  /** Cross-site links per page; default 1, 0 disables. */
+  crossPerPage?: number;
+  hostPattern?: (i: number) => string;
+  robots?: SiteSpec['robots'];
+  seed?: number;
+  nofollowLinks?: boolean;
+  latencyMs?: number;
+}
+
+/** N sites that cross-link to each other; home pages form a ring, so one seed reaches all. */
+export function generateSites(opts: GenerateSitesOptions): SiteSpec[] {
+  const hostOf = opts.hostPattern ?? ((i: number) => `site${i}.test`);
+  const hosts = Array.from({ length: opts.count }, (_, i) => normaliseHost(hostOf(i)));
+  const perPage = opts.crossPerPage ?? 1;
+  // One shared hosts array: 2,000 sites must not mean 2,000 copies of 2,000 names.
+  const crossLinks = perPage > 0 && hosts.length > 1 ? { hosts, perPage } : undefined;
+  return hosts.map((host) => ({
+    host,
+    pages: opts.pages,
+    fanOut: opts.fanOut,
+    crossLinks,
+    robots: opts.robots,
+    nofollowLinks: opts.nofollowLinks,
+    latencyMs: opts.latencyMs,
+    seed: opts.seed,
+  }));
+}
+
+// ---- robots.txt ---------------------------------------------------------------
+
+export function robotsTextFor(robots: RobotsSpec | null | undefined): string | null {
+  if (robots === null) return null;
+  if (robots === undefined) return 'User-agent: *\nDisallow:\n';
+  if (robots.raw !== undefined) return robots.raw;
+  const lines = [`User-agent: ${robots.agent ?? '*'}`];
+  for (const p of robots.allow ?? []) lines.push(`Allow: ${p}`);
+  for (const p of robots.disallow ?? []) lines.push(`Disallow: ${p}`);
+  if (lines.length === 1) lines.push('Disallow:');
+  if (robots.crawlDelaySec !== undefined) lines.push(`Crawl-delay: ${robots.crawlDelaySec}`);
+  return `${lines.join('\n')}\n`;
+}
+
+interface CompiledRule {
+  allow: boolean;
+  pattern: string;
+  length: number;
+  re: RegExp;
+}
+
+/** RFC 9309 matching: longest pattern wins, Allow wins ties, `*` and `$` supported. */
+class RobotsRules {
+  static readonly allowAll = new RobotsRules([]);
+
+  constructor(private readonly rules: CompiledRule[]) {}
+
+  get disallowPatterns(): string[] {
+    return this.rules.filter((r) => !r.allow).map((r) => r.pattern);
+  }
+
+  allows(path: string): boolean {
+    if (path === '/robots.txt') return true;
+    let best: CompiledRule | undefined;
+    for (const r of this.rules) {
+      if (!r.re.test(path)) continue;
+      if (!best || r.length > best.length || (r.length === best.length && r.allow)) best = r;
+    }
+    return best ? best.allow : true;
+  }
+
+  static parse(text: string, userAgent: string | undefined): RobotsRules {
+    const groups: { agents: string[]; rules: { allow: boolean; pattern: string }[] }[] = [];
+    let current: (typeof groups)[number] | undefined;
+    let lastWasAgent = false;
+    for (const rawLine of text.split(/\r?\n|\r/)) {
+      const line = rawLine.replace(/#.*/, '').trim();
+      const colon = line.indexOf(':');
+      if (colon < 0) continue;
+      const key = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (key === 'user-agent') {
+        if (!current || !lastWasAgent) {
+          current = { agents: [], rules: [] };
+          groups.push(current);
+        }
+        current.agents.push(value.toLowerCase());
+        lastWasAgent = true;
+        continue;
+      }
+      lastWasAgent = false;
+      if (!current) continue;
+      if ((key === 'allow' || key === 'disallow') && value !== '') {
+        current.rules.push({ allow: key === 'allow', pattern: value });
+      }
+    }
+    let selected: typeof groups = [];
+    if (userAgent !== undefined) {
+      const ua = userAgent.toLowerCase();
+      let bestLen = 0;
+      for (const g of groups) {
+        for (const a of g.agents) {
+          if (a === '*' || !ua.includes(a)) continue;
+          if (a.length > bestLen) {
+            bestLen = a.length;
+            selected = [g];
+          } else if (a.length === bestLen && !selected.includes(g)) selected.push(g);
+        }
+      }
+    }
+    if (selected.length === 0) selected = groups.filter((g) => g.agents.includes('*'));
+    if (selected.length === 0 && userAgent === undefined && groups.length > 0) selected = [groups[0]];
+    return new RobotsRules(selected.flatMap((g) => g.rules.map((r) => compileRule(r.allow, r.pattern))));
+  }
+}
+
+function compileRule(allow: boolean, pattern: string): CompiledRule {
+  const anchored = pattern.endsWith('$');
+  const body = anchored ? pattern.slice(0, -1) : pattern;
+  const source = body
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return { allow, pattern, length: pattern.length, re: new RegExp(`^${source}${anchored ? '$' : ''}`) };
+}
+
+// ---- HTML ---------------------------------------------------------------------
+
+function renderPage(host: string, path: string, links: PageLink[]): string {
+  const items = links
+    .map((l, i) => {
+      const rel = l.rel ? ` rel="${escapeHtml(l.rel)}"` : '';
+      return `<li><a href="${escapeHtml(l.href)}"${rel}>link ${i}</a></li>`;
+    })
+    .join('\n');
+  const title = `${escapeHtml(host)} ${escapeHtml(path)}`;
+  return (
+    `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${title}</title></head>\n` +
+    `<body id="top">\n<h1>${title}</h1>\n<p>Generated page for crawler tests.</p>\n<ul>\n${items}\n</ul>\n</body></html>\n`
+  );
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function decorate(href: string, rng: Rng): string {
+  const roll = rng.int(8);
+  // Tracking params and fragments never change the page; a correct crawler strips them.
+  const query = roll === 1 || roll === 3 ? ['?utm_source=x', '?utm_source=news&utm_medium=email', '?utm_campaign=spring'][rng.int(3)] : '';
+  const fragment = roll === 2 || roll === 3 ? `#section-${rng.int(5)}` : '';
+  return `${href}${query}${fragment}`;
+}
+
+// ---- helpers ------------------------------------------------------------------
+
+function send(res: http.ServerResponse, req: http.IncomingMessage, status: number, type: string, body: Buffer): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': body.length });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+function pagePath(index: number): string {
+  return index === 0 ? '/' : `/page/${index}`;
+}
+
+function nofollowCount(pages: number): number {
+  return Math.ceil(pages / 5);
+}
+
+function normaliseHost(host: string): string {
+  return host.trim().toLowerCase().replace(/\.$/, '');
+}
+
+function parseHostHeader(header: string | undefined, fallbackPort: number): { host: string; port: number } {
+  if (!header) return { host: '', port: fallbackPort };
+  let host = header;
+  let port = fallbackPort;
+  const m = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(header.trim());
+  if (m) {
+    host = m[1];
+    if (m[2]) port = Number(m[2]);
+  }
+  return { host: normaliseHost(host), port };
+}
+
+function targetPath(target: string): string {
+  // Absolute-form targets come from clients that talk to us as a proxy.
+  if (/^https?:\/\//i.test(target)) target = new URL(target).pathname;
+  const end = target.search(/[?#]/);
+  return end < 0 ? target : target.slice(0, end);
+}
+
+function normalisedPath(u: URL): string {
+  const kept = [...u.searchParams].filter(([k]) => !TRACKING_PARAM.test(k));
+  if (kept.length === 0) return u.pathname;
+  return `${u.pathname}?${new URLSearchParams(kept).toString()}`;
+}
+
+const hostIndexCache = new WeakMap<string[], Map<string, number>>();
+function hostIndex(hosts: string[]): Map<string, number> {
+  let index = hostIndexCache.get(hosts);
+  if (!index) {
+    index = new Map(hosts.map((h, i) => [normaliseHost(h), i]));
+    hostIndexCache.set(hosts, index);
+  }
+  return index;
+}
+
+interface Rng {
+  /** Uniform integer in [0, n). */
+  int(n: number): number;
+}
+
+function mulberry32(seed: number): Rng {
+  let a = seed >>> 0;
+  return {
+    int(n: number): number {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+    },
+  };
+}
+
+function shuffle<T>(items: T[], rng: Rng): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+}
+
+/** FNV-1a; per-page seeds make every page computable on its own, in any order. */
+function hashString(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+function mix(a: number, b: number): number {
+  let h = (a ^ Math.imul(b + 0x9e3779b9, 0x85ebca6b)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x7feb352d);
+  h = Math.imul(h ^ (h >>> 15), 0x846ca68b);
+  return (h ^ (h >>> 16)) >>> 0;
+}

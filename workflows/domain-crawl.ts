@@ -1,0 +1,251 @@
+// One long-running workflow per politeness key (host): fetch one URL at a
+// time through an activity, then sleep durably for the host's crawl-delay.
+// Deterministic: imports only @temporalio/workflow and pure modules.
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { CrawlerActivities, CrawlStepResult } from '../activities/types';
+import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
+import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import {
+  cancelSignal,
+  domainReportSignal,
+  domainStatusQuery,
+  emptyStats,
+  finishSignal,
+  pauseSignal,
+  resumeSignal,
+  wakeSignal,
+  type DomainReport,
+  type DomainState,
+  type HostStats,
+} from './messages';
+
+export interface DomainCrawlInput {
+  campaignId: string;
+  /** Namespace of the campaign's Redis keys (campaign ID + first run ID). */
+  campaignKey: string;
+  campaignWorkflowId: string;
+  host: string;
+  configVersion: number;
+  politeness: CampaignSettings['politeness'];
+  fetchTotalTimeoutMs: number;
+  idleCloseMs: number;
+  paused?: boolean;
+  /** Carried across continue-as-new and restarts after an idle close. */
+  carry?: DomainCarry;
+}
+
+export interface DomainCarry {
+  stats: HostStats;
+  seq: number;
+  robots?: { crawlDelaySec: number | null; unavailable: boolean };
+  lastUrl: string | null;
+  lastStatus: number | null;
+}
+
+export interface DomainCrawlResult {
+  host: string;
+  stats: HostStats;
+  reason: 'idle' | 'drained' | 'budget' | 'cancelled';
+}
+
+/** Report progress to the campaign this often (pages), besides every state change that matters. */
+const PROGRESS_EVERY = 25;
+/** Continue as new well before Temporal's history limits. */
+const MAX_HISTORY_EVENTS = 4000;
+/** Robots.txt that keeps answering 5xx/429 is retried this many times before the host is treated as disallowed. */
+const ROBOTS_ATTEMPTS = 3;
+
+export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
+  const carry: DomainCarry = input.carry ?? { stats: emptyStats(), seq: 0, lastUrl: null, lastStatus: null };
+  let paused = input.paused ?? false;
+  let finish: DomainCrawlResult['reason'] | null = null;
+  let wakePending = false;
+  let state: DomainState = 'starting';
+  let delayReason = `minimum delay ${input.politeness.minDelayMs} ms`;
+  let nextWakeAt: number | null = null;
+  let frontier: number | null = null;
+
+  const acts = proxyActivities<CrawlerActivities>({
+    // A fetch is bounded by its total timeout; storage and Redis get the margin.
+    startToCloseTimeout: input.fetchTotalTimeoutMs + 60_000,
+    // Short heartbeat timeout: a killed worker's step is retried elsewhere within seconds.
+    heartbeatTimeout: 15_000,
+    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  });
+
+  setHandler(wakeSignal, ({ seq }) => {
+    carry.seq = Math.max(carry.seq, seq);
+    wakePending = true;
+  });
+  setHandler(finishSignal, ({ reason }) => {
+    finish ??= reason;
+  });
+  setHandler(cancelSignal, () => {
+    finish ??= 'cancelled';
+  });
+  setHandler(pauseSignal, () => {
+    paused = true;
+  });
+  setHandler(resumeSignal, () => {
+    paused = false;
+  });
+  const delayMs = () => crawlDelayMs(input.politeness, carry.robots?.crawlDelaySec);
+  setHandler(domainStatusQuery, () => ({
+    campaignId: input.campaignId,
+    host: input.host,
+    state,
+    paused,
+    stats: carry.stats,
+    delayMs: delayMs(),
+    delayReason,
+    lastUrl: carry.lastUrl,
+    lastStatus: carry.lastStatus,
+    nextWakeAt: nextWakeAt === null ? null : new Date(nextWakeAt).toISOString(),
+    frontier,
+  }));
+
+  let shownState: string | null = null;
+  const setState = (next: DomainState) => {
+    state = next;
+    // Search attributes only change on coarse transitions: per-page updates
+    // would double the history for no benefit to someone filtering the UI.
+    const coarse = next === 'sleeping' || next === 'crawling' ? 'crawling' : next;
+    if (coarse !== shownState) {
+      shownState = coarse;
+      upsertSearchAttributes([{ key: CrawlState, value: coarse }]);
+    }
+  };
+
+  const campaign = getExternalWorkflowHandle(input.campaignWorkflowId);
+  const report = async (kind: DomainReport['kind']) => {
+    upsertSearchAttributes([
+      { key: CrawlPages, value: carry.stats.fetched },
+      { key: CrawlErrors, value: carry.stats.failed },
+    ]);
+    try {
+      await campaign.signal(domainReportSignal, { host: input.host, kind, seq: carry.seq, stats: carry.stats, state });
+    } catch (err) {
+      // The campaign is gone (completed or terminated): nobody to crawl for.
+      log.warn('campaign unreachable, finishing domain', { host: input.host, error: String(err) });
+      finish ??= 'cancelled';
+    }
+  };
+
+  /** Durable sleep that pause/finish can cut short. */
+  const pauseFor = async (ms: number, why: DomainState) => {
+    if (ms <= 0) return;
+    setState(why);
+    nextWakeAt = Date.now() + ms;
+    await condition(() => finish !== null, ms);
+    nextWakeAt = null;
+  };
+
+  // robots.txt first: its Crawl-delay sets the pace, its rules gate every URL.
+  const ensureRobots = async () => {
+    setState('robots');
+    for (let attempt = 1; finish === null; ) {
+      const r = await acts.loadRobots({ campaignKey: input.campaignKey, host: input.host, configVersion: input.configVersion });
+      if (r.kind === 'ok') {
+        carry.robots = { crawlDelaySec: r.crawlDelaySec, unavailable: false };
+        delayReason = r.crawlDelaySec ? `robots.txt Crawl-delay ${r.crawlDelaySec} s` : `minimum delay ${input.politeness.minDelayMs} ms`;
+        if (r.fetched) await pauseFor(delayMs(), 'sleeping');
+        return;
+      }
+      if (r.kind === 'wait') {
+        await pauseFor(r.waitMs, 'sleeping');
+        continue;
+      }
+      if (attempt >= ROBOTS_ATTEMPTS) {
+        carry.robots = { crawlDelaySec: null, unavailable: true };
+        return;
+      }
+      delayReason = `robots.txt unavailable (${r.detail}), retry ${attempt}/${ROBOTS_ATTEMPTS - 1}`;
+      await pauseFor(Math.max(delayMs(), 10_000 * 2 ** (attempt - 1)), 'backing-off');
+      attempt++;
+    }
+  };
+
+  let sinceReport = 0;
+  for (;;) {
+    if (finish !== null) break;
+    if (paused) {
+      setState('paused');
+      await report('progress');
+      await condition(() => !paused || finish !== null);
+      continue;
+    }
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+      await allHandlersFinished();
+      return continueAsNew<typeof domainCrawl>({ ...input, paused, carry });
+    }
+    if (input.politeness.respectRobots && !carry.robots) {
+      await ensureRobots();
+      continue;
+    }
+    setState('crawling');
+    // Any wake that arrives from here on may concern URLs this step does not see.
+    wakePending = false;
+    const res: CrawlStepResult = await acts.crawlStep({
+      campaignKey: input.campaignKey,
+      campaignWorkflowId: input.campaignWorkflowId,
+      host: input.host,
+      configVersion: input.configVersion,
+      delayMs: delayMs(),
+      robotsUnavailable: carry.robots?.unavailable,
+    });
+    if (res.kind === 'done') {
+      frontier = res.remaining;
+      carry.lastUrl = res.url;
+      carry.lastStatus = res.status;
+      carry.stats.bytes += res.bytes;
+      if (res.outcome === 'fetched') carry.stats.fetched++;
+      else if (res.requested || res.outcome === 'error') carry.stats.failed++;
+      else carry.stats.skipped++;
+      if (++sinceReport >= PROGRESS_EVERY) {
+        sinceReport = 0;
+        await report('progress');
+      }
+      if (res.requested) await pauseFor(delayMs(), 'sleeping');
+      continue;
+    }
+    if (res.kind === 'wait') {
+      if (res.reason.startsWith('robots.txt')) carry.robots = undefined;
+      else delayReason = res.reason;
+      await pauseFor(res.waitMs, 'sleeping');
+      continue;
+    }
+    if (res.kind === 'budget-exhausted') {
+      finish = 'budget';
+      setState('done');
+      await report('budget-exhausted');
+      break;
+    }
+    // Empty frontier.
+    frontier = 0;
+    if (wakePending) continue;
+    setState('idle');
+    await report('idle');
+    const woken = await condition(() => wakePending || finish !== null || paused, input.idleCloseMs);
+    if (woken) continue;
+    // Idle long enough: close. The campaign starts us again if URLs arrive.
+    setState('done');
+    await report('closed');
+    if (wakePending) continue;
+    await allHandlersFinished();
+    return { host: input.host, stats: carry.stats, reason: 'idle' };
+  }
+  setState('done');
+  if (finish !== 'budget') await report('closed');
+  await allHandlersFinished();
+  return { host: input.host, stats: carry.stats, reason: finish ?? 'drained' };
+}
