@@ -93,6 +93,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
   let stopReason: 'budget' | 'cancelled' | null = null;
   let inflight = 0;
+  /** Set once the campaign has decided to end: every report then counts. */
+  let finishing = false;
 
   const entry = (host: string): HostEntry =>
     (carry.hosts[host] ??= { state: 'closed', seq: 0, dirty: false, stats: emptyStats(), domainState: 'starting' });
@@ -115,8 +117,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
     if (r.kind === 'progress') return;
     // A report that predates our latest wake is stale: that wake is still on its way.
-    if (r.seq < e.seq && stopReason === null) return;
-    if (e.dirty && stopReason === null) {
+    if (r.seq < e.seq && !finishing) return;
+    if (e.dirty && !finishing) {
       e.dirty = false;
       if (r.kind === 'closed') e.state = 'closed';
       pending.add(r.host);
@@ -191,36 +193,39 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     carry: { stats: e.stats, seq: e.seq, lastUrl: null, lastStatus: null },
   });
 
-  async function startDomain(host: string, e: HostEntry): Promise<void> {
-    try {
-      await startChild(domainCrawl, {
-        workflowId: domainWorkflowId(campaignId, host),
-        args: [domainInput(host, e)],
-        // Children outlive a continue-as-new of the campaign; they report back by workflow ID.
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        typedSearchAttributes: [
-          { key: CrawlCampaign, value: campaignId },
-          { key: CrawlHost, value: host },
-          { key: CrawlState, value: 'starting' },
-        ],
-        memo: { campaign: campaignId, host },
-      });
-    } catch (err) {
-      if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
-      // Still running from before (e.g. its close raced our start): wake it instead.
-      await wakeDomain(host, e, false);
-    }
-  }
-
-  async function wakeDomain(host: string, e: HostEntry, restartIfGone = true): Promise<void> {
-    e.seq++;
-    try {
-      await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(wakeSignal, { seq: e.seq });
-    } catch (err) {
-      if (!restartIfGone) throw err;
-      // It closed after going idle: start it again with the same carry.
-      await startDomain(host, e);
+  /**
+   * Gets new URLs looked at: a running or idle domain is woken by signal, a
+   * closed one is started again. Closing races both (a domain may close
+   * between our start attempt and our signal), so alternate a few times.
+   */
+  async function wakeOrStart(host: string, e: HostEntry, preferSignal: boolean): Promise<void> {
+    let signal = preferSignal;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (signal) {
+          e.seq++;
+          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(wakeSignal, { seq: e.seq });
+        } else {
+          await startChild(domainCrawl, {
+            workflowId: domainWorkflowId(campaignId, host),
+            args: [domainInput(host, e)],
+            // Children outlive a continue-as-new of the campaign; they report back by workflow ID.
+            parentClosePolicy: ParentClosePolicy.ABANDON,
+            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+            typedSearchAttributes: [
+              { key: CrawlCampaign, value: campaignId },
+              { key: CrawlHost, value: host },
+              { key: CrawlState, value: 'starting' },
+            ],
+            memo: { campaign: campaignId, host },
+          });
+        }
+        return;
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        log.info('domain wake/start raced its close, trying the other way', { host, error: String(err) });
+        signal = !signal;
+      }
     }
   }
 
@@ -237,8 +242,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       const wasIdle = e.state === 'idle';
       e.state = 'running';
       e.dirty = false;
-      if (wasIdle) await wakeDomain(host, e);
-      else await startDomain(host, e);
+      await wakeOrStart(host, e, wasIdle);
     });
   }
 
@@ -285,6 +289,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   // Handlers change stopReason behind the compiler's back.
   const reason = stopReason as 'budget' | 'cancelled' | null;
   status = reason === 'budget' ? 'budget-exhausted' : reason === 'cancelled' ? 'cancelled' : 'completed';
+  finishing = true;
   await CancellationScope.nonCancellable(async () => {
     const open = Object.entries(carry.hosts).filter(([, e]) => e.state === 'running' || e.state === 'idle');
     await inBatches(open, async ([host]) => {
@@ -292,9 +297,10 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         .signal(finishSignal, { reason: reason ?? 'drained' })
         .catch(() => undefined);
     });
-    // Wait (bounded) for running domains to finish their current step and
-    // send their final numbers, so the summary is exact.
-    await condition(() => Object.values(carry.hosts).every((e) => e.state !== 'running'), '2 minutes');
+    // Wait (bounded) for every domain to finish its current step, send its
+    // final numbers and close, so the summary is exact and no domain
+    // workflow is left waiting for workers that are about to stop.
+    await condition(() => Object.values(carry.hosts).every((e) => e.state === 'closed' || e.state === 'done'), '2 minutes');
     upsertSearchAttributes([{ key: CrawlState, value: status }]);
   });
   await allHandlersFinished();

@@ -228,7 +228,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       finish = 'budget';
       setState('done');
       await report('budget-exhausted');
-      break;
+      await allHandlersFinished();
+      return { host: input.host, stats: carry.stats, reason: 'budget' };
     }
     // Empty frontier.
     frontier = 0;
@@ -245,7 +246,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     return { host: input.host, stats: carry.stats, reason: 'idle' };
   }
   setState('done');
-  if (finish !== 'budget') await report('closed');
+  await report('closed');
   await allHandlersFinished();
   return { host: input.host, stats: carry.stats, reason: finish ?? 'drained' };
 }

@@ -1,0 +1,67 @@
+// A real campaign over 10 hosts × 30 pages with cross-host links, robots.txt
+// rules and two worker processes: every reachable, allowed page is fetched
+// exactly once, stored once, and no host is hit faster than allowed.
+import { generateSites } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, urlOf, type Harness } from '../support/harness';
+
+jest.setTimeout(240_000);
+
+const HOSTS = 10;
+const PAGES = 30;
+const MIN_DELAY_MS = 150;
+// Two hosts ask for more than our minimum through robots.txt.
+const SLOW = new Map([
+  ['c2.complete.test', 0.5],
+  ['c5.complete.test', 0.4],
+]);
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness('complete', { workers: 2 });
+  for (const spec of generateSites({ count: HOSTS, pages: PAGES, fanOut: 4, crossPerPage: 1, hostPattern: (i) => `c${i}.complete.test`, seed: 7 })) {
+    const delay = SLOW.get(spec.host);
+    h.web.addSite({ ...spec, robots: { disallow: ['/private/'], ...(delay ? { crawlDelaySec: delay } : {}) } });
+  }
+});
+afterAll(() => h?.close());
+
+test('every reachable allowed page exactly once, in the index and the WARC, politely', async () => {
+  const seed = h.web.url('c0.complete.test', '/');
+  const handle = await launch(h, {
+    seeds: [seed],
+    scope: { mode: 'any' },
+    politeness: { minDelayMs: MIN_DELAY_MS },
+    idleCloseMs: 3_000,
+  });
+  const result = await handle.result();
+  const expected = h.web.expectedPages([seed]);
+  expect(expected.size).toBeGreaterThanOrEqual(HOSTS * PAGES);
+
+  const reqs = h.web.requests();
+  const pages = pageRequests(reqs).map((r) => urlOf(h, r));
+  // Exactly once: no duplicates, nothing missing, nothing extra.
+  expect(pages.length).toBe(new Set(pages).size);
+  expect(new Set(pages)).toEqual(expected);
+  // robots.txt: once per host, and no disallowed path ever requested.
+  const robots = reqs.filter((r) => r.path === '/robots.txt').map((r) => r.host);
+  expect(robots.sort()).toEqual([...new Set(robots)].sort());
+  expect(robots.length).toBe(HOSTS);
+  expect(reqs.filter((r) => r.path.startsWith('/private/'))).toEqual([]);
+  // Politeness: per-host spacing never below the host's delay, across both workers.
+  for (const [host, gap] of minGapsByHost(reqs)) {
+    const delayMs = Math.max(MIN_DELAY_MS, (SLOW.get(host) ?? 0) * 1000);
+    expect({ host, gap: gap >= delayMs }).toEqual({ host, gap: true });
+  }
+  // Both worker processes did work (the load was spread).
+  expect(result.status).toBe('completed');
+  expect(result.pages).toBe(expected.size);
+
+  const out = outputOf(h, result.campaignId);
+  const index = await out.index();
+  const stored = fetchedUrls(index);
+  expect(stored.length).toBe(expected.size);
+  expect(new Set(stored)).toEqual(expected);
+  const responses = (await out.warc()).filter((r) => r.type === 'response');
+  expect(responses.map((r) => r.targetUri).sort()).toEqual([...expected].sort());
+  expect(responses.every((r) => r.blockDigestOk && r.payloadDigestOk !== false)).toBe(true);
+});

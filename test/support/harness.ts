@@ -1,0 +1,105 @@
+// Shared plumbing of the integration tests: a test web, real worker
+// processes and a Temporal client against the stack from global-setup.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import Redis from 'ioredis';
+import type { CampaignInput } from '../../src/config/campaign';
+import { connectClient } from '../../src/temporal/connect';
+import { startCampaign } from '../../src/temporal/campaign-client';
+import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
+import { readWarcDir } from '../../src/storage/warc-reader';
+import { WorkerPool } from '../../src/worker/worker-pool';
+import type { crawlCampaign } from '../../workflows/crawl-campaign';
+import { startTestWeb, type RequestRecord, type TestWeb } from '../web/test-web';
+
+export const TASK_QUEUE_PREFIX = 'test';
+
+export interface Harness {
+  web: TestWeb;
+  client: Client;
+  pool: WorkerPool;
+  taskQueue: string;
+  outDir: string;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** Each test file gets its own task queue, so its workers only run its campaigns. */
+export async function createHarness(name: string, opts: { workers?: number } = {}): Promise<Harness> {
+  const address = process.env.TEMPORAL_ADDRESS;
+  const redisUrl = process.env.REDIS_URL;
+  if (!address || !redisUrl) throw new Error('integration tests need the global setup (TEMPORAL_ADDRESS / REDIS_URL)');
+  const taskQueue = `${TASK_QUEUE_PREFIX}-${name}-${process.pid}-${counter++}`;
+  const web = await startTestWeb();
+  const client = await connectClient(address);
+  const pool = new WorkerPool(
+    { TEMPORAL_ADDRESS: address, REDIS_URL: redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '' },
+    { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined },
+  );
+  if (opts.workers) await pool.start(opts.workers);
+  const outDir = fs.mkdtempSync(path.join(process.env.CRAWLER_TEST_DATA_DIR ?? os.tmpdir(), `${name}-`));
+  const redis = new Redis(redisUrl);
+  return {
+    web,
+    client,
+    pool,
+    taskQueue,
+    outDir,
+    redis,
+    close: async () => {
+      await pool.stopAll();
+      await web.close();
+      await client.connection.close();
+      redis.disconnect();
+    },
+  };
+}
+
+export type CampaignHandle = WorkflowHandle<typeof crawlCampaign>;
+
+let campaigns = 0;
+export async function launch(h: Harness, input: Omit<CampaignInput, 'output'> & { campaignId?: string }): Promise<CampaignHandle> {
+  const campaignId = input.campaignId ?? `t-${process.pid}-${Date.now().toString(36)}-${campaigns++}`;
+  return startCampaign(h.client, h.taskQueue, {
+    ...input,
+    campaignId,
+    fetch: { resolve: h.web.resolveArgs(), ...input.fetch },
+    output: { dir: path.join(h.outDir, campaignId) },
+  });
+}
+
+export function outputOf(h: Harness, campaignId: string) {
+  const dir = path.join(h.outDir, campaignId);
+  return {
+    dir,
+    index: () => readIndex(path.join(dir, 'index')),
+    warc: () => readWarcDir(path.join(dir, 'warc')),
+  };
+}
+
+export const pageRequests = (reqs: RequestRecord[]) => reqs.filter((r) => r.path !== '/robots.txt');
+export const urlOf = (h: Harness, r: RequestRecord) => h.web.url(r.host, r.path);
+
+/** Smallest gap between two consecutive requests to the same host, per host. */
+export function minGapsByHost(reqs: RequestRecord[]): Map<string, number> {
+  const byHost = new Map<string, number[]>();
+  for (const r of reqs) byHost.set(r.host, [...(byHost.get(r.host) ?? []), r.t]);
+  const out = new Map<string, number>();
+  for (const [host, ts] of byHost) {
+    ts.sort((a, b) => a - b);
+    let min = Infinity;
+    for (let i = 1; i < ts.length; i++) min = Math.min(min, ts[i] - ts[i - 1]);
+    out.set(host, min);
+  }
+  return out;
+}
+
+export function fetchedUrls(index: IndexEntry[]): string[] {
+  return index.filter((e) => e.outcome === 'fetched').map((e) => e.url);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
