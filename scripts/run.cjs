@@ -55,7 +55,8 @@ const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 const tsx = bin('tsx');
 
 if (argv[0] === '--test') {
-  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), ...argv.slice(1)]);
+  // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
+  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(1)]);
 } else if (argv[0] === '--bench') {
   run(tsx, [path.join(root, 'bench', 'run.ts'), ...argv.slice(1)]);
 } else if (argv[0] === '--typecheck') {

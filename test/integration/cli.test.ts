@@ -1,0 +1,79 @@
+// The user-facing entry points: `crawler crawl` end to end, bad input, and a
+// campaign started with the plain `temporal` CLI.
+import { execFile, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { localTemporalPath } from '../../src/stack/tools';
+import { generateSites } from '../web/test-web';
+import { createHarness, type Harness } from '../support/harness';
+import { readIndex } from '../../src/storage/index-writer';
+
+jest.setTimeout(240_000);
+const run = promisify(execFile);
+const root = path.join(__dirname, '..', '..');
+const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
+const main = path.join(root, 'src', 'cli', 'main.ts');
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness('cli');
+  for (const spec of generateSites({ count: 2, pages: 8, fanOut: 2, hostPattern: (i) => `w${i}.cli.test`, seed: 9 })) h.web.addSite(spec);
+});
+afterAll(() => h?.close());
+
+const env = () => ({ ...process.env, CRAWLER_TASK_QUEUE: h.taskQueue });
+
+test('crawl: starts its worker, crawls, prints a summary with --json as the last line', async () => {
+  const seed = h.web.url('w0.cli.test', '/');
+  const out = path.join(h.outDir, 'cli-crawl');
+  const resolve = h.web.resolveArgs().flatMap((r) => ['--resolve', r]);
+  const { stdout } = await run(tsx, [main, 'crawl', seed, '--any-domain', '--delay-ms', '50', '--idle-close-ms', '2000', '--out', out, '--json', ...resolve], { env: env() });
+  const summary = JSON.parse(stdout.trim().split('\n').pop()!);
+  const expected = h.web.expectedPages([seed]);
+  expect(summary.status).toBe('completed');
+  expect(summary.pages).toBe(expected.size);
+  expect(summary.outputDir).toBe(out);
+  const index = await readIndex(path.join(out, 'index'));
+  expect(new Set(index.filter((e) => e.outcome === 'fetched').map((e) => e.url))).toEqual(expected);
+});
+
+test.each([
+  ['a non-URL seed', ['not a url'], /seed "not a url"/],
+  ['an unsupported scheme', ['ftp://example.test/'], /scheme/i],
+  ['a negative budget', ['http://example.test/', '--max-pages', '-5'], /must not be negative/],
+  ['a bad --resolve entry', ['http://example.test/', '--resolve', 'nonsense'], /resolve/i],
+])('bad input (%s): clear error, exit code 2, nothing started', async (_name, args, message) => {
+  const id = `bad-input-${Math.random().toString(36).slice(2, 8)}`;
+  const res = spawnSync(tsx, [main, 'crawl', ...args, '--id', id], { env: env(), encoding: 'utf8' });
+  expect(res.status).toBe(2);
+  expect(res.stderr).toMatch(message);
+  await expect(h.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+});
+
+test('a campaign started with the temporal CLI completes', async () => {
+  await h.pool.start(1);
+  const seed = h.web.url('w1.cli.test', '/');
+  const id = `temporal-cli-${process.pid}`;
+  const input = {
+    seeds: [seed],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 50 },
+    fetch: { resolve: h.web.resolveArgs() },
+    output: { dir: path.join(h.outDir, id) },
+    idleCloseMs: 2000,
+  };
+  const start = spawnSync(
+    localTemporalPath(),
+    ['workflow', 'start', '--address', process.env.TEMPORAL_ADDRESS!, '--type', 'crawlCampaign', '--task-queue', h.taskQueue, '--workflow-id', id, '--input', JSON.stringify(input)],
+    { encoding: 'utf8' },
+  );
+  expect(start.status).toBe(0);
+  const result = await h.client.workflow.getHandle(id).result();
+  const expected = h.web.expectedPages([seed], { hosts: [`w1.cli.test`] });
+  expect(result.status).toBe('completed');
+  expect(result.campaignId).toBe(id);
+  expect(result.pages).toBe(expected.size);
+  const index = await readIndex(path.join(h.outDir, id, 'index'));
+  expect(new Set(index.filter((e) => e.outcome === 'fetched').map((e) => e.url))).toEqual(expected);
+});

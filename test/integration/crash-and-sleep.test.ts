@@ -1,0 +1,68 @@
+// Durability: a worker killed with SIGKILL mid-crawl, and every worker
+// stopped while domains sleep, lose nothing.
+import { generateSites } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, sleep, urlOf, type Harness } from '../support/harness';
+
+jest.setTimeout(300_000);
+
+describe('kill -9 a worker mid-crawl', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness('crash', { workers: 2 });
+    for (const spec of generateSites({ count: 6, pages: 25, fanOut: 3, hostPattern: (i) => `k${i}.crash.test`, seed: 3 })) h.web.addSite(spec);
+  });
+  afterAll(() => h?.close());
+
+  test('the campaign completes with nothing missing and stays polite', async () => {
+    const seed = h.web.url('k0.crash.test', '/');
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 }, idleCloseMs: 3_000 });
+    // Let the crawl get going, then kill one worker outright and start a fresh one.
+    while (pageRequests(h.web.requests()).length < 40) await sleep(100);
+    const victim = h.pool.alive()[0];
+    await h.pool.kill9(victim);
+    const requestsAtKill = pageRequests(h.web.requests()).length;
+    await h.pool.startOne();
+    const result = await handle.result();
+
+    const expected = h.web.expectedPages([seed]);
+    const fetched = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
+    expect(requestsAtKill).toBeLessThan(expected.size);
+    expect(result.status).toBe('completed');
+    expect(new Set(fetched)).toEqual(expected);
+    // A page whose step died with the worker may be fetched again, never more than once per in-flight step.
+    expect(fetched.length - expected.size).toBeLessThanOrEqual(2);
+    for (const [, gap] of minGapsByHost(h.web.requests())) expect(gap).toBeGreaterThanOrEqual(200);
+    const stored = new Set(fetchedUrls(await outputOf(h, result.campaignId).index()));
+    expect(stored).toEqual(expected);
+  });
+});
+
+describe('durable sleep', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness('sleep', { workers: 1 });
+    for (const spec of generateSites({ count: 2, pages: 6, fanOut: 2, hostPattern: (i) => `s${i}.sleep.test`, seed: 5 })) h.web.addSite(spec);
+  });
+  afterAll(() => h?.close());
+
+  test('no worker while domains sleep; one started later resumes where it was', async () => {
+    const seed = h.web.url('s0.sleep.test', '/');
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 2_500 }, idleCloseMs: 3_000 });
+    while (pageRequests(h.web.requests()).length < 3) await sleep(100);
+    await h.pool.stopAll();
+    const before = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
+    // Nothing runs while no worker is up, however long it takes...
+    await sleep(6_000);
+    expect(pageRequests(h.web.requests()).length).toBe(before.length);
+    // ...and the timers are still there: a new worker picks up the sleeping domains.
+    await h.pool.startOne();
+    const result = await handle.result();
+    const all = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
+    const expected = h.web.expectedPages([seed]);
+    expect(result.status).toBe('completed');
+    expect(new Set(all)).toEqual(expected);
+    expect(all.length).toBe(expected.size);
+    // The pages fetched before the stop were not fetched again.
+    expect(all.slice(0, before.length)).toEqual(before);
+  });
+});

@@ -1,0 +1,43 @@
+// Replays recorded histories of real campaigns through today's workflow
+// code. A change that would break crawls already running fails here: then
+// version the change with patched() instead (see docs/operations.md).
+import fs from 'node:fs';
+import path from 'node:path';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+
+jest.setTimeout(180_000);
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+const dir = path.join(__dirname, '..', 'fixtures', 'histories');
+const histories = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.history.pb'))
+  .map((f) => ({
+    workflowId: f.replace(/\.history\.pb$/, ''),
+    history: temporal.api.history.v1.History.decode(fs.readFileSync(path.join(dir, f))),
+  }));
+
+async function replay(workflowsPath: string) {
+  const results = [];
+  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test' }, histories)) results.push(r);
+  return results;
+}
+
+test('the fixtures cover both workflow types', () => {
+  expect(histories.some((h) => h.workflowId.startsWith('campaign-'))).toBe(true);
+  expect(histories.filter((h) => h.workflowId.startsWith('domain-')).length).toBeGreaterThanOrEqual(2);
+});
+
+test('recorded campaign and domain histories replay without nondeterminism', async () => {
+  const results = await replay(path.join(__dirname, '..', '..', 'workflows', 'index.ts'));
+  expect(results.length).toBe(histories.length);
+  for (const r of results) expect({ id: r.workflowId, error: r.error?.message }).toEqual({ id: r.workflowId, error: undefined });
+});
+
+test('an incompatible workflow change is caught as a determinism error', async () => {
+  const results = await replay(path.join(__dirname, '..', 'fixtures', 'broken-workflows', 'index.ts'));
+  const domainResults = results.filter((r) => r.workflowId.startsWith('domain-'));
+  expect(domainResults.length).toBeGreaterThan(0);
+  for (const r of domainResults) expect(r.error?.name).toBe('DeterminismViolationError');
+});
