@@ -24,10 +24,12 @@ function depsInstalled() {
 
 function ensureDeps() {
   if (depsInstalled()) return;
-  const useCi = fs.existsSync(path.join(root, 'package-lock.json'));
-  process.stderr.write(`crawler: installing node modules (npm ${useCi ? 'ci' : 'install'})…\n`);
+  // `npm install` rather than `npm ci`: the lock pins every version, and some
+  // npm releases write locks without other platforms' optional packages
+  // (e.g. @swc/core-darwin-*), which `npm ci` then rejects as out of sync.
+  process.stderr.write('crawler: installing node modules (npm install)…\n');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const res = spawnSync(npm, [useCi ? 'ci' : 'install', '--no-audit', '--no-fund'], {
+  const res = spawnSync(npm, ['install', '--no-audit', '--no-fund'], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
