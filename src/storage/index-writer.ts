@@ -3,6 +3,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { StorageError, createUniqueFile, ensureWritableDir, writeFully } from './warc-writer';
+import { SerialQueue } from './serial-queue';
 
 // The crawl index: one JSON object per line, one file per process (same
 // collision-free naming as the WARC files), so concurrent processes never
@@ -49,7 +50,7 @@ export interface IndexWriterOptions {
 export class IndexWriter {
   // Appends run one after another so each line is one complete write and
   // close() knows when the last one has landed.
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
   private closed = false;
 
   private constructor(
@@ -75,7 +76,7 @@ export class IndexWriter {
   }
 
   append(e: IndexEntry): Promise<void> {
-    const run = this.chain.then(async () => {
+    return this.queue.run(async () => {
       if (this.closed) throw new StorageError('CLOSED', this.path, 'IndexWriter is closed');
       // JSON.stringify escapes every newline inside strings, so the entry is
       // exactly one line; line + '\n' go out in one write, so a crash leaves
@@ -87,14 +88,11 @@ export class IndexWriter {
         throw new StorageError('WRITE_FAILED', this.path, `cannot append index entry for ${e.url}`, { cause: err });
       }
     });
-    // One failed append must not reject every later one.
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 
   /** Waits for queued appends, flushes to disk and closes. */
   close(): Promise<void> {
-    const run = this.chain.then(async () => {
+    return this.queue.run(async () => {
       if (this.closed) return;
       this.closed = true;
       try {
@@ -105,8 +103,6 @@ export class IndexWriter {
       }
       await this.fh.close();
     });
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 }
 

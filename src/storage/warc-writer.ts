@@ -5,6 +5,7 @@ import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
+import { SerialQueue } from './serial-queue';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
@@ -356,7 +357,7 @@ export class WarcWriter {
   private readonly syncEachWrite: boolean;
   // Every write runs after the previous one settled: a file is only ever
   // appended to by one operation at a time, so records never interleave.
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
   private current: OpenWarc | null = null;
   private closed = false;
   private readonly finished: string[] = [];
@@ -407,21 +408,16 @@ export class WarcWriter {
    * Safe to call concurrently; calls are applied one at a time in call order.
    */
   writeExchange(ex: WarcExchange): Promise<WarcLocation> {
-    const run = this.chain.then(() => this.doWrite(ex));
-    // A failed write must not wedge the writers queued behind it.
-    this.chain = run.catch(() => undefined);
-    return run;
+    return this.queue.run(() => this.doWrite(ex));
   }
 
   /** Waits for queued writes, flushes the current file to disk and closes it. */
   close(): Promise<void> {
-    const run = this.chain.then(async () => {
+    return this.queue.run(async () => {
       if (this.closed) return;
       this.closed = true;
       await this.finishCurrent();
     });
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 
   private async doWrite(ex: WarcExchange): Promise<WarcLocation> {
