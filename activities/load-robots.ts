@@ -30,7 +30,6 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
 
     let value: StoredRobots;
     let robots: RobotsTxt | null = null;
-    let releaseDelay = minDelay;
     try {
       const res = await campaign.http.fetch(await robotsUrl(rt, input), {
         accept: 'text/plain,*/*;q=0.5',
@@ -51,8 +50,8 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
       value = { state: 'unavailable', detail: `${err.code}: ${err.message}`, fetchedAt: new Date().toISOString() };
     }
     const crawlDelaySec = robots?.rulesFor(agent).crawlDelaySec ?? null;
-    releaseDelay = crawlDelayMs(campaign.settings.politeness, crawlDelaySec);
-    await clock.release(owner, releaseDelay);
+    // The next request to this host waits the delay robots.txt just asked for.
+    await clock.release(owner, crawlDelayMs(campaign.settings.politeness, crawlDelaySec));
     await rt.robots.put(input.host, value);
     if (value.state === 'unavailable') return { kind: 'unavailable', crawlDelaySec: null, waitMs: 0, detail: value.detail, fetched: true };
     return { kind: 'ok', crawlDelaySec, waitMs: 0, detail: `HTTP ${value.status}`, fetched: true };
