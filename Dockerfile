@@ -1,8 +1,10 @@
 # Worker image: `docker compose up --scale worker=N` runs N of these.
+# The Node major follows package.json "engines" (test/unit/compose-file.test.ts checks it).
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
+# tsx and @swc/core (workflow bundling) are runtime dependencies; jest and typescript are not.
+RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY workflows ./workflows
@@ -10,5 +12,11 @@ COPY activities ./activities
 ENV NODE_ENV=production
 # Pre-build the workflow bundle so each replica starts in seconds.
 RUN node_modules/.bin/tsx -e "require('./src/worker/workflow-bundle').ensureWorkflowBundle().then(p => console.log(p))"
+# Campaign output folders: a named volume mounted here starts out owned by the worker user.
+RUN mkdir -p /crawl-output && chown node:node /crawl-output
+# The base image's unprivileged user; code and bundle stay root-owned, read-only to it.
+USER node
 STOPSIGNAL SIGTERM
-CMD ["node_modules/.bin/tsx", "src/cli/main.ts", "worker"]
+# `crawler worker` as one node process (no tsx launcher in front), so SIGTERM reaches the
+# worker itself and it drains in-flight steps before exiting.
+CMD ["node", "--import", "tsx", "src/cli/main.ts", "worker"]

@@ -1,23 +1,34 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
 import { isFetchError } from '../src/http/fetch-error';
 import type { FetchResult } from '../src/http/http-client';
-import { parseRetryAfter } from '../src/http/retry-after';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../src/http/retry-after';
 import { extractLinks } from '../src/parse/links';
 import { decodeBody, isHtml } from '../src/parse/decode';
 import { reserveBudget } from '../src/redis/campaign-store';
 import { Frontier, type EnqueueItem } from '../src/redis/frontier';
+import { hostKeys } from '../src/redis/keys';
 import { HostClock } from '../src/redis/host-clock';
 import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
+import { ContentIndex } from '../src/dedup/content-index';
+import { simhash64 } from '../src/dedup/simhash';
 import { hostKey } from '../src/url/normalize';
-import { urlsDiscoveredSignal } from '../workflows/messages';
+import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { CrawlStepInput, CrawlStepResult } from './types';
 
-/** Cap on a server's Retry-After, so one header cannot park a host for days. */
-const MAX_RETRY_AFTER_MS = 60 * 60_000;
+/** Clock waits shorter than this are slept in the step (Temporal timers resolve to about a second). */
+const IN_STEP_WAIT_MAX_MS = 1_000;
+/** Attempts a URL answered with 429 gets beyond fetch.maxRetries. */
+const THROTTLE_EXTRA_ATTEMPTS = 5;
 const HEARTBEAT_MS = 3_000;
+/** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
+const MIN_SIMHASH_WORDS = 50;
+/** Longest link the normaliser hands to the trap rules (beyond it a link only counts as invalid). */
+const OVERLONG_LINK_CHARS = 256 * 1024;
+/** Outlinks listed in a WARC metadata record. */
+const MAX_METADATA_OUTLINKS = 1000;
 
 /**
  * One step of a domain crawl: take the host's next URL, check robots and
@@ -41,6 +52,7 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     const { url } = entry;
     const fp = urlFingerprint(url);
     const out = await rt.outputs.get(s.output.dir, s.campaignId);
+    const log = rt.log.child({ campaign: s.campaignId, host: input.host, url });
 
     const record = async (
       outcome: string,
@@ -64,10 +76,18 @@ export function crawlStepActivity(rt: WorkerRuntime) {
         ...extra,
       });
       const c = await frontier.commit(member, counted, extra.bytes ?? 0, links);
-      return { kind: 'done', url, outcome, status: extra.status ?? null, bytes: extra.bytes ?? 0, requested, remaining: c.remaining, discoveredHosts };
+      const status = extra.status ?? null;
+      rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
+      if (extra.error) rt.deps.metrics?.recordError(extra.error.code);
+      rt.deps.metrics?.setFrontierSize(input.host, c.remaining);
+      log.info('page', { outcome, status, bytes: extra.bytes ?? 0, fetchMs: extra.fetchMs, depth: entry.depth, error: extra.error?.code });
+      return { kind: 'done', url, outcome, counted, status: extra.status ?? null, bytes: extra.bytes ?? 0, requested, remaining: c.remaining, discoveredHosts };
     };
 
     let allowedByRobots: (u: string) => boolean = () => true;
+    if ((await rt.deps.redis.exists(hostKeys(input.campaignKey, input.host).refused)) === 1) {
+      return record('refused', 'failed', { requested: false, error: { code: 'ADDRESS_REFUSED', message: `${input.host} resolves to an address this campaign refuses (private, loopback, link-local or metadata)` } });
+    }
     if (s.politeness.respectRobots) {
       if (input.robotsUnavailable) {
         return record('robots-unavailable', 'skipped', { requested: false, error: { code: 'ROBOTS_UNAVAILABLE', message: 'robots.txt kept failing (5xx/429/unreachable): RFC 9309 says crawl nothing' } });
@@ -80,16 +100,47 @@ export function crawlStepActivity(rt: WorkerRuntime) {
       if (!allowedByRobots(url)) return record('robots-disallowed', 'skipped', { requested: false });
     }
 
-    if (s.budgets.maxPages !== null && !(await reserveBudget(rt.deps.redis, input.campaignKey, fp, s.budgets.maxPages))) {
+    let hostRequests: number | undefined;
+    if (s.budgets.maxPagesPerHost !== null && (entry.kind ?? 'page') === 'page') {
+      const st = await frontier.stats();
+      hostRequests = (st.fetched ?? 0) + (st.failed ?? 0);
+      if (hostRequests >= s.budgets.maxPagesPerHost) {
+        return record('host-budget-exhausted', 'skipped', { requested: false, error: { code: 'HOST_BUDGET', message: `host reached its budget of ${s.budgets.maxPagesPerHost} pages` } });
+      }
+    }
+    if (s.budgets.maxPages !== null && (entry.kind ?? 'page') === 'page' && !(await reserveBudget(rt.deps.redis, input.campaignKey, fp, s.budgets.maxPages))) {
       return { kind: 'budget-exhausted', url };
     }
 
-    const clock = new HostClock(rt.deps.redis, input.host);
+    const clock = new HostClock(rt.deps.redis, await campaign.clockKeys.keyFor(input.host));
     const owner = `${input.campaignKey}|${fp}`;
-    const wait = await clock.acquire(owner, s.fetch.totalTimeoutMs + input.delayMs + 5_000, input.delayMs);
-    if (wait > 0) return { kind: 'wait', waitMs: wait, reason: 'host clock: another request to this host is too recent' };
+    const lease = s.fetch.totalTimeoutMs + input.delayMs + 5_000;
+    let wait = await clock.acquire(owner, lease, input.delayMs);
+    // Short waits (another campaign or worker just used the host; durable
+    // timers resolve to about a second) are waited out here.
+    for (let i = 0; wait > 0 && wait < IN_STEP_WAIT_MAX_MS && i < 20; i++) {
+      rt.deps.metrics?.recordPolitenessWait(wait);
+      await sleep(wait, undefined, { signal: ctx.cancellationSignal });
+      wait = await clock.acquire(owner, lease, input.delayMs);
+    }
+    if (wait > 0) {
+      rt.deps.metrics?.recordPolitenessWait(wait);
+      return { kind: 'wait', waitMs: wait, reason: 'host clock: another request to this host is too recent' };
+    }
 
-    const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+    // A local activity has no heartbeat: its workflow task is kept alive instead.
+    const heartbeat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+    // Attempts at this URL, this one included: the workflow counts them
+    // because transient failures are retried by a durable sleep, not by
+    // Temporal's activity retry (which stays for infrastructure failures).
+    const attempt = input.retry?.url === url ? input.retry.attempts + 1 : 1;
+    const retryLater = (waitMs: number, reason: string, status: number | null, code: string): CrawlStepResult => {
+      rt.deps.metrics?.recordFetch({ outcome: 'retry', status });
+      if (status === null) rt.deps.metrics?.recordError(code);
+      rt.deps.metrics?.recordPolitenessWait(waitMs);
+      log.info('retry later', { code, waitMs, attempt });
+      return { kind: 'retry', url, waitMs, reason, status, code };
+    };
     let res: FetchResult;
     try {
       res = await campaign.http.fetch(url, {
@@ -98,121 +149,131 @@ export function crawlStepActivity(rt: WorkerRuntime) {
         signal: ctx.cancellationSignal,
       });
     } catch (err) {
-      clearInterval(heartbeat);
+      if (heartbeat) clearInterval(heartbeat);
       await clock.release(owner, input.delayMs);
       if (!isFetchError(err)) throw err;
-      if (err.retryable && ctx.info.attempt <= s.fetch.maxRetries) {
-        throw ApplicationFailure.create({
-          message: `${err.code} fetching ${url}: ${err.message}`,
-          type: 'FetchRetryable',
-          details: [{ url, code: err.code }],
-          nextRetryDelay: backoffMs(ctx.info.attempt, input.delayMs),
-        });
+      if (err.retryable && attempt <= s.fetch.maxRetries) {
+        return retryLater(backoffMs(attempt, input.delayMs), `${err.code} on ${url}, retry ${attempt}/${s.fetch.maxRetries}`, null, err.code);
       }
-      return record('error', 'failed', { requested: true, error: { code: err.code, message: err.message } });
+      const outcome = err.code === 'ADDRESS_REFUSED' ? 'refused' : 'error';
+      return record(outcome, 'failed', { requested: err.code !== 'ADDRESS_REFUSED', error: { code: err.code, message: err.message } });
     }
-    clearInterval(heartbeat);
+    if (heartbeat) clearInterval(heartbeat);
 
     const retryAfter = parseRetryAfter(res.headers['retry-after']);
     const overloaded = res.status === 429 || res.status >= 500;
     // Retry-After applies to the whole host: it goes on the shared clock.
     const hostPause = overloaded && retryAfter !== null ? Math.max(input.delayMs, Math.min(retryAfter, MAX_RETRY_AFTER_MS)) : input.delayMs;
     await clock.release(owner, hostPause);
-    if (overloaded && ctx.info.attempt <= s.fetch.maxRetries) {
-      throw ApplicationFailure.create({
-        message: `HTTP ${res.status} from ${url}`,
-        type: 'HttpRetryable',
-        details: [{ url, status: res.status }],
-        nextRetryDelay: Math.max(hostPause, backoffMs(ctx.info.attempt, input.delayMs)),
-      });
+    // A 429 is the server pacing us, not the URL failing: it gets a few
+    // attempts more than maxRetries before the URL is given up.
+    const maxAttempts = res.status === 429 ? s.fetch.maxRetries + THROTTLE_EXTRA_ATTEMPTS : s.fetch.maxRetries;
+    if (overloaded && attempt <= maxAttempts) {
+      const why = retryAfter !== null ? `HTTP ${res.status} with Retry-After ${Math.round(hostPause / 1000)} s` : `HTTP ${res.status}`;
+      return retryLater(Math.max(hostPause, backoffMs(attempt, input.delayMs)), `${why} on ${url}, retry ${attempt}/${maxAttempts}`, res.status, `HTTP_${res.status}`);
     }
 
     const contentType = res.headers['content-type'] ?? null;
+    const fetchMs = res.endedAt - res.startedAt;
+    const common: Partial<IndexEntry> = {
+      status: res.status,
+      contentType,
+      bytes: res.body.length,
+      contentHash: contentHashOf(res.body),
+      fetchedAt: new Date(res.startedAt).toISOString(),
+      fetchMs,
+      redirects: res.redirects.length ? res.redirects.map((r) => r.location) : undefined,
+      truncated: res.truncated,
+      ...(entry.kind && entry.kind !== 'page' ? { kind: entry.kind } : {}),
+    };
+    const ok = res.status >= 200 && res.status < 300;
+    const html = isHtml(contentType);
+
+    // Non-HTML bodies are never parsed for links; by policy they are stored or only indexed.
+    if (ok && !html && (entry.kind ?? 'page') === 'page' && s.content.nonHtml === 'skip') {
+      return record('skipped-content-type', 'fetched', { requested: true, ...common });
+    }
+
+    let candidates: Candidate[] = [];
+    let canonical: string | null | undefined;
+    let duplicateOf: IndexEntry['duplicateOf'];
+    let sitemap: IndexEntry['sitemap'];
+    if (res.stoppedRedirect) {
+      // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
+      candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind }];
+    } else if (entry.kind === 'sitemap' || entry.kind === 'sitemap-child') {
+      if (ok) {
+        const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, entry.kind, entry.depth);
+        candidates = listed.candidates;
+        sitemap = listed.summary;
+      }
+    } else if (ok && html) {
+      // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
+      const page = extractLinks(decodeBody(res.body, contentType).text, res.finalUrl, { withText: s.content.dedup === 'near', maxLength: OVERLONG_LINK_CHARS });
+      canonical = page.canonical;
+      duplicateOf = await checkDuplicate(rt, campaign, url, common.contentHash!, page.text);
+      const expand = !page.metaRobots.nofollow && (!duplicateOf || s.content.expandDuplicates);
+      if (expand) candidates = page.links.filter((l) => !l.nofollow).map((l) => ({ url: l.url, depth: entry.depth + 1 }));
+    }
+
+    const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
+    const routed = await routeCandidates(rt, campaign, input, url, candidates, { ownHostBudgetLeft: hostBudgetLeft });
+    if (sitemap) sitemap.added = routed.own.length;
     const loc = await out.warc.writeExchange({
       url,
       fetchedAt: new Date(res.startedAt),
       ip: res.remoteAddress ?? undefined,
       request: { method: 'GET', headers: res.requestHeaders, path: pathOf(res.finalUrl) },
       response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+      metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
     });
-
-    const { links, discovered } = await followLinks(rt, campaign, input, entry.depth, url, res, contentType);
-    const outcome = res.stoppedRedirect ? 'redirect' : 'fetched';
-    return record(outcome, 'fetched', {
+    const isSitemap = entry.kind === 'sitemap' || entry.kind === 'sitemap-child';
+    const outcome = res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : duplicateOf ? 'duplicate' : 'fetched';
+    // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
+    return record(outcome, entry.kind && entry.kind !== 'page' ? 'skipped' : 'fetched', {
       requested: true,
-      status: res.status,
-      contentType,
-      bytes: res.body.length,
-      contentHash: contentHashOf(res.body),
-      fetchedAt: new Date(res.startedAt).toISOString(),
-      fetchMs: res.endedAt - res.startedAt,
+      ...common,
       warc: { file: loc.file, offset: loc.offset, length: loc.length },
-      redirects: res.redirects.length ? res.redirects.map((r) => r.location) : undefined,
-      truncated: res.truncated,
-      links,
-      discoveredHosts: discovered,
+      ...(canonical ? { canonical } : {}),
+      ...(duplicateOf ? { duplicateOf } : {}),
+      ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
+      ...(sitemap ? { sitemap } : {}),
+      links: routed.own,
+      discoveredHosts: routed.discoveredHosts,
     });
   };
 }
 
-/**
- * Outlinks of an HTML page (or the target of a redirect we did not follow),
- * filtered by scope, depth and nofollow. Links for other hosts are enqueued
- * now and those hosts reported to the campaign; same-host links are
- * returned, to be enqueued atomically with the commit.
- */
-async function followLinks(
+/** Exact and near-duplicate check against every page of the campaign so far (shared by all workers in Redis). */
+async function checkDuplicate(
   rt: WorkerRuntime,
   campaign: CampaignRuntime,
-  input: CrawlStepInput,
-  depth: number,
   url: string,
-  res: FetchResult,
-  contentType: string | null,
-): Promise<{ links: EnqueueItem[]; discovered: number }> {
-  const s = campaign.settings;
-  let candidates: { url: string; depth: number }[] = [];
-  if (res.stoppedRedirect) {
-    // A redirect is not a link hop: the target keeps the depth.
-    candidates = [{ url: res.stoppedRedirect.to, depth }];
-  } else if (res.status >= 200 && res.status < 300 && isHtml(contentType)) {
-    const page = extractLinks(decodeBody(res.body, contentType).text, res.finalUrl);
-    if (!page.metaRobots.nofollow) candidates = page.links.filter((l) => !l.nofollow).map((l) => ({ url: l.url, depth: depth + 1 }));
-  }
-  const byHost = new Map<string, EnqueueItem[]>();
-  for (const c of candidates) {
-    if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth) continue;
-    if (!campaign.scope.allows(c.url)) continue;
-    let host: string;
-    try {
-      host = hostKey(c.url);
-    } catch {
-      continue;
-    }
-    const list = byHost.get(host) ?? [];
-    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer: url });
-    byHost.set(host, list);
-  }
-  const own = byHost.get(input.host) ?? [];
-  byHost.delete(input.host);
-  const retried = Context.current().info.attempt > 1;
-  const woken: string[] = [];
-  await Promise.all(
-    [...byHost].map(async ([host, items]) => {
-      const added = await new Frontier(rt.deps.redis, input.campaignKey, host).enqueue(items);
-      // On a retry, an earlier attempt may have enqueued without reporting.
-      if (added > 0 || retried) woken.push(host);
-    }),
-  );
-  if (woken.length > 0) {
-    try {
-      await rt.deps.temporal.workflow.getHandle(input.campaignWorkflowId).signal(urlsDiscoveredSignal, { hosts: woken.sort() });
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-      // The campaign is over; nobody will crawl those hosts.
-    }
-  }
-  return { links: own, discovered: woken.length };
+  contentHash: string,
+  text: string | undefined,
+): Promise<IndexEntry['duplicateOf']> {
+  const c = campaign.settings.content;
+  if (c.dedup === 'off') return undefined;
+  // Very short texts collide by chance; only the exact check applies to them.
+  const simhash = c.dedup === 'near' && text && text.split(' ').length >= MIN_SIMHASH_WORDS ? simhash64(text) : null;
+  const verdict = await new ContentIndex(rt.deps.redis, campaign.key, { maxDistance: c.maxSimhashDistance }).check({ url, exactHash: contentHash, simhash });
+  if (verdict.kind === 'exact-duplicate') return { url: verdict.of, kind: 'exact', distance: 0 };
+  if (verdict.kind === 'near-duplicate') return { url: verdict.of, kind: 'near', distance: verdict.distance };
+  return undefined;
+}
+
+/** The WARC metadata record of an exchange: what a replay or analysis tool needs that the response does not say. */
+function warcMetadata(
+  fetchMs: number,
+  candidates: Candidate[],
+  duplicateOf: IndexEntry['duplicateOf'],
+  canonical: string | null | undefined,
+): Record<string, string | string[]> {
+  const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs) };
+  if (candidates.length) m.outlink = candidates.slice(0, MAX_METADATA_OUTLINKS).map((c) => c.url.slice(0, 2048));
+  if (canonical) m.canonical = canonical;
+  if (duplicateOf) m.duplicateOf = `${duplicateOf.kind} ${duplicateOf.distance} ${duplicateOf.url}`;
+  return m;
 }
 
 function sameHost(url: string, host: string): boolean {

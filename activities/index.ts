@@ -5,12 +5,15 @@ import { loadRobotsActivity } from './load-robots';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
 import type { CrawlerActivities } from './types';
+import { addCampaignSeedsActivity, updateCampaignSettingsActivity } from './update-campaign';
 
 export function createActivities(rt: WorkerRuntime): CrawlerActivities {
   return {
     prepareCampaign: prepareCampaignActivity(rt),
     loadRobots: loadRobotsActivity(rt),
     crawlStep: crawlStepActivity(rt),
+    updateCampaignSettings: updateCampaignSettingsActivity(rt),
+    addCampaignSeeds: addCampaignSeedsActivity(rt),
   };
 }
 

@@ -1,10 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { urlFingerprint } from '../src/url/fingerprint';
-import { hostKey, normalizeUrl } from '../src/url/normalize';
-import { isUrlError } from '../src/url/url-error';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
-import { Frontier } from '../src/redis/frontier';
 import type { WorkerRuntime } from './runtime';
+import { enqueueSeeds, groupSeeds } from './seeds';
 import type { PrepareCampaignInput, PrepareCampaignResult } from './types';
 import { createScope } from '../src/url/scope';
 
@@ -16,28 +13,15 @@ import { createScope } from '../src/url/scope';
 export function prepareCampaignActivity(rt: WorkerRuntime) {
   return async function prepareCampaign(input: PrepareCampaignInput & { campaignKey: string }): Promise<PrepareCampaignResult> {
     const { settings, campaignKey } = input;
-    const rejectedSeeds: PrepareCampaignResult['rejectedSeeds'] = [];
-    const byHost = new Map<string, string[]>();
-    for (const seed of settings.seeds) {
-      try {
-        const url = normalizeUrl(seed);
-        const host = hostKey(url);
-        byHost.set(host, [...(byHost.get(host) ?? []), url]);
-      } catch (err) {
-        if (!isUrlError(err)) throw err;
-        rejectedSeeds.push({ seed, reason: err.message });
-      }
-    }
+    const { byHost, rejected: rejectedSeeds } = groupSeeds(settings.seeds);
     try {
-      createScope(settings.scope, [...byHost.values()].flat());
+      createScope(settings.scope, [...byHost.values()].flat().map((s) => s.url));
     } catch (err) {
       throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
     }
     const configVersion = 1;
     await saveCampaignSettings(rt.deps.redis, campaignKey, configVersion, settings);
-    for (const [host, urls] of byHost) {
-      await new Frontier(rt.deps.redis, campaignKey, host).enqueue(urls.map((url) => ({ url, fp: urlFingerprint(url), depth: 0, referrer: null })));
-    }
+    await enqueueSeeds(rt.deps.redis, campaignKey, byHost);
     return { hosts: [...byHost.keys()], rejectedSeeds, configVersion };
   };
 }

@@ -1,8 +1,12 @@
 // What activities share inside one worker process: the Redis and Temporal
 // clients, and per-campaign objects built once from the stored settings.
 import type { Client } from '@temporalio/client';
+import { createLogger, type Logger } from '../src/log/logger';
+import type { CrawlMetrics } from '../src/metrics/crawl-metrics';
 import type { CampaignSettings } from '../src/config/campaign';
 import { createHttpClient, type HttpClient } from '../src/http/http-client';
+import { parseResolveEntries } from '../src/http/resolve-overrides';
+import { PolitenessKeys } from '../src/politeness/politeness-key';
 import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
 import { OutputRegistry } from '../src/storage/output-registry';
@@ -12,6 +16,9 @@ import { createScope, type Scope } from '../src/url/scope';
 export interface ActivityDeps {
   redis: RedisLike;
   temporal: Client;
+  /** Absent in tools that run activities outside a worker. */
+  metrics?: CrawlMetrics;
+  log?: Logger;
 }
 
 export interface CampaignRuntime {
@@ -20,6 +27,8 @@ export interface CampaignRuntime {
   settings: CampaignSettings;
   scope: Scope;
   http: HttpClient;
+  /** Politeness clock key of a host under the campaign's politeness.key. */
+  clockKeys: PolitenessKeys;
 }
 
 export class WorkerRuntime {
@@ -27,9 +36,11 @@ export class WorkerRuntime {
   private readonly campaigns = new Map<string, Promise<CampaignRuntime>>();
 
   readonly robots: RobotsStore;
+  readonly log: Logger;
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
+    this.log = deps.log ?? createLogger({ level: 'silent' });
   }
 
   /** Settings of a campaign at (at least) the given version, cached per process. */
@@ -55,6 +66,7 @@ export class WorkerRuntime {
       version,
       settings,
       scope: createScope(settings.scope, settings.seeds),
+      clockKeys: new PolitenessKeys(settings.politeness.key, parseResolveEntries(f.resolve)),
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
         resolve: f.resolve,
@@ -64,6 +76,8 @@ export class WorkerRuntime {
         totalTimeoutMs: f.totalTimeoutMs,
         maxBodyBytes: f.maxBodyBytes,
         maxRedirects: f.maxRedirects,
+        refusePrivateAddresses: f.refusePrivateAddresses,
+        allowAddresses: f.allowAddresses,
       }),
     };
   }

@@ -38,17 +38,30 @@ export interface CrawlStepInput extends DomainRef {
   delayMs: number;
   /** Robots unreachable for good: record URLs instead of fetching. */
   robotsUnavailable?: boolean;
+  /**
+   * The URL the previous step asked to retry and how many attempts it has
+   * had; the step counts this attempt only if it claims that same URL.
+   */
+  retry?: { url: string; attempts: number };
 }
 
 export type CrawlStepResult =
   | { kind: 'empty' }
   | { kind: 'wait'; waitMs: number; reason: string }
   | { kind: 'budget-exhausted'; url: string }
+  /**
+   * A transient failure (5xx, 429, network): the URL stays claimed and the
+   * workflow sleeps waitMs (≥ crawl-delay, ≥ Retry-After) before the next
+   * attempt, so a host that asks us to back off sees nothing meanwhile.
+   */
+  | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string }
   | {
       kind: 'done';
       url: string;
-      /** 'fetched' when a response was stored; otherwise why not. */
+      /** The index outcome: 'fetched', 'duplicate', 'redirect', 'sitemap', 'error', 'refused', 'robots-disallowed', … */
       outcome: string;
+      /** How the step counts in the host's stats (and the workflow's): a page fetched, a URL failed, or neither. */
+      counted?: 'fetched' | 'failed' | 'skipped';
       status: number | null;
       bytes: number;
       /** Whether a request was sent to the host, so the workflow knows to pause. */
@@ -62,4 +75,42 @@ export interface CrawlerActivities {
   prepareCampaign(input: PrepareCampaignInput & { campaignKey: string }): Promise<PrepareCampaignResult>;
   loadRobots(input: DomainRef): Promise<LoadRobotsResult>;
   crawlStep(input: CrawlStepInput): Promise<CrawlStepResult>;
+}
+
+// ---- Operator steering (activities/update-campaign.ts) ----
+
+export interface UpdateCampaignSettingsInput {
+  campaignKey: string;
+  /** The version to save the settings as: the campaign's current one + 1, so a retried attempt is recognised. */
+  version: number;
+  /** Budget changes; a field left out is unchanged, null = unlimited. */
+  budgets: { maxPages?: number | null; maxDepth?: number | null };
+  /**
+   * The campaign's hosts, sent only when maxPages goes from unlimited to a
+   * number: pages fetched while unlimited hold no budget slot, so their
+   * per-host counts are added to the budget first.
+   */
+  hosts?: string[];
+}
+
+export interface UpdateCampaignSettingsResult {
+  configVersion: number;
+  budgets: { maxPages: number | null; maxDepth: number | null };
+}
+
+export interface AddCampaignSeedsInput extends Omit<DomainRef, 'host'> {
+  seeds: string[];
+}
+
+export interface AddCampaignSeedsResult {
+  accepted: string[];
+  rejected: { seed: string; reason: string }[];
+  /** Hosts that got new URLs: the campaign wakes or starts them. */
+  hosts: string[];
+}
+
+// Declaration merging keeps this section self-contained.
+export interface CrawlerActivities {
+  updateCampaignSettings(input: UpdateCampaignSettingsInput): Promise<UpdateCampaignSettingsResult>;
+  addCampaignSeeds(input: AddCampaignSeedsInput): Promise<AddCampaignSeedsResult>;
 }

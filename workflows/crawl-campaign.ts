@@ -12,6 +12,7 @@ import {
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -22,17 +23,34 @@ import {
 } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
-import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
+import {
+  operatorDelayReason,
+  SteeringError,
+  validateAddSeeds,
+  validateHostRequest,
+  validateSetBudgets,
+  validateSetPoliteness,
+} from '../src/config/steering';
+import { CrawlCampaign, CrawlHost, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { domainCrawl, type DomainCrawlInput } from './domain-crawl';
 import { domainWorkflowId } from './ids';
 import {
+  addSeedsUpdate,
   campaignStatusQuery,
   cancelSignal,
+  configSignal,
   domainReportSignal,
   emptyStats,
   finishSignal,
+  pauseCampaignUpdate,
+  pauseHostUpdate,
   pauseSignal,
+  politenessSignal,
+  resumeCampaignUpdate,
+  resumeHostUpdate,
   resumeSignal,
+  setBudgetsUpdate,
+  setPolitenessUpdate,
   urlsDiscoveredSignal,
   wakeSignal,
   type CampaignResult,
@@ -50,6 +68,7 @@ interface HostEntry {
   dirty: boolean;
   stats: HostStats;
   domainState: DomainState;
+  frontier?: number | null;
 }
 
 export interface CampaignCarry {
@@ -60,13 +79,30 @@ export interface CampaignCarry {
   pending: string[];
   paused: boolean;
   problems: string[];
+  /** What operators changed (absent from carries written before steering existed). */
+  steering?: CampaignSteeringCarry;
+}
+
+export interface CampaignSteeringCarry {
+  /** Campaign-wide minimum delay set by an operator; null = the input's. */
+  minDelayMs: number | null;
+  hostDelays: Record<string, number>;
+  pausedHosts: string[];
+  /** The budgets in the current settings version (the input's until setBudgets). */
+  budgets: { maxPages: number | null; maxDepth: number | null };
 }
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
 
 const MAX_HISTORY_EVENTS = 8000;
+/** Patch ID: the campaign continues as new when reports alone fill its history. */
+export const CAN_ON_REPORTS_PATCH = 'campaign-can-on-reports';
+/** Patch ID: a dirty host's idle report leads to a wake at once. */
+export const DIRTY_IDLE_WAKE_PATCH = 'dirty-idle-wake';
 /** How many children are started or signalled concurrently. */
 const FAN_OUT = 50;
+/** Patch ID: the final search attributes include the page count (for `crawler list`). */
+export const FINAL_PAGES_PATCH = 'campaign-final-pages-attribute';
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -89,6 +125,12 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     paused: false,
     problems: [],
   };
+  const steer: CampaignSteeringCarry = (carry.steering ??= {
+    minDelayMs: null,
+    hostDelays: {},
+    pausedHosts: [],
+    budgets: { maxPages: settings.budgets.maxPages, maxDepth: settings.budgets.maxDepth },
+  });
   const pending = new Set<string>(carry.pending);
   let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
   let stopReason: 'budget' | 'cancelled' | null = null;
@@ -99,17 +141,19 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   const entry = (host: string): HostEntry =>
     (carry.hosts[host] ??= { state: 'closed', seq: 0, dirty: false, stats: emptyStats(), domainState: 'starting' });
 
-  setHandler(urlsDiscoveredSignal, ({ hosts }) => {
+  const noteNewUrls = (hosts: string[]) => {
     for (const host of hosts) {
       const e = entry(host);
       if (e.state === 'running') e.dirty = true;
       else if (e.state !== 'done') pending.add(host);
     }
-  });
+  };
+  setHandler(urlsDiscoveredSignal, ({ hosts }) => noteNewUrls(hosts));
   setHandler(domainReportSignal, (r) => {
     const e = entry(r.host);
     e.stats = r.stats;
     e.domainState = r.state;
+    if (r.frontier !== undefined) e.frontier = r.frontier;
     if (r.kind === 'budget-exhausted') {
       e.state = 'done';
       stopReason ??= 'budget';
@@ -120,24 +164,30 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (r.seq < e.seq && !finishing) return;
     if (e.dirty && !finishing) {
       e.dirty = false;
+      // An idle domain waits for a wake: mark it idle so dispatchPending
+      // sends one (before this patch it stayed "running" and got none until
+      // it closed after idleCloseMs).
       if (r.kind === 'closed') e.state = 'closed';
+      else if (patched(DIRTY_IDLE_WAKE_PATCH)) e.state = 'idle';
       pending.add(r.host);
       return;
     }
     e.state = r.kind === 'idle' ? 'idle' : 'closed';
   });
-  setHandler(pauseSignal, () => {
+  const pauseCampaign = () => {
     if (!carry.paused) {
       carry.paused = true;
       void broadcast('pause');
     }
-  });
-  setHandler(resumeSignal, () => {
+  };
+  const resumeCampaign = () => {
     if (carry.paused) {
       carry.paused = false;
       void broadcast('resume');
     }
-  });
+  };
+  setHandler(pauseSignal, pauseCampaign);
+  setHandler(resumeSignal, resumeCampaign);
   setHandler(cancelSignal, () => {
     stopReason ??= 'cancelled';
   });
@@ -146,14 +196,186 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     status,
     paused: carry.paused,
     startedAt: new Date(carry.startedAt).toISOString(),
-    hosts: Object.entries(carry.hosts).map(([host, e]) => ({ host, state: e.state, domainState: e.domainState, stats: e.stats })),
+    hosts: Object.entries(carry.hosts).map(([host, e]) => ({ host, state: e.state, domainState: e.domainState, stats: e.stats, frontier: e.frontier ?? null })),
     totals: totals(),
+    steering: {
+      configVersion: carry.configVersion,
+      minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs,
+      hostDelays: steer.hostDelays,
+      pausedHosts: steer.pausedHosts,
+      budgets: steer.budgets,
+    },
   }));
 
+  // ---- Operator steering: validated updates; a rejected one changes nothing. ----
+
+  const steeringActs = proxyActivities<CrawlerActivities>({
+    startToCloseTimeout: '2 minutes',
+    retry: { initialInterval: 1_000, maximumInterval: 30_000, maximumAttempts: 5, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  });
+  const knownHosts = () => new Set([...Object.keys(carry.hosts), ...pending]);
+  const isLive = (e: HostEntry | undefined) => e !== undefined && (e.state === 'running' || e.state === 'idle');
+  const liveHosts = () => Object.entries(carry.hosts).filter(([, e]) => isLive(e));
+  const hostPaused = (host: string) => steer.pausedHosts.includes(host);
+  const assertOpen = () => {
+    if (finishing || stopReason !== null) throw new SteeringError(`campaign ${campaignId} is finishing; nothing can be changed any more`);
+  };
+  /** The politeness a host's domain gets: its own override, else the campaign's, else the input's. */
+  const politenessFor = (host: string): { politeness: CampaignSettings['politeness']; note?: string } => {
+    const own = steer.hostDelays[host];
+    const ms = own ?? steer.minDelayMs;
+    if (ms === undefined || ms === null) return { politeness: settings.politeness };
+    return { politeness: { ...settings.politeness, minDelayMs: ms }, note: operatorDelayReason(ms, own !== undefined) };
+  };
+  const signalPoliteness = async (host: string) => {
+    const p = politenessFor(host);
+    await getExternalWorkflowHandle(domainWorkflowId(campaignId, host))
+      .signal(politenessSignal, { minDelayMs: p.politeness.minDelayMs, reason: p.note ?? `minimum delay ${p.politeness.minDelayMs} ms` })
+      // A domain that closed meanwhile gets the new value when it is started again.
+      .catch(() => undefined);
+  };
+  let settingsBusy = false;
+
+  setHandler(
+    setPolitenessUpdate,
+    async (req) => {
+      const { host, minDelayMs } = validateSetPoliteness(req, knownHosts());
+      if (host === null) {
+        steer.minDelayMs = minDelayMs;
+        await inBatches(
+          liveHosts().filter(([h]) => steer.hostDelays[h] === undefined),
+          ([h]) => signalPoliteness(h),
+        );
+      } else {
+        steer.hostDelays[host] = minDelayMs;
+        if (isLive(carry.hosts[host])) await signalPoliteness(host);
+      }
+      return { host, minDelayMs };
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateSetPoliteness(req, knownHosts());
+      },
+    },
+  );
+
+  setHandler(
+    setBudgetsUpdate,
+    async (req) => {
+      const patch = validateSetBudgets(req);
+      // One settings write at a time, and only once prepareCampaign has stored the first version.
+      await condition(() => !settingsBusy && status !== 'starting');
+      settingsBusy = true;
+      try {
+        const fromUnlimited = patch.maxPages !== undefined && patch.maxPages !== null && steer.budgets.maxPages === null;
+        const r = await steeringActs.updateCampaignSettings({
+          campaignKey: carry.campaignKey,
+          version: carry.configVersion + 1,
+          budgets: patch,
+          hosts: fromUnlimited ? Object.keys(carry.hosts) : undefined,
+        });
+        carry.configVersion = Math.max(carry.configVersion, r.configVersion);
+        steer.budgets = r.budgets;
+        const configVersion = carry.configVersion;
+        // Live domains ask for the new version on their next step; later ones start with it.
+        await inBatches(liveHosts(), async ([h]) => {
+          await getExternalWorkflowHandle(domainWorkflowId(campaignId, h))
+            .signal(configSignal, { configVersion })
+            .catch(() => undefined);
+        });
+        return { configVersion, budgets: steer.budgets };
+      } finally {
+        settingsBusy = false;
+      }
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateSetBudgets(req);
+      },
+    },
+  );
+
+  setHandler(
+    addSeedsUpdate,
+    async (req) => {
+      const { seeds } = validateAddSeeds(req);
+      // Counts as work in flight: the campaign must not call itself done while seeds are on their way.
+      inflight++;
+      try {
+        await condition(() => status !== 'starting');
+        const r = await steeringActs.addCampaignSeeds({ campaignKey: carry.campaignKey, configVersion: carry.configVersion, seeds });
+        if (!finishing && stopReason === null) noteNewUrls(r.hosts);
+        return { accepted: r.accepted, rejected: r.rejected };
+      } finally {
+        inflight--;
+      }
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateAddSeeds(req);
+      },
+    },
+  );
+
+  setHandler(
+    pauseHostUpdate,
+    async (req) => {
+      const host = validateHostRequest(req, knownHosts());
+      if (!hostPaused(host)) {
+        steer.pausedHosts.push(host);
+        // Under a campaign-wide pause the domain is paused already; resume will skip it.
+        if (!carry.paused && isLive(carry.hosts[host])) {
+          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(pauseSignal).catch(() => undefined);
+        }
+      }
+      return { host, paused: true };
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateHostRequest(req, knownHosts());
+      },
+    },
+  );
+
+  setHandler(
+    resumeHostUpdate,
+    async (req) => {
+      const host = validateHostRequest(req, knownHosts());
+      if (hostPaused(host)) {
+        steer.pausedHosts = steer.pausedHosts.filter((h) => h !== host);
+        if (!carry.paused && isLive(carry.hosts[host])) {
+          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(resumeSignal).catch(() => undefined);
+        }
+      }
+      // Still paused if the whole campaign is.
+      return { host, paused: carry.paused };
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateHostRequest(req, knownHosts());
+      },
+    },
+  );
+
+  setHandler(pauseCampaignUpdate, () => {
+    pauseCampaign();
+    return { paused: carry.paused };
+  }, { validator: assertOpen });
+  setHandler(resumeCampaignUpdate, () => {
+    resumeCampaign();
+    return { paused: carry.paused };
+  }, { validator: assertOpen });
+
   function totals() {
-    const t = { ...emptyStats(), hosts: 0, activeHosts: 0 };
+    const t = { ...emptyStats(), hosts: 0, activeHosts: 0, frontier: 0 };
     for (const e of Object.values(carry.hosts)) {
       t.hosts++;
+      t.frontier += e.state === 'done' || e.state === 'closed' ? 0 : (e.frontier ?? 0);
       if (e.state === 'running') t.activeHosts++;
       t.fetched += e.stats.fetched;
       t.failed += e.stats.failed;
@@ -173,25 +395,30 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   }
 
   async function broadcast(what: 'pause' | 'resume'): Promise<void> {
-    const live = Object.entries(carry.hosts).filter(([, e]) => e.state === 'running' || e.state === 'idle');
+    // A host an operator paused on its own stays paused when the campaign resumes.
+    const live = Object.entries(carry.hosts).filter(([host, e]) => (e.state === 'running' || e.state === 'idle') && (what === 'pause' || !hostPaused(host)));
     await inBatches(live, async ([host]) => {
       const h = getExternalWorkflowHandle(domainWorkflowId(campaignId, host));
       await h.signal(what === 'pause' ? pauseSignal : resumeSignal).catch(() => undefined);
     });
   }
 
-  const domainInput = (host: string, e: HostEntry): DomainCrawlInput => ({
-    campaignId,
-    campaignKey: carry.campaignKey,
-    campaignWorkflowId: info.workflowId,
-    host,
-    configVersion: carry.configVersion,
-    politeness: settings.politeness,
-    fetchTotalTimeoutMs: settings.fetch.totalTimeoutMs,
-    idleCloseMs: settings.idleCloseMs,
-    paused: carry.paused,
-    carry: { stats: e.stats, seq: e.seq, lastUrl: null, lastStatus: null },
-  });
+  const domainInput = (host: string, e: HostEntry): DomainCrawlInput => {
+    const p = politenessFor(host);
+    return {
+      campaignId,
+      campaignKey: carry.campaignKey,
+      campaignWorkflowId: info.workflowId,
+      host,
+      configVersion: carry.configVersion,
+      politeness: p.politeness,
+      ...(p.note === undefined ? {} : { politenessNote: p.note }),
+      fetchTotalTimeoutMs: settings.fetch.totalTimeoutMs,
+      idleCloseMs: settings.idleCloseMs,
+      paused: carry.paused || hostPaused(host),
+      carry: { stats: e.stats, seq: e.seq, lastUrl: null, lastStatus: null },
+    };
+  };
 
   /**
    * Gets new URLs looked at: a running or idle domain is woken by signal, a
@@ -230,8 +457,14 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   }
 
   async function dispatchPending(): Promise<void> {
-    const hosts = [...pending];
+    let hosts = [...pending];
     pending.clear();
+    if (canOnReports && hosts.length > FAN_OUT) {
+      // Thousands of starts fill the history: dispatch one batch per loop
+      // turn, so the loop can continue as new between batches.
+      for (const h of hosts.slice(FAN_OUT)) pending.add(h);
+      hosts = hosts.slice(0, FAN_OUT);
+    }
     await inBatches(hosts, async (host) => {
       const e = entry(host);
       if (e.state === 'done' || stopReason !== null) return;
@@ -247,6 +480,10 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   }
 
   const quiet = () => pending.size === 0 && inflight === 0 && Object.values(carry.hosts).every((e) => e.state !== 'running');
+  const historyFull = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS;
+  // Domain reports alone grow the history (thousands of hosts report without
+  // queueing anything), so a full history must wake the loop by itself.
+  const canOnReports = patched(CAN_ON_REPORTS_PATCH);
 
   try {
     if (!input.carry) {
@@ -269,9 +506,9 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     status = 'running';
 
     for (;;) {
-      await condition(() => pending.size > 0 || stopReason !== null || quiet());
+      await condition(() => pending.size > 0 || stopReason !== null || quiet() || (canOnReports && inflight === 0 && historyFull()));
       if (stopReason !== null) break;
-      if (inflight === 0 && (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS)) {
+      if (inflight === 0 && historyFull()) {
         await allHandlersFinished();
         return await continueAsNew<typeof crawlCampaign>({ ...input, carry: { ...carry, pending: [...pending] } });
       }
@@ -301,7 +538,15 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     // final numbers and close, so the summary is exact and no domain
     // workflow is left waiting for workers that are about to stop.
     await condition(() => Object.values(carry.hosts).every((e) => e.state === 'closed' || e.state === 'done'), '2 minutes');
-    upsertSearchAttributes([{ key: CrawlState, value: status }]);
+    // Histories recorded before the page count was published replay the old command.
+    if (patched(FINAL_PAGES_PATCH)) {
+      upsertSearchAttributes([
+        { key: CrawlState, value: status },
+        { key: CrawlPages, value: totals().fetched },
+      ]);
+    } else {
+      upsertSearchAttributes([{ key: CrawlState, value: status }]);
+    }
   });
   await allHandlersFinished();
   const t = totals();

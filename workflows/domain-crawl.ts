@@ -7,7 +7,9 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -17,11 +19,13 @@ import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
 import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import {
   cancelSignal,
+  configSignal,
   domainReportSignal,
   domainStatusQuery,
   emptyStats,
   finishSignal,
   pauseSignal,
+  politenessSignal,
   resumeSignal,
   wakeSignal,
   type DomainReport,
@@ -37,6 +41,8 @@ export interface DomainCrawlInput {
   host: string;
   configVersion: number;
   politeness: CampaignSettings['politeness'];
+  /** Why politeness.minDelayMs is what it is, when an operator set it (shown by domainStatus). */
+  politenessNote?: string;
   fetchTotalTimeoutMs: number;
   idleCloseMs: number;
   paused?: boolean;
@@ -50,6 +56,8 @@ export interface DomainCarry {
   robots?: { crawlDelaySec: number | null; unavailable: boolean };
   lastUrl: string | null;
   lastStatus: number | null;
+  /** The URL waiting for another attempt after a transient failure. */
+  retry?: { url: string; attempts: number };
 }
 
 export interface DomainCrawlResult {
@@ -58,6 +66,8 @@ export interface DomainCrawlResult {
   reason: 'idle' | 'drained' | 'budget' | 'cancelled';
 }
 
+/** Patch ID: the page step runs as a local activity. */
+export const LOCAL_STEP_PATCH = 'crawl-step-local-activity';
 /** Report progress to the campaign this often (pages), besides every state change that matters. */
 const PROGRESS_EVERY = 25;
 /** Continue as new well before Temporal's history limits. */
@@ -71,7 +81,18 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   let finish: DomainCrawlResult['reason'] | null = null;
   let wakePending = false;
   let state: DomainState = 'starting';
-  let delayReason = `minimum delay ${input.politeness.minDelayMs} ms`;
+  // Operators change these while the domain runs (campaign signals); they
+  // travel on through continue-as-new in the input.
+  let politeness = input.politeness;
+  let politenessNote = input.politenessNote;
+  let configVersion = input.configVersion;
+  const baseDelayReason = () => {
+    const robotsSec = carry.robots?.crawlDelaySec;
+    // robots.txt wins when it asks for more than the minimum (operators only make it stricter).
+    if (robotsSec && (!politenessNote || crawlDelayMs(politeness, robotsSec) > politeness.minDelayMs)) return `robots.txt Crawl-delay ${robotsSec} s`;
+    return politenessNote ?? `minimum delay ${politeness.minDelayMs} ms`;
+  };
+  let delayReason = baseDelayReason();
   let nextWakeAt: number | null = null;
   let frontier: number | null = null;
 
@@ -80,6 +101,20 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     startToCloseTimeout: input.fetchTotalTimeoutMs + 60_000,
     // Short heartbeat timeout: a killed worker's step is retried elsewhere within seconds.
     heartbeatTimeout: 15_000,
+    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  });
+
+  // The page step runs as a local activity: it executes inside this
+  // workflow's task on the worker that holds the workflow, and lands in
+  // history as one marker. Per page that is one workflow task (the timer's)
+  // instead of three, which is what lets the Temporal server keep up with
+  // hundreds of hosts (docs/architecture.md). A worker that dies mid-step
+  // fails the workflow task, and another worker replays and re-runs the
+  // step (sticky claim, same-owner host clock).
+  const local = proxyLocalActivities<CrawlerActivities>({
+    startToCloseTimeout: input.fetchTotalTimeoutMs + 60_000,
+    // Only infrastructure failures (Redis, storage) get here; HTTP and
+    // network failures come back as `retry` results and a durable sleep.
     retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
   });
 
@@ -99,7 +134,17 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   setHandler(resumeSignal, () => {
     paused = false;
   });
-  const delayMs = () => crawlDelayMs(input.politeness, carry.robots?.crawlDelaySec);
+  // Takes effect from the next sleep; a sleep under way runs its course.
+  setHandler(politenessSignal, ({ minDelayMs, reason }) => {
+    politeness = { ...politeness, minDelayMs };
+    politenessNote = reason;
+    if (!carry.retry && state !== 'backing-off') delayReason = baseDelayReason();
+  });
+  // The next activity asks for settings at least this new, so workers reload them.
+  setHandler(configSignal, ({ configVersion: v }) => {
+    configVersion = Math.max(configVersion, v);
+  });
+  const delayMs = () => crawlDelayMs(politeness, carry.robots?.crawlDelaySec);
   setHandler(domainStatusQuery, () => ({
     campaignId: input.campaignId,
     host: input.host,
@@ -112,6 +157,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     lastStatus: carry.lastStatus,
     nextWakeAt: nextWakeAt === null ? null : new Date(nextWakeAt).toISOString(),
     frontier,
+    minDelayMs: politeness.minDelayMs,
+    configVersion,
   }));
 
   let shownState: string | null = null;
@@ -133,7 +180,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       { key: CrawlErrors, value: carry.stats.failed },
     ]);
     try {
-      await campaign.signal(domainReportSignal, { host: input.host, kind, seq: carry.seq, stats: carry.stats, state });
+      await campaign.signal(domainReportSignal, { host: input.host, kind, seq: carry.seq, stats: carry.stats, state, frontier });
     } catch (err) {
       // The campaign is gone (completed or terminated): nobody to crawl for.
       log.warn('campaign unreachable, finishing domain', { host: input.host, error: String(err) });
@@ -154,10 +201,10 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   const ensureRobots = async () => {
     setState('robots');
     for (let attempt = 1; finish === null; ) {
-      const r = await acts.loadRobots({ campaignKey: input.campaignKey, host: input.host, configVersion: input.configVersion });
+      const r = await acts.loadRobots({ campaignKey: input.campaignKey, host: input.host, configVersion });
       if (r.kind === 'ok') {
         carry.robots = { crawlDelaySec: r.crawlDelaySec, unavailable: false };
-        delayReason = r.crawlDelaySec ? `robots.txt Crawl-delay ${r.crawlDelaySec} s` : `minimum delay ${input.politeness.minDelayMs} ms`;
+        delayReason = baseDelayReason();
         if (r.fetched) await pauseFor(delayMs(), 'sleeping');
         return;
       }
@@ -186,35 +233,57 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
       await allHandlersFinished();
-      return continueAsNew<typeof domainCrawl>({ ...input, paused, carry });
+      return continueAsNew<typeof domainCrawl>({ ...input, politeness, politenessNote, configVersion, paused, carry });
     }
-    if (input.politeness.respectRobots && !carry.robots) {
+    if (politeness.respectRobots && !carry.robots) {
       await ensureRobots();
       continue;
     }
     setState('crawling');
     // Any wake that arrives from here on may concern URLs this step does not see.
     wakePending = false;
-    const res: CrawlStepResult = await acts.crawlStep({
+    const step = {
       campaignKey: input.campaignKey,
       campaignWorkflowId: input.campaignWorkflowId,
       host: input.host,
-      configVersion: input.configVersion,
+      configVersion,
       delayMs: delayMs(),
       robotsUnavailable: carry.robots?.unavailable,
-    });
+      retry: carry.retry,
+    };
+    // Histories recorded before the step became a local activity replay the
+    // remote one.
+    const res: CrawlStepResult = patched(LOCAL_STEP_PATCH) ? await local.crawlStep(step) : await acts.crawlStep(step);
+    if (res.kind === 'retry') {
+      carry.retry = { url: res.url, attempts: carry.retry?.url === res.url ? carry.retry.attempts + 1 : 1 };
+      carry.lastUrl = res.url;
+      carry.lastStatus = res.status;
+      delayReason = res.reason;
+      await pauseFor(res.waitMs, 'backing-off');
+      continue;
+    }
+    if (carry.retry) {
+      carry.retry = undefined;
+      delayReason = baseDelayReason();
+    }
     if (res.kind === 'done') {
       frontier = res.remaining;
       carry.lastUrl = res.url;
       carry.lastStatus = res.status;
       carry.stats.bytes += res.bytes;
-      if (res.outcome === 'fetched') carry.stats.fetched++;
-      else if (res.requested || res.outcome === 'error') carry.stats.failed++;
+      // `counted` is absent from results recorded before it existed.
+      const counted = res.counted ?? (res.outcome === 'fetched' ? 'fetched' : res.requested || res.outcome === 'error' ? 'failed' : 'skipped');
+      if (counted === 'fetched') carry.stats.fetched++;
+      else if (counted === 'failed') carry.stats.failed++;
       else carry.stats.skipped++;
       if (++sinceReport >= PROGRESS_EVERY) {
         sinceReport = 0;
         await report('progress');
       }
+      // A durable sleep after every request, however short: besides pacing
+      // the host, it ends the workflow task, which is when signals and
+      // updates (pause, set-rate) get in. Timers resolve to about a second
+      // on the server, so sub-second delays come out near a second.
       if (res.requested) await pauseFor(delayMs(), 'sleeping');
       continue;
     }

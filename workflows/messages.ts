@@ -1,6 +1,16 @@
 // Every signal, query and update of the crawler, defined once and shared by
 // workflows, activities and clients. Payloads are plain JSON.
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type {
+  AddSeedsRequest,
+  AddSeedsResult,
+  HostPauseResult,
+  HostRequest,
+  SetBudgetsRequest,
+  SetBudgetsResult,
+  SetPolitenessRequest,
+  SetPolitenessResult,
+} from '../src/config/steering';
 
 export type DomainState = 'starting' | 'robots' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done';
 
@@ -24,6 +34,8 @@ export interface DomainReport {
   seq: number;
   stats: HostStats;
   state: DomainState;
+  /** URLs waiting in the host's frontier at its last step (absent from older domain runs). */
+  frontier?: number | null;
 }
 
 // Campaign ← activities: these hosts got new URLs in their frontier.
@@ -39,12 +51,28 @@ export const cancelSignal = defineSignal<[{ reason?: string }?]>('cancel');
 // Domain ← campaign.
 export const wakeSignal = defineSignal<[{ seq: number }]>('wake');
 export const finishSignal = defineSignal<[{ reason: 'drained' | 'budget' | 'cancelled' }]>('finish');
+/** The operator changed this host's minimum delay; applies from the domain's next sleep. */
+export const politenessSignal = defineSignal<[{ minDelayMs: number; reason: string }]>('politeness');
+/** Settings in Redis changed: the domain's next activity asks for at least this version. */
+export const configSignal = defineSignal<[{ configVersion: number }]>('configChanged');
+
+// Operator steering of a running campaign (validated: a rejected update changes nothing).
+export const setPolitenessUpdate = defineUpdate<SetPolitenessResult, [SetPolitenessRequest]>('setPoliteness');
+export const setBudgetsUpdate = defineUpdate<SetBudgetsResult, [SetBudgetsRequest]>('setBudgets');
+export const addSeedsUpdate = defineUpdate<AddSeedsResult, [AddSeedsRequest]>('addSeeds');
+export const pauseHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('pauseHost');
+export const resumeHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('resumeHost');
+/** Update forms of the pause/resume signals, for callers that want an acknowledgement. */
+export const pauseCampaignUpdate = defineUpdate<{ paused: boolean }, []>('pauseCampaign');
+export const resumeCampaignUpdate = defineUpdate<{ paused: boolean }, []>('resumeCampaign');
 
 export interface HostStatus {
   host: string;
   state: 'running' | 'idle' | 'closed' | 'done';
   domainState: DomainState;
   stats: HostStats;
+  /** URLs waiting in the host's frontier, as of its last report. */
+  frontier?: number | null;
 }
 
 export interface CampaignStatus {
@@ -53,7 +81,20 @@ export interface CampaignStatus {
   paused: boolean;
   startedAt: string;
   hosts: HostStatus[];
-  totals: HostStats & { hosts: number; activeHosts: number };
+  totals: HostStats & { hosts: number; activeHosts: number; frontier?: number };
+  /** What operators changed since the start (absent from campaigns started before steering existed). */
+  steering?: CampaignSteering;
+}
+
+export interface CampaignSteering {
+  /** Version of the settings in Redis the campaign hands to its domains. */
+  configVersion: number;
+  /** Campaign-wide minimum delay now in force (the input's, or the operator's). */
+  minDelayMs: number;
+  /** Per-host minimum delays set by an operator. */
+  hostDelays: Record<string, number>;
+  pausedHosts: string[];
+  budgets: { maxPages: number | null; maxDepth: number | null };
 }
 
 export type CampaignRunStatus = 'starting' | 'running' | 'completed' | 'budget-exhausted' | 'cancelled' | 'failed';
@@ -72,6 +113,9 @@ export interface DomainStatus {
   lastStatus: number | null;
   nextWakeAt: string | null;
   frontier: number | null;
+  /** Minimum delay in force (the campaign's, or the operator's), before robots.txt. */
+  minDelayMs?: number;
+  configVersion?: number;
 }
 
 export const domainStatusQuery = defineQuery<DomainStatus>('domainStatus');

@@ -41,7 +41,8 @@ export class ProgressReporter {
     for (const h of s.hosts) byState.set(h.domainState, (byState.get(h.domainState) ?? 0) + 1);
     const states = [...byState].map(([k, v]) => `${k} ${v}`).join(', ');
     const eta = this.maxPages && rate > 0 ? `, ETA ${Math.ceil((this.maxPages - s.totals.fetched) / rate)} s` : '';
-    const line = `${s.status}${s.paused ? ' (paused)' : ''}: ${s.totals.fetched} pages (${rate.toFixed(1)}/s), ${s.totals.failed} failed, hosts ${s.totals.hosts} [${states}]${eta}`;
+    const frontier = s.totals.frontier !== undefined ? `, frontier ${s.totals.frontier}` : '';
+    const line = `${s.status}${s.paused ? ' (paused)' : ''}: ${s.totals.fetched} pages (${rate.toFixed(1)}/s), ${s.totals.failed} failed, hosts ${s.totals.hosts} [${states}]${frontier}${eta}`;
     this.out.write(this.tty ? `\r\x1b[2K${line}` : `${line}\n`);
   }
 }

@@ -3,7 +3,13 @@
 // Pure module: the campaign workflow imports it, so no Node APIs here and no
 // URL parsing (seeds are validated by the prepareCampaign activity and the CLI).
 
+import { DEFAULT_TRAP_LIMITS, type TrapLimits } from '../url/traps';
+
 export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
+/** Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root. */
+export type SitemapMode = 'robots+root' | 'robots' | 'off';
+/** off: no content dedup; exact: identical bodies; near: identical or SimHash within maxDistance. */
+export type DedupMode = 'near' | 'exact' | 'off';
 
 export interface CampaignInput {
   /** Defaults to the workflow ID. */
@@ -15,6 +21,8 @@ export interface CampaignInput {
     maxPages?: number | null;
     /** Link hops from a seed; seeds are depth 0; null = unlimited. */
     maxDepth?: number | null;
+    /** Requests per host (robots.txt and sitemaps excluded); null = unlimited. The guard against infinite sites. */
+    maxPagesPerHost?: number | null;
   };
   politeness?: {
     /** Floor for the pause between two requests to one host. */
@@ -23,6 +31,8 @@ export interface CampaignInput {
     maxDelayMs?: number;
     userAgent?: string;
     respectRobots?: boolean;
+    /** What shares one politeness clock: each host (default), each registrable domain, or each IP address. */
+    key?: 'host' | 'domain' | 'ip';
   };
   fetch?: {
     /** curl-style HOST:PORT:ADDR overrides. */
@@ -35,7 +45,23 @@ export interface CampaignInput {
     maxRedirects?: number;
     /** How many times a 5xx / 429 / network failure is retried before the URL is recorded as failed. */
     maxRetries?: number;
+    /** Refuse hosts that resolve to loopback, private, link-local or metadata addresses (default true). */
+    refusePrivateAddresses?: boolean;
+    /** CIDRs fetched even though private (e.g. "10.1.0.0/16"); --resolve pins are always allowed. */
+    allowAddresses?: string[];
   };
+  /** Spider-trap URL rules applied to every discovered link. */
+  traps?: Partial<TrapLimits>;
+  content?: {
+    /** Non-HTML responses: store them in WARC (never parsed for links), or record them in the index only. */
+    nonHtml?: 'store' | 'skip';
+    dedup?: DedupMode;
+    /** Largest SimHash Hamming distance that still counts as a near-duplicate (0–15). */
+    maxSimhashDistance?: number;
+    /** Follow the links of duplicate pages too (default false: their links are the original's). */
+    expandDuplicates?: boolean;
+  };
+  sitemaps?: SitemapMode;
   output?: { dir?: string };
   /** How long an idle domain workflow waits for new URLs before it closes. */
   idleCloseMs?: number;
@@ -45,8 +71,8 @@ export interface CampaignSettings {
   campaignId: string;
   seeds: string[];
   scope: { mode: ScopeMode; domains: string[] };
-  budgets: { maxPages: number | null; maxDepth: number | null };
-  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean };
+  budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null };
+  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean; key: 'host' | 'domain' | 'ip' };
   fetch: {
     resolve: string[];
     maxBodyBytes: number;
@@ -56,7 +82,12 @@ export interface CampaignSettings {
     totalTimeoutMs: number;
     maxRedirects: number;
     maxRetries: number;
+    refusePrivateAddresses: boolean;
+    allowAddresses: string[];
   };
+  traps: TrapLimits;
+  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number; expandDuplicates: boolean };
+  sitemaps: SitemapMode;
   output: { dir: string };
   idleCloseMs: number;
 }
@@ -65,8 +96,8 @@ export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durab
 
 export const CAMPAIGN_DEFAULTS = {
   scope: { mode: 'same-domain' as ScopeMode, domains: [] as string[] },
-  budgets: { maxPages: null, maxDepth: null },
-  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true },
+  budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null },
+  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true, key: 'host' as 'host' | 'domain' | 'ip' },
   fetch: {
     resolve: [] as string[],
     maxBodyBytes: 10 * 1024 * 1024,
@@ -76,7 +107,12 @@ export const CAMPAIGN_DEFAULTS = {
     totalTimeoutMs: 120_000,
     maxRedirects: 5,
     maxRetries: 3,
+    refusePrivateAddresses: true,
+    allowAddresses: [] as string[],
   },
+  traps: DEFAULT_TRAP_LIMITS,
+  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3, expandDuplicates: false },
+  sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
   idleCloseMs: 5 * 60_000,
 } as const;
@@ -97,6 +133,12 @@ function nonNegInt(problems: string[], name: string, v: unknown, fallback: numbe
     return fallback;
   }
   return v;
+}
+
+function positiveInt(problems: string[], name: string, v: unknown, fallback: number): number {
+  const n = nonNegInt(problems, name, v, fallback);
+  if (n === 0) problems.push(`${name} must be at least 1`);
+  return n;
 }
 
 function optionalLimit(problems: string[], name: string, v: unknown): number | null {
@@ -138,12 +180,14 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
     budgets: {
       maxPages: optionalLimit(problems, 'budgets.maxPages', input.budgets?.maxPages),
       maxDepth: optionalLimit(problems, 'budgets.maxDepth', input.budgets?.maxDepth),
+      maxPagesPerHost: optionalLimit(problems, 'budgets.maxPagesPerHost', input.budgets?.maxPagesPerHost),
     },
     politeness: {
       minDelayMs: nonNegInt(problems, 'politeness.minDelayMs', p.minDelayMs, d.politeness.minDelayMs),
       maxDelayMs: nonNegInt(problems, 'politeness.maxDelayMs', p.maxDelayMs, d.politeness.maxDelayMs),
       userAgent,
       respectRobots: p.respectRobots ?? d.politeness.respectRobots,
+      key: p.key ?? d.politeness.key,
     },
     fetch: {
       resolve: f.resolve ?? [],
@@ -154,13 +198,38 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       totalTimeoutMs: nonNegInt(problems, 'fetch.totalTimeoutMs', f.totalTimeoutMs, d.fetch.totalTimeoutMs),
       maxRedirects: nonNegInt(problems, 'fetch.maxRedirects', f.maxRedirects, d.fetch.maxRedirects),
       maxRetries: nonNegInt(problems, 'fetch.maxRetries', f.maxRetries, d.fetch.maxRetries),
+      refusePrivateAddresses: f.refusePrivateAddresses ?? d.fetch.refusePrivateAddresses,
+      allowAddresses: f.allowAddresses ?? [],
     },
+    traps: {
+      maxUrlLength: positiveInt(problems, 'traps.maxUrlLength', input.traps?.maxUrlLength, d.traps.maxUrlLength),
+      maxQueryParams: nonNegInt(problems, 'traps.maxQueryParams', input.traps?.maxQueryParams, d.traps.maxQueryParams),
+      maxRepeatedSegment: positiveInt(problems, 'traps.maxRepeatedSegment', input.traps?.maxRepeatedSegment, d.traps.maxRepeatedSegment),
+      maxPathDepth: positiveInt(problems, 'traps.maxPathDepth', input.traps?.maxPathDepth, d.traps.maxPathDepth),
+    },
+    content: {
+      nonHtml: input.content?.nonHtml ?? d.content.nonHtml,
+      dedup: input.content?.dedup ?? d.content.dedup,
+      maxSimhashDistance: nonNegInt(problems, 'content.maxSimhashDistance', input.content?.maxSimhashDistance, d.content.maxSimhashDistance),
+      expandDuplicates: input.content?.expandDuplicates ?? d.content.expandDuplicates,
+    },
+    sitemaps: input.sitemaps ?? d.sitemaps,
     output: { dir: input.output?.dir ?? d.output.dir },
     idleCloseMs: nonNegInt(problems, 'idleCloseMs', input.idleCloseMs, d.idleCloseMs),
   };
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
     problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
   }
+  if (!Array.isArray(settings.fetch.allowAddresses) || settings.fetch.allowAddresses.some((r) => typeof r !== 'string')) {
+    problems.push('fetch.allowAddresses must be a list of CIDR strings such as "10.0.0.0/8"');
+  }
+  if (typeof settings.fetch.refusePrivateAddresses !== 'boolean') problems.push('fetch.refusePrivateAddresses must be true or false');
+  if (settings.content.nonHtml !== 'store' && settings.content.nonHtml !== 'skip') problems.push('content.nonHtml must be "store" or "skip"');
+  if (!['near', 'exact', 'off'].includes(settings.content.dedup)) problems.push('content.dedup must be "near", "exact" or "off"');
+  if (settings.content.maxSimhashDistance > 15) problems.push('content.maxSimhashDistance must be at most 15');
+  if (typeof settings.content.expandDuplicates !== 'boolean') problems.push('content.expandDuplicates must be true or false');
+  if (!['host', 'domain', 'ip'].includes(settings.politeness.key)) problems.push('politeness.key must be "host", "domain" or "ip"');
+  if (!['robots+root', 'robots', 'off'].includes(settings.sitemaps)) problems.push('sitemaps must be "robots+root", "robots" or "off"');
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
   if (problems.length) throw new CampaignInputError(problems);
   return settings;

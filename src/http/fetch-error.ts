@@ -23,6 +23,7 @@ export type FetchErrorCode =
   | 'DECOMPRESSION_FAILED'
   | 'ABORTED'
   | 'CLIENT_CLOSED'
+  | 'ADDRESS_REFUSED'
   | 'NETWORK_ERROR';
 
 // The default verdict per code. Transient network trouble is worth another
@@ -46,6 +47,7 @@ const RETRYABLE: Readonly<Record<FetchErrorCode, boolean>> = {
   DECOMPRESSION_FAILED: false,
   ABORTED: false, // the caller asked us to stop; retrying would defy it
   CLIENT_CLOSED: true, // local shutdown, the fetch itself never got a verdict
+  ADDRESS_REFUSED: false, // policy, not luck: see address-policy.ts
   NETWORK_ERROR: true,
 };
 
@@ -68,6 +70,7 @@ const DESCRIPTIONS: Readonly<Record<FetchErrorCode, string>> = {
   DECOMPRESSION_FAILED: 'Decompression failed',
   ABORTED: 'Request aborted',
   CLIENT_CLOSED: 'HTTP client closed',
+  ADDRESS_REFUSED: 'Address refused',
   NETWORK_ERROR: 'Network error',
 };
 
@@ -144,9 +147,13 @@ const TLS_CODES = new Set([
   'EPROTO', // OpenSSL alerts / wrong version number surface as EPROTO
 ]);
 
-function codeFor(e: ErrorLike): { code: FetchErrorCode; retryable?: boolean } | null {
+function codeFor(e: ErrorLike): { code: FetchErrorCode; retryable?: boolean; detail?: string } | null {
   const code = typeof e.code === 'string' ? e.code : '';
   switch (code) {
+    case 'ERR_ADDRESS_REFUSED':
+      // Raised by the connector (address-policy.ts); its own message names
+      // host, address and class, whatever undici wrapped around it.
+      return { code: 'ADDRESS_REFUSED', detail: e instanceof Error ? e.message : undefined };
     case 'UND_ERR_CONNECT_TIMEOUT':
       return { code: 'CONNECT_TIMEOUT' };
     case 'UND_ERR_HEADERS_TIMEOUT':
@@ -220,7 +227,7 @@ export function classifyError(err: unknown, url: string): FetchError {
   for (const e of errorChain(err)) {
     if (e instanceof FetchError) return e;
     const mapped = codeFor(e);
-    if (mapped) return new FetchError(mapped.code, url, { cause: err, retryable: mapped.retryable });
+    if (mapped) return new FetchError(mapped.code, url, { cause: err, retryable: mapped.retryable, detail: mapped.detail });
   }
   return new FetchError('NETWORK_ERROR', url, { cause: err });
 }

@@ -2,10 +2,14 @@
 // fetch: Temporal owns retries, so instead of retrying (no RetryAgent, no
 // redirect interceptor) we follow redirects by hand, bound every resource the
 // server controls (time, decoded size, redirect count) and report outcomes
-// either as a FetchResult or as a classified FetchError.
+// either as a FetchResult or as a classified FetchError. By default it never
+// connects to loopback, private, link-local, metadata or other non-public
+// addresses (address-policy.ts); the connector enforces that per socket.
+import type { LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
+import { createAddressPolicy } from './address-policy';
 import { FetchError, classifyError } from './fetch-error';
 import { createResolvingConnector, parseResolveEntries } from './resolve-overrides';
 
@@ -15,8 +19,30 @@ export const ACCEPT_ENCODING = 'gzip, deflate, br';
 
 export interface HttpClientOptions {
   userAgent: string;
-  /** curl-style `HOST:PORT:ADDR` pins, see resolve-overrides.ts. */
+  /**
+   * curl-style `HOST:PORT:ADDR` pins, see resolve-overrides.ts. A pinned
+   * address is trusted: the address policy does not apply to it.
+   */
   resolve?: string[];
+  /**
+   * Refuse to connect to loopback, private (RFC 1918, fc00::/7), link-local,
+   * cloud-metadata, CGNAT, unspecified, multicast, broadcast and reserved
+   * addresses, including IPv4-mapped/NAT64 forms of them; such fetches fail
+   * with FetchError 'ADDRESS_REFUSED'. Checked for every connection (every
+   * redirect hop, every DNS answer actually dialled). Default true.
+   */
+  refusePrivateAddresses?: boolean;
+  /**
+   * CIDRs exempt from the refusal, e.g. ['10.0.0.0/8', '127.0.0.1/32',
+   * '::1/128']. A bad entry throws AddressPolicyError at construction.
+   */
+  allowAddresses?: string[];
+  /**
+   * DNS lookup for hosts without a pin (default dns.lookup); must honour
+   * `options.all`. The address policy applies to what it returns. Meant for
+   * tests and custom resolvers.
+   */
+  lookup?: LookupFunction;
   /** TCP (+TLS) connect timeout. Default 10 s. */
   connectTimeoutMs?: number;
   /**
@@ -219,17 +245,24 @@ class UndiciHttpClient implements HttpClient {
   readonly #maxRedirects: number;
 
   constructor(opts: HttpClientOptions) {
-    // Parse first so a bad --resolve entry fails at construction, not on the first fetch.
+    // Parse first so a bad --resolve or allowAddresses entry fails at
+    // construction, not on the first fetch.
     const overrides = parseResolveEntries(opts.resolve);
+    const policy = createAddressPolicy({ allow: opts.allowAddresses });
     this.#userAgent = opts.userAgent;
     this.#acceptLanguage = opts.acceptLanguage;
     this.#totalTimeoutMs = opts.totalTimeoutMs ?? DEFAULTS.totalTimeoutMs;
     this.#maxBodyBytes = opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
     this.#maxRedirects = opts.maxRedirects ?? DEFAULTS.maxRedirects;
     this.#agent = new Agent({
-      connect: createResolvingConnector(overrides, {
-        timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-      }),
+      // The policy lives in the connector rather than in fetch() so that it
+      // sees the address of each socket as it is opened: redirect targets and
+      // DNS answers that change between requests included.
+      connect: createResolvingConnector(
+        overrides,
+        { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
+        { policy: opts.refusePrivateAddresses === false ? null : policy, lookup: opts.lookup },
+      ),
       headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
       bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
       connections: opts.connectionsPerOrigin ?? null,

@@ -14,9 +14,20 @@
 // The alternative, one connector per port each with a port-bound lookup,
 // would fragment undici's TLS session cache for no gain. `createLookup` is
 // still exported for code that drives net/tls directly.
+//
+// The connector is also where the address policy (address-policy.ts) is
+// enforced, because it is the one place every new socket passes through:
+// first requests, every redirect hop, reconnects after keep-alive ends. A
+// pinned address is trusted (the operator typed it); an IP-literal host is
+// checked before dialling; any other name is resolved by a guarded lookup
+// that drops refused answers before net.connect sees them, so the address
+// checked is the address dialled and a DNS answer that changes between two
+// connections (rebinding) is checked again each time. The peer address of
+// every socket is checked once more after connecting as a backstop.
 import * as dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
+import { AddressRefusedError, createGuardedLookup, type AddressPolicy } from './address-policy';
 
 export interface ResolveTarget {
   /** Lower-cased hostname without trailing dot or IPv6 brackets. */
@@ -115,13 +126,18 @@ export function findOverride(overrides: ResolveOverrides, host: string, port: nu
  * A net.connect-compatible `lookup` bound to one port (the lookup contract has
  * no port argument). Handles `options.all`, which Node 20's net uses when
  * autoSelectFamily (happy eyeballs) is on. Non-overridden names go to
- * dns.lookup unchanged.
+ * `fallback` (dns.lookup unless given) unchanged; pass
+ * `createGuardedLookup(policy)` there to apply the address policy.
  */
-export function createLookup(overrides: ResolveOverrides, port: number): LookupFunction {
+export function createLookup(
+  overrides: ResolveOverrides,
+  port: number,
+  fallback: LookupFunction = dns.lookup as LookupFunction,
+): LookupFunction {
   return (hostname, options, callback) => {
     const target = findOverride(overrides, hostname, port);
     if (!target) {
-      dns.lookup(hostname, options, callback);
+      fallback(hostname, options, callback);
       return;
     }
     // The pin wins even if `options.family` asks for the other family, as
@@ -137,30 +153,72 @@ function defaultPort(protocol: string): number {
   return protocol === 'https:' ? 443 : 80;
 }
 
+export interface ConnectorGuard {
+  /** null: connect anywhere (the policy is off). */
+  policy: AddressPolicy | null;
+  /** DNS lookup for names without a pin; default dns.lookup. Must honour options.all. */
+  lookup?: LookupFunction;
+}
+
 /**
  * An undici connector (for Agent/Pool/Client `connect`) that dials the pinned
- * address for overridden (host, port) pairs and behaves exactly like
- * `buildConnector(options)` otherwise.
+ * address for overridden (host, port) pairs, enforces `guard.policy` on every
+ * other connection and otherwise behaves exactly like `buildConnector(options)`.
  */
 export function createResolvingConnector(
   overrides: ResolveOverrides,
   options: buildConnector.BuildOptions = {},
+  guard: ConnectorGuard = { policy: null },
 ): buildConnector.connector {
-  const connect = buildConnector(options);
-  if (overrides.size === 0) return connect;
+  const { policy } = guard;
+  const lookup = policy ? createGuardedLookup(policy, guard.lookup) : guard.lookup;
+  // A pinned address is an IP literal, for which net skips `lookup` entirely,
+  // so the guarded lookup never second-guesses a pin.
+  const connect = buildConnector(lookup ? { ...options, lookup } : options);
+  if (overrides.size === 0 && !policy) return connect;
   return (opts, callback) => {
     // undici passes the URL's port, which is '' for the scheme's default.
     const port = opts.port ? Number(opts.port) : defaultPort(opts.protocol);
     const target = findOverride(overrides, opts.hostname, port);
-    if (!target) {
+    const originalHost = normaliseHost(opts.hostname);
+    if (target) {
+      // undici derives SNI from `host` when servername is unset, but be explicit
+      // so the TLS name can never become the pinned IP. SNI must not carry an
+      // IP literal, hence undefined for IP hosts.
+      const servername = opts.servername || (isIP(originalHost) === 0 ? originalHost : undefined);
+      connect({ ...opts, hostname: target.address, servername }, callback);
+      return;
+    }
+    if (!policy) {
       connect(opts, callback);
       return;
     }
-    const originalHost = normaliseHost(opts.hostname);
-    // undici derives SNI from `host` when servername is unset, but be explicit
-    // so the TLS name can never become the pinned IP. SNI must not carry an
-    // IP literal, hence undefined for IP hosts.
-    const servername = opts.servername || (isIP(originalHost) === 0 ? originalHost : undefined);
-    connect({ ...opts, hostname: target.address, servername }, callback);
+    // Literal hosts (http://10.0.0.1/, http://[::1]/, and http://0x7f.1/ which
+    // the WHATWG URL parser has already turned into 127.0.0.1) skip DNS, so
+    // the lookup cannot see them: check them here, before dialling.
+    if (isIP(originalHost) !== 0) {
+      const verdict = policy.check(originalHost);
+      if (!verdict.allowed) {
+        const error = new AddressRefusedError(originalHost, originalHost, verdict);
+        process.nextTick(() => callback(error, null));
+        return;
+      }
+    }
+    connect(opts, (err, socket) => {
+      if (err || !socket) {
+        callback(err ?? new Error('connector returned no socket'), null);
+        return;
+      }
+      // Backstop: whatever path net took, the peer we are connected to must
+      // pass too. No request byte has been written yet.
+      const remote = socket.remoteAddress;
+      const verdict = remote ? policy.check(remote) : { allowed: true as const };
+      if (!verdict.allowed && remote) {
+        socket.destroy();
+        callback(new AddressRefusedError(originalHost, remote, verdict), null);
+        return;
+      }
+      callback(null, socket);
+    });
   };
 }

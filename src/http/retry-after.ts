@@ -10,3 +10,6 @@ export function parseRetryAfter(value: string | undefined | null, now = Date.now
   if (Number.isNaN(at)) return null;
   return Math.max(0, at - now);
 }
+
+/** Cap on a server's Retry-After, so one header cannot park a host for days. */
+export const MAX_RETRY_AFTER_MS = 60 * 60_000;

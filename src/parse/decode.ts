@@ -1,7 +1,7 @@
 import { TextDecoder } from 'node:util';
-// Turns a response body into text for parsing: charset from the
-// Content-Type header, else a BOM, else a <meta charset> in the first
-// kilobytes, else UTF-8. Node's TextDecoder (full ICU) knows the WHATWG
+// Turns a response body into text for parsing: a BOM wins (as in the
+// WHATWG encoding sniffing order), else the Content-Type charset, else a
+// <meta charset> in the first kilobytes, else UTF-8. Node's TextDecoder (full ICU) knows the WHATWG
 // encodings (Shift_JIS, windows-1251, …).
 
 function charsetFromContentType(ct: string | null | undefined): string | null {

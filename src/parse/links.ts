@@ -8,6 +8,8 @@ import { UrlError } from '../url/url-error';
 export interface ExtractOptions extends NormalizeOptions {
   /** Also report iframe[src] and frame[src] as links (default true). */
   includeFrames?: boolean;
+  /** Also return the page's visible text (for near-duplicate detection). */
+  withText?: boolean;
 }
 
 export interface ExtractedLink {
@@ -37,6 +39,8 @@ export interface ExtractedPage {
   metaRobots: { noindex: boolean; nofollow: boolean };
   /** Whitespace-collapsed document title; null if absent or blank. */
   title: string | null;
+  /** Whitespace-collapsed text of the body without scripts and styles; only with `withText`. */
+  text?: string;
 }
 
 /** Minimal structural view of a cheerio element, to avoid a domhandler dependency. */
@@ -104,7 +108,13 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
     }
   }
 
-  return { links, invalid, baseHref, canonical: readCanonical($, normalize), metaRobots, title: readTitle($) };
+  const result: ExtractedPage = { links, invalid, baseHref, canonical: readCanonical($, normalize), metaRobots, title: readTitle($) };
+  if (opts.withText) {
+    // Last, because it mutates the tree: <noscript> links were real links above.
+    $('script, style, noscript, template').remove();
+    result.text = $('body').text().replace(/\s+/g, ' ').trim();
+  }
+  return result;
 }
 
 function parsePageUrl(pageUrl: string): URL {

@@ -1,6 +1,6 @@
 // Campaign settings live in Redis once, so activity inputs (and therefore
 // workflow history) only carry the campaign key and a version number.
-import type { CampaignSettings } from '../config/campaign';
+import { resolveCampaignSettings, type CampaignSettings } from '../config/campaign';
 import { campaignKeys } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -19,7 +19,9 @@ export async function saveCampaignSettings(redis: RedisLike, campaignKey: string
 export async function loadCampaignSettings(redis: RedisLike, campaignKey: string): Promise<{ version: number; settings: CampaignSettings }> {
   const raw = await redis.get(campaignKeys(campaignKey).config);
   if (!raw) throw new CampaignConfigMissingError(campaignKey);
-  return JSON.parse(raw) as { version: number; settings: CampaignSettings };
+  const stored = JSON.parse(raw) as { version: number; settings: CampaignSettings };
+  // Settings saved by an older release lack newer fields: fill in their defaults.
+  return { version: stored.version, settings: resolveCampaignSettings(stored.settings, stored.settings.campaignId) };
 }
 
 /** 1 = this URL may be fetched under the page budget (idempotent per URL), 0 = budget spent. */

@@ -3,10 +3,15 @@
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 
+/** page: fetch, store, follow links. sitemap / sitemap-child: fetch, store, enqueue the listed URLs (a child's own index entries are not followed). */
+export type EntryKind = 'page' | 'sitemap' | 'sitemap-child';
+
 export interface FrontierEntry {
   url: string;
   depth: number;
   referrer: string | null;
+  /** Default page. */
+  kind?: EntryKind;
 }
 
 export interface EnqueueItem extends FrontierEntry {
@@ -14,13 +19,17 @@ export interface EnqueueItem extends FrontierEntry {
 }
 
 // Tab-separated: normalised URLs never contain a tab (the WHATWG parser strips them).
+// Pages keep the three-field form, so frontiers written by older releases still decode.
 export function encodeEntry(e: FrontierEntry): string {
-  return `${e.depth}\t${e.url}\t${e.referrer ?? ''}`;
+  const base = `${e.depth}\t${e.url}\t${e.referrer ?? ''}`;
+  return e.kind && e.kind !== 'page' ? `${base}\t${e.kind}` : base;
 }
 
 export function decodeEntry(member: string): FrontierEntry {
-  const [depth, url, referrer] = member.split('\t');
-  return { url, depth: Number(depth), referrer: referrer ? referrer : null };
+  const [depth, url, referrer, kind] = member.split('\t');
+  const entry: FrontierEntry = { url, depth: Number(depth), referrer: referrer ? referrer : null };
+  if (kind === 'sitemap' || kind === 'sitemap-child') entry.kind = kind;
+  return entry;
 }
 
 function enqueueArgs(items: EnqueueItem[]): (string | number)[] {
@@ -36,16 +45,28 @@ export class Frontier {
     this.keys = hostKeys(campaignKey, host);
   }
 
-  /** Marks URLs seen and enqueues the new ones; returns how many were new. */
-  async enqueue(items: EnqueueItem[]): Promise<number> {
-    if (items.length === 0) return 0;
+  /**
+   * Marks URLs seen and enqueues the new ones. `added`: how many were new;
+   * `awake`: the host's workflow is consuming its frontier and will find them
+   * without being woken; `queued`: frontier size afterwards.
+   */
+  async enqueue(items: EnqueueItem[]): Promise<{ added: number; awake: boolean; queued: number }> {
     const k = this.keys;
-    return this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, ...enqueueArgs(items));
+    const [added, awake, queued] = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, ...enqueueArgs(items));
+    return { added, awake: awake === 1, queued };
+  }
+
+  /** Whether someone must wake the host's workflow for URLs in its frontier. */
+  static needsWake(r: { awake: boolean; queued: number }): boolean {
+    // Not only when this call added URLs: a step that died after enqueueing
+    // and before waking is re-run, finds its URLs already seen, and must
+    // still wake the host.
+    return !r.awake && r.queued > 0;
   }
 
   /** The entry to work on: the one a previous attempt claimed, else the head. */
   async claim(): Promise<{ member: string; entry: FrontierEntry } | null> {
-    const member = await this.redis.crawlClaim(this.keys.frontier, this.keys.current);
+    const member = await this.redis.crawlClaim(this.keys.frontier, this.keys.current, this.keys.awake);
     return member ? { member, entry: decodeEntry(member) } : null;
   }
 

@@ -18,6 +18,13 @@ export const hostKeys = (campaignKey: string, host: string) => {
     current: `${P}:${tag}:current`,
     /** HASH of counters (fetched, failed, skipped, bytes). */
     stats: `${P}:${tag}:stats`,
+    /**
+     * Set while the host's workflow is consuming its frontier (its last claim
+     * found an entry), so producers of new URLs know nobody has to wake it.
+     */
+    awake: `${P}:${tag}:awake`,
+    /** Set when the host's address is refused by this campaign's address policy (SSRF guard). */
+    refused: `${P}:${tag}:refused`,
   };
 };
 

@@ -17,20 +17,27 @@ end
 `;
 
 export const SCRIPTS = {
-  // KEYS: seen, frontier, seq
+  // KEYS: seen, frontier, seq, awake. Returns {added, awake, queued}: when
+  // the host's workflow is awake, its next claim sees these URLs and nobody
+  // needs to wake it. Reading the flag in the same script as the enqueue is
+  // what makes skipping the wake safe (see crawlClaim).
   crawlEnqueue: {
-    numberOfKeys: 3,
-    lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn added`,
+    numberOfKeys: 4,
+    lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: frontier, current. Returns the entry being worked on (sticky across retries) or nil.
+  // KEYS: frontier, current, awake. Returns the entry being worked on (sticky
+  // across retries) or nil. Finding the frontier empty clears the awake flag
+  // atomically, so an enqueue either lands before this claim (and is claimed)
+  // or after it (and sees the flag cleared, and wakes the host).
   crawlClaim: {
-    numberOfKeys: 2,
+    numberOfKeys: 3,
     lua: `
 local cur = redis.call('GET', KEYS[2])
 if cur and redis.call('ZSCORE', KEYS[1], cur) then return cur end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-if #head == 0 then redis.call('DEL', KEYS[2]) return false end
+if #head == 0 then redis.call('DEL', KEYS[2], KEYS[3]) return false end
 redis.call('SET', KEYS[2], head[1])
+redis.call('SET', KEYS[3], '1')
 return head[1]`,
   },
   // KEYS: seen, frontier, seq, current, stats. ARGV: member, statField, bytes, then enqueue triples.
@@ -61,6 +68,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since')
 local nxt = tonumber(h[1] or '0')
 if now < nxt then
+  -- Held by someone else's request in flight: its lease runs until its
+  -- timeout, but it will most likely end much sooner, so look again after
+  -- about one delay instead of sleeping out the lease.
+  if h[2] and h[2] ~= '' and h[2] ~= ARGV[1] then return math.min(nxt - now, math.max(tonumber(ARGV[3]), 250)) end
   if h[2] ~= ARGV[1] then return nxt - now end
   local ok = tonumber(h[3] or '0') + tonumber(ARGV[3])
   if now < ok then return ok - now end
@@ -100,8 +111,8 @@ type ScriptArgs = (string | number)[];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    crawlEnqueue(seen: string, frontier: string, seq: string, ...argv: ScriptArgs): Result<number, Context>;
-    crawlClaim(frontier: string, current: string): Result<string | null, Context>;
+    crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlClaim(frontier: string, current: string, awake: string): Result<string | null, Context>;
     crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;

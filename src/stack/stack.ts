@@ -147,16 +147,27 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   };
 }
 
+/** Where `stack up` puts its servers; the defaults are what `crawler stack up` uses (tests place it elsewhere). */
+export interface StackUpOptions {
+  log?: (msg: string) => void;
+  dataDir?: string;
+  temporalPort?: number;
+  uiPort?: number;
+  redisPort?: number;
+}
+
 /** `crawler stack up`: detached servers on the default ports, remembered in stack.json. */
-export async function stackUp(opts: { log?: (msg: string) => void } = {}): Promise<StackEndpoints> {
-  const state = readStackState();
+export async function stackUp(opts: StackUpOptions = {}): Promise<StackEndpoints> {
+  const dataDir = opts.dataDir ?? STACK_DIR;
+  const state = readStackState(dataDir);
   if (state.temporal && state.redis && pidAlive(state.temporal.pid) && pidAlive(state.redis.pid)) {
     return { temporalAddress: state.temporal.address, redisUrl: state.redis.url, uiUrl: state.temporal.uiUrl };
   }
   const stack = await startStack({
-    temporalPort: DEFAULT_TEMPORAL_PORT,
-    uiPort: DEFAULT_UI_PORT,
-    redisPort: DEFAULT_REDIS_PORT,
+    dataDir,
+    temporalPort: opts.temporalPort ?? DEFAULT_TEMPORAL_PORT,
+    uiPort: opts.uiPort ?? DEFAULT_UI_PORT,
+    redisPort: opts.redisPort ?? DEFAULT_REDIS_PORT,
     detached: true,
     log: opts.log,
   });
@@ -165,14 +176,15 @@ export async function stackUp(opts: { log?: (msg: string) => void } = {}): Promi
     temporal: { pid: temporal.pid, address: stack.temporalAddress, uiUrl: stack.uiUrl },
     redis: { pid: redis.pid, url: stack.redisUrl },
   };
-  fs.mkdirSync(STACK_DIR, { recursive: true });
-  fs.writeFileSync(stateFile(STACK_DIR), JSON.stringify(next, null, 2));
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(stateFile(dataDir), JSON.stringify(next, null, 2));
   return stack;
 }
 
 /** `crawler stack down`: stops what `stack up` started and waits until the processes are gone. */
-export async function stackDown(): Promise<string[]> {
-  const state = readStackState();
+export async function stackDown(opts: { dataDir?: string } = {}): Promise<string[]> {
+  const dataDir = opts.dataDir ?? STACK_DIR;
+  const state = readStackState(dataDir);
   const stopped: string[] = [];
   for (const [name, entry] of Object.entries(state) as [string, { pid: number }][]) {
     if (!entry || !pidAlive(entry.pid)) continue;
@@ -182,6 +194,6 @@ export async function stackDown(): Promise<string[]> {
     if (pidAlive(entry.pid)) process.kill(entry.pid, 'SIGKILL');
     stopped.push(name);
   }
-  fs.rmSync(stateFile(STACK_DIR), { force: true });
+  fs.rmSync(stateFile(dataDir), { force: true });
   return stopped;
 }

@@ -34,6 +34,16 @@ export interface IndexEntry {
   error?: { code: string; message: string };
   redirects?: string[];
   truncated?: string | null;
+  /** What the frontier entry was: absent for pages. */
+  kind?: 'sitemap' | 'sitemap-child';
+  /** <link rel=canonical> of an HTML page, normalised. */
+  canonical?: string | null;
+  /** Content dedup verdict for a page whose body matched an earlier one. */
+  duplicateOf?: { url: string; kind: 'exact' | 'near'; distance: number };
+  /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
+  rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
+  /** For sitemaps: URLs listed, URLs new to the frontier, child sitemaps, parse problems. */
+  sitemap?: { kind: string; urls: number; added: number; sitemaps: number; truncated: false | 'bytes' | 'count'; errors: string[] };
 }
 
 /** The `contentHash` value for a stored body. */

@@ -1,4 +1,4 @@
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { CampaignInput } from '../config/campaign';
 import type { crawlCampaign } from '../../workflows/crawl-campaign';
 import { CrawlCampaign, CrawlState } from './search-attributes';
@@ -8,7 +8,7 @@ export function newCampaignId(now = new Date()): string {
   return `crawl-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
-export async function startCampaign(client: Client, taskQueue: string, input: CampaignInput & { campaignId: string }): Promise<WorkflowHandle<typeof crawlCampaign>> {
+export async function startCampaign(client: Client, taskQueue: string, input: CampaignInput & { campaignId: string }): Promise<WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>> {
   return client.workflow.start<typeof crawlCampaign>('crawlCampaign', {
     taskQueue,
     workflowId: input.campaignId,

@@ -132,6 +132,13 @@ export const NORMALIZATION_RULES: readonly NormalizationRule[] = [
     example: { input: 'http://example.com/p?utm_source=news&id=7&fbclid=abc', output: 'http://example.com/p?id=7' },
   },
   {
+    id: 'strip-session-ids',
+    source: 'crawler',
+    description:
+      'Session identifiers are removed: `;jsessionid=…` path parameters, and the query parameters jsessionid, phpsessid, sessionid, aspsessionid* and cfid/cftoken, plus `sid` when its value looks like a token (16+ hex or base64url characters). They give every visitor a different URL for one document. Part of stripTracking.',
+    example: { input: 'http://example.com/item;jsessionid=A9E9C325?id=2&sid=f1492414397a5e28&PHPSESSID=09d6', output: 'http://example.com/item?id=2' },
+  },
+  {
     id: 'sort-query',
     source: 'crawler',
     description:
@@ -196,6 +203,21 @@ export const TRACKING_PARAMS: ReadonlySet<string> = new Set([
 /** Prefixes of tracking keys; `utm_` covers utm_source, utm_medium, utm_id, … */
 export const TRACKING_PARAM_PREFIXES: readonly string[] = ['utm_'];
 
+/** Query keys that carry a session, not a document (compared lower-cased). */
+export const SESSION_PARAMS: ReadonlySet<string> = new Set(['jsessionid', 'phpsessid', 'sessionid', 'cfid', 'cftoken']);
+// `sid` is also an ordinary word ("station id"): only token-looking values go.
+const SID_TOKEN = /^[0-9a-z_-]{16,}$/i;
+// Java servlet containers put the session in a path parameter, before the query.
+const JSESSIONID_PATH_PARAM = /;jsessionid=[^/?#]*/gi;
+
+function isSessionParam(key: string, param: string): boolean {
+  const k = key.toLowerCase();
+  if (SESSION_PARAMS.has(k) || k.startsWith('aspsessionid')) return true;
+  if (k !== 'sid') return false;
+  const eq = param.indexOf('=');
+  return eq !== -1 && SID_TOKEN.test(param.slice(eq + 1));
+}
+
 export function isTrackingParam(key: string): boolean {
   const k = key.toLowerCase();
   if (TRACKING_PARAMS.has(k)) return true;
@@ -243,7 +265,8 @@ export function normalizeUrl(input: string, base?: string, opts: NormalizeOption
   if (hostname === '') throw new UrlError('INVALID_URL', input, `URL has no host: ${short(input)}`);
   const host = url.port === '' ? hostname : `${hostname}:${url.port}`;
 
-  const path = normalizePercent(url.pathname) || '/';
+  let path = normalizePercent(url.pathname) || '/';
+  if (stripTracking) path = path.replace(JSESSIONID_PATH_PARAM, '') || '/';
   const query = normalizeQuery(url.search, stripTracking, sortQuery);
 
   // Built by hand rather than via `url.href` so that userinfo and fragment
@@ -305,7 +328,7 @@ function normalizeQuery(search: string, stripTracking: boolean, sortQuery: boole
   let params = normalizePercent(search.slice(1))
     .split('&')
     .filter((p) => p !== '');
-  if (stripTracking) params = params.filter((p) => !isTrackingParam(decodeKey(p)));
+  if (stripTracking) params = params.filter((p) => !isTrackingParam(decodeKey(p)) && !isSessionParam(decodeKey(p), p));
   if (sortQuery && params.length > 1) {
     const keyed = params.map((p) => ({ p, k: rawKey(p) }));
     // Array.prototype.sort is stable (ES2019), so duplicate keys keep order.

@@ -3,7 +3,11 @@
 // nothing, Temporal hands its tasks to the others.
 import fs from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createLogger, TemporalLoggerAdapter } from '../log/logger';
+import { CrawlMetrics } from '../metrics/crawl-metrics';
+import { startMetricsServer } from '../metrics/metrics-server';
+import { temporalRuntimeTelemetry } from '../metrics/temporal-telemetry';
 import { createActivities, WorkerRuntime } from '../../activities';
 import { processSettings, type ProcessSettings } from '../config/env';
 import { createRedis } from '../redis/client';
@@ -15,23 +19,28 @@ export interface RunningWorker {
   worker: Worker;
   /** Resolves when the worker has shut down and everything is closed. */
   done: Promise<void>;
+  /** The worker's Prometheus endpoint, when CRAWLER_METRICS_PORT is set. */
+  metricsUrl: string | null;
   shutdown(): Promise<void>;
 }
 
 export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {}): Promise<RunningWorker> {
   const cfg = processSettings(process.env, overrides);
+  const log = createLogger({ level: cfg.logLevel }).child({ pid: process.pid });
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     Runtime.install({
-      logger: new DefaultLogger((process.env.CRAWLER_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN'),
-      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+      // Worker, workflow and activity logs of the SDK come out as our JSON lines.
+      logger: new TemporalLoggerAdapter(log),
+      telemetryOptions: temporalRuntimeTelemetry(cfg.sdkMetricsPort === null ? null : `${cfg.metricsHost}:${cfg.sdkMetricsPort}`),
     });
   }
   const redis = createRedis(cfg.redisUrl);
   const clientConnection = await Connection.connect({ address: cfg.temporalAddress });
   const temporal = new Client({ connection: clientConnection, namespace: cfg.temporalNamespace });
   const nativeConnection = await NativeConnection.connect({ address: cfg.temporalAddress });
-  const rt = new WorkerRuntime({ redis, temporal });
+  const metrics = new CrawlMetrics();
+  const rt = new WorkerRuntime({ redis, temporal, metrics, log });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -40,14 +49,23 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     ...(bundlePath ? { workflowBundle: { code: fs.readFileSync(bundlePath, 'utf8') } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(rt),
     maxConcurrentActivityTaskExecutions: cfg.activitySlots,
+    // Page fetches run as local activities inside a domain's workflow task,
+    // so each fetch in flight also holds a workflow task slot.
+    maxConcurrentLocalActivityExecutions: cfg.activitySlots,
+    maxConcurrentWorkflowTaskExecutions: cfg.activitySlots,
     maxCachedWorkflows: cfg.workflowCacheSize,
     // SIGTERM lets in-flight steps finish (a fetch is bounded by its total timeout).
     shutdownGraceTime: '30s',
   });
+  const metricsServer =
+    cfg.metricsPort === null
+      ? null
+      : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
   const done = (async () => {
     try {
       await worker.run();
     } finally {
+      await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
       redis.disconnect();
       await clientConnection.close().catch(() => undefined);
@@ -57,6 +75,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   return {
     worker,
     done,
+    metricsUrl: metricsServer ? `http://${cfg.metricsHost}:${metricsServer.port}/metrics` : null,
     shutdown: async () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;

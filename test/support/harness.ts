@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import Redis from 'ioredis';
 import type { CampaignInput } from '../../src/config/campaign';
 import { connectClient } from '../../src/temporal/connect';
@@ -28,8 +28,12 @@ export interface Harness {
 
 let counter = 0;
 
-/** Each test file gets its own task queue, so its workers only run its campaigns. */
-export async function createHarness(name: string, opts: { workers?: number } = {}): Promise<Harness> {
+/**
+ * Each test file gets its own task queue, so its workers only run its campaigns.
+ * `redisUrl` points the workers at another Redis (e.g. a redis+cluster:// URL);
+ * `Harness.redis` stays a client of the global setup's Redis.
+ */
+export async function createHarness(name: string, opts: { workers?: number; redisUrl?: string } = {}): Promise<Harness> {
   const address = process.env.TEMPORAL_ADDRESS;
   const redisUrl = process.env.REDIS_URL;
   if (!address || !redisUrl) throw new Error('integration tests need the global setup (TEMPORAL_ADDRESS / REDIS_URL)');
@@ -37,7 +41,7 @@ export async function createHarness(name: string, opts: { workers?: number } = {
   const web = await startTestWeb();
   const client = await connectClient(address);
   const pool = new WorkerPool(
-    { TEMPORAL_ADDRESS: address, REDIS_URL: redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '' },
+    { TEMPORAL_ADDRESS: address, REDIS_URL: opts.redisUrl ?? redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '' },
     { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined },
   );
   if (opts.workers) await pool.start(opts.workers);
@@ -59,7 +63,7 @@ export async function createHarness(name: string, opts: { workers?: number } = {
   };
 }
 
-export type CampaignHandle = WorkflowHandle<typeof crawlCampaign>;
+export type CampaignHandle = WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>;
 
 let campaigns = 0;
 export async function launch(h: Harness, input: Omit<CampaignInput, 'output'> & { campaignId?: string }): Promise<CampaignHandle> {
@@ -81,7 +85,9 @@ export function outputOf(h: Harness, campaignId: string) {
   };
 }
 
-export const pageRequests = (reqs: RequestRecord[]) => reqs.filter((r) => r.path !== '/robots.txt');
+/** robots.txt and the /sitemap.xml probe are requests every host gets; these tests count pages. */
+export const isHousekeepingPath = (path: string) => path === '/robots.txt' || path === '/sitemap.xml';
+export const pageRequests = (reqs: RequestRecord[]) => reqs.filter((r) => !isHousekeepingPath(r.path));
 export const urlOf = (h: Harness, r: RequestRecord) => h.web.url(r.host, r.path);
 
 /** Smallest gap between two consecutive requests to the same host, per host. */

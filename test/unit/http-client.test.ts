@@ -1,9 +1,12 @@
 // Exercises the HTTP layer against real node:http servers bound to 127.0.0.1
-// on ephemeral ports; nothing here talks to any other address.
+// on ephemeral ports; nothing here talks to any other address (the address
+// policy tests refuse 10/8, ::1, 169.254.169.254 etc. before dialling).
+import type { LookupAddress } from 'node:dns';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, LookupFunction } from 'node:net';
 import * as zlib from 'node:zlib';
+import { AddressPolicyError } from '../../src/http/address-policy';
 import { FetchError, classifyError } from '../../src/http/fetch-error';
 import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
 import {
@@ -48,7 +51,8 @@ async function startServer(handler: http.RequestListener): Promise<TestServer> {
   return s;
 }
 
-function client(overrides: Partial<HttpClientOptions> = {}): HttpClient {
+/** A client with the default address policy: loopback is refused. */
+function guardedClient(overrides: Partial<HttpClientOptions> = {}): HttpClient {
   const c = createHttpClient({
     userAgent: 'test-crawler/1.0',
     connectTimeoutMs: 1000,
@@ -59,6 +63,11 @@ function client(overrides: Partial<HttpClientOptions> = {}): HttpClient {
   });
   clients.push(c);
   return c;
+}
+
+/** Most tests fetch http://127.0.0.1:PORT directly, so loopback is allowed. */
+function client(overrides: Partial<HttpClientOptions> = {}): HttpClient {
+  return guardedClient({ allowAddresses: ['127.0.0.0/8', '::1/128'], ...overrides });
 }
 
 /** A port that was listening a moment ago and is now closed. */
@@ -592,6 +601,150 @@ describe('redirects', () => {
   });
 });
 
+describe('address policy', () => {
+  /** A lookup answering from `answer(hostname, call)`; honours options.all like dns.lookup. */
+  function fakeLookup(answer: (hostname: string, call: number) => string[]): { lookup: LookupFunction; calls: string[] } {
+    const calls: string[] = [];
+    const lookup: LookupFunction = (hostname, options, callback) => {
+      calls.push(hostname);
+      const addresses: LookupAddress[] = answer(hostname, calls.length).map((address) => ({ address, family: net.isIP(address) }));
+      process.nextTick(() => {
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0].address, addresses[0].family);
+      });
+    };
+    return { lookup, calls };
+  }
+
+  function expectRefused(err: FetchError, host: string, address: string, cls: string): void {
+    expect(err.code).toBe('ADDRESS_REFUSED');
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain(`host ${host} `);
+    expect(err.message).toContain(address);
+    expect(err.message).toContain(`address class ${cls}`);
+  }
+
+  it('refuses loopback by default without connecting', async () => {
+    const server = await startServer((_req, res) => res.end('secret'));
+    const err = await fetchError(guardedClient().fetch(`${server.base}/admin`));
+    expectRefused(err, '127.0.0.1', '127.0.0.1', 'loopback');
+    expect(err.url).toBe(`${server.base}/admin`);
+    expect(err.message).toContain(`Address refused (${server.base}/admin)`);
+    expect(server.connections()).toBe(0);
+  });
+
+  it.each([
+    ['http://10.0.0.1/', '10.0.0.1', 'private'],
+    ['http://192.168.1.1:8080/router', '192.168.1.1', 'private'],
+    ['http://[::1]/', '::1', 'loopback'],
+    ['http://[fd00::1]/', 'fd00::1', 'uniqueLocal'],
+    ['http://[fe80::1]/', 'fe80::1', 'linkLocal'],
+    ['http://100.64.0.1/', '100.64.0.1', 'carrierGradeNat'],
+    ['http://0.0.0.0/', '0.0.0.0', 'unspecified'],
+    // WHATWG URL parsing turns these into 127.0.0.1 / ::ffff:7f00:1 first.
+    ['http://0x7f.1/', '127.0.0.1', 'loopback'],
+    ['http://2130706433/', '127.0.0.1', 'loopback'],
+    ['http://[::ffff:127.0.0.1]/', '::ffff:7f00:1', 'loopback'],
+    ['https://169.254.169.254/latest/meta-data/', '169.254.169.254', 'cloudMetadata'],
+  ])('refuses the literal-address URL %s', async (url, address, cls) => {
+    const err = await fetchError(guardedClient().fetch(url));
+    expectRefused(err, address, address, cls);
+  });
+
+  it('refuses a hostname the system resolver maps to loopback (localhost)', async () => {
+    const server = await startServer((_req, res) => res.end('secret'));
+    const err = await fetchError(guardedClient().fetch(`http://localhost:${server.port}/`));
+    expect(err.code).toBe('ADDRESS_REFUSED');
+    expect(err.message).toContain('host localhost ');
+    expect(err.message).toMatch(/127\.0\.0\.1|::1/);
+    expect(err.message).toContain('address class loopback');
+    expect(server.connections()).toBe(0);
+  });
+
+  it('refuses a hostname whose lookup returns a private address', async () => {
+    const { lookup, calls } = fakeLookup(() => ['10.20.30.40']);
+    const err = await fetchError(guardedClient({ lookup }).fetch('http://intranet.test/'));
+    expectRefused(err, 'intranet.test', '10.20.30.40', 'private');
+    expect(calls).toEqual(['intranet.test']);
+  });
+
+  it('connects only to the allowed answers when a lookup mixes refused and allowed ones', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    const { lookup } = fakeLookup(() => ['10.0.0.1', '169.254.169.254', '127.0.0.1']);
+    const result = await guardedClient({ lookup, allowAddresses: ['127.0.0.1/32'] }).fetch(`http://mixed.test:${server.port}/`);
+    expect(result.status).toBe(200);
+    expect(result.remoteAddress).toBe('127.0.0.1');
+  });
+
+  it('refuses a redirect from an allowed host to the metadata address', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/' }).end();
+    });
+    const c = guardedClient({ resolve: [`public.test:${server.port}:127.0.0.1`] });
+    const err = await fetchError(c.fetch(`http://public.test:${server.port}/`));
+    expectRefused(err, '169.254.169.254', '169.254.169.254', 'cloudMetadata');
+    expect(err.url).toBe('http://169.254.169.254/latest/meta-data/iam/');
+  });
+
+  it('refuses a redirect to a name that resolves to loopback', async () => {
+    const server = await startServer((_req, res) => {
+      res.writeHead(301, { location: `http://internal.test:${server.port}/` }).end();
+    });
+    const { lookup } = fakeLookup(() => ['127.0.0.1']);
+    const c = guardedClient({ lookup, resolve: [`public.test:${server.port}:127.0.0.1`] });
+    const err = await fetchError(c.fetch(`http://public.test:${server.port}/`));
+    expectRefused(err, 'internal.test', '127.0.0.1', 'loopback');
+    expect(server.connections()).toBe(1);
+  });
+
+  it('checks every connection, so a name rebinding to a refused address fails (DNS rebinding)', async () => {
+    const server = await startServer((_req, res) => {
+      // Force a new connection (and so a new lookup) for the next fetch.
+      res.setHeader('connection', 'close');
+      res.end('ok');
+    });
+    const { lookup, calls } = fakeLookup((_host, call) => (call === 1 ? ['127.0.0.1'] : ['127.0.0.2']));
+    const c = guardedClient({ lookup, allowAddresses: ['127.0.0.1/32'] });
+    const url = `http://rebind.test:${server.port}/`;
+    expect((await c.fetch(url)).status).toBe(200);
+    const err = await fetchError(c.fetch(url));
+    expectRefused(err, 'rebind.test', '127.0.0.2', 'loopback');
+    expect(calls).toEqual(['rebind.test', 'rebind.test']);
+    expect(server.connections()).toBe(1);
+  });
+
+  it('trusts --resolve pins', async () => {
+    const server = await startServer((_req, res) => res.end('pinned'));
+    const c = guardedClient({ resolve: [`staging.test:${server.port}:127.0.0.1`] });
+    const result = await c.fetch(`http://staging.test:${server.port}/`);
+    expect(result.body.toString()).toBe('pinned');
+    expect(result.remoteAddress).toBe('127.0.0.1');
+    // The pin covers that host and port only: the bare address is still refused.
+    expect((await fetchError(c.fetch(`${server.base}/`))).code).toBe('ADDRESS_REFUSED');
+  });
+
+  it('allows addresses inside allowAddresses CIDRs', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    expect((await guardedClient({ allowAddresses: ['127.0.0.1/32'] }).fetch(server.base)).status).toBe(200);
+    expect((await guardedClient({ allowAddresses: ['127.0.0.0/8'] }).fetch(server.base)).status).toBe(200);
+    const err = await fetchError(guardedClient({ allowAddresses: ['127.0.0.2/32', '::1/128'] }).fetch(server.base));
+    expectRefused(err, '127.0.0.1', '127.0.0.1', 'loopback');
+    const { lookup } = fakeLookup(() => ['127.0.0.1']);
+    const named = await guardedClient({ lookup, allowAddresses: ['127.0.0.0/8'] }).fetch(`http://lab.test:${server.port}/`);
+    expect(named.status).toBe(200);
+  });
+
+  it('connects anywhere with refusePrivateAddresses: false', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    expect((await guardedClient({ refusePrivateAddresses: false }).fetch(server.base)).status).toBe(200);
+  });
+
+  it('fails construction on a bad allowAddresses entry', () => {
+    expect(() => createHttpClient({ userAgent: 'x', allowAddresses: ['10.0.0.0'] })).toThrow(AddressPolicyError);
+    expect(() => createHttpClient({ userAgent: 'x', allowAddresses: ['10.0.0.0/40'] })).toThrow(/Invalid allowAddresses entry/);
+  });
+});
+
 describe('classifyError', () => {
   const url = 'http://example.test/';
   const withCode = (code: string, extra: Record<string, unknown> = {}): Error =>
@@ -615,6 +768,7 @@ describe('classifyError', () => {
     ['HPE_INVALID_CONSTANT', 'PROTOCOL_ERROR', false],
     ['UND_ERR_ABORTED', 'ABORTED', false],
     ['UND_ERR_DESTROYED', 'CLIENT_CLOSED', true],
+    ['ERR_ADDRESS_REFUSED', 'ADDRESS_REFUSED', false],
     ['Z_DATA_ERROR', 'DECOMPRESSION_FAILED', false],
     ['ERR__ERROR_FORMAT_PADDING_1', 'DECOMPRESSION_FAILED', false],
     ['SOMETHING_NEW', 'NETWORK_ERROR', true],

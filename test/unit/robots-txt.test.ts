@@ -7,6 +7,7 @@ import {
   productToken,
 } from '../../src/robots/robots-txt';
 import fixtures from '../fixtures/robots-conformance.json';
+import { pseudoRandomBytes } from '../support/pseudo-random';
 
 interface ConformanceCase {
   name: string;
@@ -28,18 +29,6 @@ function delayText(robots: RobotsTxt, agent: string): string {
   return d === undefined ? 'none' : String(d);
 }
 
-// Deterministic so a failure can be reproduced.
-function pseudoRandomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 describe('conformance fixture', () => {
   it('has at least 70 cases with unique names', () => {

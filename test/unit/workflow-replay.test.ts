@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
+import { LOCAL_STEP_PATCH } from '../../workflows/domain-crawl';
 
 jest.setTimeout(180_000);
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -27,6 +28,21 @@ async function replay(workflowsPath: string) {
 test('the fixtures cover both workflow types', () => {
   expect(histories.some((h) => h.workflowId.startsWith('campaign-'))).toBe(true);
   expect(histories.filter((h) => h.workflowId.startsWith('domain-')).length).toBeGreaterThanOrEqual(2);
+});
+
+test('the fixtures cover histories from before and after the versioned changes', () => {
+  const EventType = temporal.api.enums.v1.EventType;
+  const patchesOf = (h: (typeof histories)[number]) =>
+    new Set(
+      (h.history.events ?? [])
+        .filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_patch')
+        .map((e) => (JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()) as { id: string }).id),
+    );
+  const domains = histories.filter((h) => h.workflowId.startsWith('domain-'));
+  // Remote-activity page steps (recorded before the patch) …
+  expect(domains.some((h) => patchesOf(h).size === 0)).toBe(true);
+  // … and local-activity steps.
+  expect(domains.some((h) => patchesOf(h).has(LOCAL_STEP_PATCH))).toBe(true);
 });
 
 test('recorded campaign and domain histories replay without nondeterminism', async () => {

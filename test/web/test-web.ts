@@ -7,6 +7,7 @@ import http from 'node:http';
 import dns from 'node:dns';
 import type { AddressInfo, LookupFunction, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { hashString, mix, mulberry32, type Rng } from './seeded';
 
 export interface RobotsSpec {
   disallow?: string[];
@@ -35,6 +36,46 @@ export interface SiteSpec {
    * Also consulted for /robots.txt, so robots fetch failures can be injected.
    */
   statusFor?: (path: string, attempt: number) => number | undefined;
+  /**
+   * Misbehaviour hook: consulted after the request is logged, after latencyMs,
+   * the 405 check and statusFor, and before robots.txt and generated pages.
+   * Return true once it has taken the response over (it may also finish it
+   * later, or never); false or nothing falls through to the generated site.
+   * A handler that has already written headers or closed the connection
+   * counts as having handled the request whatever it returns.
+   */
+  handler?: (ctx: SiteRequest) => boolean | void;
+}
+
+/** What a SiteSpec.handler gets: the request, the response and the raw connection. */
+export interface SiteRequest {
+  readonly web: TestWeb;
+  readonly site: SiteSpec;
+  readonly req: http.IncomingMessage;
+  readonly res: http.ServerResponse;
+  /** The connection itself, for resets (`resetAndDestroy`), truncation and bytes that are not HTTP. */
+  readonly socket: Socket;
+  /** Normalised site host (lower case, no port). */
+  readonly host: string;
+  /** Port from the Host header, else the local port. */
+  readonly port: number;
+  /** `http://host:port` of this site, for absolute links and Location headers. */
+  readonly origin: string;
+  readonly method: string;
+  /** Request target as sent: path plus query. */
+  readonly target: string;
+  /** Target without query. */
+  readonly path: string;
+  /** Query including its `?`, or ''. */
+  readonly search: string;
+  /** Handler calls for this path (query ignored) on this site, from 1. */
+  readonly attempt: number;
+  /** Handler calls on this site, any path, from 1. */
+  readonly siteRequest: number;
+  /** A timer that close() cancels and that is dropped when the response closes. */
+  later(ms: number, fn: () => void): void;
+  /** A complete response with Content-Length (no body for HEAD); ignored once the client is gone. */
+  send(status: number, contentType: string, body: Buffer | string, headers?: http.OutgoingHttpHeaders): void;
 }
 
 export interface RequestRecord {
@@ -70,6 +111,12 @@ export interface ExpectedPagesOptions {
 export interface StartTestWebOptions {
   port?: number;
   host?: string;
+  /**
+   * Largest request head accepted, in bytes. Default 256 KiB instead of
+   * Node's 16 KiB, so absurdly long URLs reach the request log (and a site
+   * handler) rather than dying as a 431 that no test could see.
+   */
+  maxHeaderSize?: number;
 }
 
 /** Query parameters that carry no page identity; links add them, normalisation drops them. */
@@ -78,7 +125,7 @@ const TRACKING_PARAM = /^utm_/i;
 export async function startTestWeb(opts: StartTestWebOptions = {}): Promise<TestWeb> {
   // Without a Host header there is no site to pick; answer "no such site"
   // like any unknown host instead of Node's bare 400.
-  const server = http.createServer({ requireHostHeader: false });
+  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: opts.maxHeaderSize ?? 256 * 1024 });
   // Long keep-alive so a crawler's connection pool is actually reused across
   // a benchmark instead of reconnecting after Node's 5 s default.
   server.keepAliveTimeout = 60_000;
@@ -115,6 +162,9 @@ interface SiteState {
   /** Rules for the default view (no crawler UA given); compiled lazily. */
   rules?: RobotsRules;
   attempts?: Map<string, number>;
+  /** Handler calls per path, and in all. */
+  handlerAttempts?: Map<string, number>;
+  handlerCalls?: number;
 }
 
 export class TestWeb {
@@ -315,6 +365,7 @@ export class TestWeb {
         return;
       }
     }
+    if (site.spec.handler && this.runHandler(site, req, res, target, path)) return;
     if (path === '/robots.txt') {
       if (site.robotsText === null) send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('not found\n'));
       else send(res, req, 200, 'text/plain; charset=utf-8', Buffer.from(site.robotsText));
@@ -326,6 +377,62 @@ export class TestWeb {
       return;
     }
     send(res, req, 200, 'text/html; charset=utf-8', html);
+  }
+
+  private runHandler(site: SiteState, req: http.IncomingMessage, res: http.ServerResponse, target: string, path: string): boolean {
+    site.handlerAttempts ??= new Map();
+    const attempt = (site.handlerAttempts.get(path) ?? 0) + 1;
+    site.handlerAttempts.set(path, attempt);
+    site.handlerCalls = (site.handlerCalls ?? 0) + 1;
+    const { host, port } = parseHostHeader(req.headers.host, req.socket.localPort ?? this.port);
+    // Hostile handlers write to connections the client may already have
+    // dropped; such errors are expected and must never reach the process.
+    // (Socket errors already go to the server's clientError handling.)
+    res.on('error', () => {});
+    const q = target.search(/[?#]/);
+    const timers = this.timers;
+    const pending = new Set<NodeJS.Timeout>();
+    res.once('close', () => {
+      for (const t of pending) {
+        clearTimeout(t);
+        timers.delete(t);
+      }
+      pending.clear();
+    });
+    const ctx: SiteRequest = {
+      web: this,
+      site: site.spec,
+      req,
+      res,
+      socket: req.socket,
+      host,
+      port,
+      origin: `http://${site.spec.host}:${port}`,
+      method: req.method ?? 'GET',
+      target,
+      path,
+      search: q >= 0 && target[q] === '?' ? target.slice(q).replace(/#.*/, '') : '',
+      attempt,
+      siteRequest: site.handlerCalls,
+      later(ms, fn) {
+        if (res.destroyed) return;
+        const t = setTimeout(() => {
+          pending.delete(t);
+          timers.delete(t);
+          if (!res.destroyed) fn();
+        }, ms);
+        pending.add(t);
+        timers.add(t);
+      },
+      send(status, contentType, body, headers = {}) {
+        if (res.destroyed || res.headersSent) return;
+        const buf = typeof body === 'string' ? Buffer.from(body) : body;
+        res.writeHead(status, { ...headers, 'content-type': contentType, 'content-length': buf.length });
+        res.end(req.method === 'HEAD' ? undefined : buf);
+      },
+    };
+    const handled = site.spec.handler!(ctx);
+    return handled === true || res.headersSent || res.writableEnded || res.destroyed;
   }
 
   private htmlFor(host: string, path: string): Buffer | undefined {
@@ -704,23 +811,6 @@ function hostIndex(hosts: string[]): Map<string, number> {
   return index;
 }
 
-interface Rng {
-  /** Uniform integer in [0, n). */
-  int(n: number): number;
-}
-
-function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return {
-    int(n: number): number {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-    },
-  };
-}
 
 function shuffle<T>(items: T[], rng: Rng): void {
   for (let i = items.length - 1; i > 0; i--) {
@@ -729,19 +819,3 @@ function shuffle<T>(items: T[], rng: Rng): void {
   }
 }
 
-/** FNV-1a; per-page seeds make every page computable on its own, in any order. */
-function hashString(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
-function mix(a: number, b: number): number {
-  let h = (a ^ Math.imul(b + 0x9e3779b9, 0x85ebca6b)) >>> 0;
-  h = Math.imul(h ^ (h >>> 16), 0x7feb352d);
-  h = Math.imul(h ^ (h >>> 15), 0x846ca68b);
-  return (h ^ (h >>> 16)) >>> 0;
-}

@@ -1,8 +1,25 @@
 import type { Command } from 'commander';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
 import { clientEndpoints, connectClient } from '../../temporal/connect';
-import { campaignStatusQuery, cancelSignal, pauseSignal, resumeSignal, type CampaignStatus } from '../../../workflows/messages';
+import { SteeringError, validateHostRequest } from '../../config/steering';
+import {
+  campaignStatusQuery,
+  cancelSignal,
+  pauseHostUpdate,
+  pauseSignal,
+  resumeHostUpdate,
+  resumeSignal,
+  type CampaignStatus,
+} from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
+
+export async function connectCli() {
+  const { temporalAddress } = clientEndpoints();
+  return connectClient(temporalAddress).catch((err: Error) => {
+    throw new UsageError(`cannot reach Temporal at ${temporalAddress} (${err.message}); is the stack up? (npm run crawler -- stack up)`);
+  });
+}
 
 async function handleFor(campaignId: string) {
   const { temporalAddress } = clientEndpoints();
@@ -12,7 +29,7 @@ async function handleFor(campaignId: string) {
   return { client, handle: client.workflow.getHandle(campaignId) };
 }
 
-async function withCampaign<T>(campaignId: string, fn: (h: Awaited<ReturnType<typeof handleFor>>['handle']) => Promise<T>): Promise<T> {
+export async function withCampaign<T>(campaignId: string, fn: (h: Awaited<ReturnType<typeof handleFor>>['handle']) => Promise<T>): Promise<T> {
   const { client, handle } = await handleFor(campaignId);
   try {
     return await fn(handle);
@@ -21,6 +38,40 @@ async function withCampaign<T>(campaignId: string, fn: (h: Awaited<ReturnType<ty
     throw err;
   } finally {
     await client.connection.close();
+  }
+}
+
+/** A steering request the campaign refused (its validator's words), or the CLI refused before sending. */
+export class SteeringRejected extends UsageError {}
+
+/**
+ * Sends a validated update to a running campaign and waits for its answer.
+ * A validator's rejection becomes a UsageError with the validator's message
+ * (exit 2); nothing changed in the campaign.
+ */
+export async function steerCampaign<Ret, Arg>(campaignId: string, update: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+  return withCampaign(campaignId, async (h: WorkflowHandle) => {
+    try {
+      return await h.executeUpdate(update, { args: [arg] });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
+      if (err instanceof WorkflowUpdateFailedError) {
+        const cause = err.cause;
+        if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
+        throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`);
+      }
+      throw err;
+    }
+  });
+}
+
+/** Runs a pure validator on the CLI side, so obvious mistakes never reach Temporal. */
+export function checkLocally<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof SteeringError) throw new SteeringRejected(err.message);
+    throw err;
   }
 }
 
@@ -33,8 +84,8 @@ export function formatStatus(s: CampaignStatus): string {
     `campaign ${s.campaignId}: ${s.status}${s.paused ? ' (paused)' : ''}, started ${s.startedAt}`,
     `pages ${s.totals.fetched}, failed ${s.totals.failed}, skipped ${s.totals.skipped}, bytes ${s.totals.bytes}, hosts ${s.totals.hosts} (${s.totals.activeHosts} active)`,
     '',
-    ['HOST', 'STATE', 'DOMAIN', 'PAGES', 'FAILED', 'SKIPPED'].join('\t'),
-    ...hosts.map((h) => [h.host, h.state, h.domainState, h.stats.fetched, h.stats.failed, h.stats.skipped].join('\t')),
+    ['HOST', 'STATE', 'DOMAIN', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER'].join('\t'),
+    ...hosts.map((h) => [h.host, h.state, h.domainState, h.stats.fetched, h.stats.failed, h.stats.skipped, h.frontier ?? '-'].join('\t')),
   ];
   return lines.join('\n');
 }
@@ -48,16 +99,24 @@ export function registerCampaignControlCommands(program: Command): void {
       const s = await withCampaign(campaignId, (h) => h.query(campaignStatusQuery));
       process.stdout.write(opts.json ? `${JSON.stringify(s)}\n` : `${formatStatus(s)}\n`);
     });
-  for (const [name, signal, what] of [
-    ['pause', pauseSignal, 'stop fetching (in-flight requests finish); state is kept'],
-    ['resume', resumeSignal, 'continue a paused campaign'],
+  for (const [name, signal, hostUpdate, what] of [
+    ['pause', pauseSignal, pauseHostUpdate, 'stop fetching (in-flight requests finish); state is kept. --host: one host only, the others go on'],
+    ['resume', resumeSignal, resumeHostUpdate, 'continue a paused campaign, or with --host a host paused on its own'],
   ] as const) {
     program
       .command(`${name} <campaign>`)
       .description(what)
-      .action(async (campaignId: string) => {
-        await withCampaign(campaignId, (h) => h.signal(signal));
-        process.stdout.write(`${name} sent to ${campaignId}\n`);
+      .option('--host <host>', 'only this host (host[:port], as `crawler status` lists them)')
+      .action(async (campaignId: string, opts: { host?: string }) => {
+        if (opts.host === undefined) {
+          await withCampaign(campaignId, (h) => h.signal(signal));
+          process.stdout.write(`${name} sent to ${campaignId}\n`);
+          return;
+        }
+        checkLocally(() => validateHostRequest({ host: opts.host }));
+        const r = await steerCampaign(campaignId, hostUpdate, { host: opts.host });
+        const still = name === 'resume' && r.paused ? ' (the campaign as a whole is still paused)' : '';
+        process.stdout.write(`${r.host} ${r.paused ? 'paused' : 'resumed'} in ${campaignId}${still}\n`);
       });
   }
   program

@@ -3,6 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
 import { processSettings } from '../../config/env';
+import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
@@ -30,6 +31,15 @@ interface CrawlOptions {
   userAgent?: string;
   ignoreRobots?: boolean;
   idleCloseMs?: number;
+  maxPagesPerHost?: number;
+  allowAddresses?: string;
+  allowPrivate?: boolean;
+  sitemaps?: string;
+  dedup?: string;
+  simhashDistance?: number;
+  nonHtml?: string;
+  maxUrlLength?: number;
+  politenessKey?: string;
 }
 
 const wholeNumber = (name: string) => (raw: string) => {
@@ -55,6 +65,12 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   } catch (err) {
     problems.push((err as Error).message);
   }
+  const allowAddresses = o.allowAddresses?.split(',').map((c) => c.trim()).filter(Boolean) ?? [];
+  try {
+    createAddressPolicy({ allow: allowAddresses });
+  } catch (err) {
+    problems.push(`--allow-addresses: ${(err as Error).message}`);
+  }
   const scopeFlags = [o.sameDomain, o.sameHost, o.anyDomain, o.domains !== undefined].filter(Boolean).length;
   if (scopeFlags > 1) problems.push('choose one of --same-domain, --same-host, --any-domain, --domains');
   if (problems.length) throw new UsageError(problems.join('\n'));
@@ -65,13 +81,21 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     scope: o.domains !== undefined
       ? { mode: 'domains', domains: o.domains.split(',').map((d) => d.trim()).filter(Boolean) }
       : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
-    budgets: { maxPages: o.maxPages ?? null, maxDepth: o.maxDepth ?? null },
+    budgets: { maxPages: o.maxPages ?? null, maxDepth: o.maxDepth ?? null, maxPagesPerHost: o.maxPagesPerHost ?? null },
     politeness: {
       ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
       ...(o.ignoreRobots ? { respectRobots: false } : {}),
+      ...(o.politenessKey !== undefined ? { key: o.politenessKey as 'host' } : {}),
     },
-    fetch: { resolve: o.resolve },
+    fetch: { resolve: o.resolve, allowAddresses, ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}) },
+    ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
+    content: {
+      ...(o.dedup !== undefined ? { dedup: o.dedup as 'near' } : {}),
+      ...(o.simhashDistance !== undefined ? { maxSimhashDistance: o.simhashDistance } : {}),
+      ...(o.nonHtml !== undefined ? { nonHtml: o.nonHtml as 'store' } : {}),
+    },
+    ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(o.idleCloseMs !== undefined ? { idleCloseMs: o.idleCloseMs } : {}),
   };
@@ -103,6 +127,15 @@ export function registerCrawlCommand(program: Command): void {
     .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
     .option('--idle-close-ms <n>', 'how long an idle host workflow waits for new URLs before closing', wholeNumber('--idle-close-ms'))
+    .option('--max-pages-per-host <n>', 'at most this many requests per host (guards against infinite sites)', wholeNumber('--max-pages-per-host'))
+    .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
+    .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
+    .option('--allow-private', 'fetch loopback/private/link-local addresses too (default: refused)')
+    .option('--politeness-key <key>', 'what shares one politeness clock: host (default), domain, ip')
+    .option('--sitemaps <mode>', 'robots+root (robots.txt Sitemap: lines and /sitemap.xml, default), robots, off')
+    .option('--dedup <mode>', 'content dedup: near (default), exact, off')
+    .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
+    .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const input = buildCampaignInput(seeds, o);

@@ -19,7 +19,8 @@ export function registerWorkerCommand(program: Command): void {
       };
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
-      process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${cfg.redisUrl})\n`);
+      const metrics = w.metricsUrl ? `, metrics ${w.metricsUrl}` : '';
+      process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${cfg.redisUrl}${metrics})\n`);
       await w.done;
     });
 }

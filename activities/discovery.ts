@@ -1,0 +1,153 @@
+// What a fetched response adds to the crawl: outlinks of HTML pages, the
+// target of a redirect we did not follow, the URLs a sitemap lists. All of
+// it goes through the same gates (scope, depth, spider-trap rules) and the
+// same mark-seen-and-enqueue path, so a URL found three ways is fetched once.
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { CampaignSettings } from '../src/config/campaign';
+import { Frontier, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
+import { parseSitemap, sitemapMayList } from '../src/sitemap/sitemap';
+import type { IndexEntry } from '../src/storage/index-writer';
+import { urlFingerprint } from '../src/url/fingerprint';
+import { hostKey, normalizeUrl } from '../src/url/normalize';
+import { trapReason } from '../src/url/traps';
+import { urlsDiscoveredSignal } from '../workflows/messages';
+import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import type { CrawlStepInput } from './types';
+
+/** Rejected-link samples kept per page in the index: enough to see the pattern, bounded for hostile pages. */
+const MAX_REJECTED_SAMPLES = 5;
+/** Child sitemaps followed from one sitemap index (sitemaps.org allows 50,000; a host needs far fewer to be covered). */
+const MAX_CHILD_SITEMAPS = 100;
+
+export interface Candidate {
+  url: string;
+  depth: number;
+  kind?: EntryKind;
+}
+
+export interface Routed {
+  /** Same-host items, enqueued atomically with the step's commit. */
+  own: EnqueueItem[];
+  /** Hosts that got new URLs and were woken through the campaign. */
+  discoveredHosts: number;
+  rejectedLinks?: IndexEntry['rejectedLinks'];
+}
+
+/**
+ * Applies depth, scope and trap rules to candidates, enqueues other hosts'
+ * URLs now (waking hosts that are not consuming their frontier) and returns
+ * the step's own-host URLs for the commit.
+ */
+export async function routeCandidates(
+  rt: WorkerRuntime,
+  campaign: CampaignRuntime,
+  input: CrawlStepInput,
+  referrer: string,
+  candidates: Candidate[],
+  opts: { ownHostBudgetLeft?: number } = {},
+): Promise<Routed> {
+  const s = campaign.settings;
+  const byHost = new Map<string, EnqueueItem[]>();
+  const counts: Record<string, number> = {};
+  const samples: { code: string; url: string; length: number }[] = [];
+  for (const c of candidates) {
+    if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth) continue;
+    const trap = trapReason(c.url, s.traps);
+    if (trap) {
+      counts[trap.code] = (counts[trap.code] ?? 0) + 1;
+      if (samples.length < MAX_REJECTED_SAMPLES) samples.push({ code: trap.code, url: c.url.slice(0, 200), length: c.url.length });
+      continue;
+    }
+    if (!campaign.scope.allows(c.url)) continue;
+    let host: string;
+    try {
+      host = hostKey(c.url);
+    } catch {
+      continue;
+    }
+    const list = byHost.get(host) ?? [];
+    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind });
+    byHost.set(host, list);
+  }
+  let own = byHost.get(input.host) ?? [];
+  byHost.delete(input.host);
+  // A host at its page budget gains nothing from more of its own URLs.
+  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => i.kind && i.kind !== 'page');
+  const woken: string[] = [];
+  await Promise.all(
+    [...byHost].map(async ([host, items]) => {
+      // A host whose workflow is consuming its frontier needs no wake: most
+      // cross-host links land there, and each wake costs the campaign and the
+      // domain workflow history events.
+      if (Frontier.needsWake(await new Frontier(rt.deps.redis, input.campaignKey, host).enqueue(items))) woken.push(host);
+    }),
+  );
+  if (woken.length > 0) await wakeHosts(rt, input.campaignWorkflowId, woken.sort());
+  const rejected = samples.length > 0 ? { counts, samples } : undefined;
+  return { own, discoveredHosts: woken.length, rejectedLinks: rejected };
+}
+
+async function wakeHosts(rt: WorkerRuntime, campaignWorkflowId: string, hosts: string[]): Promise<void> {
+  try {
+    await rt.deps.temporal.workflow.getHandle(campaignWorkflowId).signal(urlsDiscoveredSignal, { hosts });
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    // The campaign is over; nobody will crawl those hosts.
+  }
+}
+
+/**
+ * URLs listed by a fetched sitemap, as candidates: pages one hop below the
+ * sitemap, child sitemaps of an index as sitemap entries. Only URLs on the
+ * sitemap's own host count (sitemaps.org's rule, minus the path part).
+ */
+export function sitemapCandidatesOf(
+  body: Uint8Array,
+  sitemapUrl: string,
+  contentType: string | null,
+  entryKind: EntryKind,
+  depth: number,
+): { candidates: Candidate[]; summary: NonNullable<IndexEntry['sitemap']> } {
+  const parsed = parseSitemap(body, { url: sitemapUrl, contentType });
+  const candidates: Candidate[] = [];
+  const errors = parsed.errors.slice(0, 5);
+  let offHost = 0;
+  const add = (raw: string, kind: EntryKind, d: number) => {
+    let url: string;
+    try {
+      url = normalizeUrl(raw);
+    } catch {
+      return;
+    }
+    if (!sitemapMayList(sitemapUrl, url)) {
+      offHost++;
+      return;
+    }
+    candidates.push({ url, depth: d, kind });
+  };
+  for (const u of parsed.urls) add(u.loc, 'page', depth + 1);
+  // An index listed by an index is not followed: sitemaps.org forbids nesting, and it bounds the walk.
+  if (entryKind === 'sitemap') for (const sm of parsed.sitemaps.slice(0, MAX_CHILD_SITEMAPS)) add(sm, 'sitemap-child', depth);
+  if (offHost > 0) errors.push(`${offHost} URL(s) on other hosts ignored`);
+  return {
+    candidates,
+    summary: { kind: parsed.kind, urls: parsed.urls.length, added: 0, sitemaps: parsed.sitemaps.length, truncated: parsed.truncated, errors },
+  };
+}
+
+/** Sitemap URLs to enqueue for a host once its robots.txt is known. */
+export function sitemapSeeds(s: CampaignSettings, origin: string, robotsSitemaps: readonly string[]): string[] {
+  if (s.sitemaps === 'off') return [];
+  const out: string[] = [];
+  for (const raw of robotsSitemaps) {
+    try {
+      const url = normalizeUrl(raw);
+      // Sitemaps hosted elsewhere (a CDN) would need that host's politeness and scope; not followed.
+      if (sitemapMayList(origin + '/', url)) out.push(url);
+    } catch {
+      /* a bad Sitemap: line is ignored, like any bad robots.txt line */
+    }
+  }
+  if (s.sitemaps === 'robots+root') out.push(normalizeUrl(`${origin}/sitemap.xml`));
+  return [...new Set(out)];
+}

@@ -1,0 +1,64 @@
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { readIndex, type IndexEntry } from '../../storage/index-writer';
+import { buildReportData } from '../../report/report-data';
+import { renderReportHtml } from '../../report/html-report';
+import { UsageError } from '../usage-error';
+
+// The output folder of a campaign is recorded only in its workflow input
+// (and its final result), which needs a running Temporal to read. The report
+// works offline instead: it looks where `crawl` puts it by default
+// (crawl-output/<campaign>), or in --out, the same folder given to crawl.
+
+/** Same rule as config/campaign.ts; also keeps the default path inside crawl-output. */
+const CAMPAIGN_ID_RE = /^[A-Za-z0-9._-]{1,80}$/;
+
+interface ReportOptions {
+  out?: string;
+  file?: string;
+}
+
+/** Folders that may hold the campaign's index, most likely first. */
+export function candidateOutputDirs(campaignId: string, out: string | undefined, cwd = process.cwd()): string[] {
+  if (out !== undefined) return [path.resolve(cwd, out)];
+  // crawl-output itself is the default of a campaign started without the CLI.
+  return [path.resolve(cwd, 'crawl-output', campaignId), path.resolve(cwd, 'crawl-output')];
+}
+
+/** The entries of one campaign: from <dir>/index, or from <dir> when it is the index folder itself. */
+export async function loadCampaignIndex(campaignId: string, dirs: string[]): Promise<{ dir: string; entries: IndexEntry[] }> {
+  const others = new Set<string>();
+  for (const dir of dirs) {
+    for (const indexDir of [path.join(dir, 'index'), dir]) {
+      const all = await readIndex(indexDir);
+      // One folder can be shared by several campaigns' workers.
+      const entries = all.filter((e) => e.campaignId === campaignId);
+      all.forEach((e) => e.campaignId !== campaignId && others.add(String(e.campaignId)));
+      if (entries.length) return { dir: indexDir, entries };
+    }
+  }
+  const found = others.size ? `; found entries of ${[...others].slice(0, 5).join(', ')}${others.size > 5 ? ', …' : ''}` : '';
+  throw new UsageError(`no index entries for campaign ${campaignId} in ${dirs.join(' or ')}${found} (give its output folder with --out)`);
+}
+
+export function registerReportCommand(program: Command): void {
+  program
+    .command('report <campaign>')
+    .description('write a self-contained HTML report of a campaign from its index')
+    .option('--out <dir>', 'the campaign\'s output folder, as given to crawl (default crawl-output/<campaign>)')
+    .option('--file <path>', 'where to write the report (default <output folder>/report.html)')
+    .action(async (campaignId: string, o: ReportOptions) => {
+      if (!CAMPAIGN_ID_RE.test(campaignId)) throw new UsageError(`campaign ID must match [A-Za-z0-9._-]{1,80}, got ${JSON.stringify(campaignId)}`);
+      const dirs = candidateOutputDirs(campaignId, o.out);
+      const { dir, entries } = await loadCampaignIndex(campaignId, dirs);
+      const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString() });
+      const outputDir = path.basename(dir) === 'index' ? path.dirname(dir) : dir;
+      const file = path.resolve(o.file ?? path.join(outputDir, 'report.html'));
+      await fsp.mkdir(path.dirname(file), { recursive: true });
+      await fsp.writeFile(file, renderReportHtml(data), 'utf8');
+      const s = data.summary;
+      process.stderr.write(`report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, hosts ${s.hosts})\n`);
+      process.stdout.write(`${file}\n`);
+    });
+}

@@ -1,0 +1,137 @@
+// Steering a running campaign: rate, budgets, more seeds (pause/resume of
+// one host live beside the campaign-wide ones in campaign-control.ts), and
+// the list of campaigns. Every change is a validated Temporal update: the
+// campaign answers, and a rejected value changes nothing (exit 2).
+import type { Command } from 'commander';
+import {
+  parseLimitArg,
+  parseNumberArg,
+  validateAddSeeds,
+  validateSetBudgets,
+  validateSetPoliteness,
+  type SetBudgetsRequest,
+} from '../../config/steering';
+import { CrawlPages, CrawlState } from '../../temporal/search-attributes';
+import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setPolitenessUpdate } from '../../../workflows/messages';
+import { checkLocally, connectCli, steerCampaign } from './campaign-control';
+
+const limitText = (v: number | null) => (v === null ? 'unlimited' : String(v));
+
+export interface CampaignListRow {
+  campaignId: string;
+  /** Temporal's execution status: RUNNING, COMPLETED, FAILED, TERMINATED… */
+  status: string;
+  /** The campaign's own state (CrawlState): running, completed, budget-exhausted, cancelled. */
+  state: string | null;
+  startedAt: string;
+  closedAt: string | null;
+  pages: number | null;
+  paused?: boolean;
+}
+
+/** How long `list` waits for a running campaign to answer its status query. */
+const QUERY_DEADLINE_MS = 5_000;
+
+async function listCampaigns(all: boolean): Promise<CampaignListRow[]> {
+  const client = await connectCli();
+  try {
+    const query = `WorkflowType = 'crawlCampaign'${all ? '' : " AND ExecutionStatus = 'Running'"}`;
+    const rows: CampaignListRow[] = [];
+    for await (const wf of client.workflow.list({ query })) {
+      // A campaign that continued as new is listed once, by its latest run.
+      if (wf.status.name === 'CONTINUED_AS_NEW') continue;
+      rows.push({
+        campaignId: wf.workflowId,
+        status: wf.status.name,
+        state: wf.typedSearchAttributes.get(CrawlState) ?? null,
+        startedAt: wf.startTime.toISOString(),
+        closedAt: wf.closeTime?.toISOString() ?? null,
+        pages: wf.typedSearchAttributes.get(CrawlPages) ?? null,
+      });
+    }
+    // Running campaigns know their numbers best: ask them (bounded, a campaign without workers never answers).
+    await Promise.all(
+      rows
+        .filter((r) => r.status === 'RUNNING')
+        .map(async (r) => {
+          let timer: NodeJS.Timeout | undefined;
+          const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), QUERY_DEADLINE_MS)));
+          const s = await Promise.race([client.workflow.getHandle(r.campaignId).query(campaignStatusQuery).catch(() => null), deadline]);
+          clearTimeout(timer);
+          if (!s) return;
+          r.pages = s.totals.fetched;
+          r.state = s.status;
+          r.startedAt = s.startedAt;
+          r.paused = s.paused;
+        }),
+    );
+    return rows.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  } finally {
+    await client.connection.close();
+  }
+}
+
+export function formatCampaignList(rows: CampaignListRow[]): string {
+  if (rows.length === 0) return 'no campaigns';
+  return [
+    ['CAMPAIGN', 'STATUS', 'STATE', 'STARTED', 'PAGES'].join('\t'),
+    ...rows.map((r) => [r.campaignId, r.status.toLowerCase(), `${r.state ?? '-'}${r.paused ? ' (paused)' : ''}`, r.startedAt, r.pages ?? '-'].join('\t')),
+  ].join('\n');
+}
+
+export function registerSteerCommands(program: Command): void {
+  program
+    .command('set-rate <campaign>')
+    .description('change the minimum delay between two requests to a host, campaign-wide or for one host (robots.txt Crawl-delay still wins when larger)')
+    .requiredOption('--delay-ms <n>', 'milliseconds, 0–3600000')
+    .option('--host <host>', 'only this host (host[:port], as `crawler status` lists them)')
+    .action(async (campaignId: string, opts: { delayMs: string; host?: string }) => {
+      const req = { minDelayMs: parseNumberArg(opts.delayMs) as number, ...(opts.host === undefined ? {} : { host: opts.host }) };
+      checkLocally(() => validateSetPoliteness(req));
+      const r = await steerCampaign(campaignId, setPolitenessUpdate, req);
+      process.stdout.write(`${campaignId}: minimum delay ${r.minDelayMs} ms ${r.host ? `for ${r.host}` : 'campaign-wide'}, from each domain's next pause\n`);
+    });
+
+  program
+    .command('set-budget <campaign>')
+    .description("change a running campaign's page or depth budget (a number, or \"none\" for unlimited)")
+    .option('--max-pages <n|none>', 'pages fetched across the campaign')
+    .option('--max-depth <n|none>', 'link hops from a seed')
+    .action(async (campaignId: string, opts: { maxPages?: string; maxDepth?: string }) => {
+      const req: SetBudgetsRequest = {};
+      if (opts.maxPages !== undefined) req.maxPages = parseLimitArg(opts.maxPages) as number | null;
+      if (opts.maxDepth !== undefined) req.maxDepth = parseLimitArg(opts.maxDepth) as number | null;
+      checkLocally(() => validateSetBudgets(req));
+      const r = await steerCampaign(campaignId, setBudgetsUpdate, req);
+      process.stdout.write(
+        `${campaignId}: maxPages ${limitText(r.budgets.maxPages)}, maxDepth ${limitText(r.budgets.maxDepth)} (settings version ${r.configVersion})\n`,
+      );
+    });
+
+  program
+    .command('add-seeds <campaign> <url...>')
+    .description('add seed URLs to a running campaign (each must be within its scope)')
+    .option('--json', 'print the answer as JSON')
+    .action(async (campaignId: string, urls: string[], opts: { json?: boolean }) => {
+      checkLocally(() => validateAddSeeds({ seeds: urls }));
+      const r = await steerCampaign(campaignId, addSeedsUpdate, { seeds: urls });
+      if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+      else {
+        const lines = [`${campaignId}: ${r.accepted.length} seed(s) accepted, ${r.rejected.length} rejected`];
+        for (const x of r.rejected) lines.push(`  rejected ${x.seed}: ${x.reason}`);
+        process.stdout.write(`${lines.join('\n')}\n`);
+      }
+      // Nothing usable: say so in the exit code too.
+      if (r.accepted.length === 0) process.exitCode = 2;
+    });
+
+  program
+    .command('list')
+    .description('list campaigns (running ones unless --all) with status, start time and pages')
+    .option('--all', 'closed campaigns too')
+    .option('--json', 'print the list as JSON')
+    .action(async (opts: { all?: boolean; json?: boolean }) => {
+      const rows = await listCampaigns(opts.all ?? false);
+      process.stdout.write(opts.json ? `${JSON.stringify(rows)}\n` : `${formatCampaignList(rows)}\n`);
+    });
+}

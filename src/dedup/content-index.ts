@@ -1,0 +1,215 @@
+// Content deduplication shared by every worker of a campaign: an exact index
+// (content hash -> first URL) and a near-duplicate index over 64-bit SimHashes,
+// both consulted and updated by one Lua script so concurrent workers agree on
+// which page came first.
+import type { Cluster, Redis, Result } from 'ioredis';
+import { simhashToHex } from './simhash';
+
+export type ContentVerdict =
+  | { kind: 'unique' }
+  | { kind: 'exact-duplicate'; of: string }
+  | { kind: 'near-duplicate'; of: string; distance: number };
+
+export interface ContentCheckInput {
+  /** Normalised URL; it may not contain a newline (the index's record separator). */
+  url: string;
+  /** Hash of the content (e.g. sha256 hex of the visible text). */
+  exactHash: string;
+  /** SimHash of the visible text, or null when the text is too short to mean anything. */
+  simhash: bigint | null;
+}
+
+export interface ContentIndexOptions {
+  /** Largest Hamming distance that still counts as a near-duplicate (0..15). Default 3. */
+  maxDistance?: number;
+  /** Entries kept per band bucket; the oldest go first. Default 64. */
+  bucketCap?: number;
+}
+
+const MAX_BANDS = 16; // bands narrower than 4 bits put most pages in the same few buckets
+
+// TODO(move to keys.ts): all under the campaign's hash tag, so one script may touch them on Redis Cluster.
+export const contentKeys = (campaignKey: string, maxDistance: number) => {
+  const tag = `{${campaignKey}}`;
+  return {
+    /** HASH url -> verdict of its first check, which makes checks idempotent per URL. */
+    verdict: `crawl:${tag}:content:verdict`,
+    /** HASH exact content hash -> first URL that had it. */
+    exact: `crawl:${tag}:content:exact`,
+    /**
+     * HASH per band: band value (hex) -> newline-separated records, each
+     * 16 hex digits of SimHash followed by the URL. The band layout depends
+     * on maxDistance, so it is part of the name: workers configured
+     * differently never read each other's buckets as if they lined up.
+     */
+    band: (i: number) => `crawl:${tag}:content:k${maxDistance}:band:${i}`,
+  };
+};
+
+// TODO(move to scripts.ts).
+// KEYS: verdict, exact, band_1..band_n. ARGV: url, exactHash, simhash hex or '', maxDistance, bucketCap, field_1..field_n.
+// Returns the verdict string: 'u' | 'e\t<of>' | 'n\t<distance>\t<of>'.
+// Pigeonhole: with maxDistance+1 disjoint bands, two hashes within maxDistance
+// agree exactly on at least one band, so scanning the buckets of our own band
+// values finds every such earlier page still in its bucket. Lua numbers are
+// doubles and Redis's Lua has no 64-bit integers, so distances are computed
+// nibble by nibble from the hex text through a 16x16 popcount table.
+const CONTENT_CHECK_LUA = `
+local url, exactHash, sim = ARGV[1], ARGV[2], ARGV[3]
+local known = redis.call('HGET', KEYS[1], url)
+if known then return known end
+
+local verdict
+local owner = redis.call('HGET', KEYS[2], exactHash)
+if owner and owner ~= url then verdict = 'e\\t' .. owner end
+
+local n = #KEYS - 2
+local packed = {}
+if not verdict and sim ~= '' then
+  local NIB = {}
+  for i = 0, 9 do NIB[48 + i] = i end
+  for i = 0, 5 do NIB[97 + i] = 10 + i end
+  local POP = {}
+  for x = 0, 15 do
+    for y = 0, 15 do
+      local a, b, d = x, y, 0
+      for _ = 1, 4 do
+        if a % 2 ~= b % 2 then d = d + 1 end
+        a = (a - a % 2) / 2
+        b = (b - b % 2) / 2
+      end
+      POP[x * 16 + y] = d
+    end
+  end
+  local mine = { string.byte(sim, 1, 16) }
+  for i = 1, 16 do mine[i] = NIB[mine[i]] * 16 end
+
+  local bestD, bestUrl = tonumber(ARGV[4]) + 1, nil
+  for i = 1, n do
+    local p = redis.call('HGET', KEYS[2 + i], ARGV[5 + i])
+    packed[i] = p
+    if p then
+      for rec in string.gmatch(p, '[^\\n]+') do
+        local theirs = { string.byte(rec, 1, 16) }
+        local d = 0
+        for j = 1, 16 do
+          d = d + POP[mine[j] + NIB[theirs[j]]]
+          if d >= bestD then break end
+        end
+        local of = string.sub(rec, 17)
+        if d < bestD and of ~= url then bestD, bestUrl = d, of end
+      end
+    end
+  end
+  if bestUrl then verdict = 'n\\t' .. bestD .. '\\t' .. bestUrl end
+end
+
+-- Every body that is not itself an exact copy claims its hash, near-duplicates
+-- included, so a later byte-identical page is called an exact copy of it.
+if not owner then redis.call('HSETNX', KEYS[2], exactHash, url) end
+if not verdict then
+  verdict = 'u'
+  if sim ~= '' then
+    local cap, rec = tonumber(ARGV[5]), sim .. url
+    for i = 1, n do
+      local p = packed[i]
+      if p then
+        local count = select(2, string.gsub(p, '\\n', '')) + 1
+        while p and count >= cap do
+          local nl = string.find(p, '\\n', 1, true)
+          p = nl and string.sub(p, nl + 1) or nil
+          count = count - 1
+        end
+      end
+      redis.call('HSET', KEYS[2 + i], ARGV[5 + i], p and (p .. '\\n' .. rec) or rec)
+    end
+  end
+end
+redis.call('HSET', KEYS[1], url, verdict)
+return verdict`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    // numkeys first: the band count, hence the key count, depends on maxDistance.
+    crawlContentCheck(numKeys: number, ...keysThenArgv: (string | number)[]): Result<string, Context>;
+  }
+}
+
+function ensureScript(redis: Redis | Cluster): void {
+  if (typeof (redis as unknown as Record<string, unknown>).crawlContentCheck !== 'function') {
+    redis.defineCommand('crawlContentCheck', { lua: CONTENT_CHECK_LUA });
+  }
+}
+
+/**
+ * Splits 64 bits into `bands` contiguous bands (the first 64 % bands one bit
+ * wider), each as hex, most significant band first.
+ */
+export function bandValues(simhash: bigint, bands: number): string[] {
+  const base = Math.floor(64 / bands);
+  const extra = 64 % bands;
+  const out: string[] = [];
+  let shift = 64;
+  for (let i = 0; i < bands; i++) {
+    const width = base + (i < extra ? 1 : 0);
+    shift -= width;
+    const v = (simhash >> BigInt(shift)) & ((1n << BigInt(width)) - 1n);
+    out.push(v.toString(16));
+  }
+  return out;
+}
+
+function parseVerdict(v: string): ContentVerdict {
+  if (v === 'u') return { kind: 'unique' };
+  if (v.startsWith('e\t')) return { kind: 'exact-duplicate', of: v.slice(2) };
+  if (v.startsWith('n\t')) {
+    const tab = v.indexOf('\t', 2);
+    return { kind: 'near-duplicate', of: v.slice(tab + 1), distance: Number(v.slice(2, tab)) };
+  }
+  throw new Error(`unexpected content verdict ${JSON.stringify(v)}`);
+}
+
+/**
+ * First writer wins: the first URL to bring some content is 'unique' and is
+ * recorded; later URLs with the same hash, or a SimHash within maxDistance of
+ * a recorded page, are duplicates of it. A URL's first verdict is final, so a
+ * retried activity gets the same answer even if the refetched content differs.
+ *
+ * Bucket cap: every check scans its band buckets inside the script, which
+ * blocks Redis for all workers, and bucket sizes are skewed (template-heavy
+ * sites put many pages in the same buckets; wide maxDistance means narrow
+ * bands and few distinct values). Capping each bucket bounds both the script's
+ * run time (bands x cap x 16 nibble steps) and the memory per bucket. Dropping
+ * the oldest costs recall only: a page whose match was evicted from every
+ * band it shares may be called unique, but nothing is ever called a duplicate
+ * wrongly, and a breadth-first crawl meets a section's look-alike pages close
+ * together, so the recent ones are the useful ones.
+ */
+export class ContentIndex {
+  private readonly keys: ReturnType<typeof contentKeys>;
+  private readonly maxDistance: number;
+  private readonly bucketCap: number;
+  private readonly bandKeys: string[];
+
+  constructor(private readonly redis: Redis | Cluster, campaignKey: string, opts: ContentIndexOptions = {}) {
+    this.maxDistance = opts.maxDistance ?? 3;
+    this.bucketCap = opts.bucketCap ?? 64;
+    if (!Number.isInteger(this.maxDistance) || this.maxDistance < 0 || this.maxDistance >= MAX_BANDS) {
+      throw new RangeError(`maxDistance must be an integer from 0 to ${MAX_BANDS - 1}, got ${this.maxDistance}`);
+    }
+    if (!Number.isInteger(this.bucketCap) || this.bucketCap < 1) throw new RangeError(`bucketCap must be a positive integer, got ${this.bucketCap}`);
+    this.keys = contentKeys(campaignKey, this.maxDistance);
+    this.bandKeys = Array.from({ length: this.maxDistance + 1 }, (_, i) => this.keys.band(i));
+    ensureScript(redis);
+  }
+
+  async check(input: ContentCheckInput): Promise<ContentVerdict> {
+    if (input.url.includes('\n')) throw new TypeError(`url may not contain a newline: ${JSON.stringify(input.url)}`);
+    if (!input.exactHash) throw new TypeError('exactHash is empty');
+    const sim = input.simhash === null ? '' : simhashToHex(input.simhash);
+    const fields = input.simhash === null ? this.bandKeys.map(() => '') : bandValues(input.simhash, this.bandKeys.length);
+    const keys = [this.keys.verdict, this.keys.exact, ...this.bandKeys];
+    const raw = await this.redis.crawlContentCheck(keys.length, ...keys, input.url, input.exactHash, sim, this.maxDistance, this.bucketCap, ...fields);
+    return parseVerdict(raw);
+  }
+}

@@ -1,0 +1,57 @@
+// Which requests share one politeness clock. By default every host has its
+// own; `domain` makes a whole registrable domain one "site" (a.example.com and
+// b.example.com together), and `ip` makes hosts that resolve to one address
+// share a clock, since they share the server that has to bear the load.
+import dns from 'node:dns/promises';
+import { findOverride, type ResolveOverrides } from '../http/resolve-overrides';
+import { registrableDomain } from '../url/scope';
+
+export type PolitenessKeyMode = 'host' | 'domain' | 'ip';
+
+/** Addresses are looked up again after this long, so a moved site is followed. */
+const IP_CACHE_MS = 60_000;
+const IP_CACHE_MAX = 50_000;
+
+export class PolitenessKeys {
+  private readonly ips = new Map<string, { at: number; key: Promise<string> }>();
+
+  constructor(
+    private readonly mode: PolitenessKeyMode,
+    private readonly overrides: ResolveOverrides,
+  ) {}
+
+  /** The clock key for a host key (`hostname[:port]`, as hostKey() returns it). */
+  keyFor(hostKey: string): Promise<string> {
+    if (this.mode === 'host') return Promise.resolve(hostKey);
+    const { hostname, port } = splitHostKey(hostKey);
+    if (this.mode === 'domain') return Promise.resolve(`domain:${registrableDomain(hostname)}`);
+    const hit = this.ips.get(hostKey);
+    if (hit && Date.now() - hit.at < IP_CACHE_MS) return hit.key;
+    const key = this.resolve(hostname, port, hostKey);
+    if (this.ips.size >= IP_CACHE_MAX) this.ips.clear();
+    this.ips.set(hostKey, { at: Date.now(), key });
+    return key;
+  }
+
+  private async resolve(hostname: string, port: number, hostKey: string): Promise<string> {
+    const pinned = findOverride(this.overrides, hostname, port);
+    if (pinned) return `ip:${pinned.address}`;
+    if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return `ip:${hostname}`;
+    try {
+      const { address } = await dns.lookup(hostname);
+      return `ip:${address}`;
+    } catch {
+      // No address: the fetch will fail with a typed DNS error; until then
+      // the host keeps its own clock.
+      this.ips.delete(hostKey);
+      return hostKey;
+    }
+  }
+}
+
+function splitHostKey(hostKey: string): { hostname: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostKey);
+  const hostname = (m?.[1] ?? hostKey).replace(/^\[|\]$/g, '');
+  const port = m?.[2] ? Number(m[2]) : 80;
+  return { hostname, port };
+}

@@ -1,0 +1,41 @@
+// The operators' promise, in small: a campaign on its own stack survives
+// worker kills, Redis kills, Temporal restarts and connection resets, and
+// finishes with nothing lost, nothing stored twice and no host hit too fast.
+// `npm run chaos` runs the same driver longer and bigger.
+import { FAULT_KINDS, formatReport, runChaos } from '../chaos/chaos';
+
+jest.setTimeout(15 * 60_000);
+
+test('a campaign survives every kind of fault, several times', async () => {
+  const report = await runChaos({
+    hosts: 20,
+    pages: 50,
+    workers: 3,
+    faults: [...FAULT_KINDS],
+    seed: 7,
+    // Two rounds of every kind, spread over the crawl by progress, so a fast
+    // machine that finishes early still sees each kind.
+    faultCount: 8,
+    cleanupOnSuccess: !process.env.CRAWLER_KEEP_TEST_DATA,
+    log: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : () => undefined,
+  });
+  if (!report.ok || process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`${formatReport(report)}\n`);
+
+  // At least one fault of each kind happened while the crawl ran.
+  for (const kind of FAULT_KINDS) expect(report.totals.byKind[kind]).toBeGreaterThanOrEqual(1);
+  // The checks, one by one, so a failure names the one that broke.
+  expect(report.campaignStatus).toBe('completed');
+  expect(report.pages.missing).toEqual([]);
+  expect(report.pages.notFetched).toEqual([]);
+  // Refetches: only after a fault, at most one per host per fault (a fault
+  // interrupts at most the one step each host has in flight). Not "≤ kills":
+  // one worker kill can interrupt many hosts' steps (docs/guarantees.md).
+  expect(report.fetches.unexplained).toBe(0);
+  expect(report.faults.filter((f) => f.refetches > report.hosts)).toEqual([]);
+  // Not exactly once: a step interrupted between its index append and its
+  // Redis commit stores the page again; never without a refetch.
+  expect(report.pages.duplicateLines).toBeLessThanOrEqual(report.fetches.duplicates);
+  expect(report.politeness.worst).toEqual([]);
+  expect(report.totals.unexpectedWorkerExits).toEqual([]);
+  expect(report.checks.filter((c) => c.required && !c.ok)).toEqual([]);
+});

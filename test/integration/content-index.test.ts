@@ -1,0 +1,170 @@
+// The shared content index against real Redis: first writer wins, verdicts
+// are final per URL, and the pigeonhole bands find every near-duplicate
+// within maxDistance and nothing beyond it.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { createRedis } from '../../src/redis/client';
+import { bandValues, ContentIndex, contentKeys } from '../../src/dedup/content-index';
+import { hammingDistance, simhash64 } from '../../src/dedup/simhash';
+
+const random64 = () => randomBytes(8).readBigUInt64BE();
+/** Flips the given bit positions (0 = least significant). */
+const flip = (h: bigint, bits: number[]) => bits.reduce((x, b) => x ^ (1n << BigInt(b)), h);
+const hash = () => randomUUID();
+const ck = () => `t-${randomUUID()}`;
+
+// With the default maxDistance 3 the bands are 16 bits each: [63..48] [47..32] [31..16] [15..0].
+const BAND_BITS = [60, 40, 20, 5];
+
+describe('content index', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('reports an exact duplicate with the first URL, with or without a simhash', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const h = hash();
+    expect(await idx.check({ url: 'http://a.test/1', exactHash: h, simhash: random64() })).toEqual({ kind: 'unique' });
+    expect(await idx.check({ url: 'http://a.test/2', exactHash: h, simhash: random64() })).toEqual({ kind: 'exact-duplicate', of: 'http://a.test/1' });
+    expect(await idx.check({ url: 'http://b.test/3', exactHash: h, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://a.test/1' });
+    expect(await idx.check({ url: 'http://a.test/4', exactHash: hash(), simhash: null })).toEqual({ kind: 'unique' });
+  });
+
+  it('reports a near-duplicate within maxDistance with its distance, whichever bands the differences fall in', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const s = random64();
+    expect(await idx.check({ url: 'http://n.test/orig', exactHash: hash(), simhash: s })).toEqual({ kind: 'unique' });
+    // Three bands differ, one is intact.
+    expect(await idx.check({ url: 'http://n.test/3spread', exactHash: hash(), simhash: flip(s, BAND_BITS.slice(0, 3)) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 3 });
+    // All three differences in one band.
+    expect(await idx.check({ url: 'http://n.test/3packed', exactHash: hash(), simhash: flip(s, [0, 7, 15]) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 3 });
+    expect(await idx.check({ url: 'http://n.test/1', exactHash: hash(), simhash: flip(s, [63]) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 1 });
+    expect(await idx.check({ url: 'http://n.test/0', exactHash: hash(), simhash: s })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 0 });
+  });
+
+  it('does not report distance maxDistance+1, whether no band or some bands match', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const s = random64();
+    await idx.check({ url: 'http://f.test/orig', exactHash: hash(), simhash: s });
+    // Every band differs: no candidate at all.
+    expect(await idx.check({ url: 'http://f.test/spread', exactHash: hash(), simhash: flip(s, BAND_BITS) })).toEqual({ kind: 'unique' });
+    // One band differs in four bits: a candidate, rejected on distance.
+    expect(await idx.check({ url: 'http://f.test/packed', exactHash: hash(), simhash: flip(s, [16, 17, 18, 31]) })).toEqual({ kind: 'unique' });
+  });
+
+  it('agrees with hammingDistance on random pairs (the script computes distance nibble by nibble)', async () => {
+    for (let i = 0; i < 200; i++) {
+      const idx = new ContentIndex(redis, ck());
+      const a = random64();
+      const bits = Array.from({ length: i % 6 }, () => Math.floor(Math.random() * 64));
+      const b = flip(a, bits);
+      const d = hammingDistance(a, b);
+      await idx.check({ url: 'http://p.test/a', exactHash: hash(), simhash: a });
+      const v = await idx.check({ url: 'http://p.test/b', exactHash: hash(), simhash: b });
+      expect(v).toEqual(d <= 3 ? { kind: 'near-duplicate', of: 'http://p.test/a', distance: d } : { kind: 'unique' });
+    }
+  });
+
+  it('names the closest recorded page', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const s = random64();
+    const far = flip(s, [1, 2, 3, 4]); // 4 from s: both are recorded as unique
+    await idx.check({ url: 'http://c.test/a', exactHash: hash(), simhash: s });
+    expect(await idx.check({ url: 'http://c.test/b', exactHash: hash(), simhash: far })).toEqual({ kind: 'unique' });
+    expect(await idx.check({ url: 'http://c.test/p', exactHash: hash(), simhash: flip(s, [1]) })).toEqual({ kind: 'near-duplicate', of: 'http://c.test/a', distance: 1 });
+    expect(await idx.check({ url: 'http://c.test/q', exactHash: hash(), simhash: flip(s, [1, 2, 3]) })).toEqual({ kind: 'near-duplicate', of: 'http://c.test/b', distance: 1 });
+  });
+
+  it('gives a URL the same verdict every time it is checked (retried activities)', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const page = { url: 'http://r.test/1', exactHash: hash(), simhash: random64() };
+    expect(await idx.check(page)).toEqual({ kind: 'unique' });
+    expect(await idx.check(page)).toEqual({ kind: 'unique' });
+    // A retry that refetched different content keeps the first verdict.
+    expect(await idx.check({ ...page, exactHash: hash(), simhash: random64() })).toEqual({ kind: 'unique' });
+    const dup = { url: 'http://r.test/2', exactHash: page.exactHash, simhash: page.simhash };
+    expect(await idx.check(dup)).toEqual({ kind: 'exact-duplicate', of: page.url });
+    expect(await idx.check(dup)).toEqual({ kind: 'exact-duplicate', of: page.url });
+  });
+
+  it('lets exactly one of 20 concurrent identical pages be unique', async () => {
+    const key = ck();
+    const h = hash();
+    const s = random64();
+    const urls = Array.from({ length: 20 }, (_, i) => `http://x${i}.test/same`);
+    // Separate connections and ContentIndex instances, as separate workers would have.
+    const clients = Array.from({ length: 5 }, () => createRedis(process.env.REDIS_URL!));
+    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(clients[i % 5], key).check({ url, exactHash: h, simhash: s })));
+    await Promise.all(clients.map((c) => c.quit()));
+    const unique = urls.filter((_, i) => verdicts[i].kind === 'unique');
+    expect(unique).toHaveLength(1);
+    for (const v of verdicts) if (v.kind !== 'unique') expect(v).toEqual({ kind: 'exact-duplicate', of: unique[0] });
+  });
+
+  it('lets exactly one of 20 concurrent near-identical pages be unique', async () => {
+    const key = ck();
+    const s = random64();
+    const urls = Array.from({ length: 20 }, (_, i) => `http://y${i}.test/similar`);
+    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(redis, key).check({ url, exactHash: hash(), simhash: flip(s, [i]) })));
+    const unique = urls.filter((_, i) => verdicts[i].kind === 'unique');
+    expect(unique).toHaveLength(1);
+    for (const v of verdicts) if (v.kind !== 'unique') expect(v).toMatchObject({ kind: 'near-duplicate', of: unique[0], distance: 2 });
+  });
+
+  it('respects maxDistance', async () => {
+    const s = random64();
+    // maxDistance 6: seven bands, widths 10,9,9,9,9,9,9 from the top: [63..54] [53..45] [44..36] [35..27] [26..18] [17..9] [8..0].
+    const seven = [60, 50, 40, 30, 20, 10, 0];
+    const wide = new ContentIndex(redis, ck(), { maxDistance: 6 });
+    await wide.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
+    expect(await wide.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({ kind: 'near-duplicate', of: 'http://m.test/orig', distance: 6 });
+    expect(await wide.check({ url: 'http://m.test/7', exactHash: hash(), simhash: flip(s, seven) })).toEqual({ kind: 'unique' });
+
+    const narrow = new ContentIndex(redis, ck());
+    await narrow.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
+    expect(await narrow.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({ kind: 'unique' });
+
+    const exactOnly = new ContentIndex(redis, ck(), { maxDistance: 0 });
+    await exactOnly.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
+    expect(await exactOnly.check({ url: 'http://m.test/1', exactHash: hash(), simhash: flip(s, [33]) })).toEqual({ kind: 'unique' });
+    expect(await exactOnly.check({ url: 'http://m.test/0', exactHash: hash(), simhash: s })).toEqual({ kind: 'near-duplicate', of: 'http://m.test/orig', distance: 0 });
+
+    expect(() => new ContentIndex(redis, ck(), { maxDistance: 16 })).toThrow(RangeError);
+    expect(() => new ContentIndex(redis, ck(), { maxDistance: -1 })).toThrow(RangeError);
+  });
+
+  it('caps each band bucket, dropping the oldest entries', async () => {
+    const key = ck();
+    const idx = new ContentIndex(redis, key, { bucketCap: 4 });
+    // Five unrelated pages that share band 0 (the top 16 bits) and nothing else.
+    const top = random64() & (0xffffn << 48n);
+    const pages = Array.from({ length: 5 }, (_, i) => ({ url: `http://cap.test/${i}`, exactHash: hash(), simhash: top | (random64() & ((1n << 48n) - 1n)) }));
+    for (const p of pages) expect(await idx.check(p)).toEqual({ kind: 'unique' });
+    const bucket = await redis.hget(contentKeys(key, 3).band(0), bandValues(top, 4)[0]);
+    expect(bucket!.split('\n').map((r) => r.slice(16))).toEqual(pages.slice(1).map((p) => p.url));
+
+    // A probe that shares only band 0 with a page finds it only while it is still in the bucket.
+    const onlyBand0 = (h: bigint) => flip(h, BAND_BITS.slice(1));
+    expect(await idx.check({ url: 'http://cap.test/p0', exactHash: hash(), simhash: onlyBand0(pages[0].simhash) })).toEqual({ kind: 'unique' });
+    expect(await idx.check({ url: 'http://cap.test/p4', exactHash: hash(), simhash: onlyBand0(pages[4].simhash) })).toEqual({ kind: 'near-duplicate', of: pages[4].url, distance: 3 });
+  });
+
+  it('finds an edited copy of a long text through simhash64', async () => {
+    const idx = new ContentIndex(redis, ck());
+    const words = Array.from({ length: 2500 }, (_, i) => `word${(i * 7919) % 1013}`);
+    const original = words.join(' ');
+    const edited = [...words.slice(0, 1200), 'updated', ...words.slice(1201)].join(' ');
+    const [a, b] = [simhash64(original), simhash64(edited)];
+    expect(hammingDistance(a, b)).toBeLessThanOrEqual(3);
+    await idx.check({ url: 'http://t.test/a', exactHash: hash(), simhash: a });
+    expect(await idx.check({ url: 'http://t.test/b', exactHash: hash(), simhash: b })).toMatchObject({ kind: 'near-duplicate', of: 'http://t.test/a' });
+  });
+
+  it('rejects a URL with a newline, which would corrupt a bucket', async () => {
+    await expect(new ContentIndex(redis, ck()).check({ url: 'http://a.test/\nx', exactHash: hash(), simhash: 1n })).rejects.toThrow(TypeError);
+  });
+});

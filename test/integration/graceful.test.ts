@@ -1,0 +1,227 @@
+// Graceful operations: a worker told to stop (SIGTERM) finishes what it has
+// in flight and exits 0; a campaign survives the whole stack going down and
+// coming back on the same data; `stack down` leaves no server behind.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../src/stack/ports';
+import { readStackState } from '../../src/stack/stack';
+import { PROJECT_ROOT } from '../../src/stack/paths';
+import { connectClient } from '../../src/temporal/connect';
+import { startCampaign } from '../../src/temporal/campaign-client';
+import { readIndex } from '../../src/storage/index-writer';
+import { WorkerPool } from '../../src/worker/worker-pool';
+import { RestartableStack } from '../chaos/restartable-stack';
+import { generateSites, startTestWeb } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, sleep, urlOf, type Harness } from '../support/harness';
+
+jest.setTimeout(10 * 60_000);
+
+const dataRoot = () => process.env.CRAWLER_TEST_DATA_DIR!;
+
+describe('SIGTERM on a worker with steps in flight', () => {
+  let h: Harness;
+  const LATENCY = 2_000;
+  beforeAll(async () => {
+    // One worker, so every step in flight at the SIGTERM is that worker's;
+    // slow pages, so there are some.
+    h = await createHarness('sigterm', { workers: 1 });
+    for (const spec of generateSites({ count: 6, pages: 12, fanOut: 3, hostPattern: (i) => `g${i}.sigterm.test`, seed: 11, latencyMs: LATENCY })) h.web.addSite(spec);
+  });
+  afterAll(() => h?.close());
+
+  test('the worker drains and exits 0; the campaign completes with nothing lost or refetched', async () => {
+    const seed = h.web.url('g0.sigterm.test', '/');
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 100 }, idleCloseMs: 3_000 });
+    // Wait until several requests are in flight: arrived less than LATENCY ago, so not answered yet.
+    const inFlight = () => {
+      const cutoff = performance.timeOrigin + performance.now() - LATENCY + 300;
+      return pageRequests(h.web.requests()).filter((r) => r.t > cutoff);
+    };
+    while (pageRequests(h.web.requests()).length < 10 || inFlight().length < 2) await sleep(50);
+    const [worker] = h.pool.alive();
+    const pending = inFlight().map((r) => urlOf(h, r));
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      worker.child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const termAt = Date.now();
+    worker.child.kill('SIGTERM');
+    // The worker's shutdownGraceTime is 30 s; SIGKILL only if it hangs far beyond that.
+    const guard = setTimeout(() => worker.child.kill('SIGKILL'), 120_000);
+    const { code, signal } = await exit;
+    clearTimeout(guard);
+    if (process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`SIGTERM → exit ${code} after ${Date.now() - termAt} ms with ${pending.length} request(s) in flight\n`);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+
+    // The steps it had in flight were finished and stored before it left.
+    const storedBeforeRestart = new Set(fetchedUrls(await outputOf(h, handle.workflowId).index()));
+    for (const u of pending) expect(storedBeforeRestart).toContain(u);
+
+    await h.pool.startOne();
+    const result = await handle.result();
+    const expected = h.web.expectedPages([seed]);
+    const fetched = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
+    expect(result.status).toBe('completed');
+    expect(new Set(fetched)).toEqual(expected);
+    // A drained step is never fetched again.
+    expect(fetched.length).toBe(expected.size);
+    const index = fetchedUrls(await outputOf(h, result.campaignId).index());
+    expect(new Set(index)).toEqual(expected);
+    expect(index.length).toBe(expected.size);
+  });
+});
+
+describe('the whole stack goes down and comes back on the same data', () => {
+  test('the campaign completes with every page, still polite', async () => {
+    const dataDir = path.join(dataRoot(), `restart-stack-${process.pid}`);
+    const stack = await RestartableStack.start({ dataDir: path.join(dataDir, 'stack') });
+    const web = await startTestWeb();
+    const pool = new WorkerPool({
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      REDIS_URL: stack.redisUrl,
+      CRAWLER_TASK_QUEUE: `restart-${process.pid}`,
+      CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
+    });
+    let client = await connectClient(stack.temporalAddress);
+    try {
+      const sites = generateSites({ count: 6, pages: 20, fanOut: 3, hostPattern: (i) => `r${i}.restart.test`, seed: 13 });
+      for (const spec of sites) web.addSite(spec);
+      await pool.start(2);
+      const seed = web.url(sites[0].host, '/');
+      const campaignId = `restart-${Date.now().toString(36)}`;
+      const outDir = path.join(dataDir, 'output', campaignId);
+      await startCampaign(client, `restart-${process.pid}`, {
+        campaignId,
+        seeds: [seed],
+        scope: { mode: 'any' },
+        politeness: { minDelayMs: 200 },
+        fetch: { resolve: web.resolveArgs() },
+        output: { dir: outDir },
+        idleCloseMs: 3_000,
+      });
+      while (pageRequests(web.requests()).length < 30) await sleep(100);
+
+      // Everything down: the servers stop (SIGTERM: Temporal closes its
+      // SQLite file, Redis fsyncs its AOF), then the workers. Servers first,
+      // so that nothing moves once they are down: a worker told to stop while
+      // its servers run keeps taking new steps while it drains
+      // (docs/guarantees.md).
+      const pids = stack.pids();
+      await stack.stop();
+      const before = pageRequests(web.requests()).map((r) => web.url(r.host, r.path));
+      const stopAt = Date.now();
+      const workersBefore = [...pool.workers];
+      // With their servers gone, workers do not finish draining (their local
+      // activities keep retrying; docs/guarantees.md): SIGKILL after 10 s.
+      await pool.stopAll(10_000);
+      if (process.env.CRAWLER_TEST_VERBOSE) {
+        const how = workersBefore.map((w) => `#${w.index}: ${w.child.signalCode ?? `exit ${w.child.exitCode}`}`).join(', ');
+        process.stderr.write(`workers stopped ${Date.now() - stopAt} ms after SIGTERM with the servers down (${how})\n`);
+      }
+      await client.connection.close();
+      for (const pid of [pids.temporal, pids.redis]) expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+      expect(pool.alive()).toEqual([]);
+      expect(pageRequests(web.requests()).length).toBe(before.length);
+      expect(new Set(before).size).toBeLessThan(web.expectedPages([seed]).size);
+
+      // ...and up again: same ports, same SQLite file, same AOF.
+      await stack.startAgain();
+      client = await connectClient(stack.temporalAddress);
+      await pool.start(2);
+      const result = await client.workflow.getHandle(campaignId).result();
+
+      const expected = web.expectedPages([seed]);
+      const fetched = pageRequests(web.requests()).map((r) => web.url(r.host, r.path));
+      expect(result.status).toBe('completed');
+      expect(new Set(fetched)).toEqual(expected);
+      // Only a step caught mid-flight by the shutdown (at most one per host) may be fetched again.
+      const again = fetched.slice(before.length).filter((u) => before.includes(u));
+      expect(again.length).toBeLessThanOrEqual(sites.length);
+      expect(fetched.length - expected.size).toBe(again.length);
+      for (const [, gap] of minGapsByHost(web.requests())) expect(gap).toBeGreaterThanOrEqual(200);
+      const index = fetchedUrls(await readIndex(path.join(outDir, 'index')));
+      expect(new Set(index)).toEqual(expected);
+      expect(index.length - expected.size).toBeLessThanOrEqual(again.length);
+      if (process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`stack restart: ${before.length} page requests before, ${again.length} fetched again, ${index.length - expected.size} extra index line(s)\n`);
+    } finally {
+      await pool.stopAll();
+      await client.connection.close().catch(() => undefined);
+      await web.close();
+      await stack.stop();
+    }
+  });
+});
+
+describe('crawler stack up / stack down', () => {
+  /** Runs stackUp/stackDown in a separate process, as the CLI does: `up` returns while the servers keep running. */
+  const runStackFn = (code: string) => {
+    const tsx = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
+    const res = spawnSync(tsx, ['-e', code], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 180_000 });
+    if (res.status !== 0) throw new Error(`stack command failed (${res.status}): ${res.stderr}`);
+    return res.stdout;
+  };
+  /**
+   * Running processes of this stack, whatever their pids: the Temporal dev
+   * server names the folder on its command line; redis-server rewrites its
+   * title to `redis-server 127.0.0.1:<port>`.
+   */
+  const processesOf = (dir: string, redisPort: number) =>
+    fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .flatMap((pid) => {
+        try {
+          const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+          const state = /\) (\S)/.exec(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+          const ours = cmd.includes(dir) || (cmd.includes('redis-server') && cmd.includes(`:${redisPort}`));
+          return ours && state !== 'Z' ? [`${pid} ${cmd.trim()}`] : [];
+        } catch {
+          return [];
+        }
+      });
+
+  test('down stops what up started and leaves no process behind', async () => {
+    // Own folder and free ports: never the user's 7233 / 6379 stack.
+    const dir = path.join(dataRoot(), `stack-up-${process.pid}`);
+    const [temporalPort, uiPort, redisPort] = [await freePort(), await freePort(), await freePort()];
+    const stackModule = JSON.stringify(path.join(PROJECT_ROOT, 'src', 'stack', 'stack.ts'));
+    try {
+      runStackFn(
+        `const { stackUp } = require(${stackModule});` +
+          `stackUp({ dataDir: ${JSON.stringify(dir)}, temporalPort: ${temporalPort}, uiPort: ${uiPort}, redisPort: ${redisPort} })` +
+          `.then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });`,
+      );
+      const state = readStackState(dir);
+      const pids = [state.temporal?.pid, state.redis?.pid];
+      expect(pids.every((p) => typeof p === 'number' && p > 0)).toBe(true);
+      // The process that ran `up` is gone; the servers it started are not.
+      for (const pid of pids) expect(fs.existsSync(`/proc/${pid}`)).toBe(true);
+      expect(processesOf(dir, redisPort).length).toBeGreaterThanOrEqual(2);
+
+      const out = runStackFn(
+        `const { stackDown } = require(${stackModule});` +
+          `stackDown({ dataDir: ${JSON.stringify(dir)} }).then((s) => { console.log(JSON.stringify(s)); process.exit(0); }, (e) => { console.error(e); process.exit(1); });`,
+      );
+      expect(JSON.parse(out.trim()).sort()).toEqual(['redis', 'temporal']);
+      for (const pid of pids) {
+        const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : null;
+        // Gone, or at most a zombie waiting for init to reap it: nothing running.
+        expect(stat === null || /\) Z /.test(stat)).toBe(true);
+      }
+      expect(processesOf(dir, redisPort)).toEqual([]);
+      expect(fs.existsSync(path.join(dir, 'stack.json'))).toBe(false);
+      // The data stays for the next `stack up`.
+      expect(fs.existsSync(path.join(dir, 'temporal', 'temporal.sqlite'))).toBe(true);
+    } finally {
+      // Whatever happened above, no server of this test survives it.
+      const state = readStackState(dir);
+      for (const pid of [state.temporal?.pid, state.redis?.pid]) {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    }
+  });
+});

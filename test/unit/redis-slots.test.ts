@@ -1,0 +1,176 @@
+// Redis Cluster runs a Lua script only when every key it is given lives in
+// one hash slot (else CROSSSLOT). The crawler's real call sites are driven
+// here against an ioredis client that never connects: each EVALSHA they
+// send is captured, and ioredis's own key extraction (what Cluster routes
+// by) gives the KEYS that would reach Redis. All of one call's keys must
+// share a slot, and that slot must be the one of the documented hash tag,
+// so a key that loses its tag fails here rather than on a cluster.
+import { createHash } from 'node:crypto';
+import Redis from 'ioredis';
+import { ContentIndex } from '../../src/dedup/content-index';
+import { campaignKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { reserveBudget } from '../../src/redis/campaign-store';
+import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
+import { HostClock } from '../../src/redis/host-clock';
+import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
+import { urlFingerprint } from '../../src/url/fingerprint';
+import { hostKey, normalizeUrl } from '../../src/url/normalize';
+
+// The slot function ioredis's Cluster routes with (installed as its dependency; it ships no types).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const calculateSlot = require('cluster-key-slot') as ((key: string) => number) & { generateMulti(keys: string[]): number };
+
+// Campaign keys as the campaign workflow makes them (`${campaignId}.${runId8}`), plus stranger ones.
+const CAMPAIGN_KEYS = ['c.1a2b3c4d', 'my.campaign-2024_v2.deadbeef', 'x'.repeat(80) + '.00000000', '9', 'a:b:c', 'a.b|c'];
+// Politeness keys as the crawler derives them from URLs: ports, IPv6, punycode.
+const TAGGED_HOSTS = [
+  'http://example.com/',
+  'http://Bücher.example:8080/x',
+  'http://例え.テスト/',
+  'http://[::1]:8443/',
+  'http://127.0.0.1:3000/',
+  'http://a.b.c.d.e.f.example/',
+  'http://sub-domain.xn--80ak6aa92e.com:65535/',
+].map((u) => hostKey(normalizeUrl(u)));
+// WHATWG URLs allow braces in hosts: `}` ends the hash tag early, so only
+// "one call, one slot" is promised for these, not the slot of the full tag.
+const BRACE_HOSTS = ['http://a{b}.com/', 'http://a}b.com/', 'http://{x}/', 'http://%7B%7D.example/'].map((u) => hostKey(normalizeUrl(u)));
+
+interface Captured {
+  script: string;
+  keys: string[];
+}
+
+/** An ioredis client whose commands are captured and answered here instead of by a server. */
+function capturingRedis() {
+  const redis = new Redis({ lazyConnect: true });
+  defineScripts(redis);
+  const byShaName = new Map(Object.entries(SCRIPTS).map(([name, def]) => [createHash('sha1').update(def.lua).digest('hex'), name]));
+  const calls: Captured[] = [];
+  let reply: unknown = null;
+  (redis as unknown as { sendCommand: unknown }).sendCommand = (cmd: { name: string; args: unknown[]; getKeys(): (string | Buffer)[]; resolve(v: unknown): void; promise: Promise<unknown> }) => {
+    if (cmd.name.toLowerCase() !== 'evalsha') throw new Error(`unexpected ${cmd.name}: scripts only`);
+    const sha = String(cmd.args[0]);
+    calls.push({ script: byShaName.get(sha) ?? `other:${sha.slice(0, 8)}`, keys: cmd.getKeys().map(String) });
+    cmd.resolve(reply);
+    return cmd.promise;
+  };
+  return {
+    redis,
+    /** Runs one call site with the given fake reply; returns the keys it sent. */
+    async capture(fakeReply: unknown, call: () => Promise<unknown>): Promise<Captured> {
+      reply = fakeReply;
+      const before = calls.length;
+      await call();
+      expect(calls.length).toBe(before + 1);
+      return calls[calls.length - 1];
+    },
+    calls,
+  };
+}
+
+const slotOf = (key: string) => calculateSlot(key);
+
+/** One slot for the whole call, and (when given) the slot the documented tag content hashes to. */
+function expectOneSlot(c: Captured, tagContent?: string): void {
+  expect(c.keys.length).toBeGreaterThan(0);
+  const slots = [...new Set(c.keys.map(slotOf))];
+  expect({ script: c.script, keys: c.keys, slots: slots.length }).toEqual({ script: c.script, keys: c.keys, slots: 1 });
+  expect(calculateSlot.generateMulti(c.keys)).toBe(slots[0]);
+  if (tagContent !== undefined) {
+    for (const k of c.keys) expect({ key: k, slot: slotOf(k) }).toEqual({ key: k, slot: slotOf(tagContent) });
+  }
+}
+
+const item = (host: string, path: string, depth = 1): EnqueueItem => {
+  const url = normalizeUrl(`http://${host}${path}`);
+  return { url, fp: urlFingerprint(url), depth, referrer: `http://${host}/` };
+};
+
+describe('every Lua script keeps its keys in one hash slot', () => {
+  const cap = capturingRedis();
+  afterAll(() => cap.redis.disconnect());
+
+  const hostCases = CAMPAIGN_KEYS.flatMap((ck) => [...TAGGED_HOSTS.map((h) => [ck, h, true] as const), ...BRACE_HOSTS.map((h) => [ck, h, false] as const)]);
+
+  it.each(hostCases)('frontier scripts: campaign %j, host %j', async (ck, host, tagged) => {
+    const f = new Frontier(cap.redis, ck, host);
+    const tag = tagged ? `${ck}|${host}` : undefined;
+    const enq = await cap.capture([2, 1, 2], () => f.enqueue([item(host, '/a'), item(host, '/b', 0)]));
+    expect(enq.script).toBe('crawlEnqueue');
+    expect(enq.keys).toHaveLength(SCRIPTS.crawlEnqueue.numberOfKeys);
+    expectOneSlot(enq, tag);
+
+    const claim = await cap.capture('1\thttp://x/\t', () => f.claim());
+    expect(claim.script).toBe('crawlClaim');
+    expect(claim.keys).toHaveLength(SCRIPTS.crawlClaim.numberOfKeys);
+    expectOneSlot(claim, tag);
+
+    const commit = await cap.capture([1, 1, 0], () => f.commit('1\thttp://x/\t', 'fetched', 123, [item(host, '/c', 2)]));
+    expect(commit.script).toBe('crawlCommit');
+    expect(commit.keys).toHaveLength(SCRIPTS.crawlCommit.numberOfKeys);
+    expectOneSlot(commit, tag);
+
+    // The frontier's keys also share the slot of the host's other per-campaign
+    // keys that activities read on their own (stats, refused).
+    const k = hostKeys(ck, host);
+    expect(new Set([k.stats, k.refused, ...enq.keys, ...commit.keys].map(slotOf)).size).toBe(1);
+  });
+
+  it.each([...TAGGED_HOSTS.map((h) => [h, true] as const), ...BRACE_HOSTS.map((h) => [h, false] as const)])('host clock scripts: host %j', async (host, tagged) => {
+    const clock = new HostClock(cap.redis, host);
+    const acq = await cap.capture(0, () => clock.acquire('owner-1', 30_000, 500));
+    expect(acq.script).toBe('crawlClockAcquire');
+    expect(acq.keys).toEqual([sharedHostKeys(host).clock]);
+    expectOneSlot(acq, tagged ? host : undefined);
+    const rel = await cap.capture(1, () => clock.release('owner-1', 500));
+    expect(rel.script).toBe('crawlClockRelease');
+    expect(rel.keys).toEqual(acq.keys);
+    // The robots cache of a host sits with its clock.
+    expect(slotOf(sharedHostKeys(host).robots)).toBe(slotOf(acq.keys[0]));
+  });
+
+  it.each(CAMPAIGN_KEYS)('budget script: campaign %j', async (ck) => {
+    const c = await cap.capture(1, () => reserveBudget(cap.redis, ck, urlFingerprint('http://example.com/'), 100));
+    expect(c.script).toBe('crawlBudgetReserve');
+    expect(c.keys).toEqual([campaignKeys(ck).budget]);
+    expectOneSlot(c, ck);
+    expect(slotOf(campaignKeys(ck).config)).toBe(slotOf(ck));
+  });
+
+  // The band count, hence the key count, follows maxDistance: 2 + (maxDistance + 1) keys.
+  it.each(CAMPAIGN_KEYS.flatMap((ck) => [0, 3, 15].map((d) => [ck, d] as const)))('content-dedup script: campaign %j, maxDistance %d', async (ck, maxDistance) => {
+    const index = new ContentIndex(cap.redis, ck, { maxDistance });
+    for (const simhash of [0xdeadbeefcafef00dn, null]) {
+      const c = await cap.capture('u', () => index.check({ url: 'http://a.example/p', exactHash: 'e3b0c442', simhash }));
+      expect(c.script).toMatch(/^other:/); // defined by ContentIndex, not SCRIPTS
+      expect(c.keys).toHaveLength(2 + maxDistance + 1);
+      expectOneSlot(c, ck);
+    }
+  });
+
+  // Runs last: a script added to SCRIPTS without a call site above fails here.
+  it('covered every script in SCRIPTS', () => {
+    expect([...new Set(cap.calls.map((c) => c.script))].filter((s) => s in SCRIPTS).sort()).toEqual(Object.keys(SCRIPTS).sort());
+  });
+});
+
+describe('the slot check itself', () => {
+  it('tells a key that lost its hash tag from one that kept it', () => {
+    // What a careless edit of keys.ts would produce: same names, braces gone.
+    for (const ck of CAMPAIGN_KEYS) {
+      for (const host of TAGGED_HOSTS) {
+        const k = hostKeys(ck, host);
+        const untagged = k.seq.replace(/[{}]/g, '');
+        expect(calculateSlot.generateMulti([k.seen, k.frontier, untagged, k.awake])).toBe(-1);
+      }
+    }
+  });
+
+  it('agrees with the slots Redis documents', () => {
+    // The CLUSTER KEYSLOT examples of the Redis documentation.
+    expect(slotOf('somekey')).toBe(11058);
+    expect(slotOf('foo{hash_tag}')).toBe(2515);
+    expect(slotOf('foo{hash_tag}')).toBe(slotOf('hash_tag'));
+  });
+});

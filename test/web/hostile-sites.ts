@@ -1,0 +1,1157 @@
+// Misbehaving sites for the test web: redirect loops, crawler traps, servers
+// that drip, stall, truncate or reset, oversized and compressed bombs, broken
+// robots.txt files, sitemaps, odd charsets, throttling, session-id and
+// duplicate URLs. Each builder returns a SiteSpec (add it with web.addSite)
+// that carries `expected`: what a correct crawler does with the site, in
+// request-log terms, so integration tests can assert behaviour against the
+// hostile web without reaching the real one.
+//
+// Everything is deterministic (seeded) and memory-light: big bodies are
+// generated while streaming and bombs are built from one small cached gzip
+// member sent many times.
+import { Readable, pipeline } from 'node:stream';
+import zlib from 'node:zlib';
+import iconv from 'iconv-lite';
+import { hashString, mix, mulberry32 } from './seeded';
+import type { RequestRecord, SiteRequest, SiteSpec } from './test-web';
+
+// ---- expectations --------------------------------------------------------------
+
+/** What a correct crawler records for one URL of a hostile site. */
+export interface PageVerdict {
+  /** Acceptable index outcomes ('fetched', 'error', 'redirect', 'skipped', 'robots-disallowed'). */
+  outcomes: string[];
+  /** Acceptable FetchErrorCode values when the outcome is 'error'. */
+  errorCodes?: string[];
+  /** Expected final status when fetched. */
+  status?: number;
+  /** Text the decoded page contains. */
+  contains?: string;
+  note?: string;
+}
+
+export interface HostileExpectation {
+  /** What a correct crawler does here, in a sentence or three. */
+  summary: string;
+  /** Paths on this host an integration crawl starts from. */
+  seeds: string[];
+  /** Targets (path + query) a correct crawler requests at least once, robots.txt included where it matters. */
+  mustFetch: string[];
+  /** Targets a correct crawler never requests: exact targets or patterns over the raw target. */
+  mustNotFetch: (string | RegExp)[];
+  /** Other hosts (IP literals included) a correct crawler never connects to. */
+  forbiddenHosts: string[];
+  /** Index verdicts by target. */
+  index: Record<string, PageVerdict>;
+  /** Named sets of targets, e.g. URLs only a sitemap names, or URLs with identical bodies. */
+  groups: Record<string, string[]>;
+}
+
+/** A SiteSpec plus what a correct crawler does with it; pass it to addSite as is. */
+export interface HostileSite extends SiteSpec {
+  expected: HostileExpectation;
+}
+
+/**
+ * A request target in comparable form: WHATWG-parsed (percent-encoding,
+ * dot segments), fragment dropped, query parameters stably sorted by key as
+ * the crawler's normaliser does.
+ */
+export function canonicalTarget(target: string): string {
+  const u = new URL(target, 'http://x.invalid');
+  u.hash = '';
+  const params = [...u.searchParams];
+  if (params.length === 0) return u.pathname + (u.search === '?' ? '' : u.search);
+  params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return `${u.pathname}?${new URLSearchParams(params).toString()}`;
+}
+
+/**
+ * Problems with a request log against a site's expectation: missing
+ * mustFetch targets and requests that mustNotFetch forbids. Empty when the
+ * crawler behaved.
+ */
+export function checkRequestLog(site: HostileSite, log: RequestRecord[]): string[] {
+  const host = site.host.toLowerCase();
+  const mine = log.filter((r) => r.host === host);
+  const seen = new Set(mine.map((r) => safeCanonical(r.path)));
+  const problems: string[] = [];
+  for (const t of site.expected.mustFetch) {
+    if (!seen.has(safeCanonical(t))) problems.push(`never requested ${t}`);
+  }
+  for (const r of mine) {
+    for (const p of site.expected.mustNotFetch) {
+      const hit = typeof p === 'string' ? safeCanonical(r.path) === safeCanonical(p) : p.test(r.path);
+      if (hit) problems.push(`requested forbidden ${r.path.length > 200 ? `${r.path.slice(0, 200)}…` : r.path}`);
+    }
+  }
+  return problems;
+}
+
+function safeCanonical(target: string): string {
+  try {
+    return canonicalTarget(target);
+  } catch {
+    return target;
+  }
+}
+
+// ---- redirects -----------------------------------------------------------------
+
+export interface RedirectSiteOptions {
+  /** Where /away redirects (same port as this web); default 'elsewhere.test'. */
+  otherHost?: string;
+  /** Hops of /chain/0 → … → /chain/N; default 10. */
+  chainHops?: number;
+}
+
+export const METADATA_URL = 'http://169.254.169.254/latest/meta-data/';
+export const PRIVATE_ADMIN_URL = 'http://10.0.0.1/admin';
+
+/**
+ * Redirect loop (/loop/a ⇄ /loop/b), a long chain (/chain/0 → /chain/N, every
+ * redirect status and Location spelling), a redirect to another host
+ * (/away), redirects into the cloud metadata address (/metadata) and a
+ * private network (/private-net), and plain links to both.
+ */
+export function redirectSite(host: string, opts: RedirectSiteOptions = {}): HostileSite {
+  const hops = opts.chainHops ?? 10;
+  const other = (opts.otherHost ?? 'elsewhere.test').toLowerCase();
+  const statuses = [301, 302, 303, 307, 308];
+  const chain = Array.from({ length: hops + 1 }, (_, i) => `/chain/${i}`);
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      const { path, origin } = ctx;
+      const redirect = (status: number, location: string): void =>
+        ctx.send(status, 'text/html; charset=utf-8', `<a href="${escapeHtml(location)}">moved</a>\n`, { location });
+      if (path === '/') {
+        ctx.send(
+          200,
+          HTML,
+          page('Redirects', [
+            link('/loop/a', 'loop'),
+            link('/chain/0', 'chain'),
+            link('/away', 'away'),
+            link('/metadata', 'metadata'),
+            link('/private-net', 'private network'),
+            link(PRIVATE_ADMIN_URL, 'admin'),
+            link(METADATA_URL, 'metadata direct'),
+            // 169.254.169.254 as one decimal number: WHATWG URL parsing turns it into the dotted form.
+            link('http://2852039166/latest/meta-data/', 'metadata decimal'),
+          ]),
+        );
+      } else if (path === '/loop/a') redirect(302, '/loop/b');
+      else if (path === '/loop/b') redirect(302, `${origin}/loop/a`);
+      else if (path === '/away') redirect(301, `http://${other}:${ctx.port}/`);
+      else if (path === '/metadata') redirect(302, METADATA_URL);
+      else if (path === '/private-net') redirect(307, PRIVATE_ADMIN_URL);
+      else {
+        const m = /^\/chain\/(0|[1-9]\d*)$/.exec(path);
+        if (!m || Number(m[1]) > hops) return notFound(ctx);
+        const i = Number(m[1]);
+        if (i === hops) return void ctx.send(200, HTML, page('End of chain', [`<p>end of chain after ${hops} hops</p>`]));
+        const next = i + 1;
+        // Absolute, root-relative and path-relative Location values in turn.
+        const location = [`${origin}/chain/${next}`, `/chain/${next}`, `${next}`][i % 3];
+        redirect(statuses[i % statuses.length], location);
+      }
+      return true;
+    },
+    expected: {
+      summary:
+        'Follow redirects up to fetch.maxRedirects: the loop ends as REDIRECT_LOOP (or TOO_MANY_REDIRECTS), the ' +
+        `${hops}-hop chain fails with TOO_MANY_REDIRECTS when maxRedirects < ${hops} and reaches "end of chain" otherwise; ` +
+        '/away is recorded as a redirect whose target goes to its own host; redirects and links into ' +
+        '169.254.169.254 and 10.0.0.1 are refused and never connected to.',
+      seeds: ['/'],
+      mustFetch: ['/', '/loop/a', '/loop/b', '/chain/0', '/away', '/metadata', '/private-net'],
+      mustNotFetch: [],
+      forbiddenHosts: ['169.254.169.254', '10.0.0.1'],
+      index: {
+        '/loop/a': { outcomes: ['error'], errorCodes: ['REDIRECT_LOOP', 'TOO_MANY_REDIRECTS'] },
+        '/chain/0': {
+          outcomes: ['error', 'fetched'],
+          errorCodes: ['TOO_MANY_REDIRECTS'],
+          contains: 'end of chain',
+          note: `error when maxRedirects < ${hops}, else fetched with the final page`,
+        },
+        '/away': { outcomes: ['redirect'], status: 301, note: `target http://${other}:PORT/ is queued for its own host, if in scope` },
+        '/metadata': { outcomes: ['redirect', 'error', 'skipped'], note: 'target refused: link-local' },
+        '/private-net': { outcomes: ['redirect', 'error', 'skipped'], note: 'target refused: private address' },
+      },
+      groups: { chain, loop: ['/loop/a', '/loop/b'] },
+    },
+  };
+}
+
+// ---- traps ---------------------------------------------------------------------
+
+export interface TrapSiteOptions {
+  /** Month the calendar starts at; default 2026/11. */
+  year?: number;
+  month?: number;
+}
+
+export interface TrapSite extends HostileSite {
+  /** The links a page of this site carries, as root-relative targets (undefined: 404). */
+  linksOf(target: string): string[] | undefined;
+  /** Every target a breadth-first crawl from `/` reaches within maxDepth link hops (robots allow all). */
+  reachable(maxDepth: number): Set<string>;
+  /** Whether a target is beyond the finite part of the site. */
+  isTrap(target: string): boolean;
+}
+
+/**
+ * Infinite spaces: a calendar with prev/next month links forever, a search
+ * page whose links each add one more query parameter (two per page, so the
+ * space doubles per hop), and `/a/` linking `a/` for /a/a/a/… . /about and /
+ * are the only finite part.
+ */
+export function calendarTrapSite(host: string, opts: TrapSiteOptions = {}): TrapSite {
+  const y0 = opts.year ?? 2026;
+  const m0 = opts.month ?? 11;
+  const start = `/calendar/${y0}/${m0}`;
+  const linksOf = (target: string): string[] | undefined => {
+    const q = target.indexOf('?');
+    const path = q < 0 ? target : target.slice(0, q);
+    const query = q < 0 ? '' : target.slice(q + 1);
+    if (path === '/') return ['/about', start, '/search?q=trap', '/a/'];
+    if (path === '/about') return ['/'];
+    let m = /^\/calendar\/([1-9]\d{0,5})\/([1-9]|1[0-2])$/.exec(path);
+    if (m) {
+      const y = Number(m[1]);
+      const mo = Number(m[2]);
+      const prev = mo === 1 ? `/calendar/${y - 1}/12` : `/calendar/${y}/${mo - 1}`;
+      const next = mo === 12 ? `/calendar/${y + 1}/1` : `/calendar/${y}/${mo + 1}`;
+      return y > 1 ? [prev, next] : [next];
+    }
+    if (path === '/search') {
+      const params = new URLSearchParams(query);
+      if (params.get('q') !== 'trap') return undefined;
+      // Keys sort after `q` and in creation order, so sorting normalisers keep the spelling.
+      const n = [...params.keys()].length;
+      const key = `z${String(n).padStart(3, '0')}`;
+      return [`/search?${query}&${key}=a`, `/search?${query}&${key}=b`];
+    }
+    m = /^((?:\/a)+)\/$/.exec(path);
+    if (m && query === '') return [`${path}a/`];
+    return undefined;
+  };
+  const isTrap = (target: string): boolean => {
+    const c = safeCanonical(target);
+    return !['/', '/about', start, '/search?q=trap', '/a/'].includes(c);
+  };
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    linksOf,
+    isTrap,
+    reachable(maxDepth: number): Set<string> {
+      const out = new Set<string>(['/']);
+      let frontier = ['/'];
+      for (let d = 0; d < maxDepth && frontier.length > 0; d++) {
+        const next: string[] = [];
+        for (const t of frontier) {
+          for (const l of linksOf(t) ?? []) {
+            if (out.has(l)) continue;
+            out.add(l);
+            next.push(l);
+          }
+        }
+        frontier = next;
+      }
+      return out;
+    },
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt') return false;
+      const links = linksOf(ctx.target);
+      if (!links) return notFound(ctx);
+      // Relative hrefs for the repeated-segment trap: `a/` from /a/a/ is /a/a/a/.
+      const hrefs = /^(\/a)+\/$/.test(ctx.path) ? ['a/'] : links;
+      ctx.send(200, HTML, page(`Trap ${ctx.target}`, hrefs.map((h, i) => link(h, `link ${i}`))));
+      return true;
+    },
+    expected: {
+      summary:
+        'The crawl terminates: depth limits, per-host budgets, URL length limits or repeated-segment/query-growth ' +
+        'heuristics stop it inside the trap. With budgets.maxDepth = d a breadth-first crawler fetches exactly reachable(d).',
+      seeds: ['/'],
+      mustFetch: ['/', '/about', start, '/search?q=trap', '/a/'],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: { '/about': { outcomes: ['fetched'], status: 200 } },
+      groups: { finite: ['/', '/about'], trapEntrances: [start, '/search?q=trap', '/a/'] },
+    },
+  };
+}
+
+// ---- transport faults ----------------------------------------------------------
+
+export interface FaultSiteOptions {
+  /** /slow-drip writes one byte per interval; default 100 ms. */
+  dripIntervalMs?: number;
+  /** /slow-drip ends after this long; default 30 s. */
+  dripTotalMs?: number;
+  /** /no-headers and /stall drop the connection after this long; default never (until close()). */
+  hangMs?: number;
+  /** Size of /huge and /huge-chunked; default 50 MiB. */
+  hugeBytes?: number;
+  /** /truncated declares this Content-Length; default 100,000. */
+  truncatedDeclared?: number;
+  /** … and sends this many bytes before closing; default 1,000. */
+  truncatedSent?: number;
+}
+
+export const MiB = 1024 * 1024;
+
+/**
+ * Network-level misbehaviour, one path each: /slow-drip (a byte every
+ * interval, never idle long enough for an idle timeout), /stall (headers, a
+ * few bytes, then silence), /no-headers (request accepted, never answered),
+ * /truncated (Content-Length larger than the bytes sent, then FIN),
+ * /reset (TCP RST before any response byte), /reset-mid-body, /huge and
+ * /huge-chunked (50 MiB of HTML, streamed), /gzip-bomb (Content-Encoding
+ * gzip expanding to > 1 GiB). /ok is a normal page.
+ */
+export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSite {
+  const interval = opts.dripIntervalMs ?? 100;
+  const dripTotal = opts.dripTotalMs ?? 30_000;
+  const hugeBytes = opts.hugeBytes ?? 50 * MiB;
+  const declared = opts.truncatedDeclared ?? 100_000;
+  const sent = Math.min(opts.truncatedSent ?? 1_000, declared - 1);
+  const faults = ['/slow-drip', '/stall', '/no-headers', '/truncated', '/reset', '/reset-mid-body', '/huge', '/huge-chunked', '/gzip-bomb'];
+  const hang = (ctx: SiteRequest): void => {
+    if (opts.hangMs !== undefined) ctx.later(opts.hangMs, () => ctx.socket.destroy());
+  };
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      const { res, socket } = ctx;
+      switch (ctx.path) {
+        case '/robots.txt':
+          return false;
+        case '/':
+          ctx.send(200, HTML, page('Faults', [...faults, '/ok'].map((p) => link(p, p.slice(1)))));
+          return true;
+        case '/ok':
+        case '/after-drip':
+        case '/huge-link':
+        case '/after-bomb':
+          ctx.send(200, HTML, page(`Fine ${ctx.path}`, ['<p>a normal page</p>']));
+          return true;
+        case '/slow-drip': {
+          res.writeHead(200, { 'content-type': HTML });
+          res.write('<!doctype html><html><body><p>');
+          const ticks = Math.max(1, Math.ceil(dripTotal / interval));
+          let n = 0;
+          const tick = (): void => {
+            if (++n >= ticks) {
+              res.end(`</p>${link('/after-drip', 'after')}</body></html>\n`);
+              return;
+            }
+            res.write('.');
+            ctx.later(interval, tick);
+          };
+          ctx.later(interval, tick);
+          return true;
+        }
+        case '/stall':
+          res.writeHead(200, { 'content-type': HTML });
+          res.write(`<!doctype html><html><body>${link('/ok', 'ok')}<p>stalled `);
+          hang(ctx);
+          return true;
+        case '/no-headers':
+          hang(ctx);
+          return true;
+        case '/truncated':
+          res.writeHead(200, { 'content-type': HTML, 'content-length': declared });
+          // Destroy only once the partial body has left, so the client sees it, then a premature FIN.
+          res.write(filler(sent), () => socket.destroy());
+          return true;
+        case '/reset':
+          socket.resetAndDestroy();
+          return true;
+        case '/reset-mid-body':
+          res.writeHead(200, { 'content-type': HTML, 'content-length': declared });
+          res.write(filler(sent), () => socket.resetAndDestroy());
+          return true;
+        case '/huge':
+        case '/huge-chunked': {
+          const chunked = ctx.path === '/huge-chunked';
+          stream(ctx, 200, chunked ? { 'content-type': HTML } : { 'content-type': HTML, 'content-length': hugeBytes }, hugeHtml(hugeBytes));
+          return true;
+        }
+        case '/gzip-bomb':
+          stream(
+            ctx,
+            200,
+            { 'content-type': HTML, 'content-encoding': 'gzip' },
+            gzipBomb(`<!doctype html><html><body>${link('/after-bomb', 'after')}<p>`),
+          );
+          return true;
+        default:
+          return notFound(ctx);
+      }
+    },
+    expected: {
+      summary:
+        'No fault stalls or crashes a worker, and none is indexed as a complete page: /slow-drip is cut by ' +
+        'fetch.totalTimeoutMs (idle body timeouts never fire), /stall by bodyTimeoutMs, /no-headers by ' +
+        'headersTimeoutMs, /truncated and the resets fail as network errors, /huge* and /gzip-bomb are cut at ' +
+        'maxBodyBytes without buffering more. /ok and the links found early in /huge are still crawled.',
+      seeds: ['/'],
+      mustFetch: ['/', '/ok', ...faults],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: {
+        '/ok': { outcomes: ['fetched'], status: 200 },
+        '/slow-drip': { outcomes: ['fetched', 'error'], errorCodes: ['TOTAL_TIMEOUT'], note: "fetched only with truncated: 'time'" },
+        '/stall': { outcomes: ['fetched', 'error'], errorCodes: ['BODY_TIMEOUT'], note: "fetched only with truncated: 'time'" },
+        '/no-headers': { outcomes: ['error'], errorCodes: ['HEADERS_TIMEOUT', 'TOTAL_TIMEOUT'] },
+        '/truncated': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR', 'PROTOCOL_ERROR'] },
+        '/reset': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
+        '/reset-mid-body': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
+        '/huge': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
+        '/huge-chunked': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
+        '/gzip-bomb': {
+          outcomes: ['fetched', 'error'],
+          errorCodes: ['DECOMPRESSION_FAILED'],
+          note: "decoded bytes never exceed maxBodyBytes; fetched only with truncated: 'length'",
+        },
+      },
+      groups: { faults, linkedFromHuge: ['/huge-link'], linkedFromBomb: ['/after-bomb'] },
+    },
+  };
+}
+
+// ---- content types and broken HTML ---------------------------------------------
+
+/**
+ * Non-HTML bodies linked from HTML (application/pdf and image/png, both
+ * with link-looking text inside that must not be followed) and malformed
+ * HTML (unclosed tags, NUL and invalid UTF-8 bytes) whose links are still
+ * extractable, except one inside an unterminated comment.
+ */
+export function contentSite(host: string): HostileSite {
+  const good = ['/malformed/1', '/malformed/2', '/malformed/3'];
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      switch (ctx.path) {
+        case '/robots.txt':
+          return false;
+        case '/':
+          ctx.send(200, HTML, page('Content types', [link('/doc.pdf', 'pdf'), link('/image.png', 'png'), link('/malformed', 'broken')]));
+          return true;
+        case '/doc.pdf':
+          ctx.send(200, 'application/pdf', PDF);
+          return true;
+        case '/image.png':
+          ctx.send(200, 'image/png', PNG);
+          return true;
+        case '/malformed':
+          ctx.send(200, HTML, MALFORMED);
+          return true;
+        default:
+          if (good.includes(ctx.path)) {
+            ctx.send(200, HTML, page(`Recovered ${ctx.path}`, ['<p>found in broken HTML</p>']));
+            return true;
+          }
+          return notFound(ctx);
+      }
+    },
+    expected: {
+      summary:
+        'PDF and PNG are fetched and stored with their content types but never parsed for links (/from-pdf and ' +
+        '/from-png are never requested); the malformed page yields /malformed/1..3 and not the link inside its ' +
+        'unterminated comment.',
+      seeds: ['/'],
+      mustFetch: ['/', '/doc.pdf', '/image.png', '/malformed', ...good],
+      mustNotFetch: ['/from-pdf', '/from-png', '/malformed/hidden'],
+      forbiddenHosts: [],
+      index: {
+        '/doc.pdf': { outcomes: ['fetched'], status: 200 },
+        '/image.png': { outcomes: ['fetched'], status: 200 },
+        '/malformed': { outcomes: ['fetched'], status: 200, contains: 'still a page' },
+      },
+      groups: { fromMalformed: good },
+    },
+  };
+}
+
+// ---- robots.txt ----------------------------------------------------------------
+
+export interface RobotsSiteOptions {
+  /** Generated pages behind the robots.txt; default 5. */
+  pages?: number;
+  fanOut?: number;
+  seed?: number;
+}
+
+/** /robots.txt is 8 KiB of seeded binary garbage (no line can parse as a rule); the pages are a generated graph. */
+export function robotsGarbageSite(host: string, opts: RobotsSiteOptions = {}): HostileSite {
+  const pages = opts.pages ?? 5;
+  const body = garbage(hashString(`${opts.seed ?? 0}|${host}|robots`), 8 * 1024);
+  return {
+    host,
+    pages,
+    fanOut: opts.fanOut ?? 2,
+    seed: opts.seed,
+    handler: (ctx) => {
+      if (ctx.path !== '/robots.txt') return false;
+      ctx.send(200, 'text/plain', body);
+      return true;
+    },
+    expected: {
+      summary: 'Garbage robots.txt has no rules, so everything is allowed (RFC 9309): every page is fetched; web.expectedPages() holds.',
+      seeds: ['/'],
+      mustFetch: ['/robots.txt', ...generatedPaths(pages)],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: {},
+      groups: {},
+    },
+  };
+}
+
+export interface HugeRobotsOptions extends RobotsSiteOptions {
+  /** Total size; default 10 MiB. */
+  bytes?: number;
+}
+
+/**
+ * A 10 MiB robots.txt, streamed: the real group (Disallow: /private/) first,
+ * then comment filler. The generated pages link into /private/.
+ */
+export function robotsHugeSite(host: string, opts: HugeRobotsOptions = {}): HostileSite {
+  const pages = opts.pages ?? 5;
+  const bytes = opts.bytes ?? 10 * MiB;
+  const head = Buffer.from('User-agent: *\nDisallow: /private/\n');
+  return {
+    host,
+    pages,
+    fanOut: opts.fanOut ?? 2,
+    seed: opts.seed,
+    // Same rules as the served head, so web.expectedPages() knows about them.
+    robots: { disallow: ['/private/'] },
+    handler: (ctx) => {
+      if (ctx.path !== '/robots.txt') return false;
+      stream(ctx, 200, { 'content-type': 'text/plain; charset=utf-8' }, robotsFiller(head, bytes));
+      return true;
+    },
+    expected: {
+      summary:
+        'Parse at least the first 500 KiB (RFC 9309) and stop reading early; Disallow: /private/ from the head ' +
+        'applies, so no /private/ URL is fetched and every other page is; web.expectedPages() holds.',
+      seeds: ['/'],
+      mustFetch: ['/robots.txt', ...generatedPaths(pages)],
+      mustNotFetch: [/^\/private\//],
+      forbiddenHosts: [],
+      index: {},
+      groups: {},
+    },
+  };
+}
+
+export interface RobotsErrorOptions extends RobotsSiteOptions {
+  /** Status /robots.txt answers; default 500. */
+  status?: number;
+  /** robots.txt requests that fail before it answers 200 allow-all; default Infinity. */
+  failures?: number;
+}
+
+/** /robots.txt answers 500 (or `status`) for its first `failures` requests. */
+export function robotsErrorSite(host: string, opts: RobotsErrorOptions = {}): HostileSite {
+  const pages = opts.pages ?? 3;
+  const status = opts.status ?? 500;
+  const failures = opts.failures ?? Infinity;
+  const forever = failures === Infinity;
+  return {
+    host,
+    pages,
+    fanOut: opts.fanOut ?? 2,
+    seed: opts.seed,
+    handler: (ctx) => {
+      if (ctx.path !== '/robots.txt' || ctx.attempt > failures) return false;
+      ctx.send(status, 'text/plain; charset=utf-8', `status ${status}\n`);
+      return true;
+    },
+    expected: {
+      summary: forever
+        ? `robots.txt answering ${status} means "disallow everything for now" (RFC 9309): only /robots.txt is ` +
+          'requested, retried with back-off, and no page is fetched.'
+        : `robots.txt fails ${failures} time(s) with ${status}; the crawler waits, retries it, and then fetches every page.`,
+      seeds: ['/'],
+      mustFetch: forever ? ['/robots.txt'] : ['/robots.txt', ...generatedPaths(pages)],
+      mustNotFetch: forever ? [/^\/(?!robots\.txt$)/] : [],
+      forbiddenHosts: [],
+      index: {},
+      groups: {},
+    },
+  };
+}
+
+// ---- sitemaps ------------------------------------------------------------------
+
+export interface SitemapSiteOptions {
+  /** List the > 1 GiB sitemap bomb in the sitemap index; default true. */
+  bomb?: boolean;
+}
+
+export const SITEMAP_NS = 'http://www.sitemaps.org/schemas/sitemap/0.9';
+
+/**
+ * robots.txt names /sitemap.xml and /sitemap_index.xml; the index points at
+ * a gzipped urlset (/sitemaps/pages.xml.gz) and a sitemap bomb
+ * (/sitemaps/bomb.xml.gz, > 1 GiB decompressed, ~1 MiB sent). Sitemap pages
+ * are linked from nowhere, so a test can tell sitemap discovery apart.
+ */
+export function sitemapSite(host: string, opts: SitemapSiteOptions = {}): HostileSite {
+  const withBomb = opts.bomb ?? true;
+  const linked = ['/linked/1', '/linked/2'];
+  const fromSitemap = ['/from-sitemap/1', '/from-sitemap/2', '/from-sitemap/3', '/from-sitemap/4?a=1&b=2'];
+  const fromGz = ['/from-gz/1', '/from-gz/2', '/from-gz/3'];
+  const disallowed = '/private/from-sitemap';
+  const urlset = (origin: string, paths: string[]): string =>
+    `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="${SITEMAP_NS}">\n` +
+    paths.map((p) => `  <url><loc>${escapeXml(origin + p)}</loc><lastmod>2026-11-01</lastmod></url>\n`).join('') +
+    '</urlset>\n';
+  const leaves = new Set([...linked, ...fromSitemap.map((p) => p.replace(/\?.*/, '')), ...fromGz, disallowed, '/from-bomb/1']);
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      const { origin, path } = ctx;
+      if (path === '/robots.txt') {
+        ctx.send(
+          200,
+          'text/plain; charset=utf-8',
+          `User-agent: *\nDisallow: /private/\n\nSitemap: ${origin}/sitemap.xml\nSitemap: ${origin}/sitemap_index.xml\n`,
+        );
+      } else if (path === '/') ctx.send(200, HTML, page('Sitemaps', linked.map((p) => link(p, p))));
+      else if (path === '/sitemap.xml') ctx.send(200, 'application/xml', urlset(origin, [...fromSitemap, disallowed]));
+      else if (path === '/sitemap_index.xml') {
+        const maps = ['/sitemaps/pages.xml.gz', ...(withBomb ? ['/sitemaps/bomb.xml.gz'] : [])];
+        ctx.send(
+          200,
+          'application/xml',
+          `<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="${SITEMAP_NS}">\n` +
+            maps.map((m) => `  <sitemap><loc>${escapeXml(origin + m)}</loc></sitemap>\n`).join('') +
+            '</sitemapindex>\n',
+        );
+      } else if (path === '/sitemaps/pages.xml.gz') ctx.send(200, 'application/x-gzip', zlib.gzipSync(urlset(origin, fromGz)));
+      else if (path === '/sitemaps/bomb.xml.gz' && withBomb) {
+        const head = `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="${SITEMAP_NS}">\n  <url><loc>${escapeXml(`${origin}/from-bomb/1`)}</loc></url>\n`;
+        stream(ctx, 200, { 'content-type': 'application/x-gzip' }, gzipBomb(head));
+      } else if (leaves.has(path)) ctx.send(200, HTML, page(`Page ${path}`, ['<p>only a sitemap names me</p>']));
+      else notFound(ctx);
+      return true;
+    },
+    expected: {
+      summary:
+        'Read Sitemap: lines from robots.txt, follow the sitemap index into the gzipped urlset, and fetch the ' +
+        'URLs listed (decoding &amp;), but not the robots-disallowed one; stop decompressing the bomb at a size ' +
+        'cap (50 MB uncompressed is the protocol limit) without running out of memory.',
+      seeds: ['/'],
+      mustFetch: [
+        '/robots.txt',
+        '/',
+        ...linked,
+        '/sitemap.xml',
+        '/sitemap_index.xml',
+        '/sitemaps/pages.xml.gz',
+        ...(withBomb ? ['/sitemaps/bomb.xml.gz'] : []),
+        ...fromSitemap,
+        ...fromGz,
+      ],
+      mustNotFetch: [disallowed],
+      forbiddenHosts: [],
+      index: {},
+      groups: { linked, sitemapOnly: [...fromSitemap, ...fromGz], optionalFromBomb: ['/from-bomb/1'] },
+    },
+  };
+}
+
+// ---- charsets ------------------------------------------------------------------
+
+export interface CharsetCase {
+  /** Page path. */
+  path: string;
+  encoding: string;
+  /** Where the charset is declared. */
+  declared: 'header' | 'meta' | 'bom';
+  /** A non-ASCII word on the page. */
+  word: string;
+  /** Non-ASCII href on the page, as written. */
+  href: string;
+  /** What the crawler must request for it: the href percent-encoded as UTF-8. */
+  target: string;
+}
+
+export const CHARSET_CASES: readonly CharsetCase[] = [
+  charsetCase('/sjis', 'Shift_JIS', 'header', '日本語', '/検索/東京'),
+  charsetCase('/cp1251', 'windows-1251', 'meta', 'Привет', '/страница/один'),
+  charsetCase('/bom', 'utf-8', 'bom', 'Grüße', '/straße/größe'),
+];
+
+function charsetCase(path: string, encoding: string, declared: CharsetCase['declared'], word: string, href: string): CharsetCase {
+  return { path, encoding, declared, word, href, target: new URL(href, 'http://x.invalid').pathname };
+}
+
+/**
+ * A Shift_JIS page (charset only in Content-Type), a windows-1251 page
+ * (charset only in <meta charset>) and a UTF-8 page with a BOM and no
+ * declared charset; each has a known word and a link with a non-ASCII href.
+ */
+export function charsetSite(host: string): HostileSite {
+  const bodies = new Map<string, { type: string; body: Buffer }>();
+  for (const c of CHARSET_CASES) {
+    const meta = c.declared === 'meta' ? `<meta charset="${c.encoding}">` : '';
+    const html =
+      `<!doctype html>\n<html><head>${meta}<title>${c.word}</title></head>\n` +
+      `<body><h1>${c.word}</h1><p>${c.word} - ${c.encoding}</p>\n<a href="${c.href}">${c.word}</a>\n</body></html>\n`;
+    const encoded = iconv.encode(html, c.encoding);
+    const body = c.declared === 'bom' ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), encoded]) : encoded;
+    bodies.set(c.path, { type: c.declared === 'header' ? `text/html; charset=${c.encoding}` : 'text/html', body });
+  }
+  const targets = new Map(CHARSET_CASES.map((c) => [c.target, c]));
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt') return false;
+      if (ctx.path === '/') {
+        ctx.send(200, HTML, page('Charsets', CHARSET_CASES.map((c) => link(c.path, c.encoding))));
+        return true;
+      }
+      const b = bodies.get(ctx.path);
+      if (b) {
+        ctx.send(200, b.type, b.body);
+        return true;
+      }
+      const c = targets.get(ctx.path);
+      if (c) {
+        ctx.send(200, HTML, page(`Target of ${c.path}`, [`<p>reached from ${c.word}</p>`]));
+        return true;
+      }
+      return notFound(ctx);
+    },
+    expected: {
+      summary:
+        'Each page is decoded with its declared charset (header, meta, BOM), so the index/text holds the word, ' +
+        'and the non-ASCII hrefs are resolved and percent-encoded as UTF-8; mis-decoded hrefs 404.',
+      seeds: ['/'],
+      mustFetch: ['/', ...CHARSET_CASES.flatMap((c) => [c.path, c.target])],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: Object.fromEntries(CHARSET_CASES.map((c) => [c.path, { outcomes: ['fetched'], status: 200, contains: c.word }])),
+      groups: { targets: CHARSET_CASES.map((c) => c.target) },
+    },
+  };
+}
+
+// ---- throttling ----------------------------------------------------------------
+
+export interface RateLimitOptions extends RobotsSiteOptions {
+  /** Requests (robots.txt excluded) answered 429 before the site recovers; default 3. */
+  limited?: number;
+  /** Retry-After value; default 2 s. */
+  retryAfterSec?: number;
+}
+
+/** The first `limited` non-robots requests, whatever their path, get 429 with Retry-After; then a generated graph. */
+export function rateLimitSite(host: string, opts: RateLimitOptions = {}): HostileSite {
+  const limited = opts.limited ?? 3;
+  const retryAfter = opts.retryAfterSec ?? 2;
+  const pages = opts.pages ?? 4;
+  const counts = new WeakMap<object, number>();
+  return {
+    host,
+    pages,
+    fanOut: opts.fanOut ?? 2,
+    seed: opts.seed,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt') return false;
+      const n = (counts.get(ctx.web) ?? 0) + 1;
+      counts.set(ctx.web, n);
+      if (n > limited) return false;
+      ctx.send(429, 'text/plain; charset=utf-8', 'slow down\n', { 'retry-after': String(retryAfter) });
+      return true;
+    },
+    expected: {
+      summary:
+        `After each 429 the crawler sends nothing to this host for Retry-After (${retryAfter} s), without spending ` +
+        'its retries on the wait, and finally fetches every page.',
+      seeds: ['/'],
+      mustFetch: generatedPaths(pages),
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: Object.fromEntries(generatedPaths(pages).map((p) => [p, { outcomes: ['fetched'], status: 200 }])),
+      groups: { retryAfterMs: [String(retryAfter * 1000)], throttledRequests: [String(limited)] },
+    },
+  };
+}
+
+export interface UnavailableOptions extends RobotsSiteOptions {
+  /** 503s per path before it succeeds; default 2. */
+  failures?: number;
+}
+
+/** Every page answers 503 (no Retry-After) for its first `failures` requests, then 200. */
+export function unavailableSite(host: string, opts: UnavailableOptions = {}): HostileSite {
+  const failures = opts.failures ?? 2;
+  const pages = opts.pages ?? 3;
+  return {
+    host,
+    pages,
+    fanOut: opts.fanOut ?? 2,
+    seed: opts.seed,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt' || ctx.attempt > failures) return false;
+      ctx.send(503, 'text/plain; charset=utf-8', 'unavailable\n');
+      return true;
+    },
+    expected: {
+      summary:
+        `Each page is retried with back-off and fetched on attempt ${failures + 1} (given fetch.maxRetries >= ${failures}); ` +
+        `no page is requested more than ${failures + 1} times.`,
+      seeds: ['/'],
+      mustFetch: generatedPaths(pages),
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: Object.fromEntries(generatedPaths(pages).map((p) => [p, { outcomes: ['fetched'], status: 200 }])),
+      groups: { requestsPerPage: [String(failures + 1)] },
+    },
+  };
+}
+
+// ---- duplicates ----------------------------------------------------------------
+
+export interface DuplicateSiteOptions {
+  items?: number;
+  news?: number;
+  seed?: number;
+}
+
+/** Query and path parameters that carry a session, not a page. */
+export const SESSION_PARAMS = ['sid', 'jsessionid', 'PHPSESSID', 'sessionid'];
+
+/**
+ * Session-id variants of /item?id=N (query sid, ;jsessionid= path
+ * parameter, PHPSESSID, different parameter order) with identical bodies;
+ * near-duplicates /news/1..N that differ only in a timestamp and a counter;
+ * exact duplicates /copy/a, /copy/b and /print/article?id=7.
+ */
+export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): HostileSite {
+  const items = opts.items ?? 3;
+  const newsCount = opts.news ?? 5;
+  const seedHash = hashString(`${opts.seed ?? 0}|${host}|sessions`);
+  const sid = (from: string, k: number): string => hex(mix(seedHash, hashString(`${from}#${k}`)), 4);
+  const variants = (id: number, from: string): string[] => {
+    const s = (k: number): string => sid(from, id * 10 + k);
+    return [
+      `/item?id=${id}&sid=${s(0)}`,
+      `/item;jsessionid=${s(1).toUpperCase()}?id=${id}`,
+      `/item?sid=${s(2)}&id=${id}`,
+      `/item?id=${id}&PHPSESSID=${s(3)}`,
+    ];
+  };
+  const news = Array.from({ length: newsCount }, (_, i) => `/news/${i + 1}`);
+  const copies = ['/copy/a', '/copy/b', '/print/article?id=7'];
+  const article = paragraphs(hashString(`${host}|article`), 12);
+  const copyBody = page('The article', article);
+  const homeLinks = [
+    ...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(),
+    ...news,
+    ...copies,
+  ];
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      const { path } = ctx;
+      if (path === '/robots.txt') return false;
+      if (path === '/') ctx.send(200, HTML, page('Duplicates', homeLinks.map((h, i) => link(h, `link ${i}`))));
+      else if (path === '/item' || /^\/item;jsessionid=[^/]*$/i.test(path)) {
+        const id = Number(new URLSearchParams(ctx.search).get('id'));
+        if (!Number.isInteger(id) || id < 1 || id > items) return notFound(ctx);
+        // Links depend on the item only, never on the session in the request: identical bodies.
+        const others = Array.from({ length: items }, (_, i) => i + 1).filter((j) => j !== id);
+        const links = others.map((j) => variants(j, `/item/${id}`)[j % 4]);
+        ctx.send(200, HTML, page(`Item ${id}`, [`<p>Item number ${id}, the same whatever session you bring.</p>`, ...links.map((h) => link(h, h))]));
+      } else if (/^\/news\/[1-9]\d*$/.test(path) && news.includes(path)) {
+        const n = Number(path.slice(6));
+        const stamp = `<p class="meta">Updated 2026-11-0${(n % 9) + 1}T12:00:0${n % 10}Z · ${1000 + n} views</p>`;
+        ctx.send(200, HTML, page('Breaking news', [stamp, ...article]));
+      } else if (copies.includes(ctx.target) || (path !== '/print/article' && copies.includes(path))) ctx.send(200, HTML, copyBody);
+      else notFound(ctx);
+      return true;
+    },
+    expected: {
+      summary:
+        'Session parameters (sid, jsessionid, PHPSESSID) are stripped by a session-aware normaliser, so each item ' +
+        'is fetched once as /item?id=N; otherwise every variant is fetched once and all carry the same contentHash. ' +
+        'The /news pages are near-duplicates (simhash-close, different hashes); /copy/a, /copy/b and ' +
+        '/print/article?id=7 are byte-identical.',
+      seeds: ['/'],
+      mustFetch: ['/', ...news, ...copies],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: {},
+      groups: {
+        sessionVariants: homeLinks.filter((h) => h.startsWith('/item')),
+        canonicalItems: Array.from({ length: items }, (_, i) => `/item?id=${i + 1}`),
+        nearDuplicates: news,
+        exactDuplicates: copies,
+      },
+    },
+  };
+}
+
+// ---- URL size and canonical ----------------------------------------------------
+
+export interface LongLinkOptions {
+  /** Length of the long href; default 100 KiB. */
+  longBytes?: number;
+  /** Query parameters on the many-parameter link; default 100. */
+  params?: number;
+}
+
+/**
+ * /long-link carries a 100 KiB href (the server answers 414 past 16 KiB),
+ * /many-params a link with 100 query parameters, and /canonical/variant?ref=
+ * pages declare <link rel=canonical href=/canonical/main>.
+ */
+export function longLinkSite(host: string, opts: LongLinkOptions = {}): HostileSite {
+  const longBytes = opts.longBytes ?? 100 * 1024;
+  const nParams = opts.params ?? 100;
+  const longPrefix = '/long?x=';
+  const longHref = longPrefix + 'a'.repeat(Math.max(0, longBytes - longPrefix.length));
+  const manyHref = `/params?${Array.from({ length: nParams }, (_, i) => `p${String(i).padStart(3, '0')}=v${i}`).join('&')}`;
+  const variants = ['/canonical/variant?ref=a', '/canonical/variant?ref=b'];
+  const canonicalBody = (origin: string): string =>
+    `<!doctype html>\n<html><head><meta charset="utf-8"><title>Canonical</title>` +
+    `<link rel="canonical" href="${origin}/canonical/main"></head>\n<body><p>The one true page.</p></body></html>\n`;
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      const { path } = ctx;
+      if (path === '/robots.txt') return false;
+      if (ctx.target.length > 16 * 1024) ctx.send(414, 'text/plain; charset=utf-8', 'URI too long\n');
+      else if (path === '/') ctx.send(200, HTML, page('URL sizes', ['/long-link', '/many-params', ...variants].map((p) => link(p, p))));
+      else if (path === '/long-link') ctx.send(200, HTML, page('Long link', [link(longHref, 'long'), link('/after-long', 'after')]));
+      else if (path === '/many-params') ctx.send(200, HTML, page('Many params', [link(manyHref, 'params'), link('/after-params', 'after')]));
+      else if (path === '/canonical/variant' || path === '/canonical/main') ctx.send(200, HTML, canonicalBody(ctx.origin));
+      else if (path === '/after-long' || path === '/after-params' || path === '/params' || path === '/long') {
+        ctx.send(200, HTML, page(`Page ${path}`, ['<p>plain</p>']));
+      } else notFound(ctx);
+      return true;
+    },
+    expected: {
+      summary:
+        'The 100 KiB href is dropped (URL_TOO_LONG) and never requested while its neighbour link is followed; ' +
+        `the ${nParams}-parameter URL (${manyHref.length} chars) is handled without error; the canonical variants ` +
+        'are fetched and their canonical /canonical/main is recorded (and may be fetched).',
+      seeds: ['/'],
+      mustFetch: ['/', '/long-link', '/many-params', '/after-long', '/after-params', ...variants],
+      mustNotFetch: [/^\/long\?/],
+      forbiddenHosts: [],
+      index: {},
+      groups: { manyParams: [manyHref], canonicalVariants: variants, canonical: ['/canonical/main'] },
+    },
+  };
+}
+
+// ---- all at once ---------------------------------------------------------------
+
+/** One of every hostile site, hosts `<kind>.<suffix>` (default suffix `hostile.test`). */
+export function allHostileSites(suffix = 'hostile.test'): HostileSite[] {
+  const h = (kind: string): string => `${kind}.${suffix}`;
+  return [
+    redirectSite(h('redirects'), { otherHost: h('duplicates') }),
+    calendarTrapSite(h('traps')),
+    faultSite(h('faults')),
+    contentSite(h('content')),
+    robotsGarbageSite(h('robots-garbage')),
+    robotsHugeSite(h('robots-huge')),
+    robotsErrorSite(h('robots-500')),
+    sitemapSite(h('sitemaps')),
+    charsetSite(h('charsets')),
+    rateLimitSite(h('throttled')),
+    unavailableSite(h('unavailable')),
+    duplicateSite(h('duplicates')),
+    longLinkSite(h('long-links')),
+  ];
+}
+
+// ---- bodies --------------------------------------------------------------------
+
+const HTML = 'text/html; charset=utf-8';
+
+function page(title: string, body: string[]): string {
+  return (
+    `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>\n` +
+    `<body>\n<h1>${escapeHtml(title)}</h1>\n${body.join('\n')}\n<p><a href="/">home</a></p>\n</body></html>\n`
+  );
+}
+
+function link(href: string, text: string): string {
+  return `<p><a href="${escapeHtml(href)}">${escapeHtml(text)}</a></p>`;
+}
+
+function notFound(ctx: SiteRequest): true {
+  ctx.send(404, 'text/plain; charset=utf-8', 'not found\n');
+  return true;
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function escapeXml(s: string): string {
+  return escapeHtml(s).replace(/'/g, '&apos;');
+}
+
+function generatedPaths(pages: number): string[] {
+  return Array.from({ length: pages }, (_, i) => (i === 0 ? '/' : `/page/${i}`));
+}
+
+const WORDS = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ');
+
+function paragraphs(seed: number, n: number): string[] {
+  const rng = mulberry32(seed);
+  return Array.from({ length: n }, () => `<p>${Array.from({ length: 30 }, () => WORDS[rng.int(WORDS.length)]).join(' ')}.</p>`);
+}
+
+/** `n` bytes of plain HTML text. */
+function filler(n: number): Buffer {
+  return Buffer.alloc(n, 'filler text ');
+}
+
+const HUGE_HEAD = Buffer.from(
+  `<!doctype html>\n<html><head><meta charset="utf-8"><title>Huge</title></head>\n<body>\n<p><a href="/huge-link">early link</a></p>\n`,
+);
+const HUGE_TAIL = Buffer.from('\n<p><a href="/huge-tail">late link</a></p>\n</body></html>\n');
+const HUGE_CHUNK = Buffer.alloc(64 * 1024, '<p>all work and no play makes a huge page</p>\n');
+
+/** Exactly `total` bytes of HTML, yielded as shared 64 KiB chunks (never held in memory at once). */
+function* hugeHtml(total: number): Generator<Buffer> {
+  let left = total;
+  const head = HUGE_HEAD.subarray(0, left);
+  yield head;
+  left -= head.length;
+  const tailLen = Math.min(HUGE_TAIL.length, left);
+  left -= tailLen;
+  while (left > 0) {
+    const c = left >= HUGE_CHUNK.length ? HUGE_CHUNK : HUGE_CHUNK.subarray(0, left);
+    yield c;
+    left -= c.length;
+  }
+  if (tailLen > 0) yield HUGE_TAIL.subarray(HUGE_TAIL.length - tailLen);
+}
+
+/** One gzip member of 1 MiB of spaces (~1 KiB), built once and shared by every bomb. */
+let spaceMember: Buffer | undefined;
+export const BOMB_MEMBER_BYTES = MiB;
+/** Space members per bomb: > 1 GiB once decompressed. */
+export const BOMB_MEMBERS = 1100;
+
+/**
+ * A multi-member gzip stream (RFC 1952 allows concatenated members; zlib
+ * decodes them as one): `head` then BOMB_MEMBERS MiB of spaces, whitespace an
+ * XML or HTML parser keeps consuming. About 1 MiB on the wire.
+ */
+function* gzipBomb(head: string): Generator<Buffer> {
+  spaceMember ??= zlib.gzipSync(Buffer.alloc(BOMB_MEMBER_BYTES, 0x20), { level: 9 });
+  yield zlib.gzipSync(head);
+  for (let i = 0; i < BOMB_MEMBERS; i++) yield spaceMember;
+}
+
+function* robotsFiller(head: Buffer, total: number): Generator<Buffer> {
+  yield head.subarray(0, total);
+  let left = total - head.length;
+  const line = (n: number): string => `# filler ${String(n).padStart(8, '0')} ${'x'.repeat(44)}\n`;
+  const block = Buffer.from(Array.from({ length: 1024 }, (_, i) => line(i)).join(''));
+  while (left > 0) {
+    const c = left >= block.length ? block : block.subarray(0, left);
+    yield c;
+    left -= c.length;
+  }
+}
+
+/** Seeded bytes with NULs, high bytes and line breaks, but no ':' so no line is a robots rule. */
+function garbage(seed: number, n: number): Buffer {
+  const rng = mulberry32(seed);
+  const out = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) {
+    let b = rng.int(256);
+    if (b === 0x3a) b = 0x00;
+    out[i] = b;
+  }
+  return out;
+}
+
+/** Streams a body with back-pressure; a client that goes away just ends it. */
+function stream(ctx: SiteRequest, status: number, headers: Record<string, string | number>, source: Iterable<Buffer>): void {
+  const { res, req } = ctx;
+  if (res.destroyed) return;
+  res.writeHead(status, headers);
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  pipeline(Readable.from(source, { objectMode: false, highWaterMark: 64 * 1024 }), res, () => {});
+}
+
+// ---- fixed binary bodies -------------------------------------------------------
+
+/** A tiny PDF whose link annotation and stream text look like links to /from-pdf. */
+const PDF_STREAM = '<a href="/from-pdf">x</a>\n';
+const PDF = Buffer.from(
+  '%PDF-1.4\n%\xe2\xe3\xcf\xd3\n' +
+    '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n' +
+    '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n' +
+    '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Annots [4 0 R] >> endobj\n' +
+    '4 0 obj << /Type /Annot /Subtype /Link /Rect [0 0 100 20] /A << /S /URI /URI (/from-pdf) >> >> endobj\n' +
+    `5 0 obj << /Length ${PDF_STREAM.length} >> stream\n${PDF_STREAM}endstream endobj\n` +
+    'trailer << /Root 1 0 R >>\n%%EOF\n',
+  'latin1',
+);
+
+/** A 1×1 PNG followed by link-looking bytes after IEND. */
+const PNG = Buffer.concat([
+  Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'),
+  Buffer.from('<a href="/from-png">x</a>'),
+]);
+
+/** Unclosed tags, stray end tags, NUL and invalid UTF-8, yet three findable links; the last one sits in an unterminated comment. */
+const MALFORMED = Buffer.concat([
+  Buffer.from(
+    '<html><head><title>broken</title><body><div><p>still a page <b>bold <i>italic\n' +
+      '<a href="/malformed/1">one</a> </span></div></div>\n<table><tr><td><a href=/malformed/2>two</td>\n',
+  ),
+  Buffer.from([0x00, 0xff, 0xfe, 0xc3, 0x28, 0xe2, 0x82, 0x0a]),
+  Buffer.from("<ul><li><a href='/malformed/3' class=x y=>three<li>unclosed <p>para <b>bold\n"),
+  Buffer.from('<!-- never closed <a href="/malformed/hidden">hidden</a>\n'),
+]);
+
+// ---- seeded randomness ---------------------------------------------------------
+
+/** 4·words hex digits from a seed. */
+function hex(seed: number, words: number): string {
+  const rng = mulberry32(seed);
+  return Array.from({ length: words }, () => rng.int(0x10000).toString(16).padStart(4, '0')).join('');
+}
