@@ -1,0 +1,146 @@
+// The crawler on a 3-master Redis Cluster: a campaign over 6 hosts with
+// cross-host links, two worker processes pointed at the cluster, and every
+// page fetched exactly once. Its keys must be spread over the masters (the
+// per-host hash tags at work) and none may land on the global test Redis.
+import path from 'node:path';
+import Redis from 'ioredis';
+import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { createRedis } from '../../src/redis/client';
+import { ContentIndex } from '../../src/dedup/content-index';
+import { Frontier } from '../../src/redis/frontier';
+import { HostClock } from '../../src/redis/host-clock';
+import { hostKeys } from '../../src/redis/keys';
+import { startRedisCluster, type RunningRedisCluster } from '../../src/stack/redis-cluster';
+import { generateSites } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, outputOf, pageRequests, urlOf, type Harness } from '../support/harness';
+
+jest.setTimeout(300_000);
+
+const HOSTS = 6;
+const PAGES = 15;
+const hostName = (i: number) => `k${i}.cluster.test`;
+
+let cluster: RunningRedisCluster | undefined;
+let h: Harness | undefined;
+let closed = false;
+const closeAll = async () => {
+  if (!closed && h) await h.close();
+  closed = true;
+  await cluster?.stop();
+};
+
+beforeAll(async () => {
+  const dataDir = process.env.CRAWLER_TEST_DATA_DIR;
+  if (!dataDir) throw new Error('integration tests need the global setup (CRAWLER_TEST_DATA_DIR)');
+  cluster = await startRedisCluster({ dataDir: path.join(dataDir, `redis-cluster-${process.pid}`), masters: 3 });
+  h = await createHarness('cluster', { workers: 2, redisUrl: cluster.url });
+  for (const spec of generateSites({ count: HOSTS, pages: PAGES, fanOut: 3, crossPerPage: 1, hostPattern: hostName, seed: 11 })) h.web.addSite(spec);
+});
+afterAll(closeAll);
+
+/** Every key on one node (SCAN, so a big keyspace does not block it). */
+async function nodeKeys(port: number): Promise<string[]> {
+  const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  try {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await c.scan(cursor, 'COUNT', 1000);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+    return keys;
+  } finally {
+    c.disconnect();
+  }
+}
+
+test('concurrent page-step scripts of many hosts (many slots) all succeed through the cluster client', async () => {
+  // Page steps of one worker run concurrently, each calling Lua scripts on
+  // its host's slot and on the campaign's (the content index, whose key
+  // count varies with its settings); a client that batches commands of
+  // different slots into one pipeline fails some of them.
+  const redis = createRedis(cluster!.url);
+  try {
+    const hosts = Array.from({ length: 60 }, (_, i) => `slot${i}.cluster.test`);
+    const content = new ContentIndex(redis, 'slots-check');
+    const results = await Promise.allSettled(
+      hosts.map(async (host, i) => {
+        const f = new Frontier(redis, 'slots-check', host);
+        const [, , verdict] = await Promise.all([
+          f.enqueue([{ fp: `fp-${host}`, url: `http://${host}/`, depth: 0, referrer: null }]),
+          new HostClock(redis, host).acquire('slots-check', 1_000, 0),
+          content.check({ url: `http://${host}/`, exactHash: `hash-${i}`, simhash: null }),
+        ]);
+        expect(verdict).toEqual({ kind: 'unique' });
+        return (await f.claim())?.entry.url;
+      }),
+    );
+    expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    expect(results.map((r) => (r as PromiseFulfilledResult<string>).value)).toEqual(hosts.map((h) => `http://${h}/`));
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test('a campaign on a 3-master cluster fetches every page exactly once and spreads its keys', async () => {
+  const { web } = h!;
+  const seed = web.url(hostName(0), '/');
+  const handle = await launch(h!, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 50 }, idleCloseMs: 3_000 });
+  const result = await handle.result();
+  const expected = web.expectedPages([seed]);
+  expect(expected.size).toBeGreaterThanOrEqual(HOSTS * PAGES);
+  expect(new Set([...expected].map((u) => new URL(u).hostname)).size).toBe(HOSTS);
+
+  expect(result.status).toBe('completed');
+  expect(result.pages).toBe(expected.size);
+
+  // The request log: each expected page once, nothing else.
+  const pages = pageRequests(web.requests()).map((r) => urlOf(h!, r));
+  expect(pages.length).toBe(new Set(pages).size);
+  expect(new Set(pages)).toEqual(expected);
+
+  // The index: exactly those pages.
+  const stored = fetchedUrls(await outputOf(h!, result.campaignId).index());
+  expect(stored.length).toBe(expected.size);
+  expect(new Set(stored)).toEqual(expected);
+
+  // The state lives on the cluster: per-host counters read back through a
+  // cluster client under the keys the code uses.
+  const campaignKey = `${result.campaignId}.${(handle as WorkflowHandleWithFirstExecutionRunId).firstExecutionRunId.slice(0, 8)}`;
+  const viaCluster = createRedis(cluster!.url);
+  try {
+    const perHost = new Map<string, number>();
+    for (const u of expected) perHost.set(new URL(u).host, (perHost.get(new URL(u).host) ?? 0) + 1);
+    for (const [host, n] of perHost) {
+      expect({ host, fetched: Number(await viaCluster.hget(hostKeys(campaignKey, host).stats, 'fetched')) }).toEqual({ host, fetched: n });
+    }
+  } finally {
+    viaCluster.disconnect();
+  }
+
+  // The cluster is this file's alone: its keys are on more than one master,
+  // and none of the campaign's are on the global Redis.
+  const perNode = await Promise.all(cluster!.ports.map(async (p) => (await nodeKeys(p)).filter((k) => k.startsWith('crawl:')).length));
+  expect(perNode.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+  expect(perNode.filter((n) => n > 0).length).toBeGreaterThan(1);
+  const onGlobal: string[] = [];
+  for await (const batch of h!.redis.scanStream({ match: `*${result.campaignId}*`, count: 1000 })) onGlobal.push(...(batch as string[]));
+  expect(onGlobal).toEqual([]);
+});
+
+test('stopping leaves no worker or redis-server process behind', async () => {
+  const pids = [...h!.pool.workers.map((w) => w.child.pid!), ...cluster!.nodes.map((n) => n.pid)];
+  expect(pids.every((p) => p > 0)).toBe(true);
+  await closeAll();
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  expect(pids.filter(alive)).toEqual([]);
+  expect(cluster!.nodes.map((n) => n.deadReason())).toEqual(cluster!.nodes.map(() => expect.any(String)));
+});
