@@ -1,22 +1,24 @@
 #!/usr/bin/env node
 // Entry point of the `crawler` command. Each sub-command lives in its own
-// module under ./commands and registers itself on the shared program.
+// module under ./commands and registers itself on the shared program; only
+// the module of the command being run is loaded.
 import { Command } from 'commander';
 import { registerCommands } from './commands';
 
-export function buildProgram(): Command {
+/** The program for these arguments (`argv` as process.argv: node, script, command, …). */
+export async function buildProgram(argv: string[]): Promise<Command> {
   const program = new Command();
   program
     .name('crawler')
     .description('Durable, workflow-orchestrated web crawler (Temporal + Redis)')
     .showHelpAfterError()
     .exitOverride();
-  registerCommands(program);
+  await registerCommands(program, argv.slice(2).find((a) => !a.startsWith('-')));
   return program;
 }
 
 async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync(argv);
   } catch (err: unknown) {

@@ -1,10 +1,8 @@
 // Worker processes started by `crawl` (and by tests and the benchmark):
 // real OS processes, so killing one with SIGKILL is a real crash.
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import readline from 'node:readline';
-import { pathToFileURL } from 'node:url';
-import { PROJECT_ROOT } from '../stack/paths';
+import { crawlerCommand } from '../cli/crawler-command';
 
 export const WORKER_READY_LINE = 'crawler worker ready';
 
@@ -12,6 +10,8 @@ export interface WorkerProcess {
   index: number;
   child: ChildProcess;
   exited: Promise<number | null>;
+  /** Its Prometheus endpoint, as printed in its ready line (CRAWLER_METRICS_PORT set). */
+  metricsUrl?: string;
 }
 
 export class WorkerPool {
@@ -23,17 +23,9 @@ export class WorkerPool {
   /** Starts one worker process and resolves once it polls the task queue. */
   async startOne(timeoutMs = 120_000): Promise<WorkerProcess> {
     const index = this.next++;
-    // node with tsx's loader, as the tsx launcher would run it, minus the
-    // launcher process itself: one process per worker (~50 MB less), and a
-    // SIGKILL hits the worker, not a wrapper.
-    const tsxDir = path.join(PROJECT_ROOT, 'node_modules', 'tsx', 'dist');
-    const args = [
-      '--require', path.join(tsxDir, 'preflight.cjs'),
-      '--import', pathToFileURL(path.join(tsxDir, 'loader.mjs')).href,
-      path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts'),
-      'worker',
-    ];
-    const child = spawn(process.execPath, args, {
+    // Extra node flags for worker processes only, e.g. --cpu-prof when profiling the benchmark.
+    const cmd = crawlerCommand(['worker'], (process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
+    const child = spawn(cmd.command, cmd.args, {
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -52,6 +44,7 @@ export class WorkerPool {
       const timer = setTimeout(() => reject(new Error(`worker #${index} not ready after ${timeoutMs} ms:\n${tail.join('\n')}`)), timeoutMs);
       out.on('line', (line) => {
         if (line.includes(WORKER_READY_LINE)) {
+          wp.metricsUrl = /metrics (http:\/\/\S+?)\)?$/.exec(line)?.[1];
           clearTimeout(timer);
           resolve();
         } else forward(line);

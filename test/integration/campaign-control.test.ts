@@ -6,12 +6,14 @@ import { promisify } from 'node:util';
 import { campaignStatusQuery } from '../../workflows/messages';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 
 jest.setTimeout(240_000);
 const run = promisify(execFile);
-const CLI = [path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts')];
-const tsx = path.join(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
-const crawler = (...args: string[]) => run(tsx, [...CLI, ...args], { env: process.env });
+const crawler = (...args: string[]) => {
+  const cmd = crawlerCommand(args);
+  return run(cmd.command, cmd.args, { env: process.env });
+};
 
 let h: Harness;
 beforeAll(async () => {

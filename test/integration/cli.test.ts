@@ -8,12 +8,10 @@ import { localTemporalPath } from '../../src/stack/tools';
 import { generateSites } from '../web/test-web';
 import { createHarness, type Harness } from '../support/harness';
 import { readIndex } from '../../src/storage/index-writer';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 
 jest.setTimeout(240_000);
 const run = promisify(execFile);
-const root = path.join(__dirname, '..', '..');
-const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
-const main = path.join(root, 'src', 'cli', 'main.ts');
 
 let h: Harness;
 beforeAll(async () => {
@@ -28,7 +26,8 @@ test('crawl: starts its worker, crawls, prints a summary with --json as the last
   const seed = h.web.url('w0.cli.test', '/');
   const out = path.join(h.outDir, 'cli-crawl');
   const resolve = h.web.resolveArgs().flatMap((r) => ['--resolve', r]);
-  const { stdout } = await run(tsx, [main, 'crawl', seed, '--any-domain', '--delay-ms', '50', '--idle-close-ms', '2000', '--out', out, '--json', ...resolve], { env: env() });
+  const crawl = crawlerCommand(['crawl', seed, '--any-domain', '--delay-ms', '50', '--idle-close-ms', '2000', '--out', out, '--json', ...resolve]);
+  const { stdout } = await run(crawl.command, crawl.args, { env: env() });
   const summary = JSON.parse(stdout.trim().split('\n').pop()!);
   const expected = h.web.expectedPages([seed]);
   expect(summary.status).toBe('completed');
@@ -45,7 +44,8 @@ test.each([
   ['a bad --resolve entry', ['http://example.test/', '--resolve', 'nonsense'], /resolve/i],
 ])('bad input (%s): clear error, exit code 2, nothing started', async (_name, args, message) => {
   const id = `bad-input-${Math.random().toString(36).slice(2, 8)}`;
-  const res = spawnSync(tsx, [main, 'crawl', ...args, '--id', id], { env: env(), encoding: 'utf8' });
+  const cmd = crawlerCommand(['crawl', ...args, '--id', id]);
+  const res = spawnSync(cmd.command, cmd.args, { env: env(), encoding: 'utf8' });
   expect(res.status).toBe(2);
   expect(res.stderr).toMatch(message);
   await expect(h.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);

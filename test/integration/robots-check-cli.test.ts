@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fixtures from '../fixtures/robots-conformance.json';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 
 interface ConformanceCase {
   name: string;
@@ -20,18 +21,15 @@ interface RunResult {
   stderr: string;
 }
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
-// Each spawn boots tsx (a few hundred ms); a small pool keeps the suite quick
-// without starving other suites running in parallel.
-const POOL_SIZE = 6;
+// One process per case; the machines this runs on may have two cores.
+const POOL_SIZE = 3;
 
 const cases = fixtures as ConformanceCase[];
 
 function runCli(args: string[]): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [MAIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const cmd = crawlerCommand(args);
+    const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -1,0 +1,190 @@
+// Operators steering running campaigns through validated updates: the rate
+// of one host, pausing one host, more seeds, a lower page budget, `crawler
+// list` — through the real CLI, and through Temporal for the rejections.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { domainWorkflowId } from '../../workflows/ids';
+import {
+  addSeedsUpdate,
+  campaignStatusQuery,
+  domainStatusQuery,
+  pauseHostUpdate,
+  setBudgetsUpdate,
+  setPolitenessUpdate,
+} from '../../workflows/messages';
+import { generateSites, type RequestRecord } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, outputOf, pageRequests, sleep, type CampaignHandle, type Harness } from '../support/harness';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+
+jest.setTimeout(120_000);
+const run = promisify(execFile);
+const crawler = (...args: string[]) => {
+  const cmd = crawlerCommand(args);
+  return run(cmd.command, cmd.args, { env: process.env });
+};
+
+const site = (host: string, pages: number) => generateSites({ count: 1, pages, fanOut: 3, crossPerPage: 0, hostPattern: () => host, seed: 5 })[0];
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness('steering', { workers: 1 });
+  h.web.addSite(site('a0.steer.test', 8)); // slowed down by an operator
+  h.web.addSite(site('a1.steer.test', 15)); // paused and resumed on its own
+  h.web.addSite(site('n0.steer.test', 6)); // only reachable as an added seed
+  h.web.addSite(site('x.elsewhere.test', 3)); // out of scope
+  h.web.addSite(site('b0.steer.test', 60)); // the budget campaign
+});
+afterAll(() => h?.close());
+
+const key = (host: string) => `${host}:${h.web.port}`;
+const pagesOf = (host: string, reqs: RequestRecord[] = h.web.requests()) => pageRequests(reqs).filter((r) => r.host === host);
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 45_000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The reason a rejected update gives, or a failure if it was accepted. */
+async function rejection(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+    return (err as WorkflowUpdateFailedError).cause?.message ?? '';
+  }
+  throw new Error('the update was accepted');
+}
+
+test('rate of one host, rejected values, pause one host, add seeds, list', async () => {
+  const seeds = [h.web.url('a0.steer.test', '/'), h.web.url('a1.steer.test', '/')];
+  const handle: CampaignHandle = await launch(h, {
+    seeds,
+    scope: { mode: 'domains', domains: ['steer.test'] },
+    politeness: { minDelayMs: 200 },
+    sitemaps: 'off',
+    idleCloseMs: 30_000,
+  });
+  const id = handle.workflowId;
+  const a0 = h.client.workflow.getHandle(domainWorkflowId(id, key('a0.steer.test')));
+  const a1 = h.client.workflow.getHandle(domainWorkflowId(id, key('a1.steer.test')));
+  await until('both hosts crawling', () => pagesOf('a0.steer.test').length >= 2 && pagesOf('a1.steer.test').length >= 2);
+
+  // Slow a0 down: from its next pause on, 2.5 s between requests.
+  expect(await handle.executeUpdate(setPolitenessUpdate, { args: [{ host: key('a0.steer.test'), minDelayMs: 2_500 }] })).toEqual({ host: key('a0.steer.test'), minDelayMs: 2_500 });
+  const tRate = performance.timeOrigin + performance.now();
+  // Pause a1 alone: a0 goes on, a1 gets nothing.
+  expect(await handle.executeUpdate(pauseHostUpdate, { args: [{ host: 'a1.steer.test' }] })).toEqual({ host: key('a1.steer.test'), paused: true });
+  await until('a0 to show the operator delay', async () => (await a0.query(domainStatusQuery)).delayReason === 'operator set 2500 ms for this host');
+  expect(await a0.query(domainStatusQuery)).toMatchObject({ minDelayMs: 2_500, delayMs: 2_500 });
+  await until('a1 to be paused', async () => (await a1.query(domainStatusQuery)).paused);
+  expect(await a1.query(domainStatusQuery)).toMatchObject({ minDelayMs: 200, delayMs: 200, delayReason: 'minimum delay 200 ms' });
+  await sleep(1_000); // a step in flight finishes
+  const a1Paused = pagesOf('a1.steer.test').length;
+  expect(a1Paused).toBeLessThan(15);
+  const a0AtPause = pagesOf('a0.steer.test').length;
+
+  // Invalid values are refused with the validator's words, and change nothing.
+  expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: -1 }] }))).toMatch(/minDelayMs must be a whole number .* 0 to 3600000 \(got -1\)/);
+  expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: 4_000_000, host: key('a0.steer.test') }] }))).toMatch(/got 4000000/);
+  expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: 500, host: 'nowhere.test' }] }))).toMatch(/host "nowhere.test" is not known to this campaign/);
+  expect(await rejection(handle.executeUpdate(setBudgetsUpdate, { args: [{ maxPages: 2.5 }] }))).toMatch(/maxPages must be a whole number ≥ 0, or null/);
+  expect(await rejection(handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: [] }] }))).toMatch(/at least one seed/);
+  expect(await rejection(handle.executeUpdate(pauseHostUpdate, { args: [{ host: 'nowhere.test' }] }))).toMatch(/not known/);
+  // Through the CLI: the campaign's validator speaks (the CLI cannot know the hosts), exit code 2.
+  await expect(crawler('set-rate', id, '--delay-ms', '500', '--host', 'nowhere.test')).rejects.toMatchObject({
+    code: 2,
+    stderr: expect.stringContaining('host "nowhere.test" is not known to this campaign'),
+  });
+  await expect(crawler('set-rate', id, '--delay-ms', 'soon')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('minDelayMs must be a whole number') });
+  expect((await handle.query(campaignStatusQuery)).steering).toEqual({
+    configVersion: 1,
+    minDelayMs: 200,
+    hostDelays: { [key('a0.steer.test')]: 2_500 },
+    pausedHosts: [key('a1.steer.test')],
+    budgets: { maxPages: null, maxDepth: null },
+  });
+  expect(await a0.query(domainStatusQuery)).toMatchObject({ minDelayMs: 2_500, delayMs: 2_500, configVersion: 1 });
+
+  await until('a0 to go on while a1 is paused', () => pagesOf('a0.steer.test').length >= a0AtPause + 2);
+  expect(pagesOf('a1.steer.test').length).toBe(a1Paused);
+
+  // More seeds: one new host in scope, one out of scope, one unusable, one known.
+  const { stdout: seedOut } = await crawler('add-seeds', id, '--json', h.web.url('n0.steer.test', '/'), h.web.url('x.elsewhere.test', '/'), 'ftp://a0.steer.test/', seeds[0]);
+  const added = JSON.parse(seedOut);
+  expect(added.accepted).toEqual([h.web.url('n0.steer.test', '/')]);
+  expect(added.rejected.map((r: { seed: string }) => r.seed).sort()).toEqual([h.web.url('x.elsewhere.test', '/'), 'ftp://a0.steer.test/', seeds[0]].sort());
+  expect(added.rejected.find((r: { seed: string }) => r.seed.startsWith('ftp:')).reason).toMatch(/Unsupported scheme/);
+  expect(added.rejected.find((r: { seed: string }) => r.seed.includes('elsewhere')).reason).toMatch(/out of the campaign's scope/);
+  expect(added.rejected.find((r: { seed: string }) => r.seed === seeds[0]).reason).toMatch(/already seen/);
+
+  // The campaign is listed while it runs.
+  const { stdout: listOut } = await crawler('list', '--json');
+  const row = JSON.parse(listOut).find((r: { campaignId: string }) => r.campaignId === id);
+  expect(row).toMatchObject({ status: 'RUNNING', state: 'running' });
+  expect(row.pages).toBeGreaterThan(0);
+
+  // a1 is still paused while the added host is crawled; resumed, everything completes.
+  await until('the added host to be crawled', () => pagesOf('n0.steer.test').length >= 1);
+  expect(pagesOf('a1.steer.test').length).toBe(a1Paused);
+  const { stdout: resumeOut } = await crawler('resume', id, '--host', key('a1.steer.test'));
+  expect(resumeOut).toContain(`${key('a1.steer.test')} resumed`);
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+
+  const fetched = new Set(fetchedUrls(await outputOf(h, id).index()));
+  for (const host of ['a0.steer.test', 'a1.steer.test', 'n0.steer.test']) {
+    for (const url of h.web.expectedPages([h.web.url(host, '/')], { hosts: [host] })) expect(fetched).toContain(url);
+  }
+  expect(pagesOf('x.elsewhere.test')).toEqual([]);
+
+  // a0's requests after the change are ≥ 2.5 s apart (the first gap may still be the old pause).
+  const a0After = pagesOf('a0.steer.test').filter((r) => r.t > tRate);
+  expect(a0After.length).toBeGreaterThanOrEqual(3);
+  for (let i = 2; i < a0After.length; i++) expect(a0After[i].t - a0After[i - 1].t).toBeGreaterThanOrEqual(2_450);
+  // a1 kept the campaign's pace, not a0's new one.
+  const a1Times = pagesOf('a1.steer.test').map((r) => r.t);
+  expect(a1Times.slice(1).some((t, i) => t - a1Times[i] < 2_450)).toBe(true);
+
+  // Closed campaigns are listed with --all, with their final page count.
+  await until('the closed campaign in visibility', async () => {
+    const { stdout } = await crawler('list', '--all', '--json');
+    const r = JSON.parse(stdout).find((x: { campaignId: string }) => x.campaignId === id);
+    return r?.status === 'COMPLETED' && r.state === 'completed' && r.pages === result.pages;
+  });
+});
+
+test('a lower page budget stops a running campaign at it; set-rate campaign-wide', async () => {
+  const handle = await launch(h, { seeds: [h.web.url('b0.steer.test', '/')], politeness: { minDelayMs: 150 }, sitemaps: 'off', idleCloseMs: 30_000 });
+  const id = handle.workflowId;
+  const b0 = h.client.workflow.getHandle(domainWorkflowId(id, key('b0.steer.test')));
+  await until('the campaign to fetch a few pages', () => pagesOf('b0.steer.test').length >= 3);
+  // Paused, so the CLI's start-up time does not decide how many pages are left.
+  await handle.signal('pause');
+  await until('b0 to be paused', async () => (await b0.query(domainStatusQuery)).paused);
+  await sleep(500);
+  const atPause = pagesOf('b0.steer.test').length;
+
+  expect(await rejection(handle.executeUpdate(setBudgetsUpdate, { args: [{ maxPages: -1 }] }))).toMatch(/maxPages must be a whole number/);
+  await expect(crawler('set-budget', id, '--max-pages', 'lots')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('maxPages must be a whole number') });
+  expect((await handle.query(campaignStatusQuery)).steering?.budgets).toEqual({ maxPages: null, maxDepth: null });
+
+  const budget = atPause + 3;
+  const { stdout } = await crawler('set-budget', id, '--max-pages', String(budget), '--max-depth', 'none');
+  expect(stdout).toContain(`maxPages ${budget}, maxDepth unlimited (settings version 2)`);
+  await until('b0 to get settings version 2', async () => (await b0.query(domainStatusQuery)).configVersion === 2);
+  const { stdout: rateOut } = await crawler('set-rate', id, '--delay-ms', '300');
+  expect(rateOut).toContain('300 ms campaign-wide');
+  await until('b0 to show the campaign-wide operator delay', async () => (await b0.query(domainStatusQuery)).delayReason === 'operator set 300 ms');
+
+  await handle.signal('resume');
+  const result = await handle.result();
+  expect(result.status).toBe('budget-exhausted');
+  expect(result.pages).toBeLessThanOrEqual(budget);
+  expect(pagesOf('b0.steer.test').length).toBeLessThanOrEqual(budget);
+  expect(fetchedUrls(await outputOf(h, id).index()).length).toBeLessThanOrEqual(budget);
+});
