@@ -11,9 +11,10 @@ import { urlFingerprint } from '../src/url/fingerprint';
 import { sitemapSeeds } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
+import type { DomainRef, LoadRobotsResult } from './types';
+
 /** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
 const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
-import type { DomainRef, LoadRobotsResult } from './types';
 
 /**
  * Makes sure robots.txt for the host is known (from the shared cache, or
@@ -38,6 +39,7 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
     if (wait > 0) return { kind: 'wait', crawlDelaySec: null, waitMs: wait, detail: 'host clock busy', fetched: false };
 
     let value: StoredRobots;
+    let code = '';
     let hostPause = 0;
     let robots: RobotsTxt | null = null;
     try {
@@ -54,6 +56,7 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
         value = { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now };
       } else {
         value = { state: 'unavailable', detail: `HTTP ${res.status}`, fetchedAt: now };
+        code = `HTTP_${res.status}`;
         const retryAfter = parseRetryAfter(res.headers['retry-after']);
         if (retryAfter !== null) hostPause = Math.min(retryAfter, MAX_RETRY_AFTER_MS);
       }
@@ -68,6 +71,7 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
         return { kind: 'ok', crawlDelaySec: null, waitMs: 0, detail: err.message, fetched: false };
       }
       value = { state: 'unavailable', detail: `${err.code}: ${err.message}`, fetchedAt: new Date().toISOString() };
+      code = err.code;
     }
     const crawlDelaySec = robots?.rulesFor(agent).crawlDelaySec ?? null;
     // The next request to this host waits the delay robots.txt just asked
@@ -75,7 +79,7 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
     await clock.release(owner, Math.max(hostPause, crawlDelayMs(campaign.settings.politeness, crawlDelaySec)));
     await rt.robots.put(input.host, value);
     rt.deps.metrics?.recordRobots(value.state === 'unavailable' ? 'unavailable' : value.status !== null && value.status >= 400 ? 'not-found' : 'ok');
-    if (value.state === 'unavailable') return { kind: 'unavailable', crawlDelaySec: null, waitMs: 0, detail: value.detail, fetched: true };
+    if (value.state === 'unavailable') return { kind: 'unavailable', crawlDelaySec: null, waitMs: 0, detail: value.detail, code, fetched: true };
     await enqueueSitemaps(rt, campaign, input, url, robots?.sitemaps ?? []);
     return { kind: 'ok', crawlDelaySec, waitMs: 0, detail: `HTTP ${value.status}`, fetched: true };
   };

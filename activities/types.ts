@@ -28,6 +28,8 @@ export interface LoadRobotsResult {
   crawlDelaySec: number | null;
   waitMs: number;
   detail: string;
+  /** For `unavailable`: the typed cause, e.g. HTTP_503, DNS_FAILURE, CONNECTION_REFUSED. */
+  code?: string;
   fetched: boolean;
 }
 
@@ -38,6 +40,10 @@ export interface CrawlStepInput extends DomainRef {
   delayMs: number;
   /** Robots unreachable for good: record URLs instead of fetching. */
   robotsUnavailable?: boolean;
+  /** Why (absent from workflows started before it was passed): the code their index lines carry. */
+  robotsCause?: { code: string; detail: string };
+  /** How long the domain slept since its previous step, for the politeness-wait metric. */
+  sleptMs?: number;
   /**
    * The URL the previous step asked to retry and how many attempts it has
    * had; the step counts this attempt only if it claims that same URL.

@@ -15,6 +15,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  sleep,
   startChild,
   upsertMemo,
   upsertSearchAttributes,
@@ -31,7 +32,7 @@ import {
   validateSetBudgets,
   validateSetPoliteness,
 } from '../src/config/steering';
-import { CrawlCampaign, CrawlHost, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import { CrawlCampaign, CrawlErrors, CrawlHost, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { domainCrawl, type DomainCrawlInput } from './domain-crawl';
 import { domainWorkflowId } from './ids';
 import {
@@ -103,6 +104,14 @@ export const DIRTY_IDLE_WAKE_PATCH = 'dirty-idle-wake';
 const FAN_OUT = 50;
 /** Patch ID: the final search attributes include the page count (for `crawler list`). */
 export const FINAL_PAGES_PATCH = 'campaign-final-pages-attribute';
+/**
+ * Patch ID: while it runs, the campaign publishes its page and error totals
+ * (search attributes) every PUBLISH_EVERY_MS, and its memo follows what
+ * operators steer. Runs recorded before it keep the old command sequence.
+ */
+export const LIVE_TOTALS_PATCH = 'campaign-live-totals';
+/** Often enough for a list sorted by pages; a timer a minute costs two events a minute. */
+const PUBLISH_EVERY_MS = 60_000;
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -227,6 +236,16 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (ms === undefined || ms === null) return { politeness: settings.politeness };
     return { politeness: { ...settings.politeness, minDelayMs: ms }, note: operatorDelayReason(ms, own !== undefined) };
   };
+  /** The memo shows the settings in force, the operator's changes included. */
+  const publishSteering = () => {
+    if (!liveTotals) return;
+    upsertMemo({
+      budgets: steer.budgets,
+      politeness: { ...settings.politeness, minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs },
+      hostDelays: steer.hostDelays,
+      pausedHosts: steer.pausedHosts,
+    });
+  };
   const signalPoliteness = async (host: string) => {
     const p = politenessFor(host);
     await getExternalWorkflowHandle(domainWorkflowId(campaignId, host))
@@ -250,6 +269,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         steer.hostDelays[host] = minDelayMs;
         if (isLive(carry.hosts[host])) await signalPoliteness(host);
       }
+      publishSteering();
       return { host, minDelayMs };
     },
     {
@@ -277,6 +297,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         });
         carry.configVersion = Math.max(carry.configVersion, r.configVersion);
         steer.budgets = r.budgets;
+        publishSteering();
         const configVersion = carry.configVersion;
         // Live domains ask for the new version on their next step; later ones start with it.
         await inBatches(liveHosts(), async ([h]) => {
@@ -484,6 +505,17 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   // Domain reports alone grow the history (thousands of hosts report without
   // queueing anything), so a full history must wake the loop by itself.
   const canOnReports = patched(CAN_ON_REPORTS_PATCH);
+  const liveTotals = patched(LIVE_TOTALS_PATCH);
+  let published = { fetched: -1, failed: -1 };
+  const publishTotals = () => {
+    const t = totals();
+    if (t.fetched === published.fetched && t.failed === published.failed) return;
+    published = { fetched: t.fetched, failed: t.failed };
+    upsertSearchAttributes([
+      { key: CrawlPages, value: t.fetched },
+      { key: CrawlErrors, value: t.failed },
+    ]);
+  };
 
   try {
     if (!input.carry) {
@@ -505,6 +537,21 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
     status = 'running';
 
+    if (liveTotals) {
+      // Its own timer loop: a timeout on the dispatch loop's condition would
+      // start and cancel a timer on every dispatch.
+      void (async () => {
+        try {
+          while (!finishing) {
+            await sleep(PUBLISH_EVERY_MS);
+            if (!finishing) publishTotals();
+          }
+        } catch (err) {
+          // A cancelled campaign cancels this timer too; the loop just ends.
+          if (!isCancellation(err)) throw err;
+        }
+      })();
+    }
     for (;;) {
       await condition(() => pending.size > 0 || stopReason !== null || quiet() || (canOnReports && inflight === 0 && historyFull()));
       if (stopReason !== null) break;

@@ -17,6 +17,7 @@ import {
 import type { CrawlerActivities, CrawlStepResult } from '../activities/types';
 import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
 import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import { operatorState, type OperatorState } from './host-state';
 import {
   cancelSignal,
   configSignal,
@@ -53,7 +54,12 @@ export interface DomainCrawlInput {
 export interface DomainCarry {
   stats: HostStats;
   seq: number;
-  robots?: { crawlDelaySec: number | null; unavailable: boolean };
+  robots?: {
+    crawlDelaySec: number | null;
+    unavailable: boolean;
+    /** Why robots.txt could not be had (e.g. DNS_FAILURE, HTTP_503): the typed reason its URLs are recorded with. */
+    cause?: { code: string; detail: string };
+  };
   lastUrl: string | null;
   lastStatus: number | null;
   /** The URL waiting for another attempt after a transient failure. */
@@ -70,12 +76,23 @@ export interface DomainCrawlResult {
 export const LOCAL_STEP_PATCH = 'crawl-step-local-activity';
 /** Report progress to the campaign this often (pages), besides every state change that matters. */
 const PROGRESS_EVERY = 25;
+/** …and at least this often while pages come in, so a slow host's counts stay current. */
+const PROGRESS_INTERVAL_MS = 60_000;
+/**
+ * Patch ID: the host's coarse state (crawling, sleeping, backing-off, …) is
+ * published and reported to the campaign whenever it changes, and progress
+ * is also reported by time. Runs recorded before it keep the old reports.
+ */
+export const STATE_REPORTS_PATCH = 'domain-state-reports';
 /** Continue as new well before Temporal's history limits. */
 const MAX_HISTORY_EVENTS = 4000;
 /** Robots.txt that keeps answering 5xx/429 is retried this many times before the host is treated as disallowed. */
 const ROBOTS_ATTEMPTS = 3;
 
 export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
+  // Decided once per run: a run that began before the patch keeps its old
+  // command sequence to the end (it picks the patch up at continue-as-new).
+  const stateReports = patched(STATE_REPORTS_PATCH);
   const carry: DomainCarry = input.carry ?? { stats: emptyStats(), seq: 0, lastUrl: null, lastStatus: null };
   let paused = input.paused ?? false;
   let finish: DomainCrawlResult['reason'] | null = null;
@@ -161,15 +178,27 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     configVersion,
   }));
 
-  let shownState: string | null = null;
-  const setState = (next: DomainState) => {
+  let shownState: OperatorState | null = null;
+  /** The published state changed and the campaign has not heard of it yet. */
+  let unreported = false;
+  let lastReportAt = Date.now();
+  /** How long the domain slept before the step about to run (for the politeness-wait metric). */
+  let sleptMs = 0;
+  /** `sleepMs`: the length of the sleep being entered, for sleeping / backing-off. */
+  const setState = (next: DomainState, sleepMs = 0) => {
     state = next;
-    // Search attributes only change on coarse transitions: per-page updates
-    // would double the history for no benefit to someone filtering the UI.
-    const coarse = next === 'sleeping' || next === 'crawling' ? 'crawling' : next;
+    // Search attributes only change on coarse transitions (host-state.ts):
+    // per-page updates would double the history for no benefit to someone
+    // filtering the UI.
+    const coarse: OperatorState = stateReports
+      ? operatorState(next, sleepMs, shownState)
+      : next === 'sleeping' || next === 'crawling'
+        ? 'crawling'
+        : (next as OperatorState);
     if (coarse !== shownState) {
       shownState = coarse;
       upsertSearchAttributes([{ key: CrawlState, value: coarse }]);
+      unreported = stateReports;
     }
   };
 
@@ -179,8 +208,12 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       { key: CrawlPages, value: carry.stats.fetched },
       { key: CrawlErrors, value: carry.stats.failed },
     ]);
+    unreported = false;
+    lastReportAt = Date.now();
+    // The campaign shows what operators see; the fine-grained state flips every page.
+    const shown: DomainState = stateReports && shownState ? shownState : state;
     try {
-      await campaign.signal(domainReportSignal, { host: input.host, kind, seq: carry.seq, stats: carry.stats, state, frontier });
+      await campaign.signal(domainReportSignal, { host: input.host, kind, seq: carry.seq, stats: carry.stats, state: shown, frontier });
     } catch (err) {
       // The campaign is gone (completed or terminated): nobody to crawl for.
       log.warn('campaign unreachable, finishing domain', { host: input.host, error: String(err) });
@@ -191,10 +224,13 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   /** Durable sleep that pause/finish can cut short. */
   const pauseFor = async (ms: number, why: DomainState) => {
     if (ms <= 0) return;
-    setState(why);
+    setState(why, ms);
+    // Entering a long sleep or a back-off is what an operator looks for in `crawler status`.
+    if (unreported) await report('progress');
     nextWakeAt = Date.now() + ms;
     await condition(() => finish !== null, ms);
     nextWakeAt = null;
+    sleptMs += ms;
   };
 
   // robots.txt first: its Crawl-delay sets the pace, its rules gate every URL.
@@ -213,7 +249,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
         continue;
       }
       if (attempt >= ROBOTS_ATTEMPTS) {
-        carry.robots = { crawlDelaySec: null, unavailable: true };
+        carry.robots = { crawlDelaySec: null, unavailable: true, ...(stateReports && r.code ? { cause: { code: r.code, detail: r.detail } } : {}) };
         return;
       }
       delayReason = `robots.txt unavailable (${r.detail}), retry ${attempt}/${ROBOTS_ATTEMPTS - 1}`;
@@ -249,8 +285,11 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       configVersion,
       delayMs: delayMs(),
       robotsUnavailable: carry.robots?.unavailable,
+      ...(carry.robots?.cause ? { robotsCause: carry.robots.cause } : {}),
       retry: carry.retry,
+      ...(stateReports ? { sleptMs } : {}),
     };
+    sleptMs = 0;
     // Histories recorded before the step became a local activity replay the
     // remote one.
     const res: CrawlStepResult = patched(LOCAL_STEP_PATCH) ? await local.crawlStep(step) : await acts.crawlStep(step);
@@ -276,7 +315,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       if (counted === 'fetched') carry.stats.fetched++;
       else if (counted === 'failed') carry.stats.failed++;
       else carry.stats.skipped++;
-      if (++sinceReport >= PROGRESS_EVERY) {
+      if (++sinceReport >= PROGRESS_EVERY || (stateReports && Date.now() - lastReportAt >= PROGRESS_INTERVAL_MS)) {
         sinceReport = 0;
         await report('progress');
       }

@@ -1,20 +1,26 @@
 import type { CampaignStatus } from '../../workflows/messages';
 
+/** Weight of the newest interval in the smoothed rate the ETA uses. */
+const RATE_SMOOTHING = 0.3;
+
 /**
- * Live progress on stderr: one rewritten line on a TTY, a plain line every
- * few seconds otherwise (CI logs, pipes).
+ * Live progress on stderr: one rewritten line when both stderr and stdout
+ * are terminals, a plain line every few seconds otherwise (CI logs, pipes,
+ * `--json` read by a script).
  */
 export class ProgressReporter {
   private timer: NodeJS.Timeout | null = null;
   private last = { at: Date.now(), pages: 0 };
+  private smoothedRate: number | null = null;
   private readonly tty: boolean;
 
   constructor(
     private readonly out: NodeJS.WriteStream,
     private readonly poll: () => Promise<CampaignStatus>,
+    /** The page budget at the start; a budget an operator sets later (status.steering) wins. */
     private readonly maxPages: number | null,
   ) {
-    this.tty = Boolean(out.isTTY);
+    this.tty = Boolean(out.isTTY) && Boolean(process.stdout.isTTY);
   }
 
   start(): void {
@@ -37,10 +43,13 @@ export class ProgressReporter {
     const now = Date.now();
     const rate = ((s.totals.fetched - this.last.pages) * 1000) / Math.max(1, now - this.last.at);
     this.last = { at: now, pages: s.totals.fetched };
+    // The ETA follows a smoothed rate, so one slow tick does not make it jump.
+    this.smoothedRate = this.smoothedRate === null ? rate : RATE_SMOOTHING * rate + (1 - RATE_SMOOTHING) * this.smoothedRate;
+    const maxPages = s.steering ? s.steering.budgets.maxPages : this.maxPages;
     const byState = new Map<string, number>();
     for (const h of s.hosts) byState.set(h.domainState, (byState.get(h.domainState) ?? 0) + 1);
     const states = [...byState].map(([k, v]) => `${k} ${v}`).join(', ');
-    const eta = this.maxPages && rate > 0 ? `, ETA ${Math.ceil((this.maxPages - s.totals.fetched) / rate)} s` : '';
+    const eta = maxPages && this.smoothedRate > 0 ? `, ETA ${Math.max(0, Math.ceil((maxPages - s.totals.fetched) / this.smoothedRate))} s` : '';
     const frontier = s.totals.frontier !== undefined ? `, frontier ${s.totals.frontier}` : '';
     const line = `${s.status}${s.paused ? ' (paused)' : ''}: ${s.totals.fetched} pages (${rate.toFixed(1)}/s), ${s.totals.failed} failed, hosts ${s.totals.hosts} [${states}]${frontier}${eta}`;
     this.out.write(this.tty ? `\r\x1b[2K${line}` : `${line}\n`);

@@ -6,7 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { localTemporalPath } from '../../src/stack/tools';
-import { domainStatusQuery, cancelSignal, type DomainStatus } from '../../workflows/messages';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { campaignStatusQuery, domainStatusQuery, cancelSignal, type DomainStatus } from '../../workflows/messages';
 import { domainWorkflowId } from '../../workflows/ids';
 import { generateSites } from '../web/test-web';
 import { launchBrowser, screenshot } from '../support/browser';
@@ -121,6 +122,36 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
   await until(`${IDLE} idle`, () => domainStatus(id, IDLE), (s) => s?.state === 'idle');
   await until(`${BUSY} backing off`, () => domainStatus(id, BUSY), (s) => s?.state === 'backing-off' && s.lastStatus === 503);
   await until(`${SLOW} paced by robots.txt`, () => domainStatus(id, SLOW), (s) => !!s?.delayReason.startsWith('robots.txt Crawl-delay'));
+
+  // The campaign hears of each host's state (not only every 25 pages), so
+  // `crawler status` shows the stuck host first and the long sleeper next.
+  const states = await until(
+    'the campaign to see backing-off, sleeping and idle hosts',
+    async () => Object.fromEntries((await campaign!.query(campaignStatusQuery)).hosts.map((x) => [x.host, x.domainState])),
+    (m) => m[hostKey(BUSY)] === 'backing-off' && m[hostKey(SLOW)] === 'sleeping' && m[hostKey(IDLE)] === 'idle',
+  );
+  expect(states[hostKey(BUSY)]).toBe('backing-off');
+  const statusCmd = crawlerCommand(['status', id]);
+  const statusOut = spawnSync(statusCmd.command, statusCmd.args, { encoding: 'utf8', env: process.env });
+  expect(statusOut.status).toBe(0);
+  const tableHosts = statusOut.stdout.trim().split('\n').slice(4).map((l) => l.split('\t')[0]);
+  expect(tableHosts.slice(0, 2)).toEqual([hostKey(BUSY), hostKey(SLOW)]);
+  expect(new Set(tableHosts)).toEqual(new Set(HOSTS.map(hostKey)));
+
+  // The Web UI's CrawlState filter finds the long sleeper too, and the stuck
+  // host already publishes its page count.
+  const sleepingIds = await until(
+    'CrawlState = "sleeping" to list the slow host',
+    async () => {
+      const ids: string[] = [];
+      for await (const wf of h.client.workflow.list({ query: `CrawlCampaign = "${id}" AND CrawlState = "sleeping"` })) ids.push(wf.workflowId);
+      return ids;
+    },
+    (ids) => ids.length > 0,
+  );
+  expect(sleepingIds).toEqual([domainWorkflowId(id, hostKey(SLOW))]);
+  const busyAttrs = (await h.client.workflow.getHandle(domainWorkflowId(id, hostKey(BUSY))).describe()).searchAttributes;
+  expect((busyAttrs.CrawlPages as number[] | undefined)?.[0]).toBeGreaterThanOrEqual(1);
 
   // 1. Every host of the campaign, by its readable ID, with one query.
   const campaignQuery = `CrawlCampaign = "${id}"`;

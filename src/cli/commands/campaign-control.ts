@@ -75,11 +75,28 @@ export function checkLocally<T>(fn: () => T): T {
   }
 }
 
-/** Hosts that need attention first: failing, then backing off, then busy. */
+type HostRow = CampaignStatus['hosts'][number];
+
+/**
+ * How much a host needs an operator's attention, most first: backing off
+ * (the server is refusing us now), still crawling with failures, in a long
+ * sleep, paused, crawling, idle; finished hosts last, those with failures
+ * before clean ones.
+ */
+export function attentionRank(h: HostRow): number {
+  const finished = h.state === 'closed' || h.state === 'done' || h.domainState === 'done';
+  if (finished) return h.stats.failed > 0 ? 6 : 7;
+  if (h.domainState === 'backing-off') return 0;
+  if (h.stats.failed > 0) return 1;
+  if (h.domainState === 'sleeping') return 2;
+  if (h.domainState === 'paused') return 3;
+  if (h.state === 'idle' || h.domainState === 'idle') return 5;
+  return 4;
+}
+
+/** The per-host table, sorted by attentionRank, then most failures, then name. */
 export function formatStatus(s: CampaignStatus): string {
-  const rank = (h: CampaignStatus['hosts'][number]) =>
-    (h.stats.failed > 0 ? 0 : 10) + (h.domainState === 'backing-off' ? 0 : h.state === 'running' ? 1 : 2);
-  const hosts = [...s.hosts].sort((a, b) => rank(a) - rank(b) || b.stats.failed - a.stats.failed || a.host.localeCompare(b.host));
+  const hosts = [...s.hosts].sort((a, b) => attentionRank(a) - attentionRank(b) || b.stats.failed - a.stats.failed || a.host.localeCompare(b.host));
   const lines = [
     `campaign ${s.campaignId}: ${s.status}${s.paused ? ' (paused)' : ''}, started ${s.startedAt}`,
     `pages ${s.totals.fetched}, failed ${s.totals.failed}, skipped ${s.totals.skipped}, bytes ${s.totals.bytes}, hosts ${s.totals.hosts} (${s.totals.activeHosts} active)`,
