@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { isFetchError } from '../src/http/fetch-error';
 import type { FetchResult } from '../src/http/http-client';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../src/http/retry-after';
+import { parseRetryAfter } from '../src/http/retry-after';
 import { extractLinks } from '../src/parse/links';
 import { decodeBody, isHtml } from '../src/parse/decode';
 import { reserveBudget } from '../src/redis/campaign-store';
@@ -43,6 +43,8 @@ const MAX_METADATA_OUTLINKS = 1000;
 export function crawlStepActivity(rt: WorkerRuntime) {
   return async function crawlStep(input: CrawlStepInput): Promise<CrawlStepResult> {
     const ctx = Context.current();
+    // The domain's durable sleep before this step: most of the time a crawl spends waiting for politeness.
+    if (input.sleptMs) rt.deps.metrics?.recordPolitenessWait(input.sleptMs);
     const campaign = await rt.campaign(input.campaignKey, input.configVersion);
     const s = campaign.settings;
     const frontier = new Frontier(rt.deps.redis, input.campaignKey, input.host);
@@ -78,7 +80,8 @@ export function crawlStepActivity(rt: WorkerRuntime) {
       const c = await frontier.commit(member, counted, extra.bytes ?? 0, links);
       const status = extra.status ?? null;
       rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
-      if (extra.error) rt.deps.metrics?.recordError(extra.error.code);
+      // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
+      if (extra.error && status === null) rt.deps.metrics?.recordError(extra.error.code);
       rt.deps.metrics?.setFrontierSize(input.host, c.remaining);
       log.info('page', { outcome, status, bytes: extra.bytes ?? 0, fetchMs: extra.fetchMs, depth: entry.depth, error: extra.error?.code });
       return { kind: 'done', url, outcome, counted, status: extra.status ?? null, bytes: extra.bytes ?? 0, requested, remaining: c.remaining, discoveredHosts };
@@ -90,7 +93,15 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     }
     if (s.politeness.respectRobots) {
       if (input.robotsUnavailable) {
-        return record('robots-unavailable', 'skipped', { requested: false, error: { code: 'ROBOTS_UNAVAILABLE', message: 'robots.txt kept failing (5xx/429/unreachable): RFC 9309 says crawl nothing' } });
+        // The cause (DNS_FAILURE, HTTP_503, …) is the code: it is why this URL was not fetched.
+        const cause = input.robotsCause;
+        return record('robots-unavailable', 'skipped', {
+          requested: false,
+          error: {
+            code: cause?.code ?? 'ROBOTS_UNAVAILABLE',
+            message: `robots.txt kept failing${cause ? ` (${cause.detail})` : ' (5xx/429/unreachable)'}: RFC 9309 says crawl nothing`,
+          },
+        });
       }
       const robots = (await rt.robots.get(input.host))?.parsed;
       // Expired from the shared cache (24 h): the workflow reloads it first.
@@ -163,7 +174,7 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     const retryAfter = parseRetryAfter(res.headers['retry-after']);
     const overloaded = res.status === 429 || res.status >= 500;
     // Retry-After applies to the whole host: it goes on the shared clock.
-    const hostPause = overloaded && retryAfter !== null ? Math.max(input.delayMs, Math.min(retryAfter, MAX_RETRY_AFTER_MS)) : input.delayMs;
+    const hostPause = overloaded && retryAfter !== null ? Math.max(input.delayMs, retryAfter) : input.delayMs;
     await clock.release(owner, hostPause);
     // A 429 is the server pacing us, not the URL failing: it gets a few
     // attempts more than maxRetries before the URL is given up.
@@ -228,11 +239,18 @@ export function crawlStepActivity(rt: WorkerRuntime) {
       metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
     });
     const isSitemap = entry.kind === 'sitemap' || entry.kind === 'sitemap-child';
-    const outcome = res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : duplicateOf ? 'duplicate' : 'fetched';
+    // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
+    // not a page: typed like any other failure, though the response stays in
+    // the WARC as evidence. A sitemap probe that 404s is not a failure of the
+    // crawl (most hosts have no /sitemap.xml), so sitemaps keep their outcome.
+    const httpError = !res.stoppedRedirect && !isSitemap && res.status >= 400;
+    const outcome = res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
     // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
-    return record(outcome, entry.kind && entry.kind !== 'page' ? 'skipped' : 'fetched', {
+    const counted = isSitemap ? 'skipped' : httpError ? 'failed' : 'fetched';
+    return record(outcome, counted, {
       requested: true,
       ...common,
+      ...(httpError ? { error: { code: `HTTP_${res.status}`, message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` } } : {}),
       warc: { file: loc.file, offset: loc.offset, length: loc.length },
       ...(canonical ? { canonical } : {}),
       ...(duplicateOf ? { duplicateOf } : {}),

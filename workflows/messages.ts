@@ -15,9 +15,9 @@ import type {
 export type DomainState = 'starting' | 'robots' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done';
 
 export interface HostStats {
-  /** Requests that got an HTTP response (any status). */
+  /** Pages fetched with a 2xx or 3xx response (redirects and duplicates included). */
   fetched: number;
-  /** URLs that ended in an error outcome (network, timeout, too large…). */
+  /** URLs that ended in an error outcome: a final 4xx/5xx, network errors, timeouts, refused addresses… */
   failed: number;
   /** URLs not requested on purpose (robots.txt, budget). */
   skipped: number;

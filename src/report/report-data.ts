@@ -19,8 +19,10 @@ export const NO_TYPE = '(none)';
 export type EntryClass = 'fetched' | 'failed' | 'skipped';
 
 // Must agree with how activities/crawl-step.ts counts a step (`counted`).
+// Indexes written before 'http-error' existed hold final 4xx/5xx responses as
+// 'fetched'; they still count as fetched, and the status columns show them.
 const FETCHED_OUTCOMES = new Set(['fetched', 'redirect', 'duplicate', 'skipped-content-type']);
-const FAILED_OUTCOMES = new Set(['error', 'refused']);
+const FAILED_OUTCOMES = new Set(['error', 'refused', 'http-error']);
 
 export function classify(e: IndexEntry): EntryClass {
   // Sitemaps are requests, not pages.
@@ -60,7 +62,7 @@ export interface HostRow {
   skipped: number;
   /** Responses with status ≥ 400. */
   httpErrors: number;
-  /** failed + httpErrors. */
+  /** Entries that failed or got a status ≥ 400, each counted once (an 'http-error' is both). */
   errors: number;
   bytes: number;
 }
@@ -186,11 +188,13 @@ function hostRows(entries: IndexEntry[]): HostRow[] {
   for (const e of entries) {
     let r = rows.get(e.host);
     if (!r) rows.set(e.host, (r = { host: e.host, fetched: 0, failed: 0, skipped: 0, httpErrors: 0, errors: 0, bytes: 0 }));
-    r[classify(e)]++;
-    if (typeof e.status === 'number' && e.status >= 400) r.httpErrors++;
+    const cls = classify(e);
+    r[cls]++;
+    const httpError = typeof e.status === 'number' && e.status >= 400;
+    if (httpError) r.httpErrors++;
+    if (cls === 'failed' || httpError) r.errors++;
     r.bytes += Number.isFinite(e.bytes) ? e.bytes : 0;
   }
-  for (const r of rows.values()) r.errors = r.failed + r.httpErrors;
   return [...rows.values()];
 }
 
@@ -212,12 +216,13 @@ function problems(entries: IndexEntry[]): ProblemRow[] {
  * Waits between requests to one host, from the start times of requests that
  * got a response (their fetchedAt is when the request started; error entries
  * are stamped when the failure was recorded, so they would blur the gaps).
+ * An 'http-error' got a response too, and is stamped like a fetched page.
  */
 function politeness(entries: IndexEntry[]): ReportData['politeness'] {
   const starts = new Map<string, number[]>();
   for (const e of entries) {
     const t = timeOf(e);
-    if (classify(e) !== 'fetched' || !Number.isFinite(t)) continue;
+    if ((classify(e) !== 'fetched' && e.outcome !== 'http-error') || !Number.isFinite(t)) continue;
     const list = starts.get(e.host);
     if (list) list.push(t);
     else starts.set(e.host, [t]);

@@ -40,7 +40,6 @@
 import { gunzipSync, constants as zlibConstants } from 'node:zlib';
 import { SaxesParser } from 'saxes';
 import { decodeBody } from '../parse/decode';
-import { normalizeUrl } from '../url/normalize';
 
 /** sitemaps.org: at most 50 MB (52,428,800 bytes) uncompressed. */
 export const DEFAULT_MAX_SITEMAP_BYTES = 50 * 1024 * 1024;
@@ -114,29 +113,6 @@ export function parseSitemap(body: Uint8Array, opts: ParseSitemapOptions): Sitem
     out.error(`internal error while parsing ${opts.url}: ${String(cause)}`);
     return out.result(out.kind ?? 'invalid');
   }
-}
-
-/**
- * Sitemaps to try for a host: those robots.txt names (in its order), then
- * `${origin}/sitemap.xml`, the conventional location. URLs are normalised so
- * that spelling variants dedupe; unusable robots.txt entries are skipped.
- * Throws UrlError when `origin` itself is not an http(s) URL.
- */
-export function sitemapCandidates(origin: string, robotsSitemaps: readonly string[]): string[] {
-  const out: string[] = [];
-  const add = (u: string): void => {
-    if (!out.includes(u)) out.push(u);
-  };
-  for (const s of robotsSitemaps) {
-    if (!ABSOLUTE_HTTP.test(s.trim())) continue;
-    try {
-      add(normalizeUrl(s));
-    } catch {
-      // robots.txt is input like any other: a bad Sitemap: line is skipped.
-    }
-  }
-  add(normalizeUrl('/sitemap.xml', origin));
-  return out;
 }
 
 /**

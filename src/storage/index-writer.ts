@@ -10,7 +10,26 @@ import { SerialQueue } from './serial-queue';
 // share a file and need no locking. Page bodies live in the WARCs only; an
 // entry points at its response record through `warc`.
 
-export type IndexOutcome = 'fetched' | 'robots-disallowed' | 'error' | 'redirect' | 'skipped' | (string & {});
+/**
+ * What happened to a URL taken from a frontier (docs/crawling-rules.md).
+ * Failures ('error', 'refused', 'http-error', 'robots-unavailable',
+ * 'host-budget-exhausted') carry `error.code`; an 'http-error' is a final
+ * 4xx/5xx response, stored in the WARC, with code `HTTP_<status>`. Other
+ * strings are tolerated when reading indexes of other versions.
+ */
+export type IndexOutcome =
+  | 'fetched'
+  | 'duplicate'
+  | 'redirect'
+  | 'sitemap'
+  | 'http-error'
+  | 'error'
+  | 'refused'
+  | 'robots-disallowed'
+  | 'robots-unavailable'
+  | 'host-budget-exhausted'
+  | 'skipped-content-type'
+  | (string & {});
 
 export interface IndexEntry {
   url: string;

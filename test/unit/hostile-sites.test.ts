@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as cheerio from 'cheerio';
 import iconv from 'iconv-lite';
 import { Agent, fetch, request } from 'undici';
-import { startTestWeb, type TestWeb } from '../web/test-web';
+import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import {
   BOMB_MEMBERS,
   BOMB_MEMBER_BYTES,
@@ -23,9 +23,11 @@ import {
   contentSite,
   duplicateSite,
   faultSite,
+  httpErrorSite,
   longLinkSite,
   rateLimitSite,
   redirectSite,
+  redirectTargetSite,
   robotsErrorSite,
   robotsGarbageSite,
   robotsHugeSite,
@@ -199,9 +201,85 @@ describe('redirects', () => {
     expect(await loc('/metadata')).toEqual({ status: 302, location: METADATA_URL });
     expect(await loc('/private-net')).toEqual({ status: 307, location: PRIVATE_ADMIN_URL });
     const links = hrefs(await text('redir.test', '/'));
-    expect(links).toEqual(expect.arrayContaining([PRIVATE_ADMIN_URL, METADATA_URL, '/loop/a', '/chain/0']));
+    expect(links).toEqual(expect.arrayContaining([PRIVATE_ADMIN_URL, METADATA_URL, '/loop/a', '/chain/0', '/short/0']));
+
+    // The short chain: three hops, each Location spelled differently, ending in a page.
+    expect(await loc('/short/0')).toEqual({ status: 301, location: `http://redir.test:${web.port}/short/1` });
+    expect(await loc('/short/1')).toEqual({ status: 302, location: '/short/2' });
+    expect(await loc('/short/2')).toEqual({ status: 303, location: '3' });
+    expect(await text('redir.test', '/short/3')).toContain('end of short chain after 3 hops');
+    expect((await get('redir.test', '/short/4')).status).toBe(404);
+    expect(site.expected.groups.shortChain).toEqual(['/short/0', '/short/1', '/short/2', '/short/3']);
+    expect(site.expected.index['/short/0']).toMatchObject({ outcomes: ['fetched'], status: 200 });
     expect(new URL('http://2852039166/latest/meta-data/').hostname).toBe('169.254.169.254');
     expect(site.expected.forbiddenHosts).toEqual(['169.254.169.254', '10.0.0.1']);
+  });
+});
+
+describe('redirect target and HTTP errors', () => {
+  test('the redirect target is a plain page no crawl is seeded with', async () => {
+    const site = redirectTargetSite('target.test');
+    web.addSite(site);
+    const home = await get('target.test', '/');
+    expect(home.status).toBe(200);
+    expect(home.body.toString()).toContain('reached through a redirect');
+    expect(hrefs(home.body.toString())).toEqual(['/']);
+    expect(site.expected.seeds).toEqual([]);
+  });
+
+  test('404 and 410 every time, 503 every time, all linked from /', async () => {
+    const site = httpErrorSite('err.test');
+    web.addSite(site);
+    expect(hrefs(await text('err.test', '/'))).toEqual(expect.arrayContaining(['/missing', '/gone', '/down']));
+    for (let i = 0; i < 2; i++) {
+      expect((await get('err.test', '/missing')).status).toBe(404);
+      expect((await get('err.test', '/gone')).status).toBe(410);
+      expect((await get('err.test', '/down')).status).toBe(503);
+    }
+    expect((await get('err.test', '/robots.txt')).status).toBe(200);
+    expect(site.expected.index['/gone']).toEqual({ outcomes: ['http-error'], errorCodes: ['HTTP_410'], status: 410 });
+  });
+});
+
+describe('failure taxonomy listeners', () => {
+  test('HTTPS with a fresh self-signed certificate: served to a client that trusts it, a logged handshake failure otherwise', async () => {
+    web.addSite({ host: 'tls.test', pages: 1, fanOut: 0 });
+    const credentials = selfSignedCertificate(['tls.test']);
+    expect(credentials.key).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    const port = await web.startHttps(credentials);
+    const url = `https://tls.test:${port}/`;
+    await expect(request(url, { dispatcher: agent })).rejects.toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    // The server hears of the failed handshake a moment after the client gave up.
+    for (let i = 0; i < 100 && web.tlsFailures().length === 0; i++) await sleep(20);
+    expect(web.tlsFailures().map((f) => f.servername)).toEqual(['tls.test']);
+    expect(web.requests()).toEqual([]);
+    const trusting = new Agent({ connect: { ca: credentials.cert, lookup: web.lookup } });
+    try {
+      const res = await request(url, { dispatcher: trusting });
+      expect(res.statusCode).toBe(200);
+      expect(await res.body.text()).toContain('tls.test /');
+    } finally {
+      await trusting.close();
+    }
+    expect(web.requests().map((r) => [r.host, r.port, r.path])).toEqual([['tls.test', port, '/']]);
+    // A second certificate is a new key, not one kept anywhere.
+    expect(selfSignedCertificate(['tls.test']).key).not.toBe(credentials.key);
+  });
+
+  test('the unaccepting listener never completes a TCP handshake', async () => {
+    const port = await web.startUnacceptingListener();
+    const started = Date.now();
+    const outcome = await new Promise<string>((resolve) => {
+      const socket = net.connect({ host: web.address, port });
+      socket.once('connect', () => resolve('connected'));
+      socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+      setTimeout(() => {
+        socket.destroy();
+        resolve('still connecting');
+      }, 1_500);
+    });
+    expect(outcome).toBe('still connecting');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
   });
 });
 
@@ -350,6 +428,8 @@ describe('content types and malformed HTML', () => {
     expect([...new Set(hrefs(broken.body.toString('utf8')))].sort()).toEqual(site.expected.groups.fromMalformed);
     expect(broken.body.toString('utf8')).toContain('/malformed/hidden');
     for (const p of site.expected.groups.fromMalformed) expect((await get('c.test', p)).status).toBe(200);
+    expect(site.expected.index['/doc.pdf'].outcomes).toEqual(['fetched']);
+    expect(contentSite('c.test', { nonHtml: 'skip' }).expected.index['/image.png'].outcomes).toEqual(['skipped-content-type']);
   });
 });
 
@@ -389,6 +469,22 @@ describe('robots.txt variants', () => {
     const ok = await get('e2.test', '/robots.txt');
     expect(ok.status).toBe(200);
     expect(ok.body.toString()).toBe('User-agent: *\nDisallow:\n');
+  });
+
+  test('expectations follow RFC 9309: 4xx means no restrictions, 5xx and 429 mean crawl nothing', async () => {
+    const missing = robotsErrorSite('e404.test', { status: 404, pages: 3 });
+    const throttled = robotsErrorSite('e429.test', { status: 429 });
+    web.addSite(missing);
+    web.addSite(throttled);
+    expect((await get('e404.test', '/robots.txt')).status).toBe(404);
+    expect((await get('e429.test', '/robots.txt')).status).toBe(429);
+    expect((await get('e429.test', '/')).status).toBe(200);
+    expect(missing.expected.mustFetch).toEqual(['/robots.txt', '/', '/page/1', '/page/2']);
+    expect(missing.expected.mustNotFetch).toEqual([]);
+    expect(Object.keys(missing.expected.index)).toEqual(['/', '/page/1', '/page/2']);
+    expect(throttled.expected.mustFetch).toEqual(['/robots.txt']);
+    expect(checkRequestLog(throttled, web.requests())).toEqual(['requested forbidden /']);
+    expect(robotsErrorSite('e500.test').expected.mustNotFetch).toHaveLength(1);
   });
 });
 
@@ -485,6 +581,21 @@ describe('charsets', () => {
 });
 
 describe('throttling', () => {
+  test('throttling can start after some pages, with a Retry-After per 429; robots.txt and /sitemap.xml are never throttled', async () => {
+    const site = rateLimitSite('rl2.test', { after: 1, limited: 3, retryAfterSec: [6, 1] });
+    web.addSite(site);
+    expect((await get('rl2.test', '/')).status).toBe(200);
+    expect((await get('rl2.test', '/sitemap.xml')).status).toBe(404);
+    expect((await get('rl2.test', '/robots.txt')).status).toBe(200);
+    const answers: [number, string][] = [];
+    for (const p of ['/page/1', '/page/1', '/page/2', '/page/1']) {
+      const r = await get('rl2.test', p);
+      answers.push([r.status, r.headers['retry-after']]);
+    }
+    expect(answers).toEqual([[429, '6'], [429, '1'], [429, '1'], [200, undefined]]);
+    expect(site.expected.groups).toMatchObject({ retryAfterMs: ['6000', '1000', '1000'], servedBeforeThrottling: ['1'], throttledRequests: ['3'] });
+  });
+
   test('429 with Retry-After for the first N requests to any path, robots.txt exempt', async () => {
     web.addSite(rateLimitSite('rl.test', { limited: 3, retryAfterSec: 7 }));
     expect((await get('rl.test', '/robots.txt')).status).toBe(200);
@@ -539,6 +650,20 @@ describe('duplicates', () => {
     const copies = await Promise.all(site.expected.groups.exactDuplicates.map((p) => get('dup.test', p)));
     expect(copies.map((c) => c.status)).toEqual([200, 200, 200]);
     expect(new Set(copies.map((c) => sha(c.body))).size).toBe(1);
+
+    // Only the copies link to /from-copies, with a link that adds no visible text.
+    const [fromCopies] = site.expected.groups.onlyFromDuplicates;
+    const $ = cheerio.load(copies[0].body.toString());
+    const visible = (): string => $('body').text().replace(/\s+/g, ' ').trim();
+    const withLink = visible();
+    expect($(`a[href="${fromCopies}"]`).remove().length).toBe(1);
+    expect(visible()).toBe(withLink);
+    for (const p of ['/', ...site.expected.groups.nearDuplicates, ...site.expected.groups.canonicalItems]) expect(hrefs(await text('dup.test', p))).not.toContain(fromCopies);
+    expect((await get('dup.test', fromCopies)).status).toBe(200);
+    expect(site.expected.mustNotFetch).toEqual([fromCopies]);
+    const expanding = duplicateSite('dup.test', { seed: 4, expandDuplicates: true }).expected;
+    expect(expanding.mustFetch).toContain(fromCopies);
+    expect(expanding.mustNotFetch).toEqual([]);
   });
 });
 

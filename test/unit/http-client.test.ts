@@ -9,6 +9,8 @@ import * as zlib from 'node:zlib';
 import { AddressPolicyError } from '../../src/http/address-policy';
 import { FetchError, classifyError } from '../../src/http/fetch-error';
 import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
+import { Agent, request as undiciRequest } from 'undici';
+import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import {
   ResolveOverrideError,
   createLookup,
@@ -469,6 +471,59 @@ describe('timeouts and network errors', () => {
     setTimeout(() => controller.abort(), 150);
     const err = await fetchError(client().fetch(server.base, { signal: controller.signal }));
     expect(err.code).toBe('ABORTED');
+  });
+});
+
+// DNS, TLS and connect failures from real sockets, all on loopback: the
+// unresolvable name is refused by the resolver before any query is sent.
+describe('failure taxonomy against real listeners', () => {
+  let web: TestWeb;
+  beforeAll(async () => {
+    web = await startTestWeb();
+  });
+  afterAll(async () => {
+    await web.close();
+  });
+
+  it('types a name that cannot resolve as a DNS failure not worth retrying', async () => {
+    // A 69-character label under .invalid: longer than DNS allows, so getaddrinfo fails without a query.
+    const url = `http://nxdomain-${'x'.repeat(60)}.invalid/`;
+    const err = await fetchError(guardedClient().fetch(url));
+    expect(err.code).toBe('DNS_FAILURE');
+    expect(err.retryable).toBe(false);
+    expect(err.url).toBe(url);
+  });
+
+  it('types an untrusted (self-signed) certificate as a TLS error, and the same server works once trusted', async () => {
+    const host = 'tls.unit.test';
+    const credentials = selfSignedCertificate([host]);
+    web.addSite({ host, pages: 1, fanOut: 0 });
+    const port = await web.startHttps(credentials);
+    const url = `https://${host}:${port}/`;
+    const err = await fetchError(guardedClient({ resolve: [`${host}:${port}:127.0.0.1`] }).fetch(url));
+    expect(err.code).toBe('TLS_ERROR');
+    expect(err.retryable).toBe(false);
+    // The server hears of the failed handshake a moment after the client gave up.
+    for (let i = 0; i < 100 && web.tlsFailures().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(web.tlsFailures().map((f) => f.servername)).toContain(host);
+    // The listener itself is sound: what failed was trust in the certificate.
+    const trusting = new Agent({ connect: { ca: credentials.cert, lookup: web.lookup } });
+    try {
+      const res = await undiciRequest(url, { dispatcher: trusting });
+      expect(res.statusCode).toBe(200);
+      await res.body.dump();
+    } finally {
+      await trusting.close();
+    }
+  });
+
+  it('types a TCP handshake that never completes as a retryable connect timeout', async () => {
+    const port = await web.startUnacceptingListener();
+    const started = Date.now();
+    const err = await fetchError(guardedClient({ resolve: [`blackhole.test:${port}:127.0.0.1`], connectTimeoutMs: 300 }).fetch(`http://blackhole.test:${port}/`));
+    expect(err.code).toBe('CONNECT_TIMEOUT');
+    expect(err.retryable).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });
 });
 

@@ -43,11 +43,11 @@ function syntheticIndex(): IndexEntry[] {
   return [
     // a.test: 120 pages, one per second from T0.
     ...times(120, 0, 1000).map((t) => entry('a.test', t, { bytes: 1000, fetchMs: 10 })),
-    // b.test: 60 PDFs then 20 HTML 404s, every 1.5 s from T0+0.5 s; the last one ends at 119 020 ms.
+    // b.test: 60 PDFs then 20 HTML 404s (failed URLs), every 1.5 s from T0+0.5 s; the last one ends at 119 020 ms.
     ...times(80, 500, 1500).map((t, i) =>
       entry('b.test', t, i < 60
         ? { contentType: 'application/pdf', bytes: 2000, fetchMs: 20 }
-        : { status: 404, bytes: 2000, fetchMs: 20 })),
+        : { status: 404, outcome: 'http-error', error: { code: 'HTTP_404', message: 'HTTP 404 Not Found' }, bytes: 2000, fetchMs: 20 })),
     // c.test: gaps 100, 300, 600 → min 100, median 300.
     ...[0, 100, 400, 1000].map((d) => entry('c.test', 30000 + d, { contentType: 'text/html; charset=utf-8', bytes: 100 })),
     // d.test: gaps 200, 200, 800, 1000 → min 200, median (200+800)/2 = 500.
@@ -60,7 +60,8 @@ function syntheticIndex(): IndexEntry[] {
     entry('f.test', 'not a date', { ...skippedNoResponse, outcome: 'robots-disallowed' }),
     ...times(10, 25000, 100).map((t) =>
       entry('f.test', t, { ...skippedNoResponse, outcome: 'robots-unavailable', error: { code: 'ROBOTS_UNAVAILABLE', message: 'x' } })),
-    // evil.test: hostile URL and content type; a 500 whose URL tries to close the JSON script.
+    // evil.test: hostile URL and content type; a 500 whose URL tries to close the JSON script, as an
+    // index written before 'http-error' existed recorded it: outcome 'fetched'.
     entry('evil.test', 50000, { url: EVIL_URL, contentType: EVIL_TYPE, bytes: 10 }),
     entry('evil.test', 50250, { url: EVIL_500_URL, status: 500, contentType: 'text/plain', bytes: 10 }),
     // g.test: 5 redirects without a content type, every 0.7 s.
@@ -70,8 +71,8 @@ function syntheticIndex(): IndexEntry[] {
   ];
 }
 
-const host = (h: string, fetched: number, failed: number, skipped: number, httpErrors: number, bytes: number) =>
-  ({ host: h, fetched, failed, skipped, httpErrors, errors: failed + httpErrors, bytes });
+const host = (h: string, fetched: number, failed: number, skipped: number, httpErrors: number, errors: number, bytes: number) =>
+  ({ host: h, fetched, failed, skipped, httpErrors, errors, bytes });
 
 describe('buildReportData', () => {
   const entries = syntheticIndex();
@@ -84,8 +85,8 @@ describe('buildReportData', () => {
   test('summary', () => {
     expect(d.summary).toEqual({
       entries: 330,
-      fetched: 120 + 80 + 4 + 5 + 2 + 5 + 14,
-      failed: 50,
+      fetched: 120 + 60 + 4 + 5 + 2 + 5 + 14,
+      failed: 50 + 20,
       skipped: 50,
       bytes: 120 * 1000 + 80 * 2000 + 9 * 100 + 2 * 10 + 14 * 50,
       firstAt: '2024-01-01T00:00:00.000Z',
@@ -103,7 +104,7 @@ describe('buildReportData', () => {
     // [10 s, 12 s): a.test 2, b.test 1 (11 s), e.test 20 failures.
     expect(buckets[5]).toEqual({ start: '2024-01-01T00:00:10.000Z', fetched: 3, failed: 20, skipped: 0 });
     const sum = (k: 'fetched' | 'failed' | 'skipped') => buckets.reduce((n, b) => n + b[k], 0);
-    expect([sum('fetched'), sum('failed'), sum('skipped')]).toEqual([230, 50, 49]);
+    expect([sum('fetched'), sum('failed'), sum('skipped')]).toEqual([210, 70, 49]);
   });
 
   test('status codes, responses only', () => {
@@ -129,15 +130,17 @@ describe('buildReportData', () => {
 
   test('top hosts by pages and by errors', () => {
     expect(d.topHostsByPages).toEqual([
-      host('a.test', 120, 0, 0, 0, 120000),
-      host('b.test', 80, 0, 0, 20, 160000),
-      host('h.test', 14, 0, 0, 0, 700),
-      host('d.test', 5, 0, 0, 0, 500),
-      host('g.test', 5, 0, 0, 0, 0),
-      host('c.test', 4, 0, 0, 0, 400),
-      host('evil.test', 2, 0, 0, 1, 20),
-      host('e.test', 0, 50, 0, 0, 0),
-      host('f.test', 0, 0, 50, 0, 0),
+      host('a.test', 120, 0, 0, 0, 0, 120000),
+      // A 404 is both a failed URL and an HTTP error, and one error.
+      host('b.test', 60, 20, 0, 20, 20, 160000),
+      host('h.test', 14, 0, 0, 0, 0, 700),
+      host('d.test', 5, 0, 0, 0, 0, 500),
+      host('g.test', 5, 0, 0, 0, 0, 0),
+      host('c.test', 4, 0, 0, 0, 0, 400),
+      // The old-style 500 is a fetched page with an HTTP error.
+      host('evil.test', 2, 0, 0, 1, 1, 20),
+      host('e.test', 0, 50, 0, 0, 50, 0),
+      host('f.test', 0, 0, 50, 0, 0, 0),
     ]);
     expect(d.topHostsByErrors.map((h) => [h.host, h.errors])).toEqual([['e.test', 50], ['b.test', 20], ['evil.test', 1]]);
   });
@@ -147,7 +150,7 @@ describe('buildReportData', () => {
       ['robots-disallowed', null, 40],
       ['error', 'ECONNRESET', 30],
       ['error', 'TIMEOUT', 20],
-      ['fetched', 'HTTP_404', 20],
+      ['http-error', 'HTTP_404', 20],
       ['robots-unavailable', 'ROBOTS_UNAVAILABLE', 10],
       ['fetched', 'HTTP_500', 1],
     ]);
@@ -277,6 +280,7 @@ describe('classify agrees with the crawler\'s own counters', () => {
     ['skipped-content-type', 'fetched'],
     ['error', 'failed'],
     ['refused', 'failed'],
+    ['http-error', 'failed'],
     ['robots-disallowed', 'skipped'],
     ['host-budget-exhausted', 'skipped'],
   ])('%s counts as %s', (outcome, expected) => expect(classify(e(outcome))).toBe(expected));

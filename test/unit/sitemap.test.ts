@@ -4,12 +4,12 @@ import {
   DEFAULT_MAX_SITEMAP_URLS,
   MAX_SITEMAP_ERRORS,
   parseSitemap,
-  sitemapCandidates,
   sitemapMayList,
   type ParseSitemapOptions,
   type SitemapParseResult,
 } from '../../src/sitemap/sitemap';
-import { UrlError } from '../../src/url/url-error';
+import { sitemapCandidatesOf, sitemapSeeds } from '../../activities/discovery';
+import { resolveCampaignSettings, type SitemapMode } from '../../src/config/campaign';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 
 const SM_URL = 'https://example.com/sitemap.xml';
@@ -665,41 +665,107 @@ describe('parseSitemap: garbage', () => {
   });
 });
 
-describe('sitemapCandidates', () => {
-  it('lists robots.txt sitemaps in order, then /sitemap.xml', () => {
-    expect(
-      sitemapCandidates('https://example.com', ['https://example.com/s1.xml', 'https://cdn.example.net/s2.xml.gz']),
-    ).toEqual(['https://example.com/s1.xml', 'https://cdn.example.net/s2.xml.gz', 'https://example.com/sitemap.xml']);
-  });
+// The functions the crawler runs: load-robots queues sitemapSeeds for a host,
+// crawl-step turns a fetched sitemap into frontier candidates.
+describe('sitemapSeeds', () => {
+  const settings = (sitemaps?: SitemapMode) => resolveCampaignSettings({ seeds: ['https://example.com/'], sitemaps }, 'c');
 
-  it('returns just /sitemap.xml without robots.txt sitemaps', () => {
-    expect(sitemapCandidates('https://example.com', [])).toEqual(['https://example.com/sitemap.xml']);
-  });
-
-  it('deduplicates, including spelling variants and the default location', () => {
-    expect(
-      sitemapCandidates('https://example.com/', [
-        'https://example.com/sitemap.xml',
-        'https://example.com/a.xml',
-        'HTTPS://EXAMPLE.COM:443/a.xml',
-        'https://example.com/a.xml',
-      ]),
-    ).toEqual(['https://example.com/sitemap.xml', 'https://example.com/a.xml']);
-  });
-
-  it('uses the root of an origin given with a path or port', () => {
-    expect(sitemapCandidates('http://example.com:8080/some/page', [])).toEqual(['http://example.com:8080/sitemap.xml']);
-  });
-
-  it('skips unusable robots.txt entries', () => {
-    expect(sitemapCandidates('https://example.com', ['/relative.xml', 'ftp://example.com/s.xml', '', 'http://'])).toEqual([
+  it('lists robots.txt sitemaps in order, then /sitemap.xml (the default mode)', () => {
+    expect(sitemapSeeds(settings(), 'https://example.com', ['https://example.com/s1.xml', 'https://example.com/s2.xml.gz'])).toEqual([
+      'https://example.com/s1.xml',
+      'https://example.com/s2.xml.gz',
       'https://example.com/sitemap.xml',
     ]);
   });
 
-  it('throws UrlError for an origin that is not an http(s) URL', () => {
-    expect(() => sitemapCandidates('not a url', [])).toThrow(UrlError);
-    expect(() => sitemapCandidates('ftp://example.com', [])).toThrow(UrlError);
+  it('returns just /sitemap.xml without robots.txt sitemaps', () => {
+    expect(sitemapSeeds(settings('robots+root'), 'https://example.com', [])).toEqual(['https://example.com/sitemap.xml']);
+  });
+
+  it('leaves out /sitemap.xml in robots mode and everything when off', () => {
+    expect(sitemapSeeds(settings('robots'), 'https://example.com', ['https://example.com/s1.xml'])).toEqual(['https://example.com/s1.xml']);
+    expect(sitemapSeeds(settings('robots'), 'https://example.com', [])).toEqual([]);
+    expect(sitemapSeeds(settings('off'), 'https://example.com', ['https://example.com/s1.xml'])).toEqual([]);
+  });
+
+  it('deduplicates, including spelling variants and the default location', () => {
+    expect(
+      sitemapSeeds(settings(), 'https://example.com', [
+        'https://example.com/sitemap.xml',
+        'https://example.com/a.xml',
+        'HTTPS://EXAMPLE.COM:443/a.xml',
+        'https://example.com/a.xml#frag',
+      ]),
+    ).toEqual(['https://example.com/sitemap.xml', 'https://example.com/a.xml']);
+  });
+
+  it('keeps the origin\'s port', () => {
+    expect(sitemapSeeds(settings(), 'http://example.com:8080', ['http://example.com:8080/s.xml'])).toEqual([
+      'http://example.com:8080/s.xml',
+      'http://example.com:8080/sitemap.xml',
+    ]);
+  });
+
+  it('drops sitemaps hosted on another host, scheme or port (they would need that host\'s politeness)', () => {
+    expect(
+      sitemapSeeds(settings(), 'https://example.com', [
+        'https://cdn.example.net/s2.xml.gz',
+        'https://www.example.com/s.xml',
+        'http://example.com/s.xml',
+        'https://example.com:8443/s.xml',
+      ]),
+    ).toEqual(['https://example.com/sitemap.xml']);
+  });
+
+  it('skips unusable robots.txt entries', () => {
+    expect(sitemapSeeds(settings(), 'https://example.com', ['/relative.xml', 'ftp://example.com/s.xml', '', 'http://', 'not a url'])).toEqual([
+      'https://example.com/sitemap.xml',
+    ]);
+  });
+});
+
+describe('sitemapCandidatesOf', () => {
+  const SM = 'https://example.com/sitemap.xml';
+
+  it('turns a urlset into page candidates one hop below the sitemap, normalised', () => {
+    const body = Buffer.from(urlset([urlEntry('https://EXAMPLE.com/a?utm_source=x'), urlEntry('https://example.com/b#frag')]));
+    const r = sitemapCandidatesOf(body, SM, 'application/xml', 'sitemap', 0);
+    expect(r.candidates).toEqual([
+      { url: 'https://example.com/a', depth: 1, kind: 'page' },
+      { url: 'https://example.com/b', depth: 1, kind: 'page' },
+    ]);
+    expect(r.summary).toEqual({ kind: 'urlset', urls: 2, added: 0, sitemaps: 0, truncated: false, errors: [] });
+  });
+
+  it('ignores URLs on other hosts and counts them in the summary errors', () => {
+    const body = Buffer.from(
+      urlset([urlEntry('https://example.com/mine'), urlEntry('https://evil.test/theirs'), urlEntry('http://example.com/other-scheme')]),
+    );
+    const r = sitemapCandidatesOf(body, SM, null, 'sitemap', 2);
+    expect(r.candidates).toEqual([{ url: 'https://example.com/mine', depth: 3, kind: 'page' }]);
+    expect(r.summary.urls).toBe(3);
+    expect(r.summary.errors).toEqual(['2 URL(s) on other hosts ignored']);
+  });
+
+  it('follows an index one level: children of a robots/root sitemap are queued at the same depth, an index inside an index is not', () => {
+    const index = Buffer.from(
+      `<?xml version="1.0"?><sitemapindex xmlns="${NS}"><sitemap><loc>https://example.com/s1.xml.gz</loc></sitemap>` +
+        `<sitemap><loc>https://other.test/s2.xml</loc></sitemap></sitemapindex>`,
+    );
+    const top = sitemapCandidatesOf(index, SM, null, 'sitemap', 0);
+    expect(top.candidates).toEqual([{ url: 'https://example.com/s1.xml.gz', depth: 0, kind: 'sitemap-child' }]);
+    expect(top.summary).toMatchObject({ kind: 'sitemapindex', urls: 0, sitemaps: 2, errors: ['1 URL(s) on other hosts ignored'] });
+    const nested = sitemapCandidatesOf(index, 'https://example.com/s0.xml', null, 'sitemap-child', 0);
+    expect(nested.candidates).toEqual([]);
+    expect(nested.summary.sitemaps).toBe(2);
+  });
+
+  it('reports a gzip bomb as truncated and keeps the URLs before the cut', () => {
+    const head = urlset([urlEntry('https://example.com/first')]).replace('</urlset>\n', '');
+    const bomb = gzipSync(Buffer.concat([Buffer.from(head), Buffer.alloc(DEFAULT_MAX_SITEMAP_BYTES + 1024 * 1024, 0x20)]));
+    const r = sitemapCandidatesOf(bomb, SM, 'application/x-gzip', 'sitemap', 0);
+    expect(r.summary).toMatchObject({ kind: 'urlset', urls: 1, truncated: 'bytes' });
+    expect(r.candidates).toEqual([{ url: 'https://example.com/first', depth: 1, kind: 'page' }]);
   });
 });
 

@@ -19,9 +19,9 @@ import type { RequestRecord, SiteRequest, SiteSpec } from './test-web';
 
 /** What a correct crawler records for one URL of a hostile site. */
 export interface PageVerdict {
-  /** Acceptable index outcomes ('fetched', 'error', 'redirect', 'skipped', 'robots-disallowed'). */
+  /** Acceptable index outcomes ('fetched', 'error', 'http-error', 'redirect', 'skipped-content-type', 'robots-disallowed', …). */
   outcomes: string[];
-  /** Acceptable FetchErrorCode values when the outcome is 'error'. */
+  /** Acceptable error codes when the outcome is 'error' (a FetchErrorCode) or 'http-error' (`HTTP_<status>`). */
   errorCodes?: string[];
   /** Expected final status when fetched. */
   status?: number;
@@ -103,6 +103,8 @@ export interface RedirectSiteOptions {
   otherHost?: string;
   /** Hops of /chain/0 → … → /chain/N; default 10. */
   chainHops?: number;
+  /** Hops of /short/0 → … → /short/N, a chain meant to be followed to its end; default 3. */
+  shortChainHops?: number;
 }
 
 export const METADATA_URL = 'http://169.254.169.254/latest/meta-data/';
@@ -110,15 +112,18 @@ export const PRIVATE_ADMIN_URL = 'http://10.0.0.1/admin';
 
 /**
  * Redirect loop (/loop/a ⇄ /loop/b), a long chain (/chain/0 → /chain/N, every
- * redirect status and Location spelling), a redirect to another host
- * (/away), redirects into the cloud metadata address (/metadata) and a
- * private network (/private-net), and plain links to both.
+ * redirect status and Location spelling), a short chain (/short/0 → /short/N)
+ * that ends in a page, a redirect to another host (/away), redirects into the
+ * cloud metadata address (/metadata) and a private network (/private-net),
+ * and plain links to both.
  */
 export function redirectSite(host: string, opts: RedirectSiteOptions = {}): HostileSite {
   const hops = opts.chainHops ?? 10;
+  const shortHops = opts.shortChainHops ?? 3;
   const other = (opts.otherHost ?? 'elsewhere.test').toLowerCase();
   const statuses = [301, 302, 303, 307, 308];
   const chain = Array.from({ length: hops + 1 }, (_, i) => `/chain/${i}`);
+  const shortChain = Array.from({ length: shortHops + 1 }, (_, i) => `/short/${i}`);
   return {
     host,
     pages: 1,
@@ -134,6 +139,7 @@ export function redirectSite(host: string, opts: RedirectSiteOptions = {}): Host
           page('Redirects', [
             link('/loop/a', 'loop'),
             link('/chain/0', 'chain'),
+            link('/short/0', 'short chain'),
             link('/away', 'away'),
             link('/metadata', 'metadata'),
             link('/private-net', 'private network'),
@@ -149,13 +155,15 @@ export function redirectSite(host: string, opts: RedirectSiteOptions = {}): Host
       else if (path === '/metadata') redirect(302, METADATA_URL);
       else if (path === '/private-net') redirect(307, PRIVATE_ADMIN_URL);
       else {
-        const m = /^\/chain\/(0|[1-9]\d*)$/.exec(path);
-        if (!m || Number(m[1]) > hops) return notFound(ctx);
-        const i = Number(m[1]);
-        if (i === hops) return void ctx.send(200, HTML, page('End of chain', [`<p>end of chain after ${hops} hops</p>`]));
+        const m = /^\/(chain|short)\/(0|[1-9]\d*)$/.exec(path);
+        const last = m?.[1] === 'short' ? shortHops : hops;
+        if (!m || Number(m[2]) > last) return notFound(ctx);
+        const [, name, n] = m;
+        const i = Number(n);
+        if (i === last) return void ctx.send(200, HTML, page('End of chain', [`<p>end of ${name === 'short' ? 'short chain' : 'chain'} after ${last} hops</p>`]));
         const next = i + 1;
         // Absolute, root-relative and path-relative Location values in turn.
-        const location = [`${origin}/chain/${next}`, `/chain/${next}`, `${next}`][i % 3];
+        const location = [`${origin}/${name}/${next}`, `/${name}/${next}`, `${next}`][i % 3];
         redirect(statuses[i % statuses.length], location);
       }
       return true;
@@ -164,10 +172,11 @@ export function redirectSite(host: string, opts: RedirectSiteOptions = {}): Host
       summary:
         'Follow redirects up to fetch.maxRedirects: the loop ends as REDIRECT_LOOP (or TOO_MANY_REDIRECTS), the ' +
         `${hops}-hop chain fails with TOO_MANY_REDIRECTS when maxRedirects < ${hops} and reaches "end of chain" otherwise; ` +
+        `the ${shortHops}-hop /short chain is followed to its page, each hop requested once, the hops stored in the entry; ` +
         '/away is recorded as a redirect whose target goes to its own host; redirects and links into ' +
         '169.254.169.254 and 10.0.0.1 are refused and never connected to.',
       seeds: ['/'],
-      mustFetch: ['/', '/loop/a', '/loop/b', '/chain/0', '/away', '/metadata', '/private-net'],
+      mustFetch: ['/', '/loop/a', '/loop/b', '/chain/0', ...shortChain, '/away', '/metadata', '/private-net'],
       mustNotFetch: [],
       forbiddenHosts: ['169.254.169.254', '10.0.0.1'],
       index: {
@@ -178,11 +187,76 @@ export function redirectSite(host: string, opts: RedirectSiteOptions = {}): Host
           contains: 'end of chain',
           note: `error when maxRedirects < ${hops}, else fetched with the final page`,
         },
+        '/short/0': { outcomes: ['fetched'], status: 200, contains: 'end of short chain', note: `when maxRedirects >= ${shortHops}` },
         '/away': { outcomes: ['redirect'], status: 301, note: `target http://${other}:PORT/ is queued for its own host, if in scope` },
         '/metadata': { outcomes: ['redirect', 'error', 'skipped'], note: 'target refused: link-local' },
         '/private-net': { outcomes: ['redirect', 'error', 'skipped'], note: 'target refused: private address' },
       },
-      groups: { chain, loop: ['/loop/a', '/loop/b'] },
+      groups: { chain, shortChain, loop: ['/loop/a', '/loop/b'] },
+    },
+  };
+}
+
+/**
+ * A plain one-page site that nothing links to and no crawl seeds: the only
+ * way in is a redirect from another host (redirectSite's /away), so a
+ * request here shows the redirect target was handed to this host's crawl.
+ */
+export function redirectTargetSite(host: string): HostileSite {
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path !== '/') return false;
+      ctx.send(200, HTML, page('Redirect target', ['<p>reached through a redirect from another host</p>']));
+      return true;
+    },
+    expected: {
+      summary: 'Reached only through a cross-host redirect: "/" is fetched by this host\'s own crawl, referred by the redirecting URL.',
+      seeds: [],
+      mustFetch: ['/'],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: { '/': { outcomes: ['fetched'], status: 200, contains: 'reached through a redirect' } },
+      groups: {},
+    },
+  };
+}
+
+// ---- HTTP error statuses -------------------------------------------------------
+
+/**
+ * Pages that end in an HTTP error: /missing (404) and /gone (410) every time,
+ * /down (503, no Retry-After) every time, so it outlasts any retry budget.
+ */
+export function httpErrorSite(host: string): HostileSite {
+  const statuses: Record<string, number> = { '/missing': 404, '/gone': 410, '/down': 503 };
+  return {
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt' || ctx.path === '/sitemap.xml') return false;
+      if (ctx.path === '/') ctx.send(200, HTML, page('HTTP errors', Object.keys(statuses).map((p) => link(p, p.slice(1)))));
+      else {
+        const status = statuses[ctx.path] ?? 404;
+        ctx.send(status, HTML, page(`Error ${status}`, [`<p>${status} for ${escapeHtml(ctx.path)}</p>`]));
+      }
+      return true;
+    },
+    expected: {
+      summary:
+        'Each error page is indexed as an http-error with code HTTP_<status> and its response stored: the 4xx ones ' +
+        'are requested once (never retried), /down is retried fetch.maxRetries times and then recorded.',
+      seeds: ['/'],
+      mustFetch: ['/', ...Object.keys(statuses)],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: Object.fromEntries(
+        Object.entries(statuses).map(([p, status]) => [p, { outcomes: ['http-error'], errorCodes: [`HTTP_${status}`], status }]),
+      ),
+      groups: { clientErrors: ['/missing', '/gone'], serverErrors: ['/down'] },
     },
   };
 }
@@ -432,14 +506,20 @@ export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSit
 
 // ---- content types and broken HTML ---------------------------------------------
 
+export interface ContentSiteOptions {
+  /** The crawl's content.nonHtml policy, which decides how the PDF and PNG are indexed; default 'store'. */
+  nonHtml?: 'store' | 'skip';
+}
+
 /**
  * Non-HTML bodies linked from HTML (application/pdf and image/png, both
  * with link-looking text inside that must not be followed) and malformed
  * HTML (unclosed tags, NUL and invalid UTF-8 bytes) whose links are still
  * extractable, except one inside an unterminated comment.
  */
-export function contentSite(host: string): HostileSite {
+export function contentSite(host: string, opts: ContentSiteOptions = {}): HostileSite {
   const good = ['/malformed/1', '/malformed/2', '/malformed/3'];
+  const binary = opts.nonHtml === 'skip' ? { outcomes: ['skipped-content-type'], status: 200 } : { outcomes: ['fetched'], status: 200 };
   return {
     host,
     pages: 1,
@@ -470,16 +550,16 @@ export function contentSite(host: string): HostileSite {
     },
     expected: {
       summary:
-        'PDF and PNG are fetched and stored with their content types but never parsed for links (/from-pdf and ' +
-        '/from-png are never requested); the malformed page yields /malformed/1..3 and not the link inside its ' +
-        'unterminated comment.',
+        'PDF and PNG are fetched and stored with their content types (indexed only, as skipped-content-type, under ' +
+        'nonHtml: skip) but never parsed for links (/from-pdf and /from-png are never requested); the malformed ' +
+        'page yields /malformed/1..3 and not the link inside its unterminated comment.',
       seeds: ['/'],
       mustFetch: ['/', '/doc.pdf', '/image.png', '/malformed', ...good],
       mustNotFetch: ['/from-pdf', '/from-png', '/malformed/hidden'],
       forbiddenHosts: [],
       index: {
-        '/doc.pdf': { outcomes: ['fetched'], status: 200 },
-        '/image.png': { outcomes: ['fetched'], status: 200 },
+        '/doc.pdf': binary,
+        '/image.png': binary,
         '/malformed': { outcomes: ['fetched'], status: 200, contains: 'still a page' },
       },
       groups: { fromMalformed: good },
@@ -568,12 +648,17 @@ export interface RobotsErrorOptions extends RobotsSiteOptions {
   failures?: number;
 }
 
-/** /robots.txt answers 500 (or `status`) for its first `failures` requests. */
+/**
+ * /robots.txt answers 500 (or `status`) for its first `failures` requests.
+ * RFC 9309 §2.3.1: a 4xx other than 429 means "no robots.txt", so no
+ * restrictions; 5xx and 429 mean "unavailable", so nothing may be crawled.
+ */
 export function robotsErrorSite(host: string, opts: RobotsErrorOptions = {}): HostileSite {
   const pages = opts.pages ?? 3;
   const status = opts.status ?? 500;
   const failures = opts.failures ?? Infinity;
-  const forever = failures === Infinity;
+  const unavailable = status >= 500 || status === 429;
+  const forever = failures === Infinity && unavailable;
   return {
     host,
     pages,
@@ -588,12 +673,14 @@ export function robotsErrorSite(host: string, opts: RobotsErrorOptions = {}): Ho
       summary: forever
         ? `robots.txt answering ${status} means "disallow everything for now" (RFC 9309): only /robots.txt is ` +
           'requested, retried with back-off, and no page is fetched.'
-        : `robots.txt fails ${failures} time(s) with ${status}; the crawler waits, retries it, and then fetches every page.`,
+        : unavailable
+          ? `robots.txt fails ${failures} time(s) with ${status}; the crawler waits, retries it, and then fetches every page.`
+          : `robots.txt answering ${status} means there is none (RFC 9309): no restrictions, every page is fetched.`,
       seeds: ['/'],
       mustFetch: forever ? ['/robots.txt'] : ['/robots.txt', ...generatedPaths(pages)],
       mustNotFetch: forever ? [/^\/(?!robots\.txt$)/] : [],
       forbiddenHosts: [],
-      index: {},
+      index: forever ? {} : Object.fromEntries(generatedPaths(pages).map((p) => [p, { outcomes: ['fetched'], status: 200 }])),
       groups: {},
     },
   };
@@ -763,16 +850,24 @@ export function charsetSite(host: string): HostileSite {
 // ---- throttling ----------------------------------------------------------------
 
 export interface RateLimitOptions extends RobotsSiteOptions {
-  /** Requests (robots.txt excluded) answered 429 before the site recovers; default 3. */
+  /** Page requests served normally before the throttling starts; default 0. */
+  after?: number;
+  /** Page requests answered 429 before the site recovers; default 3. */
   limited?: number;
-  /** Retry-After value; default 2 s. */
-  retryAfterSec?: number;
+  /** Retry-After value in seconds; a list gives the n-th 429 the n-th value (the last one repeats). Default 2. */
+  retryAfterSec?: number | number[];
 }
 
-/** The first `limited` non-robots requests, whatever their path, get 429 with Retry-After; then a generated graph. */
+/**
+ * Page requests `after`+1 … `after`+`limited`, whatever their path, get 429
+ * with Retry-After; the rest is a generated graph. robots.txt and the
+ * /sitemap.xml probe are never throttled, so the 429s land on pages.
+ */
 export function rateLimitSite(host: string, opts: RateLimitOptions = {}): HostileSite {
+  const after = opts.after ?? 0;
   const limited = opts.limited ?? 3;
-  const retryAfter = opts.retryAfterSec ?? 2;
+  const retryAfter = Array.isArray(opts.retryAfterSec) ? opts.retryAfterSec : [opts.retryAfterSec ?? 2];
+  const retryAfterFor = (k: number): number => retryAfter[Math.min(k, retryAfter.length - 1)];
   const pages = opts.pages ?? 4;
   const counts = new WeakMap<object, number>();
   return {
@@ -781,23 +876,27 @@ export function rateLimitSite(host: string, opts: RateLimitOptions = {}): Hostil
     fanOut: opts.fanOut ?? 2,
     seed: opts.seed,
     handler: (ctx) => {
-      if (ctx.path === '/robots.txt') return false;
+      if (ctx.path === '/robots.txt' || ctx.path === '/sitemap.xml') return false;
       const n = (counts.get(ctx.web) ?? 0) + 1;
       counts.set(ctx.web, n);
-      if (n > limited) return false;
-      ctx.send(429, 'text/plain; charset=utf-8', 'slow down\n', { 'retry-after': String(retryAfter) });
+      if (n <= after || n > after + limited) return false;
+      ctx.send(429, 'text/plain; charset=utf-8', 'slow down\n', { 'retry-after': String(retryAfterFor(n - after - 1)) });
       return true;
     },
     expected: {
       summary:
-        `After each 429 the crawler sends nothing to this host for Retry-After (${retryAfter} s), without spending ` +
-        'its retries on the wait, and finally fetches every page.',
+        `After each 429 the crawler sends nothing to this host for Retry-After (${retryAfter.join(', ')} s), without ` +
+        'spending its retries on the wait, and finally fetches every page.',
       seeds: ['/'],
       mustFetch: generatedPaths(pages),
       mustNotFetch: [],
       forbiddenHosts: [],
       index: Object.fromEntries(generatedPaths(pages).map((p) => [p, { outcomes: ['fetched'], status: 200 }])),
-      groups: { retryAfterMs: [String(retryAfter * 1000)], throttledRequests: [String(limited)] },
+      groups: {
+        retryAfterMs: Array.from({ length: limited }, (_, k) => String(retryAfterFor(k) * 1000)),
+        servedBeforeThrottling: [String(after)],
+        throttledRequests: [String(limited)],
+      },
     },
   };
 }
@@ -841,6 +940,8 @@ export interface DuplicateSiteOptions {
   items?: number;
   news?: number;
   seed?: number;
+  /** The crawl's content.expandDuplicates, which decides whether /from-copies is reached; default false. */
+  expandDuplicates?: boolean;
 }
 
 /** Query and path parameters that carry a session, not a page. */
@@ -850,7 +951,8 @@ export const SESSION_PARAMS = ['sid', 'jsessionid', 'PHPSESSID', 'sessionid'];
  * Session-id variants of /item?id=N (query sid, ;jsessionid= path
  * parameter, PHPSESSID, different parameter order) with identical bodies;
  * near-duplicates /news/1..N that differ only in a timestamp and a counter;
- * exact duplicates /copy/a, /copy/b and /print/article?id=7.
+ * exact duplicates /copy/a, /copy/b and /print/article?id=7, which alone
+ * link to /from-copies.
  */
 export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): HostileSite {
   const items = opts.items ?? 3;
@@ -868,8 +970,11 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
   };
   const news = Array.from({ length: newsCount }, (_, i) => `/news/${i + 1}`);
   const copies = ['/copy/a', '/copy/b', '/print/article?id=7'];
+  const fromCopies = '/from-copies';
   const article = paragraphs(hashString(`${host}|article`), 12);
-  const copyBody = page('The article', article);
+  // A link without text: the copies' visible text stays the article's, so the
+  // first copy is still a near-duplicate of the news original.
+  const copyBody = page('The article', [...article, `<p><a href="${fromCopies}"></a></p>`]);
   const homeLinks = [
     ...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(),
     ...news,
@@ -895,6 +1000,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         const stamp = `<p class="meta">Updated 2026-11-0${(n % 9) + 1}T12:00:0${n % 10}Z · ${1000 + n} views</p>`;
         ctx.send(200, HTML, page('Breaking news', [stamp, ...article]));
       } else if (copies.includes(ctx.target) || (path !== '/print/article' && copies.includes(path))) ctx.send(200, HTML, copyBody);
+      else if (path === fromCopies) ctx.send(200, HTML, page('Linked from the copies', ['<p>only duplicates link here</p>']));
       else notFound(ctx);
       return true;
     },
@@ -903,10 +1009,11 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         'Session parameters (sid, jsessionid, PHPSESSID) are stripped by a session-aware normaliser, so each item ' +
         'is fetched once as /item?id=N; otherwise every variant is fetched once and all carry the same contentHash. ' +
         'The /news pages are near-duplicates (simhash-close, different hashes); /copy/a, /copy/b and ' +
-        '/print/article?id=7 are byte-identical.',
+        '/print/article?id=7 are byte-identical. Only the copies link to /from-copies, so it is requested only when ' +
+        'duplicates are expanded.',
       seeds: ['/'],
-      mustFetch: ['/', ...news, ...copies],
-      mustNotFetch: [],
+      mustFetch: ['/', ...news, ...copies, ...(opts.expandDuplicates ? [fromCopies] : [])],
+      mustNotFetch: opts.expandDuplicates ? [] : [fromCopies],
       forbiddenHosts: [],
       index: {},
       groups: {
@@ -914,6 +1021,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         canonicalItems: Array.from({ length: items }, (_, i) => `/item?id=${i + 1}`),
         nearDuplicates: news,
         exactDuplicates: copies,
+        onlyFromDuplicates: [fromCopies],
       },
     },
   };
@@ -977,20 +1085,31 @@ export function longLinkSite(host: string, opts: LongLinkOptions = {}): HostileS
 
 // ---- all at once ---------------------------------------------------------------
 
-/** One of every hostile site, hosts `<kind>.<suffix>` (default suffix `hostile.test`). */
+/**
+ * One of every hostile site, hosts `<kind>.<suffix>` (default suffix
+ * `hostile.test`), with expectations for a crawl with default content
+ * settings. `redirect-target` has no seeds: only /away on `redirects` leads there.
+ */
 export function allHostileSites(suffix = 'hostile.test'): HostileSite[] {
   const h = (kind: string): string => `${kind}.${suffix}`;
   return [
-    redirectSite(h('redirects'), { otherHost: h('duplicates') }),
+    redirectSite(h('redirects'), { otherHost: h('redirect-target') }),
+    redirectTargetSite(h('redirect-target')),
     calendarTrapSite(h('traps')),
     faultSite(h('faults')),
     contentSite(h('content')),
+    httpErrorSite(h('http-errors')),
     robotsGarbageSite(h('robots-garbage')),
     robotsHugeSite(h('robots-huge')),
     robotsErrorSite(h('robots-500')),
+    robotsErrorSite(h('robots-404'), { status: 404 }),
+    robotsErrorSite(h('robots-429'), { status: 429 }),
     sitemapSite(h('sitemaps')),
     charsetSite(h('charsets')),
-    rateLimitSite(h('throttled')),
+    // One page served, so the 429s come while other pages of the host wait in
+    // its frontier; the first Retry-After (6 s) is three times the back-off of
+    // a first retry (2 s), so only honouring it explains the pause.
+    rateLimitSite(h('throttled'), { after: 1, limited: 3, retryAfterSec: [6, 1] }),
     unavailableSite(h('unavailable')),
     duplicateSite(h('duplicates')),
     longLinkSite(h('long-links')),

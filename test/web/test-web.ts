@@ -3,9 +3,14 @@
 // records every request so tests can assert what a crawler did (and did not)
 // fetch, and it can compute the exact set of pages a correct crawler must
 // fetch, so integration tests and benchmarks never depend on the real web.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import dns from 'node:dns';
-import type { AddressInfo, LookupFunction, Socket } from 'node:net';
+import net, { type AddressInfo, type LookupFunction, type Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashString, mix, mulberry32, type Rng } from './seeded';
 
@@ -86,6 +91,15 @@ export interface RequestRecord {
   path: string;
   userAgent: string;
   /** Arrival time in ms: performance.timeOrigin + performance.now(). */
+  t: number;
+}
+
+/** A TLS handshake that failed on the HTTPS listener, as the server saw it. */
+export interface TlsFailure {
+  /** SNI name the client asked for, or null. */
+  servername: string | null;
+  code: string;
+  /** Same clock as RequestRecord.t. */
   t: number;
 }
 
@@ -179,6 +193,9 @@ export class TestWeb {
   // target pages from the other sites' specs.
   private readonly linkCache = new Map<string, PageLink[]>();
   private readonly htmlCache = new Map<string, Buffer>();
+  private readonly tlsLog: TlsFailure[] = [];
+  /** Listeners opened after construction (HTTPS, unaccepting); closed with the web. */
+  private readonly extras: (() => Promise<void>)[] = [];
   private closing?: Promise<void>;
 
   constructor(
@@ -257,17 +274,88 @@ export class TestWeb {
     return this.sites.get(normaliseHost(host))?.robotsText ?? null;
   }
 
+  /**
+   * Serves the same sites over HTTPS on another loopback port, with the given
+   * certificate; returns the port. Requests land in the same log. Handshakes
+   * that fail (a client that does not trust the certificate) are in
+   * tlsFailures(), since they never become requests.
+   */
+  async startHttps(credentials: { key: string; cert: string }): Promise<number> {
+    const server = https.createServer({ ...credentials, requireHostHeader: false });
+    const sockets = new Set<Socket>();
+    server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    server.on('request', (req, res) => this.handle(req, res));
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket) => {
+      const servername = (socket as { servername?: string | false }).servername;
+      this.tlsLog.push({ servername: servername || null, code: err.code ?? err.message, t: performance.timeOrigin + performance.now() });
+    });
+    await listen(server, this.address);
+    this.extras.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+          for (const s of sockets) s.destroy();
+        }),
+    );
+    return (server.address() as AddressInfo).port;
+  }
+
+  tlsFailures(): TlsFailure[] {
+    return this.tlsLog.map((f) => ({ ...f }));
+  }
+
+  /**
+   * A loopback port where TCP connects never complete, for connect timeouts
+   * without leaving the machine: a listener with backlog 0 that never
+   * accepts, whose one queue slot a connection of ours holds, so the kernel
+   * drops every further SYN. Node's servers always accept, so a python3
+   * child owns the listening socket. Returns the port.
+   */
+  async startUnacceptingListener(): Promise<number> {
+    const script = [
+      'import socket, sys',
+      `s = socket.socket(socket.AF_INET6 if ':' in ${JSON.stringify(this.address)} else socket.AF_INET)`,
+      `s.bind((${JSON.stringify(this.address)}, 0))`,
+      's.listen(0)',
+      'print(s.getsockname()[1], flush=True)',
+      'sys.stdin.read()',
+    ].join('\n');
+    const child = spawn('python3', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`python3 listener exited with ${code}`)));
+      child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+    });
+    const holder = net.connect({ port, host: this.address });
+    await new Promise<void>((resolve, reject) => {
+      holder.once('connect', resolve);
+      holder.once('error', reject);
+    });
+    this.extras.push(async () => {
+      holder.destroy();
+      child.stdin.end();
+      await exited;
+    });
+    return port;
+  }
+
   close(): Promise<void> {
     if (this.closing) return this.closing;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    this.closing = new Promise<void>((resolve) => {
+    const main = new Promise<void>((resolve) => {
       // close() alone waits for idle keep-alive sockets to time out; tests
       // need the port released now.
       this.server.close(() => resolve());
       this.server.closeAllConnections();
       for (const s of this.sockets) s.destroy();
     });
+    this.closing = Promise.all([main, ...this.extras.map((close) => close())]).then(() => undefined);
     return this.closing;
   }
 
@@ -601,6 +689,30 @@ export class TestWeb {
   }
 }
 
+/**
+ * A fresh self-signed certificate (P-256, valid a day) for `hosts`, made by
+ * openssl in a temporary folder that is removed again: the names match, so
+ * the only thing wrong with it is that nobody trusts its issuer.
+ */
+export function selfSignedCertificate(hosts: string[]): { key: string; cert: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-web-tls-'));
+  try {
+    const keyFile = path.join(dir, 'key.pem');
+    const certFile = path.join(dir, 'cert.pem');
+    const res = spawnSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+        '-subj', `/CN=${hosts[0]}`, '-addext', `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}`,
+        '-keyout', keyFile, '-out', certFile],
+      { encoding: 'utf8' },
+    );
+    if (res.error || res.status !== 0) throw new Error(`openssl could not make a test certificate: ${res.error?.message ?? res.stderr}`);
+    return { key: fs.readFileSync(keyFile, 'utf8'), cert: fs.readFileSync(certFile, 'utf8') };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export interface GenerateSitesOptions {
   count: number;
   pages: number;
@@ -758,6 +870,16 @@ function decorate(href: string, rng: Rng): string {
 }
 
 // ---- helpers ------------------------------------------------------------------
+
+function listen(server: net.Server, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port: 0, host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
 
 function send(res: http.ServerResponse, req: http.IncomingMessage, status: number, type: string, body: Buffer): void {
   res.writeHead(status, { 'content-type': type, 'content-length': body.length });
