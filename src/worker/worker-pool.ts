@@ -6,8 +6,13 @@ import { crawlerCommand } from '../cli/crawler-command';
 
 export const WORKER_READY_LINE = 'crawler worker ready';
 
+/** Port settings a pool spreads over its workers: one process per port. */
+const PORT_SETTINGS = ['CRAWLER_METRICS_PORT', 'CRAWLER_SDK_METRICS_PORT'] as const;
+
 export interface WorkerProcess {
   index: number;
+  /** The lowest number no other live worker of the pool holds: a fixed metrics port P becomes P + slot. */
+  slot: number;
   child: ChildProcess;
   exited: Promise<number | null>;
   /** Its Prometheus endpoint, as printed in its ready line (CRAWLER_METRICS_PORT set). */
@@ -23,14 +28,17 @@ export class WorkerPool {
   /** Starts one worker process and resolves once it polls the task queue. */
   async startOne(timeoutMs = 120_000): Promise<WorkerProcess> {
     const index = this.next++;
+    const taken = new Set(this.alive().map((w) => w.slot));
+    let slot = 0;
+    while (taken.has(slot)) slot++;
     // Extra node flags for worker processes only, e.g. --cpu-prof when profiling the benchmark.
     const cmd = crawlerCommand(['worker'], (process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
     const child = spawn(cmd.command, cmd.args, {
-      env: { ...process.env, ...this.env },
+      env: spreadPorts({ ...process.env, ...this.env }, slot),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const wp: WorkerProcess = { index, child, exited };
+    const wp: WorkerProcess = { index, slot, child, exited };
     this.workers.push(wp);
     const tail: string[] = [];
     const forward = (line: string) => {
@@ -82,4 +90,20 @@ export class WorkerPool {
       }),
     );
   }
+}
+
+/**
+ * Workers of one pool run on one machine, so a fixed metrics port would be
+ * taken by the first and refused to the others: worker `slot` gets the
+ * configured port + slot. 0 (any free port, printed at start) and unset stay
+ * as they are; anything else is left for the worker's own validation.
+ */
+export function spreadPorts(env: NodeJS.ProcessEnv, slot: number): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const key of PORT_SETTINGS) {
+    const raw = env[key];
+    if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) === 0) continue;
+    out[key] = String(Number(raw) + slot);
+  }
+  return out;
 }
