@@ -1,9 +1,8 @@
 // Pause, resume, cancel and the status query, through the real CLI commands
 // and through Temporal directly.
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
-import { campaignStatusQuery } from '../../workflows/messages';
+import { campaignStatusQuery, type CampaignStatus } from '../../workflows/messages';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
@@ -28,27 +27,31 @@ test('pause stops requests, resume continues, status reports per-domain progress
   const id = handle.workflowId;
   while (pageRequests(h.web.requests()).length < 6) await sleep(100);
 
-  await crawler('pause', id);
+  // An update: the command returns once the campaign has taken the pause.
+  expect((await crawler('pause', id)).stdout).toBe(`${id} paused\n`);
+  expect((await handle.query(campaignStatusQuery)).paused).toBe(true);
   await sleep(1_500); // in-flight steps finish
   const paused = pageRequests(h.web.requests()).length;
   await sleep(2_500);
   expect(pageRequests(h.web.requests()).length).toBe(paused);
-  const st = await handle.query(campaignStatusQuery);
-  expect(st.paused).toBe(true);
 
-  await crawler('resume', id);
+  // Status while paused, through the CLI as JSON: every live host says so,
+  // with the progress it had (reported when it paused, not 25 pages later).
+  const { stdout } = await crawler('status', id, '--json');
+  const status = JSON.parse(stdout) as CampaignStatus;
+  expect(status.campaignId).toBe(id);
+  expect(status.paused).toBe(true);
+  expect(status.hosts.map((x) => x.host)).toContain(`p0.control.test:${h.web.port}`);
+  const live = status.hosts.filter((x) => x.state === 'running' || x.state === 'idle');
+  expect(live.length).toBeGreaterThanOrEqual(1);
+  expect(live.map((x) => x.domainState)).toEqual(live.map(() => 'paused'));
+  expect(status.totals.fetched).toBe(status.hosts.reduce((n, x) => n + x.stats.fetched, 0));
+  expect(status.totals.fetched).toBeGreaterThan(0);
+
+  expect((await crawler('resume', id)).stdout).toBe(`${id} resumed\n`);
   const t0 = Date.now();
   while (pageRequests(h.web.requests()).length <= paused && Date.now() - t0 < 30_000) await sleep(100);
   expect(pageRequests(h.web.requests()).length).toBeGreaterThan(paused);
-
-  // Status: per-host progress, through the CLI as JSON.
-  await sleep(8_000); // progress reports come every 25 pages or on state changes
-  const { stdout } = await crawler('status', id, '--json');
-  const status = JSON.parse(stdout);
-  expect(status.campaignId).toBe(id);
-  expect(status.hosts.length).toBeGreaterThanOrEqual(1);
-  expect(status.hosts.map((x: { host: string }) => x.host)).toContain(`p0.control.test:${h.web.port}`);
-  expect(status.totals.fetched).toBeGreaterThan(0);
 
   await crawler('cancel', id);
   const result = await handle.result();
@@ -61,6 +64,8 @@ test('pause stops requests, resume continues, status reports per-domain progress
   const open = [];
   for await (const wf of h.client.workflow.list({ query: `CrawlCampaign = '${id}' AND ExecutionStatus = 'Running'` })) open.push(wf.workflowId);
   expect(open).toEqual([]);
+  // Steering a campaign that has ended is refused with a clear message.
+  await expect(crawler('pause', id)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining(id) });
 });
 
 test('a status query on an unknown campaign is a clear error', async () => {

@@ -6,10 +6,10 @@ import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
   campaignStatusQuery,
   cancelSignal,
+  pauseCampaignUpdate,
   pauseHostUpdate,
-  pauseSignal,
+  resumeCampaignUpdate,
   resumeHostUpdate,
-  resumeSignal,
   type CampaignStatus,
 } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
@@ -49,10 +49,11 @@ export class SteeringRejected extends UsageError {}
  * A validator's rejection becomes a UsageError with the validator's message
  * (exit 2); nothing changed in the campaign.
  */
-export async function steerCampaign<Ret, Arg>(campaignId: string, update: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+export async function steerCampaign<Ret, Args extends unknown[]>(campaignId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
   return withCampaign(campaignId, async (h: WorkflowHandle) => {
     try {
-      return await h.executeUpdate(update, { args: [arg] });
+      // executeUpdate's overloads tell "no arguments" and "some" apart; a generic Args is neither.
+      return await h.executeUpdate(update as unknown as UpdateDefinition<Ret, [unknown]>, { args: args as unknown as [unknown] });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
       if (err instanceof WorkflowUpdateFailedError) {
@@ -116,9 +117,9 @@ export function registerCampaignControlCommands(program: Command): void {
       const s = await withCampaign(campaignId, (h) => h.query(campaignStatusQuery));
       process.stdout.write(opts.json ? `${JSON.stringify(s)}\n` : `${formatStatus(s)}\n`);
     });
-  for (const [name, signal, hostUpdate, what] of [
-    ['pause', pauseSignal, pauseHostUpdate, 'stop fetching (in-flight requests finish); state is kept. --host: one host only, the others go on'],
-    ['resume', resumeSignal, resumeHostUpdate, 'continue a paused campaign, or with --host a host paused on its own'],
+  for (const [name, campaignUpdate, hostUpdate, what] of [
+    ['pause', pauseCampaignUpdate, pauseHostUpdate, 'stop fetching (in-flight requests finish); state is kept. --host: one host only, the others go on'],
+    ['resume', resumeCampaignUpdate, resumeHostUpdate, 'continue a paused campaign, or with --host a host paused on its own'],
   ] as const) {
     program
       .command(`${name} <campaign>`)
@@ -126,8 +127,10 @@ export function registerCampaignControlCommands(program: Command): void {
       .option('--host <host>', 'only this host (host[:port], as `crawler status` lists them)')
       .action(async (campaignId: string, opts: { host?: string }) => {
         if (opts.host === undefined) {
-          await withCampaign(campaignId, (h) => h.signal(signal));
-          process.stdout.write(`${name} sent to ${campaignId}\n`);
+          // An update, not a signal: the command returns once the campaign
+          // has taken it, and a finishing campaign says so instead.
+          const r = await steerCampaign(campaignId, campaignUpdate);
+          process.stdout.write(`${campaignId} ${r.paused ? 'paused' : 'resumed'}\n`);
           return;
         }
         checkLocally(() => validateHostRequest({ host: opts.host }));
