@@ -5,6 +5,20 @@ import { parseLogLevel, type LogLevel } from '../log/logger';
 export interface ProcessSettings {
   temporalAddress: string;
   temporalNamespace: string;
+  /**
+   * TLS to the Temporal frontend: true / false, or null for "on when any
+   * other TLS setting or an API key is given" (Temporal Cloud needs one of those).
+   */
+  temporalTls: boolean | null;
+  /** mTLS client certificate and its private key (PEM files); both or neither. */
+  temporalTlsCertPath: string | null;
+  temporalTlsKeyPath: string | null;
+  /** CA that signed the server's certificate (PEM), when the system's roots do not cover it. */
+  temporalTlsCaPath: string | null;
+  /** Name the server's certificate is checked against (and SNI), when it differs from the address's host. */
+  temporalTlsServerName: string | null;
+  /** Sent as `Authorization: Bearer <key>` (Temporal Cloud API keys). */
+  temporalApiKey: string | null;
   taskQueue: string;
   redisUrl: string;
   /** Concurrent activities per worker process (fetches are I/O bound). */
@@ -36,6 +50,16 @@ const int = (name: string) => (raw: string) => {
   return n;
 };
 const str = (raw: string) => raw;
+const bool = (name: string) => (raw: string) => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new Error(`${name} must be true or false (got ${JSON.stringify(raw)})`);
+};
+const redisUrl = (raw: string) => {
+  parseRedisUrl(raw, 'REDIS_URL');
+  return raw;
+};
 const port = (name: string) => (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number 0–65535 (got ${JSON.stringify(raw)})`);
@@ -45,8 +69,14 @@ const port = (name: string) => (raw: string) => {
 export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'temporalAddress', env: 'TEMPORAL_ADDRESS', default: '127.0.0.1:7233', parse: str, doc: 'Temporal frontend host:port' },
   { key: 'temporalNamespace', env: 'TEMPORAL_NAMESPACE', default: 'default', parse: str, doc: 'Temporal namespace' },
+  { key: 'temporalTls', env: 'TEMPORAL_TLS', default: null, parse: bool('TEMPORAL_TLS'), doc: 'TLS to Temporal: true/false (default: on when a TEMPORAL_TLS_* path, server name or TEMPORAL_API_KEY is set)' },
+  { key: 'temporalTlsCertPath', env: 'TEMPORAL_TLS_CLIENT_CERT_PATH', default: null, parse: str, doc: 'mTLS client certificate (PEM file)' },
+  { key: 'temporalTlsKeyPath', env: 'TEMPORAL_TLS_CLIENT_KEY_PATH', default: null, parse: str, doc: 'mTLS client private key (PEM file)' },
+  { key: 'temporalTlsCaPath', env: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', default: null, parse: str, doc: "CA certificate of the server's certificate (PEM file); default: the system's roots" },
+  { key: 'temporalTlsServerName', env: 'TEMPORAL_TLS_SERVER_NAME', default: null, parse: str, doc: "Name to check the server's certificate against (and SNI)" },
+  { key: 'temporalApiKey', env: 'TEMPORAL_API_KEY', default: null, parse: str, doc: 'API key (Temporal Cloud), sent as a bearer token' },
   { key: 'taskQueue', env: 'CRAWLER_TASK_QUEUE', default: 'crawler', parse: str, doc: 'Task queue of workflows and activities' },
-  { key: 'redisUrl', env: 'REDIS_URL', default: 'redis://127.0.0.1:6379', parse: str, doc: 'redis://host:port, or redis+cluster://h1:p1,h2:p2' },
+  { key: 'redisUrl', env: 'REDIS_URL', default: 'redis://127.0.0.1:6379', parse: redisUrl, doc: 'redis[s]://[user:pass@]host:port[/db], or redis[s]+cluster://[user:pass@]h1:p1,h2:p2' },
   { key: 'activitySlots', env: 'CRAWLER_ACTIVITY_SLOTS', default: 100, parse: int('CRAWLER_ACTIVITY_SLOTS'), doc: 'Concurrent activities per worker' },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
@@ -62,5 +92,141 @@ export function processSettings(env: NodeJS.ProcessEnv = process.env, overrides:
     const raw = env[f.env];
     out[f.key] = raw !== undefined && raw !== '' ? f.parse(raw) : f.default;
   }
-  return { ...(out as unknown as ProcessSettings), ...overrides };
+  const settings = { ...(out as unknown as ProcessSettings), ...overrides };
+  checkTemporalTls(settings);
+  return settings;
+}
+
+/** Whether connections to Temporal use TLS under these settings. */
+export function temporalTlsEnabled(s: ProcessSettings): boolean {
+  if (s.temporalTls !== null) return s.temporalTls;
+  return [s.temporalTlsCertPath, s.temporalTlsKeyPath, s.temporalTlsCaPath, s.temporalTlsServerName, s.temporalApiKey].some((v) => v !== null);
+}
+
+/** Combinations the single variables cannot rule out, refused before any connection is tried. */
+function checkTemporalTls(s: ProcessSettings): void {
+  if ((s.temporalTlsCertPath === null) !== (s.temporalTlsKeyPath === null)) {
+    throw new Error('TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together: set both for mTLS, or neither');
+  }
+  if (s.temporalTls === false) {
+    const set = (['temporalTlsCertPath', 'temporalTlsKeyPath', 'temporalTlsCaPath', 'temporalTlsServerName'] as const)
+      .filter((k) => s[k] !== null)
+      .map((k) => PROCESS_SETTINGS.find((f) => f.key === k)!.env);
+    if (set.length > 0) throw new Error(`TEMPORAL_TLS is false, but ${set.join(', ')} only apply with TLS: remove them or set TEMPORAL_TLS=true`);
+  }
+}
+
+// ---- REDIS_URL ----
+// Parsed strictly: ioredis accepts almost any string (a typo becomes a
+// connection to localhost), and the cluster form is our own, so a bad URL is
+// reported here, naming what is wrong with it. src/redis/client.ts connects.
+
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+export interface RedisAuth {
+  /** ACL user; absent = the `default` user (a `requirepass` password). */
+  username?: string;
+  password?: string;
+}
+
+export type RedisTarget =
+  | ({ kind: 'single'; tls: boolean; node: RedisNode; db: number } & RedisAuth)
+  | ({ kind: 'cluster'; tls: boolean; nodes: RedisNode[] } & RedisAuth);
+
+export class RedisUrlError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RedisUrlError';
+  }
+}
+
+const SCHEMES: Record<string, { kind: RedisTarget['kind']; tls: boolean }> = {
+  'redis:': { kind: 'single', tls: false },
+  'rediss:': { kind: 'single', tls: true },
+  'redis+cluster:': { kind: 'cluster', tls: false },
+  'rediss+cluster:': { kind: 'cluster', tls: true },
+};
+
+const DEFAULT_PORT = 6379;
+
+/** The URL with its password replaced, for error messages and logs. */
+export function redactRedisUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+}
+
+/**
+ * `redis://[user[:password]@]host[:port][/db]`, `rediss://…` (TLS),
+ * `redis+cluster://[user[:password]@]host[:port],host[:port]…` and
+ * `rediss+cluster://…`. User and password are percent-decoded (encode `@`,
+ * `:`, `/` and `,` in them). `what` names the setting in error messages.
+ */
+export function parseRedisUrl(url: string, what = 'Redis URL'): RedisTarget {
+  const fail = (why: string): never => {
+    throw new RedisUrlError(`${what} ${JSON.stringify(redactRedisUrl(url))}: ${why}`);
+  };
+  const m = /^([a-z][a-z0-9+.-]*:)\/\/(.*)$/i.exec(url.trim());
+  if (!m) fail('expected redis://host:port, rediss://host:port, redis+cluster://h1:p1,h2:p2 or rediss+cluster://h1:p1,h2:p2');
+  const scheme = SCHEMES[m![1].toLowerCase()];
+  if (!scheme) fail(`unsupported scheme ${m![1]}// (use redis://, rediss://, redis+cluster:// or rediss+cluster://)`);
+  let rest = m![2];
+  if (/[?#]/.test(rest)) fail('query strings and fragments are not supported');
+
+  // The last @ ends the credentials, so one left unencoded in a password still parses.
+  const at = rest.lastIndexOf('@');
+  const auth: RedisAuth = {};
+  if (at >= 0) {
+    const userinfo = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = userinfo.indexOf(':');
+    const decode = (s: string, part: string) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return fail(`the ${part} has a malformed %-escape`);
+      }
+    };
+    const user = decode(colon < 0 ? userinfo : userinfo.slice(0, colon), 'user name');
+    const password = colon < 0 ? undefined : decode(userinfo.slice(colon + 1), 'password');
+    if (user) auth.username = user;
+    if (password) auth.password = password;
+    if (auth.username && auth.password === undefined) fail('a user name needs a password (user:password@host)');
+  }
+
+  const slash = rest.indexOf('/');
+  const hostPart = slash < 0 ? rest : rest.slice(0, slash);
+  const path = slash < 0 ? '' : rest.slice(slash + 1);
+  const nodes = hostPart.split(',').map((hp) => parseNode(hp, fail));
+  if (scheme.kind === 'single') {
+    if (nodes.length !== 1) fail(`one host expected; for a Redis Cluster use ${scheme.tls ? 'rediss' : 'redis'}+cluster://`);
+    if (path !== '' && !/^\d+$/.test(path)) fail(`the path must be a database number (got /${path})`);
+    return { kind: 'single', tls: scheme.tls, node: nodes[0], db: path === '' ? 0 : Number(path), ...auth };
+  }
+  if (path !== '') fail('a Redis Cluster has no databases to select: drop the /path');
+  return { kind: 'cluster', tls: scheme.tls, nodes, ...auth };
+}
+
+function parseNode(hp: string, fail: (why: string) => never): RedisNode {
+  let host: string;
+  let port: string | undefined;
+  if (hp.startsWith('[')) {
+    const end = hp.indexOf(']');
+    if (end < 0) fail(`unclosed [ in ${JSON.stringify(hp)}`);
+    host = hp.slice(1, end);
+    const after = hp.slice(end + 1);
+    if (after !== '' && !after.startsWith(':')) fail(`unexpected ${JSON.stringify(after)} after [${host}]`);
+    port = after === '' ? undefined : after.slice(1);
+  } else {
+    const parts = hp.split(':');
+    if (parts.length > 2) fail(`${JSON.stringify(hp)}: write an IPv6 address in brackets, e.g. [::1]:6379`);
+    [host, port] = parts;
+  }
+  if (!host) fail(hp === '' ? 'a host is missing' : `no host in ${JSON.stringify(hp)}`);
+  if (!/^[A-Za-z0-9._:-]+$/.test(host)) fail(`${JSON.stringify(host)} is not a host name or address`);
+  if (port === undefined) return { host, port: DEFAULT_PORT };
+  const n = Number(port);
+  if (!/^\d+$/.test(port) || n < 1 || n > 65535) fail(`port ${JSON.stringify(port)} of ${host} is not a number 1–65535`);
+  return { host, port: n };
 }

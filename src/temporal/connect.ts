@@ -1,6 +1,7 @@
-import { Client, Connection } from '@temporalio/client';
+import fs from 'node:fs';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { readStackState } from '../stack/stack';
-import { processSettings } from '../config/env';
+import { processSettings, temporalTlsEnabled, type ProcessSettings } from '../config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from './search-attributes';
 import { temporal as proto } from '@temporalio/proto';
 
@@ -15,8 +16,44 @@ export function clientEndpoints(): { temporalAddress: string; redisUrl: string; 
   };
 }
 
+/**
+ * TLS and credentials of every connection to Temporal, in the form both
+ * `Connection.connect` (clients) and `NativeConnection.connect` (workers)
+ * take. `tls` is always explicit: the SDK would turn TLS on by itself for an
+ * API key, and TEMPORAL_TLS=false must be able to say no.
+ */
+export interface TemporalConnectionOptions {
+  address: string;
+  tls: TLSConfig | false;
+  apiKey?: string;
+}
+
+export function temporalConnectionOptions(
+  cfg: ProcessSettings,
+  address = cfg.temporalAddress,
+  readFile: (path: string) => Buffer = (p) => fs.readFileSync(p),
+): TemporalConnectionOptions {
+  const pem = (path: string, variable: string) => {
+    try {
+      return readFile(path);
+    } catch (err) {
+      throw new Error(`${variable}: cannot read ${path} (${(err as Error).message})`);
+    }
+  };
+  const apiKey = cfg.temporalApiKey ?? undefined;
+  if (!temporalTlsEnabled(cfg)) return { address, tls: false, ...(apiKey ? { apiKey } : {}) };
+  const tls: TLSConfig = {};
+  if (cfg.temporalTlsServerName) tls.serverNameOverride = cfg.temporalTlsServerName;
+  if (cfg.temporalTlsCaPath) tls.serverRootCACertificate = pem(cfg.temporalTlsCaPath, 'TEMPORAL_TLS_SERVER_CA_CERT_PATH');
+  if (cfg.temporalTlsCertPath && cfg.temporalTlsKeyPath) {
+    tls.clientCertPair = { crt: pem(cfg.temporalTlsCertPath, 'TEMPORAL_TLS_CLIENT_CERT_PATH'), key: pem(cfg.temporalTlsKeyPath, 'TEMPORAL_TLS_CLIENT_KEY_PATH') };
+  }
+  return { address, tls, ...(apiKey ? { apiKey } : {}) };
+}
+
+/** A client of `address` with this process's TLS and API key settings (src/config/env.ts). */
 export async function connectClient(address: string, namespace = processSettings().temporalNamespace): Promise<Client> {
-  const connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  const connection = await Connection.connect({ ...temporalConnectionOptions(processSettings(), address), connectTimeout: 5_000 });
   return new Client({ connection, namespace });
 }
 

@@ -11,6 +11,7 @@ import { temporalRuntimeTelemetry } from '../metrics/temporal-telemetry';
 import { createActivities, WorkerRuntime } from '../../activities';
 import { processSettings, type ProcessSettings } from '../config/env';
 import { createRedis } from '../redis/client';
+import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 
 let runtimeInstalled = false;
@@ -35,10 +36,12 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
       telemetryOptions: temporalRuntimeTelemetry(cfg.sdkMetricsPort === null ? null : `${cfg.metricsHost}:${cfg.sdkMetricsPort}`),
     });
   }
+  // Certificates are read (and a missing file reported) before anything connects.
+  const temporalOptions = temporalConnectionOptions(cfg);
   const redis = createRedis(cfg.redisUrl);
-  const clientConnection = await Connection.connect({ address: cfg.temporalAddress });
+  const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({ connection: clientConnection, namespace: cfg.temporalNamespace });
-  const nativeConnection = await NativeConnection.connect({ address: cfg.temporalAddress });
+  const nativeConnection = await NativeConnection.connect(temporalOptions);
   const metrics = new CrawlMetrics();
   const rt = new WorkerRuntime({ redis, temporal, metrics, log });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
