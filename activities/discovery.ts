@@ -3,7 +3,7 @@
 // it goes through the same gates (scope, depth, spider-trap rules) and the
 // same mark-seen-and-enqueue path, so a URL found three ways is fetched once.
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { CampaignSettings } from '../src/config/campaign';
+import { frontierPriority, type CampaignSettings } from '../src/config/campaign';
 import { Frontier, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
 import { parseSitemap, sitemapMayList } from '../src/sitemap/sitemap';
 import type { IndexEntry } from '../src/storage/index-writer';
@@ -66,7 +66,7 @@ export async function routeCandidates(
       continue;
     }
     const list = byHost.get(host) ?? [];
-    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind });
+    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind, priority: frontierPriority(c.url, s) });
     byHost.set(host, list);
   }
   let own = byHost.get(input.host) ?? [];

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { crawlDelayMs } from '../src/config/campaign';
+import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
 import { isFetchError } from '../src/http/fetch-error';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../src/http/retry-after';
 import { HostClock } from '../src/redis/host-clock';
@@ -91,7 +91,7 @@ async function enqueueSitemaps(rt: WorkerRuntime, campaign: CampaignRuntime, inp
   const urls = sitemapSeeds(campaign.settings, origin, listed).filter((u) => campaign.scope.allows(u));
   if (urls.length === 0) return;
   await new Frontier(rt.deps.redis, input.campaignKey, input.host).enqueue(
-    urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const })),
+    urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),
   );
 }
 

@@ -21,7 +21,7 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     }
     const configVersion = 1;
     await saveCampaignSettings(rt.deps.redis, campaignKey, configVersion, settings);
-    await enqueueSeeds(rt.deps.redis, campaignKey, byHost);
+    await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings);
     return { hosts: [...byHost.keys()], rejectedSeeds, configVersion };
   };
 }

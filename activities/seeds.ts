@@ -1,7 +1,9 @@
 // Seeds into frontiers, shared by prepareCampaign (the campaign's own seeds)
 // and addCampaignSeeds (an operator's, later): normalise, group by host,
-// enqueue at depth 0. Enqueueing is mark-seen-and-enqueue, so a retry adds
-// nothing twice.
+// enqueue at depth 0 with the campaign's frontier priorities. Enqueueing is
+// mark-seen-and-enqueue, so a retry adds nothing twice.
+import { frontierPriority, type CampaignSettings } from '../src/config/campaign';
+import { loadCampaignSettings } from '../src/redis/campaign-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { isUrlError } from '../src/url/url-error';
@@ -39,11 +41,24 @@ export function groupSeeds(seeds: string[], allows: (url: string) => boolean = (
   return { byHost, rejected };
 }
 
-/** Puts grouped seeds in their hosts' frontiers at depth 0; returns the seeds each host had not seen before. */
-export async function enqueueSeeds(redis: RedisLike, campaignKey: string, byHost: GroupedSeeds['byHost']): Promise<Map<string, number>> {
+/**
+ * Puts grouped seeds in their hosts' frontiers at depth 0, each at its
+ * frontier priority; returns the seeds each host had not seen before.
+ * Without `settings` the campaign's stored settings are read, so no caller
+ * can enqueue seeds that skip the priority rules.
+ */
+export async function enqueueSeeds(
+  redis: RedisLike,
+  campaignKey: string,
+  byHost: GroupedSeeds['byHost'],
+  settings?: Pick<CampaignSettings, 'frontier'>,
+): Promise<Map<string, number>> {
+  const s = settings ?? (byHost.size > 0 ? (await loadCampaignSettings(redis, campaignKey)).settings : {});
   const added = new Map<string, number>();
   for (const [host, items] of byHost) {
-    const r = await new Frontier(redis, campaignKey, host).enqueue(items.map(({ url }) => ({ url, fp: urlFingerprint(url), depth: 0, referrer: null })));
+    const r = await new Frontier(redis, campaignKey, host).enqueue(
+      items.map(({ url }) => ({ url, fp: urlFingerprint(url), depth: 0, referrer: null, priority: frontierPriority(url, s) })),
+    );
     added.set(host, r.added);
   }
   return added;

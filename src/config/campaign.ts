@@ -65,6 +65,21 @@ export interface CampaignInput {
   output?: { dir?: string };
   /** How long an idle domain workflow waits for new URLs before it closes. */
   idleCloseMs?: number;
+  frontier?: {
+    /**
+     * Within a host's frontier, higher priority first, then depth, then
+     * discovery. The first rule whose pattern (a JavaScript regular
+     * expression, unanchored, matched against the normalised URL) matches
+     * gives a URL its priority; no match = 0. Integers from
+     * FRONTIER_PRIORITY_MIN to FRONTIER_PRIORITY_MAX.
+     */
+    priorities?: FrontierPriorityRule[];
+  };
+}
+
+export interface FrontierPriorityRule {
+  pattern: string;
+  priority: number;
 }
 
 export interface CampaignSettings {
@@ -90,7 +105,20 @@ export interface CampaignSettings {
   sitemaps: SitemapMode;
   output: { dir: string };
   idleCloseMs: number;
+  frontier: { priorities: FrontierPriorityRule[] };
 }
+
+/**
+ * Bounds of a frontier priority. The frontier score holds priority, depth
+ * and discovery order in one double that must stay an exact integer
+ * (src/redis/frontier.ts: |score| < 2^53 ≈ 9.007e15), and 17 levels of
+ * 1e15 are what fits next to the depth and discovery fields.
+ */
+export const FRONTIER_PRIORITY_MIN = -8;
+export const FRONTIER_PRIORITY_MAX = 8;
+/** Rules are tried in order on every discovered URL: keep that cost bounded. */
+export const MAX_PRIORITY_RULES = 50;
+export const MAX_PRIORITY_PATTERN_LENGTH = 500;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
 
@@ -115,6 +143,7 @@ export const CAMPAIGN_DEFAULTS = {
   sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
   idleCloseMs: 5 * 60_000,
+  frontier: { priorities: [] as FrontierPriorityRule[] },
 } as const;
 
 export class CampaignInputError extends Error {
@@ -216,6 +245,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
     sitemaps: input.sitemaps ?? d.sitemaps,
     output: { dir: input.output?.dir ?? d.output.dir },
     idleCloseMs: nonNegInt(problems, 'idleCloseMs', input.idleCloseMs, d.idleCloseMs),
+    frontier: { priorities: priorityRules(problems, input.frontier) },
   };
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
     problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
@@ -233,6 +263,69 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
   if (problems.length) throw new CampaignInputError(problems);
   return settings;
+}
+
+function priorityRules(problems: string[], frontier: CampaignInput['frontier'] | undefined): FrontierPriorityRule[] {
+  if (frontier === undefined || frontier === null) return [];
+  if (typeof frontier !== 'object' || Array.isArray(frontier)) {
+    problems.push('frontier must be an object such as {"priorities": [{"pattern": "/products/", "priority": 5}]}');
+    return [];
+  }
+  const raw = frontier.priorities ?? [];
+  if (!Array.isArray(raw)) {
+    problems.push('frontier.priorities must be a list of {"pattern": "<regular expression>", "priority": <integer>}');
+    return [];
+  }
+  if (raw.length > MAX_PRIORITY_RULES) problems.push(`frontier.priorities has ${raw.length} rules; at most ${MAX_PRIORITY_RULES}`);
+  const rules: FrontierPriorityRule[] = [];
+  raw.forEach((r: unknown, i) => {
+    const name = `frontier.priorities[${i}]`;
+    if (!r || typeof r !== 'object') {
+      problems.push(`${name} must be {"pattern": "<regular expression>", "priority": <integer>}`);
+      return;
+    }
+    const { pattern, priority } = r as Partial<FrontierPriorityRule>;
+    let ok = true;
+    if (typeof pattern !== 'string' || pattern === '') {
+      problems.push(`${name}.pattern must be a non-empty regular expression (got ${JSON.stringify(pattern)})`);
+      ok = false;
+    } else if (pattern.length > MAX_PRIORITY_PATTERN_LENGTH) {
+      problems.push(`${name}.pattern is ${pattern.length} characters long; at most ${MAX_PRIORITY_PATTERN_LENGTH}`);
+      ok = false;
+    } else {
+      try {
+        new RegExp(pattern);
+      } catch (err) {
+        problems.push(`${name}.pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`);
+        ok = false;
+      }
+    }
+    if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < FRONTIER_PRIORITY_MIN || priority > FRONTIER_PRIORITY_MAX) {
+      problems.push(`${name}.priority must be a whole number from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX} (got ${JSON.stringify(priority)})`);
+      ok = false;
+    }
+    if (ok) rules.push({ pattern: pattern!, priority: priority! });
+  });
+  return rules;
+}
+
+const compiledRules = new WeakMap<readonly FrontierPriorityRule[], { re: RegExp; priority: number }[]>();
+
+/**
+ * A URL's frontier priority under the campaign's rules: the first matching
+ * rule's, else 0. Pure (the compiled patterns are cached per rules list);
+ * every place that enqueues URLs calls it with the normalised URL.
+ */
+export function frontierPriority(url: string, settings: { frontier?: CampaignSettings['frontier'] }): number {
+  const rules = settings.frontier?.priorities;
+  if (!rules || rules.length === 0) return 0;
+  let compiled = compiledRules.get(rules);
+  if (!compiled) {
+    compiled = rules.map((r) => ({ re: new RegExp(r.pattern), priority: r.priority }));
+    compiledRules.set(rules, compiled);
+  }
+  for (const r of compiled) if (r.re.test(url)) return r.priority;
+  return 0;
 }
 
 /** The pause between two requests to one host, given robots.txt's Crawl-delay. */

@@ -1,5 +1,7 @@
 // The per-host frontier in Redis: a sorted set whose members carry the URL,
-// its depth and its referrer, ordered breadth-first (depth, then discovery).
+// its depth and its referrer, ordered by priority (higher first), then
+// breadth-first (depth, then discovery).
+import { FRONTIER_PRIORITY_MAX, FRONTIER_PRIORITY_MIN } from '../config/campaign';
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -16,6 +18,30 @@ export interface FrontierEntry {
 
 export interface EnqueueItem extends FrontierEntry {
   fp: string;
+  /** frontierPriority(url, settings) of src/config/campaign.ts; default 0. */
+  priority?: number;
+}
+
+/**
+ * Score = −priority × 1e15 + min(depth, 999) × 1e12 + seq, lowest first;
+ * seq is the host's discovery counter, added by the enqueue script. With
+ * priority in ±8, depth ≤ 999 and seq < 1e12 every score is an integer
+ * below 2^53 in magnitude, so the double holds it exactly and the three
+ * fields never carry into each other. Priority 0 gives exactly the score
+ * older releases wrote (depth × 1e12 + seq), so their frontier entries keep
+ * their place. Depths past 999 share the last band, in discovery order.
+ */
+export const PRIORITY_STEP = 1e15;
+export const DEPTH_STEP = 1e12;
+export const MAX_SCORED_DEPTH = 999;
+
+/** The part of the score the enqueue script does not add itself (it adds seq). */
+export function frontierScoreBase(priority: number, depth: number): number {
+  if (!Number.isInteger(priority) || priority < FRONTIER_PRIORITY_MIN || priority > FRONTIER_PRIORITY_MAX) {
+    throw new RangeError(`frontier priority must be a whole number from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX} (got ${priority})`);
+  }
+  if (!Number.isInteger(depth) || depth < 0) throw new RangeError(`frontier depth must be a whole number ≥ 0 (got ${depth})`);
+  return -priority * PRIORITY_STEP + Math.min(depth, MAX_SCORED_DEPTH) * DEPTH_STEP;
 }
 
 // Tab-separated: normalised URLs never contain a tab (the WHATWG parser strips them).
@@ -34,7 +60,7 @@ export function decodeEntry(member: string): FrontierEntry {
 
 function enqueueArgs(items: EnqueueItem[]): (string | number)[] {
   const argv: (string | number)[] = [];
-  for (const it of items) argv.push(it.fp, it.depth, encodeEntry(it));
+  for (const it of items) argv.push(it.fp, frontierScoreBase(it.priority ?? 0, it.depth), encodeEntry(it));
   return argv;
 }
 

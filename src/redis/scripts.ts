@@ -3,14 +3,17 @@ import type { Cluster, Redis, Result } from 'ioredis';
 
 export type RedisLike = Redis | Cluster;
 
-// ARGV triples: fingerprint, depth, member. A URL enters the frontier only if
-// its fingerprint is new to the host's seen-set: mark-seen-and-enqueue in one step.
+// ARGV triples: fingerprint, score base, member. A URL enters the frontier
+// only if its fingerprint is new to the host's seen-set: mark-seen-and-enqueue
+// in one step. The base (priority and depth, frontierScoreBase in
+// src/redis/frontier.ts) plus the host's discovery counter is the score:
+// integers below 2^53, exact in Lua's doubles and in the zset's.
 const ENQUEUE_BODY = `
 local added = 0
 for i = FIRST, #ARGV, 3 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     local n = redis.call('INCR', KEYS[3])
-    redis.call('ZADD', KEYS[2], string.format('%.0f', tonumber(ARGV[i + 1]) * 1e12 + n), ARGV[i + 2])
+    redis.call('ZADD', KEYS[2], string.format('%.0f', tonumber(ARGV[i + 1]) + n), ARGV[i + 2])
     added = added + 1
   end
 end

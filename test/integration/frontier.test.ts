@@ -1,14 +1,32 @@
-// The frontier's wake protocol against real Redis: producers of new URLs
-// skip waking a host only while its workflow is consuming the frontier.
+// The frontier against real Redis: the wake protocol (producers of new URLs
+// skip waking a host only while its workflow is consuming the frontier) and
+// the claim order (priority, then depth, then discovery), including entries
+// written by releases before priorities existed.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { enqueueSeeds, groupSeeds } from '../../activities/seeds';
+import { frontierPriority, resolveCampaignSettings } from '../../src/config/campaign';
+import { saveCampaignSettings } from '../../src/redis/campaign-store';
 import { createRedis } from '../../src/redis/client';
-import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
+import { encodeEntry, Frontier, frontierScoreBase, type EnqueueItem } from '../../src/redis/frontier';
+import { hostKeys } from '../../src/redis/keys';
 import { urlFingerprint } from '../../src/url/fingerprint';
+import type { CampaignInput } from '../../src/config/campaign';
+import { createHarness, launch, pageRequests, type Harness } from '../support/harness';
 
-const item = (url: string, depth = 1): EnqueueItem => ({ url, fp: urlFingerprint(url), depth, referrer: null });
+const item = (url: string, depth = 1, priority?: number): EnqueueItem => ({ url, fp: urlFingerprint(url), depth, referrer: null, ...(priority === undefined ? {} : { priority }) });
 
-describe('frontier wake protocol', () => {
+/** Claims and commits until the frontier is empty; the URLs in claim order. */
+async function drain(f: Frontier): Promise<string[]> {
+  const order: string[] = [];
+  for (let c = await f.claim(); c; c = await f.claim()) {
+    order.push(c.entry.url);
+    await f.commit(c.member, 'fetched', 0, []);
+  }
+  return order;
+}
+
+describe('frontier on Redis', () => {
   let redis: Redis;
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
@@ -60,5 +78,164 @@ describe('frontier wake protocol', () => {
     }
     expect(order).toEqual(['http://b.test/y', 'http://b.test/z', 'http://b.test/deep']);
     expect(await f.stats()).toMatchObject({ fetched: 4, bytes: 10 });
+  });
+
+  it('orders by depth then discovery when no priority is given, and the same URLs by priority first when one is', async () => {
+    const urls: [string, number][] = [
+      ['http://c.test/', 0],
+      ['http://c.test/blog/1', 1],
+      ['http://c.test/products/1', 1],
+      ['http://c.test/blog/2', 2],
+      ['http://c.test/products/2', 2],
+      ['http://c.test/list?sort=asc', 1],
+    ];
+    const plain = new Frontier(redis, `t-${randomUUID()}`, 'c.test');
+    await plain.enqueue(urls.map(([u, d]) => item(u, d)));
+    expect(await drain(plain)).toEqual([
+      'http://c.test/',
+      'http://c.test/blog/1',
+      'http://c.test/products/1',
+      'http://c.test/list?sort=asc',
+      'http://c.test/blog/2',
+      'http://c.test/products/2',
+    ]);
+
+    // The same discovery sequence with the campaign's rules applied the way
+    // the enqueue call sites apply them (frontierPriority of the URL).
+    const settings = resolveCampaignSettings(
+      { seeds: ['http://c.test/'], frontier: { priorities: [{ pattern: '/products/', priority: 5 }, { pattern: '[?&]sort=', priority: -2 }] } },
+      'c',
+    );
+    const ranked = new Frontier(redis, `t-${randomUUID()}`, 'c.test');
+    await ranked.enqueue(urls.map(([u, d]) => item(u, d, frontierPriority(u, settings))));
+    expect(await drain(ranked)).toEqual([
+      // priority 5, by depth
+      'http://c.test/products/1',
+      'http://c.test/products/2',
+      // priority 0, breadth-first
+      'http://c.test/',
+      'http://c.test/blog/1',
+      'http://c.test/blog/2',
+      // priority -2
+      'http://c.test/list?sort=asc',
+    ]);
+  });
+
+  it('keeps discovery order within a priority and depth, and priority across a commit\'s links', async () => {
+    const f = new Frontier(redis, `t-${randomUUID()}`, 'd.test');
+    await f.enqueue([item('http://d.test/', 0), item('http://d.test/a', 1, 1), item('http://d.test/b', 1, 1)]);
+    const first = await f.claim();
+    expect(first?.entry.url).toBe('http://d.test/a');
+    // Links committed with the page: a high-priority one jumps the queue, a default one waits its turn.
+    await f.commit(first!.member, 'fetched', 0, [item('http://d.test/c', 2, 0), item('http://d.test/urgent', 3, 8)]);
+    expect(await drain(f)).toEqual(['http://d.test/urgent', 'http://d.test/b', 'http://d.test/', 'http://d.test/c']);
+  });
+
+  it('stores scores exactly at the extremes of priority, depth and discovery counter', async () => {
+    const campaignKey = `t-${randomUUID()}`;
+    const k = hostKeys(campaignKey, 'e.test');
+    const f = new Frontier(redis, campaignKey, 'e.test');
+    // A discovery counter near its 1e12 budget: the largest seq the layout allows.
+    await redis.set(k.seq, String(1e12 - 10));
+    const cases = [
+      { url: 'http://e.test/top', depth: 999, priority: -8 },
+      { url: 'http://e.test/bottom', depth: 0, priority: 8 },
+      { url: 'http://e.test/deep', depth: 4_000, priority: 0 },
+    ];
+    await f.enqueue(cases.map((c) => item(c.url, c.depth, c.priority)));
+    const withScores = await redis.zrange(k.frontier, 0, -1, 'WITHSCORES');
+    const scores = new Map<string, string>();
+    for (let i = 0; i < withScores.length; i += 2) scores.set(withScores[i], withScores[i + 1]);
+    cases.forEach((c, i) => {
+      const expected = BigInt(frontierScoreBase(c.priority, c.depth)) + BigInt(1e12 - 10 + i + 1);
+      expect({ url: c.url, score: scores.get(encodeEntry({ url: c.url, depth: c.depth, referrer: null })) }).toEqual({ url: c.url, score: expected.toString() });
+    });
+    expect(await drain(f)).toEqual(['http://e.test/bottom', 'http://e.test/deep', 'http://e.test/top']);
+  });
+
+  it('places entries an older release wrote (no priority, depth × 1e12 + seq) among new default-priority ones', async () => {
+    const campaignKey = `t-${randomUUID()}`;
+    const k = hostKeys(campaignKey, 'f.test');
+    const f = new Frontier(redis, campaignKey, 'f.test');
+    // What the previous enqueue script left behind: three-field members, old scores, the counter.
+    const legacy = [
+      { url: 'http://f.test/old-1', depth: 1, seq: 1 },
+      { url: 'http://f.test/old-2', depth: 2, seq: 2 },
+    ];
+    for (const l of legacy) {
+      await redis.sadd(k.seen, urlFingerprint(l.url));
+      await redis.zadd(k.frontier, l.depth * 1e12 + l.seq, `${l.depth}\t${l.url}\thttp://f.test/`);
+    }
+    await redis.set(k.seq, '2');
+    await f.enqueue([item('http://f.test/new-1', 1), item('http://f.test/new-2', 2), item('http://f.test/hot', 2, 1)]);
+    const head = await f.claim();
+    expect(head?.entry).toEqual({ url: 'http://f.test/hot', depth: 2, referrer: null });
+    await f.commit(head!.member, 'fetched', 0, []);
+    const rest: { url: string; depth: number; referrer: string | null }[] = [];
+    for (let c = await f.claim(); c; c = await f.claim()) {
+      rest.push(c.entry);
+      await f.commit(c.member, 'fetched', 0, []);
+    }
+    expect(rest).toEqual([
+      { url: 'http://f.test/old-1', depth: 1, referrer: 'http://f.test/' },
+      { url: 'http://f.test/new-1', depth: 1, referrer: null },
+      { url: 'http://f.test/old-2', depth: 2, referrer: 'http://f.test/' },
+      { url: 'http://f.test/new-2', depth: 2, referrer: null },
+    ]);
+  });
+
+  it('enqueues seeds at their priority, from the settings given or from the stored ones', async () => {
+    const seeds = ['http://g.test/', 'http://g.test/sale/', 'http://g.test/archive/'];
+    const input = { seeds, frontier: { priorities: [{ pattern: '/sale/', priority: 4 }, { pattern: '/archive/', priority: -4 }] } };
+    const settings = resolveCampaignSettings(input, 'g');
+    const given = `t-${randomUUID()}`;
+    await enqueueSeeds(redis, given, groupSeeds(seeds).byHost, settings);
+    expect(await drain(new Frontier(redis, given, 'g.test'))).toEqual(['http://g.test/sale/', 'http://g.test/', 'http://g.test/archive/']);
+
+    // Operator-added seeds (addCampaignSeeds) pass no settings: the campaign's stored ones apply.
+    const stored = `t-${randomUUID()}`;
+    await saveCampaignSettings(redis, stored, 1, settings);
+    await enqueueSeeds(redis, stored, groupSeeds([...seeds].reverse()).byHost);
+    expect(await drain(new Frontier(redis, stored, 'g.test'))).toEqual(['http://g.test/sale/', 'http://g.test/', 'http://g.test/archive/']);
+  });
+});
+
+describe('a crawl follows priority rules for the links it discovers', () => {
+  let h: Harness;
+  // One host, one fetch at a time, so the request log is the claim order.
+  const PAGES: Record<string, string[]> = {
+    '/': ['/a1', '/a2', '/a3'],
+    '/a1': ['/deep/x', '/b1'],
+    '/a2': [],
+    '/a3': [],
+    '/deep/x': [],
+    '/b1': [],
+  };
+  beforeAll(async () => {
+    h = await createHarness('priority', { workers: 1 });
+    h.web.addSite({
+      host: 'prio.frontier.test',
+      pages: 1,
+      fanOut: 0,
+      handler: (ctx) => {
+        const links = PAGES[ctx.path];
+        if (!links) return false;
+        ctx.send(200, 'text/html; charset=utf-8', `<html><body>${links.map((l) => `<a href="${l}">${l}</a>`).join(' ')}</body></html>`);
+        return true;
+      },
+    });
+  });
+  afterAll(() => h?.close());
+
+  const order = async (frontier?: CampaignInput['frontier']) => {
+    const before = h.web.requests().length;
+    const r = await (await launch(h, { seeds: [h.web.url('prio.frontier.test', '/')], politeness: { minDelayMs: 0 }, idleCloseMs: 1_000, ...(frontier ? { frontier } : {}) })).result();
+    expect(r.status).toBe('completed');
+    return pageRequests(h.web.requests().slice(before)).map((q) => q.path);
+  };
+
+  it('breadth-first without rules; a deep link matching a rule jumps ahead of shallower pages', async () => {
+    expect(await order()).toEqual(['/', '/a1', '/a2', '/a3', '/deep/x', '/b1']);
+    expect(await order({ priorities: [{ pattern: '/deep/', priority: 5 }] })).toEqual(['/', '/a1', '/deep/x', '/a2', '/a3', '/b1']);
   });
 });

@@ -40,6 +40,7 @@ interface CrawlOptions {
   nonHtml?: string;
   maxUrlLength?: number;
   politenessKey?: string;
+  priority: string[];
 }
 
 const wholeNumber = (name: string) => (raw: string) => {
@@ -49,6 +50,19 @@ const wholeNumber = (name: string) => (raw: string) => {
   return n;
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
+
+/**
+ * `--priority REGEX=N`: split at the last `=`, so the expression may contain
+ * `=` itself (`[?&]page=1$=3`). Range and syntax are checked with the rest of
+ * the campaign input.
+ */
+export function parsePriorityFlag(raw: string): { pattern: string; priority: number } {
+  const eq = raw.lastIndexOf('=');
+  const pattern = eq < 0 ? '' : raw.slice(0, eq);
+  const n = eq < 0 ? '' : raw.slice(eq + 1).trim();
+  if (!pattern || !/^[+-]?\d+$/.test(n)) throw new Error(`--priority ${JSON.stringify(raw)}: expected REGEX=N with N a whole number, e.g. --priority '/products/=5'`);
+  return { pattern, priority: Number(n) };
+}
 
 /** Everything the user typed, checked before anything starts. */
 export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignInput & { campaignId: string } {
@@ -70,6 +84,14 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     createAddressPolicy({ allow: allowAddresses });
   } catch (err) {
     problems.push(`--allow-addresses: ${(err as Error).message}`);
+  }
+  const priorities: { pattern: string; priority: number }[] = [];
+  for (const raw of o.priority ?? []) {
+    try {
+      priorities.push(parsePriorityFlag(raw));
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
   }
   const scopeFlags = [o.sameDomain, o.sameHost, o.anyDomain, o.domains !== undefined].filter(Boolean).length;
   if (scopeFlags > 1) problems.push('choose one of --same-domain, --same-host, --any-domain, --domains');
@@ -98,6 +120,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(o.idleCloseMs !== undefined ? { idleCloseMs: o.idleCloseMs } : {}),
+    ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
   };
   try {
     resolveCampaignSettings(input, campaignId);
@@ -136,6 +159,7 @@ export function registerCrawlCommand(program: Command): void {
     .option('--dedup <mode>', 'content dedup: near (default), exact, off')
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
+    .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const input = buildCampaignInput(seeds, o);
