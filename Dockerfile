@@ -3,7 +3,9 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-# tsx and @swc/core (workflow bundling) are runtime dependencies; jest and typescript are not.
+# --omit=dev keeps what the worker runs: tsx (a dependency) and @swc/core, which bundles the
+# workflows and comes in as a dependency of @temporalio/worker (package.json also lists it
+# under devDependencies, for @swc/jest). jest, @swc/jest and typescript are left out.
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src

@@ -4,6 +4,7 @@
 // with `crawler stack up`) is used as is and never stopped by us.
 import fs from 'node:fs';
 import path from 'node:path';
+import { processSettings, temporalTlsEnabled } from '../config/env';
 import { ManagedProcess } from './managed-process';
 import { freePort, portOpen } from './ports';
 import { STACK_DIR } from './paths';
@@ -28,9 +29,22 @@ export interface RunningStack extends StackEndpoints {
   stop(): Promise<void>;
 }
 
+/**
+ * How to tell, later, that a pid is still the server `stack up` started and
+ * not an unrelated process that got the pid after a reboot or a crash: its
+ * command line as /proc showed it once the server was up (redis-server
+ * rewrites its own), and its start time in clock ticks after boot.
+ */
+export interface ProcessIdentity {
+  cmdline: string;
+  startTime: string;
+}
+
+type ServerName = 'temporal' | 'redis';
+
 interface StackStateFile {
-  temporal?: { pid: number; address: string; uiUrl: string | null };
-  redis?: { pid: number; url: string };
+  temporal?: { pid: number; address: string; uiUrl: string | null; identity?: ProcessIdentity };
+  redis?: { pid: number; url: string; identity?: ProcessIdentity };
 }
 
 const stateFile = (dir: string) => path.join(dir, 'stack.json');
@@ -42,6 +56,51 @@ function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A running process's identity from procfs; null when it is gone (or a zombie) or there is no procfs. */
+export function processIdentity(pid: number, procRoot = '/proc'): ProcessIdentity | null {
+  try {
+    const stat = fs.readFileSync(path.join(procRoot, String(pid), 'stat'), 'utf8');
+    // Fields after the command name, which is in parentheses and may itself contain ") ".
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[0] === 'X') return null;
+    const raw = fs.readFileSync(path.join(procRoot, String(pid), 'cmdline'), 'utf8');
+    // NUL-separated argv; a retitled process (redis-server) pads with NULs.
+    const cmdline = raw.split('\0').filter(Boolean).join(' ').trim();
+    return { cmdline, startTime: fields[19] };
+  } catch {
+    return null;
+  }
+}
+
+/** Programs of stack.json entries written before identities were recorded. */
+const LEGACY_PROGRAM: Record<ServerName, RegExp> = {
+  temporal: /(^|\/)temporal(\s.*)?\sserver\s+start-dev(\s|$)/,
+  redis: /(^|\/)redis-server(\s|$)/,
+};
+
+/**
+ * Whether `entry.pid` is still the server this stack started, so signalling
+ * it cannot hit an unrelated process that reused the pid. Without procfs
+ * (macOS) a live pid is all there is to go on.
+ */
+export function ownsServer(
+  name: ServerName,
+  entry: { pid: number; identity?: ProcessIdentity },
+  procRoot = '/proc',
+): { ours: boolean; why: string } {
+  if (!fs.existsSync(procRoot)) return pidAlive(entry.pid) ? { ours: true, why: 'alive (no procfs to check more)' } : { ours: false, why: 'not running' };
+  const now = processIdentity(entry.pid, procRoot);
+  if (!now) return { ours: false, why: 'not running' };
+  if (entry.identity) {
+    if (now.startTime !== entry.identity.startTime) return { ours: false, why: `pid ${entry.pid} was started at another time: another process has it now (${now.cmdline})` };
+    if (now.cmdline !== entry.identity.cmdline) return { ours: false, why: `pid ${entry.pid} now runs ${JSON.stringify(now.cmdline)}, not ${JSON.stringify(entry.identity.cmdline)}` };
+    return { ours: true, why: 'same command line and start time' };
+  }
+  return LEGACY_PROGRAM[name].test(now.cmdline)
+    ? { ours: true, why: `runs ${name === 'redis' ? 'redis-server' : 'temporal server start-dev'}` }
+    : { ours: false, why: `pid ${entry.pid} now runs ${JSON.stringify(now.cmdline)}, not the ${name} server` };
 }
 
 export function readStackState(dir = STACK_DIR): StackStateFile {
@@ -102,7 +161,11 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
 
   let temporalAddress = process.env.TEMPORAL_ADDRESS ?? null;
   let uiUrl: string | null = null;
-  if (!temporalAddress && state.temporal && pidAlive(state.temporal.pid) && (await temporalReachable(state.temporal.address))) {
+  const cfg = processSettings();
+  if (!temporalAddress && (temporalTlsEnabled(cfg) || cfg.temporalApiKey !== null)) {
+    throw new Error('Temporal TLS / API key settings are set, but TEMPORAL_ADDRESS is not: set it to the server they are for (the embedded dev server speaks plaintext)');
+  }
+  if (!temporalAddress && state.temporal && ownsServer('temporal', state.temporal).ours && (await temporalReachable(state.temporal.address))) {
     temporalAddress = state.temporal.address;
     uiUrl = state.temporal.uiUrl;
   }
@@ -121,7 +184,7 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   }
 
   let redisUrl = process.env.REDIS_URL ?? null;
-  if (!redisUrl && state.redis && pidAlive(state.redis.pid) && (await redisReachable(state.redis.url))) redisUrl = state.redis.url;
+  if (!redisUrl && state.redis && ownsServer('redis', state.redis).ours && (await redisReachable(state.redis.url))) redisUrl = state.redis.url;
   if (!redisUrl) {
     const port = (await portOpen(DEFAULT_REDIS_PORT)) ? await freePort() : DEFAULT_REDIS_PORT;
     opts.log?.(`starting redis-server on 127.0.0.1:${port}…`);
@@ -160,7 +223,7 @@ export interface StackUpOptions {
 export async function stackUp(opts: StackUpOptions = {}): Promise<StackEndpoints> {
   const dataDir = opts.dataDir ?? STACK_DIR;
   const state = readStackState(dataDir);
-  if (state.temporal && state.redis && pidAlive(state.temporal.pid) && pidAlive(state.redis.pid)) {
+  if (state.temporal && state.redis && ownsServer('temporal', state.temporal).ours && ownsServer('redis', state.redis).ours) {
     return { temporalAddress: state.temporal.address, redisUrl: state.redis.url, uiUrl: state.temporal.uiUrl };
   }
   const stack = await startStack({
@@ -172,22 +235,37 @@ export async function stackUp(opts: StackUpOptions = {}): Promise<StackEndpoints
     log: opts.log,
   });
   const [temporal, redis] = stack.processes;
+  // Read once both answer: by then redis-server has retitled itself.
+  const identity = (pid: number) => {
+    const id = processIdentity(pid);
+    return id ? { identity: id } : {};
+  };
   const next: StackStateFile = {
-    temporal: { pid: temporal.pid, address: stack.temporalAddress, uiUrl: stack.uiUrl },
-    redis: { pid: redis.pid, url: stack.redisUrl },
+    temporal: { pid: temporal.pid, address: stack.temporalAddress, uiUrl: stack.uiUrl, ...identity(temporal.pid) },
+    redis: { pid: redis.pid, url: stack.redisUrl, ...identity(redis.pid) },
   };
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(stateFile(dataDir), JSON.stringify(next, null, 2));
   return stack;
 }
 
-/** `crawler stack down`: stops what `stack up` started and waits until the processes are gone. */
-export async function stackDown(opts: { dataDir?: string } = {}): Promise<string[]> {
+/**
+ * `crawler stack down`: stops what `stack up` started and waits until the
+ * processes are gone. A pid that no longer belongs to that server (stale
+ * stack.json) is left alone and reported through `log`.
+ */
+export async function stackDown(opts: { dataDir?: string; log?: (msg: string) => void } = {}): Promise<string[]> {
   const dataDir = opts.dataDir ?? STACK_DIR;
+  const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const state = readStackState(dataDir);
   const stopped: string[] = [];
-  for (const [name, entry] of Object.entries(state) as [string, { pid: number }][]) {
+  for (const [name, entry] of Object.entries(state) as [ServerName, { pid: number; identity?: ProcessIdentity }][]) {
     if (!entry || !pidAlive(entry.pid)) continue;
+    const check = ownsServer(name, entry);
+    if (!check.ours) {
+      log(`${name}: not stopped, ${check.why} (stale ${stateFile(dataDir)})`);
+      continue;
+    }
     process.kill(entry.pid, 'SIGTERM');
     const deadline = Date.now() + 15_000;
     while (pidAlive(entry.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));

@@ -1,7 +1,10 @@
 // The operators' promise, in small: a campaign on its own stack survives
 // worker kills, Redis kills, Temporal restarts and connection resets, and
 // finishes with nothing lost, nothing stored twice and no host hit too fast.
-// `npm run chaos` runs the same driver longer and bigger.
+// `npm run chaos` runs the same driver at the same size by default (20 hosts
+// × 50 pages, 3 workers, 150 ms delay) with three rounds of every fault kind
+// (12 faults) instead of two; --hosts, --pages, --count or --duration make
+// it bigger or longer (test/chaos/run.ts).
 import { FAULT_KINDS, formatReport, runChaos } from '../chaos/chaos';
 
 jest.setTimeout(15 * 60_000);

@@ -1,6 +1,7 @@
 // One host whose frontier grows past 100,000 URLs: the domain workflow keeps
-// its history bounded by continuing as new, the frontier stays breadth-first
-// in Redis, and the crawl completes at its page budget.
+// its history bounded by continuing as new, and the crawl completes at its
+// page budget. Frontier order (priority, then depth, then discovery) is not
+// checked here but in test/integration/frontier.test.ts.
 import { hostKeys } from '../../src/redis/keys';
 import { hostKey } from '../../src/url/normalize';
 import { domainWorkflowId } from '../../workflows/ids';

@@ -143,11 +143,21 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('PostgreSQL, Temporal and Redis have health checks', () => {
-    for (const [name, s] of [[pgName, postgres], [temporalName, temporal], [redisName, redis]] as const) {
+  test('PostgreSQL, Temporal, the Web UI and Redis have health checks', () => {
+    for (const [name, s] of [[pgName, postgres], [temporalName, temporal], [uiName, ui], [redisName, redis]] as const) {
       const test = s.healthcheck?.test;
       expect({ service: name, healthcheck: !s.healthcheck?.disable && Array.isArray(test) ? test[0] !== 'NONE' && test.length > 1 : Boolean(test) }).toEqual({ service: name, healthcheck: true });
     }
+  });
+
+  test("the Web UI's health check probes its own /healthz, on the port the published mapping targets", () => {
+    // The UI server's port inside its container: TEMPORAL_UI_PORT, else 8080.
+    const uiPort = Number(env(ui).TEMPORAL_UI_PORT ?? 8080);
+    expect(ports(ui).map((p) => p.target)).toContain(uiPort);
+    const probe = argv(ui.healthcheck?.test as string[] | string | undefined);
+    // Exec form: no shell in between to turn a failed probe into success.
+    expect(probe[0]).toBe('CMD');
+    expect(probe.join(' ')).toMatch(new RegExp(`^CMD (wget|curl) .*http://(127\\.0\\.0\\.1|localhost):${uiPort}/healthz$`));
   });
 
   test('Temporal waits for a healthy PostgreSQL; the worker for a healthy Temporal and Redis', () => {
