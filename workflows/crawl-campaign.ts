@@ -30,6 +30,7 @@ import {
   validateAddSeeds,
   validateHostRequest,
   validateSetBudgets,
+  validateSetConcurrency,
   validateSetPoliteness,
 } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlHost, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
@@ -51,6 +52,7 @@ import {
   resumeHostUpdate,
   resumeSignal,
   setBudgetsUpdate,
+  setConcurrencyUpdate,
   setPolitenessUpdate,
   urlsDiscoveredSignal,
   wakeSignal,
@@ -91,6 +93,8 @@ export interface CampaignSteeringCarry {
   pausedHosts: string[];
   /** The budgets in the current settings version (the input's until setBudgets). */
   budgets: { maxPages: number | null; maxDepth: number | null };
+  /** Most hosts crawled at once, null = unlimited (absent from carries written before it existed). */
+  maxActiveHosts?: number | null;
 }
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
@@ -140,6 +144,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     pausedHosts: [],
     budgets: { maxPages: settings.budgets.maxPages, maxDepth: settings.budgets.maxDepth },
   });
+  // `undefined`, not null: an operator's explicit "unlimited" must survive continue-as-new.
+  if (steer.maxActiveHosts === undefined) steer.maxActiveHosts = settings.politeness.maxActiveHosts ?? null;
   const pending = new Set<string>(carry.pending);
   let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
   let stopReason: 'budget' | 'cancelled' | null = null;
@@ -213,6 +219,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       hostDelays: steer.hostDelays,
       pausedHosts: steer.pausedHosts,
       budgets: steer.budgets,
+      maxActiveHosts: steer.maxActiveHosts ?? null,
     },
   }));
 
@@ -244,6 +251,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       politeness: { ...settings.politeness, minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs },
       hostDelays: steer.hostDelays,
       pausedHosts: steer.pausedHosts,
+      maxActiveHosts: steer.maxActiveHosts ?? null,
     });
   };
   const signalPoliteness = async (host: string) => {
@@ -276,6 +284,24 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       validator: (req) => {
         assertOpen();
         validateSetPoliteness(req, knownHosts());
+      },
+    },
+  );
+
+  // Takes effect at the next dispatch: hosts already crawling are not stopped
+  // when the limit goes down; new ones wait until fewer are active.
+  setHandler(
+    setConcurrencyUpdate,
+    (req) => {
+      const { maxActiveHosts } = validateSetConcurrency(req);
+      steer.maxActiveHosts = maxActiveHosts;
+      publishSteering();
+      return { maxActiveHosts };
+    },
+    {
+      validator: (req) => {
+        assertOpen();
+        validateSetConcurrency(req);
       },
     },
   );
@@ -351,6 +377,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         if (!carry.paused && isLive(carry.hosts[host])) {
           await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(pauseSignal).catch(() => undefined);
         }
+        publishSteering();
       }
       return { host, paused: true };
     },
@@ -371,6 +398,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         if (!carry.paused && isLive(carry.hosts[host])) {
           await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(resumeSignal).catch(() => undefined);
         }
+        publishSteering();
       }
       // Still paused if the whole campaign is.
       return { host, paused: carry.paused };
@@ -477,6 +505,14 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
   }
 
+  // Concurrency: a host needs a slot to be started or woken; one that is
+  // already crawling (it only gets marked dirty) or done does not.
+  const activeHosts = () => Object.values(carry.hosts).filter((e) => e.state === 'running').length;
+  const needsSlot = (host: string) => carry.hosts[host]?.state !== 'running' && carry.hosts[host]?.state !== 'done';
+  const freeSlots = () => (steer.maxActiveHosts === null || steer.maxActiveHosts === undefined ? Infinity : steer.maxActiveHosts - activeHosts());
+  /** Something in `pending` can be dispatched now (always, without a concurrency limit). */
+  const dispatchable = () => pending.size > 0 && (freeSlots() > 0 || [...pending].some((h) => !needsSlot(h)));
+
   async function dispatchPending(): Promise<void> {
     let hosts = [...pending];
     pending.clear();
@@ -485,6 +521,16 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       // turn, so the loop can continue as new between batches.
       for (const h of hosts.slice(FAN_OUT)) pending.add(h);
       hosts = hosts.slice(0, FAN_OUT);
+    }
+    let free = freeSlots();
+    if (free !== Infinity) {
+      // Hosts beyond the free slots wait in `pending`, in order, for a host to go idle.
+      hosts = hosts.filter((h) => {
+        if (!needsSlot(h)) return true;
+        if (free > 0) return free-- > 0;
+        pending.add(h);
+        return false;
+      });
     }
     await inBatches(hosts, async (host) => {
       const e = entry(host);
@@ -553,13 +599,13 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       })();
     }
     for (;;) {
-      await condition(() => pending.size > 0 || stopReason !== null || quiet() || (canOnReports && inflight === 0 && historyFull()));
+      await condition(() => dispatchable() || stopReason !== null || quiet() || (canOnReports && inflight === 0 && historyFull()));
       if (stopReason !== null) break;
       if (inflight === 0 && historyFull()) {
         await allHandlersFinished();
         return await continueAsNew<typeof crawlCampaign>({ ...input, carry: { ...carry, pending: [...pending] } });
       }
-      if (pending.size > 0) {
+      if (dispatchable()) {
         await dispatchPending();
         continue;
       }

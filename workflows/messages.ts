@@ -8,6 +8,8 @@ import type {
   HostRequest,
   SetBudgetsRequest,
   SetBudgetsResult,
+  SetConcurrencyRequest,
+  SetConcurrencyResult,
   SetPolitenessRequest,
   SetPolitenessResult,
 } from '../src/config/steering';
@@ -59,6 +61,7 @@ export const configSignal = defineSignal<[{ configVersion: number }]>('configCha
 // Operator steering of a running campaign (validated: a rejected update changes nothing).
 export const setPolitenessUpdate = defineUpdate<SetPolitenessResult, [SetPolitenessRequest]>('setPoliteness');
 export const setBudgetsUpdate = defineUpdate<SetBudgetsResult, [SetBudgetsRequest]>('setBudgets');
+export const setConcurrencyUpdate = defineUpdate<SetConcurrencyResult, [SetConcurrencyRequest]>('setConcurrency');
 export const addSeedsUpdate = defineUpdate<AddSeedsResult, [AddSeedsRequest]>('addSeeds');
 export const pauseHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('pauseHost');
 export const resumeHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('resumeHost');
@@ -95,6 +98,8 @@ export interface CampaignSteering {
   hostDelays: Record<string, number>;
   pausedHosts: string[];
   budgets: { maxPages: number | null; maxDepth: number | null };
+  /** Most hosts crawled at once (null = unlimited); absent from campaigns started before it existed. */
+  maxActiveHosts?: number | null;
 }
 
 export type CampaignRunStatus = 'starting' | 'running' | 'completed' | 'budget-exhausted' | 'cancelled' | 'failed';

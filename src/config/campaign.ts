@@ -33,6 +33,12 @@ export interface CampaignInput {
     respectRobots?: boolean;
     /** What shares one politeness clock: each host (default), each registrable domain, or each IP address. */
     key?: 'host' | 'domain' | 'ip';
+    /**
+     * Most hosts crawled at once (the campaign's concurrency; null =
+     * unlimited). One host always has one request at a time: robots.txt's
+     * Crawl-delay assumes it. Steerable while running (setConcurrency).
+     */
+    maxActiveHosts?: number | null;
   };
   fetch?: {
     /** curl-style HOST:PORT:ADDR overrides. */
@@ -87,7 +93,7 @@ export interface CampaignSettings {
   seeds: string[];
   scope: { mode: ScopeMode; domains: string[] };
   budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null };
-  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean; key: 'host' | 'domain' | 'ip' };
+  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean; key: 'host' | 'domain' | 'ip'; maxActiveHosts: number | null };
   fetch: {
     resolve: string[];
     maxBodyBytes: number;
@@ -125,7 +131,7 @@ export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durab
 export const CAMPAIGN_DEFAULTS = {
   scope: { mode: 'same-domain' as ScopeMode, domains: [] as string[] },
   budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null },
-  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true, key: 'host' as 'host' | 'domain' | 'ip' },
+  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true, key: 'host' as 'host' | 'domain' | 'ip', maxActiveHosts: null },
   fetch: {
     resolve: [] as string[],
     maxBodyBytes: 10 * 1024 * 1024,
@@ -217,6 +223,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       userAgent,
       respectRobots: p.respectRobots ?? d.politeness.respectRobots,
       key: p.key ?? d.politeness.key,
+      maxActiveHosts: optionalLimit(problems, 'politeness.maxActiveHosts', p.maxActiveHosts),
     },
     fetch: {
       resolve: f.resolve ?? [],
@@ -261,6 +268,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   if (!['host', 'domain', 'ip'].includes(settings.politeness.key)) problems.push('politeness.key must be "host", "domain" or "ip"');
   if (!['robots+root', 'robots', 'off'].includes(settings.sitemaps)) problems.push('sitemaps must be "robots+root", "robots" or "off"');
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
+  if (settings.politeness.maxActiveHosts === 0) problems.push('politeness.maxActiveHosts must be at least 1, or null for unlimited');
   if (problems.length) throw new CampaignInputError(problems);
   return settings;
 }

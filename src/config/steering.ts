@@ -6,6 +6,8 @@
 
 /** Largest pause an operator may set between two requests to one host: one hour. */
 export const MAX_STEER_DELAY_MS = 3_600_000;
+/** Largest campaign concurrency an operator may set (beyond it, say null: unlimited). */
+export const MAX_ACTIVE_HOSTS = 1_000_000;
 /** Most seeds one addSeeds update may carry (the update's payload lands in history). */
 export const MAX_ADD_SEEDS = 10_000;
 
@@ -17,6 +19,14 @@ export interface SetPolitenessRequest {
 export interface SetPolitenessResult {
   host: string | null;
   minDelayMs: number;
+}
+
+export interface SetConcurrencyRequest {
+  /** Most hosts crawled at once; null = unlimited. */
+  maxActiveHosts: number | null;
+}
+export interface SetConcurrencyResult {
+  maxActiveHosts: number | null;
 }
 
 export interface SetBudgetsRequest {
@@ -104,6 +114,23 @@ export function validateSetPoliteness(req: unknown, known?: Iterable<string>): {
   const minDelayMs = checkMinDelayMs(req.minDelayMs);
   if (req.host === undefined || req.host === null) return { host: null, minDelayMs };
   return { host: known ? resolveKnownHost(req.host, known) : String(req.host), minDelayMs };
+}
+
+/**
+ * Campaign-wide only: a host's own concurrency is always one request at a
+ * time (robots.txt Crawl-delay assumes it), so there is no per-host form.
+ */
+export function validateSetConcurrency(req: unknown): SetConcurrencyRequest {
+  if (!isObject(req)) throw new SteeringError('setConcurrency needs an object { maxActiveHosts }');
+  if ('host' in req && req.host !== undefined) {
+    throw new SteeringError('concurrency is set for the whole campaign: a host is always crawled one request at a time (use set-rate --host to slow one host down)');
+  }
+  const v = req.maxActiveHosts;
+  if (v === null) return { maxActiveHosts: null };
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_ACTIVE_HOSTS) {
+    throw new SteeringError(`maxActiveHosts must be a whole number from 1 to ${MAX_ACTIVE_HOSTS}, or null for unlimited (got ${shown(v)})`);
+  }
+  return { maxActiveHosts: v };
 }
 
 export function validateSetBudgets(req: unknown): SetBudgetsRequest {

@@ -12,6 +12,7 @@ import {
   domainStatusQuery,
   pauseHostUpdate,
   setBudgetsUpdate,
+  setConcurrencyUpdate,
   setPolitenessUpdate,
 } from '../../workflows/messages';
 import { generateSites, type RequestRecord } from '../web/test-web';
@@ -35,7 +36,9 @@ beforeAll(async () => {
   h.web.addSite(site('n0.steer.test', 6)); // only reachable as an added seed
   h.web.addSite(site('x.elsewhere.test', 3)); // out of scope
   h.web.addSite(site('b0.steer.test', 60)); // the budget campaign
+  for (let i = 0; i < CONCURRENCY_HOSTS; i++) h.web.addSite(site(`c${i}.steer.test`, 5)); // the concurrency campaign
 });
+const CONCURRENCY_HOSTS = 4;
 afterAll(() => h?.close());
 
 const key = (host: string) => `${host}:${h.web.port}`;
@@ -107,7 +110,11 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
     hostDelays: { [key('a0.steer.test')]: 2_500 },
     pausedHosts: [key('a1.steer.test')],
     budgets: { maxPages: null, maxDepth: null },
+    maxActiveHosts: null,
   });
+  // The memo (Web UI) shows the settings in force, the operator's changes included.
+  const memo = (await handle.describe()).memo as Record<string, unknown>;
+  expect(memo).toMatchObject({ hostDelays: { [key('a0.steer.test')]: 2_500 }, pausedHosts: [key('a1.steer.test')], politeness: { minDelayMs: 200 } });
   expect(await a0.query(domainStatusQuery)).toMatchObject({ minDelayMs: 2_500, delayMs: 2_500, configVersion: 1 });
 
   await until('a0 to go on while a1 is paused', () => pagesOf('a0.steer.test').length >= a0AtPause + 2);
@@ -188,3 +195,50 @@ test('a lower page budget stops a running campaign at it; set-rate campaign-wide
   expect(pagesOf('b0.steer.test').length).toBeLessThanOrEqual(budget);
   expect(fetchedUrls(await outputOf(h, id).index()).length).toBeLessThanOrEqual(budget);
 });
+
+/** [first, last] request time of each host; robots.txt and sitemaps included, as they are requests too. */
+function spans(hosts: string[]): Map<string, [number, number]> {
+  const out = new Map<string, [number, number]>();
+  for (const host of hosts) {
+    const ts = h.web.requests().filter((r) => r.host === host).map((r) => r.t);
+    out.set(host, [Math.min(...ts), Math.max(...ts)]);
+  }
+  return out;
+}
+const overlaps = (a: [number, number], b: [number, number]) => a[0] < b[1] && b[0] < a[1];
+
+test('concurrency: at most N hosts at once, steerable while running; bad values rejected', async () => {
+  const hosts = Array.from({ length: CONCURRENCY_HOSTS }, (_, i) => `c${i}.steer.test`);
+  const handle = await launch(h, {
+    seeds: hosts.map((x) => h.web.url(x, '/')),
+    scope: { mode: 'domains', domains: ['steer.test'] },
+    politeness: { minDelayMs: 100, maxActiveHosts: 1 },
+    sitemaps: 'off',
+    // A host that went idle gives up its slot at once; it closes later.
+    idleCloseMs: 30_000,
+  });
+  const id = handle.workflowId;
+  expect((await handle.query(campaignStatusQuery)).steering?.maxActiveHosts).toBe(1);
+
+  // Rejected, through Temporal and through the CLI: nothing changes.
+  expect(await rejection(handle.executeUpdate(setConcurrencyUpdate, { args: [{ maxActiveHosts: 0 }] }))).toMatch(/maxActiveHosts must be a whole number from 1/);
+  expect(await rejection(handle.executeUpdate(setConcurrencyUpdate, { args: [{ maxActiveHosts: 2, host: key(hosts[0]!) } as never] }))).toMatch(/one request at a time/);
+  await expect(crawler('set-concurrency', id, '--max-hosts', '1.5')).rejects.toMatchObject({ code: 2 });
+
+  // One host at a time: the second starts only once the first is done.
+  await until('two hosts crawled', () => hosts.filter((x) => pagesOf(x).length === 5).length >= 2, 90_000);
+  const done = hosts.filter((x) => pagesOf(x).length === 5);
+  expect(overlaps(spans(done).get(done[0]!)!, spans(done).get(done[1]!)!)).toBe(false);
+  expect(hosts.filter((x) => h.web.requests().some((r) => r.host === x)).length).toBeLessThanOrEqual(3);
+
+  // Raised to three: the remaining hosts crawl side by side.
+  const { stdout } = await crawler('set-concurrency', id, '--max-hosts', '3');
+  expect(stdout).toBe(`${id}: at most 3 host(s) crawled at once\n`);
+  expect((await handle.query(campaignStatusQuery)).steering?.maxActiveHosts).toBe(3);
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  expect(result.pages).toBe(CONCURRENCY_HOSTS * 5);
+  const rest = hosts.filter((x) => !done.includes(x));
+  const s = spans(rest);
+  expect(overlaps(s.get(rest[0]!)!, s.get(rest[1]!)!)).toBe(true);
+}, 180_000);

@@ -32,6 +32,7 @@ interface CrawlOptions {
   ignoreRobots?: boolean;
   idleCloseMs?: number;
   maxPagesPerHost?: number;
+  maxActiveHosts?: number;
   allowAddresses?: string;
   allowPrivate?: boolean;
   sitemaps?: string;
@@ -109,6 +110,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
       ...(o.ignoreRobots ? { respectRobots: false } : {}),
       ...(o.politenessKey !== undefined ? { key: o.politenessKey as 'host' } : {}),
+      ...(o.maxActiveHosts !== undefined ? { maxActiveHosts: o.maxActiveHosts } : {}),
     },
     fetch: { resolve: o.resolve, allowAddresses, ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}) },
     ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
@@ -139,6 +141,7 @@ export function registerCrawlCommand(program: Command): void {
     .option('--max-pages <n>', 'stop after this many page requests', wholeNumber('--max-pages'))
     .option('--max-depth <n>', 'follow links at most this many hops from a seed', wholeNumber('--max-depth'))
     .option('--delay-ms <n>', 'minimum pause between two requests to one host (default 1000)', wholeNumber('--delay-ms'))
+    .option('--max-active-hosts <n>', 'crawl at most this many hosts at once (default: all; each host is always one request at a time)', wholeNumber('--max-active-hosts'))
     .option('--same-domain', 'stay on the seeds\' registrable domains (default)')
     .option('--same-host', 'stay on the seeds\' hosts')
     .option('--any-domain', 'follow links anywhere')

@@ -8,11 +8,12 @@ import {
   parseNumberArg,
   validateAddSeeds,
   validateSetBudgets,
+  validateSetConcurrency,
   validateSetPoliteness,
   type SetBudgetsRequest,
 } from '../../config/steering';
 import { CrawlPages, CrawlState } from '../../temporal/search-attributes';
-import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setPolitenessUpdate } from '../../../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate } from '../../../workflows/messages';
 import { checkLocally, connectCli, steerCampaign } from './campaign-control';
 
 const limitText = (v: number | null) => (v === null ? 'unlimited' : String(v));
@@ -90,6 +91,17 @@ export function registerSteerCommands(program: Command): void {
       checkLocally(() => validateSetPoliteness(req));
       const r = await steerCampaign(campaignId, setPolitenessUpdate, req);
       process.stdout.write(`${campaignId}: minimum delay ${r.minDelayMs} ms ${r.host ? `for ${r.host}` : 'campaign-wide'}, from each domain's next pause\n`);
+    });
+
+  program
+    .command('set-concurrency <campaign>')
+    .description('change how many hosts the campaign crawls at once (each host is always one request at a time); crawling hosts are not stopped')
+    .requiredOption('--max-hosts <n|none>', 'most hosts crawled at once, or "none" for unlimited')
+    .action(async (campaignId: string, opts: { maxHosts: string }) => {
+      const req = { maxActiveHosts: parseLimitArg(opts.maxHosts) as number | null };
+      checkLocally(() => validateSetConcurrency(req));
+      const r = await steerCampaign(campaignId, setConcurrencyUpdate, req);
+      process.stdout.write(`${campaignId}: at most ${limitText(r.maxActiveHosts)} host(s) crawled at once\n`);
     });
 
   program
