@@ -26,7 +26,7 @@ describe('SIGTERM on a worker with steps in flight', () => {
     // One worker, so every step in flight at the SIGTERM is that worker's;
     // slow pages, so there are some.
     h = await createHarness('sigterm', { workers: 1 });
-    for (const spec of generateSites({ count: 6, pages: 12, fanOut: 3, hostPattern: (i) => `g${i}.sigterm.test`, seed: 11, latencyMs: LATENCY })) h.web.addSite(spec);
+    for (const spec of generateSites({ count: 6, pages: 8, fanOut: 3, hostPattern: (i) => `g${i}.sigterm.test`, seed: 11, latencyMs: LATENCY })) h.web.addSite(spec);
   });
   afterAll(() => h?.close());
 
@@ -84,7 +84,7 @@ describe('the whole stack goes down and comes back on the same data', () => {
     });
     let client = await connectClient(stack.temporalAddress);
     try {
-      const sites = generateSites({ count: 6, pages: 20, fanOut: 3, hostPattern: (i) => `r${i}.restart.test`, seed: 13 });
+      const sites = generateSites({ count: 6, pages: 12, fanOut: 3, hostPattern: (i) => `r${i}.restart.test`, seed: 13 });
       for (const spec of sites) web.addSite(spec);
       await pool.start(2);
       const seed = web.url(sites[0].host, '/');
@@ -99,7 +99,7 @@ describe('the whole stack goes down and comes back on the same data', () => {
         output: { dir: outDir },
         idleCloseMs: 3_000,
       });
-      while (pageRequests(web.requests()).length < 30) await sleep(100);
+      while (pageRequests(web.requests()).length < 20) await sleep(100);
 
       // Everything down: the servers stop (SIGTERM: Temporal closes its
       // SQLite file, Redis fsyncs its AOF), then the workers. Servers first,

@@ -8,9 +8,11 @@ import { domainWorkflowId } from '../../workflows/ids';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 
 const HOST = 'big.large.test';
-// Fan-out 300: about 340 pages put 100,000 URLs in the frontier; 4,000 pages
-// (one to two history events each at zero delay: the steps run back to back
-// as local activities) make the workflow continue as new at least once.
+// Fan-out 30 on a site of a million pages: every page brings some 30 new
+// URLs, so 4,000 pages leave about 115,000 in the frontier, and 4,000 steps
+// (one to two history events each at zero delay: they run back to back as
+// local activities) make the workflow continue as new at least once. Fewer,
+// fatter pages would get there sooner but cost far more per page.
 const MAX_PAGES = 4_000;
 /** domainCrawl continues as new at 4,000 events; a workflow task in flight may add a few hundred more. */
 const HISTORY_BOUND = 5_000;
@@ -19,7 +21,7 @@ let h: Harness;
 
 beforeAll(async () => {
   h = await createHarness('large-domain', { workers: 1 });
-  h.web.addSite({ host: HOST, pages: 150_000, fanOut: 300 });
+  h.web.addSite({ host: HOST, pages: 1_000_000, fanOut: 30 });
 }, 60_000);
 
 afterAll(async () => {
