@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
-import { LOCAL_STEP_PATCH } from '../../workflows/domain-crawl';
+import { LIVE_TOTALS_PATCH } from '../../workflows/crawl-campaign';
+import { LOCAL_STEP_PATCH, STATE_REPORTS_PATCH } from '../../workflows/domain-crawl';
 
 jest.setTimeout(180_000);
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -41,8 +42,16 @@ test('the fixtures cover histories from before and after the versioned changes',
   const domains = histories.filter((h) => h.workflowId.startsWith('domain-'));
   // Remote-activity page steps (recorded before the patch) …
   expect(domains.some((h) => patchesOf(h).size === 0)).toBe(true);
-  // … and local-activity steps.
-  expect(domains.some((h) => patchesOf(h).has(LOCAL_STEP_PATCH))).toBe(true);
+  // … local-activity steps, without and with state reports …
+  expect(domains.some((h) => patchesOf(h).has(LOCAL_STEP_PATCH) && !patchesOf(h).has(STATE_REPORTS_PATCH))).toBe(true);
+  expect(domains.some((h) => patchesOf(h).has(STATE_REPORTS_PATCH))).toBe(true);
+  // … and campaigns from before and after live totals (and the steering that comes with them).
+  const campaigns = histories.filter((h) => h.workflowId.startsWith('campaign-'));
+  expect(campaigns.some((h) => !patchesOf(h).has(LIVE_TOTALS_PATCH))).toBe(true);
+  expect(campaigns.some((h) => patchesOf(h).has(LIVE_TOTALS_PATCH))).toBe(true);
+  const updates = (h: (typeof histories)[number]) =>
+    (h.history.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED).map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name);
+  expect(campaigns.flatMap(updates)).toEqual(expect.arrayContaining(['setConcurrency', 'setPoliteness']));
 });
 
 test('recorded campaign and domain histories replay without nondeterminism', async () => {
