@@ -150,6 +150,10 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
     (ids) => ids.length > 0,
   );
   expect(sleepingIds).toEqual([domainWorkflowId(id, hostKey(SLOW))]);
+  // The same filter in the UI: the host a long robots.txt Crawl-delay keeps asleep.
+  await openList(`CrawlCampaign = "${id}" AND CrawlState = "sleeping"`, [domainWorkflowId(id, hostKey(SLOW))]);
+  for (const other of domainIds.filter((d) => d !== domainWorkflowId(id, hostKey(SLOW)))) expect(await rowLink(other).count()).toBe(0);
+  await screenshot(page, 'web-ui-filter-sleeping', { docsName: 'web-ui-filter-sleeping.png' });
   const busyAttrs = (await h.client.workflow.getHandle(domainWorkflowId(id, hostKey(BUSY))).describe()).searchAttributes;
   expect((busyAttrs.CrawlPages as number[] | undefined)?.[0]).toBeGreaterThanOrEqual(1);
 
