@@ -134,10 +134,8 @@ export function crawlStepActivity(rt: WorkerRuntime) {
       await sleep(wait, undefined, { signal: ctx.cancellationSignal });
       wait = await clock.acquire(owner, lease, input.delayMs);
     }
-    if (wait > 0) {
-      rt.deps.metrics?.recordPolitenessWait(wait);
-      return { kind: 'wait', waitMs: wait, reason: 'host clock: another request to this host is too recent' };
-    }
+    // The domain sleeps this out and reports it as sleptMs with its next step.
+    if (wait > 0) return { kind: 'wait', waitMs: wait, reason: 'host clock: another request to this host is too recent' };
 
     // A local activity has no heartbeat: its workflow task is kept alive instead.
     const heartbeat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
@@ -148,7 +146,7 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     const retryLater = (waitMs: number, reason: string, status: number | null, code: string): CrawlStepResult => {
       rt.deps.metrics?.recordFetch({ outcome: 'retry', status });
       if (status === null) rt.deps.metrics?.recordError(code);
-      rt.deps.metrics?.recordPolitenessWait(waitMs);
+      // The back-off itself is counted as sleptMs by the step after it.
       log.info('retry later', { code, waitMs, attempt });
       return { kind: 'retry', url, waitMs, reason, status, code };
     };

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
 import { isFetchError } from '../src/http/fetch-error';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../src/http/retry-after';
+import { parseRetryAfter } from '../src/http/retry-after';
 import { HostClock } from '../src/redis/host-clock';
 import { parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
 import type { StoredRobots } from '../src/robots/robots-store';
@@ -58,7 +58,7 @@ export function loadRobotsActivity(rt: WorkerRuntime) {
         value = { state: 'unavailable', detail: `HTTP ${res.status}`, fetchedAt: now };
         code = `HTTP_${res.status}`;
         const retryAfter = parseRetryAfter(res.headers['retry-after']);
-        if (retryAfter !== null) hostPause = Math.min(retryAfter, MAX_RETRY_AFTER_MS);
+        if (retryAfter !== null) hostPause = retryAfter;
       }
     } catch (err) {
       if (!isFetchError(err)) throw err;

@@ -147,6 +147,13 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   // `undefined`, not null: an operator's explicit "unlimited" must survive continue-as-new.
   if (steer.maxActiveHosts === undefined) steer.maxActiveHosts = settings.politeness.maxActiveHosts ?? null;
   const pending = new Set<string>(carry.pending);
+  // Patches decided once per run, before any handler is registered: updates
+  // and signals that arrive with the first workflow task run their handlers
+  // inside setHandler, and some of those read these.
+  // Domain reports alone grow the history (thousands of hosts report without
+  // queueing anything), so a full history must wake the loop by itself.
+  const canOnReports = patched(CAN_ON_REPORTS_PATCH);
+  const liveTotals = patched(LIVE_TOTALS_PATCH);
   let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
   let stopReason: 'budget' | 'cancelled' | null = null;
   let inflight = 0;
@@ -248,7 +255,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (!liveTotals) return;
     upsertMemo({
       budgets: steer.budgets,
-      politeness: { ...settings.politeness, minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs },
+      politeness: { ...settings.politeness, minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs, maxActiveHosts: steer.maxActiveHosts ?? null },
       hostDelays: steer.hostDelays,
       pausedHosts: steer.pausedHosts,
       maxActiveHosts: steer.maxActiveHosts ?? null,
@@ -507,30 +514,28 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
 
   // Concurrency: a host needs a slot to be started or woken; one that is
   // already crawling (it only gets marked dirty) or done does not.
-  const activeHosts = () => Object.values(carry.hosts).filter((e) => e.state === 'running').length;
+  // A host an operator paused on its own gives its slot up (resuming it may
+  // briefly exceed the cap). Under a campaign-wide pause the hosts keep their
+  // slots, so no new host starts while nothing may crawl.
+  const activeHosts = () => Object.entries(carry.hosts).filter(([h, e]) => e.state === 'running' && !hostPaused(h)).length;
   const needsSlot = (host: string) => carry.hosts[host]?.state !== 'running' && carry.hosts[host]?.state !== 'done';
   const freeSlots = () => (steer.maxActiveHosts === null || steer.maxActiveHosts === undefined ? Infinity : steer.maxActiveHosts - activeHosts());
   /** Something in `pending` can be dispatched now (always, without a concurrency limit). */
   const dispatchable = () => pending.size > 0 && (freeSlots() > 0 || [...pending].some((h) => !needsSlot(h)));
 
   async function dispatchPending(): Promise<void> {
-    let hosts = [...pending];
+    const all = [...pending];
     pending.clear();
-    if (canOnReports && hosts.length > FAN_OUT) {
-      // Thousands of starts fill the history: dispatch one batch per loop
-      // turn, so the loop can continue as new between batches.
-      for (const h of hosts.slice(FAN_OUT)) pending.add(h);
-      hosts = hosts.slice(0, FAN_OUT);
-    }
+    // Thousands of starts fill the history: dispatch one batch per loop turn,
+    // so the loop can continue as new between batches. Hosts beyond the
+    // batch, and hosts that need a slot when none is free, wait in `pending`
+    // in their order; a host that needs no slot is never stuck behind them.
+    const batch = canOnReports ? FAN_OUT : Infinity;
     let free = freeSlots();
-    if (free !== Infinity) {
-      // Hosts beyond the free slots wait in `pending`, in order, for a host to go idle.
-      hosts = hosts.filter((h) => {
-        if (!needsSlot(h)) return true;
-        if (free > 0) return free-- > 0;
-        pending.add(h);
-        return false;
-      });
+    const hosts: string[] = [];
+    for (const h of all) {
+      if (hosts.length < batch && (!needsSlot(h) || free-- > 0)) hosts.push(h);
+      else pending.add(h);
     }
     await inBatches(hosts, async (host) => {
       const e = entry(host);
@@ -548,10 +553,6 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
 
   const quiet = () => pending.size === 0 && inflight === 0 && Object.values(carry.hosts).every((e) => e.state !== 'running');
   const historyFull = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS;
-  // Domain reports alone grow the history (thousands of hosts report without
-  // queueing anything), so a full history must wake the loop by itself.
-  const canOnReports = patched(CAN_ON_REPORTS_PATCH);
-  const liveTotals = patched(LIVE_TOTALS_PATCH);
   let published = { fetched: -1, failed: -1 };
   const publishTotals = () => {
     const t = totals();
@@ -636,6 +637,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       upsertSearchAttributes([
         { key: CrawlState, value: status },
         { key: CrawlPages, value: totals().fetched },
+        ...(liveTotals ? [{ key: CrawlErrors, value: totals().failed }] : []),
       ]);
     } else {
       upsertSearchAttributes([{ key: CrawlState, value: status }]);

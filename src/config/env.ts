@@ -154,7 +154,15 @@ const DEFAULT_PORT = 6379;
 
 /** The URL with its password replaced, for error messages and logs. */
 export function redactRedisUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+  // The same split as parseRedisUrl: the last @ ends the credentials, so a
+  // password holding an unencoded @ or / is hidden whole.
+  const sep = url.indexOf('://');
+  if (sep < 0) return url;
+  const rest = url.slice(sep + 3);
+  const at = rest.lastIndexOf('@');
+  const colon = at < 0 ? -1 : rest.slice(0, at).indexOf(':');
+  if (colon < 0) return url;
+  return `${url.slice(0, sep + 3)}${rest.slice(0, colon)}:***${rest.slice(at)}`;
 }
 
 /**
@@ -224,7 +232,8 @@ function parseNode(hp: string, fail: (why: string) => never): RedisNode {
     [host, port] = parts;
   }
   if (!host) fail(hp === '' ? 'a host is missing' : `no host in ${JSON.stringify(hp)}`);
-  if (!/^[A-Za-z0-9._:-]+$/.test(host)) fail(`${JSON.stringify(host)} is not a host name or address`);
+  // Underscores too: container and compose service names use them (redis_cache).
+  if (!/^[\w.:-]+$/.test(host)) fail(`${JSON.stringify(host)} is not a host name or address`);
   if (port === undefined) return { host, port: DEFAULT_PORT };
   const n = Number(port);
   if (!/^\d+$/.test(port) || n < 1 || n > 65535) fail(`port ${JSON.stringify(port)} of ${host} is not a number 1–65535`);

@@ -30,9 +30,15 @@ test('pause stops requests, resume continues, status reports per-domain progress
   // An update: the command returns once the campaign has taken the pause.
   expect((await crawler('pause', id)).stdout).toBe(`${id} paused\n`);
   expect((await handle.query(campaignStatusQuery)).paused).toBe(true);
-  await sleep(1_500); // in-flight steps finish
+  // Every live host reports 'paused' once its step in flight is done.
+  for (let t0 = Date.now(); ; await sleep(100)) {
+    const st = await handle.query(campaignStatusQuery);
+    const live = st.hosts.filter((x) => x.state === 'running' || x.state === 'idle');
+    if (live.length > 0 && live.every((x) => x.domainState === 'paused')) break;
+    if (Date.now() - t0 > 30_000) throw new Error(`hosts not all paused: ${JSON.stringify(live)}`);
+  }
   const paused = pageRequests(h.web.requests()).length;
-  await sleep(2_500);
+  await sleep(2_500); // long enough for several requests at 300 ms, were any made
   expect(pageRequests(h.web.requests()).length).toBe(paused);
 
   // Status while paused, through the CLI as JSON: every live host says so,

@@ -4,7 +4,7 @@
 // until the server refuses the worker) and that bad combinations and
 // malformed URLs stop the process with a message naming the culprit.
 import type { ClusterOptions } from 'ioredis';
-import { parseRedisUrl, processSettings, RedisUrlError, temporalTlsEnabled } from '../../src/config/env';
+import { parseRedisUrl, processSettings, redactRedisUrl, RedisUrlError, temporalTlsEnabled } from '../../src/config/env';
 import { redisClientOptions } from '../../src/redis/client';
 import { temporalConnectionOptions } from '../../src/temporal/connect';
 
@@ -147,6 +147,18 @@ describe('REDIS_URL', () => {
     }
     expect(message).toMatch(/^REDIS_URL "redis:\/\/crawler:\*\*\*@host:notaport": port "notaport"/);
     expect(message).not.toContain('hunter2');
+  });
+
+  test('a password with an unencoded @ or / is hidden whole, as the parser reads it', () => {
+    expect(redactRedisUrl('redis://crawler:pa@ss/w0rd@cache:6379/2')).toBe('redis://crawler:***@cache:6379/2');
+    expect(redactRedisUrl('rediss+cluster://:s3cr/et@a:1,b:2')).toBe('rediss+cluster://:***@a:1,b:2');
+    expect(redactRedisUrl('redis://cache:6379')).toBe('redis://cache:6379');
+    expect(parseRedisUrl('redis://crawler:pa@ss/w0rd@cache:6379/2')).toMatchObject({ password: 'pa@ss/w0rd', node: { host: 'cache', port: 6379 }, db: 2 });
+  });
+
+  test('host names may hold underscores, as container and compose service names do', () => {
+    expect(parseRedisUrl('redis://redis_cache:6379')).toMatchObject({ node: { host: 'redis_cache', port: 6379 } });
+    expect(() => parseRedisUrl('redis://bad host:6379')).toThrow(RedisUrlError);
   });
 
   test('single server → ioredis options', () => {

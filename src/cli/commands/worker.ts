@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { startCrawlerWorker } from '../../worker/crawler-worker';
 import { WORKER_READY_LINE } from '../../worker/worker-pool';
-import { processSettings } from '../../config/env';
+import { processSettings, redactRedisUrl } from '../../config/env';
 
 export function registerWorkerCommand(program: Command): void {
   program
@@ -20,7 +20,7 @@ export function registerWorkerCommand(program: Command): void {
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
       const metrics = w.metricsUrl ? `, metrics ${w.metricsUrl}` : '';
-      process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${cfg.redisUrl}${metrics})\n`);
+      process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${redactRedisUrl(cfg.redisUrl)}${metrics})\n`);
       await w.done;
     });
 }
