@@ -92,7 +92,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   for (const spec of sites) web.addSite(spec);
   const seeds = sites.map((x) => web.url(x.host, '/'));
   const queue = `bench-${Date.now()}`;
-  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue });
+  // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
+  // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
+  // that keeps dying fails the run instead of leaving it waiting.
+  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: (l) => { if (!l.startsWith('worker#')) process.stderr.write(`${l}\n`); } });
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
   let peakRss = 0;
@@ -126,7 +129,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     idleCloseMs: 10_000,
   });
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
-  const result = await handle.result();
+  const result = await Promise.race([handle.result(), pool.failed()]);
   clearInterval(sampleTimer);
   const temporalCpu = (cpuSeconds(temporalPid) - cpu0) / ((Date.now() - t0) / 1000);
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
@@ -160,6 +163,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     politenessViolations: violations,
     duplicateFetches: urls.length - new Set(urls).size,
     peakWorkerRssMb: Math.round(peakRss),
+    workerRestarts: pool.restarts,
     historyEventsPerPage: Number((events / Math.max(1, result.pages)).toFixed(1)),
     largestHistoryEvents: largest,
     temporalServerCpuPercent: Math.round(temporalCpu * 100),

@@ -11,6 +11,8 @@ const PORT_SETTINGS = ['CRAWLER_METRICS_PORT', 'CRAWLER_SDK_METRICS_PORT'] as co
 
 export interface WorkerProcess {
   index: number;
+  /** Stopped on purpose (stopAll, kill9): its exit is not a crash. */
+  stopping?: boolean;
   /** The lowest number no other live worker of the pool holds: a fixed metrics port P becomes P + slot. */
   slot: number;
   child: ChildProcess;
@@ -19,11 +21,112 @@ export interface WorkerProcess {
   metricsUrl?: string;
 }
 
+/**
+ * Restarting workers that die on their own. A crawl's work lives in Temporal,
+ * so a worker that crashed (out of memory, a native fault, killed by the OOM
+ * killer or an operator) loses nothing; without a replacement, though, a
+ * `crawl` with one worker would wait forever. A worker that keeps dying is a
+ * fault a restart will not mend (a bad setting, a page that kills every
+ * worker), so after `maxRestarts` in `windowMs` the pool gives up and says why.
+ */
+export interface SuperviseOptions {
+  /** Restarts allowed within `windowMs` before giving up (default 5). */
+  maxRestarts?: number;
+  windowMs?: number;
+  /** Wait before restart n (1-based); default 1 s, 2 s, 4 s … capped at 15 s. */
+  backoffMs?: (n: number) => number;
+}
+
+export class WorkerCrashLoopError extends Error {
+  constructor(readonly exits: number, readonly windowMs: number, readonly lastOutput: string[]) {
+    super(
+      `workers keep dying: ${exits} unexpected exits within ${Math.round(windowMs / 1000)} s, so no more restarts.` +
+        (lastOutput.length ? ` Last output of the last one:\n${lastOutput.join('\n')}` : ''),
+    );
+    this.name = 'WorkerCrashLoopError';
+  }
+}
+
+export interface WorkerPoolOptions {
+  logPrefix?: string;
+  onLog?: (line: string) => void;
+  /** Restart workers that exit unless stopped through the pool (off by default: tests kill on purpose). */
+  supervise?: SuperviseOptions | boolean;
+  /** The worker's executable and arguments (default: `crawler worker`); tests use stand-ins. */
+  command?: { command: string; args: string[] };
+}
+
 export class WorkerPool {
   readonly workers: WorkerProcess[] = [];
   private next = 0;
+  private closed = false;
+  /** Times of unexpected exits, for the crash-loop window. */
+  private crashes: number[] = [];
+  private readonly restartTimers = new Set<NodeJS.Timeout>();
+  private failure: WorkerCrashLoopError | null = null;
+  private readonly failureWaiters: ((err: WorkerCrashLoopError) => void)[] = [];
+  /** Workers started to replace ones that died. */
+  restarts = 0;
 
-  constructor(private readonly env: NodeJS.ProcessEnv, private readonly opts: { logPrefix?: string; onLog?: (line: string) => void } = {}) {}
+  constructor(private readonly env: NodeJS.ProcessEnv, private readonly opts: WorkerPoolOptions = {}) {}
+
+  /**
+   * Rejects with WorkerCrashLoopError once a supervised pool gives up; never
+   * settles otherwise. Race it with whatever the workers are working for.
+   */
+  failed(): Promise<never> {
+    return new Promise<never>((_resolve, reject) => {
+      if (this.failure) reject(this.failure);
+      else this.failureWaiters.push(reject);
+    });
+  }
+
+  private log(line: string) {
+    this.opts.onLog?.(line);
+  }
+
+  private supervise(): Required<SuperviseOptions> | null {
+    const s = this.opts.supervise;
+    if (!s) return null;
+    const o = s === true ? {} : s;
+    return {
+      maxRestarts: o.maxRestarts ?? 5,
+      windowMs: o.windowMs ?? 120_000,
+      backoffMs: o.backoffMs ?? ((n) => Math.min(15_000, 1000 * 2 ** (n - 1))),
+    };
+  }
+
+  /** A worker exited without being asked to: start another in its place, or give up. */
+  private onUnexpectedExit(wp: WorkerProcess, code: number | null, signal: NodeJS.Signals | null, tail: string[]) {
+    const s = this.supervise();
+    if (!s || this.closed || this.failure) return;
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < s.windowMs), now];
+    const how = signal ? `signal ${signal}` : `code ${code}`;
+    if (this.crashes.length > s.maxRestarts) {
+      this.failure = new WorkerCrashLoopError(this.crashes.length, s.windowMs, tail.slice(-10));
+      this.log(`worker #${wp.index} exited (${how}); ${this.failure.message}`);
+      for (const reject of this.failureWaiters.splice(0)) reject(this.failure);
+      return;
+    }
+    const wait = s.backoffMs(this.crashes.length);
+    this.log(`worker #${wp.index} exited unexpectedly (${how}); starting a replacement in ${(wait / 1000).toFixed(1)} s`);
+    const timer = setTimeout(() => {
+      this.restartTimers.delete(timer);
+      if (this.closed || this.failure) return;
+      this.restarts++;
+      // A replacement that fails to start is one more exit in the window.
+      this.startOne().then(
+        (w) => this.log(`worker #${w.index} started in place of #${wp.index}`),
+        (err: Error) => {
+          if (this.closed) return;
+          this.log(`replacement for worker #${wp.index} failed to start: ${err.message.split('\n')[0]}`);
+          this.onUnexpectedExit(wp, null, null, err.message.split('\n').slice(1));
+        },
+      );
+    }, wait);
+    this.restartTimers.add(timer);
+  }
 
   /** Starts one worker process and resolves once it polls the task queue. */
   async startOne(timeoutMs = 120_000): Promise<WorkerProcess> {
@@ -32,15 +135,22 @@ export class WorkerPool {
     let slot = 0;
     while (taken.has(slot)) slot++;
     // Extra node flags for worker processes only, e.g. --cpu-prof when profiling the benchmark.
-    const cmd = crawlerCommand(['worker'], (process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
+    const cmd = this.opts.command ?? crawlerCommand(['worker'], (process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
     const child = spawn(cmd.command, cmd.args, {
       env: spreadPorts({ ...process.env, ...this.env }, slot),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const tail: string[] = [];
+    let ready = false;
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code, signal) => {
+        resolve(code);
+        // Before it was ready, startOne's caller hears of it through the rejection.
+        if (ready && !wp.stopping) this.onUnexpectedExit(wp, code, signal, tail);
+      }),
+    );
     const wp: WorkerProcess = { index, slot, child, exited };
     this.workers.push(wp);
-    const tail: string[] = [];
     const forward = (line: string) => {
       tail.push(line);
       if (tail.length > 30) tail.shift();
@@ -54,6 +164,7 @@ export class WorkerPool {
         if (line.includes(WORKER_READY_LINE)) {
           wp.metricsUrl = /metrics (http:\/\/\S+?)\)?$/.exec(line)?.[1];
           clearTimeout(timer);
+          ready = true;
           resolve();
         } else forward(line);
       });
@@ -66,6 +177,7 @@ export class WorkerPool {
   }
 
   async start(n: number): Promise<void> {
+    this.closed = false;
     await Promise.all(Array.from({ length: n }, () => this.startOne()));
   }
 
@@ -75,14 +187,19 @@ export class WorkerPool {
 
   /** kill -9: no drain, no cleanup, exactly like a machine dying. */
   async kill9(w: WorkerProcess): Promise<void> {
+    w.stopping = true;
     w.child.kill('SIGKILL');
     await w.exited;
   }
 
   /** Graceful stop of every live worker (SIGTERM drains in-flight activities). */
   async stopAll(timeoutMs = 45_000): Promise<void> {
+    this.closed = true;
+    for (const t of this.restartTimers) clearTimeout(t);
+    this.restartTimers.clear();
     await Promise.all(
       this.alive().map(async (w) => {
+        w.stopping = true;
         w.child.kill('SIGTERM');
         const t = setTimeout(() => w.child.kill('SIGKILL'), timeoutMs);
         await w.exited;

@@ -1,6 +1,6 @@
 // The user-facing entry points: `crawler crawl` end to end, bad input, and a
 // campaign started with the plain `temporal` CLI.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -17,6 +17,7 @@ let h: Harness;
 beforeAll(async () => {
   h = await createHarness('cli');
   for (const spec of generateSites({ count: 2, pages: 8, fanOut: 2, hostPattern: (i) => `w${i}.cli.test`, seed: 9 })) h.web.addSite(spec);
+  for (const spec of generateSites({ count: 1, pages: 12, fanOut: 2, hostPattern: () => `k0.cli.test`, seed: 4 })) h.web.addSite(spec);
 });
 afterAll(() => h?.close());
 
@@ -75,5 +76,44 @@ test('a campaign started with the temporal CLI completes', async () => {
   expect(result.campaignId).toBe(id);
   expect(result.pages).toBe(expected.size);
   const index = await readIndex(path.join(h.outDir, id, 'index'));
+  expect(new Set(index.filter((e) => e.outcome === 'fetched').map((e) => e.url))).toEqual(expected);
+});
+
+test('crawl: a worker that dies is replaced, and the crawl completes with every page', async () => {
+  const seed = h.web.url('k0.cli.test', '/');
+  const out = path.join(h.outDir, 'cli-crash');
+  const resolve = h.web.resolveArgs().flatMap((r) => ['--resolve', r]);
+  const crawl = crawlerCommand(['crawl', seed, '--same-host', '--delay-ms', '200', '--idle-close-ms', '2000', '--out', out, '--json', ...resolve]);
+  // A task queue of its own: no other test's worker may pick up the work of the one killed.
+  const child = spawn(crawl.command, crawl.args, { env: { ...env(), CRAWLER_TASK_QUEUE: `${h.taskQueue}-crash` }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const pages = () => h.web.requests().filter((r) => r.host === 'k0.cli.test' && r.path !== '/robots.txt' && r.path !== '/sitemap.xml');
+  while (pages().length < 3) {
+    if (child.exitCode !== null) throw new Error(`crawl ended early:\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // The crawl command's own worker: its only child process here (the harness's servers are not its children).
+  const ps = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], { encoding: 'utf8' }).stdout;
+  const workerPid = ps
+    .split('\n')
+    .filter((l) => / worker\s*$/.test(l))
+    .map((l) => Number(l.trim().split(/\s+/)[0]))[0];
+  expect(workerPid).toBeGreaterThan(0);
+  process.kill(workerPid, 'SIGKILL');
+  const killedAt = pages().length;
+  expect(await exited).toBe(0);
+  const summary = JSON.parse(stdout.trim().split('\n').pop()!);
+  const expected = h.web.expectedPages([seed], { hosts: ['k0.cli.test'] });
+  expect(summary.status).toBe('completed');
+  expect(summary.pages).toBe(expected.size);
+  // Pages after the kill were fetched by the replacement.
+  expect(pages().length).toBeGreaterThan(killedAt);
+  expect(stderr).toMatch(/worker #0 exited unexpectedly \(signal SIGKILL\)/);
+  expect(stderr).toMatch(/worker #1 started in place of #0/);
+  const index = await readIndex(path.join(out, 'index'));
   expect(new Set(index.filter((e) => e.outcome === 'fetched').map((e) => e.url))).toEqual(expected);
 });

@@ -1,6 +1,6 @@
 // Workers of one pool share a machine: a fixed metrics port must become one
 // port per worker, or every worker but the first fails to bind.
-import { spreadPorts } from '../../src/worker/worker-pool';
+import { spreadPorts, WORKER_READY_LINE, WorkerCrashLoopError, WorkerPool } from '../../src/worker/worker-pool';
 
 test('a fixed port becomes port + slot; 0 (any free port), unset and invalid values are left alone', () => {
   const env = { CRAWLER_METRICS_PORT: '9464', CRAWLER_SDK_METRICS_PORT: '9500', OTHER: '7' };
@@ -16,4 +16,84 @@ test('the input is not modified', () => {
   const env = { CRAWLER_METRICS_PORT: '9464' };
   spreadPorts(env, 1);
   expect(env).toEqual({ CRAWLER_METRICS_PORT: '9464' });
+});
+
+// Supervision, with real processes standing in for workers: a node one-liner
+// that prints the ready line, then either stays up or exits after a moment.
+describe('supervised pool', () => {
+  const standIn = (mode: 'stay' | 'crash') => ({
+    command: process.execPath,
+    args: ['-e', `console.log(${JSON.stringify(WORKER_READY_LINE)}); ${mode === 'crash' ? 'setTimeout(() => process.exit(3), 100)' : 'setInterval(() => {}, 1000)'}`],
+  });
+  const until = async (what: string, ok: () => boolean, ms = 20_000) => {
+    const end = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const pools: WorkerPool[] = [];
+  afterEach(async () => {
+    await Promise.all(pools.splice(0).map((p) => p.stopAll(2000)));
+  });
+  const makePool = (mode: 'stay' | 'crash', supervise: boolean | object, lines: string[]) => {
+    const pool = new WorkerPool({}, { command: standIn(mode), supervise, onLog: (l) => lines.push(l) });
+    pools.push(pool);
+    return pool;
+  };
+
+  test('a worker killed from outside is replaced in its slot', async () => {
+    const lines: string[] = [];
+    const pool = makePool('stay', { backoffMs: () => 50 }, lines);
+    await pool.start(2);
+    const victim = pool.alive()[0];
+    process.kill(victim.child.pid!, 'SIGKILL');
+    await victim.exited;
+    await until('a replacement', () => pool.alive().length === 2 && pool.restarts === 1);
+    const replacement = pool.alive().find((w) => w !== pool.workers[1]);
+    expect(replacement!.child.pid).not.toBe(victim.child.pid);
+    expect(replacement!.slot).toBe(victim.slot);
+    expect(lines.join('\n')).toMatch(/worker #0 exited unexpectedly \(signal SIGKILL\)/);
+  });
+
+  test('workers stopped through the pool, or in an unsupervised pool, are not replaced', async () => {
+    const lines: string[] = [];
+    const supervised = makePool('stay', { backoffMs: () => 10 }, lines);
+    await supervised.start(2);
+    await supervised.kill9(supervised.alive()[0]);
+    const plain = makePool('stay', false, lines);
+    await plain.start(1);
+    const pid = plain.alive()[0].child.pid!;
+    process.kill(pid, 'SIGKILL');
+    await plain.workers[0].exited;
+    await supervised.stopAll(2000);
+    // Long enough for a 10 ms restart to have happened.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(supervised.restarts).toBe(0);
+    expect(supervised.alive()).toHaveLength(0);
+    expect(plain.restarts).toBe(0);
+    expect(plain.alive()).toHaveLength(0);
+    expect(lines.filter((l) => /unexpectedly/.test(l))).toEqual([]);
+  });
+
+  test('workers that keep dying: the pool gives up with the reason and starts no more', async () => {
+    const lines: string[] = [];
+    const pool = makePool('crash', { maxRestarts: 3, windowMs: 60_000, backoffMs: () => 20 }, lines);
+    const failed = pool.failed();
+    failed.catch(() => undefined);
+    await pool.start(1);
+    const err = await failed.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WorkerCrashLoopError);
+    expect((err as WorkerCrashLoopError).exits).toBe(4);
+    expect((err as Error).message).toMatch(/4 unexpected exits within 60 s/);
+    expect(pool.restarts).toBe(3);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(pool.workers).toHaveLength(4);
+    expect(pool.alive()).toHaveLength(0);
+    // A late caller hears the same verdict.
+    await expect(pool.failed()).rejects.toBe(err);
+  });
 });

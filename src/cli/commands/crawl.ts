@@ -10,7 +10,7 @@ import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes } from '../../temporal/connect';
 import { normalizeUrl } from '../../url/normalize';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
-import { WorkerPool } from '../../worker/worker-pool';
+import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
@@ -190,7 +190,7 @@ export function registerCrawlCommand(program: Command): void {
         await ensureSearchAttributes(client, cfg.temporalNamespace);
         if (o.workers > 0) {
           const bundle = await ensureWorkflowBundle();
-          pool = new WorkerPool({ TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle }, { onLog: log });
+          pool = new WorkerPool({ TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle }, { onLog: log, supervise: true });
           await pool.start(o.workers);
         }
         const handle = await startCampaign(client, cfg.taskQueue, input);
@@ -200,8 +200,16 @@ export function registerCrawlCommand(program: Command): void {
         progress.start();
         let result: CampaignResult;
         try {
-          result = await handle.result();
+          // Workers that die are replaced; ones that keep dying end the wait
+          // (the campaign itself is untouched and resumes with healthy workers).
+          result = await (pool ? Promise.race([handle.result(), pool.failed()]) : handle.result());
         } catch (err) {
+          if (err instanceof WorkerCrashLoopError) {
+            throw new Error(
+              `${err.message}\nCampaign ${input.campaignId} is intact in Temporal: fix the cause, then run workers ` +
+                `(npm run crawler -- worker) and follow it with npm run crawler -- status ${input.campaignId}.`,
+            );
+          }
           if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`);
           throw err;
         } finally {
