@@ -16,7 +16,7 @@ import { simhash64 } from '../src/dedup/simhash';
 import { hostKey } from '../src/url/normalize';
 import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
-import type { CrawlStepInput, CrawlStepResult } from './types';
+import type { CrawlStepInput, CrawlStepResult, DoneResult } from './types';
 
 /** Clock waits shorter than this are slept in the step (Temporal timers resolve to about a second). */
 const IN_STEP_WAIT_MAX_MS = 1_000;
@@ -48,6 +48,13 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     const campaign = await rt.campaign(input.campaignKey, input.configVersion);
     const s = campaign.settings;
     const frontier = new Frontier(rt.deps.redis, input.campaignKey, input.host);
+    // This very step already committed (its worker died before the workflow
+    // heard back): its URL is done, so claiming would take the next one and
+    // the domain would never count this one. Answer what was committed.
+    if (input.stepId) {
+      const committed = await frontier.committedStep(input.stepId);
+      if (committed !== null) return { ...(JSON.parse(committed) as Omit<DoneResult, 'remaining'>), remaining: await frontier.size() };
+    }
     const claimed = await frontier.claim();
     if (!claimed) return { kind: 'empty' };
     const { member, entry } = claimed;
@@ -77,14 +84,15 @@ export function crawlStepActivity(rt: WorkerRuntime) {
         referrer: entry.referrer,
         ...extra,
       });
-      const c = await frontier.commit(member, counted, extra.bytes ?? 0, links);
       const status = extra.status ?? null;
+      const done: Omit<DoneResult, 'remaining'> = { kind: 'done', url, outcome, counted, status, bytes: extra.bytes ?? 0, requested, discoveredHosts };
+      const c = await frontier.commit(member, counted, extra.bytes ?? 0, links, input.stepId ? { id: input.stepId, result: JSON.stringify(done) } : undefined);
       rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
       // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
       if (extra.error && status === null) rt.deps.metrics?.recordError(extra.error.code);
       rt.deps.metrics?.setFrontierSize(input.host, c.remaining);
       log.info('page', { outcome, status, bytes: extra.bytes ?? 0, fetchMs: extra.fetchMs, depth: entry.depth, error: extra.error?.code });
-      return { kind: 'done', url, outcome, counted, status: extra.status ?? null, bytes: extra.bytes ?? 0, requested, remaining: c.remaining, discoveredHosts };
+      return { ...done, remaining: c.remaining };
     };
 
     let allowedByRobots: (u: string) => boolean = () => true;

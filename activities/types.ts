@@ -49,6 +49,12 @@ export interface CrawlStepInput extends DomainRef {
    * had; the step counts this attempt only if it claims that same URL.
    */
   retry?: { url: string; attempts: number };
+  /**
+   * Unique per step of a domain run (`<runId>/<n>`), the same on every
+   * attempt and on replay: the key that makes the step idempotent once it
+   * has committed. Absent from workflows started before it existed.
+   */
+  stepId?: string;
 }
 
 export type CrawlStepResult =
@@ -61,20 +67,23 @@ export type CrawlStepResult =
    * attempt, so a host that asks us to back off sees nothing meanwhile.
    */
   | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string }
-  | {
-      kind: 'done';
-      url: string;
-      /** The index outcome: 'fetched', 'duplicate', 'redirect', 'sitemap', 'error', 'refused', 'robots-disallowed', … */
-      outcome: string;
-      /** How the step counts in the host's stats (and the workflow's): a page fetched, a URL failed, or neither. */
-      counted?: 'fetched' | 'failed' | 'skipped';
-      status: number | null;
-      bytes: number;
-      /** Whether a request was sent to the host, so the workflow knows to pause. */
-      requested: boolean;
-      remaining: number;
-      discoveredHosts: number;
-    };
+  | DoneResult;
+
+/** A step that finished its URL (whatever the outcome) and committed it. */
+export interface DoneResult {
+  kind: 'done';
+  url: string;
+  /** The index outcome: 'fetched', 'duplicate', 'redirect', 'sitemap', 'error', 'refused', 'robots-disallowed', … */
+  outcome: string;
+  /** How the step counts in the host's stats (and the workflow's): a page fetched, a URL failed, or neither. */
+  counted?: 'fetched' | 'failed' | 'skipped';
+  status: number | null;
+  bytes: number;
+  /** Whether a request was sent to the host, so the workflow knows to pause. */
+  requested: boolean;
+  remaining: number;
+  discoveredHosts: number;
+}
 
 /** The activity surface the workflows call (implemented by createActivities). */
 export interface CrawlerActivities {

@@ -259,6 +259,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   };
 
   let sinceReport = 0;
+  /** Steps of this run so far: replay counts the same, so a step's id is the same on every attempt. */
+  let steps = 0;
   for (;;) {
     if (finish !== null) break;
     if (paused) {
@@ -288,6 +290,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       ...(carry.robots?.cause ? { robotsCause: carry.robots.cause } : {}),
       retry: carry.retry,
       ...(stateReports ? { sleptMs } : {}),
+      stepId: `${workflowInfo().runId}/${++steps}`,
     };
     sleptMs = 0;
     // Histories recorded before the step became a local activity replay the

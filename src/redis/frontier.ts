@@ -97,10 +97,25 @@ export class Frontier {
   }
 
   /** Finishes an entry: removes it, counts the outcome once, enqueues same-host links. */
-  async commit(member: string, outcome: 'fetched' | 'failed' | 'skipped', bytes: number, links: EnqueueItem[]): Promise<{ removed: boolean; added: number; remaining: number }> {
+  async commit(
+    member: string,
+    outcome: 'fetched' | 'failed' | 'skipped',
+    bytes: number,
+    links: EnqueueItem[],
+    step?: { id: string; result: string },
+  ): Promise<{ removed: boolean; added: number; remaining: number }> {
     const k = this.keys;
-    const [removed, added, remaining] = await this.redis.crawlCommit(k.seen, k.frontier, k.seq, k.current, k.stats, member, outcome, bytes, ...enqueueArgs(links));
+    const [removed, added, remaining] = await this.redis.crawlCommit(
+      k.seen, k.frontier, k.seq, k.current, k.stats, k.step,
+      member, outcome, bytes, step?.id ?? '', step?.result ?? '', ...enqueueArgs(links),
+    );
     return { removed: removed === 1, added, remaining };
+  }
+
+  /** The result a step with this id committed, if the host's last commit was that step's. */
+  async committedStep(stepId: string): Promise<string | null> {
+    const v = await this.redis.get(this.keys.step);
+    return v !== null && v.startsWith(`${stepId}\n`) ? v.slice(stepId.length + 1) : null;
   }
 
   async peek(): Promise<FrontierEntry | null> {

@@ -18,6 +18,8 @@ export const hostKeys = (campaignKey: string, host: string) => {
     current: `${P}:${tag}:current`,
     /** HASH of counters (fetched, failed, skipped, bytes). */
     stats: `${P}:${tag}:stats`,
+    /** `<stepId>\n<result JSON>` of the host's last committed step (crawlCommit). */
+    step: `${P}:${tag}:step`,
     /**
      * Set while the host's workflow is consuming its frontier (its last claim
      * found an entry), so producers of new URLs know nobody has to wake it.

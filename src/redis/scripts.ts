@@ -43,10 +43,13 @@ redis.call('SET', KEYS[2], head[1])
 redis.call('SET', KEYS[3], '1')
 return head[1]`,
   },
-  // KEYS: seen, frontier, seq, current, stats. ARGV: member, statField, bytes, then enqueue triples.
-  // Removes the finished entry, counts it once, enqueues its same-host links.
+  // KEYS: seen, frontier, seq, current, stats, step. ARGV: member, statField,
+  // bytes, stepId, step result, then enqueue triples. Removes the finished
+  // entry, counts it once, enqueues its same-host links, and keeps the step's
+  // result under its id, so a retry of a step whose commit went through
+  // returns that result instead of claiming the next URL.
   crawlCommit: {
-    numberOfKeys: 5,
+    numberOfKeys: 6,
     lua: `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
@@ -54,7 +57,8 @@ if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
 end
-${ENQUEUE_BODY.replace('FIRST', '4')}
+if ARGV[4] ~= '' then redis.call('SET', KEYS[6], ARGV[4] .. '\\n' .. ARGV[5], 'PX', 86400000) end
+${ENQUEUE_BODY.replace('FIRST', '6')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: clock. ARGV: owner, leaseMs, delayMs. Returns 0 when the caller
@@ -116,7 +120,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClaim(frontier: string, current: string, awake: string): Result<string | null, Context>;
-    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, step: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
