@@ -3,9 +3,10 @@
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, WorkerRuntime } from '../../activities';
-import type { CrawlStepInput, CrawlStepResult } from '../../activities/types';
+import type { CrawlStepInput, CrawlStepResult, LoadRobotsResult, PrepareCampaignResult } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { createRedis, type RedisLike } from '../../src/redis/client';
+import { createRedis } from '../../src/redis/client';
+import type { RedisLike } from '../../src/redis/scripts';
 import { hostKeys } from '../../src/redis/keys';
 import { readIndex } from '../../src/storage/index-writer';
 import { hostKey } from '../../src/url/normalize';
@@ -46,10 +47,11 @@ test('a step retried after its commit answers what it committed; the next step i
   );
   const acts = createActivities(rt);
   const env = new MockActivityEnvironment();
-  const { configVersion } = await env.run(acts.prepareCampaign, { settings, campaignKey });
-  expect((await env.run(acts.loadRobots, { campaignKey, host, configVersion })).kind).toBe('ok');
+  const { configVersion } = await env.run<[Parameters<typeof acts.prepareCampaign>[0]], PrepareCampaignResult, typeof acts.prepareCampaign>(acts.prepareCampaign, { settings, campaignKey });
+  const robots = await env.run<[Parameters<typeof acts.loadRobots>[0]], LoadRobotsResult, typeof acts.loadRobots>(acts.loadRobots, { campaignKey, host, configVersion });
+  expect(robots.kind).toBe('ok');
   const step = (stepId?: string): Promise<CrawlStepResult> =>
-    env.run(acts.crawlStep, { campaignKey, campaignWorkflowId: 'none', host, configVersion, delayMs: 0, stepId } satisfies CrawlStepInput);
+    env.run<[CrawlStepInput], CrawlStepResult, typeof acts.crawlStep>(acts.crawlStep, { campaignKey, campaignWorkflowId: 'none', host, configVersion, delayMs: 0, stepId });
 
   const first = await step('run-a/1');
   expect(first).toMatchObject({ kind: 'done', outcome: 'fetched', counted: 'fetched', requested: true });
