@@ -2,7 +2,7 @@
 // queue. More processes (on any machine) = more capacity; killing one loses
 // nothing, Temporal hands its tasks to the others.
 import fs from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createLogger, TemporalLoggerAdapter } from '../log/logger';
 import { CrawlMetrics } from '../metrics/crawl-metrics';
@@ -39,9 +39,11 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // Certificates are read (and a missing file reported) before anything connects.
   const temporalOptions = temporalConnectionOptions(cfg);
   const redis = createRedis(cfg.redisUrl);
-  const clientConnection = await Connection.connect(temporalOptions);
-  const temporal = new Client({ connection: clientConnection, namespace: cfg.temporalNamespace });
   const nativeConnection = await NativeConnection.connect(temporalOptions);
+  // The activities' client (signals to campaigns) rides the worker's native
+  // connection: one gRPC channel per worker, in the SDK's Rust core, instead
+  // of a second one in JavaScript on the main thread.
+  const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
   const rt = new WorkerRuntime({ redis, temporal, metrics, log });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
@@ -71,7 +73,6 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
       redis.disconnect();
-      await clientConnection.close().catch(() => undefined);
       await nativeConnection.close().catch(() => undefined);
     }
   })();
