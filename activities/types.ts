@@ -52,7 +52,8 @@ export interface CrawlStepInput extends DomainRef {
   /**
    * Unique per step of a domain run (`<runId>/<n>`), the same on every
    * attempt and on replay: the key that makes the step idempotent once it
-   * has committed. Absent from workflows started before it existed.
+   * has committed. Absent only from remote steps scheduled by older code
+   * (replayed local steps get one).
    */
   stepId?: string;
 }

@@ -129,7 +129,17 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     idleCloseMs: 10_000,
   });
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
-  const result = await Promise.race([handle.result(), pool.failed()]);
+  let result;
+  try {
+    result = await Promise.race([handle.result(), pool.failed()]);
+  } catch (err) {
+    // Workers kept dying: nothing to measure, and nothing left running.
+    clearInterval(sampleTimer);
+    clearInterval(rssTimer);
+    await pool.stopAll(10_000);
+    await web.close();
+    throw err;
+  }
   clearInterval(sampleTimer);
   const temporalCpu = (cpuSeconds(temporalPid) - cpu0) / ((Date.now() - t0) / 1000);
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.

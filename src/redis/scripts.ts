@@ -57,7 +57,9 @@ if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
 end
-if ARGV[4] ~= '' then redis.call('SET', KEYS[6], ARGV[4] .. '\\n' .. ARGV[5], 'PX', 86400000) end
+-- Only the commit that finished the entry: a late attempt of an older step
+-- (past its timeout) must not replace the record of the step after it.
+if removed == 1 and ARGV[4] ~= '' then redis.call('SET', KEYS[6], ARGV[4] .. '\\n' .. ARGV[5], 'PX', 86400000) end
 ${ENQUEUE_BODY.replace('FIRST', '6')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },

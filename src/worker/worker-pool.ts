@@ -27,10 +27,11 @@ export interface WorkerProcess {
  * killer or an operator) loses nothing; without a replacement, though, a
  * `crawl` with one worker would wait forever. A worker that keeps dying is a
  * fault a restart will not mend (a bad setting, a page that kills every
- * worker), so after `maxRestarts` in `windowMs` the pool gives up and says why.
+ * worker), so after `maxRestarts` per worker in `windowMs` the pool gives up
+ * and says why.
  */
 export interface SuperviseOptions {
-  /** Restarts allowed within `windowMs` before giving up (default 5). */
+  /** Restarts allowed per worker of the pool within `windowMs` before giving up (default 5). */
   maxRestarts?: number;
   windowMs?: number;
   /** Wait before restart n (1-based); default 1 s, 2 s, 4 s … capped at 15 s. */
@@ -67,6 +68,8 @@ export class WorkerPool {
   private readonly failureWaiters: ((err: WorkerCrashLoopError) => void)[] = [];
   /** Workers started to replace ones that died. */
   restarts = 0;
+  /** Workers asked for through start(): the crash budget scales with it. */
+  private size = 0;
 
   constructor(private readonly env: NodeJS.ProcessEnv, private readonly opts: WorkerPoolOptions = {}) {}
 
@@ -97,20 +100,21 @@ export class WorkerPool {
   }
 
   /** A worker exited without being asked to: start another in its place, or give up. */
-  private onUnexpectedExit(wp: WorkerProcess, code: number | null, signal: NodeJS.Signals | null, tail: string[]) {
+  private onUnexpectedExit(wp: WorkerProcess, how: string, tail: string[]) {
     const s = this.supervise();
     if (!s || this.closed || this.failure) return;
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < s.windowMs), now];
-    const how = signal ? `signal ${signal}` : `code ${code}`;
-    if (this.crashes.length > s.maxRestarts) {
+    // The budget grows with the pool: one event that kills every worker once
+    // (the OOM killer, a host hiccup) is not a crash loop.
+    if (this.crashes.length > s.maxRestarts * Math.max(1, this.size)) {
       this.failure = new WorkerCrashLoopError(this.crashes.length, s.windowMs, tail.slice(-10));
-      this.log(`worker #${wp.index} exited (${how}); ${this.failure.message}`);
+      this.log(`worker #${wp.index} ${how}; ${this.failure.message}`);
       for (const reject of this.failureWaiters.splice(0)) reject(this.failure);
       return;
     }
     const wait = s.backoffMs(this.crashes.length);
-    this.log(`worker #${wp.index} exited unexpectedly (${how}); starting a replacement in ${(wait / 1000).toFixed(1)} s`);
+    this.log(`worker #${wp.index} ${how}; starting a replacement in ${(wait / 1000).toFixed(1)} s`);
     const timer = setTimeout(() => {
       this.restartTimers.delete(timer);
       if (this.closed || this.failure) return;
@@ -120,8 +124,8 @@ export class WorkerPool {
         (w) => this.log(`worker #${w.index} started in place of #${wp.index}`),
         (err: Error) => {
           if (this.closed) return;
-          this.log(`replacement for worker #${wp.index} failed to start: ${err.message.split('\n')[0]}`);
-          this.onUnexpectedExit(wp, null, null, err.message.split('\n').slice(1));
+          const [first, ...rest] = err.message.split('\n');
+          this.onUnexpectedExit(wp, `could not be replaced (${first})`, rest);
         },
       );
     }, wait);
@@ -142,13 +146,25 @@ export class WorkerPool {
     });
     const tail: string[] = [];
     let ready = false;
-    const exited = new Promise<number | null>((resolve) =>
-      child.once('exit', (code, signal) => {
+    const exited = new Promise<number | null>((resolve) => {
+      let over = false;
+      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (over) return;
+        over = true;
         resolve(code);
         // Before it was ready, startOne's caller hears of it through the rejection.
-        if (ready && !wp.stopping) this.onUnexpectedExit(wp, code, signal, tail);
-      }),
-    );
+        if (ready && !wp.stopping) this.onUnexpectedExit(wp, `exited unexpectedly (${signal ? `signal ${signal}` : `code ${code}`})`, tail);
+      };
+      // 'close', not 'exit': its last words (say, V8's "heap out of memory")
+      // may still be in the pipe when the process is gone.
+      child.once('close', finish);
+      // A process that could not be spawned at all (EAGAIN, ENOENT) never closes.
+      child.on('error', (err) => {
+        if (child.pid !== undefined) return;
+        tail.push(`could not start: ${err.message}`);
+        finish(null, null);
+      });
+    });
     const wp: WorkerProcess = { index, slot, child, exited };
     this.workers.push(wp);
     const forward = (line: string) => {
@@ -159,7 +175,12 @@ export class WorkerPool {
     readline.createInterface({ input: child.stderr! }).on('line', forward);
     const out = readline.createInterface({ input: child.stdout! });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker #${index} not ready after ${timeoutMs} ms:\n${tail.join('\n')}`)), timeoutMs);
+      const timer = setTimeout(() => {
+        // Not left running: it would hold its slot, and turn up later as a worker nobody counts.
+        wp.stopping = true;
+        child.kill('SIGKILL');
+        reject(new Error(`worker #${index} not ready after ${timeoutMs} ms:\n${tail.join('\n')}`));
+      }, timeoutMs);
       out.on('line', (line) => {
         if (line.includes(WORKER_READY_LINE)) {
           wp.metricsUrl = /metrics (http:\/\/\S+?)\)?$/.exec(line)?.[1];
@@ -178,6 +199,7 @@ export class WorkerPool {
 
   async start(n: number): Promise<void> {
     this.closed = false;
+    this.size += n;
     await Promise.all(Array.from({ length: n }, () => this.startOne()));
   }
 

@@ -14,6 +14,9 @@ import { urlFingerprint } from '../../src/url/fingerprint';
 import type { CampaignInput } from '../../src/config/campaign';
 import { createHarness, launch, pageRequests, type Harness } from '../support/harness';
 
+// The priority suite's beforeAll starts a worker: seconds on a loaded machine, past jest's 5 s default.
+jest.setTimeout(120_000);
+
 const item = (url: string, depth = 1, priority?: number): EnqueueItem => ({ url, fp: urlFingerprint(url), depth, referrer: null, ...(priority === undefined ? {} : { priority }) });
 
 /** Claims and commits until the frontier is empty; the URLs in claim order. */

@@ -21,9 +21,14 @@ test('the input is not modified', () => {
 // Supervision, with real processes standing in for workers: a node one-liner
 // that prints the ready line, then either stays up or exits after a moment.
 describe('supervised pool', () => {
-  const standIn = (mode: 'stay' | 'crash') => ({
+  const standIn = (mode: 'stay' | 'crash' | 'mute') => ({
     command: process.execPath,
-    args: ['-e', `console.log(${JSON.stringify(WORKER_READY_LINE)}); ${mode === 'crash' ? 'setTimeout(() => process.exit(3), 100)' : 'setInterval(() => {}, 1000)'}`],
+    args: [
+      '-e',
+      mode === 'mute'
+        ? 'setInterval(() => {}, 1000)'
+        : `console.log(${JSON.stringify(WORKER_READY_LINE)}); ${mode === 'crash' ? 'setTimeout(() => process.exit(3), 100)' : 'setInterval(() => {}, 1000)'}`,
+    ],
   });
   const until = async (what: string, ok: () => boolean, ms = 20_000) => {
     const end = Date.now() + ms;
@@ -36,7 +41,7 @@ describe('supervised pool', () => {
   afterEach(async () => {
     await Promise.all(pools.splice(0).map((p) => p.stopAll(2000)));
   });
-  const makePool = (mode: 'stay' | 'crash', supervise: boolean | object, lines: string[]) => {
+  const makePool = (mode: 'stay' | 'crash' | 'mute', supervise: boolean | object, lines: string[]) => {
     const pool = new WorkerPool({}, { command: standIn(mode), supervise, onLog: (l) => lines.push(l) });
     pools.push(pool);
     return pool;
@@ -95,5 +100,24 @@ describe('supervised pool', () => {
     expect(pool.alive()).toHaveLength(0);
     // A late caller hears the same verdict.
     await expect(pool.failed()).rejects.toBe(err);
+  });
+
+  test('a worker that never gets ready is killed, not left holding its slot', async () => {
+    const pool = makePool('mute', true, []);
+    await expect(pool.startOne(300)).rejects.toThrow(/not ready after 300 ms/);
+    await pool.workers[0].exited;
+    expect(pool.alive()).toHaveLength(0);
+    expect(pool.restarts).toBe(0);
+  });
+
+  test('the crash budget is per worker: a pool of two may lose each of them once', async () => {
+    const pool = makePool('crash', { maxRestarts: 1, windowMs: 60_000, backoffMs: () => 20 }, []);
+    const failed = pool.failed();
+    failed.catch(() => undefined);
+    await pool.start(2);
+    const err = (await failed.then(() => null, (e: unknown) => e)) as WorkerCrashLoopError;
+    expect(err).toBeInstanceOf(WorkerCrashLoopError);
+    expect(err.exits).toBe(3);
+    expect(pool.restarts).toBe(2);
   });
 });

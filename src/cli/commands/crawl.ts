@@ -205,8 +205,10 @@ export function registerCrawlCommand(program: Command): void {
           result = await (pool ? Promise.race([handle.result(), pool.failed()]) : handle.result());
         } catch (err) {
           if (err instanceof WorkerCrashLoopError) {
+            // The servers this command started stop with it; `worker` does not start them.
+            const servers = stack?.started.length ? 'bring the servers up (npm run crawler -- stack up), ' : '';
             throw new Error(
-              `${err.message}\nCampaign ${input.campaignId} is intact in Temporal: fix the cause, then run workers ` +
+              `${err.message}\nCampaign ${input.campaignId} is intact in Temporal: fix the cause, then ${servers}run workers ` +
                 `(npm run crawler -- worker) and follow it with npm run crawler -- status ${input.campaignId}.`,
             );
           }
