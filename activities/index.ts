@@ -1,6 +1,7 @@
 // The worker registers what createActivities returns; workflows only see
 // the CrawlerActivities type.
 import { crawlStepActivity } from './crawl-step';
+import { findClosedDomainsActivity } from './domain-watch';
 import { loadRobotsActivity } from './load-robots';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
@@ -12,6 +13,7 @@ export function createActivities(rt: WorkerRuntime): CrawlerActivities {
     prepareCampaign: prepareCampaignActivity(rt),
     loadRobots: loadRobotsActivity(rt),
     crawlStep: crawlStepActivity(rt),
+    findClosedDomains: findClosedDomainsActivity(rt),
     updateCampaignSettings: updateCampaignSettingsActivity(rt),
     addCampaignSeeds: addCampaignSeedsActivity(rt),
   };

@@ -86,11 +86,23 @@ export interface DoneResult {
   discoveredHosts: number;
 }
 
+export interface FindClosedDomainsInput {
+  campaignId: string;
+}
+
+/** A domain workflow whose latest run ended other than by completing (its host gets no closing report). */
+export interface ClosedDomain {
+  host: string;
+  /** TERMINATED, FAILED, TIMED_OUT or CANCELLED. */
+  status: string;
+}
+
 /** The activity surface the workflows call (implemented by createActivities). */
 export interface CrawlerActivities {
   prepareCampaign(input: PrepareCampaignInput & { campaignKey: string }): Promise<PrepareCampaignResult>;
   loadRobots(input: DomainRef): Promise<LoadRobotsResult>;
   crawlStep(input: CrawlStepInput): Promise<CrawlStepResult>;
+  findClosedDomains(input: FindClosedDomainsInput): Promise<ClosedDomain[]>;
 }
 
 // ---- Operator steering (activities/update-campaign.ts) ----

@@ -116,6 +116,13 @@ export const FINAL_PAGES_PATCH = 'campaign-final-pages-attribute';
 export const LIVE_TOTALS_PATCH = 'campaign-live-totals';
 /** Often enough for a list sorted by pages; a timer a minute costs two events a minute. */
 const PUBLISH_EVERY_MS = 60_000;
+/**
+ * Patch ID: on the same minute timer, the campaign looks for domain
+ * workflows that ended without reporting (terminated by an operator,
+ * failed) and gives their hosts up, so they neither hold a concurrency slot
+ * nor keep the campaign from completing.
+ */
+export const DOMAIN_WATCH_PATCH = 'campaign-domain-watch';
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -154,6 +161,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   // queueing anything), so a full history must wake the loop by itself.
   const canOnReports = patched(CAN_ON_REPORTS_PATCH);
   const liveTotals = patched(LIVE_TOTALS_PATCH);
+  const domainWatch = liveTotals && patched(DOMAIN_WATCH_PATCH);
   let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
   let stopReason: 'budget' | 'cancelled' | null = null;
   let inflight = 0;
@@ -551,6 +559,29 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     });
   }
 
+  const watchActs = proxyActivities<CrawlerActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3 } });
+  /** Hosts whose domain workflow ended without its closing report: done, with the reason among the problems. */
+  async function giveUpClosedDomains(): Promise<void> {
+    if (!Object.values(carry.hosts).some((e) => e.state === 'running' || e.state === 'idle')) return;
+    let closed: { host: string; status: string }[];
+    try {
+      closed = await watchActs.findClosedDomains({ campaignId });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // Only a check: the next minute tries again.
+      log.warn('could not look for closed domain workflows', { error: String(err) });
+      return;
+    }
+    for (const { host, status: how } of closed) {
+      const e = carry.hosts[host];
+      if (!e || (e.state !== 'running' && e.state !== 'idle')) continue;
+      e.state = 'done';
+      e.dirty = false;
+      pending.delete(host);
+      carry.problems.push(`domain workflow ${domainWorkflowId(campaignId, host)} ended ${how} without reporting: ${host} is not crawled further`);
+    }
+  }
+
   const quiet = () => pending.size === 0 && inflight === 0 && Object.values(carry.hosts).every((e) => e.state !== 'running');
   const historyFull = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS;
   let published = { fetched: -1, failed: -1 };
@@ -592,6 +623,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
           while (!finishing) {
             await sleep(PUBLISH_EVERY_MS);
             if (!finishing) publishTotals();
+            if (domainWatch && !finishing) await giveUpClosedDomains();
           }
         } catch (err) {
           // A cancelled campaign cancels this timer too; the loop just ends.

@@ -77,3 +77,26 @@ test('pause stops requests, resume continues, status reports per-domain progress
 test('a status query on an unknown campaign is a clear error', async () => {
   await expect(crawler('status', 'no-such-campaign')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('no campaign no-such-campaign') });
 });
+
+test('a domain workflow terminated by hand is given up: the campaign completes and says why', async () => {
+  h.web.addSite({ host: 'keep.control.test', pages: 3, fanOut: 2 });
+  h.web.addSite({ host: 'term.control.test', pages: 30, fanOut: 2 });
+  const keep = h.web.url('keep.control.test', '/');
+  const doomed = h.web.url('term.control.test', '/');
+  // Slow enough that term.control.test is still crawling when it is terminated.
+  const handle = await launch(h, { seeds: [keep, doomed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, idleCloseMs: 1_000 });
+  const id = handle.workflowId;
+  const host = new URL(doomed).host;
+  while (!pageRequests(h.web.requests()).some((r) => r.host === 'term.control.test')) await sleep(100);
+  await h.client.workflow.getHandle(`${id}/${host}`).terminate('operator stopped this host');
+  const terminatedAt = pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length;
+  // The check runs on the campaign's minute timer.
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  expect(result.problems).toEqual([expect.stringMatching(new RegExp(`${id}/${host.replace(/[.]/g, '\\.')} ended TERMINATED without reporting`))]);
+  // Not started again, and the other host was crawled in full.
+  expect(pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length).toBe(terminatedAt);
+  expect(result.pages).toBeGreaterThanOrEqual(h.web.expectedPages([keep], { hosts: ['keep.control.test'] }).size);
+  const st = await handle.query(campaignStatusQuery);
+  expect(st.hosts.find((x) => x.host === host)?.state).toBe('done');
+});

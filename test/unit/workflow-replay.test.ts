@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
-import { LIVE_TOTALS_PATCH } from '../../workflows/crawl-campaign';
+import { DOMAIN_WATCH_PATCH, LIVE_TOTALS_PATCH } from '../../workflows/crawl-campaign';
 import { LOCAL_STEP_PATCH, STATE_REPORTS_PATCH } from '../../workflows/domain-crawl';
 
 jest.setTimeout(180_000);
@@ -49,6 +49,9 @@ test('the fixtures cover histories from before and after the versioned changes',
   const campaigns = histories.filter((h) => h.workflowId.startsWith('campaign-'));
   expect(campaigns.some((h) => !patchesOf(h).has(LIVE_TOTALS_PATCH))).toBe(true);
   expect(campaigns.some((h) => patchesOf(h).has(LIVE_TOTALS_PATCH))).toBe(true);
+  // … with live totals but before the watch for domains that ended unreported, and after it.
+  expect(campaigns.some((h) => patchesOf(h).has(LIVE_TOTALS_PATCH) && !patchesOf(h).has(DOMAIN_WATCH_PATCH))).toBe(true);
+  expect(campaigns.some((h) => patchesOf(h).has(DOMAIN_WATCH_PATCH))).toBe(true);
   const updates = (h: (typeof histories)[number]) =>
     (h.history.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED).map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name);
   expect(campaigns.flatMap(updates)).toEqual(expect.arrayContaining(['setConcurrency', 'setPoliteness']));
