@@ -1,6 +1,6 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { defineScripts, type RedisLike } from './scripts';
-import { parseRedisUrl, type RedisTarget } from '../config/env';
+import { parseRedisUrl, redactRedisUrl, type RedisTarget } from '../config/env';
 
 const retryStrategy = (n: number) => Math.min(n * 200, 2000);
 
@@ -64,4 +64,43 @@ export function createRedis(url: string): RedisLike {
   });
   defineScripts(client);
   return client;
+}
+
+/** Redis did not answer a PING: down, wrong address, wrong password. */
+export class RedisUnavailableError extends Error {
+  constructor(
+    /** The URL with any password redacted. */
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`cannot reach Redis at ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'RedisUnavailableError';
+  }
+}
+
+/**
+ * One PING with a deadline, through the same client settings the workers
+ * use (cluster, TLS, credentials). A command that is about to start work
+ * checks first: workers would otherwise retry a dead Redis in silence.
+ */
+export async function checkRedis(url: string, timeoutMs = 5_000): Promise<void> {
+  const client = createRedis(url);
+  let lastError: Error | null = null;
+  client.on('error', (err: Error) => {
+    lastError = err;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.ping(),
+      new Promise((_resolve, reject) => {
+        timer = setTimeout(() => reject(lastError ?? new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (err) {
+    throw new RedisUnavailableError(redactRedisUrl(url), lastError ?? err);
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
 }

@@ -52,8 +52,25 @@ export function temporalConnectionOptions(
 }
 
 /** A client of `address` with this process's TLS and API key settings (src/config/env.ts). */
+/** No Temporal frontend answered at the address (down, wrong port, TLS mismatch). */
+export class TemporalUnavailableError extends Error {
+  constructor(
+    readonly address: string,
+    cause: unknown,
+  ) {
+    super(`cannot reach the Temporal server at ${address}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'TemporalUnavailableError';
+  }
+}
+
 export async function connectClient(address: string, namespace = processSettings().temporalNamespace): Promise<Client> {
-  const connection = await Connection.connect({ ...temporalConnectionOptions(processSettings(), address), connectTimeout: 5_000 });
+  const options = temporalConnectionOptions(processSettings(), address);
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...options, connectTimeout: 5_000 });
+  } catch (err) {
+    throw new TemporalUnavailableError(address, err);
+  }
   return new Client({ connection, namespace });
 }
 

@@ -52,6 +52,18 @@ test.each([
   await expect(h.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
 });
 
+test.each([
+  ['Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*ECONNREFUSED.*unset REDIS_URL/],
+  ['Temporal', { TEMPORAL_ADDRESS: '127.0.0.1:1' }, /cannot reach the Temporal server at 127\.0\.0\.1:1: .*unset TEMPORAL_ADDRESS/],
+])('crawl against a dead %s: a clear error naming it, exit code 1, no campaign', async (_name, dead, message) => {
+  const id = `dead-server-${Math.random().toString(36).slice(2, 8)}`;
+  const cmd = crawlerCommand(['crawl', 'http://example.test/', '--id', id]);
+  const res = spawnSync(cmd.command, cmd.args, { env: { ...env(), ...dead }, encoding: 'utf8' });
+  expect(res.status).toBe(1);
+  expect(res.stderr).toMatch(message);
+  await expect(h.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+});
+
 test('a campaign started with the temporal CLI completes', async () => {
   await h.pool.start(1);
   const seed = h.web.url('w1.cli.test', '/');

@@ -8,6 +8,7 @@ import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes } from '../../temporal/connect';
+import { checkRedis } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
@@ -51,6 +52,13 @@ const wholeNumber = (name: string) => (raw: string) => {
   return n;
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
+
+/** A server named by the environment is down: say how to let crawl bring its own. */
+function hint(err: unknown, variable: string, own: string): unknown {
+  if (!(err instanceof Error) || !process.env[variable]) return err;
+  err.message = `${err.message.replace(/\.+$/, '')}. Start it, or unset ${variable} so that crawl starts ${own}.`;
+  return err;
+}
 
 /**
  * `--priority REGEX=N`: split at the last `=`, so the expression may contain
@@ -185,8 +193,18 @@ export function registerCrawlCommand(program: Command): void {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       try {
+        // A Redis named by REDIS_URL is checked before anything starts:
+        // workers would retry a dead one in silence and the campaign would
+        // sit at "starting". (One the stack finds or starts answered already.)
+        if (process.env.REDIS_URL) {
+          await checkRedis(process.env.REDIS_URL).catch((err: unknown) => {
+            throw hint(err, 'REDIS_URL', 'its own redis-server');
+          });
+        }
         stack = await connectOrStartStack({ log });
-        const client = await connectClient(stack.temporalAddress, cfg.temporalNamespace);
+        const client = await connectClient(stack.temporalAddress, cfg.temporalNamespace).catch((err: unknown) => {
+          throw hint(err, 'TEMPORAL_ADDRESS', 'its own dev server');
+        });
         await ensureSearchAttributes(client, cfg.temporalNamespace);
         if (o.workers > 0) {
           const bundle = await ensureWorkflowBundle();
