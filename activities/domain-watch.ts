@@ -6,7 +6,11 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkerRuntime } from './runtime';
 import type { ClosedDomain, FindClosedDomainsInput } from './types';
 
+/** Visibility's names, and the client's for the same ends: an allow-list, so a PAUSED or UNKNOWN run is left alone. */
 const ABNORMAL = ['Terminated', 'Failed', 'TimedOut', 'Canceled'];
+const ENDED = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
+/** Describes in flight at once: a batch terminate of thousands of hosts must fit the activity's timeout. */
+const DESCRIBE_CONCURRENCY = 20;
 
 export function findClosedDomainsActivity(rt: WorkerRuntime) {
   return async function findClosedDomains(input: FindClosedDomainsInput): Promise<ClosedDomain[]> {
@@ -15,24 +19,29 @@ export function findClosedDomainsActivity(rt: WorkerRuntime) {
     // Visibility finds candidates cheaply (abnormal ends are rare); the
     // latest run decides, since a host whose old run was terminated may have
     // been started again since.
-    const query = `CrawlCampaign = "${quoted}" AND (${ABNORMAL.map((s) => `ExecutionStatus = "${s}"`).join(' OR ')})`;
+    const query =
+      `WorkflowType = "domainCrawl" AND CrawlCampaign = "${quoted}"` +
+      (input.since ? ` AND StartTime >= "${input.since}"` : '') +
+      ` AND (${ABNORMAL.map((s) => `ExecutionStatus = "${s}"`).join(' OR ')})`;
     const prefix = `${input.campaignId}/`;
     const ids = new Set<string>();
     for await (const wf of client.workflow.list({ query })) {
       if (wf.type === 'domainCrawl' && wf.workflowId.startsWith(prefix)) ids.add(wf.workflowId);
     }
     const closed: ClosedDomain[] = [];
-    for (const id of ids) {
-      const host = id.slice(prefix.length);
-      try {
-        const d = await client.workflow.getHandle(id).describe();
-        if (d.status.name !== 'RUNNING' && d.status.name !== 'COMPLETED' && d.status.name !== 'CONTINUED_AS_NEW') {
-          closed.push({ host, status: d.status.name });
-        }
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-      }
+    const all = [...ids];
+    for (let i = 0; i < all.length; i += DESCRIBE_CONCURRENCY) {
+      await Promise.all(
+        all.slice(i, i + DESCRIBE_CONCURRENCY).map(async (id) => {
+          try {
+            const d = await client.workflow.getHandle(id).describe();
+            if (ENDED.has(d.status.name)) closed.push({ host: id.slice(prefix.length), status: d.status.name });
+          } catch (err) {
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+          }
+        }),
+      );
     }
-    return closed;
+    return closed.sort((a, b) => a.host.localeCompare(b.host));
   };
 }

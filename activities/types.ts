@@ -88,6 +88,8 @@ export interface DoneResult {
 
 export interface FindClosedDomainsInput {
   campaignId: string;
+  /** The campaign's start (ISO 8601): runs of an earlier campaign with the same ID are not its concern. */
+  since?: string;
 }
 
 /** A domain workflow whose latest run ended other than by completing (its host gets no closing report). */

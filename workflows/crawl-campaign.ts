@@ -492,6 +492,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   async function wakeOrStart(host: string, e: HostEntry, preferSignal: boolean): Promise<void> {
     let signal = preferSignal;
     for (let attempt = 0; ; attempt++) {
+      // Given up meanwhile (its workflow ended unreported): never started again.
+      if (domainWatch && e.state === 'done') return;
       try {
         if (signal) {
           e.seq++;
@@ -565,7 +567,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (!Object.values(carry.hosts).some((e) => e.state === 'running' || e.state === 'idle')) return;
     let closed: { host: string; status: string }[];
     try {
-      closed = await watchActs.findClosedDomains({ campaignId });
+      closed = await watchActs.findClosedDomains({ campaignId, since: new Date(carry.startedAt).toISOString() });
     } catch (err) {
       if (isCancellation(err)) throw err;
       // Only a check: the next minute tries again.
@@ -663,7 +665,16 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     // Wait (bounded) for every domain to finish its current step, send its
     // final numbers and close, so the summary is exact and no domain
     // workflow is left waiting for workers that are about to stop.
-    await condition(() => Object.values(carry.hosts).every((e) => e.state === 'closed' || e.state === 'done'), '2 minutes');
+    const allClosed = () => Object.values(carry.hosts).every((e) => e.state === 'closed' || e.state === 'done');
+    if (domainWatch) {
+      // A domain that ended unreported would hold this wait for its whole length.
+      if (!(await condition(allClosed, '30 seconds'))) {
+        await giveUpClosedDomains();
+        await condition(allClosed, '90 seconds');
+      }
+    } else {
+      await condition(allClosed, '2 minutes');
+    }
     // Histories recorded before the page count was published replay the old command.
     if (patched(FINAL_PAGES_PATCH)) {
       upsertSearchAttributes([

@@ -51,7 +51,6 @@ export function temporalConnectionOptions(
   return { address, tls, ...(apiKey ? { apiKey } : {}) };
 }
 
-/** A client of `address` with this process's TLS and API key settings (src/config/env.ts). */
 /** No Temporal frontend answered at the address (down, wrong port, TLS mismatch). */
 export class TemporalUnavailableError extends Error {
   constructor(
@@ -63,6 +62,7 @@ export class TemporalUnavailableError extends Error {
   }
 }
 
+/** A client of `address` with this process's TLS and API key settings (src/config/env.ts). */
 export async function connectClient(address: string, namespace = processSettings().temporalNamespace): Promise<Client> {
   const options = temporalConnectionOptions(processSettings(), address);
   let connection: Connection;

@@ -2,7 +2,7 @@
 // and through Temporal directly.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { campaignStatusQuery, type CampaignStatus } from '../../workflows/messages';
+import { campaignStatusQuery, cancelSignal, type CampaignStatus } from '../../workflows/messages';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
@@ -99,4 +99,19 @@ test('a domain workflow terminated by hand is given up: the campaign completes a
   expect(result.pages).toBeGreaterThanOrEqual(h.web.expectedPages([keep], { hosts: ['keep.control.test'] }).size);
   const st = await handle.query(campaignStatusQuery);
   expect(st.hosts.find((x) => x.host === host)?.state).toBe('done');
+});
+
+test('cancelling a campaign whose domain was terminated: the finish names it instead of waiting it out', async () => {
+  h.web.addSite({ host: 'term2.control.test', pages: 30, fanOut: 2 });
+  const seed = h.web.url('term2.control.test', '/');
+  const handle = await launch(h, { seeds: [seed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, idleCloseMs: 60_000 });
+  const id = handle.workflowId;
+  const host = new URL(seed).host;
+  while (!pageRequests(h.web.requests()).some((r) => r.host === 'term2.control.test')) await sleep(100);
+  await h.client.workflow.getHandle(`${id}/${host}`).terminate('operator stopped this host');
+  // Before the campaign's minute check: only the finish can find it.
+  await handle.signal(cancelSignal, { reason: 'test' });
+  const result = await handle.result();
+  expect(result.status).toBe('cancelled');
+  expect(result.problems).toEqual([expect.stringMatching(/ended TERMINATED without reporting/)]);
 });

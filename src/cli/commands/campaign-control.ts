@@ -17,15 +17,13 @@ import { UsageError } from '../usage-error';
 export async function connectCli() {
   const { temporalAddress } = clientEndpoints();
   return connectClient(temporalAddress).catch((err: Error) => {
-    throw new UsageError(`cannot reach Temporal at ${temporalAddress} (${err.message}); is the stack up? (npm run crawler -- stack up)`);
+    // The message names the address already (TemporalUnavailableError).
+    throw new UsageError(`${err.message}; is the stack up? (npm run crawler -- stack up)`);
   });
 }
 
 async function handleFor(campaignId: string) {
-  const { temporalAddress } = clientEndpoints();
-  const client = await connectClient(temporalAddress).catch((err: Error) => {
-    throw new UsageError(`cannot reach Temporal at ${temporalAddress} (${err.message}); is the stack up? (npm run crawler -- stack up)`);
-  });
+  const client = await connectCli();
   return { client, handle: client.workflow.getHandle(campaignId) };
 }
 

@@ -2,13 +2,13 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
-import { processSettings } from '../../config/env';
+import { processSettings, temporalTlsEnabled } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
-import { connectClient, ensureSearchAttributes } from '../../temporal/connect';
-import { checkRedis } from '../../redis/client';
+import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from '../../temporal/connect';
+import { checkRedis, RedisUnavailableError } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
@@ -53,10 +53,17 @@ const wholeNumber = (name: string) => (raw: string) => {
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
 
-/** A server named by the environment is down: say how to let crawl bring its own. */
+/**
+ * A server named by the environment did not answer: say what to check, and
+ * how to let crawl bring its own (not an option with TLS / API-key settings,
+ * which are for a server of the operator's).
+ */
 function hint(err: unknown, variable: string, own: string): unknown {
-  if (!(err instanceof Error) || !process.env[variable]) return err;
-  err.message = `${err.message.replace(/\.+$/, '')}. Start it, or unset ${variable} so that crawl starts ${own}.`;
+  if (!(err instanceof RedisUnavailableError || err instanceof TemporalUnavailableError) || !process.env[variable]) return err;
+  const cfg = processSettings();
+  const remote = variable === 'TEMPORAL_ADDRESS' && (temporalTlsEnabled(cfg) || cfg.temporalApiKey !== null);
+  const tail = remote ? 'Check the address, TLS settings and credentials.' : `Check that it runs at that address (and its credentials), or unset ${variable} so that crawl starts ${own}.`;
+  err.message = `${err.message.replace(/\.+$/, '')}. ${tail}`;
   return err;
 }
 
