@@ -48,15 +48,12 @@ export function crawlStepActivity(rt: WorkerRuntime) {
     const campaign = await rt.campaign(input.campaignKey, input.configVersion);
     const s = campaign.settings;
     const frontier = new Frontier(rt.deps.redis, input.campaignKey, input.host);
+    const claimed = await frontier.claimStep(input.stepId ?? '');
+    if (!claimed) return { kind: 'empty' };
     // This very step already committed (its worker died before the workflow
     // heard back): its URL is done, so claiming would take the next one and
     // the domain would never count this one. Answer what was committed.
-    if (input.stepId) {
-      const committed = await frontier.committedStep(input.stepId);
-      if (committed !== null) return { ...(JSON.parse(committed) as Omit<DoneResult, 'remaining'>), remaining: await frontier.size() };
-    }
-    const claimed = await frontier.claim();
-    if (!claimed) return { kind: 'empty' };
+    if ('committed' in claimed) return { ...(JSON.parse(claimed.committed) as Omit<DoneResult, 'remaining'>), remaining: claimed.remaining };
     const { member, entry } = claimed;
     const { url } = entry;
     const fp = urlFingerprint(url);

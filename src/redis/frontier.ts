@@ -92,8 +92,20 @@ export class Frontier {
 
   /** The entry to work on: the one a previous attempt claimed, else the head. */
   async claim(): Promise<{ member: string; entry: FrontierEntry } | null> {
-    const member = await this.redis.crawlClaim(this.keys.frontier, this.keys.current, this.keys.awake);
-    return member ? { member, entry: decodeEntry(member) } : null;
+    const c = await this.claimStep('');
+    return c && 'member' in c ? c : null;
+  }
+
+  /**
+   * claim() for the step `stepId`, in the same round trip: if the host's last
+   * commit was this step's (its worker died before the workflow heard back),
+   * the result it committed and the frontier size, instead of the next entry.
+   */
+  async claimStep(stepId: string): Promise<{ member: string; entry: FrontierEntry } | { committed: string; remaining: number } | null> {
+    const k = this.keys;
+    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.step, stepId);
+    if (Array.isArray(r)) return { committed: r[0], remaining: r[1] };
+    return r ? { member: r, entry: decodeEntry(r) } : null;
   }
 
   /** Finishes an entry: removes it, counts the outcome once, enqueues same-host links. */
@@ -110,12 +122,6 @@ export class Frontier {
       member, outcome, bytes, step?.id ?? '', step?.result ?? '', ...enqueueArgs(links),
     );
     return { removed: removed === 1, added, remaining };
-  }
-
-  /** The result a step with this id committed, if the host's last commit was that step's. */
-  async committedStep(stepId: string): Promise<string | null> {
-    const v = await this.redis.get(this.keys.step);
-    return v !== null && v.startsWith(`${stepId}\n`) ? v.slice(stepId.length + 1) : null;
   }
 
   async peek(): Promise<FrontierEntry | null> {

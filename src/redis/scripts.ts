@@ -28,13 +28,22 @@ export const SCRIPTS = {
     numberOfKeys: 4,
     lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: frontier, current, awake. Returns the entry being worked on (sticky
-  // across retries) or nil. Finding the frontier empty clears the awake flag
-  // atomically, so an enqueue either lands before this claim (and is claimed)
-  // or after it (and sees the flag cleared, and wakes the host).
+  // KEYS: frontier, current, awake, step. ARGV: stepId (or ''). Returns the
+  // entry being worked on (sticky across retries) or nil. Finding the
+  // frontier empty clears the awake flag atomically, so an enqueue either
+  // lands before this claim (and is claimed) or after it (and sees the flag
+  // cleared, and wakes the host). A step whose id is on the host's last
+  // commit (crawlCommit) already finished: {result, remaining} instead.
   crawlClaim: {
-    numberOfKeys: 3,
+    numberOfKeys: 4,
     lua: `
+if ARGV[1] ~= '' then
+  local done = redis.call('GET', KEYS[4])
+  local prefix = ARGV[1] .. '\\n'
+  if done and string.sub(done, 1, #prefix) == prefix then
+    return {string.sub(done, #prefix + 1), redis.call('ZCARD', KEYS[1])}
+  end
+end
 local cur = redis.call('GET', KEYS[2])
 if cur and redis.call('ZSCORE', KEYS[1], cur) then return cur end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
@@ -121,7 +130,7 @@ type ScriptArgs = (string | number)[];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
-    crawlClaim(frontier: string, current: string, awake: string): Result<string | null, Context>;
+    crawlClaim(frontier: string, current: string, awake: string, step: string, stepId: string): Result<string | [string, number] | null, Context>;
     crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, step: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
