@@ -21,7 +21,7 @@ export function findClosedDomainsActivity(rt: WorkerRuntime) {
     // been started again since.
     const query =
       `WorkflowType = "domainCrawl" AND CrawlCampaign = "${quoted}"` +
-      (input.since ? ` AND StartTime >= "${input.since}"` : '') +
+      (input.since ? ` AND CloseTime >= "${input.since}"` : '') +
       ` AND (${ABNORMAL.map((s) => `ExecutionStatus = "${s}"`).join(' OR ')})`;
     const prefix = `${input.campaignId}/`;
     const ids = new Set<string>();

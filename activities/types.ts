@@ -88,7 +88,11 @@ export interface DoneResult {
 
 export interface FindClosedDomainsInput {
   campaignId: string;
-  /** The campaign's start (ISO 8601): runs of an earlier campaign with the same ID are not its concern. */
+  /**
+   * Only runs that closed since (ISO 8601): the campaign's start at first
+   * (runs of an earlier campaign with the same ID are not its concern), then
+   * its previous check, so hosts given up are not listed again every minute.
+   */
   since?: string;
 }
 

@@ -563,11 +563,15 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
 
   const watchActs = proxyActivities<CrawlerActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3 } });
   /** Hosts whose domain workflow ended without its closing report: done, with the reason among the problems. */
+  /** Domains that closed before this were looked at already (less a margin for visibility's lag). */
+  let watchedSince = carry.startedAt;
   async function giveUpClosedDomains(): Promise<void> {
-    if (!Object.values(carry.hosts).some((e) => e.state === 'running' || e.state === 'idle')) return;
+    if (!Object.values(carry.hosts).some(isLive)) return;
+    const checkedAt = Date.now();
     let closed: { host: string; status: string }[];
     try {
-      closed = await watchActs.findClosedDomains({ campaignId, since: new Date(carry.startedAt).toISOString() });
+      closed = await watchActs.findClosedDomains({ campaignId, since: new Date(watchedSince).toISOString() });
+      watchedSince = Math.max(carry.startedAt, checkedAt - 5 * 60_000);
     } catch (err) {
       if (isCancellation(err)) throw err;
       // Only a check: the next minute tries again.
@@ -576,7 +580,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
     for (const { host, status: how } of closed) {
       const e = carry.hosts[host];
-      if (!e || (e.state !== 'running' && e.state !== 'idle')) continue;
+      if (!e || !isLive(e)) continue;
       e.state = 'done';
       e.dirty = false;
       pending.delete(host);

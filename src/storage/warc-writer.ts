@@ -356,7 +356,7 @@ async function gzipMember(record: WARCRecord, payload: Uint8Array): Promise<Uint
     const block = createHash('sha1');
     if (record.httpHeaders) block.update(utf8.encode(`${record.httpHeaders.toString()}\r\n`));
     block.update(payload);
-    record.warcHeaders.headers.set('WARC-Payload-Digest', `sha1:${base32(createHash('sha1').update(payload).digest())}`);
+    record.warcHeaders.headers.set('WARC-Payload-Digest', sha1Base32(payload));
     record.warcHeaders.headers.set('WARC-Block-Digest', `sha1:${base32(block.digest())}`);
   }
   return gzip(await WARCSerializer.serialize(record, DIGEST_OPTS));
