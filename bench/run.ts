@@ -129,15 +129,18 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     idleCloseMs: 10_000,
   });
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
+  const release = async () => {
+    clearInterval(sampleTimer);
+    clearInterval(rssTimer);
+    await pool.stopAll();
+    await web.close();
+  };
   let result;
   try {
     result = await Promise.race([handle.result(), pool.failed()]);
   } catch (err) {
     // Workers kept dying: nothing to measure, and nothing left running.
-    clearInterval(sampleTimer);
-    clearInterval(rssTimer);
-    await pool.stopAll(10_000);
-    await web.close();
+    await release();
     throw err;
   }
   clearInterval(sampleTimer);
@@ -159,8 +162,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const { total: events, largest } = await historyEvents(client, campaignId);
   // Ideal: each host's requests (robots.txt + pages) back to back at its delay.
   const ideal = (s.pages * s.delayMs) / 1000;
-  await pool.stopAll();
-  await web.close();
+  await release();
   return {
     scenario: s.name,
     workers,

@@ -4,6 +4,7 @@
 // URL parsing (seeds are validated by the prepareCampaign activity and the CLI).
 
 import { DEFAULT_TRAP_LIMITS, type TrapLimits } from '../url/traps';
+import { MAX_ACTIVE_HOSTS } from './steering';
 
 export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
 /** Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root. */
@@ -268,7 +269,11 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   if (!['host', 'domain', 'ip'].includes(settings.politeness.key)) problems.push('politeness.key must be "host", "domain" or "ip"');
   if (!['robots+root', 'robots', 'off'].includes(settings.sitemaps)) problems.push('sitemaps must be "robots+root", "robots" or "off"');
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
-  if (settings.politeness.maxActiveHosts === 0) problems.push('politeness.maxActiveHosts must be at least 1, or null for unlimited');
+  // The same range set-concurrency enforces while the campaign runs.
+  const maxActive = settings.politeness.maxActiveHosts;
+  if (maxActive !== null && (maxActive < 1 || maxActive > MAX_ACTIVE_HOSTS)) {
+    problems.push(`politeness.maxActiveHosts must be a whole number from 1 to ${MAX_ACTIVE_HOSTS}, or null for unlimited`);
+  }
   if (problems.length) throw new CampaignInputError(problems);
   return settings;
 }

@@ -98,6 +98,11 @@ export function processSettings(env: NodeJS.ProcessEnv = process.env, overrides:
 }
 
 /** Whether connections to Temporal use TLS under these settings. */
+/** TLS or an API key: a server of the operator's (Temporal Cloud, a cluster), never the embedded dev server. */
+export function temporalIsRemote(s: ProcessSettings): boolean {
+  return temporalTlsEnabled(s) || s.temporalApiKey !== null;
+}
+
 export function temporalTlsEnabled(s: ProcessSettings): boolean {
   if (s.temporalTls !== null) return s.temporalTls;
   return [s.temporalTlsCertPath, s.temporalTlsKeyPath, s.temporalTlsCaPath, s.temporalTlsServerName, s.temporalApiKey].some((v) => v !== null);

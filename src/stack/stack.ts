@@ -4,7 +4,7 @@
 // with `crawler stack up`) is used as is and never stopped by us.
 import fs from 'node:fs';
 import path from 'node:path';
-import { processSettings, temporalTlsEnabled } from '../config/env';
+import { processSettings, temporalIsRemote } from '../config/env';
 import { ManagedProcess } from './managed-process';
 import { freePort, portOpen } from './ports';
 import { STACK_DIR } from './paths';
@@ -162,7 +162,7 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   let temporalAddress = process.env.TEMPORAL_ADDRESS ?? null;
   let uiUrl: string | null = null;
   const cfg = processSettings();
-  if (!temporalAddress && (temporalTlsEnabled(cfg) || cfg.temporalApiKey !== null)) {
+  if (!temporalAddress && temporalIsRemote(cfg)) {
     throw new Error('Temporal TLS / API key settings are set, but TEMPORAL_ADDRESS is not: set it to the server they are for (the embedded dev server speaks plaintext)');
   }
   if (!temporalAddress && state.temporal && ownsServer('temporal', state.temporal).ours && (await temporalReachable(state.temporal.address))) {

@@ -53,21 +53,20 @@ describe('trapReason', () => {
       expect(code(`${BASE}/abcd`, { maxUrlLength: 23 })).toBe('URL_TOO_LONG');
     });
 
-    it('rejects a 100 KB URL quickly, whatever it contains', () => {
+    it('rejects a 100 KB URL by its length alone, whatever it contains', () => {
+      // Strings no URL parser accepts ('%' runs, no scheme) get the same
+      // verdict: the length is checked before anything looks inside.
+      // (How fast this is belongs in a benchmark, not a test.)
       const huge = [
         `${BASE}/${'a/'.repeat(50_000)}`,
         `${BASE}/?${'a=1&'.repeat(25_000)}`,
         `${BASE}/${'%'.repeat(100_000)}`,
         'x'.repeat(100_000),
       ];
-      const started = process.hrtime.bigint();
       for (const url of huge) {
         expect(url.length).toBeGreaterThanOrEqual(100_000);
-        for (let i = 0; i < 1000; i++) expect(trapReason(url)?.code).toBe('URL_TOO_LONG');
+        expect(trapReason(url)?.code).toBe('URL_TOO_LONG');
       }
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      // 4,000 checks; parsing each URL would take far longer than this.
-      expect(ms).toBeLessThan(1000);
     });
 
     it('takes precedence over every other rule', () => {

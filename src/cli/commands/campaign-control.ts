@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { clientEndpoints, connectClient } from '../../temporal/connect';
+import { clientEndpoints, connectClient, TemporalUnavailableError } from '../../temporal/connect';
 import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
   campaignStatusQuery,
@@ -17,7 +17,9 @@ import { UsageError } from '../usage-error';
 export async function connectCli() {
   const { temporalAddress } = clientEndpoints();
   return connectClient(temporalAddress).catch((err: Error) => {
-    // The message names the address already (TemporalUnavailableError).
+    // Only a server that did not answer is a reason to look at the stack
+    // (an unreadable certificate is not); the message names the address.
+    if (!(err instanceof TemporalUnavailableError)) throw err;
     throw new UsageError(`${err.message}; is the stack up? (npm run crawler -- stack up)`);
   });
 }

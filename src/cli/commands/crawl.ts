@@ -2,7 +2,7 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
-import { processSettings, temporalTlsEnabled } from '../../config/env';
+import { processSettings, temporalIsRemote } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
@@ -60,8 +60,7 @@ const collect = (v: string, acc: string[]) => [...acc, v];
  */
 function hint(err: unknown, variable: string, own: string): unknown {
   if (!(err instanceof RedisUnavailableError || err instanceof TemporalUnavailableError) || !process.env[variable]) return err;
-  const cfg = processSettings();
-  const remote = variable === 'TEMPORAL_ADDRESS' && (temporalTlsEnabled(cfg) || cfg.temporalApiKey !== null);
+  const remote = variable === 'TEMPORAL_ADDRESS' && temporalIsRemote(processSettings());
   const tail = remote ? 'Check the address, TLS settings and credentials.' : `Check that it runs at that address (and its credentials), or unset ${variable} so that crawl starts ${own}.`;
   err.message = `${err.message.replace(/\.+$/, '')}. ${tail}`;
   return err;
@@ -202,16 +201,21 @@ export function registerCrawlCommand(program: Command): void {
       try {
         // A Redis named by REDIS_URL is checked before anything starts:
         // workers would retry a dead one in silence and the campaign would
-        // sit at "starting". (One the stack finds or starts answered already.)
+        // sit at "starting". Likewise a Temporal server named by
+        // TEMPORAL_ADDRESS, before a redis-server is started for nothing.
+        // (Servers the stack finds or starts answered already.)
         if (process.env.REDIS_URL) {
           await checkRedis(process.env.REDIS_URL).catch((err: unknown) => {
             throw hint(err, 'REDIS_URL', 'its own redis-server');
           });
         }
+        const connect = (address: string) =>
+          connectClient(address, cfg.temporalNamespace).catch((err: unknown) => {
+            throw hint(err, 'TEMPORAL_ADDRESS', 'its own dev server');
+          });
+        const named = process.env.TEMPORAL_ADDRESS ? await connect(process.env.TEMPORAL_ADDRESS) : null;
         stack = await connectOrStartStack({ log });
-        const client = await connectClient(stack.temporalAddress, cfg.temporalNamespace).catch((err: unknown) => {
-          throw hint(err, 'TEMPORAL_ADDRESS', 'its own dev server');
-        });
+        const client = named ?? (await connect(stack.temporalAddress));
         await ensureSearchAttributes(client, cfg.temporalNamespace);
         if (o.workers > 0) {
           const bundle = await ensureWorkflowBundle();
