@@ -2,7 +2,6 @@
 // target of a redirect we did not follow, the URLs a sitemap lists. All of
 // it goes through the same gates (scope, depth, spider-trap rules) and the
 // same mark-seen-and-enqueue path, so a URL found three ways is fetched once.
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { frontierPriority, type CampaignSettings } from '../src/config/campaign';
 import { Frontier, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
 import { parseSitemap, sitemapMayList } from '../src/sitemap/sitemap';
@@ -10,9 +9,7 @@ import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { trapReason } from '../src/url/traps';
-import { urlsDiscoveredSignal } from '../workflows/messages';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
-import type { CrawlStepInput } from './types';
 
 /** Rejected-link samples kept per page in the index: enough to see the pattern, bounded for hostile pages. */
 const MAX_REJECTED_SAMPLES = 5;
@@ -28,22 +25,23 @@ export interface Candidate {
 export interface Routed {
   /** Same-host items, enqueued atomically with the step's commit. */
   own: EnqueueItem[];
-  /** Hosts that got new URLs and were woken through the campaign. */
+  /** Hosts that got new URLs and nobody consuming them: marked ready for the campaign to dispatch. */
   discoveredHosts: number;
   rejectedLinks?: IndexEntry['rejectedLinks'];
 }
 
 /**
  * Applies depth, scope and trap rules to candidates, enqueues other hosts'
- * URLs now (waking hosts that are not consuming their frontier) and returns
- * the step's own-host URLs for the commit.
+ * URLs now (handing hosts that are not consuming their frontier to `wake`)
+ * and returns the page's own-host URLs for its commit.
  */
 export async function routeCandidates(
   rt: WorkerRuntime,
   campaign: CampaignRuntime,
-  input: CrawlStepInput,
+  ownHost: string,
   referrer: string,
   candidates: Candidate[],
+  wake: (hosts: string[]) => Promise<void>,
   opts: { ownHostBudgetLeft?: number } = {},
 ): Promise<Routed> {
   const s = campaign.settings;
@@ -69,8 +67,8 @@ export async function routeCandidates(
     list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind, priority: frontierPriority(c.url, s) });
     byHost.set(host, list);
   }
-  let own = byHost.get(input.host) ?? [];
-  byHost.delete(input.host);
+  let own = byHost.get(ownHost) ?? [];
+  byHost.delete(ownHost);
   // A host at its page budget gains nothing from more of its own URLs.
   if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => i.kind && i.kind !== 'page');
   const woken: string[] = [];
@@ -78,22 +76,13 @@ export async function routeCandidates(
     [...byHost].map(async ([host, items]) => {
       // A host whose workflow is consuming its frontier needs no wake: most
       // cross-host links land there, and each wake costs the campaign and the
-      // domain workflow history events.
-      if (Frontier.needsWake(await new Frontier(rt.deps.redis, input.campaignKey, host).enqueue(items))) woken.push(host);
+      // host workflow history events.
+      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items))) woken.push(host);
     }),
   );
-  if (woken.length > 0) await wakeHosts(rt, input.campaignWorkflowId, woken.sort());
+  if (woken.length > 0) await wake(woken.sort());
   const rejected = samples.length > 0 ? { counts, samples } : undefined;
   return { own, discoveredHosts: woken.length, rejectedLinks: rejected };
-}
-
-async function wakeHosts(rt: WorkerRuntime, campaignWorkflowId: string, hosts: string[]): Promise<void> {
-  try {
-    await rt.deps.temporal.workflow.getHandle(campaignWorkflowId).signal(urlsDiscoveredSignal, { hosts });
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-    // The campaign is over; nobody will crawl those hosts.
-  }
 }
 
 /**

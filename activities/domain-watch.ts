@@ -4,7 +4,13 @@
 // the campaign would wait for it forever and keep its concurrency slot taken.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkerRuntime } from './runtime';
-import type { ClosedDomain, FindClosedDomainsInput } from './types';
+
+/** A host workflow whose latest run ended other than by completing (its host never released its slot). */
+export interface ClosedDomain {
+  host: string;
+  /** TERMINATED, FAILED, TIMED_OUT or CANCELLED. */
+  status: string;
+}
 
 /** Visibility's names, and the client's for the same ends: an allow-list, so a PAUSED or UNKNOWN run is left alone. */
 const ABNORMAL = ['Terminated', 'Failed', 'TimedOut', 'Canceled'];
@@ -12,8 +18,12 @@ const ENDED = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
 /** Describes in flight at once: a batch terminate of thousands of hosts must fit the activity's timeout. */
 const DESCRIBE_CONCURRENCY = 20;
 
-export function findClosedDomainsActivity(rt: WorkerRuntime) {
-  return async function findClosedDomains(input: FindClosedDomainsInput): Promise<ClosedDomain[]> {
+/**
+ * Host workflows of the campaign that closed abnormally since `since` (ISO
+ * 8601; runs of an earlier campaign with the same ID are not its concern).
+ */
+export async function findClosedDomains(rt: WorkerRuntime, input: { campaignId: string; since?: string }): Promise<ClosedDomain[]> {
+  {
     const client = rt.deps.temporal;
     const quoted = input.campaignId.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
     // Visibility finds candidates cheaply (abnormal ends are rare); the
@@ -43,5 +53,5 @@ export function findClosedDomainsActivity(rt: WorkerRuntime) {
       );
     }
     return closed.sort((a, b) => a.host.localeCompare(b.host));
-  };
+  }
 }

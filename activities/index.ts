@@ -1,20 +1,20 @@
 // The worker registers what createActivities returns; workflows only see
 // the CrawlerActivities type.
-import { crawlStepActivity } from './crawl-step';
-import { findClosedDomainsActivity } from './domain-watch';
-import { loadRobotsActivity } from './load-robots';
+import { dispatchHostsActivity, finishCampaignActivity, summarizeCampaignActivity } from './campaign-hosts';
+import { crawlSessionActivity } from './crawl-session';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
+import { addCampaignSeedsActivity, steerCampaignActivity } from './steer-campaign';
 import type { CrawlerActivities } from './types';
-import { addCampaignSeedsActivity, updateCampaignSettingsActivity } from './update-campaign';
 
 export function createActivities(rt: WorkerRuntime): CrawlerActivities {
   return {
     prepareCampaign: prepareCampaignActivity(rt),
-    loadRobots: loadRobotsActivity(rt),
-    crawlStep: crawlStepActivity(rt),
-    findClosedDomains: findClosedDomainsActivity(rt),
-    updateCampaignSettings: updateCampaignSettingsActivity(rt),
+    crawlSession: crawlSessionActivity(rt),
+    dispatchHosts: dispatchHostsActivity(rt),
+    finishCampaign: finishCampaignActivity(rt),
+    summarizeCampaign: summarizeCampaignActivity(rt),
+    steerCampaign: steerCampaignActivity(rt),
     addCampaignSeeds: addCampaignSeedsActivity(rt),
   };
 }

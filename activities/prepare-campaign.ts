@@ -1,27 +1,37 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
+import { campaignKeys } from '../src/redis/keys';
+import { createScope } from '../src/url/scope';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { PrepareCampaignInput, PrepareCampaignResult } from './types';
-import { createScope } from '../src/url/scope';
+
+/** Rejected seeds named in the result (all of them are the campaign's problems in Redis). */
+const REJECTED_SHOWN = 20;
 
 /**
- * Validates the seeds, stores the settings for the workers and puts the
- * seeds in their hosts' frontiers. Idempotent: the seen-sets make a retry
- * enqueue nothing twice.
+ * Validates the seeds, stores the settings for the workers, puts the seeds
+ * in their hosts' frontiers and marks those hosts ready for dispatch.
+ * Idempotent: the seen-sets make a retry enqueue nothing twice.
  */
 export function prepareCampaignActivity(rt: WorkerRuntime) {
-  return async function prepareCampaign(input: PrepareCampaignInput & { campaignKey: string }): Promise<PrepareCampaignResult> {
+  return async function prepareCampaign(input: PrepareCampaignInput): Promise<PrepareCampaignResult> {
     const { settings, campaignKey } = input;
-    const { byHost, rejected: rejectedSeeds } = groupSeeds(settings.seeds);
+    const { byHost, rejected } = groupSeeds(settings.seeds);
     try {
       createScope(settings.scope, [...byHost.values()].flat().map((s) => s.url));
     } catch (err) {
       throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
     }
     const configVersion = 1;
+    const hosts = new CampaignHosts(rt.deps.redis, campaignKey);
     await saveCampaignSettings(rt.deps.redis, campaignKey, configVersion, settings);
+    // A retried attempt must not count its rejected seeds twice.
+    const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;
+    if (first) for (const r of rejected) await hosts.addProblem(`seed ${r.seed}: ${r.reason}`);
     await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings);
-    return { hosts: [...byHost.keys()], rejectedSeeds, configVersion };
+    await hosts.markReady([...byHost.keys()]);
+    return { hosts: byHost.size, rejectedSeeds: rejected.slice(0, REJECTED_SHOWN), configVersion };
   };
 }

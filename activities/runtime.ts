@@ -37,6 +37,8 @@ export class WorkerRuntime {
 
   readonly robots: RobotsStore;
   readonly log: Logger;
+  /** The worker is shutting down: sessions end after the page in flight, and Temporal hands their hosts to other workers. */
+  draining = false;
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);

@@ -4,147 +4,171 @@ import type { CampaignSettings } from '../src/config/campaign';
 
 export interface PrepareCampaignInput {
   settings: CampaignSettings;
+  campaignKey: string;
 }
 
 export interface PrepareCampaignResult {
-  /** Seeds grouped by politeness key (host), already in the frontier. */
-  hosts: string[];
-  /** Seeds that could not be used, with the reason. */
+  /** Hosts whose seeds are in their frontiers (and marked ready). */
+  hosts: number;
+  /** Seeds that could not be used, with the reason (the first few; all of them are problems of the campaign). */
   rejectedSeeds: { seed: string; reason: string }[];
   configVersion: number;
 }
 
-export interface DomainRef {
-  /** Namespace of the campaign's Redis keys. */
-  campaignKey: string;
-  host: string;
-  /** Settings version the caller knows of; activities reload older cached settings. */
-  configVersion: number;
-}
-
-export interface LoadRobotsResult {
-  /** ok: rules known (possibly allow-all); unavailable: 5xx/429/network, try again later; wait: the host clock is busy. */
-  kind: 'ok' | 'unavailable' | 'wait';
-  crawlDelaySec: number | null;
-  waitMs: number;
-  detail: string;
-  /** For `unavailable`: the typed cause, e.g. HTTP_503, DNS_FAILURE, CONNECTION_REFUSED. */
-  code?: string;
-  fetched: boolean;
-}
-
-export interface CrawlStepInput extends DomainRef {
-  /** Where to signal hosts that received new URLs. */
-  campaignWorkflowId: string;
-  /** The host's current pause between requests; the activity stamps it on the shared host clock. */
-  delayMs: number;
-  /** Robots unreachable for good: record URLs instead of fetching. */
-  robotsUnavailable?: boolean;
-  /** Why (absent from workflows started before it was passed): the code their index lines carry. */
-  robotsCause?: { code: string; detail: string };
-  /** How long the domain slept since its previous step, for the politeness-wait metric. */
-  sleptMs?: number;
-  /**
-   * The URL the previous step asked to retry and how many attempts it has
-   * had; the step counts this attempt only if it claims that same URL.
-   */
-  retry?: { url: string; attempts: number };
-  /**
-   * Unique per step of a domain run (`<runId>/<n>`), the same on every
-   * attempt and on replay: the key that makes the step idempotent once it
-   * has committed. Absent only from remote steps scheduled by older code
-   * (replayed local steps get one).
-   */
-  stepId?: string;
-}
-
-export type CrawlStepResult =
-  | { kind: 'empty' }
-  | { kind: 'wait'; waitMs: number; reason: string }
-  | { kind: 'budget-exhausted'; url: string }
-  /**
-   * A transient failure (5xx, 429, network): the URL stays claimed and the
-   * workflow sleeps waitMs (≥ crawl-delay, ≥ Retry-After) before the next
-   * attempt, so a host that asks us to back off sees nothing meanwhile.
-   */
-  | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string }
-  | DoneResult;
-
-/** A step that finished its URL (whatever the outcome) and committed it. */
-export interface DoneResult {
-  kind: 'done';
+/** How a URL ended, as a session reports it and the index records it. */
+export interface Outcome {
   url: string;
   /** The index outcome: 'fetched', 'duplicate', 'redirect', 'sitemap', 'error', 'refused', 'robots-disallowed', … */
   outcome: string;
-  /** How the step counts in the host's stats (and the workflow's): a page fetched, a URL failed, or neither. */
-  counted?: 'fetched' | 'failed' | 'skipped';
+  /** How it counts in the host's stats: a page fetched, a URL failed, or neither. */
+  counted: 'fetched' | 'failed' | 'skipped';
   status: number | null;
   bytes: number;
-  /** Whether a request was sent to the host, so the workflow knows to pause. */
-  requested: boolean;
-  remaining: number;
-  discoveredHosts: number;
 }
 
-export interface FindClosedDomainsInput {
-  campaignId: string;
-  /**
-   * Only runs that closed since (ISO 8601): the campaign's start at first
-   * (runs of an earlier campaign with the same ID are not its concern), then
-   * its previous check, so hosts given up are not listed again every minute.
-   */
-  since?: string;
+export interface HostStats {
+  /** Pages fetched with a 2xx or 3xx response (redirects and duplicates included). */
+  fetched: number;
+  /** URLs that ended in an error outcome: a final 4xx/5xx, network errors, timeouts, refused addresses… */
+  failed: number;
+  /** URLs not requested on purpose (robots.txt, budget). */
+  skipped: number;
+  bytes: number;
 }
 
-/** A domain workflow whose latest run ended other than by completing (its host gets no closing report). */
-export interface ClosedDomain {
+export interface SessionInput {
+  campaignKey: string;
+  /** Where to nudge the campaign (new ready hosts, a freed slot, a budget reached). */
+  campaignWorkflowId: string;
   host: string;
-  /** TERMINATED, FAILED, TIMED_OUT or CANCELLED. */
-  status: string;
+  /** The dispatch generation the host workflow holds its slot with (released when the frontier runs dry). */
+  gen: number;
+  /** Settings version the workflow knows of; the session uses the newest there is. */
+  configVersion: number;
+  /** How long the workflow slept before this session (the politeness-wait metric). */
+  sleptMs?: number;
+}
+
+/**
+ * Why a session ended. drained: the frontier is empty (`released` says
+ * whether the host gave its slot up). wait: the next request is due
+ * `waitMs` from now, at or above the durable-sleep threshold. cap: it
+ * reached its page or time cap. config: the settings changed. paused: the
+ * campaign or this host is paused. stopped: the campaign ends (`stop`).
+ */
+export type SessionEnd = 'drained' | 'wait' | 'cap' | 'config' | 'paused' | 'stopped';
+
+export interface SessionResult {
+  end: SessionEnd;
+  waitMs: number;
+  /** For wait: a back-off (the host is failing or asked us to slow down), not a plain crawl-delay. */
+  backingOff: boolean;
+  released: boolean;
+  stop: 'budget' | 'cancelled' | 'drained' | null;
+  /** Settings version in force when the session ended. */
+  configVersion: number;
+  /** URLs finished by this session. */
+  pages: number;
+  /** The host's counters so far (all sessions). */
+  stats: HostStats;
+  frontier: number;
+  delayMs: number;
+  /** Why the host waits what it waits: robots.txt Crawl-delay, an operator's delay, Retry-After… */
+  reason: string;
+  lastUrl: string | null;
+  lastStatus: number | null;
+}
+
+/** One dispatch round of the campaign: ready hosts started or woken, and where the campaign stands. */
+export interface DispatchInput {
+  campaignKey: string;
+  campaignId: string;
+  campaignWorkflowId: string;
+  taskQueue: string;
+  /** Most hosts to hold a slot at once (null = unlimited). */
+  maxActiveHosts: number | null;
+  /** Also look for host workflows that ended without releasing their slot (the domain watch). */
+  watch: boolean;
+  /** Only runs closed since (ISO 8601), for the watch. */
+  watchSince: string;
+}
+
+export interface CampaignSnapshot {
+  dispatched: number;
+  active: number;
+  ready: number;
+  paused: boolean;
+  stop: 'budget' | 'cancelled' | 'drained' | null;
+  configVersion: number;
+  totals: HostStats & { hosts: number; frontier: number };
+  problems: number;
+  /** Hosts given up by the watch in this round. */
+  givenUp: number;
+}
+
+export interface FinishCampaignInput {
+  campaignKey: string;
+  campaignId: string;
+  reason: 'budget' | 'cancelled' | 'drained';
+}
+
+export interface CampaignSummary {
+  totals: HostStats & { hosts: number; frontier: number };
+  active: number;
+  problems: { count: number; list: string[] };
 }
 
 /** The activity surface the workflows call (implemented by createActivities). */
 export interface CrawlerActivities {
-  prepareCampaign(input: PrepareCampaignInput & { campaignKey: string }): Promise<PrepareCampaignResult>;
-  loadRobots(input: DomainRef): Promise<LoadRobotsResult>;
-  crawlStep(input: CrawlStepInput): Promise<CrawlStepResult>;
-  findClosedDomains(input: FindClosedDomainsInput): Promise<ClosedDomain[]>;
+  prepareCampaign(input: PrepareCampaignInput): Promise<PrepareCampaignResult>;
+  crawlSession(input: SessionInput): Promise<SessionResult>;
+  dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot>;
+  /** Tells every host still holding a slot to stop (its sessions see it within a second) and wakes the sleeping ones. */
+  finishCampaign(input: FinishCampaignInput): Promise<{ signalled: number }>;
+  summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary>;
 }
 
-// ---- Operator steering (activities/update-campaign.ts) ----
+// ---- Operator steering (activities/steer-campaign.ts) ----
 
-export interface UpdateCampaignSettingsInput {
+/** One operator change, as the campaign's update handlers validated it. */
+export type SteerChange =
+  | { kind: 'pause' }
+  | { kind: 'resume' }
+  | { kind: 'pause-host'; host: string }
+  | { kind: 'resume-host'; host: string }
+  /** host null: the campaign-wide minimum delay. */
+  | { kind: 'delay'; host: string | null; minDelayMs: number }
+  /** A field left out is unchanged, null = unlimited. */
+  | { kind: 'budgets'; budgets: { maxPages?: number | null; maxDepth?: number | null } };
+
+export interface SteerCampaignInput {
   campaignKey: string;
-  /** The version to save the settings as: the campaign's current one + 1, so a retried attempt is recognised. */
+  campaignId: string;
+  /** The settings version this change becomes (the campaign's current one + 1), so a retried attempt is recognised. */
   version: number;
-  /** Budget changes; a field left out is unchanged, null = unlimited. */
-  budgets: { maxPages?: number | null; maxDepth?: number | null };
-  /**
-   * The campaign's hosts, sent only when maxPages goes from unlimited to a
-   * number: pages fetched while unlimited hold no budget slot, so their
-   * per-host counts are added to the budget first.
-   */
-  hosts?: string[];
+  change: SteerChange;
 }
 
-export interface UpdateCampaignSettingsResult {
+export interface SteerCampaignResult {
   configVersion: number;
   budgets: { maxPages: number | null; maxDepth: number | null };
 }
 
-export interface AddCampaignSeedsInput extends Omit<DomainRef, 'host'> {
+export interface AddCampaignSeedsInput {
+  campaignKey: string;
+  configVersion: number;
   seeds: string[];
 }
 
 export interface AddCampaignSeedsResult {
   accepted: string[];
   rejected: { seed: string; reason: string }[];
-  /** Hosts that got new URLs: the campaign wakes or starts them. */
-  hosts: string[];
+  /** Hosts that got new URLs (marked ready for the next dispatch). */
+  hosts: number;
 }
 
 // Declaration merging keeps this section self-contained.
 export interface CrawlerActivities {
-  updateCampaignSettings(input: UpdateCampaignSettingsInput): Promise<UpdateCampaignSettingsResult>;
+  steerCampaign(input: SteerCampaignInput): Promise<SteerCampaignResult>;
   addCampaignSeeds(input: AddCampaignSeedsInput): Promise<AddCampaignSeedsResult>;
 }

@@ -1,128 +1,52 @@
-// A crawl campaign: validates its input, seeds the frontiers, starts one
-// domainCrawl child per host, routes "new URLs for host X" to the right
-// child and completes when every host is drained or a budget is reached.
-// Deterministic: imports only @temporalio/workflow and pure modules.
+// A crawl campaign: validates its input, seeds the frontiers, dispatches
+// hosts into slots (each host is its own workflow, started or woken by an
+// activity), applies operators' steering and completes when no host holds
+// or waits for a slot, or a budget or cancel stops it. A thin shell: the
+// rules are in CampaignBook (workflows/campaign-state.ts), per-host state in Redis.
 import {
+  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
-  getExternalWorkflowHandle,
   isCancellation,
   log,
-  ParentClosePolicy,
-  patched,
   proxyActivities,
   setHandler,
-  sleep,
-  startChild,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
-  WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
-import type { CrawlerActivities } from '../activities/types';
+import type { CrawlerActivities, SteerChange } from '../activities/types';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
-import {
-  operatorDelayReason,
-  SteeringError,
-  validateAddSeeds,
-  validateHostRequest,
-  validateSetBudgets,
-  validateSetConcurrency,
-  validateSetPoliteness,
-} from '../src/config/steering';
-import { CrawlCampaign, CrawlErrors, CrawlHost, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
-import { domainCrawl, type DomainCrawlInput } from './domain-crawl';
-import { domainWorkflowId } from './ids';
+import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
+import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry } from './campaign-state';
 import {
   addSeedsUpdate,
+  campaignNudgeSignal,
   campaignStatusQuery,
   cancelSignal,
-  configSignal,
-  domainReportSignal,
-  emptyStats,
-  finishSignal,
   pauseCampaignUpdate,
   pauseHostUpdate,
   pauseSignal,
-  politenessSignal,
   resumeCampaignUpdate,
   resumeHostUpdate,
   resumeSignal,
   setBudgetsUpdate,
   setConcurrencyUpdate,
   setPolitenessUpdate,
-  urlsDiscoveredSignal,
-  wakeSignal,
   type CampaignResult,
-  type CampaignRunStatus,
-  type DomainState,
-  type HostStats,
-  type HostStatus,
 } from './messages';
-
-interface HostEntry {
-  state: HostStatus['state'];
-  /** Wakes sent so far; a domain's report only counts if it has seen the latest. */
-  seq: number;
-  /** New URLs arrived while the domain was busy: wake it again when it reports idle. */
-  dirty: boolean;
-  stats: HostStats;
-  domainState: DomainState;
-  frontier?: number | null;
-}
-
-export interface CampaignCarry {
-  campaignKey: string;
-  configVersion: number;
-  startedAt: number;
-  hosts: Record<string, HostEntry>;
-  pending: string[];
-  paused: boolean;
-  problems: string[];
-  /** What operators changed (absent from carries written before steering existed). */
-  steering?: CampaignSteeringCarry;
-}
-
-export interface CampaignSteeringCarry {
-  /** Campaign-wide minimum delay set by an operator; null = the input's. */
-  minDelayMs: number | null;
-  hostDelays: Record<string, number>;
-  pausedHosts: string[];
-  /** The budgets in the current settings version (the input's until setBudgets). */
-  budgets: { maxPages: number | null; maxDepth: number | null };
-  /** Most hosts crawled at once, null = unlimited (absent from carries written before it existed). */
-  maxActiveHosts?: number | null;
-}
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
 
-const MAX_HISTORY_EVENTS = 8000;
-/** Patch ID: the campaign continues as new when reports alone fill its history. */
-export const CAN_ON_REPORTS_PATCH = 'campaign-can-on-reports';
-/** Patch ID: a dirty host's idle report leads to a wake at once. */
-export const DIRTY_IDLE_WAKE_PATCH = 'dirty-idle-wake';
-/** How many children are started or signalled concurrently. */
-const FAN_OUT = 50;
-/** Patch ID: the final search attributes include the page count (for `crawler list`). */
-export const FINAL_PAGES_PATCH = 'campaign-final-pages-attribute';
-/**
- * Patch ID: while it runs, the campaign publishes its page and error totals
- * (search attributes) every PUBLISH_EVERY_MS, and its memo follows what
- * operators steer. Runs recorded before it keep the old command sequence.
- */
-export const LIVE_TOTALS_PATCH = 'campaign-live-totals';
-/** Often enough for a list sorted by pages; a timer a minute costs two events a minute. */
-const PUBLISH_EVERY_MS = 60_000;
-/**
- * Patch ID: on the same minute timer, the campaign looks for domain
- * workflows that ended without reporting (terminated by an operator,
- * failed) and gives their hosts up, so they neither hold a concurrency slot
- * nor keep the campaign from completing.
- */
-export const DOMAIN_WATCH_PATCH = 'campaign-domain-watch';
+const acts = proxyActivities<CrawlerActivities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+});
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -134,471 +58,129 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     throw err;
   }
   const { campaignId } = settings;
-  const carry: CampaignCarry = input.carry ?? {
-    // Redis keys are namespaced by the first run, so re-using a campaign ID
-    // after it finished starts from an empty seen-set.
-    campaignKey: `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`,
-    configVersion: 1,
-    startedAt: Date.now(),
-    hosts: {},
-    pending: [],
-    paused: false,
-    problems: [],
-  };
-  const steer: CampaignSteeringCarry = (carry.steering ??= {
-    minDelayMs: null,
-    hostDelays: {},
-    pausedHosts: [],
-    budgets: { maxPages: settings.budgets.maxPages, maxDepth: settings.budgets.maxDepth },
-  });
-  // `undefined`, not null: an operator's explicit "unlimited" must survive continue-as-new.
-  if (steer.maxActiveHosts === undefined) steer.maxActiveHosts = settings.politeness.maxActiveHosts ?? null;
-  const pending = new Set<string>(carry.pending);
-  // Patches decided once per run, before any handler is registered: updates
-  // and signals that arrive with the first workflow task run their handlers
-  // inside setHandler, and some of those read these.
-  // Domain reports alone grow the history (thousands of hosts report without
-  // queueing anything), so a full history must wake the loop by itself.
-  const canOnReports = patched(CAN_ON_REPORTS_PATCH);
-  const liveTotals = patched(LIVE_TOTALS_PATCH);
-  const domainWatch = liveTotals && patched(DOMAIN_WATCH_PATCH);
-  let status: CampaignRunStatus = input.carry ? 'running' : 'starting';
-  let stopReason: 'budget' | 'cancelled' | null = null;
-  let inflight = 0;
-  /** Set once the campaign has decided to end: every report then counts. */
-  let finishing = false;
+  // Redis keys are namespaced by the first run, so re-using a campaign ID after it finished starts clean.
+  const book = new CampaignBook(settings, `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`, Date.now(), input.carry);
+  const campaignKey = book.carry.campaignKey;
 
-  const entry = (host: string): HostEntry =>
-    (carry.hosts[host] ??= { state: 'closed', seq: 0, dirty: false, stats: emptyStats(), domainState: 'starting' });
-
-  const noteNewUrls = (hosts: string[]) => {
-    for (const host of hosts) {
-      const e = entry(host);
-      if (e.state === 'running') e.dirty = true;
-      else if (e.state !== 'done') pending.add(host);
-    }
-  };
-  setHandler(urlsDiscoveredSignal, ({ hosts }) => noteNewUrls(hosts));
-  setHandler(domainReportSignal, (r) => {
-    const e = entry(r.host);
-    e.stats = r.stats;
-    e.domainState = r.state;
-    if (r.frontier !== undefined) e.frontier = r.frontier;
-    if (r.kind === 'budget-exhausted') {
-      e.state = 'done';
-      stopReason ??= 'budget';
-      return;
-    }
-    if (r.kind === 'progress') return;
-    // A report that predates our latest wake is stale: that wake is still on its way.
-    if (r.seq < e.seq && !finishing) return;
-    if (e.dirty && !finishing) {
-      e.dirty = false;
-      // An idle domain waits for a wake: mark it idle so dispatchPending
-      // sends one (before this patch it stayed "running" and got none until
-      // it closed after idleCloseMs).
-      if (r.kind === 'closed') e.state = 'closed';
-      else if (patched(DIRTY_IDLE_WAKE_PATCH)) e.state = 'idle';
-      pending.add(r.host);
-      return;
-    }
-    e.state = r.kind === 'idle' ? 'idle' : 'closed';
-  });
-  const pauseCampaign = () => {
-    if (!carry.paused) {
-      carry.paused = true;
-      void broadcast('pause');
-    }
-  };
-  const resumeCampaign = () => {
-    if (carry.paused) {
-      carry.paused = false;
-      void broadcast('resume');
-    }
-  };
-  setHandler(pauseSignal, pauseCampaign);
-  setHandler(resumeSignal, resumeCampaign);
-  setHandler(cancelSignal, () => {
-    stopReason ??= 'cancelled';
-  });
-  setHandler(campaignStatusQuery, () => ({
-    campaignId,
-    status,
-    paused: carry.paused,
-    startedAt: new Date(carry.startedAt).toISOString(),
-    hosts: Object.entries(carry.hosts).map(([host, e]) => ({ host, state: e.state, domainState: e.domainState, stats: e.stats, frontier: e.frontier ?? null })),
-    totals: totals(),
-    steering: {
-      configVersion: carry.configVersion,
-      minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs,
-      hostDelays: steer.hostDelays,
-      pausedHosts: steer.pausedHosts,
-      budgets: steer.budgets,
-      maxActiveHosts: steer.maxActiveHosts ?? null,
-    },
-  }));
+  setHandler(campaignNudgeSignal, () => book.onNudge());
+  setHandler(campaignStatusQuery, () => book.statusView(campaignId));
+  setHandler(cancelSignal, () => book.requestStop('cancelled'));
 
   // ---- Operator steering: validated updates; a rejected one changes nothing. ----
-
-  const steeringActs = proxyActivities<CrawlerActivities>({
-    startToCloseTimeout: '2 minutes',
-    retry: { initialInterval: 1_000, maximumInterval: 30_000, maximumAttempts: 5, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
-  });
-  const knownHosts = () => new Set([...Object.keys(carry.hosts), ...pending]);
-  const isLive = (e: HostEntry | undefined) => e !== undefined && (e.state === 'running' || e.state === 'idle');
-  const liveHosts = () => Object.entries(carry.hosts).filter(([, e]) => isLive(e));
-  const hostPaused = (host: string) => steer.pausedHosts.includes(host);
   const assertOpen = () => {
-    if (finishing || stopReason !== null) throw new SteeringError(`campaign ${campaignId} is finishing; nothing can be changed any more`);
+    if (!book.open) throw new SteeringError(`campaign ${campaignId} is finishing; nothing can be changed any more`);
   };
-  /** The politeness a host's domain gets: its own override, else the campaign's, else the input's. */
-  const politenessFor = (host: string): { politeness: CampaignSettings['politeness']; note?: string } => {
-    const own = steer.hostDelays[host];
-    const ms = own ?? steer.minDelayMs;
-    if (ms === undefined || ms === null) return { politeness: settings.politeness };
-    return { politeness: { ...settings.politeness, minDelayMs: ms }, note: operatorDelayReason(ms, own !== undefined) };
+  let steering = false;
+  /** One change at a time, so settings versions follow each other; each is applied in Redis, where sessions look. */
+  const steer = async (change: SteerChange) => {
+    await condition(() => !steering && book.status !== 'starting');
+    steering = true;
+    try {
+      const r = await acts.steerCampaign({ campaignKey, campaignId, version: book.nextVersion(), change });
+      book.applied(change, r);
+      publishSteering();
+      return r;
+    } catch (err) {
+      // A change the activity refused (an unknown host): the update fails with the reason.
+      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SteeringError') {
+        throw ApplicationFailure.nonRetryable(err.cause.message, 'SteeringError');
+      }
+      throw err;
+    } finally {
+      steering = false;
+    }
   };
-  /** The memo shows the settings in force, the operator's changes included. */
-  const publishSteering = () => {
-    if (!liveTotals) return;
-    upsertMemo({
-      budgets: steer.budgets,
-      politeness: { ...settings.politeness, minDelayMs: steer.minDelayMs ?? settings.politeness.minDelayMs, maxActiveHosts: steer.maxActiveHosts ?? null },
-      hostDelays: steer.hostDelays,
-      pausedHosts: steer.pausedHosts,
-      maxActiveHosts: steer.maxActiveHosts ?? null,
-    });
-  };
-  const signalPoliteness = async (host: string) => {
-    const p = politenessFor(host);
-    await getExternalWorkflowHandle(domainWorkflowId(campaignId, host))
-      .signal(politenessSignal, { minDelayMs: p.politeness.minDelayMs, reason: p.note ?? `minimum delay ${p.politeness.minDelayMs} ms` })
-      // A domain that closed meanwhile gets the new value when it is started again.
-      .catch(() => undefined);
-  };
-  let settingsBusy = false;
+  const publishSteering = () =>
+    upsertMemo({ budgets: book.carry.budgets, minDelayMs: book.carry.minDelayMs ?? settings.politeness.minDelayMs, maxActiveHosts: book.carry.maxActiveHosts, paused: book.carry.paused });
 
   setHandler(
     setPolitenessUpdate,
     async (req) => {
-      const { host, minDelayMs } = validateSetPoliteness(req, knownHosts());
-      if (host === null) {
-        steer.minDelayMs = minDelayMs;
-        await inBatches(
-          liveHosts().filter(([h]) => steer.hostDelays[h] === undefined),
-          ([h]) => signalPoliteness(h),
-        );
-      } else {
-        steer.hostDelays[host] = minDelayMs;
-        if (isLive(carry.hosts[host])) await signalPoliteness(host);
-      }
-      publishSteering();
+      const { host, minDelayMs } = validateSetPoliteness(req);
+      await steer({ kind: 'delay', host, minDelayMs });
       return { host, minDelayMs };
     },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateSetPoliteness(req, knownHosts());
-      },
-    },
+    { validator: (req) => (assertOpen(), void validateSetPoliteness(req)) },
   );
-
-  // Takes effect at the next dispatch: hosts already crawling are not stopped
-  // when the limit goes down; new ones wait until fewer are active.
+  // Takes effect at the next dispatch: hosts already crawling keep their slot.
   setHandler(
     setConcurrencyUpdate,
     (req) => {
       const { maxActiveHosts } = validateSetConcurrency(req);
-      steer.maxActiveHosts = maxActiveHosts;
+      book.carry.maxActiveHosts = maxActiveHosts;
+      book.onNudge();
       publishSteering();
       return { maxActiveHosts };
     },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateSetConcurrency(req);
-      },
-    },
+    { validator: (req) => (assertOpen(), void validateSetConcurrency(req)) },
   );
-
   setHandler(
     setBudgetsUpdate,
     async (req) => {
-      const patch = validateSetBudgets(req);
-      // One settings write at a time, and only once prepareCampaign has stored the first version.
-      await condition(() => !settingsBusy && status !== 'starting');
-      settingsBusy = true;
-      try {
-        const fromUnlimited = patch.maxPages !== undefined && patch.maxPages !== null && steer.budgets.maxPages === null;
-        const r = await steeringActs.updateCampaignSettings({
-          campaignKey: carry.campaignKey,
-          version: carry.configVersion + 1,
-          budgets: patch,
-          hosts: fromUnlimited ? Object.keys(carry.hosts) : undefined,
-        });
-        carry.configVersion = Math.max(carry.configVersion, r.configVersion);
-        steer.budgets = r.budgets;
-        publishSteering();
-        const configVersion = carry.configVersion;
-        // Live domains ask for the new version on their next step; later ones start with it.
-        await inBatches(liveHosts(), async ([h]) => {
-          await getExternalWorkflowHandle(domainWorkflowId(campaignId, h))
-            .signal(configSignal, { configVersion })
-            .catch(() => undefined);
-        });
-        return { configVersion, budgets: steer.budgets };
-      } finally {
-        settingsBusy = false;
-      }
+      const r = await steer({ kind: 'budgets', budgets: validateSetBudgets(req) });
+      return { configVersion: r.configVersion, budgets: r.budgets };
     },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateSetBudgets(req);
-      },
-    },
+    { validator: (req) => (assertOpen(), void validateSetBudgets(req)) },
   );
-
   setHandler(
     addSeedsUpdate,
     async (req) => {
       const { seeds } = validateAddSeeds(req);
-      // Counts as work in flight: the campaign must not call itself done while seeds are on their way.
-      inflight++;
+      // Work in flight: the campaign must not call itself done while seeds are on their way.
+      book.inflight++;
       try {
-        await condition(() => status !== 'starting');
-        const r = await steeringActs.addCampaignSeeds({ campaignKey: carry.campaignKey, configVersion: carry.configVersion, seeds });
-        if (!finishing && stopReason === null) noteNewUrls(r.hosts);
+        await condition(() => book.status !== 'starting');
+        const r = await acts.addCampaignSeeds({ campaignKey, configVersion: book.carry.configVersion, seeds });
+        book.onNudge();
         return { accepted: r.accepted, rejected: r.rejected };
       } finally {
-        inflight--;
+        book.inflight--;
       }
     },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateAddSeeds(req);
-      },
-    },
+    { validator: (req) => (assertOpen(), void validateAddSeeds(req)) },
   );
-
-  setHandler(
-    pauseHostUpdate,
-    async (req) => {
-      const host = validateHostRequest(req, knownHosts());
-      if (!hostPaused(host)) {
-        steer.pausedHosts.push(host);
-        // Under a campaign-wide pause the domain is paused already; resume will skip it.
-        if (!carry.paused && isLive(carry.hosts[host])) {
-          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(pauseSignal).catch(() => undefined);
-        }
-        publishSteering();
-      }
-      return { host, paused: true };
-    },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateHostRequest(req, knownHosts());
+  for (const [update, kind] of [
+    [pauseHostUpdate, 'pause-host'],
+    [resumeHostUpdate, 'resume-host'],
+  ] as const) {
+    setHandler(
+      update,
+      async (req) => {
+        const host = validateHostRequest(req);
+        await steer({ kind, host });
+        // A host resumed on its own is still paused while the whole campaign is.
+        return { host, paused: kind === 'pause-host' || book.carry.paused };
       },
-    },
-  );
-
-  setHandler(
-    resumeHostUpdate,
-    async (req) => {
-      const host = validateHostRequest(req, knownHosts());
-      if (hostPaused(host)) {
-        steer.pausedHosts = steer.pausedHosts.filter((h) => h !== host);
-        if (!carry.paused && isLive(carry.hosts[host])) {
-          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(resumeSignal).catch(() => undefined);
-        }
-        publishSteering();
-      }
-      // Still paused if the whole campaign is.
-      return { host, paused: carry.paused };
-    },
-    {
-      validator: (req) => {
-        assertOpen();
-        validateHostRequest(req, knownHosts());
-      },
-    },
-  );
-
-  setHandler(pauseCampaignUpdate, () => {
-    pauseCampaign();
-    return { paused: carry.paused };
-  }, { validator: assertOpen });
-  setHandler(resumeCampaignUpdate, () => {
-    resumeCampaign();
-    return { paused: carry.paused };
-  }, { validator: assertOpen });
-
-  function totals() {
-    const t = { ...emptyStats(), hosts: 0, activeHosts: 0, frontier: 0 };
-    for (const e of Object.values(carry.hosts)) {
-      t.hosts++;
-      t.frontier += e.state === 'done' || e.state === 'closed' ? 0 : (e.frontier ?? 0);
-      if (e.state === 'running') t.activeHosts++;
-      t.fetched += e.stats.fetched;
-      t.failed += e.stats.failed;
-      t.skipped += e.stats.skipped;
-      t.bytes += e.stats.bytes;
-    }
-    return t;
+      { validator: (req) => (assertOpen(), void validateHostRequest(req)) },
+    );
   }
-
-  async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
-    inflight++;
-    try {
-      for (let i = 0; i < items.length; i += FAN_OUT) await Promise.all(items.slice(i, i + FAN_OUT).map(fn));
-    } finally {
-      inflight--;
-    }
-  }
-
-  async function broadcast(what: 'pause' | 'resume'): Promise<void> {
-    // A host an operator paused on its own stays paused when the campaign resumes.
-    const live = Object.entries(carry.hosts).filter(([host, e]) => (e.state === 'running' || e.state === 'idle') && (what === 'pause' || !hostPaused(host)));
-    await inBatches(live, async ([host]) => {
-      const h = getExternalWorkflowHandle(domainWorkflowId(campaignId, host));
-      await h.signal(what === 'pause' ? pauseSignal : resumeSignal).catch(() => undefined);
-    });
-  }
-
-  const domainInput = (host: string, e: HostEntry): DomainCrawlInput => {
-    const p = politenessFor(host);
-    return {
-      campaignId,
-      campaignKey: carry.campaignKey,
-      campaignWorkflowId: info.workflowId,
-      host,
-      configVersion: carry.configVersion,
-      politeness: p.politeness,
-      ...(p.note === undefined ? {} : { politenessNote: p.note }),
-      fetchTotalTimeoutMs: settings.fetch.totalTimeoutMs,
-      idleCloseMs: settings.idleCloseMs,
-      paused: carry.paused || hostPaused(host),
-      carry: { stats: e.stats, seq: e.seq, lastUrl: null, lastStatus: null },
-    };
+  const pauseOrResume = async (kind: 'pause' | 'resume') => {
+    if (book.carry.paused !== (kind === 'pause')) await steer({ kind });
+    return { paused: book.carry.paused };
   };
+  setHandler(pauseCampaignUpdate, () => pauseOrResume('pause'), { validator: assertOpen });
+  setHandler(resumeCampaignUpdate, () => pauseOrResume('resume'), { validator: assertOpen });
+  setHandler(pauseSignal, () => void pauseOrResume('pause'));
+  setHandler(resumeSignal, () => void pauseOrResume('resume'));
 
-  /**
-   * Gets new URLs looked at: a running or idle domain is woken by signal, a
-   * closed one is started again. Closing races both (a domain may close
-   * between our start attempt and our signal), so alternate a few times.
-   */
-  async function wakeOrStart(host: string, e: HostEntry, preferSignal: boolean): Promise<void> {
-    let signal = preferSignal;
-    for (let attempt = 0; ; attempt++) {
-      // Given up meanwhile (its workflow ended unreported): never started again.
-      if (domainWatch && e.state === 'done') return;
-      try {
-        if (signal) {
-          e.seq++;
-          await getExternalWorkflowHandle(domainWorkflowId(campaignId, host)).signal(wakeSignal, { seq: e.seq });
-        } else {
-          await startChild(domainCrawl, {
-            workflowId: domainWorkflowId(campaignId, host),
-            args: [domainInput(host, e)],
-            // Children outlive a continue-as-new of the campaign; they report back by workflow ID.
-            parentClosePolicy: ParentClosePolicy.ABANDON,
-            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-            typedSearchAttributes: [
-              { key: CrawlCampaign, value: campaignId },
-              { key: CrawlHost, value: host },
-              { key: CrawlState, value: 'starting' },
-            ],
-            memo: { campaign: campaignId, host },
-          });
-        }
-        return;
-      } catch (err) {
-        if (attempt >= 5) throw err;
-        log.info('domain wake/start raced its close, trying the other way', { host, error: String(err) });
-        signal = !signal;
-      }
-    }
-  }
-
-  // Concurrency: a host needs a slot to be started or woken; one that is
-  // already crawling (it only gets marked dirty) or done does not.
-  // A host an operator paused on its own gives its slot up (resuming it may
-  // briefly exceed the cap). Under a campaign-wide pause the hosts keep their
-  // slots, so no new host starts while nothing may crawl.
-  const activeHosts = () => Object.entries(carry.hosts).filter(([h, e]) => e.state === 'running' && !hostPaused(h)).length;
-  const needsSlot = (host: string) => carry.hosts[host]?.state !== 'running' && carry.hosts[host]?.state !== 'done';
-  const freeSlots = () => (steer.maxActiveHosts === null || steer.maxActiveHosts === undefined ? Infinity : steer.maxActiveHosts - activeHosts());
-  /** Something in `pending` can be dispatched now (always, without a concurrency limit). */
-  const dispatchable = () => pending.size > 0 && (freeSlots() > 0 || [...pending].some((h) => !needsSlot(h)));
-
-  async function dispatchPending(): Promise<void> {
-    const all = [...pending];
-    pending.clear();
-    // Thousands of starts fill the history: dispatch one batch per loop turn,
-    // so the loop can continue as new between batches. Hosts beyond the
-    // batch, and hosts that need a slot when none is free, wait in `pending`
-    // in their order; a host that needs no slot is never stuck behind them.
-    const batch = canOnReports ? FAN_OUT : Infinity;
-    let free = freeSlots();
-    const hosts: string[] = [];
-    for (const h of all) {
-      if (hosts.length < batch && (!needsSlot(h) || free-- > 0)) hosts.push(h);
-      else pending.add(h);
-    }
-    await inBatches(hosts, async (host) => {
-      const e = entry(host);
-      if (e.state === 'done' || stopReason !== null) return;
-      if (e.state === 'running') {
-        e.dirty = true;
-        return;
-      }
-      const wasIdle = e.state === 'idle';
-      e.state = 'running';
-      e.dirty = false;
-      await wakeOrStart(host, e, wasIdle);
-    });
-  }
-
-  const watchActs = proxyActivities<CrawlerActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3 } });
-  /** Hosts whose domain workflow ended without its closing report: done, with the reason among the problems. */
-  /** Domains that closed before this were looked at already (less a margin for visibility's lag). */
-  let watchedSince = carry.startedAt;
-  async function giveUpClosedDomains(): Promise<void> {
-    if (!Object.values(carry.hosts).some(isLive)) return;
-    const checkedAt = Date.now();
-    let closed: { host: string; status: string }[];
-    try {
-      closed = await watchActs.findClosedDomains({ campaignId, since: new Date(watchedSince).toISOString() });
-      watchedSince = Math.max(carry.startedAt, checkedAt - 5 * 60_000);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // Only a check: the next minute tries again.
-      log.warn('could not look for closed domain workflows', { error: String(err) });
-      return;
-    }
-    for (const { host, status: how } of closed) {
-      const e = carry.hosts[host];
-      if (!e || !isLive(e)) continue;
-      e.state = 'done';
-      e.dirty = false;
-      pending.delete(host);
-      carry.problems.push(`domain workflow ${domainWorkflowId(campaignId, host)} ended ${how} without reporting: ${host} is not crawled further`);
-    }
-  }
-
-  const quiet = () => pending.size === 0 && inflight === 0 && Object.values(carry.hosts).every((e) => e.state !== 'running');
-  const historyFull = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > MAX_HISTORY_EVENTS;
-  let published = { fetched: -1, failed: -1 };
   const publishTotals = () => {
-    const t = totals();
-    if (t.fetched === published.fetched && t.failed === published.failed) return;
-    published = { fetched: t.fetched, failed: t.failed };
-    upsertSearchAttributes([
-      { key: CrawlPages, value: t.fetched },
-      { key: CrawlErrors, value: t.failed },
-    ]);
+    const t = book.carry.snapshot?.totals;
+    if (t) upsertSearchAttributes([{ key: CrawlPages, value: t.fetched }, { key: CrawlErrors, value: t.failed }]);
+  };
+  const dispatch = async () => {
+    const now = Date.now();
+    const watch = book.watchDue(now);
+    const snap = await acts.dispatchHosts({
+      campaignKey,
+      campaignId,
+      campaignWorkflowId: info.workflowId,
+      taskQueue: info.taskQueue,
+      maxActiveHosts: book.carry.maxActiveHosts,
+      watch,
+      watchSince: new Date(book.carry.watchSince).toISOString(),
+    });
+    if (watch) book.watchedAt(now);
+    return snap;
   };
 
   try {
@@ -608,104 +190,63 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         { key: CrawlState, value: 'running' },
       ]);
       upsertMemo({ seeds: settings.seeds.slice(0, 20), scope: settings.scope, budgets: settings.budgets, politeness: settings.politeness, output: settings.output });
-      const prep = await proxyActivities<CrawlerActivities>({
-        startToCloseTimeout: '2 minutes',
-        retry: { initialInterval: 1_000, maximumInterval: 30_000, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
-      }).prepareCampaign({ settings, campaignKey: carry.campaignKey });
-      carry.configVersion = prep.configVersion;
-      for (const r of prep.rejectedSeeds) carry.problems.push(`seed ${r.seed}: ${r.reason}`);
-      if (prep.hosts.length === 0) {
-        throw ApplicationFailure.nonRetryable(`no usable seed: ${carry.problems.join('; ')}`, 'InvalidCampaignInput');
+      const prep = await acts.prepareCampaign({ settings, campaignKey });
+      if (prep.hosts === 0) {
+        throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, 'InvalidCampaignInput');
       }
-      for (const host of prep.hosts) pending.add(host);
     }
-    status = 'running';
-
-    if (liveTotals) {
-      // Its own timer loop: a timeout on the dispatch loop's condition would
-      // start and cancel a timer on every dispatch.
-      void (async () => {
-        try {
-          while (!finishing) {
-            await sleep(PUBLISH_EVERY_MS);
-            if (!finishing) publishTotals();
-            if (domainWatch && !finishing) await giveUpClosedDomains();
-          }
-        } catch (err) {
-          // A cancelled campaign cancels this timer too; the loop just ends.
-          if (!isCancellation(err)) throw err;
-        }
-      })();
-    }
+    book.status = 'running';
     for (;;) {
-      await condition(() => dispatchable() || stopReason !== null || quiet() || (canOnReports && inflight === 0 && historyFull()));
-      if (stopReason !== null) break;
-      if (inflight === 0 && historyFull()) {
+      await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
+      if (book.stopReason !== null) break;
+      if (book.shouldContinueAsNew(workflowInfo())) {
         await allHandlersFinished();
-        return await continueAsNew<typeof crawlCampaign>({ ...input, carry: { ...carry, pending: [...pending] } });
+        // Only the settings and small counters travel: seeds are in Redis already.
+        return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
-      if (dispatchable()) {
-        await dispatchPending();
-        continue;
-      }
-      if (quiet()) break;
+      book.nudged = false;
+      const next = book.onSnapshot(await dispatch(), Date.now());
+      publishTotals();
+      if (next === 'done') break;
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;
-    stopReason = 'cancelled';
+    book.requestStop('cancelled');
   }
 
-  // Handlers change stopReason behind the compiler's back.
-  const reason = stopReason as 'budget' | 'cancelled' | null;
-  status = reason === 'budget' ? 'budget-exhausted' : reason === 'cancelled' ? 'cancelled' : 'completed';
-  finishing = true;
-  await CancellationScope.nonCancellable(async () => {
-    const open = Object.entries(carry.hosts).filter(([, e]) => e.state === 'running' || e.state === 'idle');
-    await inBatches(open, async ([host]) => {
-      await getExternalWorkflowHandle(domainWorkflowId(campaignId, host))
-        .signal(finishSignal, { reason: reason ?? 'drained' })
-        .catch(() => undefined);
-    });
-    // Wait (bounded) for every domain to finish its current step, send its
-    // final numbers and close, so the summary is exact and no domain
-    // workflow is left waiting for workers that are about to stop.
-    const allClosed = () => Object.values(carry.hosts).every((e) => e.state === 'closed' || e.state === 'done');
-    if (domainWatch) {
-      // A domain that ended unreported would hold this wait for its whole length.
-      if (!(await condition(allClosed, '30 seconds'))) {
-        await giveUpClosedDomains();
-        await condition(allClosed, '90 seconds');
-      }
-    } else {
-      await condition(allClosed, '2 minutes');
+  book.finishing = true;
+  book.status = book.finalStatus();
+  const result = await CancellationScope.nonCancellable(async () => {
+    const reason = book.stopReason ?? 'drained';
+    await acts.finishCampaign({ campaignKey, campaignId, reason });
+    // Wait (bounded) for every host to end its session and give its slot
+    // up, so the summary is exact and no host workflow is left waiting for
+    // workers that are about to stop. The watch gives up hosts whose
+    // workflow ended without releasing.
+    const deadline = Date.now() + FINISH_WAIT_MS;
+    for (let round = 0; Date.now() < deadline; round++) {
+      book.nudged = false;
+      const snap = await acts.dispatchHosts({
+        campaignKey,
+        campaignId,
+        campaignWorkflowId: info.workflowId,
+        taskQueue: info.taskQueue,
+        maxActiveHosts: 0,
+        watch: round > 0,
+        watchSince: new Date(book.carry.startedAt).toISOString(),
+      });
+      if (snap.active === 0) break;
+      await condition(() => book.nudged, round === 0 ? '5 seconds' : '15 seconds');
     }
-    // Histories recorded before the page count was published replay the old command.
-    if (patched(FINAL_PAGES_PATCH)) {
-      upsertSearchAttributes([
-        { key: CrawlState, value: status },
-        { key: CrawlPages, value: totals().fetched },
-        ...(liveTotals ? [{ key: CrawlErrors, value: totals().failed }] : []),
-      ]);
-    } else {
-      upsertSearchAttributes([{ key: CrawlState, value: status }]);
-    }
+    const summary = await acts.summarizeCampaign({ campaignKey, problems: 100 });
+    upsertSearchAttributes([
+      { key: CrawlState, value: book.status },
+      { key: CrawlPages, value: summary.totals.fetched },
+      { key: CrawlErrors, value: summary.totals.failed },
+    ]);
+    return book.result(campaignId, summary, Date.now());
   });
   await allHandlersFinished();
-  const t = totals();
-  const finishedAt = Date.now();
-  log.info('campaign finished', { campaignId, status, pages: t.fetched });
-  return {
-    campaignId,
-    status,
-    startedAt: new Date(carry.startedAt).toISOString(),
-    finishedAt: new Date(finishedAt).toISOString(),
-    durationMs: finishedAt - carry.startedAt,
-    hosts: t.hosts,
-    pages: t.fetched,
-    failed: t.failed,
-    skipped: t.skipped,
-    bytes: t.bytes,
-    outputDir: settings.output.dir,
-    problems: carry.problems,
-  };
+  log.info('campaign finished', { campaignId, status: result.status, pages: result.pages });
+  return result;
 }

@@ -1,6 +1,8 @@
 // Every signal, query and update of the crawler, defined once and shared by
 // workflows, activities and clients. Payloads are plain JSON.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { HostStats } from '../activities/types';
+import type { HostRecord } from '../src/redis/campaign-hosts';
 import type {
   AddSeedsRequest,
   AddSeedsResult,
@@ -14,49 +16,25 @@ import type {
   SetPolitenessResult,
 } from '../src/config/steering';
 
-export type DomainState = 'starting' | 'robots' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done';
+export type { HostStats } from '../activities/types';
 
-export interface HostStats {
-  /** Pages fetched with a 2xx or 3xx response (redirects and duplicates included). */
-  fetched: number;
-  /** URLs that ended in an error outcome: a final 4xx/5xx, network errors, timeouts, refused addresses… */
-  failed: number;
-  /** URLs not requested on purpose (robots.txt, budget). */
-  skipped: number;
-  bytes: number;
-}
+/** What a host workflow is doing (its CrawlState search attribute shows the coarse part of it). */
+export type DomainState = 'starting' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'done';
 
-export const emptyStats = (): HostStats => ({ fetched: 0, failed: 0, skipped: 0, bytes: 0 });
+// Campaign ← sessions: something changed in Redis (hosts ready, a slot freed, a budget reached).
+export const campaignNudgeSignal = defineSignal<[]>('nudge');
 
-/** Sent by a domain workflow to its campaign. */
-export interface DomainReport {
-  host: string;
-  kind: 'progress' | 'idle' | 'closed' | 'budget-exhausted';
-  /** The last wake sequence number the domain had seen when it reported. */
-  seq: number;
-  stats: HostStats;
-  state: DomainState;
-  /** URLs waiting in the host's frontier at its last step (absent from older domain runs). */
-  frontier?: number | null;
-}
-
-// Campaign ← activities: these hosts got new URLs in their frontier.
-export const urlsDiscoveredSignal = defineSignal<[{ hosts: string[] }]>('urlsDiscovered');
-// Campaign ← domain workflows.
-export const domainReportSignal = defineSignal<[DomainReport]>('domainReport');
-
-// Campaign and domain workflows both understand these.
+// The campaign understands these (the `temporal` CLI can send them too).
 export const pauseSignal = defineSignal<[]>('pause');
 export const resumeSignal = defineSignal<[]>('resume');
 export const cancelSignal = defineSignal<[{ reason?: string }?]>('cancel');
 
-// Domain ← campaign.
-export const wakeSignal = defineSignal<[{ seq: number }]>('wake');
+// Host workflow ← campaign.
+/** New URLs for the host: run another session; `gen` is the dispatch generation that holds its slot. */
+export const wakeSignal = defineSignal<[{ gen: number }]>('wake');
 export const finishSignal = defineSignal<[{ reason: 'drained' | 'budget' | 'cancelled' }]>('finish');
-/** The operator changed this host's minimum delay; applies from the domain's next sleep. */
-export const politenessSignal = defineSignal<[{ minDelayMs: number; reason: string }]>('politeness');
-/** Settings in Redis changed: the domain's next activity asks for at least this version. */
-export const configSignal = defineSignal<[{ configVersion: number }]>('configChanged');
+/** Settings (pause, delays, budgets) changed to this version: a host waiting on a pause looks again. */
+export const steerSignal = defineSignal<[{ configVersion: number }]>('steer');
 
 // Operator steering of a running campaign (validated: a rejected update changes nothing).
 export const setPolitenessUpdate = defineUpdate<SetPolitenessResult, [SetPolitenessRequest]>('setPoliteness');
@@ -69,37 +47,42 @@ export const resumeHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('re
 export const pauseCampaignUpdate = defineUpdate<{ paused: boolean }, []>('pauseCampaign');
 export const resumeCampaignUpdate = defineUpdate<{ paused: boolean }, []>('resumeCampaign');
 
-export interface HostStatus {
-  host: string;
-  state: 'running' | 'idle' | 'closed' | 'done';
-  domainState: DomainState;
-  stats: HostStats;
-  /** URLs waiting in the host's frontier, as of its last report. */
-  frontier?: number | null;
+/** A host as `crawler status` lists it: its record in Redis. */
+export type HostStatus = HostRecord & { host: string };
+
+export interface CampaignTotals extends HostStats {
+  hosts: number;
+  /** Hosts holding a slot now. */
+  activeHosts: number;
+  /** Hosts with URLs waiting for a slot. */
+  readyHosts: number;
+  frontier: number;
 }
 
 export interface CampaignStatus {
   campaignId: string;
+  /** Namespace of the campaign's Redis keys: where `crawler status` reads the per-host table. */
+  campaignKey: string;
   status: CampaignRunStatus;
   paused: boolean;
   startedAt: string;
-  hosts: HostStatus[];
-  totals: HostStats & { hosts: number; activeHosts: number; frontier?: number };
-  /** What operators changed since the start (absent from campaigns started before steering existed). */
-  steering?: CampaignSteering;
+  /** As of `updatedAt` (the campaign's last look at Redis). */
+  totals: CampaignTotals;
+  updatedAt: string;
+  problems: number;
+  steering: CampaignSteering;
 }
 
 export interface CampaignSteering {
-  /** Version of the settings in Redis the campaign hands to its domains. */
+  /** Version of the settings in Redis (every operator change makes a new one). */
   configVersion: number;
   /** Campaign-wide minimum delay now in force (the input's, or the operator's). */
   minDelayMs: number;
-  /** Per-host minimum delays set by an operator. */
-  hostDelays: Record<string, number>;
-  pausedHosts: string[];
   budgets: { maxPages: number | null; maxDepth: number | null };
-  /** Most hosts crawled at once (null = unlimited); absent from campaigns started before it existed. */
-  maxActiveHosts?: number | null;
+  /** Most hosts crawled at once (null = unlimited). */
+  maxActiveHosts: number | null;
+  /** Hosts paused or given a delay of their own (operators' changes; listed by `crawler status`). */
+  pausedHosts: number;
 }
 
 export type CampaignRunStatus = 'starting' | 'running' | 'completed' | 'budget-exhausted' | 'cancelled' | 'failed';
@@ -118,9 +101,10 @@ export interface DomainStatus {
   lastStatus: number | null;
   nextWakeAt: string | null;
   frontier: number | null;
-  /** Minimum delay in force (the campaign's, or the operator's), before robots.txt. */
-  minDelayMs?: number;
-  configVersion?: number;
+  configVersion: number;
+  /** Sessions run by this workflow run, and URLs they finished. */
+  sessions: number;
+  pages: number;
 }
 
 export const domainStatusQuery = defineQuery<DomainStatus>('domainStatus');
@@ -137,5 +121,7 @@ export interface CampaignResult {
   skipped: number;
   bytes: number;
   outputDir: string;
+  /** The first problems (rejected seeds, hosts given up…); `problemCount` counts them all. */
   problems: string[];
+  problemCount: number;
 }

@@ -45,12 +45,10 @@ export class ProgressReporter {
     this.last = { at: now, pages: s.totals.fetched };
     // The ETA follows a smoothed rate, so one slow tick does not make it jump.
     this.smoothedRate = this.smoothedRate === null ? rate : RATE_SMOOTHING * rate + (1 - RATE_SMOOTHING) * this.smoothedRate;
-    const maxPages = s.steering ? s.steering.budgets.maxPages : this.maxPages;
-    const byState = new Map<string, number>();
-    for (const h of s.hosts) byState.set(h.domainState, (byState.get(h.domainState) ?? 0) + 1);
-    const states = [...byState].map(([k, v]) => `${k} ${v}`).join(', ');
+    const maxPages = s.steering.budgets.maxPages ?? this.maxPages;
+    const states = `${s.totals.activeHosts} active, ${s.totals.readyHosts} waiting`;
     const eta = maxPages && this.smoothedRate > 0 ? `, ETA ${Math.max(0, Math.ceil((maxPages - s.totals.fetched) / this.smoothedRate))} s` : '';
-    const frontier = s.totals.frontier !== undefined ? `, frontier ${s.totals.frontier}` : '';
+    const frontier = `, frontier ${s.totals.frontier}`;
     const line = `${s.status}${s.paused ? ' (paused)' : ''}: ${s.totals.fetched} pages (${rate.toFixed(1)}/s), ${s.totals.failed} failed, hosts ${s.totals.hosts} [${states}]${frontier}${eta}`;
     this.out.write(this.tty ? `\r\x1b[2K${line}` : `${line}\n`);
   }

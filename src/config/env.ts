@@ -77,7 +77,7 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'temporalApiKey', env: 'TEMPORAL_API_KEY', default: null, parse: str, doc: 'API key (Temporal Cloud), sent as a bearer token' },
   { key: 'taskQueue', env: 'CRAWLER_TASK_QUEUE', default: 'crawler', parse: str, doc: 'Task queue of workflows and activities' },
   { key: 'redisUrl', env: 'REDIS_URL', default: 'redis://127.0.0.1:6379', parse: redisUrl, doc: 'redis[s]://[user:pass@]host:port[/db], or redis[s]+cluster://[user:pass@]h1:p1,h2:p2' },
-  { key: 'activitySlots', env: 'CRAWLER_ACTIVITY_SLOTS', default: 100, parse: int('CRAWLER_ACTIVITY_SLOTS'), doc: 'Concurrent activities per worker' },
+  { key: 'activitySlots', env: 'CRAWLER_ACTIVITY_SLOTS', default: 1000, parse: int('CRAWLER_ACTIVITY_SLOTS'), doc: 'Concurrent activities per worker, mostly host sessions (each one host with a request or a short wait in flight)' },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
   { key: 'metricsPort', env: 'CRAWLER_METRICS_PORT', default: null, parse: port('CRAWLER_METRICS_PORT'), doc: 'Prometheus /metrics port of each worker (0: any free port, printed at start)' },

@@ -90,13 +90,7 @@ function checkLimit(name: string, v: unknown): number | null | undefined {
  * matches exactly one known key whatever its port.
  */
 export function resolveKnownHost(input: unknown, known: Iterable<string>): string {
-  if (typeof input !== 'string' || input.trim() === '') throw new SteeringError(`host must be a non-empty string such as "example.com" (got ${shown(input)})`);
-  const wanted = input
-    .trim()
-    .toLowerCase()
-    .replace(/^[a-z][a-z0-9+.-]*:\/\//, '')
-    .replace(/[/?#].*$/, '')
-    .replace(/\.$/, '');
+  const wanted = wantedHost(input);
   const hosts = [...known];
   if (hosts.includes(wanted)) return wanted;
   const byName = hosts.filter((h) => h.replace(/:\d+$/, '') === wanted);
@@ -106,6 +100,17 @@ export function resolveKnownHost(input: unknown, known: Iterable<string>): strin
   throw new SteeringError(
     `host ${shown(input)} is not known to this campaign` + (hosts.length > 0 ? ` (${hosts.length} known, e.g. ${sample})` : ' (it knows no host yet)'),
   );
+}
+
+/** The host key an operator typed (`host[:port]`, a pasted URL, any case), before it is matched against the campaign's hosts. */
+export function wantedHost(input: unknown): string {
+  if (typeof input !== 'string' || input.trim() === '') throw new SteeringError(`host must be a non-empty string such as "example.com" (got ${shown(input)})`);
+  return input
+    .trim()
+    .toLowerCase()
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//, '')
+    .replace(/[/?#].*$/, '')
+    .replace(/\.$/, '');
 }
 
 /** Checks a setPoliteness request; `known` is omitted by callers that cannot know the hosts (the CLI). */

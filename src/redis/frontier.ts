@@ -90,37 +90,20 @@ export class Frontier {
     return !r.awake && r.queued > 0;
   }
 
-  /** The entry to work on: the one a previous attempt claimed, else the head. */
-  async claim(): Promise<{ member: string; entry: FrontierEntry } | null> {
-    const c = await this.claimStep('');
-    return c && 'member' in c ? c : null;
-  }
-
   /**
-   * claim() for the step `stepId`, in the same round trip: if the host's last
-   * commit was this step's (its worker died before the workflow heard back),
-   * the result it committed and the frontier size, instead of the next entry.
+   * The entry to work on (the one claimed before and not yet committed,
+   * else the head) and how often it has been claimed, this time included.
    */
-  async claimStep(stepId: string): Promise<{ member: string; entry: FrontierEntry } | { committed: string; remaining: number } | null> {
+  async claim(): Promise<{ member: string; entry: FrontierEntry; attempts: number } | null> {
     const k = this.keys;
-    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.step, stepId);
-    if (Array.isArray(r)) return { committed: r[0], remaining: r[1] };
-    return r ? { member: r, entry: decodeEntry(r) } : null;
+    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts);
+    return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]) } : null;
   }
 
   /** Finishes an entry: removes it, counts the outcome once, enqueues same-host links. */
-  async commit(
-    member: string,
-    outcome: 'fetched' | 'failed' | 'skipped',
-    bytes: number,
-    links: EnqueueItem[],
-    step?: { id: string; result: string },
-  ): Promise<{ removed: boolean; added: number; remaining: number }> {
+  async commit(member: string, outcome: 'fetched' | 'failed' | 'skipped', bytes: number, links: EnqueueItem[]): Promise<{ removed: boolean; added: number; remaining: number }> {
     const k = this.keys;
-    const [removed, added, remaining] = await this.redis.crawlCommit(
-      k.seen, k.frontier, k.seq, k.current, k.stats, k.step,
-      member, outcome, bytes, step?.id ?? '', step?.result ?? '', ...enqueueArgs(links),
-    );
+    const [removed, added, remaining] = await this.redis.crawlCommit(k.seen, k.frontier, k.seq, k.current, k.stats, k.attempts, member, outcome, bytes, ...enqueueArgs(links));
     return { removed: removed === 1, added, remaining };
   }
 

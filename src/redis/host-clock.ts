@@ -1,6 +1,7 @@
 // One politeness clock per host, shared by every worker and every campaign:
 // a request may only start when the clock allows it, and each request holds
 // the clock (a lease) until it ends and stamps the next allowed time.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sharedHostKeys } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -19,5 +20,28 @@ export class HostClock {
   /** The request is over: the next one may start delayMs from now. */
   async release(owner: string, delayMs: number): Promise<void> {
     await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)));
+  }
+}
+
+/**
+ * Takes the clock, waiting here for any gap shorter than `maxWaitMs` (the
+ * durable-sleep threshold): 0 once held, else the wait still ahead, which the
+ * caller hands to its workflow as a durable sleep. `onWait` sees each wait
+ * slept here (the politeness-wait metric).
+ */
+export async function acquireWithin(
+  clock: HostClock,
+  owner: string,
+  leaseMs: number,
+  delayMs: number,
+  maxWaitMs: number,
+  signal: AbortSignal,
+  onWait?: (ms: number) => void,
+): Promise<number> {
+  for (;;) {
+    const wait = await clock.acquire(owner, leaseMs, delayMs);
+    if (wait === 0 || wait >= maxWaitMs) return wait;
+    onWait?.(wait);
+    await sleep(wait, undefined, { signal });
   }
 }

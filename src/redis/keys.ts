@@ -14,12 +14,14 @@ export const hostKeys = (campaignKey: string, host: string) => {
     seen: `${P}:${tag}:seen`,
     /** Discovery counter, the tie-breaker that makes the frontier FIFO within a depth. */
     seq: `${P}:${tag}:seq`,
-    /** The entry the current step works on, so a retried step retries the same URL. */
+    /** The entry being worked on, so a retried session retries the same URL first. */
     current: `${P}:${tag}:current`,
+    /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
+    attempts: `${P}:${tag}:attempts`,
     /** HASH of counters (fetched, failed, skipped, bytes). */
     stats: `${P}:${tag}:stats`,
-    /** `<stepId>\n<result JSON>` of the host's last committed step (crawlCommit). */
-    step: `${P}:${tag}:step`,
+    /** HASH fails (robots.txt attempts that failed in a row), cause (JSON), given-up (1 once RFC 9309 says crawl nothing). */
+    robots: `${P}:${tag}:robots`,
     /**
      * Set while the host's workflow is consuming its frontier (its last claim
      * found an entry), so producers of new URLs know nobody has to wake it.
@@ -36,6 +38,33 @@ export const campaignKeys = (campaignKey: string) => {
     config: `${P}:${tag}:config`,
     /** SET of fingerprints that hold a slot of the page budget. */
     budget: `${P}:${tag}:budget`,
+    /**
+     * HASH version (settings version in force), paused (1/0), stop (why the
+     * campaign ends: budget / cancelled / drained), minDelayMs (operator's
+     * campaign-wide delay): what running host sessions look at between pages.
+     */
+    control: `${P}:${tag}:control`,
+    /** SET of hosts an operator paused on their own; HASH host → operator's delay for that host. */
+    pausedHosts: `${P}:${tag}:paused-hosts`,
+    hostDelays: `${P}:${tag}:host-delays`,
+    /** ZSET host → ready sequence: hosts with URLs queued and nobody known to consume them. */
+    ready: `${P}:${tag}:ready`,
+    readySeq: `${P}:${tag}:ready-seq`,
+    /** HASH host → dispatch generation of the host workflow that holds the host's slot. */
+    active: `${P}:${tag}:active`,
+    /** Dispatch generation counter. */
+    gen: `${P}:${tag}:gen`,
+    /** SET of hosts given up (their workflow ended without releasing): never dispatched again. */
+    givenUp: `${P}:${tag}:given-up`,
+    /** HASH host → JSON record (counts, state, frontier, delay and why): the per-host table. */
+    hosts: `${P}:${tag}:hosts`,
+    /** ZSET host → attention score (most in need of an operator first). */
+    attention: `${P}:${tag}:attention`,
+    /** HASH fetched, failed, skipped, bytes, frontier, hosts: the sum of the host records. */
+    totals: `${P}:${tag}:totals`,
+    /** LIST of problem strings (capped) and their total count. */
+    problems: `${P}:${tag}:problems`,
+    problemCount: `${P}:${tag}:problem-count`,
   };
 };
 

@@ -28,48 +28,40 @@ export const SCRIPTS = {
     numberOfKeys: 4,
     lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: frontier, current, awake, step. ARGV: stepId (or ''). Returns the
-  // entry being worked on (sticky across retries) or nil. Finding the
-  // frontier empty clears the awake flag atomically, so an enqueue either
-  // lands before this claim (and is claimed) or after it (and sees the flag
-  // cleared, and wakes the host). A step whose id is on the host's last
-  // commit (crawlCommit) already finished: {result, remaining} instead.
+  // KEYS: frontier, current, awake, attempts. Returns {member, attempts}:
+  // the entry being worked on (sticky until committed, so a session retried
+  // after its worker died retries the same URL) and how often it has been
+  // claimed, this time included; nil when the frontier is empty. Finding it
+  // empty clears the awake flag atomically, so an enqueue either lands before
+  // this claim (and is claimed) or after it (and sees the flag cleared, and
+  // marks the host ready).
   crawlClaim: {
     numberOfKeys: 4,
     lua: `
-if ARGV[1] ~= '' then
-  local done = redis.call('GET', KEYS[4])
-  local prefix = ARGV[1] .. '\\n'
-  if done and string.sub(done, 1, #prefix) == prefix then
-    return {string.sub(done, #prefix + 1), redis.call('ZCARD', KEYS[1])}
-  end
-end
 local cur = redis.call('GET', KEYS[2])
-if cur and redis.call('ZSCORE', KEYS[1], cur) then return cur end
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-if #head == 0 then redis.call('DEL', KEYS[2], KEYS[3]) return false end
-redis.call('SET', KEYS[2], head[1])
+if not (cur and redis.call('ZSCORE', KEYS[1], cur)) then
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if #head == 0 then redis.call('DEL', KEYS[2], KEYS[3]) return false end
+  cur = head[1]
+  redis.call('SET', KEYS[2], cur)
+end
 redis.call('SET', KEYS[3], '1')
-return head[1]`,
+return {cur, redis.call('HINCRBY', KEYS[4], cur, 1)}`,
   },
-  // KEYS: seen, frontier, seq, current, stats, step. ARGV: member, statField,
-  // bytes, stepId, step result, then enqueue triples. Removes the finished
-  // entry, counts it once, enqueues its same-host links, and keeps the step's
-  // result under its id, so a retry of a step whose commit went through
-  // returns that result instead of claiming the next URL.
+  // KEYS: seen, frontier, seq, current, stats, attempts. ARGV: member,
+  // statField, bytes, then enqueue triples. Removes the finished entry,
+  // counts it once, forgets its attempts and enqueues its same-host links.
   crawlCommit: {
     numberOfKeys: 6,
     lua: `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
+redis.call('HDEL', KEYS[6], ARGV[1])
 if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
 end
--- Only the commit that finished the entry: a late attempt of an older step
--- (past its timeout) must not replace the record of the step after it.
-if removed == 1 and ARGV[4] ~= '' then redis.call('SET', KEYS[6], ARGV[4] .. '\\n' .. ARGV[5], 'PX', 86400000) end
-${ENQUEUE_BODY.replace('FIRST', '6')}
+${ENQUEUE_BODY.replace('FIRST', '4')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: clock. ARGV: owner, leaseMs, delayMs. Returns 0 when the caller
@@ -123,6 +115,69 @@ if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SADD', KEYS[1], ARGV[1])
 return 1`,
   },
+  // KEYS: ready, readySeq, givenUp. ARGV: hosts. Marks hosts ready to be
+  // dispatched (their frontier has URLs and no session consumes it). A host
+  // already ready moves to a newer sequence number, which tells a dispatch
+  // in flight that it must not drop the host (crawlDispatched). Hosts given
+  // up are not marked. Returns how many hosts were marked.
+  crawlMarkReady: {
+    numberOfKeys: 3,
+    lua: `
+local n = 0
+for i = 1, #ARGV do
+  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 then
+    redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[2]), ARGV[i])
+    n = n + 1
+  end
+end
+return n`,
+  },
+  // KEYS: ready, active. ARGV: host, readySeq seen by the dispatch, gen.
+  // After the host's workflow was started or signalled with this
+  // generation: it holds the host's slot. The ready entry goes only if no
+  // enqueue marked the host again since the dispatch read it.
+  crawlDispatched: {
+    numberOfKeys: 2,
+    lua: `
+local cur = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if tonumber(ARGV[3]) > cur then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 1`,
+  },
+  // KEYS: active, ready. ARGV: host, gen. A host workflow whose frontier
+  // ran dry gives its slot up, unless a newer dispatch (a wake it has not
+  // seen yet) holds it. Returns {released, active hosts left, ready hosts}.
+  crawlRelease: {
+    numberOfKeys: 2,
+    lua: `
+local released = 0
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  released = 1
+end
+return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
+  },
+  // KEYS: hosts, totals, attention. ARGV: host, record JSON, attention
+  // score. Replaces the host's record and moves the campaign totals by the
+  // difference, so writing the same record twice changes nothing. A record
+  // with fewer finished URLs than the stored one is stale (an older
+  // session's late write) and is ignored. Returns 1 if written.
+  crawlHostRecord: {
+    numberOfKeys: 3,
+    lua: `
+local new = cjson.decode(ARGV[2])
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local old = {fetched = 0, failed = 0, skipped = 0, bytes = 0, frontier = 0}
+if raw then old = cjson.decode(raw) else redis.call('HINCRBY', KEYS[2], 'hosts', 1) end
+if raw and (new.fetched + new.failed + new.skipped) < (old.fetched + old.failed + old.skipped) then return 0 end
+for _, f in ipairs({'fetched', 'failed', 'skipped', 'bytes', 'frontier'}) do
+  local d = (tonumber(new[f]) or 0) - (tonumber(old[f]) or 0)
+  if d ~= 0 then redis.call('HINCRBY', KEYS[2], f, d) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+return 1`,
+  },
 } as const;
 
 type ScriptArgs = (string | number)[];
@@ -130,11 +185,15 @@ type ScriptArgs = (string | number)[];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
-    crawlClaim(frontier: string, current: string, awake: string, step: string, stepId: string): Result<string | [string, number] | null, Context>;
-    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, step: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlClaim(frontier: string, current: string, awake: string, attempts: string): Result<[string, number] | null, Context>;
+    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, attempts: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
+    crawlMarkReady(ready: string, readySeq: string, givenUp: string, ...hosts: string[]): Result<number, Context>;
+    crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
+    crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
+    crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;
   }
 }
 

@@ -51,7 +51,8 @@ export interface IndexEntry {
   referrer: string | null;
   warc?: { file: string; offset: number; length: number };
   error?: { code: string; message: string };
-  redirects?: string[];
+  /** For outcome "redirect": where the 3xx pointed (the target is its own frontier entry and index line). */
+  redirectTo?: string;
   truncated?: string | null;
   /** What the frontier entry was: absent for pages. */
   kind?: 'sitemap' | 'sitemap-child';

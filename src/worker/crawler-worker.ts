@@ -53,13 +53,12 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     taskQueue: cfg.taskQueue,
     ...(bundlePath ? { workflowBundle: { code: fs.readFileSync(bundlePath, 'utf8') } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(rt),
+    // Activities are mostly host sessions, which wait on the network and the
+    // host clock, not the CPU: a worker keeps hundreds of slow hosts in flight.
     maxConcurrentActivityTaskExecutions: cfg.activitySlots,
-    // Page fetches run as local activities inside a domain's workflow task,
-    // so each fetch in flight also holds a workflow task slot.
-    maxConcurrentLocalActivityExecutions: cfg.activitySlots,
-    maxConcurrentWorkflowTaskExecutions: cfg.activitySlots,
     maxCachedWorkflows: cfg.workflowCacheSize,
-    // SIGTERM lets in-flight steps finish (a fetch is bounded by its total timeout).
+    // SIGTERM: sessions finish the page in flight and end (rt.draining); the
+    // grace time bounds a page that hangs.
     shutdownGraceTime: '30s',
   });
   const metricsServer =
@@ -81,6 +80,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     done,
     metricsUrl: metricsServer ? `http://${cfg.metricsHost}:${metricsServer.port}/metrics` : null,
     shutdown: async () => {
+      rt.draining = true;
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },

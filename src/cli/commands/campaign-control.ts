@@ -11,7 +11,10 @@ import {
   resumeCampaignUpdate,
   resumeHostUpdate,
   type CampaignStatus,
+  type HostStatus,
 } from '../../../workflows/messages';
+import { CampaignHosts } from '../../redis/campaign-hosts';
+import { createRedis } from '../../redis/client';
 import { UsageError } from '../usage-error';
 
 export async function connectCli() {
@@ -76,46 +79,54 @@ export function checkLocally<T>(fn: () => T): T {
   }
 }
 
-type HostRow = CampaignStatus['hosts'][number];
+/** Hosts per page of `crawler status`. */
+export const STATUS_PAGE_SIZE = 50;
 
-/**
- * How much a host needs an operator's attention, most first: backing off
- * (the server is refusing us now), still crawling with failures, in a long
- * sleep, paused, crawling, idle; finished hosts last, those with failures
- * before clean ones.
- */
-export function attentionRank(h: HostRow): number {
-  const finished = h.state === 'closed' || h.state === 'done' || h.domainState === 'done';
-  if (finished) return h.stats.failed > 0 ? 6 : 7;
-  if (h.domainState === 'backing-off') return 0;
-  if (h.stats.failed > 0) return 1;
-  if (h.domainState === 'sleeping') return 2;
-  if (h.domainState === 'paused') return 3;
-  if (h.state === 'idle' || h.domainState === 'idle') return 5;
-  return 4;
+/** The campaign's line, its totals, and a page of hosts in order of attention (src/redis/campaign-hosts.ts). */
+export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page = 1): string {
+  const t = s.totals;
+  const lines = [
+    `campaign ${s.campaignId}: ${s.status}${s.paused ? ' (paused)' : ''}, started ${s.startedAt}, as of ${s.updatedAt}`,
+    `pages ${t.fetched}, failed ${t.failed}, skipped ${t.skipped}, bytes ${t.bytes}, hosts ${t.hosts} (${t.activeHosts} active, ${t.readyHosts} waiting for a slot), frontier ${t.frontier}` +
+      (s.problems ? `, problems ${s.problems}` : ''),
+    '',
+  ];
+  if (hosts === null) {
+    lines.push('(per-host table: set REDIS_URL to the campaign\'s Redis)');
+  } else {
+    lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
+    lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason].join('\t')));
+    if (hosts.length === STATUS_PAGE_SIZE) lines.push(`(page ${page}; --page ${page + 1} for more)`);
+  }
+  return lines.join('\n');
 }
 
-/** The per-host table, sorted by attentionRank, then most failures, then name. */
-export function formatStatus(s: CampaignStatus): string {
-  const hosts = [...s.hosts].sort((a, b) => attentionRank(a) - attentionRank(b) || b.stats.failed - a.stats.failed || a.host.localeCompare(b.host));
-  const lines = [
-    `campaign ${s.campaignId}: ${s.status}${s.paused ? ' (paused)' : ''}, started ${s.startedAt}`,
-    `pages ${s.totals.fetched}, failed ${s.totals.failed}, skipped ${s.totals.skipped}, bytes ${s.totals.bytes}, hosts ${s.totals.hosts} (${s.totals.activeHosts} active)`,
-    '',
-    ['HOST', 'STATE', 'DOMAIN', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER'].join('\t'),
-    ...hosts.map((h) => [h.host, h.state, h.domainState, h.stats.fetched, h.stats.failed, h.stats.skipped, h.frontier ?? '-'].join('\t')),
-  ];
-  return lines.join('\n');
+/** A page of the campaign's hosts from Redis, or null when no Redis is named or it does not answer. */
+async function hostPage(campaignKey: string, page: number): Promise<HostStatus[] | null> {
+  const url = process.env.REDIS_URL;
+  if (!url) return null;
+  const redis = createRedis(url);
+  try {
+    return await new CampaignHosts(redis, campaignKey).page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE);
+  } catch {
+    return null;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export function registerCampaignControlCommands(program: Command): void {
   program
     .command('status <campaign>')
-    .description('show a campaign\'s progress, per host')
+    .description('show a campaign\'s progress, and its hosts most in need of attention first (REDIS_URL)')
     .option('--json', 'print the status as JSON')
-    .action(async (campaignId: string, opts: { json?: boolean }) => {
+    .option('--page <n>', 'page of the host table (50 hosts a page)', '1')
+    .action(async (campaignId: string, opts: { json?: boolean; page: string }) => {
+      const page = Number(opts.page);
+      if (!Number.isInteger(page) || page < 1) throw new UsageError(`--page must be a whole number ≥ 1 (got ${opts.page})`);
       const s = await withCampaign(campaignId, (h) => h.query(campaignStatusQuery));
-      process.stdout.write(opts.json ? `${JSON.stringify(s)}\n` : `${formatStatus(s)}\n`);
+      const hosts = await hostPage(s.campaignKey, page);
+      process.stdout.write(opts.json ? `${JSON.stringify({ ...s, hosts })}\n` : `${formatStatus(s, hosts, page)}\n`);
     });
   for (const [name, campaignUpdate, hostUpdate, what] of [
     ['pause', pauseCampaignUpdate, pauseHostUpdate, 'stop fetching (in-flight requests finish); state is kept. --host: one host only, the others go on'],

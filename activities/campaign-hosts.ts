@@ -1,0 +1,140 @@
+// The campaign's side of host bookkeeping, as activities: dispatching ready
+// hosts into free slots (starting or waking their workflows), telling every
+// host to stop, and the summary. The state itself is in Redis
+// (src/redis/campaign-hosts.ts), so the campaign workflow holds none of it.
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { Frontier } from '../src/redis/frontier';
+import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
+import { domainWorkflowId } from '../workflows/ids';
+import { finishSignal, wakeSignal } from '../workflows/messages';
+import type { DomainCrawlInput } from '../workflows/domain-crawl';
+import { findClosedDomains } from './domain-watch';
+import type { WorkerRuntime } from './runtime';
+import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput } from './types';
+
+/** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
+export const DISPATCH_BATCH = 200;
+/** Workflow starts and signals in flight at once. */
+const CONCURRENCY = 20;
+/** Problems listed in the summary (all of them are counted). */
+const SUMMARY_PROBLEMS = 100;
+
+async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += CONCURRENCY) {
+    await Promise.all(items.slice(i, i + CONCURRENCY).map(fn));
+    Context.current().heartbeat();
+  }
+}
+
+export function dispatchHostsActivity(rt: WorkerRuntime) {
+  return async function dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot> {
+    const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
+    const client = rt.deps.temporal;
+    let givenUp = 0;
+    if (input.watch) {
+      // Host workflows terminated by an operator, failed or timed out never
+      // release their slot: give their hosts up, so they neither hold a slot
+      // nor keep the campaign from completing.
+      for (const { host, status } of await findClosedDomains(rt, { campaignId: input.campaignId, since: input.watchSince })) {
+        if (!(await hosts.isActive(host))) continue;
+        const problem = `domain workflow ${domainWorkflowId(input.campaignId, host)} ended ${status} without reporting: ${host} is not crawled further`;
+        if (await hosts.giveUp(host, problem)) {
+          givenUp++;
+          const r = await hosts.get(host);
+          if (r) await hosts.record(host, { ...r, state: 'given-up', updatedAt: new Date().toISOString() });
+        }
+      }
+    }
+    const control = await hosts.control();
+    let dispatched = 0;
+    if (!control.stop && !control.paused) {
+      const c = await hosts.counts();
+      // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
+      const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
+      const batch = await hosts.readyBatch(free);
+      if (batch.length > 0) {
+        const last = await hosts.nextGens(batch.length);
+        await inBatches(
+          batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i })),
+          async ({ host, seq, gen }) => {
+            if (await hosts.isGivenUp(host)) return;
+            const args: DomainCrawlInput = {
+              campaignId: input.campaignId,
+              campaignKey: input.campaignKey,
+              campaignWorkflowId: input.campaignWorkflowId,
+              host,
+              gen,
+              configVersion: control.version,
+            };
+            // Starts the host's workflow, or wakes the one that runs: no race
+            // between "it is closing" and "it gets new URLs" to handle here.
+            await client.workflow.signalWithStart('domainCrawl', {
+              workflowId: domainWorkflowId(input.campaignId, host),
+              taskQueue: input.taskQueue,
+              args: [args],
+              signal: wakeSignal,
+              signalArgs: [{ gen }],
+              typedSearchAttributes: [
+                { key: CrawlCampaign, value: input.campaignId },
+                { key: CrawlHost, value: host },
+                { key: CrawlState, value: 'starting' },
+              ],
+              memo: { campaign: input.campaignId, host },
+            });
+            await hosts.dispatched(host, seq, gen);
+            dispatched++;
+          },
+        );
+      }
+    }
+    const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
+    return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
+  };
+}
+
+export function finishCampaignActivity(rt: WorkerRuntime) {
+  return async function finishCampaign(input: FinishCampaignInput): Promise<{ signalled: number }> {
+    const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
+    // Sessions see the stop between pages; sleeping host workflows need the signal.
+    const stop = await hosts.requestStop(input.reason);
+    let signalled = 0;
+    for await (const page of hosts.activeHosts()) {
+      await inBatches(page, async ({ host }) => {
+        try {
+          await rt.deps.temporal.workflow.getHandle(domainWorkflowId(input.campaignId, host)).signal(finishSignal, { reason: stop ?? input.reason });
+          signalled++;
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+      });
+    }
+    return { signalled };
+  };
+}
+
+export function summarizeCampaignActivity(rt: WorkerRuntime) {
+  return async function summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary> {
+    const redis = rt.deps.redis;
+    const hosts = new CampaignHosts(redis, input.campaignKey);
+    // The records are written at the end of every session; a host whose
+    // workflow was given up mid-session may lag its counters. Bring every
+    // record up to the counters (once per campaign, a page of hosts at a time).
+    for await (const page of hosts.records()) {
+      await Promise.all(
+        page.map(async ({ host, ...r }) => {
+          const f = new Frontier(redis, input.campaignKey, host);
+          const [st, size] = await Promise.all([f.stats(), f.size()]);
+          const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
+          if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
+            await hosts.record(host, { ...r, ...counts });
+          }
+        }),
+      );
+      Context.current().heartbeat();
+    }
+    const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
+    return { totals, active: c.active, problems };
+  };
+}

@@ -1,0 +1,206 @@
+// A host session: one activity that crawls a run of its host's URLs, paced by
+// the shared Redis host clock, committing every page in Redis as it goes.
+// It ends when the frontier is empty, when the next request is due at or
+// beyond the durable-sleep threshold (the host's workflow sleeps that out
+// with a durable timer), at its page or time cap, or when the campaign's
+// control says so (pause, new settings, stop), which it reads between pages.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
+import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
+import { operatorDelayReason } from '../src/config/steering';
+import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/campaign-hosts';
+import { Frontier } from '../src/redis/frontier';
+import { acquireWithin, HostClock } from '../src/redis/host-clock';
+import { CampaignNudger } from './nudge';
+import { processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
+import { ensureRobots } from './robots';
+import type { WorkerRuntime } from './runtime';
+import type { SessionEnd, SessionInput, SessionResult } from './types';
+
+/** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
+const CONTROL_EVERY_MS = 500;
+/** How often the host's record (what `crawler status` shows) is brought up to date while the session runs. */
+const RECORD_EVERY_MS = 2_000;
+/** The SDK throttles heartbeats to 80 % of the heartbeat timeout; this only keeps them coming while a page takes long. */
+const HEARTBEAT_EVERY_MS = 1_000;
+/** A URL whose processing failed this many times for a reason other than the network is recorded as INTERNAL_ERROR. */
+export const MAX_PAGE_ATTEMPTS = 3;
+/** A wait at least this long shows as `sleeping` rather than `crawling` (operators filter on it). */
+const LONG_SLEEP_MS = 10_000;
+
+export function crawlSessionActivity(rt: WorkerRuntime) {
+  return async function crawlSession(input: SessionInput): Promise<SessionResult> {
+    const ctx = Context.current();
+    const signal = ctx.cancellationSignal;
+    const { host } = input;
+    const redis = rt.deps.redis;
+    if (input.sleptMs) rt.deps.metrics?.recordPolitenessWait(input.sleptMs);
+    const hosts = new CampaignHosts(redis, input.campaignKey);
+    let control = await hosts.sessionControl(host);
+    const campaign = await rt.campaign(input.campaignKey, Math.max(input.configVersion, control.version));
+    const s = campaign.settings;
+    const frontier = new Frontier(redis, input.campaignKey, host);
+    const threshold = s.session.durableSleepMs;
+    const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
+    const started = Date.now();
+    const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+    let pages = 0;
+    let lastUrl: string | null = null;
+    let lastStatus: number | null = null;
+    let delay = delayFor(s, control, null);
+    let lastRecordAt = 0;
+    let lastControlAt = Date.now();
+
+    const writeRecord = async (state: HostState, extra: Partial<HostRecord> = {}) => {
+      const [st, size] = await Promise.all([frontier.stats(), frontier.size()]);
+      lastRecordAt = Date.now();
+      await hosts.record(host, {
+        state,
+        fetched: st.fetched ?? 0,
+        failed: st.failed ?? 0,
+        skipped: st.skipped ?? 0,
+        bytes: st.bytes ?? 0,
+        frontier: size,
+        delayMs: delay.ms,
+        reason: delay.reason,
+        lastUrl,
+        lastStatus,
+        nextWakeAt: null,
+        updatedAt: new Date().toISOString(),
+        ...extra,
+      });
+      return { stats: { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 }, frontier: size };
+    };
+
+    const end = async (how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> => {
+      clearInterval(heartbeat);
+      const waitMs = more.waitMs ?? 0;
+      const reason = more.reason ?? delay.reason;
+      const state: HostState =
+        how === 'wait' ? (more.backingOff ? 'backing-off' : waitMs >= LONG_SLEEP_MS ? 'sleeping' : 'crawling')
+        : how === 'paused' ? 'paused'
+        : how === 'stopped' || (how === 'drained' && more.released) ? 'done'
+        : 'crawling';
+      const r = await writeRecord(state, { reason, nextWakeAt: how === 'wait' ? new Date(Date.now() + waitMs).toISOString() : null });
+      await nudger.flush();
+      return {
+        end: how,
+        waitMs,
+        backingOff: more.backingOff ?? false,
+        released: more.released ?? false,
+        stop: more.stop ?? control.stop,
+        configVersion: Math.max(campaign.version, control.version),
+        pages,
+        stats: r.stats,
+        frontier: r.frontier,
+        delayMs: delay.ms,
+        reason,
+        lastUrl,
+        lastStatus,
+      };
+    };
+
+    try {
+      const stopFor = (): SessionEnd | null => (control.stop ? 'stopped' : control.paused || control.hostPaused ? 'paused' : control.version > campaign.version ? 'config' : null);
+      const early = stopFor();
+      if (early) return await end(early);
+
+      const robots = await ensureRobots(rt, { campaign, host, maxWaitMs: threshold, signal });
+      if (robots.kind === 'wait') return await end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
+      delay = delayFor(s, control, robots.kind === 'ok' ? robots.crawlDelaySec : null);
+      const clock = new HostClock(redis, await campaign.clockKeys.keyFor(host));
+      // One owner per campaign and host: a session retried after its worker
+      // died may take the clock once the delay has passed since the dead
+      // attempt took it (crawlClockAcquire), never sooner.
+      const owner = `${campaign.key}|${host}`;
+      const lease = s.fetch.totalTimeoutMs + delay.ms + 5_000;
+      const wake = async (hs: string[]) => {
+        if ((await hosts.markReady(hs)) > 0) nudger.nudge();
+      };
+
+      for (;;) {
+        if (Date.now() - lastControlAt >= CONTROL_EVERY_MS) {
+          control = await hosts.sessionControl(host);
+          lastControlAt = Date.now();
+          const why = stopFor();
+          if (why) return await end(why);
+        }
+        if (Date.now() - lastRecordAt >= RECORD_EVERY_MS) await writeRecord('crawling');
+        if (pages >= s.session.maxPages || Date.now() - started >= s.session.maxMs || rt.draining) return await end('cap');
+        ctx.heartbeat();
+
+        // A host that may not be fetched at all: its URLs are recorded, none requested.
+        if (robots.kind === 'unavailable' || robots.refused) {
+          const claim = await frontier.claim();
+          if (!claim) return await drained();
+          const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, signal };
+          if (robots.kind === 'unavailable') {
+            await recordWithoutFetch(rt, job, 'robots-unavailable', 'skipped', { code: robots.code, message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing` });
+          } else {
+            await recordWithoutFetch(rt, job, 'refused', 'failed', { code: 'ADDRESS_REFUSED', message: `${host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}` });
+          }
+          pages++;
+          continue;
+        }
+
+        const wait = await acquireWithin(clock, owner, lease, delay.ms, threshold, signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
+        if (wait > 0) return await end('wait', { waitMs: wait, reason: 'host clock: another request to this host is too recent' });
+        const claim = await frontier.claim();
+        if (!claim) {
+          await clock.release(owner, 0);
+          return await drained();
+        }
+        const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wake, signal };
+        let res: PageResult;
+        try {
+          res = await processPage(rt, job);
+        } catch (err) {
+          // A request may have gone out: the host gets its delay either way.
+          await clock.release(owner, delay.ms);
+          if (signal.aborted || claim.attempts < MAX_PAGE_ATTEMPTS) throw err;
+          res = await recordInternalError(rt, job, err);
+        }
+        if (res.kind === 'budget') {
+          await clock.release(owner, 0);
+          const stop = await hosts.requestStop('budget');
+          nudger.nudge();
+          return await end('stopped', { stop });
+        }
+        await clock.release(owner, res.hostPauseMs);
+        lastUrl = res.url;
+        lastStatus = res.status;
+        if (res.kind === 'retry') {
+          if (res.waitMs >= threshold) return await end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
+          await sleep(res.waitMs, undefined, { signal });
+          continue;
+        }
+        pages++;
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+
+    /** The frontier ran dry: give the host's slot up, unless a newer dispatch holds it. */
+    async function drained(): Promise<SessionResult> {
+      const r = await hosts.release(host, input.gen);
+      // The campaign dispatches the next ready host into the slot, or checks whether it is done.
+      if (r.released && (r.ready > 0 || r.active === 0)) nudger.nudge();
+      return end('drained', { released: r.released });
+    }
+  };
+}
+
+/** The pause between two requests to the host now, and why: the operator's delay (host, then campaign), the settings', robots.txt's if longer. */
+export function delayFor(
+  s: CampaignSettings,
+  control: { minDelayMs: number | null; hostDelayMs: number | null },
+  robotsCrawlDelaySec: number | null,
+): { ms: number; reason: string } {
+  const operator = control.hostDelayMs ?? control.minDelayMs;
+  const base = operator ?? s.politeness.minDelayMs;
+  const ms = crawlDelayMs({ ...s.politeness, minDelayMs: base }, robotsCrawlDelaySec);
+  // robots.txt wins when it asks for more than the minimum (operators only make it stricter).
+  if (robotsCrawlDelaySec && ms > base) return { ms, reason: `robots.txt Crawl-delay ${robotsCrawlDelaySec} s` };
+  if (operator !== null) return { ms, reason: operatorDelayReason(operator, control.hostDelayMs !== null) };
+  return { ms, reason: `minimum delay ${base} ms` };
+}

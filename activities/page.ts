@@ -1,0 +1,335 @@
+import { isFetchError } from '../src/http/fetch-error';
+import type { FetchResult } from '../src/http/http-client';
+import { parseRetryAfter } from '../src/http/retry-after';
+import { extractLinks } from '../src/parse/links';
+import { decodeBody, isHtml } from '../src/parse/decode';
+import { reserveBudget } from '../src/redis/campaign-store';
+import type { Frontier, EnqueueItem, FrontierEntry } from '../src/redis/frontier';
+import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
+import { urlFingerprint } from '../src/url/fingerprint';
+import { ContentIndex } from '../src/dedup/content-index';
+import { simhash64 } from '../src/dedup/simhash';
+import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
+import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import type { Outcome } from './types';
+
+/** Attempts a URL answered with 429 gets beyond fetch.maxRetries. */
+const THROTTLE_EXTRA_ATTEMPTS = 5;
+/** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
+const MIN_SIMHASH_WORDS = 50;
+/** Longest link the normaliser hands to the trap rules (beyond it a link only counts as invalid). */
+const OVERLONG_LINK_CHARS = 256 * 1024;
+/** Outlinks listed in a WARC metadata record. */
+const MAX_METADATA_OUTLINKS = 1000;
+
+/** One claimed frontier entry, and what the session knows that the page needs. */
+export interface PageJob {
+  campaign: CampaignRuntime;
+  frontier: Frontier;
+  host: string;
+  member: string;
+  entry: FrontierEntry;
+  /** Claims of this entry so far, this one included. */
+  attempts: number;
+  /** The host's pause between requests now; a Retry-After may lengthen it. */
+  delayMs: number;
+  /** Robots rules for the host, null when robots.txt is not respected. */
+  allowedByRobots: ((url: string) => boolean) | null;
+  /** Hosts that got URLs and need their workflow woken: the session marks them ready. */
+  wake: (hosts: string[]) => Promise<void>;
+  signal: AbortSignal;
+}
+
+/**
+ * What became of a page. `done`: committed (index line, counters, its
+ * same-host links). `retry`: a transient failure; the URL stays claimed and
+ * the session waits `waitMs` (≥ the delay, ≥ Retry-After) before its next
+ * attempt. `budget`: the campaign's page budget is spent; nothing
+ * committed. `hostPauseMs`: how long the host clock must keep the host
+ * quiet after this request (the delay, or a longer Retry-After).
+ */
+export type PageResult =
+  | ({ kind: 'done'; requested: boolean; hostPauseMs: number } & Outcome)
+  | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string; hostPauseMs: number }
+  | { kind: 'budget'; url: string };
+
+/**
+ * Processes one claimed URL: budgets, the fetch (the caller holds the host
+ * clock), storage (WARC + index), dedup, and discovered URLs routed to their
+ * hosts' frontiers. Idempotent per URL: the entry stays claimed until the
+ * commit, the seen-sets ignore links already enqueued and the budget slot is
+ * keyed by the URL fingerprint; a worker dying between storing and
+ * committing means the URL is fetched and stored again
+ * (docs/guarantees.md).
+ */
+export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<PageResult> {
+  const { campaign, frontier, entry, host } = job;
+  const s = campaign.settings;
+  const { url } = entry;
+  const fp = urlFingerprint(url);
+  const out = await rt.outputs.get(s.output.dir, s.campaignId);
+  const log = rt.log.child({ campaign: s.campaignId, host, url });
+  const kind = entry.kind ?? 'page';
+
+  const record = async (
+    outcome: string,
+    counted: 'fetched' | 'failed' | 'skipped',
+    details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
+  ): Promise<PageResult> => {
+    const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
+    await out.index.append({
+      url,
+      fp,
+      host,
+      campaignId: s.campaignId,
+      status: null,
+      outcome,
+      contentType: null,
+      bytes: 0,
+      contentHash: null,
+      fetchedAt: new Date().toISOString(),
+      depth: entry.depth,
+      referrer: entry.referrer,
+      ...extra,
+    });
+    const status = extra.status ?? null;
+    await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
+    rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
+    // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
+    if (extra.error && status === null) rt.deps.metrics?.recordError(extra.error.code);
+    log.info('page', { outcome, status, bytes: extra.bytes ?? 0, fetchMs: extra.fetchMs, depth: entry.depth, error: extra.error?.code });
+    return { kind: 'done', url, outcome, counted, status, bytes: extra.bytes ?? 0, requested, hostPauseMs };
+  };
+
+  if (job.allowedByRobots && !job.allowedByRobots(url)) return record('robots-disallowed', 'skipped', { requested: false, hostPauseMs: 0 });
+
+  let hostRequests: number | undefined;
+  if (s.budgets.maxPagesPerHost !== null && kind === 'page') {
+    const st = await frontier.stats();
+    hostRequests = (st.fetched ?? 0) + (st.failed ?? 0);
+    if (hostRequests >= s.budgets.maxPagesPerHost) {
+      return record('host-budget-exhausted', 'skipped', { requested: false, hostPauseMs: 0, error: { code: 'HOST_BUDGET', message: `host reached its budget of ${s.budgets.maxPagesPerHost} pages` } });
+    }
+  }
+  if (s.budgets.maxPages !== null && kind === 'page' && !(await reserveBudget(rt.deps.redis, campaign.key, fp, s.budgets.maxPages))) {
+    return { kind: 'budget', url };
+  }
+
+  const attempt = job.attempts;
+  const retryLater = (waitMs: number, reason: string, status: number | null, code: string, hostPauseMs: number): PageResult => {
+    rt.deps.metrics?.recordFetch({ outcome: 'retry', status });
+    if (status === null) rt.deps.metrics?.recordError(code);
+    log.info('retry later', { code, waitMs, attempt });
+    return { kind: 'retry', url, waitMs, reason, status, code, hostPauseMs };
+  };
+  let res: FetchResult;
+  try {
+    // Redirects are never followed inside a fetch: each hop is its own
+    // frontier entry, fetched under its host's clock and archived under its
+    // own URL (docs/crawling-rules.md).
+    res = await campaign.http.fetch(url, { followRedirect: () => false, signal: job.signal });
+  } catch (err) {
+    if (!isFetchError(err)) throw err;
+    if (err.retryable && attempt <= s.fetch.maxRetries) {
+      return retryLater(backoffMs(attempt, job.delayMs), `${err.code} on ${url}, retry ${attempt}/${s.fetch.maxRetries}`, null, err.code, job.delayMs);
+    }
+    const outcome = err.code === 'ADDRESS_REFUSED' ? 'refused' : 'error';
+    return record(outcome, 'failed', { requested: err.code !== 'ADDRESS_REFUSED', error: { code: err.code, message: err.message } });
+  }
+
+  const retryAfter = parseRetryAfter(res.headers['retry-after']);
+  const overloaded = res.status === 429 || res.status >= 500;
+  // Retry-After applies to the whole host: it goes on the shared clock.
+  const hostPause = overloaded && retryAfter !== null ? Math.max(job.delayMs, retryAfter) : job.delayMs;
+  // A 429 is the server pacing us, not the URL failing: it gets a few
+  // attempts more than maxRetries before the URL is given up.
+  const maxAttempts = res.status === 429 ? s.fetch.maxRetries + THROTTLE_EXTRA_ATTEMPTS : s.fetch.maxRetries;
+  if (overloaded && attempt <= maxAttempts) {
+    const why = retryAfter !== null ? `HTTP ${res.status} with Retry-After ${Math.round(hostPause / 1000)} s` : `HTTP ${res.status}`;
+    return retryLater(Math.max(hostPause, backoffMs(attempt, job.delayMs)), `${why} on ${url}, retry ${attempt}/${maxAttempts}`, res.status, `HTTP_${res.status}`, hostPause);
+  }
+
+  const contentType = res.headers['content-type'] ?? null;
+  const fetchMs = res.endedAt - res.startedAt;
+  const common: Partial<IndexEntry> = {
+    status: res.status,
+    contentType,
+    bytes: res.body.length,
+    contentHash: contentHashOf(res.body),
+    fetchedAt: new Date(res.startedAt).toISOString(),
+    fetchMs,
+    truncated: res.truncated,
+    ...(entry.kind && entry.kind !== 'page' ? { kind: entry.kind } : {}),
+  };
+  const ok = res.status >= 200 && res.status < 300;
+  const html = isHtml(contentType);
+
+  // Non-HTML bodies are never parsed for links; by policy they are stored or only indexed.
+  if (ok && !html && kind === 'page' && s.content.nonHtml === 'skip') {
+    return record('skipped-content-type', 'fetched', { requested: true, hostPauseMs: hostPause, ...common });
+  }
+
+  let candidates: Candidate[] = [];
+  let canonical: string | null | undefined;
+  let duplicateOf: IndexEntry['duplicateOf'];
+  let sitemap: IndexEntry['sitemap'];
+  if (res.stoppedRedirect) {
+    // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
+    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind }];
+  } else if (kind === 'sitemap' || kind === 'sitemap-child') {
+    if (ok) {
+      const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth);
+      candidates = listed.candidates;
+      sitemap = listed.summary;
+    }
+  } else if (ok && html) {
+    // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
+    const page = extractLinks(decodeBody(res.body, contentType).text, res.finalUrl, { withText: s.content.dedup === 'near', maxLength: OVERLONG_LINK_CHARS });
+    canonical = page.canonical;
+    duplicateOf = await checkDuplicate(rt, campaign, url, common.contentHash!, page.text);
+    // A duplicate's links are followed like any page's: mirrors and shared
+    // templates must not cost coverage, and the seen-sets make links
+    // already known free (docs/crawling-rules.md).
+    if (!page.metaRobots.nofollow) candidates = page.links.filter((l) => !l.nofollow).map((l) => ({ url: l.url, depth: entry.depth + 1 }));
+  }
+
+  const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
+  const routed = await routeCandidates(rt, campaign, host, url, candidates, job.wake, { ownHostBudgetLeft: hostBudgetLeft });
+  if (sitemap) sitemap.added = routed.own.length;
+  const loc = await out.warc.writeExchange({
+    url,
+    fetchedAt: new Date(res.startedAt),
+    ip: res.remoteAddress ?? undefined,
+    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+    metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
+  });
+  const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
+  // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
+  // not a page: typed like any other failure, though the response stays in
+  // the WARC as evidence. A sitemap probe that 404s is not a failure of the
+  // crawl (most hosts have no /sitemap.xml), so sitemaps keep their outcome.
+  const httpError = !res.stoppedRedirect && !isSitemap && res.status >= 400;
+  const outcome = res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
+  // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
+  const counted = isSitemap ? 'skipped' : httpError ? 'failed' : 'fetched';
+  return record(outcome, counted, {
+    requested: true,
+    hostPauseMs: hostPause,
+    ...common,
+    ...(res.stoppedRedirect ? { redirectTo: res.stoppedRedirect.to } : {}),
+    ...(httpError ? { error: { code: `HTTP_${res.status}`, message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` } } : {}),
+    warc: { file: loc.file, offset: loc.offset, length: loc.length },
+    ...(canonical ? { canonical } : {}),
+    ...(duplicateOf ? { duplicateOf } : {}),
+    ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
+    ...(sitemap ? { sitemap } : {}),
+    links: routed.own,
+  });
+}
+
+/** A URL finished without a request (its host may not be fetched at all): an index line and the commit. */
+export async function recordWithoutFetch(
+  rt: WorkerRuntime,
+  job: PageJob,
+  outcome: string,
+  counted: 'fetched' | 'failed' | 'skipped',
+  error: { code: string; message: string },
+): Promise<void> {
+  const s = job.campaign.settings;
+  const out = await rt.outputs.get(s.output.dir, s.campaignId);
+  await out.index.append({
+    url: job.entry.url,
+    fp: urlFingerprint(job.entry.url),
+    host: job.host,
+    campaignId: s.campaignId,
+    status: null,
+    outcome,
+    contentType: null,
+    bytes: 0,
+    contentHash: null,
+    fetchedAt: new Date().toISOString(),
+    depth: job.entry.depth,
+    referrer: job.entry.referrer,
+    error,
+  });
+  await job.frontier.commit(job.member, counted, 0, []);
+  rt.deps.metrics?.recordFetch({ outcome, status: null });
+}
+
+/**
+ * The URL keeps failing for a reason other than the network (a parser bug,
+ * storage that cannot be written, a worker that died on it every time): it
+ * is recorded as failed with the cause, so its host goes on. The index line
+ * is written if the index can be written at all.
+ */
+export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause: unknown): Promise<PageResult> {
+  const s = job.campaign.settings;
+  const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
+  try {
+    const out = await rt.outputs.get(s.output.dir, s.campaignId);
+    await out.index.append({
+      url: job.entry.url,
+      fp: urlFingerprint(job.entry.url),
+      host: job.host,
+      campaignId: s.campaignId,
+      status: null,
+      outcome: 'error',
+      contentType: null,
+      bytes: 0,
+      contentHash: null,
+      fetchedAt: new Date().toISOString(),
+      depth: job.entry.depth,
+      referrer: job.entry.referrer,
+      error: { code: 'INTERNAL_ERROR', message },
+    });
+  } catch (err) {
+    rt.log.error('index line for an internal error could not be written', { url: job.entry.url, error: String(err) });
+  }
+  await job.frontier.commit(job.member, 'failed', 0, []);
+  rt.deps.metrics?.recordError('INTERNAL_ERROR');
+  rt.log.error('page failed for good', { url: job.entry.url, error: message });
+  return { kind: 'done', url: job.entry.url, outcome: 'error', counted: 'failed', status: null, bytes: 0, requested: true, hostPauseMs: job.delayMs };
+}
+
+/** Exact and near-duplicate check against every page of the campaign so far (shared by all workers in Redis). */
+async function checkDuplicate(
+  rt: WorkerRuntime,
+  campaign: CampaignRuntime,
+  url: string,
+  contentHash: string,
+  text: string | undefined,
+): Promise<IndexEntry['duplicateOf']> {
+  const c = campaign.settings.content;
+  if (c.dedup === 'off') return undefined;
+  // Very short texts collide by chance; only the exact check applies to them.
+  const simhash = c.dedup === 'near' && text && text.split(' ').length >= MIN_SIMHASH_WORDS ? simhash64(text) : null;
+  const verdict = await new ContentIndex(rt.deps.redis, campaign.key, { maxDistance: c.maxSimhashDistance }).check({ url, exactHash: contentHash, simhash });
+  if (verdict.kind === 'exact-duplicate') return { url: verdict.of, kind: 'exact', distance: 0 };
+  if (verdict.kind === 'near-duplicate') return { url: verdict.of, kind: 'near', distance: verdict.distance };
+  return undefined;
+}
+
+/** The WARC metadata record of an exchange: what a replay or analysis tool needs that the response does not say. */
+function warcMetadata(
+  fetchMs: number,
+  candidates: Candidate[],
+  duplicateOf: IndexEntry['duplicateOf'],
+  canonical: string | null | undefined,
+): Record<string, string | string[]> {
+  const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs) };
+  if (candidates.length) m.outlink = candidates.slice(0, MAX_METADATA_OUTLINKS).map((c) => c.url.slice(0, 2048));
+  if (canonical) m.canonical = canonical;
+  if (duplicateOf) m.duplicateOf = `${duplicateOf.kind} ${duplicateOf.distance} ${duplicateOf.url}`;
+  return m;
+}
+
+function pathOf(url: string): string {
+  const u = new URL(url);
+  return `${u.pathname}${u.search}`;
+}
+
+/** Exponential back-off that never undercuts the host's crawl-delay. */
+function backoffMs(attempt: number, delayMs: number): number {
+  return Math.max(delayMs, Math.min(1_000 * 2 ** attempt, 5 * 60_000));
+}

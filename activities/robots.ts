@@ -1,0 +1,159 @@
+// robots.txt for a host session: from the shared cache, or fetched now under
+// the host clock (every redirect hop under its own host's clock). RFC 9309
+// §2.3.1: 2xx = the file's rules, 4xx (but 429) = no restrictions, 5xx / 429
+// / unreachable = unavailable, retried a bounded number of times, after
+// which the host is crawled not at all.
+import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
+import { isFetchError } from '../src/http/fetch-error';
+import { parseRetryAfter } from '../src/http/retry-after';
+import { acquireWithin, HostClock } from '../src/redis/host-clock';
+import { Frontier } from '../src/redis/frontier';
+import { hostKeys } from '../src/redis/keys';
+import { parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
+import type { StoredRobots } from '../src/robots/robots-store';
+import { urlFingerprint } from '../src/url/fingerprint';
+import { hostKey } from '../src/url/normalize';
+import { sitemapSeeds } from './discovery';
+import type { CampaignRuntime, WorkerRuntime } from './runtime';
+
+/** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
+const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
+/** robots.txt that keeps failing (5xx, 429, network, timeout) is tried this often before the host is crawled not at all. */
+export const ROBOTS_ATTEMPTS = 3;
+/** RFC 9309 allows following at least five redirects for robots.txt. */
+const ROBOTS_MAX_HOPS = 5;
+
+export type RobotsVerdict =
+  /** `allows` is null when robots.txt is not respected; `refused` when the host's address is refused. */
+  | { kind: 'ok'; allows: ((url: string) => boolean) | null; crawlDelaySec: number | null; refused?: string }
+  /** Not now: the clock is busy for longer than a session waits, or a failed fetch is retried after `waitMs`. */
+  | { kind: 'wait'; waitMs: number; why: string; backingOff: boolean }
+  /** Failed ROBOTS_ATTEMPTS times: every URL of the host is recorded, none fetched. */
+  | { kind: 'unavailable'; code: string; detail: string };
+
+export interface RobotsContext {
+  campaign: CampaignRuntime;
+  host: string;
+  /** Longest wait for a host clock spent inside the session. */
+  maxWaitMs: number;
+  signal: AbortSignal;
+}
+
+export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promise<RobotsVerdict> {
+  const { campaign, host } = ctx;
+  const s = campaign.settings;
+  const redis = rt.deps.redis;
+  const hk = hostKeys(campaign.key, host);
+  const refused = await redis.get(hk.refused);
+  if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
+  if (!s.politeness.respectRobots) return { kind: 'ok', allows: null, crawlDelaySec: null };
+  const [givenUp, causeRaw] = await redis.hmget(hk.robots, 'given-up', 'cause');
+  if (givenUp === '1') {
+    const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
+    return { kind: 'unavailable', ...cause };
+  }
+  const agent = s.politeness.userAgent;
+  const url = await robotsUrl(rt, campaign.key, host);
+  const cached = await rt.robots.get(host);
+  if (cached?.parsed) {
+    await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
+    const rules = cached.parsed.rulesFor(agent);
+    return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+  }
+
+  const minDelay = s.politeness.minDelayMs;
+  const lease = s.fetch.robotsTimeoutMs + minDelay;
+  let value: StoredRobots | null = null;
+  let code = '';
+  let hostPause = 0;
+  let robots: RobotsTxt | null = null;
+  let hopUrl = url;
+  for (let hop = 0; value === null; hop++) {
+    const hopHost = hostKey(hopUrl);
+    const clock = new HostClock(redis, await campaign.clockKeys.keyFor(hopHost));
+    const owner = `robots|${campaign.key}|${host}`;
+    const wait = await acquireWithin(clock, owner, lease, minDelay, ctx.maxWaitMs, ctx.signal);
+    if (wait > 0) return { kind: 'wait', waitMs: wait, why: `host clock of ${hopHost} busy (robots.txt)`, backingOff: false };
+    // robots.txt gets a shorter deadline than pages: a file that drips for
+    // minutes must not hold its host (and a session slot) that long.
+    const timeout = AbortSignal.timeout(s.fetch.robotsTimeoutMs);
+    try {
+      const res = await campaign.http.fetch(hopUrl, { accept: 'text/plain,*/*;q=0.5', followRedirect: () => false, signal: AbortSignal.any([ctx.signal, timeout]) });
+      const now = new Date().toISOString();
+      if (res.stoppedRedirect && hop < ROBOTS_MAX_HOPS) {
+        await clock.release(owner, minDelay);
+        hopUrl = res.stoppedRedirect.to;
+        continue;
+      }
+      if (res.status >= 200 && res.status < 300) {
+        robots = parseRobotsTxt(res.body);
+        value = { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now };
+      } else if ((res.status >= 400 && res.status < 500 && res.status !== 429) || res.stoppedRedirect) {
+        // RFC 9309 §2.3.1.2: more redirects than followed = unavailable as in "not found", i.e. allow all.
+        robots = RobotsTxt.allowAll();
+        value = { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now };
+      } else {
+        value = { state: 'unavailable', detail: `HTTP ${res.status}`, fetchedAt: now };
+        code = `HTTP_${res.status}`;
+        const retryAfter = parseRetryAfter(res.headers['retry-after']);
+        if (retryAfter !== null) hostPause = retryAfter;
+      }
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      if (timeout.aborted) {
+        value = { state: 'unavailable', detail: `ROBOTS_TIMEOUT: no complete robots.txt within ${s.fetch.robotsTimeoutMs} ms`, fetchedAt: new Date().toISOString() };
+        code = 'ROBOTS_TIMEOUT';
+      } else {
+        if (!isFetchError(err)) throw err;
+        if (err.code === 'ADDRESS_REFUSED') {
+          // This campaign may not talk to the host at all: its URLs are
+          // recorded as refused. Nothing goes in the shared robots cache,
+          // since another campaign's address policy may allow the host.
+          await clock.release(owner, 0);
+          await redis.set(hk.refused, err.message, 'PX', REFUSED_TTL_MS);
+          return { kind: 'ok', allows: null, crawlDelaySec: null, refused: err.message };
+        }
+        value = { state: 'unavailable', detail: `${err.code}: ${err.message}`, fetchedAt: new Date().toISOString() };
+        code = err.code;
+      }
+    }
+    const crawlDelaySec = robots?.rulesFor(agent).crawlDelaySec ?? null;
+    // The next request to this host waits the delay robots.txt just asked
+    // for, or the Retry-After of a 429/5xx answer if that is longer.
+    await clock.release(owner, Math.max(hostPause, crawlDelayMs(s.politeness, crawlDelaySec)));
+  }
+  rt.deps.metrics?.recordRobots(value.state === 'unavailable' ? 'unavailable' : value.status !== null && value.status >= 400 ? 'not-found' : 'ok');
+  if (value.state === 'unavailable') {
+    const fails = await redis.hincrby(hk.robots, 'fails', 1);
+    if (fails >= ROBOTS_ATTEMPTS) {
+      await redis.hset(hk.robots, 'given-up', '1', 'cause', JSON.stringify({ code, detail: value.detail }));
+      return { kind: 'unavailable', code, detail: value.detail };
+    }
+    const waitMs = Math.max(minDelay, hostPause, 10_000 * 2 ** (fails - 1));
+    return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
+  }
+  await redis.hdel(hk.robots, 'fails');
+  await rt.robots.put(host, value);
+  await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
+  const rules = robots!.rulesFor(agent);
+  return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+}
+
+/** Sitemaps go in the host's frontier like pages (their fetches share the host's politeness, retries and storage), once per campaign. */
+async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, robotsTxtUrl: string, listed: readonly string[]): Promise<void> {
+  const hk = hostKeys(campaign.key, host);
+  if ((await rt.deps.redis.hsetnx(hk.robots, 'sitemaps', '1')) === 0) return;
+  const origin = new URL(robotsTxtUrl).origin;
+  const urls = sitemapSeeds(campaign.settings, origin, listed).filter((u) => campaign.scope.allows(u));
+  if (urls.length === 0) return;
+  await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
+    urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),
+  );
+}
+
+/** robots.txt at the root of the host, on the scheme of the host's next URL (http when the frontier is empty). */
+async function robotsUrl(rt: WorkerRuntime, campaignKey: string, host: string): Promise<string> {
+  const head = await new Frontier(rt.deps.redis, campaignKey, host).peek();
+  const scheme = head?.url.startsWith('https:') ? 'https' : 'http';
+  return `${scheme}://${host}/robots.txt`;
+}

@@ -1,0 +1,161 @@
+// Operator steering, applied where running sessions look: the campaign's
+// control hash in Redis (pause, campaign-wide delay, settings version), the
+// paused-hosts set and per-host delays, and the stored settings (budgets).
+// Sessions read the control between pages, so a change reaches them within
+// about a second; a host workflow waiting on a pause is woken by a signal.
+import { ApplicationFailure } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
+import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
+import { campaignKeys, hostKeys } from '../src/redis/keys';
+import type { RedisLike } from '../src/redis/scripts';
+import { urlFingerprint } from '../src/url/fingerprint';
+import { domainWorkflowId } from '../workflows/ids';
+import { steerSignal } from '../workflows/messages';
+import type { WorkerRuntime } from './runtime';
+import { enqueueSeeds, groupSeeds } from './seeds';
+import type { AddCampaignSeedsInput, AddCampaignSeedsResult, SteerCampaignInput, SteerCampaignResult } from './types';
+
+/** Budget slots added per SADD when pages fetched while unlimited are brought into the budget. */
+const FILL_CHUNK = 1_000;
+
+/**
+ * Applies one change as settings version `input.version`. Idempotent: a
+ * change whose version is already in force (an earlier attempt got through)
+ * only re-sends its wake-ups.
+ */
+export function steerCampaignActivity(rt: WorkerRuntime) {
+  return async function steerCampaign(input: SteerCampaignInput): Promise<SteerCampaignResult> {
+    const redis = rt.deps.redis;
+    const hosts = new CampaignHosts(redis, input.campaignKey);
+    const stored = await loadCampaignSettings(redis, input.campaignKey);
+    const control = await hosts.control();
+    const pick = (b: { maxPages: number | null; maxDepth: number | null }) => ({ maxPages: b.maxPages, maxDepth: b.maxDepth });
+    let budgets = pick(stored.settings.budgets);
+    let change = input.change;
+    if ('host' in change && change.host !== null) change = { ...change, host: await knownHost(redis, input.campaignKey, change.host) };
+    if (control.version < input.version) {
+      switch (change.kind) {
+        case 'pause':
+        case 'resume':
+          await hosts.setControl({ paused: change.kind === 'pause' });
+          break;
+        case 'pause-host':
+        case 'resume-host':
+          await hosts.setHostPaused(change.host, change.kind === 'pause-host');
+          break;
+        case 'delay':
+          if (change.host === null) await hosts.setControl({ minDelayMs: change.minDelayMs });
+          else await hosts.setHostDelay(change.host, change.minDelayMs);
+          break;
+        case 'budgets': {
+          const next = { ...stored.settings.budgets, ...change.budgets };
+          if (stored.settings.budgets.maxPages === null && next.maxPages !== null) await fillBudget(redis, input.campaignKey, input.version, (await hosts.totals()).fetched);
+          await saveCampaignSettings(redis, input.campaignKey, input.version, { ...stored.settings, budgets: next });
+          budgets = pick(next);
+          break;
+        }
+      }
+      // Last: sessions that see the new version reload the settings above.
+      await hosts.setControl({ version: input.version });
+    }
+    // Host workflows waiting on a pause look again when told.
+    if (change.kind === 'resume') {
+      for await (const page of hosts.activeHosts()) await Promise.all(page.map(({ host }) => wakeHost(rt, input.campaignId, host, input.version)));
+    } else if (change.kind === 'resume-host' && (await hosts.isActive(change.host))) {
+      await wakeHost(rt, input.campaignId, change.host, input.version);
+    }
+    return { configVersion: Math.max(control.version, input.version), budgets };
+  };
+}
+
+/**
+ * The host as the campaign knows it: the exact key, or the one key that
+ * matches whatever its port. Unknown hosts are refused (SteeringError: the
+ * update fails with the reason and nothing changes).
+ */
+async function knownHost(redis: RedisLike, campaignKey: string, host: string): Promise<string> {
+  const key = campaignKeys(campaignKey).hosts;
+  let wanted: string;
+  try {
+    wanted = wantedHost(host);
+  } catch (err) {
+    throw ApplicationFailure.nonRetryable((err as Error).message, 'SteeringError');
+  }
+  if ((await redis.hexists(key, wanted)) === 1) return wanted;
+  const like: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, flat] = await redis.hscan(key, cursor, 'MATCH', `${wanted.replace(/[*?[\]\\]/g, '\\$&')}:*`, 'COUNT', 1000);
+    cursor = next;
+    for (let i = 0; i < flat.length; i += 2) like.push(flat[i]);
+  } while (cursor !== '0' && like.length < 20);
+  try {
+    return resolveKnownHost(host, like);
+  } catch (err) {
+    if (err instanceof SteeringError) throw ApplicationFailure.nonRetryable(err.message, 'SteeringError');
+    throw err;
+  }
+}
+
+async function wakeHost(rt: WorkerRuntime, campaignId: string, host: string, configVersion: number): Promise<void> {
+  try {
+    await rt.deps.temporal.workflow.getHandle(domainWorkflowId(campaignId, host)).signal(steerSignal, { configVersion });
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+}
+
+/**
+ * While maxPages is unlimited no page takes a budget slot, so a budget set
+ * later would count from zero. Give the pages fetched so far slots first,
+ * so "stop at N pages" means N in all.
+ */
+async function fillBudget(redis: RedisLike, campaignKey: string, version: number, fetched: number): Promise<void> {
+  const budgetKey = campaignKeys(campaignKey).budget;
+  const missing = fetched - (await redis.scard(budgetKey));
+  for (let i = 0; i < missing; i += FILL_CHUNK) {
+    const members = Array.from({ length: Math.min(FILL_CHUNK, missing - i) }, (_, j) => `fetched-while-unlimited:${version}:${i + j}`);
+    await redis.sadd(budgetKey, ...members);
+  }
+}
+
+/**
+ * Seeds added by an operator: normalised, checked against the campaign's
+ * scope, enqueued at depth 0 like the campaign's own seeds and their hosts
+ * marked ready. Seeds the campaign has already seen are reported as
+ * rejected (they would not be fetched again); so is a seed of a retried
+ * attempt that got through.
+ */
+export function addCampaignSeedsActivity(rt: WorkerRuntime) {
+  return async function addCampaignSeeds(input: AddCampaignSeedsInput): Promise<AddCampaignSeedsResult> {
+    const redis = rt.deps.redis;
+    const campaign = await rt.campaign(input.campaignKey, input.configVersion);
+    const { byHost, rejected } = groupSeeds(input.seeds, (url) => campaign.scope.allows(url));
+    const accepted: string[] = [];
+    for (const [host, items] of byHost) {
+      const seen = hostKeys(input.campaignKey, host).seen;
+      const fresh: typeof items = [];
+      const urls = new Set<string>();
+      for (const it of items) {
+        if (urls.has(it.url)) {
+          rejected.push({ seed: it.seed, reason: `same URL as another seed of this request: ${it.url}` });
+          continue;
+        }
+        if ((await redis.sismember(seen, urlFingerprint(it.url))) === 1) {
+          rejected.push({ seed: it.seed, reason: `already seen by this campaign: ${it.url}` });
+          continue;
+        }
+        urls.add(it.url);
+        fresh.push(it);
+      }
+      if (fresh.length === 0) byHost.delete(host);
+      else byHost.set(host, fresh);
+      accepted.push(...fresh.map((it) => it.seed));
+    }
+    const added = await enqueueSeeds(redis, input.campaignKey, byHost);
+    await new CampaignHosts(redis, input.campaignKey).markReady([...added.keys()]);
+    return { accepted, rejected, hosts: added.size };
+  };
+}

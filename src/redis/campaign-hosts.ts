@@ -1,0 +1,241 @@
+// The campaign's per-host bookkeeping, kept in Redis so that the campaign
+// workflow's state stays the same size whatever the number of hosts:
+//   ready      hosts with URLs queued that no host workflow is consuming
+//   active     hosts whose workflow holds a slot, with its dispatch generation
+//   hosts      one record per host (counts, state, frontier, delay and why)
+//   attention  the records ordered by what needs an operator first
+//   totals     the sum of the records, moved by each record write
+//   control    what running sessions look at between pages (pause, stop, settings version)
+// Every key is in the campaign's hash slot, so each script is atomic on Redis Cluster too.
+import { campaignKeys } from './keys';
+import type { RedisLike } from './scripts';
+
+/** What an operator sees of a host (also its CrawlState search attribute). */
+export type HostState = 'starting' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done' | 'given-up';
+
+export interface HostRecord {
+  state: HostState;
+  fetched: number;
+  failed: number;
+  skipped: number;
+  bytes: number;
+  /** URLs waiting in the host's frontier. */
+  frontier: number;
+  /** The pause between two requests now in force, and why (robots.txt, operator, back-off…). */
+  delayMs: number;
+  reason: string;
+  lastUrl: string | null;
+  lastStatus: number | null;
+  /** When a sleeping or backing-off host is due again (ISO 8601). */
+  nextWakeAt: string | null;
+  updatedAt: string;
+}
+
+export interface CampaignTotals {
+  fetched: number;
+  failed: number;
+  skipped: number;
+  bytes: number;
+  frontier: number;
+  hosts: number;
+}
+
+export interface CampaignControl {
+  /** Settings version in force: a session started with an older one ends so its host starts one with the new settings. */
+  version: number;
+  paused: boolean;
+  stop: 'budget' | 'cancelled' | 'drained' | null;
+  /** Operator's campaign-wide minimum delay, null = the settings'. */
+  minDelayMs: number | null;
+}
+
+/**
+ * How much a host needs an operator's attention, most first: backing off
+ * (the server is refusing us now), still crawling with failures, in a long
+ * sleep, paused, crawling, idle; finished hosts last, those with failures
+ * before clean ones; given up before everything.
+ */
+export function attentionRank(r: Pick<HostRecord, 'state' | 'failed'>): number {
+  switch (r.state) {
+    case 'given-up':
+      return 0;
+    case 'backing-off':
+      return 1;
+    case 'done':
+      return r.failed > 0 ? 7 : 8;
+    case 'idle':
+      return 6;
+    default:
+      if (r.failed > 0) return 2;
+      return r.state === 'sleeping' ? 3 : r.state === 'paused' ? 4 : 5;
+  }
+}
+
+/** Sorted set score: rank first, then most failures (bounded so the double stays exact), then the host name. */
+function attentionScore(r: HostRecord): number {
+  return attentionRank(r) * 1e10 - Math.min(r.failed, 1e9);
+}
+
+const PROBLEMS_KEPT = 1_000;
+
+export class CampaignHosts {
+  private readonly k: ReturnType<typeof campaignKeys>;
+
+  constructor(private readonly redis: RedisLike, readonly campaignKey: string) {
+    this.k = campaignKeys(campaignKey);
+  }
+
+  /** Hosts whose frontier got URLs while nobody consumed it. */
+  async markReady(hosts: string[]): Promise<number> {
+    if (hosts.length === 0) return 0;
+    return this.redis.crawlMarkReady(this.k.ready, this.k.readySeq, this.k.givenUp, ...hosts);
+  }
+
+  /** The oldest ready hosts, with the sequence number each was read at. */
+  async readyBatch(limit: number): Promise<{ host: string; seq: string }[]> {
+    if (limit <= 0) return [];
+    const flat = await this.redis.zrange(this.k.ready, 0, limit - 1, 'WITHSCORES');
+    const out: { host: string; seq: string }[] = [];
+    for (let i = 0; i < flat.length; i += 2) out.push({ host: flat[i], seq: flat[i + 1] });
+    return out;
+  }
+
+  /** `count` new dispatch generations, the last one returned. */
+  nextGens(count: number): Promise<number> {
+    return this.redis.incrby(this.k.gen, count);
+  }
+
+  async dispatched(host: string, seq: string, gen: number): Promise<void> {
+    await this.redis.crawlDispatched(this.k.ready, this.k.active, host, seq, gen);
+  }
+
+  /** The host's workflow gives its slot up (only if generation `gen` still holds it). */
+  async release(host: string, gen: number): Promise<{ released: boolean; active: number; ready: number }> {
+    const [released, active, ready] = await this.redis.crawlRelease(this.k.active, this.k.ready, host, gen);
+    return { released: released === 1, active, ready };
+  }
+
+  async counts(): Promise<{ active: number; ready: number; pausedHosts: number }> {
+    const [active, ready, paused] = await Promise.all([this.redis.hlen(this.k.active), this.redis.zcard(this.k.ready), this.redis.scard(this.k.pausedHosts)]);
+    return { active, ready, pausedHosts: paused };
+  }
+
+  /** Active hosts and their generations, a page at a time (HSCAN: bounded work per call). */
+  async *activeHosts(): AsyncGenerator<{ host: string; gen: number }[]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.k.active, cursor, 'COUNT', 500);
+      cursor = next;
+      const page: { host: string; gen: number }[] = [];
+      for (let i = 0; i < flat.length; i += 2) page.push({ host: flat[i], gen: Number(flat[i + 1]) });
+      if (page.length) yield page;
+    } while (cursor !== '0');
+  }
+
+  async isActive(host: string): Promise<boolean> {
+    return (await this.redis.hexists(this.k.active, host)) === 1;
+  }
+
+  /** A host whose workflow ended without releasing: its slot is freed and it is never dispatched again. */
+  async giveUp(host: string, problem: string): Promise<boolean> {
+    const [added] = await Promise.all([this.redis.sadd(this.k.givenUp, host), this.redis.hdel(this.k.active, host), this.redis.zrem(this.k.ready, host)]);
+    if (added === 1) await this.addProblem(problem);
+    return added === 1;
+  }
+
+  async isGivenUp(host: string): Promise<boolean> {
+    return (await this.redis.sismember(this.k.givenUp, host)) === 1;
+  }
+
+  async record(host: string, r: HostRecord): Promise<boolean> {
+    return (await this.redis.crawlHostRecord(this.k.hosts, this.k.totals, this.k.attention, host, JSON.stringify(r), attentionScore(r))) === 1;
+  }
+
+  async get(host: string): Promise<HostRecord | null> {
+    const raw = await this.redis.hget(this.k.hosts, host);
+    return raw ? (JSON.parse(raw) as HostRecord) : null;
+  }
+
+  /** Hosts in order of attention, `offset` and `limit` bounding the work (a page of `crawler status`). */
+  async page(offset: number, limit: number): Promise<(HostRecord & { host: string })[]> {
+    if (limit <= 0) return [];
+    const hosts = await this.redis.zrange(this.k.attention, offset, offset + limit - 1);
+    if (hosts.length === 0) return [];
+    const raw = await this.redis.hmget(this.k.hosts, ...hosts);
+    return hosts.flatMap((host, i) => (raw[i] ? [{ host, ...(JSON.parse(raw[i]!) as HostRecord) }] : []));
+  }
+
+  /** Every host record, a page at a time (HSCAN: bounded work per call, stable under concurrent writes). */
+  async *records(): AsyncGenerator<(HostRecord & { host: string })[]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.k.hosts, cursor, 'COUNT', 500);
+      cursor = next;
+      const page: (HostRecord & { host: string })[] = [];
+      for (let i = 0; i < flat.length; i += 2) page.push({ host: flat[i], ...(JSON.parse(flat[i + 1]) as HostRecord) });
+      if (page.length) yield page;
+    } while (cursor !== '0');
+  }
+
+  async totals(): Promise<CampaignTotals> {
+    const t = await this.redis.hgetall(this.k.totals);
+    const n = (f: string) => Number(t[f] ?? 0);
+    return { fetched: n('fetched'), failed: n('failed'), skipped: n('skipped'), bytes: n('bytes'), frontier: n('frontier'), hosts: n('hosts') };
+  }
+
+  async control(): Promise<CampaignControl> {
+    const [version, paused, stop, minDelayMs] = await this.redis.hmget(this.k.control, 'version', 'paused', 'stop', 'minDelayMs');
+    return {
+      version: Number(version ?? 1),
+      paused: paused === '1',
+      stop: stop === 'budget' || stop === 'cancelled' || stop === 'drained' ? stop : null,
+      minDelayMs: minDelayMs ? Number(minDelayMs) : null,
+    };
+  }
+
+  /** What a session checks between pages: the control hash plus its own host's pause and delay, in one round trip. */
+  async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null }> {
+    const [c, hostPaused, hostDelay] = await Promise.all([this.control(), this.redis.sismember(this.k.pausedHosts, host), this.redis.hget(this.k.hostDelays, host)]);
+    return { ...c, hostPaused: hostPaused === 1, hostDelayMs: hostDelay ? Number(hostDelay) : null };
+  }
+
+  async setControl(fields: Partial<{ version: number; paused: boolean; stop: CampaignControl['stop']; minDelayMs: number | null }>): Promise<void> {
+    const flat: string[] = [];
+    for (const [f, v] of Object.entries(fields)) flat.push(f, v === null ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
+    if (flat.length) await this.redis.hset(this.k.control, ...flat);
+  }
+
+  /** The first reason to stop wins (a budget reached, then a cancel, is still a budget stop). */
+  async requestStop(reason: NonNullable<CampaignControl['stop']>): Promise<CampaignControl['stop']> {
+    await this.redis.hsetnx(this.k.control, 'stop', reason);
+    return (await this.control()).stop;
+  }
+
+  async setHostPaused(host: string, paused: boolean): Promise<void> {
+    if (paused) await this.redis.sadd(this.k.pausedHosts, host);
+    else await this.redis.srem(this.k.pausedHosts, host);
+  }
+
+  async pausedHosts(): Promise<string[]> {
+    return this.redis.smembers(this.k.pausedHosts);
+  }
+
+  async setHostDelay(host: string, ms: number): Promise<void> {
+    await this.redis.hset(this.k.hostDelays, host, String(ms));
+  }
+
+  async hostDelays(): Promise<Record<string, number>> {
+    const raw = await this.redis.hgetall(this.k.hostDelays);
+    return Object.fromEntries(Object.entries(raw).map(([h, v]) => [h, Number(v)]));
+  }
+
+  async addProblem(text: string): Promise<void> {
+    const n = await this.redis.incr(this.k.problemCount);
+    if (n <= PROBLEMS_KEPT) await this.redis.rpush(this.k.problems, text);
+  }
+
+  async problems(limit: number): Promise<{ count: number; list: string[] }> {
+    const [count, list] = await Promise.all([this.redis.get(this.k.problemCount), this.redis.lrange(this.k.problems, 0, limit - 1)]);
+    return { count: Number(count ?? 0), list };
+  }
+}

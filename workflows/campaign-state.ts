@@ -1,0 +1,170 @@
+// The bookkeeping of a campaign workflow, as a plain class. It holds no
+// host list: per-host state is in Redis (src/redis/campaign-hosts.ts), and
+// the campaign only keeps counters from its last look there, the operator's
+// settings and whether it must look again. Its size does not depend on the
+// number of hosts, and neither does what it carries through continue-as-new.
+import type { CampaignSnapshot, CampaignSummary, SteerChange } from '../activities/types';
+import type { CampaignSettings } from '../src/config/campaign';
+import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+
+export interface CampaignCarry {
+  campaignKey: string;
+  configVersion: number;
+  startedAt: number;
+  maxActiveHosts: number | null;
+  minDelayMs: number | null;
+  budgets: { maxPages: number | null; maxDepth: number | null };
+  pausedHosts: number;
+  paused: boolean;
+  watchSince: number;
+  snapshot: { totals: CampaignTotals; problems: number; at: number } | null;
+}
+
+/** How often the campaign looks at Redis without being nudged: totals for the Web UI, and the domain watch. */
+export const TICK_MS = 30_000;
+/** The watch lists host workflows closed since its last look, less this margin for visibility's lag. */
+export const WATCH_MARGIN_MS = 5 * 60_000;
+/** Continue as new well before Temporal's limits. */
+export const MAX_HISTORY_EVENTS = 8_000;
+/** How long a finishing campaign waits for its hosts to stop before it gives the rest up. */
+export const FINISH_WAIT_MS = 2 * 60_000;
+
+const emptyTotals = (): CampaignTotals => ({ fetched: 0, failed: 0, skipped: 0, bytes: 0, hosts: 0, activeHosts: 0, readyHosts: 0, frontier: 0 });
+
+export class CampaignBook {
+  status: CampaignRunStatus;
+  stopReason: 'budget' | 'cancelled' | null = null;
+  /** Something changed in Redis (or an operator acted): look again. */
+  nudged = true;
+  /** Operator requests in flight that may add work (add-seeds): the campaign is not done while one runs. */
+  inflight = 0;
+  finishing = false;
+  readonly carry: CampaignCarry;
+
+  constructor(
+    readonly settings: CampaignSettings,
+    campaignKey: string,
+    now: number,
+    carry?: CampaignCarry,
+  ) {
+    this.status = carry ? 'running' : 'starting';
+    this.carry = carry ?? {
+      campaignKey,
+      configVersion: 1,
+      startedAt: now,
+      maxActiveHosts: settings.politeness.maxActiveHosts,
+      minDelayMs: null,
+      budgets: { maxPages: settings.budgets.maxPages, maxDepth: settings.budgets.maxDepth },
+      pausedHosts: 0,
+      paused: false,
+      watchSince: now,
+      snapshot: null,
+    };
+  }
+
+  onNudge(): void {
+    this.nudged = true;
+  }
+
+  requestStop(reason: 'budget' | 'cancelled'): void {
+    this.stopReason ??= reason;
+  }
+
+  /** Whether the loop should look at Redis now. */
+  get due(): boolean {
+    return this.nudged || this.stopReason !== null;
+  }
+
+  /** Is the watch due at `now`, and from when does it look. */
+  watchDue(now: number): boolean {
+    return now - this.carry.watchSince >= 2 * TICK_MS;
+  }
+
+  watchedAt(now: number): void {
+    this.carry.watchSince = Math.max(this.carry.startedAt, now - WATCH_MARGIN_MS);
+  }
+
+  /**
+   * Takes what a dispatch round saw. Returns whether the campaign is done:
+   * no host holds a slot, none is waiting for one and no operator request
+   * could still add work.
+   */
+  onSnapshot(s: CampaignSnapshot, now: number): 'done' | 'again' | 'wait' {
+    this.carry.snapshot = { totals: { ...s.totals, activeHosts: s.active, readyHosts: s.ready }, problems: s.problems, at: now };
+    this.carry.configVersion = Math.max(this.carry.configVersion, s.configVersion);
+    if (s.stop === 'budget' || s.stop === 'cancelled') this.requestStop(s.stop);
+    if (this.stopReason !== null) return 'done';
+    if (s.active === 0 && s.ready === 0 && this.inflight === 0 && !s.paused) return 'done';
+    // A full batch went out and more hosts wait: another round at once.
+    if (s.dispatched > 0 && s.ready > 0) this.nudged = true;
+    return this.nudged ? 'again' : 'wait';
+  }
+
+  /** The settings version an operator change becomes. */
+  nextVersion(): number {
+    return ++this.carry.configVersion;
+  }
+
+  /** What an accepted change means for what the campaign itself shows. */
+  applied(change: SteerChange, result: { configVersion: number; budgets: CampaignCarry['budgets'] }): void {
+    this.carry.configVersion = Math.max(this.carry.configVersion, result.configVersion);
+    this.carry.budgets = result.budgets;
+    if (change.kind === 'pause' || change.kind === 'resume') this.carry.paused = change.kind === 'pause';
+    if (change.kind === 'pause-host') this.carry.pausedHosts++;
+    if (change.kind === 'resume-host') this.carry.pausedHosts = Math.max(0, this.carry.pausedHosts - 1);
+    if (change.kind === 'delay' && change.host === null) this.carry.minDelayMs = change.minDelayMs;
+    this.nudged = true;
+  }
+
+  get open(): boolean {
+    return !this.finishing && this.stopReason === null;
+  }
+
+  shouldContinueAsNew(info: { historyLength: number; continueAsNewSuggested: boolean }): boolean {
+    return this.inflight === 0 && (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS);
+  }
+
+  finalStatus(): CampaignRunStatus {
+    return this.stopReason === 'budget' ? 'budget-exhausted' : this.stopReason === 'cancelled' ? 'cancelled' : 'completed';
+  }
+
+  statusView(campaignId: string): CampaignStatus {
+    const snap = this.carry.snapshot;
+    return {
+      campaignId,
+      campaignKey: this.carry.campaignKey,
+      status: this.status,
+      paused: this.carry.paused,
+      startedAt: new Date(this.carry.startedAt).toISOString(),
+      totals: snap?.totals ?? emptyTotals(),
+      updatedAt: new Date(snap?.at ?? this.carry.startedAt).toISOString(),
+      problems: snap?.problems ?? 0,
+      steering: {
+        configVersion: this.carry.configVersion,
+        minDelayMs: this.carry.minDelayMs ?? this.settings.politeness.minDelayMs,
+        budgets: this.carry.budgets,
+        maxActiveHosts: this.carry.maxActiveHosts,
+        pausedHosts: this.carry.pausedHosts,
+      },
+    };
+  }
+
+  result(campaignId: string, summary: CampaignSummary, now: number): CampaignResult {
+    const t = summary.totals;
+    return {
+      campaignId,
+      status: this.status,
+      startedAt: new Date(this.carry.startedAt).toISOString(),
+      finishedAt: new Date(now).toISOString(),
+      durationMs: now - this.carry.startedAt,
+      hosts: t.hosts,
+      pages: t.fetched,
+      failed: t.failed,
+      skipped: t.skipped,
+      bytes: t.bytes,
+      outputDir: this.settings.output.dir,
+      problems: summary.problems.list,
+      problemCount: summary.problems.count,
+    };
+  }
+}

@@ -1,0 +1,219 @@
+// The bookkeeping of one host workflow, as a plain class: what the host is
+// doing, what the last session said, and what to do next. Pure (no
+// Temporal imports), so every rule here is unit-tested without a server;
+// workflows/domain-crawl.ts only registers handlers, waits and calls
+// activities around it.
+import type { HostStats, SessionInput, SessionResult } from '../activities/types';
+import type { DomainState, DomainStatus } from './messages';
+
+export interface DomainCrawlInput {
+  campaignId: string;
+  /** Namespace of the campaign's Redis keys (campaign ID + first run ID). */
+  campaignKey: string;
+  campaignWorkflowId: string;
+  host: string;
+  /** Dispatch generation that started this run (wake signals bring newer ones). */
+  gen: number;
+  configVersion: number;
+  /** Carried across continue-as-new. */
+  carry?: DomainCarry;
+}
+
+export interface DomainCarry {
+  stats: HostStats;
+  sessions: number;
+  pages: number;
+  /** Settings version a pause was seen at; the host waits for a newer one. */
+  pausedAt: number | null;
+}
+
+export interface DomainCrawlResult {
+  host: string;
+  stats: HostStats;
+  reason: 'drained' | 'budget' | 'cancelled';
+}
+
+/** What the workflow does after a session. */
+export type DomainNext = { kind: 'continue' } | { kind: 'sleep'; ms: number } | { kind: 'await-wake'; ms: number } | { kind: 'done' };
+
+/** A paused host looks again this often even without a signal (a lost one costs this much, never a stuck host). */
+export const PAUSE_RECHECK_MS = 10 * 60_000;
+/** Waiting for a wake that must be on its way (a dispatch that died between start and bookkeeping is retried). */
+export const AWAIT_WAKE_MS = 60_000;
+/** Continue as new well before Temporal's history limits (a session is 6 to 11 events). */
+export const MAX_HISTORY_EVENTS = 2_000;
+/** The workflow's own back-off when a session fails for good (Redis down, a bug): durable, growing, capped. */
+const FAILURE_BACKOFF_MS = 30_000;
+const FAILURE_BACKOFF_MAX_MS = 10 * 60_000;
+/** A sleep this long shows as `sleeping` to operators; shorter ones stay `crawling` so the state does not flap per page. */
+export const LONG_SLEEP_MS = 10_000;
+
+export class DomainBook {
+  readonly input: DomainCrawlInput;
+  gen: number;
+  configVersion: number;
+  finish: DomainCrawlResult['reason'] | null = null;
+  /** A wake arrived since the current session started: run another before closing. */
+  wakePending = false;
+  state: DomainState = 'starting';
+  stats: HostStats;
+  sessions: number;
+  pages: number;
+  pausedAt: number | null;
+  delayMs = 0;
+  delayReason = '';
+  lastUrl: string | null = null;
+  lastStatus: number | null = null;
+  frontier: number | null = null;
+  nextWakeAt: number | null = null;
+  /** Sessions that failed in a row. */
+  failures = 0;
+  private sleptMs = 0;
+  private published: DomainState | null = null;
+
+  constructor(input: DomainCrawlInput) {
+    this.input = input;
+    this.gen = input.gen;
+    this.configVersion = input.configVersion;
+    this.stats = input.carry?.stats ?? { fetched: 0, failed: 0, skipped: 0, bytes: 0 };
+    this.sessions = input.carry?.sessions ?? 0;
+    this.pages = input.carry?.pages ?? 0;
+    this.pausedAt = input.carry?.pausedAt ?? null;
+  }
+
+  onWake(gen: number): void {
+    this.gen = Math.max(this.gen, gen);
+    this.wakePending = true;
+  }
+
+  onFinish(reason: DomainCrawlResult['reason']): void {
+    this.finish ??= reason;
+  }
+
+  onSteer(configVersion: number): void {
+    this.configVersion = Math.max(this.configVersion, configVersion);
+  }
+
+  /** Paused, and no settings version newer than the pause has been heard of. */
+  get waitingForResume(): boolean {
+    return this.pausedAt !== null && this.configVersion <= this.pausedAt;
+  }
+
+  /** After a pause wait: the next session checks the control itself (and ends at once if still paused). */
+  resumed(): void {
+    this.pausedAt = null;
+  }
+
+  sessionInput(): SessionInput {
+    this.wakePending = false;
+    const input: SessionInput = {
+      campaignKey: this.input.campaignKey,
+      campaignWorkflowId: this.input.campaignWorkflowId,
+      host: this.input.host,
+      gen: this.gen,
+      configVersion: this.configVersion,
+      ...(this.sleptMs ? { sleptMs: this.sleptMs } : {}),
+    };
+    this.sleptMs = 0;
+    this.state = 'crawling';
+    return input;
+  }
+
+  onSession(r: SessionResult): DomainNext {
+    this.sessions++;
+    this.failures = 0;
+    this.pages += r.pages;
+    this.stats = r.stats;
+    this.frontier = r.frontier;
+    this.delayMs = r.delayMs;
+    this.delayReason = r.reason;
+    this.configVersion = Math.max(this.configVersion, r.configVersion);
+    if (r.lastUrl !== null) {
+      this.lastUrl = r.lastUrl;
+      this.lastStatus = r.lastStatus;
+    }
+    switch (r.end) {
+      case 'wait':
+        this.state = r.backingOff ? 'backing-off' : 'sleeping';
+        return { kind: 'sleep', ms: r.waitMs };
+      case 'paused':
+        this.state = 'paused';
+        this.pausedAt = r.configVersion;
+        return { kind: 'continue' };
+      case 'stopped':
+        this.finish ??= r.stop === 'budget' ? 'budget' : r.stop === 'cancelled' ? 'cancelled' : 'drained';
+        this.state = 'done';
+        return { kind: 'done' };
+      case 'drained':
+        if (this.wakePending) return { kind: 'continue' };
+        if (r.released) {
+          this.state = 'done';
+          return { kind: 'done' };
+        }
+        // A newer dispatch holds the slot: its wake is on its way.
+        return { kind: 'await-wake', ms: AWAIT_WAKE_MS };
+      default:
+        // cap or config: straight into the next session.
+        return { kind: 'continue' };
+    }
+  }
+
+  onSessionFailed(error: string): DomainNext {
+    this.failures++;
+    this.state = 'backing-off';
+    this.delayReason = `session failed ${this.failures} time(s) in a row: ${error.slice(0, 300)}`;
+    return { kind: 'sleep', ms: Math.min(FAILURE_BACKOFF_MS * 2 ** (this.failures - 1), FAILURE_BACKOFF_MAX_MS) };
+  }
+
+  /** A durable sleep begins (`now` from the workflow clock) or ended after `ms`. */
+  sleeping(now: number, ms: number): void {
+    this.nextWakeAt = now + ms;
+  }
+
+  slept(ms: number): void {
+    this.nextWakeAt = null;
+    this.sleptMs += ms;
+  }
+
+  shouldContinueAsNew(info: { historyLength: number; continueAsNewSuggested: boolean }): boolean {
+    return info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS;
+  }
+
+  carry(): DomainCrawlInput {
+    return { ...this.input, gen: this.gen, configVersion: this.configVersion, carry: { stats: this.stats, sessions: this.sessions, pages: this.pages, pausedAt: this.pausedAt } };
+  }
+
+  /**
+   * The coarse state operators filter on (CrawlState), when it changed since
+   * last published: a short sleep between sessions is part of crawling.
+   */
+  takeStateChange(sleepMs = 0): DomainState | null {
+    const shown: DomainState = this.state === 'sleeping' && sleepMs < LONG_SLEEP_MS ? 'crawling' : this.state;
+    if (shown === this.published) return null;
+    this.published = shown;
+    return shown;
+  }
+
+  status(): DomainStatus {
+    return {
+      campaignId: this.input.campaignId,
+      host: this.input.host,
+      state: this.state,
+      paused: this.pausedAt !== null,
+      stats: this.stats,
+      delayMs: this.delayMs,
+      delayReason: this.delayReason,
+      lastUrl: this.lastUrl,
+      lastStatus: this.lastStatus,
+      nextWakeAt: this.nextWakeAt === null ? null : new Date(this.nextWakeAt).toISOString(),
+      frontier: this.frontier,
+      configVersion: this.configVersion,
+      sessions: this.sessions,
+      pages: this.pages,
+    };
+  }
+
+  result(): DomainCrawlResult {
+    return { host: this.input.host, stats: this.stats, reason: this.finish ?? 'drained' };
+  }
+}
