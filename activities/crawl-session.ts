@@ -38,6 +38,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     const hosts = new CampaignHosts(redis, input.campaignKey);
     let control = await hosts.sessionControl(host);
     const campaign = await rt.campaign(input.campaignKey, Math.max(input.configVersion, control.version));
+    if (signal.aborted) throw new Error('session cancelled before it started');
     const s = campaign.settings;
     const frontier = new Frontier(redis, input.campaignKey, host);
     const threshold = s.session.durableSleepMs;
@@ -127,6 +128,8 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         }
         if (Date.now() - lastRecordAt >= RECORD_EVERY_MS) await writeRecord('crawling');
         if (pages >= s.session.maxPages || Date.now() - started >= s.session.maxMs || rt.draining) return await end('cap');
+        // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
+        signal.throwIfAborted();
         ctx.heartbeat();
 
         // A host that may not be fetched at all: its URLs are recorded, none requested.

@@ -67,7 +67,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const s = campaign.settings;
   const { url } = entry;
   const fp = urlFingerprint(url);
-  const out = await rt.outputs.get(s.output.dir, s.campaignId);
+  const index = await rt.outputs.index(s.output.dir);
   const log = rt.log.child({ campaign: s.campaignId, host, url });
   const kind = entry.kind ?? 'page';
 
@@ -77,7 +77,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
   ): Promise<PageResult> => {
     const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
-    await out.index.append({
+    await index.append({
       url,
       fp,
       host,
@@ -129,7 +129,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     // own URL (docs/crawling-rules.md).
     res = await campaign.http.fetch(url, { followRedirect: () => false, signal: job.signal });
   } catch (err) {
-    if (!isFetchError(err)) throw err;
+    // Cancelled (the worker is going away): nothing happened to the URL.
+    if (!isFetchError(err) || job.signal.aborted) throw err;
     if (err.retryable && attempt <= s.fetch.maxRetries) {
       return retryLater(backoffMs(attempt, job.delayMs), `${err.code} on ${url}, retry ${attempt}/${s.fetch.maxRetries}`, null, err.code, job.delayMs);
     }
@@ -196,7 +197,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
   const routed = await routeCandidates(rt, campaign, host, url, candidates, job.wake, { ownHostBudgetLeft: hostBudgetLeft });
   if (sitemap) sitemap.added = routed.own.length;
-  const loc = await out.warc.writeExchange({
+  const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
+  const loc = await warc.writeExchange({
     url,
     fetchedAt: new Date(res.startedAt),
     ip: res.remoteAddress ?? undefined,
@@ -237,8 +239,7 @@ export async function recordWithoutFetch(
   error: { code: string; message: string },
 ): Promise<void> {
   const s = job.campaign.settings;
-  const out = await rt.outputs.get(s.output.dir, s.campaignId);
-  await out.index.append({
+  await (await rt.outputs.index(s.output.dir)).append({
     url: job.entry.url,
     fp: urlFingerprint(job.entry.url),
     host: job.host,
@@ -267,8 +268,7 @@ export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause
   const s = job.campaign.settings;
   const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
   try {
-    const out = await rt.outputs.get(s.output.dir, s.campaignId);
-    await out.index.append({
+    await (await rt.outputs.index(s.output.dir)).append({
       url: job.entry.url,
       fp: urlFingerprint(job.entry.url),
       host: job.host,

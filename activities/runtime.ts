@@ -31,9 +31,13 @@ export interface CampaignRuntime {
   clockKeys: PolitenessKeys;
 }
 
+/** A campaign's runtime (settings, HTTP agents) not used for this long is closed at the next lookup. */
+const CAMPAIGN_IDLE_MS = 10 * 60_000;
+
 export class WorkerRuntime {
   readonly outputs = new OutputRegistry();
   private readonly campaigns = new Map<string, Promise<CampaignRuntime>>();
+  private readonly usedAt = new Map<string, number>();
 
   readonly robots: RobotsStore;
   readonly log: Logger;
@@ -45,8 +49,13 @@ export class WorkerRuntime {
     this.log = deps.log ?? createLogger({ level: 'silent' });
   }
 
-  /** Settings of a campaign at (at least) the given version, cached per process. */
+  /**
+   * Settings of a campaign as of (at least) settings version `minVersion`
+   * (the campaign's control version: every operator change makes one),
+   * cached per process.
+   */
   async campaign(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
+    this.evictIdle(campaignKey);
     const cached = this.campaigns.get(campaignKey);
     if (cached) {
       const rt = await cached.catch(() => null);
@@ -54,18 +63,33 @@ export class WorkerRuntime {
       if (rt) void rt.http.close().catch(() => undefined);
       this.campaigns.delete(campaignKey);
     }
-    const p = this.build(campaignKey);
+    const p = this.build(campaignKey, minVersion);
     this.campaigns.set(campaignKey, p);
     p.catch(() => this.campaigns.delete(campaignKey));
     return p;
   }
 
-  private async build(campaignKey: string): Promise<CampaignRuntime> {
+  /** Closes the runtimes of campaigns no session has asked for in a while (their HTTP agents hold sockets). */
+  private evictIdle(using: string): void {
+    const now = Date.now();
+    this.usedAt.set(using, now);
+    for (const [key, at] of this.usedAt) {
+      if (now - at < CAMPAIGN_IDLE_MS) continue;
+      this.usedAt.delete(key);
+      const p = this.campaigns.get(key);
+      this.campaigns.delete(key);
+      void p?.then((rt) => rt.http.close()).catch(() => undefined);
+    }
+  }
+
+  private async build(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
     const { version, settings } = await loadCampaignSettings(this.deps.redis, campaignKey);
     const f = settings.fetch;
     return {
       key: campaignKey,
-      version,
+      // Settings are saved before the control version that announces them,
+      // so what is stored now is what that version means.
+      version: Math.max(version, minVersion),
       settings,
       scope: createScope(settings.scope, settings.seeds),
       clockKeys: new PolitenessKeys(settings.politeness.key, parseResolveEntries(f.resolve)),

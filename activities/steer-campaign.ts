@@ -66,7 +66,7 @@ export function steerCampaignActivity(rt: WorkerRuntime) {
     } else if (change.kind === 'resume-host' && (await hosts.isActive(change.host))) {
       await wakeHost(rt, input.campaignId, change.host, input.version);
     }
-    return { configVersion: Math.max(control.version, input.version), budgets };
+    return { configVersion: Math.max(control.version, input.version), budgets, ...('host' in change && change.host !== null ? { host: change.host } : {}) };
   };
 }
 

@@ -151,6 +151,8 @@ export interface SteerCampaignInput {
 
 export interface SteerCampaignResult {
   configVersion: number;
+  /** For a change to one host: the campaign's key for it (the operator may have typed it without its port). */
+  host?: string;
   budgets: { maxPages: number | null; maxDepth: number | null };
 }
 

@@ -97,8 +97,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     setPolitenessUpdate,
     async (req) => {
       const { host, minDelayMs } = validateSetPoliteness(req);
-      await steer({ kind: 'delay', host, minDelayMs });
-      return { host, minDelayMs };
+      const r = await steer({ kind: 'delay', host, minDelayMs });
+      return { host: r.host ?? host, minDelayMs };
     },
     { validator: (req) => (assertOpen(), void validateSetPoliteness(req)) },
   );
@@ -146,10 +146,9 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     setHandler(
       update,
       async (req) => {
-        const host = validateHostRequest(req);
-        await steer({ kind, host });
+        const r = await steer({ kind, host: validateHostRequest(req) });
         // A host resumed on its own is still paused while the whole campaign is.
-        return { host, paused: kind === 'pause-host' || book.carry.paused };
+        return { host: r.host!, paused: kind === 'pause-host' || book.carry.paused };
       },
       { validator: (req) => (assertOpen(), void validateHostRequest(req)) },
     );

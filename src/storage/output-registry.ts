@@ -1,39 +1,67 @@
 // One WARC writer and one index writer per output folder per process:
 // activities of many campaigns share a worker, each campaign its own folder.
+// The two open separately, so a folder whose WARC side cannot be written
+// still gets index lines saying so. Writers idle for a while are closed
+// (a long-lived worker sees many campaigns come and go).
 import path from 'node:path';
 import { IndexWriter } from './index-writer';
 import { WarcWriter } from './warc-writer';
 
-export interface CampaignOutput {
-  warc: WarcWriter;
-  index: IndexWriter;
+/** Writers not used for this long are closed at the next lookup. */
+export const IDLE_CLOSE_MS = 10 * 60_000;
+
+interface Entry<T> {
+  writer: Promise<T>;
+  usedAt: number;
 }
 
 export class OutputRegistry {
-  private readonly outputs = new Map<string, Promise<CampaignOutput>>();
+  private readonly warcs = new Map<string, Entry<WarcWriter>>();
+  private readonly indexes = new Map<string, Entry<IndexWriter>>();
 
-  get(dir: string, campaignId: string): Promise<CampaignOutput> {
-    const key = path.resolve(dir);
-    let out = this.outputs.get(key);
-    if (!out) {
-      out = (async () => ({
-        warc: await WarcWriter.open({ dir: path.join(key, 'warc'), prefix: campaignId, isPartOf: campaignId }),
-        index: await IndexWriter.open({ dir: path.join(key, 'index') }),
-      }))();
-      out.catch(() => this.outputs.delete(key));
-      this.outputs.set(key, out);
+  constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
+
+  warc(dir: string, campaignId: string): Promise<WarcWriter> {
+    return this.lookup(this.warcs, path.join(path.resolve(dir), 'warc'), (d) => WarcWriter.open({ dir: d, prefix: campaignId, isPartOf: campaignId }));
+  }
+
+  index(dir: string): Promise<IndexWriter> {
+    return this.lookup(this.indexes, path.join(path.resolve(dir), 'index'), (d) => IndexWriter.open({ dir: d }));
+  }
+
+  /** How many writers are open (for tests of the eviction). */
+  get size(): number {
+    return this.warcs.size + this.indexes.size;
+  }
+
+  private lookup<T extends { close(): Promise<void> }>(map: Map<string, Entry<T>>, key: string, open: (dir: string) => Promise<T>): Promise<T> {
+    const now = Date.now();
+    this.sweep(now);
+    let e = map.get(key);
+    if (!e) {
+      const writer = open(key);
+      writer.catch(() => map.delete(key));
+      e = { writer, usedAt: now };
+      map.set(key, e);
     }
-    return out;
+    e.usedAt = now;
+    return e.writer;
+  }
+
+  private sweep(now: number): void {
+    for (const map of [this.warcs, this.indexes] as Map<string, Entry<{ close(): Promise<void> }>>[]) {
+      for (const [key, e] of map) {
+        if (now - e.usedAt < this.idleCloseMs) continue;
+        map.delete(key);
+        void e.writer.then((w) => w.close()).catch(() => undefined);
+      }
+    }
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.outputs.values()];
-    this.outputs.clear();
-    await Promise.all(
-      all.map(async (p) => {
-        const o = await p.catch(() => null);
-        if (o) await Promise.all([o.warc.close(), o.index.close()]);
-      }),
-    );
+    const all = [...this.warcs.values(), ...this.indexes.values()] as Entry<{ close(): Promise<void> }>[];
+    this.warcs.clear();
+    this.indexes.clear();
+    await Promise.all(all.map(async (e) => (await e.writer.catch(() => null))?.close()));
   }
 }

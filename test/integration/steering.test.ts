@@ -18,6 +18,7 @@ import {
 import { generateSites, type RequestRecord } from '../web/test-web';
 import { createHarness, fetchedUrls, launch, outputOf, pageRequests, sleep, type CampaignHandle, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { CampaignHosts } from '../../src/redis/campaign-hosts';
 
 jest.setTimeout(120_000);
 const run = promisify(execFile);
@@ -82,10 +83,13 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
   const tRate = performance.timeOrigin + performance.now();
   // Pause a1 alone: a0 goes on, a1 gets nothing.
   expect(await handle.executeUpdate(pauseHostUpdate, { args: [{ host: 'a1.steer.test' }] })).toEqual({ host: key('a1.steer.test'), paused: true });
-  await until('a0 to show the operator delay', async () => (await a0.query(domainStatusQuery)).delayReason === 'operator set 2500 ms for this host');
-  expect(await a0.query(domainStatusQuery)).toMatchObject({ minDelayMs: 2_500, delayMs: 2_500 });
+  // The host table in Redis (what `crawler status` shows) follows within a session's control check.
+  const campaignKey = (await handle.query(campaignStatusQuery)).campaignKey;
+  const records = new CampaignHosts(h.redis, campaignKey);
+  await until('a0 to show the operator delay', async () => (await records.get(key('a0.steer.test')))?.reason === 'operator set 2500 ms for this host');
+  expect(await records.get(key('a0.steer.test'))).toMatchObject({ delayMs: 2_500 });
   await until('a1 to be paused', async () => (await a1.query(domainStatusQuery)).paused);
-  expect(await a1.query(domainStatusQuery)).toMatchObject({ minDelayMs: 200, delayMs: 200, delayReason: 'minimum delay 200 ms' });
+  expect(await a1.query(domainStatusQuery)).toMatchObject({ delayMs: 200, delayReason: 'minimum delay 200 ms' });
   // State 'paused' is reached only between steps: nothing is in flight any more.
   await until('a1 to stand still', async () => (await a1.query(domainStatusQuery)).state === 'paused');
   const a1Paused = pagesOf('a1.steer.test').length;
@@ -105,18 +109,19 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
     stderr: expect.stringContaining('host "nowhere.test" is not known to this campaign'),
   });
   await expect(crawler('set-rate', id, '--delay-ms', 'soon')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('minDelayMs must be a whole number') });
+  // Two changes went through (settings versions 2 and 3); the rejected ones changed nothing.
   expect((await handle.query(campaignStatusQuery)).steering).toEqual({
-    configVersion: 1,
+    configVersion: 3,
     minDelayMs: 200,
-    hostDelays: { [key('a0.steer.test')]: 2_500 },
-    pausedHosts: [key('a1.steer.test')],
+    pausedHosts: 1,
     budgets: { maxPages: null, maxDepth: null },
     maxActiveHosts: null,
   });
+  expect(await records.hostDelays()).toEqual({ [key('a0.steer.test')]: 2_500 });
+  expect(await records.pausedHosts()).toEqual([key('a1.steer.test')]);
   // The memo (Web UI) shows the settings in force, the operator's changes included.
   const memo = (await handle.describe()).memo as Record<string, unknown>;
-  expect(memo).toMatchObject({ hostDelays: { [key('a0.steer.test')]: 2_500 }, pausedHosts: [key('a1.steer.test')], politeness: { minDelayMs: 200 } });
-  expect(await a0.query(domainStatusQuery)).toMatchObject({ minDelayMs: 2_500, delayMs: 2_500, configVersion: 1 });
+  expect(memo).toMatchObject({ minDelayMs: 200, maxActiveHosts: null, paused: false });
 
   await until('a0 to go on while a1 is paused', () => pagesOf('a0.steer.test').length >= a0AtPause + 2);
   expect(pagesOf('a1.steer.test').length).toBe(a1Paused);
@@ -182,14 +187,15 @@ test('a lower page budget stops a running campaign at it; set-rate campaign-wide
   expect((await handle.query(campaignStatusQuery)).steering?.budgets).toEqual({ maxPages: null, maxDepth: null });
 
   const budget = atPause + 3;
+  const before = (await handle.query(campaignStatusQuery)).steering.configVersion;
   const { stdout } = await crawler('set-budget', id, '--max-pages', String(budget), '--max-depth', 'none');
-  expect(stdout).toContain(`maxPages ${budget}, maxDepth unlimited (settings version 2)`);
-  await until('b0 to get settings version 2', async () => (await b0.query(domainStatusQuery)).configVersion === 2);
+  expect(stdout).toContain(`maxPages ${budget}, maxDepth unlimited (settings version ${before + 1})`);
   const { stdout: rateOut } = await crawler('set-rate', id, '--delay-ms', '300');
   expect(rateOut).toContain('300 ms campaign-wide');
-  await until('b0 to show the campaign-wide operator delay', async () => (await b0.query(domainStatusQuery)).delayReason === 'operator set 300 ms');
 
   await handle.signal('resume');
+  // The paused host looks again at the resume, with the new settings.
+  await until('b0 to show the campaign-wide operator delay', async () => (await b0.query(domainStatusQuery)).delayReason === 'operator set 300 ms');
   const result = await handle.result();
   expect(result.status).toBe('budget-exhausted');
   expect(result.pages).toBeLessThanOrEqual(budget);

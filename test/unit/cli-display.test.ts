@@ -2,61 +2,72 @@
 import { PassThrough } from 'node:stream';
 import { formatStatus } from '../../src/cli/commands/campaign-control';
 import { ProgressReporter } from '../../src/cli/progress';
+import { attentionRank, type HostRecord } from '../../src/redis/campaign-hosts';
 import type { CampaignStatus, HostStatus } from '../../workflows/messages';
 
-const host = (name: string, over: Partial<HostStatus> & { fetched?: number; failed?: number }): HostStatus => ({
+const host = (name: string, over: Partial<HostRecord>): HostStatus => ({
   host: name,
-  state: over.state ?? 'running',
-  domainState: over.domainState ?? 'sleeping',
-  stats: { fetched: over.fetched ?? 0, failed: over.failed ?? 0, skipped: 0, bytes: 0 },
-  frontier: over.frontier ?? null,
+  state: 'crawling',
+  fetched: 0,
+  failed: 0,
+  skipped: 0,
+  bytes: 0,
+  frontier: 0,
+  delayMs: 1000,
+  reason: 'minimum delay 1000 ms',
+  lastUrl: null,
+  lastStatus: null,
+  nextWakeAt: null,
+  updatedAt: '2026-11-23T00:00:01.000Z',
+  ...over,
 });
 
-const status = (fetched: number, hosts: HostStatus[]): CampaignStatus => ({
+const status = (fetched: number, over: Partial<CampaignStatus> = {}): CampaignStatus => ({
   campaignId: 'c1',
+  campaignKey: 'c1.abcd1234',
   status: 'running',
   paused: false,
   startedAt: '2026-11-23T00:00:00.000Z',
-  hosts,
-  totals: { fetched, failed: 1, skipped: 0, bytes: 0, hosts: hosts.length, activeHosts: hosts.length, frontier: hosts.reduce((s, h) => s + (h.frontier ?? 0), 0) },
+  updatedAt: '2026-11-23T00:00:05.000Z',
+  problems: 0,
+  totals: { fetched, failed: 1, skipped: 0, bytes: 0, hosts: 2, activeHosts: 2, readyHosts: 1, frontier: 10 },
+  steering: { configVersion: 1, minDelayMs: 1000, budgets: { maxPages: null, maxDepth: null }, maxActiveHosts: null, pausedHosts: 0 },
+  ...over,
 });
 
-test('status lists hosts that need attention first: backing off, failing, long sleeps, paused, crawling, idle, then finished', () => {
-  const text = formatStatus(
-    status(30, [
-      host('done.test', { state: 'closed', domainState: 'done', fetched: 10 }),
-      host('done-failed.test', { state: 'closed', domainState: 'done', fetched: 10, failed: 4 }),
-      host('idle.test', { state: 'idle', domainState: 'idle', fetched: 3 }),
-      host('ok.test', { domainState: 'crawling', fetched: 10, frontier: 4 }),
-      host('paused.test', { domainState: 'paused', fetched: 2 }),
-      host('slow.test', { domainState: 'sleeping', fetched: 5 }),
-      host('throttled.test', { domainState: 'backing-off', fetched: 5 }),
-      host('broken.test', { domainState: 'crawling', failed: 3, fetched: 5 }),
-      host('broken2.test', { domainState: 'crawling', failed: 7, fetched: 5 }),
-    ]),
-  );
-  const rows = text.split('\n').slice(4).map((l) => l.split('\t'));
-  expect(rows.map((r) => r[0])).toEqual([
-    'throttled.test',
-    'broken2.test',
-    'broken.test',
-    'slow.test',
-    'paused.test',
-    'ok.test',
-    'idle.test',
-    'done-failed.test',
-    'done.test',
-  ]);
-  expect(rows.find((r) => r[0] === 'ok.test')![6]).toBe('4');
+test('hosts that need attention come first: given up, backing off, failing, long sleeps, paused, crawling, idle, then finished', () => {
+  const hosts = [
+    host('done.test', { state: 'done', fetched: 10 }),
+    host('done-failed.test', { state: 'done', fetched: 10, failed: 4 }),
+    host('idle.test', { state: 'idle', fetched: 3 }),
+    host('ok.test', { fetched: 10, frontier: 4 }),
+    host('paused.test', { state: 'paused', fetched: 2 }),
+    host('slow.test', { state: 'sleeping', fetched: 5 }),
+    host('throttled.test', { state: 'backing-off', fetched: 5 }),
+    host('broken.test', { failed: 3, fetched: 5 }),
+    host('gone.test', { state: 'given-up' }),
+  ];
+  const order = [...hosts].sort((a, b) => attentionRank(a) - attentionRank(b)).map((h) => h.host);
+  expect(order).toEqual(['gone.test', 'throttled.test', 'broken.test', 'slow.test', 'paused.test', 'ok.test', 'idle.test', 'done-failed.test', 'done.test']);
 });
 
-test('without a TTY, progress is plain lines with rate, host states, frontier and an ETA under a budget', async () => {
+test('status prints totals, then the page of hosts it was given with their delay and why', () => {
+  const text = formatStatus(status(30, { problems: 2 }), [host('slow.test', { state: 'sleeping', delayMs: 30_000, reason: 'robots.txt Crawl-delay 30 s', frontier: 4 })]);
+  const lines = text.split('\n');
+  expect(lines[1]).toBe('pages 30, failed 1, skipped 0, bytes 0, hosts 2 (2 active, 1 waiting for a slot), frontier 10, problems 2');
+  expect(lines[3].split('\t')).toEqual(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY']);
+  expect(lines[4].split('\t')).toEqual(['slow.test', 'sleeping', '0', '0', '0', '4', '30000 ms', 'robots.txt Crawl-delay 30 s']);
+  // Without Redis the totals still show, and the table says what it needs.
+  expect(formatStatus(status(30), null)).toContain('set REDIS_URL');
+});
+
+test('without a TTY, progress is plain lines with rate, host counts, frontier and an ETA under a budget', async () => {
   jest.useFakeTimers();
   const out = new PassThrough() as unknown as NodeJS.WriteStream;
   let text = '';
   (out as unknown as PassThrough).on('data', (d: Buffer) => (text += d.toString()));
   let fetched = 0;
-  const p = new ProgressReporter(out, async () => status((fetched += 50), [host('a.test', { frontier: 7 }), host('b.test', { domainState: 'backing-off', frontier: 3 })]), 1000);
+  const p = new ProgressReporter(out, async () => status((fetched += 50)), 1000);
   p.start();
   await jest.advanceTimersByTimeAsync(5_000);
   await jest.advanceTimersByTimeAsync(5_000);
@@ -64,7 +75,7 @@ test('without a TTY, progress is plain lines with rate, host states, frontier an
   jest.useRealTimers();
   const lines = text.trim().split('\n');
   expect(lines.length).toBe(2);
-  expect(lines[1]).toMatch(/^running: 100 pages \(10\.0\/s\), 1 failed, hosts 2 \[sleeping 1, backing-off 1\], frontier 10, ETA 90 s$/);
+  expect(lines[1]).toMatch(/^running: 100 pages \(10\.0\/s\), 1 failed, hosts 2 \[2 active, 1 waiting\], frontier 10, ETA 90 s$/);
   expect(text).not.toContain('\r');
 });
 
@@ -74,10 +85,10 @@ test('the ETA follows a page budget an operator set while the crawl runs', async
   let text = '';
   (out as unknown as PassThrough).on('data', (d: Buffer) => (text += d.toString()));
   let fetched = 0;
-  const steered = (): CampaignStatus => ({
-    ...status((fetched += 50), [host('a.test', {})]),
-    steering: { configVersion: 2, minDelayMs: 1_000, hostDelays: {}, pausedHosts: [], budgets: { maxPages: 400, maxDepth: null } },
-  });
+  const steered = (): CampaignStatus => {
+    const s = status((fetched += 50));
+    return { ...s, steering: { ...s.steering, configVersion: 2, budgets: { maxPages: 400, maxDepth: null } } };
+  };
   const p = new ProgressReporter(out, async () => steered(), 1000);
   p.start();
   await jest.advanceTimersByTimeAsync(10_000);

@@ -10,6 +10,7 @@ import Redis from 'ioredis';
 import { ContentIndex } from '../../src/dedup/content-index';
 import { campaignKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import { reserveBudget } from '../../src/redis/campaign-store';
+import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
 import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
@@ -101,7 +102,7 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(enq.keys).toHaveLength(SCRIPTS.crawlEnqueue.numberOfKeys);
     expectOneSlot(enq, tag);
 
-    const claim = await cap.capture('1\thttp://x/\t', () => f.claim());
+    const claim = await cap.capture(['1\thttp://x/\t', 1], () => f.claim());
     expect(claim.script).toBe('crawlClaim');
     expect(claim.keys).toHaveLength(SCRIPTS.crawlClaim.numberOfKeys);
     expectOneSlot(claim, tag);
@@ -136,6 +137,22 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(c.keys).toEqual([campaignKeys(ck).budget]);
     expectOneSlot(c, ck);
     expect(slotOf(campaignKeys(ck).config)).toBe(slotOf(ck));
+  });
+
+  it.each(CAMPAIGN_KEYS)('campaign host bookkeeping scripts: campaign %j', async (ck) => {
+    const hosts = new CampaignHosts(cap.redis, ck);
+    const record: HostRecord = { state: 'crawling', fetched: 1, failed: 0, skipped: 0, bytes: 1, frontier: 2, delayMs: 1000, reason: 'x', lastUrl: null, lastStatus: null, nextWakeAt: null, updatedAt: '' };
+    for (const [script, reply, call] of [
+      ['crawlMarkReady', 2, () => hosts.markReady(['a.test', 'b.test:8080'])],
+      ['crawlDispatched', 1, () => hosts.dispatched('a.test', '7', 3)],
+      ['crawlRelease', [1, 0, 0], () => hosts.release('a.test', 3)],
+      ['crawlHostRecord', 1, () => hosts.record('a.test', record)],
+    ] as const) {
+      const c = await cap.capture(reply, call);
+      expect(c.script).toBe(script);
+      expect(c.keys).toHaveLength(SCRIPTS[script].numberOfKeys);
+      expectOneSlot(c, ck);
+    }
   });
 
   // The band count, hence the key count, follows maxDistance: 2 + (maxDistance + 1) keys.

@@ -1,0 +1,130 @@
+// The host session run directly (no workflow), as Temporal runs it: on a
+// real Redis and the test web. What one session does, what a second one
+// does after the first died, how control in Redis stops one between pages,
+// and how a page that can never be stored ends.
+import fs from 'node:fs';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities, WorkerRuntime } from '../../activities';
+import type { SessionInput, SessionResult } from '../../activities/types';
+import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
+import { CampaignHosts } from '../../src/redis/campaign-hosts';
+import { createRedis } from '../../src/redis/client';
+import { hostKeys } from '../../src/redis/keys';
+import type { RedisLike } from '../../src/redis/scripts';
+import { readIndex } from '../../src/storage/index-writer';
+import { hostKey } from '../../src/url/normalize';
+import { generateSites } from '../web/test-web';
+import { createHarness, pageRequests, type Harness } from '../support/harness';
+
+jest.setTimeout(90_000);
+
+let h: Harness;
+let redis: RedisLike;
+let rt: WorkerRuntime;
+beforeAll(async () => {
+  h = await createHarness('crawl-session', { workers: 0 });
+  for (const name of ['one', 'two', 'three', 'four']) {
+    for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
+  }
+  redis = createRedis(process.env.REDIS_URL!);
+  rt = new WorkerRuntime({ redis, temporal: h.client });
+});
+afterAll(async () => {
+  await rt?.close();
+  redis?.disconnect();
+  await h?.close();
+});
+
+let n = 0;
+async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
+  const seed = h.web.url(`${name}.session.test`, '/');
+  const host = hostKey(seed);
+  const campaignKey = `session-${process.pid}-${n++}`;
+  const settings = resolveCampaignSettings(
+    { seeds: [seed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 0 }, sitemaps: 'off', fetch: { resolve: h.web.resolveArgs() }, output: { dir: path.join(h.outDir, campaignKey) }, ...extra },
+    campaignKey,
+  );
+  const acts = createActivities(rt);
+  await new MockActivityEnvironment().run(acts.prepareCampaign, { settings, campaignKey });
+  const hosts = new CampaignHosts(redis, campaignKey);
+  // As the campaign's dispatch does: the host holds a slot with generation 1.
+  await hosts.dispatched(host, '1', 1);
+  const input: SessionInput = { campaignKey, campaignWorkflowId: 'no-campaign', host, gen: 1, configVersion: 1 };
+  return { acts, host, campaignKey, hosts, input, dir: settings.output.dir, session: (env = new MockActivityEnvironment()) => env.run(acts.crawlSession, input) as Promise<SessionResult> };
+}
+const pagesOf = (host: string) => pageRequests(h.web.requests()).filter((r) => r.host === host.split(':')[0]);
+
+test('one session crawls the host, commits every page, gives its slot up and records the host', async () => {
+  const c = await prepared('one');
+  const r = await c.session();
+  expect(r).toMatchObject({ end: 'drained', released: true, pages: 8, stats: { fetched: 8, failed: 0 }, frontier: 0 });
+  expect(pagesOf(c.host)).toHaveLength(8);
+  expect(await c.hosts.counts()).toMatchObject({ active: 0, ready: 0 });
+  expect(await c.hosts.get(c.host)).toMatchObject({ state: 'done', fetched: 8, frontier: 0 });
+  expect(await c.hosts.totals()).toMatchObject({ fetched: 8, hosts: 1 });
+  expect((await readIndex(path.join(c.dir, 'index'))).filter((e) => e.outcome === 'fetched')).toHaveLength(8);
+});
+
+test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
+  const c = await prepared('two', { session: { maxPages: 3 } });
+  // The page cap stands in for a session cut short: three pages committed.
+  expect(await c.session()).toMatchObject({ end: 'cap', pages: 3 });
+  // A session cancelled (its worker died) while a page is in flight.
+  const env = new MockActivityEnvironment();
+  const dying = c.session(env);
+  await new Promise((r) => setTimeout(r, 5));
+  env.cancel();
+  await expect(dying).rejects.toBeDefined();
+  // Run to the end in more sessions.
+  for (let i = 0; i < 10; i++) if ((await c.session()).end === 'drained') break;
+  const index = await readIndex(path.join(c.dir, 'index'));
+  const urls = index.filter((e) => e.outcome === 'fetched').map((e) => e.url);
+  expect(new Set(urls).size).toBe(8);
+  expect(urls).toHaveLength(8);
+  const paths = pagesOf(c.host).map((r) => r.path);
+  expect(paths.length - new Set(paths).size).toBeLessThanOrEqual(1);
+  expect(await redis.hget(hostKeys(c.campaignKey, c.host).stats, 'fetched')).toBe('8');
+});
+
+test('a pause in the campaign control ends a running session between pages; a new settings version ends it too', async () => {
+  const c = await prepared('three', { politeness: { minDelayMs: 300 } });
+  const running = c.session();
+  await new Promise((r) => setTimeout(r, 1_000));
+  await c.hosts.setControl({ paused: true, version: 2 });
+  const t0 = Date.now();
+  const r = await running;
+  expect(r).toMatchObject({ end: 'paused', configVersion: 2 });
+  const requestsAtPause = pagesOf(c.host).length;
+  expect(requestsAtPause).toBeLessThan(8);
+  // Nothing after the session ended (a request could at most have been in flight when it saw the pause).
+  expect(pagesOf(c.host).filter((q) => q.t > t0 + 1_000)).toEqual([]);
+  await c.hosts.setControl({ paused: false, version: 3 });
+  const again = await c.session();
+  // Started with the version it knew (1): it reloads the settings and goes on to the end.
+  expect(again).toMatchObject({ end: 'drained', configVersion: 3 });
+  await c.hosts.setControl({ version: 4 });
+  expect(await c.session()).toMatchObject({ end: 'drained' });
+});
+
+test('a page that can never be stored ends as INTERNAL_ERROR after a bounded number of attempts, and the host goes on', async () => {
+  const c = await prepared('four');
+  // A file where the WARC folder should be: every WARC write fails (a real
+  // storage failure, not a hook in the product).
+  fs.mkdirSync(c.dir, { recursive: true });
+  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
+  const errors: unknown[] = [];
+  let last: SessionResult | null = null;
+  for (let i = 0; i < 10 && last?.end !== 'drained'; i++) {
+    try {
+      last = await c.session();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  expect(last).toMatchObject({ end: 'drained', stats: { fetched: 0, failed: 1 } });
+  // Two failed sessions (Temporal would retry them), the third records the URL.
+  expect(errors).toHaveLength(2);
+  const index = await readIndex(path.join(c.dir, 'index'));
+  expect(index).toEqual([expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) })]);
+});

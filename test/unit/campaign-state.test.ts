@@ -1,0 +1,79 @@
+// The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
+import type { CampaignSnapshot } from '../../activities/types';
+import { resolveCampaignSettings } from '../../src/config/campaign';
+import { CampaignBook } from '../../workflows/campaign-state';
+
+const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
+const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
+  dispatched: 0,
+  active: 0,
+  ready: 0,
+  paused: false,
+  stop: null,
+  configVersion: 1,
+  totals: { fetched: 0, failed: 0, skipped: 0, bytes: 0, hosts: 0, frontier: 0 },
+  problems: 0,
+  givenUp: 0,
+  ...over,
+});
+
+test('done only when no host holds or waits for a slot and no operator request could add work', () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  b.nudged = false;
+  expect(b.onSnapshot(snap({ active: 2 }), 1)).toBe('wait');
+  expect(b.onSnapshot(snap({ ready: 1 }), 2)).toBe('wait');
+  b.inflight = 1;
+  expect(b.onSnapshot(snap({}), 3)).toBe('wait');
+  b.inflight = 0;
+  // A paused campaign with nothing active is not done: its hosts wait for the resume.
+  expect(b.onSnapshot(snap({ paused: true }), 4)).toBe('wait');
+  expect(b.onSnapshot(snap({}), 5)).toBe('done');
+  expect(b.finalStatus()).toBe('completed');
+});
+
+test('a full dispatch round with more hosts ready asks for another round at once', () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  b.nudged = false;
+  expect(b.onSnapshot(snap({ dispatched: 200, active: 200, ready: 50 }), 1)).toBe('again');
+  b.nudged = false;
+  expect(b.onSnapshot(snap({ dispatched: 0, active: 10, ready: 50 }), 2)).toBe('wait');
+});
+
+test('a budget reached in Redis stops the campaign, and the first reason wins', () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  expect(b.onSnapshot(snap({ active: 3, stop: 'budget' }), 1)).toBe('done');
+  b.requestStop('cancelled');
+  expect(b.finalStatus()).toBe('budget-exhausted');
+  expect(b.open).toBe(false);
+});
+
+test('steering: versions follow each other, the status shows what is in force', () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  const v = b.nextVersion();
+  expect(v).toBe(2);
+  b.applied({ kind: 'pause' }, { configVersion: v, budgets: { maxPages: null, maxDepth: null } });
+  b.applied({ kind: 'delay', host: null, minDelayMs: 2_500 }, { configVersion: b.nextVersion(), budgets: { maxPages: 50, maxDepth: null } });
+  b.applied({ kind: 'pause-host', host: 'x.test' }, { configVersion: b.nextVersion(), budgets: { maxPages: 50, maxDepth: null } });
+  const s = b.statusView('c');
+  expect(s).toMatchObject({ paused: true, campaignKey: 'c.1', steering: { configVersion: 4, minDelayMs: 2_500, budgets: { maxPages: 50 }, pausedHosts: 1, maxActiveHosts: 10 } });
+});
+
+test('a million hosts pass through the bookkeeping while the state it keeps stays bounded', () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  const sizes: number[] = [];
+  let active = 0;
+  let hosts = 0;
+  for (let round = 0; round < 5_000; round++) {
+    // Each round: 200 hosts dispatched, 200 finished.
+    hosts += 200;
+    active = Math.min(active + 200, 10);
+    b.onSnapshot(snap({ dispatched: 200, active, ready: 1_000_000 - hosts, totals: { fetched: hosts * 3, failed: hosts, skipped: 0, bytes: hosts * 3e4, hosts, frontier: 5 } }), round);
+    if (round % 1000 === 0) sizes.push(JSON.stringify(b.carry).length + JSON.stringify(b.statusView('c')).length);
+  }
+  expect(hosts).toBe(1_000_000);
+  expect(b.statusView('c').totals.hosts).toBe(1_000_000);
+  // What continue-as-new carries and what the status query answers: bounded, well under 64 KB.
+  expect(Math.max(...sizes)).toBeLessThan(64 * 1024);
+  expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThan(100);
+  expect(new CampaignBook(settings, 'ignored', 0, b.carry).statusView('c').totals.fetched).toBe(3_000_000);
+});
