@@ -20,6 +20,8 @@ export interface Candidate {
   url: string;
   depth: number;
   kind?: EntryKind;
+  /** For a redirect target: the hops so far. */
+  redirects?: number;
 }
 
 export interface Routed {
@@ -64,7 +66,7 @@ export async function routeCandidates(
       continue;
     }
     const list = byHost.get(host) ?? [];
-    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind, priority: frontierPriority(c.url, s) });
+    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind, priority: frontierPriority(c.url, s), ...(c.redirects ? { redirects: c.redirects } : {}) });
     byHost.set(host, list);
   }
   let own = byHost.get(ownHost) ?? [];

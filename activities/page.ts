@@ -93,7 +93,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       ...extra,
     });
     const status = extra.status ?? null;
-    await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
+    const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
+    rt.deps.metrics?.setFrontierSize(host, c.remaining);
     rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
     // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
     if (extra.error && status === null) rt.deps.metrics?.recordError(extra.error.code);
@@ -174,9 +175,14 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   let canonical: string | null | undefined;
   let duplicateOf: IndexEntry['duplicateOf'];
   let sitemap: IndexEntry['sitemap'];
-  if (res.stoppedRedirect) {
+  // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
+  const hops = (entry.redirects ?? 0) + 1;
+  const tooManyRedirects = res.stoppedRedirect !== undefined && hops > s.fetch.maxRedirects;
+  if (res.stoppedRedirect && !tooManyRedirects) {
     // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
-    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind }];
+    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind, redirects: hops }];
+  } else if (res.stoppedRedirect) {
+    // The 3xx is archived; its target is not followed.
   } else if (kind === 'sitemap' || kind === 'sitemap-child') {
     if (ok) {
       const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth);
@@ -212,15 +218,16 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // the WARC as evidence. A sitemap probe that 404s is not a failure of the
   // crawl (most hosts have no /sitemap.xml), so sitemaps keep their outcome.
   const httpError = !res.stoppedRedirect && !isSitemap && res.status >= 400;
-  const outcome = res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
+  const outcome = tooManyRedirects ? 'error' : res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
   // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
-  const counted = isSitemap ? 'skipped' : httpError ? 'failed' : 'fetched';
+  const counted = isSitemap ? 'skipped' : httpError || tooManyRedirects ? 'failed' : 'fetched';
   return record(outcome, counted, {
     requested: true,
     hostPauseMs: hostPause,
     ...common,
     ...(res.stoppedRedirect ? { redirectTo: res.stoppedRedirect.to } : {}),
     ...(httpError ? { error: { code: `HTTP_${res.status}`, message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` } } : {}),
+    ...(tooManyRedirects ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } } : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),

@@ -126,7 +126,6 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
-    idleCloseMs: 10_000,
   });
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
   const release = async () => {

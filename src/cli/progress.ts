@@ -10,6 +10,8 @@ const RATE_SMOOTHING = 0.3;
  */
 export class ProgressReporter {
   private timer: NodeJS.Timeout | null = null;
+  /** The tick under way: stop() waits for it, so nobody closes the connection under a query. */
+  private ticking: Promise<void> = Promise.resolve();
   private last = { at: Date.now(), pages: 0 };
   private smoothedRate: number | null = null;
   private readonly tty: boolean;
@@ -24,12 +26,15 @@ export class ProgressReporter {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.tick(), this.tty ? 1_000 : 5_000);
+    this.timer = setInterval(() => {
+      this.ticking = this.ticking.then(() => this.tick());
+    }, this.tty ? 1_000 : 5_000);
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.ticking;
     if (this.tty) this.out.write('\n');
   }
 

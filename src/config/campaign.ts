@@ -79,13 +79,9 @@ export interface CampaignInput {
     dedup?: DedupMode;
     /** Largest SimHash Hamming distance that still counts as a near-duplicate (0–15). */
     maxSimhashDistance?: number;
-    /** Follow the links of duplicate pages too (default false: their links are the original's). */
-    expandDuplicates?: boolean;
   };
   sitemaps?: SitemapMode;
   output?: { dir?: string };
-  /** Accepted for inputs written before host sessions; unused (a host workflow closes as soon as its frontier is empty). */
-  idleCloseMs?: number;
   frontier?: {
     /**
      * Within a host's frontier, higher priority first, then depth, then
@@ -124,10 +120,9 @@ export interface CampaignSettings {
   };
   session: { durableSleepMs: number; maxPages: number; maxMs: number };
   traps: TrapLimits;
-  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number; expandDuplicates: boolean };
+  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number };
   sitemaps: SitemapMode;
   output: { dir: string };
-  idleCloseMs: number;
   frontier: { priorities: FrontierPriorityRule[] };
 }
 
@@ -167,10 +162,9 @@ export const CAMPAIGN_DEFAULTS = {
   // about 9 ms of CPU and five history events.
   session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
   traps: DEFAULT_TRAP_LIMITS,
-  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3, expandDuplicates: false },
+  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3 },
   sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
-  idleCloseMs: 5 * 60_000,
   frontier: { priorities: [] as FrontierPriorityRule[] },
 } as const;
 
@@ -275,11 +269,9 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       nonHtml: input.content?.nonHtml ?? d.content.nonHtml,
       dedup: input.content?.dedup ?? d.content.dedup,
       maxSimhashDistance: nonNegInt(problems, 'content.maxSimhashDistance', input.content?.maxSimhashDistance, d.content.maxSimhashDistance),
-      expandDuplicates: input.content?.expandDuplicates ?? d.content.expandDuplicates,
     },
     sitemaps: input.sitemaps ?? d.sitemaps,
     output: { dir: input.output?.dir ?? d.output.dir },
-    idleCloseMs: nonNegInt(problems, 'idleCloseMs', input.idleCloseMs, d.idleCloseMs),
     frontier: { priorities: priorityRules(problems, input.frontier) },
   };
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
@@ -292,7 +284,6 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   if (settings.content.nonHtml !== 'store' && settings.content.nonHtml !== 'skip') problems.push('content.nonHtml must be "store" or "skip"');
   if (!['near', 'exact', 'off'].includes(settings.content.dedup)) problems.push('content.dedup must be "near", "exact" or "off"');
   if (settings.content.maxSimhashDistance > 15) problems.push('content.maxSimhashDistance must be at most 15');
-  if (typeof settings.content.expandDuplicates !== 'boolean') problems.push('content.expandDuplicates must be true or false');
   if (!['host', 'domain', 'ip'].includes(settings.politeness.key)) problems.push('politeness.key must be "host", "domain" or "ip"');
   if (!['robots+root', 'robots', 'off'].includes(settings.sitemaps)) problems.push('sitemaps must be "robots+root", "robots" or "off"');
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');

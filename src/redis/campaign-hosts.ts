@@ -183,6 +183,12 @@ export class CampaignHosts {
     return { fetched: n('fetched'), failed: n('failed'), skipped: n('skipped'), bytes: n('bytes'), frontier: n('frontier'), hosts: n('hosts') };
   }
 
+  /** Totals with the slot counts: what a progress display shows, as fresh as the sessions' last records (≤ 2 s). */
+  async live(): Promise<CampaignTotals & { activeHosts: number; readyHosts: number }> {
+    const [t, c] = await Promise.all([this.totals(), this.counts()]);
+    return { ...t, activeHosts: c.active, readyHosts: c.ready };
+  }
+
   async control(): Promise<CampaignControl> {
     const [version, paused, stop, minDelayMs] = await this.redis.hmget(this.k.control, 'version', 'paused', 'stop', 'minDelayMs');
     return {

@@ -14,6 +14,8 @@ export interface FrontierEntry {
   referrer: string | null;
   /** Default page. */
   kind?: EntryKind;
+  /** Redirects that led here (each hop is its own entry); capped by fetch.maxRedirects. */
+  redirects?: number;
 }
 
 export interface EnqueueItem extends FrontierEntry {
@@ -48,13 +50,16 @@ export function frontierScoreBase(priority: number, depth: number): number {
 // Pages keep the three-field form, so frontiers written by older releases still decode.
 export function encodeEntry(e: FrontierEntry): string {
   const base = `${e.depth}\t${e.url}\t${e.referrer ?? ''}`;
-  return e.kind && e.kind !== 'page' ? `${base}\t${e.kind}` : base;
+  const kind = e.kind && e.kind !== 'page' ? e.kind : '';
+  if (e.redirects) return `${base}\t${kind}\t${e.redirects}`;
+  return kind ? `${base}\t${kind}` : base;
 }
 
 export function decodeEntry(member: string): FrontierEntry {
-  const [depth, url, referrer, kind] = member.split('\t');
+  const [depth, url, referrer, kind, redirects] = member.split('\t');
   const entry: FrontierEntry = { url, depth: Number(depth), referrer: referrer ? referrer : null };
   if (kind === 'sitemap' || kind === 'sitemap-child') entry.kind = kind;
+  if (redirects) entry.redirects = Number(redirects);
   return entry;
 }
 

@@ -158,7 +158,7 @@ end
 return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: hosts, totals, attention. ARGV: host, record JSON, attention
-  // score. Replaces the host's record and moves the campaign totals by the
+  // score (ignored for a host given up, which keeps its place). Replaces the host's record and moves the campaign totals by the
   // difference, so writing the same record twice changes nothing. A record
   // with fewer finished URLs than the stored one is stale (an older
   // session's late write) and is ignored. Returns 1 if written.
@@ -174,8 +174,14 @@ for _, f in ipairs({'fetched', 'failed', 'skipped', 'bytes', 'frontier'}) do
   local d = (tonumber(new[f]) or 0) - (tonumber(old[f]) or 0)
   if d ~= 0 then redis.call('HINCRBY', KEYS[2], f, d) end
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+local record = ARGV[2]
+-- A host given up stays given up, whatever a session still running writes.
+if old.state == 'given-up' and new.state ~= 'given-up' then
+  new.state = 'given-up'
+  record = cjson.encode(new)
+end
+redis.call('HSET', KEYS[1], ARGV[1], record)
+if new.state ~= 'given-up' or old.state ~= 'given-up' then redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1]) end
 return 1`,
   },
 } as const;

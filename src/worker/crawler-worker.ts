@@ -56,6 +56,11 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     // Activities are mostly host sessions, which wait on the network and the
     // host clock, not the CPU: a worker keeps hundreds of slow hosts in flight.
     maxConcurrentActivityTaskExecutions: cfg.activitySlots,
+    // A session learns that it is cancelled (its workflow was terminated, the
+    // campaign cancelled it) from a heartbeat's answer: at most this late.
+    // Each heartbeat is one call to the server, not a history event.
+    maxHeartbeatThrottleInterval: '5 seconds',
+    defaultHeartbeatThrottleInterval: '5 seconds',
     maxCachedWorkflows: cfg.workflowCacheSize,
     // SIGTERM: sessions finish the page in flight and end (rt.draining); the
     // grace time bounds a page that hangs.

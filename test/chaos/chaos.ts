@@ -23,6 +23,8 @@ import { startCampaign } from '../../src/temporal/campaign-client';
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import { WorkerPool, type WorkerProcess } from '../../src/worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult } from '../../workflows/messages';
+import { CampaignHosts } from '../../src/redis/campaign-hosts';
+import { createRedis } from '../../src/redis/client';
 import { generateSites, startTestWeb, type SiteRequest, type TestWeb } from '../web/test-web';
 import { buildReport, isHousekeeping, type ChaosReport, type FaultKind, type InjectedFault, type Served } from './report';
 import { RestartableStack } from './restartable-stack';
@@ -201,7 +203,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       politeness: { minDelayMs: delayMs },
       fetch: { resolve: web.resolveArgs() },
       output: { dir: outDir },
-      idleCloseMs: 3_000,
     });
     log(`chaos: campaign ${campaignId}: ${opts.hosts} hosts × ${opts.pages} pages (${expected.size} in scope), ${workers} workers, delay ${delayMs} ms, faults ${faultKinds.join(', ') || 'none'}, seed ${opts.seed}`);
 
@@ -332,7 +333,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     } else if (status === 'TIMED_OUT') {
       const q = await handle.query(campaignStatusQuery).catch(() => null);
       if (q) {
-        const stuck = q.hosts.filter((h) => h.state !== 'done').map((h) => `${h.host}:${h.state}`);
+        const redis = createRedis(stack.redisUrl);
+        const page = await new CampaignHosts(redis, q.campaignKey).page(0, 50).catch(() => []);
+        redis.disconnect();
+        const stuck = page.filter((h) => h.state !== 'done').map((h) => `${h.host}:${h.state}`);
         log(`chaos: campaign still ${q.status} after ${timeoutMs} ms; hosts not done: ${stuck.slice(0, 20).join(' ')}`);
       }
     }

@@ -2,7 +2,8 @@
 // and through Temporal directly.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { campaignStatusQuery, cancelSignal, type CampaignStatus } from '../../workflows/messages';
+import { campaignStatusQuery, cancelSignal, type CampaignStatus, type HostStatus } from '../../workflows/messages';
+import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
@@ -23,18 +24,19 @@ afterAll(() => h?.close());
 
 test('pause stops requests, resume continues, status reports per-domain progress, cancel ends with a summary', async () => {
   const seed = h.web.url('p0.control.test', '/');
-  const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, idleCloseMs: 60_000 });
+  const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 } });
   const id = handle.workflowId;
   while (pageRequests(h.web.requests()).length < 6) await sleep(100);
 
   // An update: the command returns once the campaign has taken the pause.
   expect((await crawler('pause', id)).stdout).toBe(`${id} paused\n`);
   expect((await handle.query(campaignStatusQuery)).paused).toBe(true);
-  // Every live host reports 'paused' once its step in flight is done.
+  // Every live host's record says 'paused' once its session saw the pause (between two pages).
+  const records = new CampaignHosts(h.redis, (await handle.query(campaignStatusQuery)).campaignKey);
+  const liveRecords = async () => (await records.page(0, 50)).filter((x) => x.state !== 'done');
   for (let t0 = Date.now(); ; await sleep(100)) {
-    const st = await handle.query(campaignStatusQuery);
-    const live = st.hosts.filter((x) => x.state === 'running' || x.state === 'idle');
-    if (live.length > 0 && live.every((x) => x.domainState === 'paused')) break;
+    const live = await liveRecords();
+    if (live.length > 0 && live.every((x) => x.state === 'paused')) break;
     if (Date.now() - t0 > 30_000) throw new Error(`hosts not all paused: ${JSON.stringify(live)}`);
   }
   const paused = pageRequests(h.web.requests()).length;
@@ -42,17 +44,18 @@ test('pause stops requests, resume continues, status reports per-domain progress
   expect(pageRequests(h.web.requests()).length).toBe(paused);
 
   // Status while paused, through the CLI as JSON: every live host says so,
-  // with the progress it had (reported when it paused, not 25 pages later).
+  // with the progress it had when it paused.
   const { stdout } = await crawler('status', id, '--json');
-  const status = JSON.parse(stdout) as CampaignStatus;
+  const status = JSON.parse(stdout) as CampaignStatus & { hosts: HostStatus[] };
   expect(status.campaignId).toBe(id);
   expect(status.paused).toBe(true);
   expect(status.hosts.map((x) => x.host)).toContain(`p0.control.test:${h.web.port}`);
-  const live = status.hosts.filter((x) => x.state === 'running' || x.state === 'idle');
+  const live = status.hosts.filter((x) => x.state !== 'done');
   expect(live.length).toBeGreaterThanOrEqual(1);
-  expect(live.map((x) => x.domainState)).toEqual(live.map(() => 'paused'));
-  expect(status.totals.fetched).toBe(status.hosts.reduce((n, x) => n + x.stats.fetched, 0));
-  expect(status.totals.fetched).toBeGreaterThan(0);
+  expect(live.map((x) => x.state)).toEqual(live.map(() => 'paused'));
+  // The host table and the totals agree (both from the records in Redis).
+  expect((await records.totals()).fetched).toBe(status.hosts.reduce((n, x) => n + x.fetched, 0));
+  expect(status.hosts.reduce((n, x) => n + x.fetched, 0)).toBeGreaterThan(0);
 
   expect((await crawler('resume', id)).stdout).toBe(`${id} resumed\n`);
   const t0 = Date.now();
@@ -84,27 +87,30 @@ test('a domain workflow terminated by hand is given up: the campaign completes a
   const keep = h.web.url('keep.control.test', '/');
   const doomed = h.web.url('term.control.test', '/');
   // Slow enough that term.control.test is still crawling when it is terminated.
-  const handle = await launch(h, { seeds: [keep, doomed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, idleCloseMs: 1_000 });
+  const handle = await launch(h, { seeds: [keep, doomed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 } });
   const id = handle.workflowId;
   const host = new URL(doomed).host;
   while (!pageRequests(h.web.requests()).some((r) => r.host === 'term.control.test')) await sleep(100);
   await h.client.workflow.getHandle(`${id}/${host}`).terminate('operator stopped this host');
   const terminatedAt = pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length;
-  // The check runs on the campaign's minute timer.
+  // The check runs on the campaign's timer.
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.problems).toEqual([expect.stringMatching(new RegExp(`${id}/${host.replace(/[.]/g, '\\.')} ended TERMINATED without reporting`))]);
-  // Not started again, and the other host was crawled in full.
-  expect(pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length).toBe(terminatedAt);
+  // Its session learns at its next heartbeat that its workflow is gone (at
+  // most a request or two at 2 s apart); the host is never started again,
+  // and the other host was crawled in full.
+  const afterTerminate = pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length - terminatedAt;
+  expect(afterTerminate).toBeLessThanOrEqual(3);
   expect(result.pages).toBeGreaterThanOrEqual(h.web.expectedPages([keep], { hosts: ['keep.control.test'] }).size);
-  const st = await handle.query(campaignStatusQuery);
-  expect(st.hosts.find((x) => x.host === host)?.state).toBe('done');
+  const records = new CampaignHosts(h.redis, (await handle.query(campaignStatusQuery)).campaignKey);
+  expect((await records.get(host))?.state).toBe('given-up');
 });
 
 test('cancelling a campaign whose domain was terminated: the finish names it instead of waiting it out', async () => {
   h.web.addSite({ host: 'term2.control.test', pages: 30, fanOut: 2 });
   const seed = h.web.url('term2.control.test', '/');
-  const handle = await launch(h, { seeds: [seed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, idleCloseMs: 60_000 });
+  const handle = await launch(h, { seeds: [seed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 } });
   const id = handle.workflowId;
   const host = new URL(seed).host;
   while (!pageRequests(h.web.requests()).some((r) => r.host === 'term2.control.test')) await sleep(100);

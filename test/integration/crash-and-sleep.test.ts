@@ -15,7 +15,7 @@ describe('kill -9 a worker mid-crawl', () => {
 
   test('the campaign completes with nothing missing and stays polite', async () => {
     const seed = h.web.url('k0.crash.test', '/');
-    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 }, idleCloseMs: 3_000 });
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 } });
     // Let the crawl get going, then kill one worker outright and start a fresh one.
     while (pageRequests(h.web.requests()).length < 40) await sleep(100);
     const victim = h.pool.alive()[0];
@@ -57,7 +57,7 @@ describe('durable sleep', () => {
 
   test('no worker while domains sleep; one started later resumes where it was', async () => {
     const seed = h.web.url('s0.sleep.test', '/');
-    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 2_500 }, idleCloseMs: 3_000 });
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 2_500 } });
     while (pageRequests(h.web.requests()).length < 3) await sleep(100);
     await h.pool.stopAll();
     const before = pageRequests(h.web.requests()).map((r) => urlOf(h, r));

@@ -232,7 +232,7 @@ describe('a crawl follows priority rules for the links it discovers', () => {
 
   const order = async (frontier?: CampaignInput['frontier']) => {
     const before = h.web.requests().length;
-    const r = await (await launch(h, { seeds: [h.web.url('prio.frontier.test', '/')], politeness: { minDelayMs: 0 }, idleCloseMs: 1_000, ...(frontier ? { frontier } : {}) })).result();
+    const r = await (await launch(h, { seeds: [h.web.url('prio.frontier.test', '/')], politeness: { minDelayMs: 0 }, ...(frontier ? { frontier } : {}) })).result();
     expect(r.status).toBe('completed');
     return pageRequests(h.web.requests().slice(before)).map((q) => q.path);
   };

@@ -32,7 +32,7 @@ describe('SIGTERM on a worker with steps in flight', () => {
 
   test('the worker drains and exits 0; the campaign completes with nothing lost or refetched', async () => {
     const seed = h.web.url('g0.sigterm.test', '/');
-    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 100 }, idleCloseMs: 3_000 });
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 100 } });
     // Wait until several requests are in flight: arrived less than LATENCY ago, so not answered yet.
     const inFlight = () => {
       const cutoff = performance.timeOrigin + performance.now() - LATENCY + 300;
@@ -97,7 +97,6 @@ describe('the whole stack goes down and comes back on the same data', () => {
         politeness: { minDelayMs: 200 },
         fetch: { resolve: web.resolveArgs() },
         output: { dir: outDir },
-        idleCloseMs: 3_000,
       });
       while (pageRequests(web.requests()).length < 20) await sleep(100);
 

@@ -98,7 +98,7 @@ beforeAll(async () => {
   for (const s of sites) h.web.addSite(s);
   variantSites = {
     depth: calendarTrapSite('depth.variants.test'),
-    duplicates: duplicateSite('duplicates.variants.test', { expandDuplicates: true }),
+    duplicates: duplicateSite('duplicates.variants.test'),
     content: contentSite('content.variants.test', { nonHtml: 'skip' }),
   };
   for (const s of Object.values(variantSites)) h.web.addSite(s);
@@ -122,15 +122,13 @@ beforeAll(async () => {
       budgets: { maxPagesPerHost: HOST_BUDGET },
       politeness: { minDelayMs: DELAY_MS },
       fetch,
-      idleCloseMs: 2_000,
     }),
     crawl({
       seeds: Object.values(variantSites).flatMap((s) => s.expected.seeds.map((p) => h.web.url(s.host, p))),
       budgets: { maxPagesPerHost: HOST_BUDGET, maxDepth: MAX_DEPTH },
       politeness: { minDelayMs: DELAY_MS },
-      content: { nonHtml: 'skip', expandDuplicates: true },
+      content: { nonHtml: 'skip' },
       fetch,
-      idleCloseMs: 2_000,
     }),
     crawl({
       seeds: Object.values(taxonomyUrls),
@@ -144,11 +142,10 @@ beforeAll(async () => {
         connectTimeoutMs: 1_000,
         maxRetries: 1,
       },
-      idleCloseMs: 2_000,
     }),
     // The unresolvable host again, robots.txt respected: the robots fetch
     // fails first, and its cause is what the URL is recorded with.
-    crawl({ seeds: [taxonomyUrls.dns], scope: { mode: 'any' }, politeness: { minDelayMs: DELAY_MS }, fetch: { maxRetries: 1 }, idleCloseMs: 2_000 }),
+    crawl({ seeds: [taxonomyUrls.dns], scope: { mode: 'any' }, politeness: { minDelayMs: DELAY_MS }, fetch: { maxRetries: 1 } }),
   ]);
 
   // robots.txt of a host the main campaign crawled is in the shared cache; a
@@ -156,7 +153,7 @@ beforeAll(async () => {
   const garbageHost = hostKey(h.web.url(site('robots-garbage').host));
   const pttlMs = await h.redis.pttl(sharedHostKeys(garbageHost).robots);
   const before = h.web.requests().length;
-  await crawl({ seeds: [h.web.url(site('robots-garbage').host, '/')], budgets: { maxPages: 1 }, politeness: { minDelayMs: DELAY_MS }, idleCloseMs: 1_000 });
+  await crawl({ seeds: [h.web.url(site('robots-garbage').host, '/')], budgets: { maxPages: 1 }, politeness: { minDelayMs: DELAY_MS } });
   robotsCache = { pttlMs, followUp: h.web.requests().slice(before).filter((r) => r.host === site('robots-garbage').host) };
   reqs = h.web.requests();
 }, 400_000);
@@ -211,17 +208,24 @@ test("index verdicts match each site's expectation", () => {
   expect(wrong).toEqual([]);
 });
 
-test('redirects: a short same-host chain is followed and stored; loops and long chains end typed; private targets are refused', () => {
+test('redirects: every hop its own entry under its own URL; loops end at the seen-set, long chains typed; private targets are refused', () => {
   const r = site('redirects');
   const short = r.expected.groups.shortChain;
-  expect(entryFor(r, short[0])).toMatchObject({ outcome: 'fetched', status: 200, redirects: short.slice(1).map((p) => h.web.url(r.host, p)) });
-  // Every hop was requested once, inside the one fetch, and none became an entry of its own.
+  // Each hop requested once, indexed under its own URL with the 3xx and where it pointed; the last one is the page.
   expect(short.map((p) => countOf(r, p))).toEqual(short.map(() => 1));
-  expect(short.slice(1).map((p) => entryFor(r, p))).toEqual(short.slice(1).map(() => undefined));
+  for (let i = 0; i + 1 < short.length; i++) {
+    expect(entryFor(r, short[i])).toMatchObject({ outcome: 'redirect', redirectTo: h.web.url(r.host, short[i + 1]), warc: expect.any(Object) });
+    expect(entryFor(r, short[i])!.status).toBeGreaterThanOrEqual(300);
+  }
+  expect(entryFor(r, short[short.length - 1])).toMatchObject({ outcome: 'fetched', status: 200 });
 
-  expect(entryFor(r, '/loop/a')?.error?.code).toMatch(/^(REDIRECT_LOOP|TOO_MANY_REDIRECTS)$/);
-  expect(entryFor(r, '/chain/0')?.error?.code).toBe('TOO_MANY_REDIRECTS');
-  expect(countOf(r, '/chain/0')).toBe(1);
+  expect([countOf(r, '/loop/a'), countOf(r, '/loop/b')]).toEqual([1, 1]);
+  expect([entryFor(r, '/loop/a')?.outcome, entryFor(r, '/loop/b')?.outcome]).toEqual(['redirect', 'redirect']);
+  // The default fetch.maxRedirects is 5: hops 1 to 5 are redirects, the sixth 3xx ends the chain.
+  const chain = r.expected.groups.chain;
+  expect(chain.slice(0, 5).map((p) => entryFor(r, p)?.outcome)).toEqual(chain.slice(0, 5).map(() => 'redirect'));
+  expect(entryFor(r, chain[5])).toMatchObject({ outcome: 'error', error: { code: 'TOO_MANY_REDIRECTS' } });
+  expect(countOf(r, chain[6])).toBe(0);
   for (const target of [METADATA_URL, PRIVATE_ADMIN_URL]) {
     const e = main.index.find((x) => x.url === normalizeUrl(target));
     expect({ target, outcome: e?.outcome, code: e?.error?.code }).toEqual({ target, outcome: 'refused', code: 'ADDRESS_REFUSED' });

@@ -1,6 +1,7 @@
-// One host whose frontier grows past 100,000 URLs: the domain workflow keeps
-// its history bounded by continuing as new, and the crawl completes at its
-// page budget. Frontier order (priority, then depth, then discovery) is not
+// One host whose frontier grows past 100,000 URLs: the crawl completes at
+// its page budget, each page requested once, and the host's workflow history
+// stays small: a host session crawls up to session.maxPages pages per
+// activity, so thousands of pages cost a few dozen history events. Frontier order (priority, then depth, then discovery) is not
 // checked here but in test/integration/frontier.test.ts.
 import { hostKeys } from '../../src/redis/keys';
 import { hostKey } from '../../src/url/normalize';
@@ -9,13 +10,10 @@ import { createHarness, launch, pageRequests, sleep, type Harness } from '../sup
 
 const HOST = 'big.large.test';
 // Fan-out 30 on a site of a million pages: every page brings some 30 new
-// URLs, so 4,000 pages leave about 115,000 in the frontier, and 4,000 steps
-// (one to two history events each at zero delay: they run back to back as
-// local activities) make the workflow continue as new at least once. Fewer,
-// fatter pages would get there sooner but cost far more per page.
+// URLs, so 4,000 pages leave about 115,000 in the frontier.
 const MAX_PAGES = 4_000;
-/** domainCrawl continues as new at 4,000 events; a workflow task in flight may add a few hundred more. */
-const HISTORY_BOUND = 5_000;
+/** Sessions of at most 500 pages here: at least 8 sessions of about 6 history events each, plus the run's own. */
+const SESSION_PAGES = 500;
 
 let h: Harness;
 
@@ -36,7 +34,7 @@ test('a 100k-URL frontier completes at its budget with every history run bounded
     budgets: { maxPages: MAX_PAGES },
     // Generated pages are link lists that differ only in numbers: SimHash calls them near-duplicates and would not expand them.
     content: { dedup: 'exact' },
-    idleCloseMs: 1_000,
+    session: { maxPages: SESSION_PAGES },
   });
   const frontierKey = hostKeys(`${handle.workflowId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seed)).frontier;
   let peakFrontier = 0;
@@ -54,11 +52,15 @@ test('a 100k-URL frontier completes at its budget with every history run bounded
   const pages = pageRequests(h.web.requests()).map((q) => q.path);
   expect(pages.length).toBe(new Set(pages).size);
 
-  // Every run of the host's workflow stayed bounded, and there were several.
-  const runs: number[] = [];
+  // The host's workflow: several sessions (the page cap ends each one), far
+  // fewer history events than pages.
+  let events = 0;
+  let sessions = 0;
   for await (const wf of h.client.workflow.list({ query: `WorkflowId = '${domainWorkflowId(r.campaignId, hostKey(seed))}'` })) {
-    runs.push((await h.client.workflow.getHandle(wf.workflowId, wf.runId).describe()).historyLength);
+    const history = await h.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    events += history.events?.length ?? 0;
+    sessions += (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'crawlSession').length;
   }
-  expect(runs.length).toBeGreaterThanOrEqual(2);
-  expect(Math.max(...runs)).toBeLessThanOrEqual(HISTORY_BOUND);
+  expect(sessions).toBeGreaterThanOrEqual(MAX_PAGES / SESSION_PAGES);
+  expect(events).toBeLessThan(MAX_PAGES / 20);
 }, 600_000);

@@ -30,7 +30,6 @@ async function crawl(key: 'host' | 'domain' | 'ip'): Promise<RequestRecord[]> {
     seeds: h.web.hosts().map((host) => h.web.url(host, '/')),
     scope: { mode: 'any' },
     politeness: { minDelayMs: DELAY_MS, key },
-    idleCloseMs: 1_000,
   });
   const result = await handle.result();
   expect(result.status).toBe('completed');

@@ -87,7 +87,7 @@ test('worker processes given the URL with credentials crawl a campaign through t
   const url = `redis://:${ENCODED}@127.0.0.1:${port}`;
   h = await createHarness('redis-auth', { workers: 1, redisUrl: url });
   h.web.addSite({ host: 'site.auth.test', pages: 4, fanOut: 2 });
-  const handle = await launch(h, { seeds: [h.web.url('site.auth.test', '/')], politeness: { minDelayMs: 0 }, idleCloseMs: 1_000 });
+  const handle = await launch(h, { seeds: [h.web.url('site.auth.test', '/')], politeness: { minDelayMs: 0 } });
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.pages).toBeGreaterThanOrEqual(4);

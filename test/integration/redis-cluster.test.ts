@@ -86,7 +86,7 @@ test('concurrent page-step scripts of many hosts (many slots) all succeed throug
 test('a campaign on a 3-master cluster fetches every page exactly once and spreads its keys', async () => {
   const { web } = h!;
   const seed = web.url(hostName(0), '/');
-  const handle = await launch(h!, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 50 }, idleCloseMs: 3_000 });
+  const handle = await launch(h!, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 50 } });
   const result = await handle.result();
   const expected = web.expectedPages([seed]);
   expect(expected.size).toBeGreaterThanOrEqual(HOSTS * PAGES);

@@ -107,7 +107,6 @@ test('the HTML report shows what the index holds', async () => {
     scope: { mode: 'any' },
     politeness: { minDelayMs: 100 },
     fetch: { maxRetries: 1 },
-    idleCloseMs: 2_000,
   });
   const result = await handle.result();
   expect(result.status).toBe('completed');

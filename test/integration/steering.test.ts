@@ -71,7 +71,6 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
     scope: { mode: 'domains', domains: ['steer.test'] },
     politeness: { minDelayMs: 200 },
     sitemaps: 'off',
-    idleCloseMs: 30_000,
   });
   const id = handle.workflowId;
   const a0 = h.client.workflow.getHandle(domainWorkflowId(id, key('a0.steer.test')));
@@ -172,7 +171,7 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
 });
 
 test('a lower page budget stops a running campaign at it; set-rate campaign-wide', async () => {
-  const handle = await launch(h, { seeds: [h.web.url('b0.steer.test', '/')], politeness: { minDelayMs: 150 }, sitemaps: 'off', idleCloseMs: 30_000 });
+  const handle = await launch(h, { seeds: [h.web.url('b0.steer.test', '/')], politeness: { minDelayMs: 150 }, sitemaps: 'off' });
   const id = handle.workflowId;
   const b0 = h.client.workflow.getHandle(domainWorkflowId(id, key('b0.steer.test')));
   await until('the campaign to fetch a few pages', () => pagesOf('b0.steer.test').length >= 3);
@@ -221,8 +220,6 @@ test('concurrency: at most N hosts at once, steerable while running; bad values 
     scope: { mode: 'domains', domains: ['steer.test'] },
     politeness: { minDelayMs: 100, maxActiveHosts: 1 },
     sitemaps: 'off',
-    // A host that went idle gives up its slot at once; it closes later.
-    idleCloseMs: 30_000,
   });
   const id = handle.workflowId;
   expect((await handle.query(campaignStatusQuery)).steering?.maxActiveHosts).toBe(1);
@@ -268,7 +265,6 @@ test("an update that arrives with the campaign's first workflow task is answered
         sitemaps: 'off',
         fetch: { resolve: h.web.resolveArgs() },
         output: { dir: path.join(h.outDir, campaignId) },
-        idleCloseMs: 1_000,
       },
     ],
   });

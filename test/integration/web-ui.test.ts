@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { localTemporalPath } from '../../src/stack/tools';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { campaignStatusQuery, domainStatusQuery, cancelSignal, type DomainStatus } from '../../workflows/messages';
 import { domainWorkflowId } from '../../workflows/ids';
 import { generateSites } from '../web/test-web';
@@ -15,8 +16,7 @@ import { createHarness, launch, sleep, type CampaignHandle, type Harness } from 
 
 jest.setTimeout(600_000);
 
-// Two plain hosts that finish and sit idle (a long idleCloseMs keeps their
-// workflows open), one whose pages answer 503 with a long Retry-After (it
+// Two plain hosts that finish (their workflows close as their frontier runs dry), one whose pages answer 503 with a long Retry-After (it
 // stays backing-off for as long as the test looks), and one whose robots.txt
 // asks for a Crawl-delay long enough that it is still crawling at the end.
 const HOSTS = ['ui0.webui.test', 'ui1.webui.test', 'ui2.webui.test', 'ui3.webui.test'];
@@ -112,23 +112,22 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
     seeds,
     scope: { mode: 'any' },
     politeness: { minDelayMs: 100 },
-    idleCloseMs: 3_600_000,
   });
   const id = campaign.workflowId;
   const domainIds = HOSTS.map((host) => domainWorkflowId(id, hostKey(host)));
 
-  // The crawl reaches the states the UI should show: idle hosts, a host
+  // The crawl reaches the states the UI should show: finished hosts, a host
   // backing off after a 503 with Retry-After, a host paced by robots.txt.
-  await until(`${IDLE} idle`, () => domainStatus(id, IDLE), (s) => s?.state === 'idle');
   await until(`${BUSY} backing off`, () => domainStatus(id, BUSY), (s) => s?.state === 'backing-off' && s.lastStatus === 503);
   await until(`${SLOW} paced by robots.txt`, () => domainStatus(id, SLOW), (s) => !!s?.delayReason.startsWith('robots.txt Crawl-delay'));
 
-  // The campaign hears of each host's state (not only every 25 pages), so
-  // `crawler status` shows the stuck host first and the long sleeper next.
+  // Each host's record (what `crawler status` reads) follows its sessions, so
+  // the stuck host shows first and the long sleeper next.
+  const records = new CampaignHosts(h.redis, (await campaign.query(campaignStatusQuery)).campaignKey);
   const states = await until(
-    'the campaign to see backing-off, sleeping and idle hosts',
-    async () => Object.fromEntries((await campaign!.query(campaignStatusQuery)).hosts.map((x) => [x.host, x.domainState])),
-    (m) => m[hostKey(BUSY)] === 'backing-off' && m[hostKey(SLOW)] === 'sleeping' && m[hostKey(IDLE)] === 'idle',
+    'the records to show backing-off, sleeping and finished hosts',
+    async () => Object.fromEntries((await records.page(0, 50)).map((x) => [x.host, x.state])),
+    (m) => m[hostKey(BUSY)] === 'backing-off' && m[hostKey(SLOW)] === 'sleeping' && m[hostKey(IDLE)] === 'done',
   );
   expect(states[hostKey(BUSY)]).toBe('backing-off');
   const statusCmd = crawlerCommand(['status', id]);

@@ -54,7 +54,7 @@ describe('IndexWriter', () => {
         bytes: 0,
         error: { code: 'ECONNRESET', message: 'socket hang up\r\nagain' },
       }),
-      entry(2, { outcome: 'robots-disallowed', warc: undefined, redirects: ['https://a.test/', 'https://b.test/'] }),
+      entry(2, { outcome: 'redirect', warc: undefined, redirectTo: 'https://b.test/' }),
       entry(3, { outcome: 'some-future-outcome', truncated: 'time' }),
     ];
     for (const e of entries) await w.append(e);

@@ -8,11 +8,12 @@ import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from '../../temporal/connect';
-import { checkRedis, RedisUnavailableError } from '../../redis/client';
+import { CampaignHosts } from '../../redis/campaign-hosts';
+import { checkRedis, createRedis, RedisUnavailableError } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
-import { campaignStatusQuery, type CampaignResult } from '../../../workflows/messages';
+import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
 
@@ -31,7 +32,6 @@ interface CrawlOptions {
   id?: string;
   userAgent?: string;
   ignoreRobots?: boolean;
-  idleCloseMs?: number;
   maxPagesPerHost?: number;
   maxActiveHosts?: number;
   allowAddresses?: string;
@@ -135,7 +135,6 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     },
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
-    ...(o.idleCloseMs !== undefined ? { idleCloseMs: o.idleCloseMs } : {}),
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
   };
   try {
@@ -166,7 +165,6 @@ export function registerCrawlCommand(program: Command): void {
     .option('--id <campaign>', 'campaign ID (default: generated)')
     .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
-    .option('--idle-close-ms <n>', 'how long an idle host workflow waits for new URLs before closing', wholeNumber('--idle-close-ms'))
     .option('--max-pages-per-host <n>', 'at most this many requests per host (guards against infinite sites)', wholeNumber('--max-pages-per-host'))
     .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
     .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
@@ -225,7 +223,14 @@ export function registerCrawlCommand(program: Command): void {
         const handle = await startCampaign(client, cfg.taskQueue, input);
         const ui = stack.uiUrl ? `${stack.uiUrl}/namespaces/${cfg.temporalNamespace}/workflows/${encodeURIComponent(input.campaignId)}` : null;
         log(`campaign ${input.campaignId} started${ui ? ` — Web UI: ${ui}` : ''}`);
-        const progress = new ProgressReporter(process.stderr, () => handle.query(campaignStatusQuery), input.budgets?.maxPages ?? null);
+        // The counts come from Redis, where sessions keep them within about
+        // 2 s; the campaign's own answer is as of its last dispatch round.
+        const redis = createRedis(stack.redisUrl);
+        const poll = async (): Promise<CampaignStatus> => {
+          const s = await handle.query(campaignStatusQuery);
+          return { ...s, totals: await new CampaignHosts(redis, s.campaignKey).live() };
+        };
+        const progress = new ProgressReporter(process.stderr, poll, input.budgets?.maxPages ?? null);
         progress.start();
         let result: CampaignResult;
         try {
@@ -244,7 +249,8 @@ export function registerCrawlCommand(program: Command): void {
           if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`);
           throw err;
         } finally {
-          progress.stop();
+          await progress.stop();
+          redis.disconnect();
         }
         await client.connection.close();
         const summary = { ...result, webUi: ui };
