@@ -13,6 +13,7 @@ import zlib from 'node:zlib';
 import { Command } from 'commander';
 import { COMMAND_MODULES, registerCommands } from '../../src/cli/commands';
 import { prepareCrawlInput, registerCrawlCommand } from '../../src/cli/commands/crawl';
+import { ADD_SEEDS_PER_UPDATE, addSeedsBatches, registerSteerCommands } from '../../src/cli/commands/steer';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { UsageError } from '../../src/cli/usage-error';
 
@@ -179,5 +180,44 @@ describe('crawl --seeds-file / --resolve-file', () => {
     const r = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' } });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('SEEDS_NOT_FOUND');
+  });
+});
+
+describe('add-seeds --file', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-add-seeds-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const tty = { isTTY: true } as unknown as NodeJS.ReadableStream;
+  const collect = async (it: AsyncIterable<string[]>) => {
+    const out: string[][] = [];
+    for await (const b of it) out.push(b);
+    return out;
+  };
+  const list = (from: number, n: number) => Array.from({ length: n }, (_, i) => `http://h${from + i}.test/`);
+
+  test(`arguments first, then the list, ${ADD_SEEDS_PER_UPDATE} seeds per update at most`, async () => {
+    const file = path.join(dir, 'more.txt.gz');
+    fs.writeFileSync(file, zlib.gzipSync(`# more\n${list(0, 2500).join('\n')}\n`));
+    const batches = await collect(addSeedsBatches(['http://x.test/'], file, tty));
+    expect(batches.map((b) => b.length)).toEqual([1, 1000, 1000, 500]);
+    expect(batches.flat()).toEqual(['http://x.test/', ...list(0, 2500)]);
+  });
+
+  test('"-" reads standard input as a stream; from a terminal it is refused', async () => {
+    const stdin = Readable.from([Buffer.from(`${list(0, 3).join('\n')}\n`)]);
+    expect(await collect(addSeedsBatches([], '-', stdin))).toEqual([list(0, 3)]);
+    await expect(collect(addSeedsBatches([], '-', tty))).rejects.toThrow(UsageError);
+  });
+
+  test('the command takes --file without URL arguments', () => {
+    const program = new Command().exitOverride();
+    registerSteerCommands(program);
+    const addSeeds = program.commands.find((c) => c.name() === 'add-seeds')!;
+    let got: unknown;
+    addSeeds.action((campaign: string, urls: string[], o: object) => void (got = { campaign, urls, o }));
+    program.parse(['node', 'crawler', 'add-seeds', 'c1', '--file', '-']);
+    expect(got).toEqual({ campaign: 'c1', urls: [], o: { file: '-' } });
   });
 });
