@@ -84,8 +84,8 @@ export interface SeedListCheck {
 /**
  * Reads a seed list before the campaign starts, so that a missing file, a
  * binary file or a dead URL ends the command with exit code 2 instead of
- * failing in a worker. A local file is read to the end (a stream: a million
- * lines take about a second) and its URLs are checked; a URL source only as
+ * failing in a worker. A local file is read to the end (a stream: about two
+ * seconds per million lines, URL checks included); a URL source only as
  * far as its first batch, rather than downloading it twice. Unusable URLs
  * are reported but not fatal: the campaign skips them like any rejected
  * seed. A list with no usable seed is an error unless `inlineSeeds` has some.
