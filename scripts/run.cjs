@@ -40,7 +40,24 @@ function ensureDeps() {
 }
 
 function run(cmd, args) {
-  const child = spawn(cmd, args, { cwd: process.cwd(), stdio: 'inherit' });
+  let child;
+  try {
+    child = spawn(cmd, args, { cwd: process.cwd(), stdio: 'inherit' });
+  } catch (err) {
+    // The arguments reached this script but, with the few this script adds,
+    // no longer fit the system's limit on a command line (Linux: a quarter
+    // of the stack limit for arguments and environment together). `npm run`
+    // fails earlier and silently, with exit code 249, once the whole line
+    // passes 128 KiB: it hands it to `sh -c` as one argument.
+    if (err.code !== 'E2BIG') throw err;
+    const bytes = args.reduce((n, a) => n + Buffer.byteLength(a) + 1, 0);
+    process.stderr.write(
+      `crawler: the command line is too long for this system (${args.length} arguments, ${bytes} bytes). ` +
+        'Put seed URLs in a file (crawl --seeds-file FILE, gzip accepted, or - for standard input) ' +
+        'and --resolve entries in one (--resolve-file FILE).\n',
+    );
+    process.exit(2);
+  }
   // Forward Ctrl-C / termination so the child can shut down what it started.
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => child.kill(sig));

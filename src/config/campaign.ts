@@ -15,7 +15,15 @@ export type DedupMode = 'near' | 'exact' | 'off';
 export interface CampaignInput {
   /** Defaults to the workflow ID. */
   campaignId?: string;
-  seeds: string[];
+  /** Seed URLs inline, for short lists (they travel in the workflow input). Optional when seedsFile is given. */
+  seeds?: string[];
+  /**
+   * A seed list too long for the input: an absolute path every worker can
+   * read (the output folder is shared by all of them) or an http(s) URL;
+   * one URL per line, `#` comments, plain or gzip. Read in batches by
+   * src/seeds/seed-source.ts. Both this and seeds may be given.
+   */
+  seedsFile?: string | null;
   scope?: { mode?: ScopeMode; domains?: string[] };
   budgets?: {
     /** Successful fetches across the whole campaign; null = unlimited. */
@@ -42,7 +50,7 @@ export interface CampaignInput {
     maxActiveHosts?: number | null;
   };
   fetch?: {
-    /** curl-style HOST:PORT:ADDR overrides. */
+    /** curl-style HOST:PORT:ADDR overrides (at most MAX_RESOLVE_ENTRIES: they travel in the workflow input). */
     resolve?: string[];
     maxBodyBytes?: number;
     connectTimeoutMs?: number;
@@ -102,6 +110,7 @@ export interface FrontierPriorityRule {
 export interface CampaignSettings {
   campaignId: string;
   seeds: string[];
+  seedsFile: string | null;
   scope: { mode: ScopeMode; domains: string[] };
   budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null };
   politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean; key: 'host' | 'domain' | 'ip'; maxActiveHosts: number | null };
@@ -137,6 +146,13 @@ export const FRONTIER_PRIORITY_MAX = 8;
 /** Rules are tried in order on every discovered URL: keep that cost bounded. */
 export const MAX_PRIORITY_RULES = 50;
 export const MAX_PRIORITY_PATTERN_LENGTH = 500;
+/**
+ * The settings ride in the workflow input, the prepareCampaign input and
+ * every continue-as-new: Temporal refuses payloads over 2 MB by default. 10,000
+ * pins of ~40 bytes are ~400 KB; longer lists want DNS, not pins.
+ */
+export const MAX_RESOLVE_ENTRIES = 10_000;
+export const MAX_SEEDS_FILE_LENGTH = 4096;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
 
@@ -209,7 +225,9 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   const problems: string[] = [];
   if (!input || typeof input !== 'object') throw new CampaignInputError(['input must be an object']);
   const seeds = Array.isArray(input.seeds) ? input.seeds : [];
-  if (!Array.isArray(input.seeds) || seeds.length === 0) problems.push('seeds must be a non-empty list of URLs');
+  const seedsFile = seedsFileOf(problems, input.seedsFile);
+  if (input.seeds !== undefined && !Array.isArray(input.seeds)) problems.push('seeds must be a list of URLs');
+  else if (seeds.length === 0 && (input.seedsFile === undefined || input.seedsFile === null)) problems.push('seeds must be a non-empty list of URLs, or seedsFile must name a seed list');
   if (seeds.some((s) => typeof s !== 'string')) problems.push('every seed must be a string');
   const mode = input.scope?.mode ?? CAMPAIGN_DEFAULTS.scope.mode;
   if (!SCOPE_MODES.includes(mode)) problems.push(`scope.mode must be one of ${SCOPE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
@@ -227,6 +245,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   const settings: CampaignSettings = {
     campaignId,
     seeds,
+    seedsFile,
     scope: { mode, domains },
     budgets: {
       maxPages: optionalLimit(problems, 'budgets.maxPages', input.budgets?.maxPages),
@@ -276,6 +295,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   };
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
     problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
+  } else if (settings.fetch.resolve.length > MAX_RESOLVE_ENTRIES) {
+    problems.push(`fetch.resolve has ${settings.fetch.resolve.length} entries; at most ${MAX_RESOLVE_ENTRIES} (they travel in the workflow input)`);
   }
   if (!Array.isArray(settings.fetch.allowAddresses) || settings.fetch.allowAddresses.some((r) => typeof r !== 'string')) {
     problems.push('fetch.allowAddresses must be a list of CIDR strings such as "10.0.0.0/8"');
@@ -294,6 +315,26 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   }
   if (problems.length) throw new CampaignInputError(problems);
   return settings;
+}
+
+/**
+ * No Node APIs here (the workflow imports this module), so "absolute" is
+ * spelled out: a POSIX path, a Windows drive or UNC path, or an http(s) URL.
+ * Relative paths are refused because workers resolve them against their own
+ * working directories, which need not be the caller's.
+ */
+function seedsFileOf(problems: string[], v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  const shape = 'seedsFile must be an absolute path or an http(s) URL of a seed list';
+  if (typeof v !== 'string' || v.trim() === '') {
+    problems.push(`${shape} (got ${JSON.stringify(v)})`);
+    return null;
+  }
+  if (v.length > MAX_SEEDS_FILE_LENGTH) problems.push(`seedsFile is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`);
+  else if (/[\0\r\n]/.test(v)) problems.push('seedsFile must not contain NUL or line breaks');
+  else if (v === '-') problems.push('seedsFile "-" (standard input) is for the crawl command, which copies it to a file; name that file here');
+  else if (!/^(\/|[A-Za-z]:[\\/]|\\\\|https?:\/\/[^/?#\s]+)/i.test(v)) problems.push(`${shape} (got ${JSON.stringify(v)})`);
+  return v;
 }
 
 function priorityRules(problems: string[], frontier: CampaignInput['frontier'] | undefined): FrontierPriorityRule[] {

@@ -17,6 +17,6 @@ export async function startCampaign(client: Client, taskQueue: string, input: Ca
       { key: CrawlCampaign, value: input.campaignId },
       { key: CrawlState, value: 'starting' },
     ],
-    memo: { seeds: input.seeds.slice(0, 20) },
+    memo: { seeds: (input.seeds ?? []).slice(0, 20), ...(input.seedsFile ? { seedsFile: input.seedsFile } : {}) },
   });
 }

@@ -1,6 +1,7 @@
 // The user-facing entry points: `crawler crawl` end to end, bad input, and a
 // campaign started with the plain `temporal` CLI.
 import { execFile, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -26,7 +27,11 @@ const env = () => ({ ...process.env, CRAWLER_TASK_QUEUE: h.taskQueue });
 test('crawl: starts its worker, crawls, prints a summary with --json as the last line', async () => {
   const seed = h.web.url('w0.cli.test', '/');
   const out = path.join(h.outDir, 'cli-crawl');
-  const resolve = h.web.resolveArgs().flatMap((r) => ['--resolve', r]);
+  // Pins as a flag and from a file (how thousands of them are given).
+  const [first, ...others] = h.web.resolveArgs();
+  const pins = path.join(h.outDir, 'cli-crawl-pins.txt');
+  fs.writeFileSync(pins, `# test web\n${others.join('\n')}\n`);
+  const resolve = ['--resolve', first, '--resolve-file', pins];
   const crawl = crawlerCommand(['crawl', seed, '--any-domain', '--delay-ms', '50', '--out', out, '--json', ...resolve]);
   const { stdout } = await run(crawl.command, crawl.args, { env: env() });
   const summary = JSON.parse(stdout.trim().split('\n').pop()!);

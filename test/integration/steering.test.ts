@@ -2,7 +2,10 @@
 // of one host, pausing one host, more seeds, a lower page budget, `crawler
 // list` — through the real CLI, and through Temporal for the rejections.
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { domainWorkflowId } from '../../workflows/ids';
@@ -125,8 +128,11 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
   await until('a0 to go on while a1 is paused', () => pagesOf('a0.steer.test').length >= a0AtPause + 2);
   expect(pagesOf('a1.steer.test').length).toBe(a1Paused);
 
-  // More seeds: one new host in scope, one out of scope, one unusable, one known.
-  const { stdout: seedOut } = await crawler('add-seeds', id, '--json', h.web.url('n0.steer.test', '/'), h.web.url('x.elsewhere.test', '/'), 'ftp://a0.steer.test/', seeds[0]);
+  // More seeds: one new host in scope, one out of scope, one unusable, one known;
+  // two of them from a list file (gzip, with a comment).
+  const list = path.join(os.tmpdir(), `steering-seeds-${process.pid}.txt`);
+  fs.writeFileSync(list, zlib.gzipSync(`# added from a file\n${h.web.url('x.elsewhere.test', '/')}\n\nftp://a0.steer.test/\n`));
+  const { stdout: seedOut } = await crawler('add-seeds', id, '--json', h.web.url('n0.steer.test', '/'), seeds[0], '--file', list).finally(() => fs.rmSync(list, { force: true }));
   const added = JSON.parse(seedOut);
   expect(added.accepted).toEqual([h.web.url('n0.steer.test', '/')]);
   expect(added.rejected.map((r: { seed: string }) => r.seed).sort()).toEqual([h.web.url('x.elsewhere.test', '/'), 'ftp://a0.steer.test/', seeds[0]].sort());

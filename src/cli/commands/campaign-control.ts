@@ -53,20 +53,23 @@ export class SteeringRejected extends UsageError {}
  * (exit 2); nothing changed in the campaign.
  */
 export async function steerCampaign<Ret, Args extends unknown[]>(campaignId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
-  return withCampaign(campaignId, async (h: WorkflowHandle) => {
-    try {
-      // executeUpdate's overloads tell "no arguments" and "some" apart; a generic Args is neither.
-      return await h.executeUpdate(update as unknown as UpdateDefinition<Ret, [unknown]>, { args: args as unknown as [unknown] });
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
-      if (err instanceof WorkflowUpdateFailedError) {
-        const cause = err.cause;
-        if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
-        throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`);
-      }
-      throw err;
+  return withCampaign(campaignId, (h) => sendUpdate(h, campaignId, update, ...args));
+}
+
+/** steerCampaign on a handle the caller holds: several updates over one connection. */
+export async function sendUpdate<Ret, Args extends unknown[]>(h: WorkflowHandle, campaignId: string, update: UpdateDefinition<Ret, Args>, ...args: Args): Promise<Ret> {
+  try {
+    // executeUpdate's overloads tell "no arguments" and "some" apart; a generic Args is neither.
+    return await h.executeUpdate(update as unknown as UpdateDefinition<Ret, [unknown]>, { args: args as unknown as [unknown] });
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
+    if (err instanceof WorkflowUpdateFailedError) {
+      const cause = err.cause;
+      if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
+      throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`);
     }
-  });
+    throw err;
+  }
 }
 
 /** Runs a pure validator on the CLI side, so obvious mistakes never reach Temporal. */

@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -16,6 +17,7 @@ import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
+import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
 
 interface CrawlOptions {
   maxPages?: number;
@@ -28,6 +30,9 @@ interface CrawlOptions {
   out?: string;
   workers: number;
   resolve: string[];
+  /** A seed list: path, http(s) URL, or `-` for standard input. */
+  seedsFile?: string;
+  resolveFile?: string;
   json?: boolean;
   id?: string;
   userAgent?: string;
@@ -79,9 +84,14 @@ export function parsePriorityFlag(raw: string): { pattern: string; priority: num
   return { pattern, priority: Number(n) };
 }
 
-/** Everything the user typed, checked before anything starts. */
+/**
+ * Everything the user typed, checked before anything starts. Pure: lists
+ * named by --seeds-file / --resolve-file are read by prepareCrawlInput, which
+ * passes the seed list's final location in `o.seedsFile`.
+ */
 export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignInput & { campaignId: string } {
   const problems: string[] = [];
+  if (seeds.length === 0 && o.seedsFile === undefined) problems.push('give seed URLs, or a list of them with --seeds-file FILE|URL|- (one URL per line)');
   for (const seed of seeds) {
     try {
       normalizeUrl(seed);
@@ -115,6 +125,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   const input: CampaignInput & { campaignId: string } = {
     campaignId,
     seeds,
+    ...(o.seedsFile !== undefined ? { seedsFile: o.seedsFile } : {}),
     scope: o.domains !== undefined
       ? { mode: 'domains', domains: o.domains.split(',').map((d) => d.trim()).filter(Boolean) }
       : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
@@ -146,11 +157,43 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   return input;
 }
 
+export interface CrawlIo {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  /** Warnings and notes (stderr). */
+  log: (m: string) => void;
+}
+
+/**
+ * buildCampaignInput plus the lists named on the command line: the
+ * --resolve-file entries join the --resolve flags, and the seed list is
+ * located (made absolute; standard input copied into the output folder) and
+ * read once to catch a bad file before anything starts. All flags are
+ * checked before standard input is consumed.
+ */
+export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: CrawlIo): Promise<CampaignInput & { campaignId: string }> {
+  const campaignId = o.id ?? newCampaignId();
+  const outDir = path.resolve(o.out ?? path.join('crawl-output', campaignId));
+  const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
+  const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
+  const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location });
+  if (list) {
+    if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
+    const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
+      // The copy of a list no campaign will read is clutter in the output folder.
+      if (list.fromStdin) await rm(input.seedsFile!, { force: true });
+      throw err;
+    });
+    if (check.complete) io.log(`seed list ${input.seedsFile}: ${check.seeds - check.invalid} seed(s)`);
+  }
+  return input;
+}
+
 export function registerCrawlCommand(program: Command): void {
   program
     .command('crawl')
     .description('crawl from the given seeds: brings up the stack if needed, starts workers, waits, prints a summary')
-    .argument('<seeds...>', 'seed URLs')
+    .argument('[seeds...]', 'seed URLs (optional with --seeds-file)')
+    .option('--seeds-file <file|url|->', 'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)')
     .option('--max-pages <n>', 'stop after this many page requests', wholeNumber('--max-pages'))
     .option('--max-depth <n>', 'follow links at most this many hops from a seed', wholeNumber('--max-depth'))
     .option('--delay-ms <n>', 'minimum pause between two requests to one host (default 1000)', wholeNumber('--delay-ms'))
@@ -162,6 +205,7 @@ export function registerCrawlCommand(program: Command): void {
     .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
     .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--resolve <host:port:addr>', 'send requests for host:port to addr, like curl --resolve (repeatable)', collect, [])
+    .option('--resolve-file <file>', 'more --resolve entries, one HOST:PORT:ADDR per line (# comments)')
     .option('--id <campaign>', 'campaign ID (default: generated)')
     .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
@@ -177,8 +221,8 @@ export function registerCrawlCommand(program: Command): void {
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
-      const input = buildCampaignInput(seeds, o);
       const log = (m: string) => process.stderr.write(`${m}\n`);
+      const input = await prepareCrawlInput(seeds, o, { stdin: process.stdin, log });
       const cfg = processSettings();
       let stack: RunningStack | null = null;
       let pool: WorkerPool | null = null;

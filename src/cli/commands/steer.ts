@@ -10,11 +10,14 @@ import {
   validateSetBudgets,
   validateSetConcurrency,
   validateSetPoliteness,
+  type AddSeedsResult,
   type SetBudgetsRequest,
 } from '../../config/steering';
+import { readSeedBatches, readSeedBatchesFromStream, SeedSourceError, type SeedBatch } from '../../seeds/seed-source';
 import { CrawlPages, CrawlState } from '../../temporal/search-attributes';
 import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate } from '../../../workflows/messages';
-import { checkLocally, connectCli, steerCampaign } from './campaign-control';
+import { UsageError } from '../usage-error';
+import { checkLocally, connectCli, sendUpdate, steerCampaign, withCampaign } from './campaign-control';
 
 const limitText = (v: number | null) => (v === null ? 'unlimited' : String(v));
 
@@ -80,6 +83,30 @@ export function formatCampaignList(rows: CampaignListRow[]): string {
   ].join('\n');
 }
 
+/**
+ * Seeds per addSeeds update when they come from a list: each update and its
+ * answer land in the campaign's history, so many small ones beat one at the
+ * MAX_ADD_SEEDS limit.
+ */
+export const ADD_SEEDS_PER_UPDATE = 1000;
+
+/**
+ * The seeds of `add-seeds`, one update's worth at a time: the URLs given as
+ * arguments, then those of `--file` (a path, an http(s) URL, or `-` for
+ * `stdin`), read as a stream.
+ */
+export async function* addSeedsBatches(urls: string[], file: string | undefined, stdin: NodeJS.ReadableStream & { isTTY?: boolean }): AsyncGenerator<string[]> {
+  for (let i = 0; i < urls.length; i += ADD_SEEDS_PER_UPDATE) yield urls.slice(i, i + ADD_SEEDS_PER_UPDATE);
+  if (file === undefined) return;
+  if (file === '-' && stdin.isTTY) throw new UsageError('--file -: standard input is a terminal; pipe the list in (… < seeds.txt)');
+  const opts = { batchSize: ADD_SEEDS_PER_UPDATE };
+  const batches: AsyncIterable<SeedBatch> = file === '-' ? readSeedBatchesFromStream('standard input', stdin as AsyncIterable<Buffer>, opts) : readSeedBatches(file, opts);
+  for await (const b of batches) if (b.seeds.length > 0) yield b.seeds;
+}
+
+/** Rejections printed by name before "… and N more". */
+const REJECTED_SHOWN = 20;
+
 export function registerSteerCommands(program: Command): void {
   program
     .command('set-rate <campaign>')
@@ -121,20 +148,43 @@ export function registerSteerCommands(program: Command): void {
     });
 
   program
-    .command('add-seeds <campaign> <url...>')
-    .description('add seed URLs to a running campaign (each must be within its scope)')
+    .command('add-seeds <campaign> [url...]')
+    .description('add seed URLs to a running campaign (each must be within its scope); a long list with --file')
+    .option('--file <file|url|->', `read seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input. Sent ${ADD_SEEDS_PER_UPDATE} per update; for a list of millions, start the campaign with crawl --seeds-file instead`)
     .option('--json', 'print the answer as JSON')
-    .action(async (campaignId: string, urls: string[], opts: { json?: boolean }) => {
-      checkLocally(() => validateAddSeeds({ seeds: urls }));
-      const r = await steerCampaign(campaignId, addSeedsUpdate, { seeds: urls });
+    .action(async (campaignId: string, urls: string[], opts: { json?: boolean; file?: string }) => {
+      if (urls.length === 0 && opts.file === undefined) throw new UsageError('give seed URLs, or a list of them with --file FILE|URL|-');
+      // Whole lists only for --json: a list of millions need not sit in memory to be counted.
+      const r: AddSeedsResult = { accepted: [], rejected: [] };
+      let accepted = 0;
+      let rejected = 0;
+      let sent = 0;
+      await withCampaign(campaignId, async (h) => {
+        try {
+          for await (const seeds of addSeedsBatches(urls, opts.file, process.stdin)) {
+            checkLocally(() => validateAddSeeds({ seeds }));
+            const part = await sendUpdate(h, campaignId, addSeedsUpdate, { seeds });
+            sent += seeds.length;
+            accepted += part.accepted.length;
+            rejected += part.rejected.length;
+            if (opts.json) r.accepted.push(...part.accepted);
+            r.rejected.push(...(opts.json ? part.rejected : part.rejected.slice(0, Math.max(0, REJECTED_SHOWN - r.rejected.length))));
+          }
+        } catch (err) {
+          if (!(err instanceof SeedSourceError)) throw err;
+          // Seeds already sent stay added; sending them again is harmless (the campaign reports them as already seen).
+          throw new UsageError(`--file ${opts.file}: ${err.message} [${err.code}]${sent ? `; the first ${sent} seed(s) were sent before that` : ''}`);
+        }
+      });
       if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else {
-        const lines = [`${campaignId}: ${r.accepted.length} seed(s) accepted, ${r.rejected.length} rejected`];
+        const lines = [`${campaignId}: ${accepted} seed(s) accepted, ${rejected} rejected`];
         for (const x of r.rejected) lines.push(`  rejected ${x.seed}: ${x.reason}`);
+        if (rejected > r.rejected.length) lines.push(`  … and ${rejected - r.rejected.length} more rejected (--json lists them all)`);
         process.stdout.write(`${lines.join('\n')}\n`);
       }
       // Nothing usable: say so in the exit code too.
-      if (r.accepted.length === 0) process.exitCode = 2;
+      if (accepted === 0) process.exitCode = 2;
     });
 
   program
