@@ -50,6 +50,7 @@ export async function routeCandidates(
   const byHost = new Map<string, EnqueueItem[]>();
   const counts: Record<string, number> = {};
   const samples: { code: string; url: string; length: number }[] = [];
+  const passed: Candidate[] = [];
   for (const c of candidates) {
     if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth) continue;
     const trap = trapReason(c.url, s.traps);
@@ -58,7 +59,11 @@ export async function routeCandidates(
       if (samples.length < MAX_REJECTED_SAMPLES) samples.push({ code: trap.code, url: c.url.slice(0, 200), length: c.url.length });
       continue;
     }
-    if (!campaign.scope.allows(c.url)) continue;
+    passed.push(c);
+  }
+  const allowed = await campaign.inScope(passed.map((c) => c.url));
+  for (const [i, c] of passed.entries()) {
+    if (!allowed[i]) continue;
     let host: string;
     try {
       host = hostKey(c.url);

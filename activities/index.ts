@@ -5,11 +5,13 @@ import { crawlSessionActivity } from './crawl-session';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
 import { addCampaignSeedsActivity, steerCampaignActivity } from './steer-campaign';
+import { loadSeedsActivity } from './seeds';
 import type { CrawlerActivities } from './types';
 
 export function createActivities(rt: WorkerRuntime): CrawlerActivities {
   return {
     prepareCampaign: prepareCampaignActivity(rt),
+    loadSeeds: loadSeedsActivity(rt),
     crawlSession: crawlSessionActivity(rt),
     dispatchHosts: dispatchHostsActivity(rt),
     finishCampaign: finishCampaignActivity(rt),

@@ -19,10 +19,14 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
   return async function prepareCampaign(input: PrepareCampaignInput): Promise<PrepareCampaignResult> {
     const { settings, campaignKey } = input;
     const { byHost, rejected } = groupSeeds(settings.seeds);
-    try {
-      createScope(settings.scope, [...byHost.values()].flat().map((s) => s.url));
-    } catch (err) {
-      throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
+    // A campaign seeded from a list alone gets its scope roots from the list (loadSeeds).
+    const fromListOnly = settings.seeds.length === 0 && settings.seedsFile !== null;
+    if (!fromListOnly) {
+      try {
+        createScope(settings.scope, [...byHost.values()].flat().map((s) => s.url));
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
+      }
     }
     const configVersion = 1;
     const hosts = new CampaignHosts(rt.deps.redis, campaignKey);

@@ -144,7 +144,9 @@ async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime,
   const hk = hostKeys(campaign.key, host);
   if ((await rt.deps.redis.hsetnx(hk.robots, 'sitemaps', '1')) === 0) return;
   const origin = new URL(robotsTxtUrl).origin;
-  const urls = sitemapSeeds(campaign.settings, origin, listed).filter((u) => campaign.scope.allows(u));
+  const candidates = sitemapSeeds(campaign.settings, origin, listed);
+  const allowed = await campaign.inScope(candidates);
+  const urls = candidates.filter((_, i) => allowed[i]);
   if (urls.length === 0) return;
   await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
     urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),

@@ -11,7 +11,8 @@ import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
 import { OutputRegistry } from '../src/storage/output-registry';
 import { RobotsStore } from '../src/robots/robots-store';
-import { createScope, type Scope } from '../src/url/scope';
+import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
+import { campaignKeys } from '../src/redis/keys';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -25,7 +26,10 @@ export interface CampaignRuntime {
   key: string;
   version: number;
   settings: CampaignSettings;
+  /** The scope of the inline seeds (what allows() knows without Redis). */
   scope: Scope;
+  /** The campaign's scope for a batch of URLs, seed-list roots included (one Redis round trip for roots not cached). */
+  inScope(urls: string[]): Promise<boolean[]>;
   http: HttpClient;
   /** Politeness clock key of a host under the campaign's politeness.key. */
   clockKeys: PolitenessKeys;
@@ -85,13 +89,15 @@ export class WorkerRuntime {
   private async build(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
     const { version, settings } = await loadCampaignSettings(this.deps.redis, campaignKey);
     const f = settings.fetch;
+    const scope = inlineScope(settings);
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
       // so what is stored now is what that version means.
       version: Math.max(version, minVersion),
       settings,
-      scope: createScope(settings.scope, settings.seeds),
+      scope,
+      inScope: seedListScope(this.deps.redis, campaignKey, settings, scope),
       clockKeys: new PolitenessKeys(settings.politeness.key, parseResolveEntries(f.resolve)),
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
@@ -114,4 +120,38 @@ export class WorkerRuntime {
     await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));
     await this.outputs.closeAll();
   }
+}
+
+/** The scope of the inline seeds; a campaign seeded only from a list starts with none (its roots are in Redis). */
+function inlineScope(settings: CampaignSettings): Scope {
+  const fromList = settings.seedsFile !== null && (settings.scope.mode === 'same-host' || settings.scope.mode === 'same-domain');
+  if (fromList && settings.seeds.length === 0) return { mode: settings.scope.mode, roots: [], allows: () => false, describe: () => `${settings.scope.mode}: the seed list's hosts` };
+  return createScope(settings.scope, settings.seeds);
+}
+
+/** Scope roots remembered per campaign and process (a hit or a miss), so most pages cost no Redis call. */
+const ROOT_CACHE_SIZE = 10_000;
+
+/**
+ * Same-host and same-domain campaigns seeded from a list keep their roots
+ * in Redis (SET scope-roots, filled by loadSeeds): a million seed sites would
+ * not fit the settings. A URL the inline seeds do not allow is looked up by
+ * its root, with a bounded per-process cache in front.
+ */
+function seedListScope(redis: RedisLike, campaignKey: string, settings: CampaignSettings, scope: Scope): (urls: string[]) => Promise<boolean[]> {
+  const fromList = settings.seedsFile !== null && (settings.scope.mode === 'same-host' || settings.scope.mode === 'same-domain');
+  if (!fromList) return async (urls) => urls.map((u) => scope.allows(u));
+  const cache = new Map<string, boolean>();
+  const key = campaignKeys(campaignKey).scopeRoots;
+  return async (urls) => {
+    const out = urls.map((u) => scope.allows(u));
+    const roots = urls.map((u, i) => (out[i] ? null : scopeRootOf(settings.scope, u)));
+    const unknown = [...new Set(roots.filter((r): r is string => r !== null && !cache.has(r)))];
+    if (unknown.length > 0) {
+      const found = await redis.smismember(key, ...unknown);
+      if (cache.size + unknown.length > ROOT_CACHE_SIZE) cache.clear();
+      unknown.forEach((r, i) => cache.set(r, found[i] === 1));
+    }
+    return out.map((ok, i) => ok || (roots[i] !== null && cache.get(roots[i]!) === true));
+  };
 }

@@ -9,6 +9,13 @@ import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { isUrlError } from '../src/url/url-error';
 import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { campaignKeys } from '../src/redis/keys';
+import { readSeedBatches, SeedSourceError, type SeedPosition } from '../src/seeds/seed-source';
+import { scopeRootOf } from '../src/url/scope';
+import type { WorkerRuntime } from './runtime';
+import type { LoadSeedsInput, LoadSeedsResult } from './types';
 
 export interface GroupedSeeds {
   /** Normalised seed URLs by politeness key (host). */
@@ -62,4 +69,56 @@ export async function enqueueSeeds(
     added.set(host, r.added);
   }
   return added;
+}
+
+/** Seeds per batch read from a seed list, and batches per loadSeeds call (each call's work and answer stay bounded). */
+export const SEED_BATCH = 1_000;
+export const SEED_BATCHES_PER_CALL = 20;
+/** Rejected seeds kept among the campaign's problems (all are counted). */
+const REJECTED_KEPT_PER_CALL = 20;
+
+/**
+ * Reads the next batches of a campaign's seed list straight into the
+ * frontiers: normalised, grouped by host, enqueued at depth 0, the hosts
+ * marked ready and (same-host / same-domain) their scope roots kept in
+ * Redis. Resumes from `from`, or from its own last heartbeat after a retry;
+ * the seen-sets make a batch read twice harmless.
+ */
+export function loadSeedsActivity(rt: WorkerRuntime) {
+  return async function loadSeeds(input: LoadSeedsInput): Promise<LoadSeedsResult> {
+    const ctx = Context.current();
+    const redis = rt.deps.redis;
+    const campaign = await rt.campaign(input.campaignKey, 1);
+    const s = campaign.settings;
+    if (!s.seedsFile) return { next: input.from, done: true, hosts: 0, seeds: 0, rejected: 0 };
+    const hosts = new CampaignHosts(redis, input.campaignKey);
+    const rootsKey = campaignKeys(input.campaignKey).scopeRoots;
+    const from = (ctx.info.heartbeatDetails as SeedPosition | undefined) ?? input.from;
+    let result: LoadSeedsResult = { next: from, done: false, hosts: 0, seeds: 0, rejected: 0 };
+    let calls = 0;
+    try {
+      for await (const b of readSeedBatches(s.seedsFile, { batchSize: SEED_BATCH, from, signal: ctx.cancellationSignal })) {
+        const { byHost, rejected } = groupSeeds(b.seeds);
+        // The list's seeds define the scope of same-host and same-domain campaigns.
+        const roots = [...new Set([...byHost.values()].flat().map((it) => scopeRootOf(s.scope, it.url)).filter((r): r is string => r !== null))];
+        if (roots.length) await redis.sadd(rootsKey, ...roots);
+        for (const [host, items] of byHost) {
+          const allowed = await campaign.inScope(items.map((it) => it.url));
+          const kept = items.filter((it, i) => allowed[i] || !rejected.push({ seed: it.seed, reason: `out of the campaign's scope: ${it.url}` }));
+          if (kept.length) byHost.set(host, kept);
+          else byHost.delete(host);
+        }
+        const added = await enqueueSeeds(redis, input.campaignKey, byHost, s);
+        await hosts.markReady([...added.keys()]);
+        for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
+        result = { next: b.next, done: b.done, hosts: result.hosts + added.size, seeds: result.seeds + b.seeds.length, rejected: result.rejected + rejected.length };
+        ctx.heartbeat(b.next);
+        if (b.done || ++calls >= SEED_BATCHES_PER_CALL) break;
+      }
+    } catch (err) {
+      if (err instanceof SeedSourceError) throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: !err.retryable });
+      throw err;
+    }
+    return result;
+  };
 }

@@ -132,9 +132,11 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
   return async function addCampaignSeeds(input: AddCampaignSeedsInput): Promise<AddCampaignSeedsResult> {
     const redis = rt.deps.redis;
     const campaign = await rt.campaign(input.campaignKey, input.configVersion);
-    const { byHost, rejected } = groupSeeds(input.seeds, (url) => campaign.scope.allows(url));
+    const { byHost, rejected } = groupSeeds(input.seeds);
     const accepted: string[] = [];
-    for (const [host, items] of byHost) {
+    for (const [host, all] of byHost) {
+      const allowed = await campaign.inScope(all.map((it) => it.url));
+      const items = all.filter((it, i) => allowed[i] || !rejected.push({ seed: it.seed, reason: `out of the campaign's scope: ${it.url}` }));
       const seen = hostKeys(input.campaignKey, host).seen;
       const fresh: typeof items = [];
       const urls = new Set<string>();

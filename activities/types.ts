@@ -15,6 +15,27 @@ export interface PrepareCampaignResult {
   configVersion: number;
 }
 
+/** Where a campaign's seed list is read to (src/seeds/seed-source.ts SeedPosition; plain JSON). */
+export interface SeedListPosition {
+  line: number;
+  byte: number;
+  seeds: number;
+}
+
+export interface LoadSeedsInput {
+  campaignKey: string;
+  from: SeedListPosition;
+}
+
+export interface LoadSeedsResult {
+  next: SeedListPosition;
+  done: boolean;
+  /** Hosts that got new seeds, seeds read and seeds rejected in this call. */
+  hosts: number;
+  seeds: number;
+  rejected: number;
+}
+
 /** How a URL ended, as a session reports it and the index records it. */
 export interface Outcome {
   url: string;
@@ -121,6 +142,8 @@ export interface CampaignSummary {
 /** The activity surface the workflows call (implemented by createActivities). */
 export interface CrawlerActivities {
   prepareCampaign(input: PrepareCampaignInput): Promise<PrepareCampaignResult>;
+  /** The next batches of the campaign's seed list into the frontiers. */
+  loadSeeds(input: LoadSeedsInput): Promise<LoadSeedsResult>;
   crawlSession(input: SessionInput): Promise<SessionResult>;
   dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot>;
   /** Tells every host still holding a slot to stop (its sessions see it within a second) and wakes the sleeping ones. */

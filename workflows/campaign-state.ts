@@ -3,7 +3,7 @@
 // the campaign only keeps counters from its last look there, the operator's
 // settings and whether it must look again. Its size does not depend on the
 // number of hosts, and neither does what it carries through continue-as-new.
-import type { CampaignSnapshot, CampaignSummary, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
 
@@ -18,6 +18,8 @@ export interface CampaignCarry {
   paused: boolean;
   watchSince: number;
   snapshot: { totals: CampaignTotals; problems: number; at: number } | null;
+  /** How far the seed list has been read into the frontiers (null: no seed list). */
+  seeds: { next: SeedListPosition; done: boolean; read: number; error?: string } | null;
 }
 
 /** How often the campaign looks at Redis without being nudged: totals for the Web UI, and the domain watch. */
@@ -59,7 +61,24 @@ export class CampaignBook {
       paused: false,
       watchSince: now,
       snapshot: null,
+      seeds: settings.seedsFile ? { next: { line: 0, byte: 0, seeds: 0 }, done: false, read: 0 } : null,
     };
+  }
+
+  /** Seeds still to read from the list. */
+  get seeding(): boolean {
+    return this.carry.seeds !== null && !this.carry.seeds.done;
+  }
+
+  seeded(r: LoadSeedsResult): void {
+    const prev = this.carry.seeds ?? { next: r.next, done: false, read: 0 };
+    this.carry.seeds = { next: r.next, done: r.done, read: prev.read + r.seeds };
+    this.nudged = true;
+  }
+
+  seedListFailed(error: string): void {
+    if (this.carry.seeds) this.carry.seeds = { ...this.carry.seeds, done: true, error: error.slice(0, 500) };
+    this.nudged = true;
   }
 
   onNudge(): void {
@@ -163,8 +182,8 @@ export class CampaignBook {
       skipped: t.skipped,
       bytes: t.bytes,
       outputDir: this.settings.output.dir,
-      problems: summary.problems.list,
-      problemCount: summary.problems.count,
+      problems: [...(this.carry.seeds?.error ? [`seed list ${this.settings.seedsFile}: ${this.carry.seeds.error}`] : []), ...summary.problems.list],
+      problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
     };
   }
 }

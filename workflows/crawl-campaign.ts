@@ -188,13 +188,28 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         { key: CrawlCampaign, value: campaignId },
         { key: CrawlState, value: 'running' },
       ]);
-      upsertMemo({ seeds: settings.seeds.slice(0, 20), scope: settings.scope, budgets: settings.budgets, politeness: settings.politeness, output: settings.output });
+      upsertMemo({ seeds: settings.seeds.slice(0, 20), seedsFile: settings.seedsFile, scope: settings.scope, budgets: settings.budgets, politeness: settings.politeness, output: settings.output });
       const prep = await acts.prepareCampaign({ settings, campaignKey });
-      if (prep.hosts === 0) {
+      if (prep.hosts === 0 && !settings.seedsFile) {
         throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, 'InvalidCampaignInput');
       }
     }
     book.status = 'running';
+    // A seed list is read into the frontiers in bounded calls while the
+    // first hosts already crawl; until it is read the campaign is not done.
+    const seeding = (async () => {
+      if (!book.seeding) return;
+      book.inflight++;
+      try {
+        while (book.seeding && book.open) book.seeded(await acts.loadSeeds({ campaignKey, from: book.carry.seeds!.next }));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.
+        book.seedListFailed(err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
+      } finally {
+        book.inflight--;
+      }
+    })();
     for (;;) {
       await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
       if (book.stopReason !== null) break;
@@ -208,6 +223,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       publishTotals();
       if (next === 'done') break;
     }
+    await seeding;
   } catch (err) {
     if (!isCancellation(err)) throw err;
     book.requestStop('cancelled');

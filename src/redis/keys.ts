@@ -64,6 +64,8 @@ export const campaignKeys = (campaignKey: string) => {
     totals: `${P}:${tag}:totals`,
     /** LIST of problem strings (capped) and their total count. */
     problems: `${P}:${tag}:problems`,
+    /** SET of scope roots (hosts or registrable domains) of seeds read from a seed list: too many for the settings. */
+    scopeRoots: `${P}:${tag}:scope-roots`,
     problemCount: `${P}:${tag}:problem-count`,
   };
 };

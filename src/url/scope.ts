@@ -122,6 +122,19 @@ export function createScope(spec: ScopeSpec, seeds: string[]): Scope {
   }
 }
 
+/**
+ * The key a URL is in scope by under same-host or same-domain: its hostname,
+ * or its registrable domain; null when it is not crawlable. Seeds from a
+ * seed list have their keys kept in Redis (activities/runtime.ts).
+ */
+export function scopeRootOf(spec: ScopeSpec, url: string): string | null {
+  const h = crawlableHostname(url);
+  if (h === null) return null;
+  if (spec.mode === 'same-host') return h;
+  if (spec.mode === 'same-domain') return registrableDomain(h, { privateSuffixes: spec.privateSuffixes ?? false });
+  return null;
+}
+
 function suffixScope(mode: ScopeMode, roots: Set<string>, label: string): Scope {
   const sorted = [...roots].sort();
   return {
