@@ -6,13 +6,15 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { Frontier } from '../src/redis/frontier';
+import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
 import { findClosedDomains } from './domain-watch';
 import type { WorkerRuntime } from './runtime';
-import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput } from './types';
+import { CampaignNudger } from './nudge';
+import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 200;
@@ -24,8 +26,14 @@ const SUMMARY_PROBLEMS = 100;
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
   for (let i = 0; i < items.length; i += CONCURRENCY) {
     await Promise.all(items.slice(i, i + CONCURRENCY).map(fn));
-    Context.current().heartbeat();
+    heartbeat();
   }
+}
+
+/** These run as local activities (the campaign's bookkeeping), which have no heartbeat of their own; as regular ones they heartbeat. */
+function heartbeat(): void {
+  const ctx = Context.current();
+  if (!ctx.info.isLocal) ctx.heartbeat();
 }
 
 export function dispatchHostsActivity(rt: WorkerRuntime) {
@@ -82,6 +90,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                 { key: CrawlState, value: 'starting' },
               ],
               memo: { campaign: input.campaignId, host },
+              // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
+              priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
             });
             await hosts.dispatched(host, seq, gen);
             dispatched++;
@@ -132,9 +142,29 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
           }
         }),
       );
-      Context.current().heartbeat();
+      heartbeat();
     }
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
     return { totals, active: c.active, problems };
+  };
+}
+
+/**
+ * A host workflow that ends without a session that gave its slot up (told to
+ * finish while it slept or waited on a pause) gives it up here, so the
+ * campaign does not wait for it. Only its own generation's slot.
+ */
+export function releaseHostActivity(rt: WorkerRuntime) {
+  return async function releaseHost(input: ReleaseHostInput): Promise<{ released: boolean }> {
+    const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
+    const r = await hosts.release(input.host, input.gen);
+    const rec = await hosts.get(input.host);
+    if (rec && rec.state !== 'done') await hosts.record(input.host, { ...rec, state: 'done', nextWakeAt: null, updatedAt: new Date().toISOString() });
+    if (r.released && (r.active === 0 || r.ready > 0)) {
+      const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
+      nudger.nudge();
+      await nudger.flush();
+    }
+    return { released: r.released };
   };
 }

@@ -41,6 +41,12 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     if (signal.aborted) throw new Error('session cancelled before it started');
     const s = campaign.settings;
     const frontier = new Frontier(redis, input.campaignKey, host);
+    // This attempt owns the host from now on: an older attempt of the same
+    // session still running somewhere (its heartbeat timed out under load)
+    // fails its next claim and stops, so at most its page in flight is
+    // fetched twice.
+    const token = `${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}/${ctx.info.attempt}`;
+    await frontier.takeOver(token);
     const threshold = s.session.durableSleepMs;
     const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
     const started = Date.now();
@@ -103,8 +109,9 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
 
     try {
       const stopFor = (): SessionEnd | null => (control.stop ? 'stopped' : control.paused || control.hostPaused ? 'paused' : control.version > campaign.version ? 'config' : null);
+      const endFor = (why: SessionEnd) => (why === 'stopped' ? stopped() : end(why));
       const early = stopFor();
-      if (early) return await end(early);
+      if (early) return await endFor(early);
 
       const robots = await ensureRobots(rt, { campaign, host, maxWaitMs: threshold, signal });
       if (robots.kind === 'wait') return await end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
@@ -124,7 +131,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           control = await hosts.sessionControl(host);
           lastControlAt = Date.now();
           const why = stopFor();
-          if (why) return await end(why);
+          if (why) return await endFor(why);
         }
         if (Date.now() - lastRecordAt >= RECORD_EVERY_MS) await writeRecord('crawling');
         if (pages >= s.session.maxPages || Date.now() - started >= s.session.maxMs || rt.draining) return await end('cap');
@@ -134,7 +141,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
 
         // A host that may not be fetched at all: its URLs are recorded, none requested.
         if (robots.kind === 'unavailable' || robots.refused) {
-          const claim = await frontier.claim();
+          const claim = await frontier.claim(token);
           if (!claim) return await drained();
           const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, signal };
           if (robots.kind === 'unavailable') {
@@ -147,8 +154,9 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         }
 
         const wait = await acquireWithin(clock, owner, lease, delay.ms, threshold, signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
-        if (wait > 0) return await end('wait', { waitMs: wait, reason: 'host clock: another request to this host is too recent' });
-        const claim = await frontier.claim();
+        // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
+        if (wait > 0) return await end('wait', { waitMs: wait, reason: wait <= delay.ms ? delay.reason : 'host clock: another request to this host is too recent' });
+        const claim = await frontier.claim(token);
         if (!claim) {
           await clock.release(owner, 0);
           return await drained();
@@ -165,15 +173,16 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         }
         if (res.kind === 'budget') {
           await clock.release(owner, 0);
-          const stop = await hosts.requestStop('budget');
+          await hosts.requestStop('budget');
           nudger.nudge();
-          return await end('stopped', { stop });
+          return await stopped();
         }
         await clock.release(owner, res.hostPauseMs);
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {
           if (res.waitMs >= threshold) return await end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
+          rt.deps.metrics?.recordPolitenessWait(res.waitMs);
           await sleep(res.waitMs, undefined, { signal });
           continue;
         }
@@ -181,6 +190,13 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       }
     } finally {
       clearInterval(heartbeat);
+    }
+
+    /** The campaign is ending: give the slot up (its host workflow completes), and tell the campaign when it was the last. */
+    async function stopped(): Promise<SessionResult> {
+      const r = await hosts.release(host, input.gen);
+      if (r.active === 0) nudger.nudge();
+      return end('stopped', { released: r.released, stop: (await hosts.control()).stop });
     }
 
     /** The frontier ran dry: give the host's slot up, unless a newer dispatch holds it. */

@@ -1,6 +1,6 @@
 // The worker registers what createActivities returns; workflows only see
 // the CrawlerActivities type.
-import { dispatchHostsActivity, finishCampaignActivity, summarizeCampaignActivity } from './campaign-hosts';
+import { dispatchHostsActivity, finishCampaignActivity, releaseHostActivity, summarizeCampaignActivity } from './campaign-hosts';
 import { crawlSessionActivity } from './crawl-session';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
@@ -16,6 +16,7 @@ export function createActivities(rt: WorkerRuntime): CrawlerActivities {
     dispatchHosts: dispatchHostsActivity(rt),
     finishCampaign: finishCampaignActivity(rt),
     summarizeCampaign: summarizeCampaignActivity(rt),
+    releaseHost: releaseHostActivity(rt),
     steerCampaign: steerCampaignActivity(rt),
     addCampaignSeeds: addCampaignSeedsActivity(rt),
   };

@@ -127,6 +127,13 @@ export interface CampaignSnapshot {
   givenUp: number;
 }
 
+export interface ReleaseHostInput {
+  campaignKey: string;
+  campaignWorkflowId: string;
+  host: string;
+  gen: number;
+}
+
 export interface FinishCampaignInput {
   campaignKey: string;
   campaignId: string;
@@ -149,6 +156,7 @@ export interface CrawlerActivities {
   /** Tells every host still holding a slot to stop (its sessions see it within a second) and wakes the sleeping ones. */
   finishCampaign(input: FinishCampaignInput): Promise<{ signalled: number }>;
   summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary>;
+  releaseHost(input: ReleaseHostInput): Promise<{ released: boolean }>;
 }
 
 // ---- Operator steering (activities/steer-campaign.ts) ----

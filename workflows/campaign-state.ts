@@ -119,9 +119,12 @@ export class CampaignBook {
     return this.nudged ? 'again' : 'wait';
   }
 
-  /** The settings version an operator change becomes. */
+  /**
+   * The settings version an operator change becomes. Taken for good only by
+   * applied(): a change the activity refuses (an unknown host) uses none.
+   */
   nextVersion(): number {
-    return ++this.carry.configVersion;
+    return this.carry.configVersion + 1;
   }
 
   /** What an accepted change means for what the campaign itself shows. */

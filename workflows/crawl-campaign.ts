@@ -13,6 +13,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -42,10 +43,20 @@ import {
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
 
-const acts = proxyActivities<CrawlerActivities>({
+// The campaign's bookkeeping (seeding, dispatch rounds, steering, the
+// summary) is short Redis and Temporal calls: local activities, so it never
+// waits in the task queue behind host sessions (its own or other
+// campaigns') and costs one history event each instead of three.
+const acts = proxyLocalActivities<CrawlerActivities>({
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput', 'SteeringError'] },
+});
+// Reading a seed list can take a while per call (a large gzip file re-read
+// to its position): a regular activity that heartbeats its position.
+const { loadSeeds } = proxyActivities<CrawlerActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
 });
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
@@ -201,7 +212,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       if (!book.seeding) return;
       book.inflight++;
       try {
-        while (book.seeding && book.open) book.seeded(await acts.loadSeeds({ campaignKey, from: book.carry.seeds!.next }));
+        while (book.seeding && book.open) book.seeded(await loadSeeds({ campaignKey, from: book.carry.seeds!.next }));
       } catch (err) {
         if (isCancellation(err)) throw err;
         // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.

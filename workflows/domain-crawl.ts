@@ -8,6 +8,7 @@ import {
   continueAsNew,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -19,12 +20,22 @@ import { domainStatusQuery, finishSignal, steerSignal, wakeSignal } from './mess
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
 
+/** Giving the slot up when the workflow ends without a session that did: one short Redis call. */
+const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
 const { crawlSession } = proxyActivities<CrawlerActivities>({
   // A session is bounded by its time cap plus one page's fetch; the heartbeat
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  // Through the task queue, never handed straight back to this worker: the
+  // queue's fairness (one key per campaign) decides which campaign's session
+  // gets a free slot, so a large campaign cannot keep every slot to itself.
+  allowEagerDispatch: false,
 });
 
 export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
@@ -76,6 +87,11 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   }
   book.state = 'done';
   publish();
+  // Told to finish while it slept or waited on a pause: no session gave the slot up.
+  if (!book.released) {
+    const { campaignKey, campaignWorkflowId, host } = input;
+    await releaseHost({ campaignKey, campaignWorkflowId, host, gen: book.gen });
+  }
   await allHandlersFinished();
   return book.result();
 }

@@ -68,6 +68,8 @@ export class DomainBook {
   nextWakeAt: number | null = null;
   /** Sessions that failed in a row. */
   failures = 0;
+  /** The last session gave the host's slot up (a workflow that ends otherwise must still do it). */
+  released = false;
   private sleptMs = 0;
   private published: DomainState | null = null;
 
@@ -128,6 +130,7 @@ export class DomainBook {
     this.delayMs = r.delayMs;
     this.delayReason = r.reason;
     this.configVersion = Math.max(this.configVersion, r.configVersion);
+    this.released = r.released;
     if (r.lastUrl !== null) {
       this.lastUrl = r.lastUrl;
       this.lastStatus = r.lastStatus;

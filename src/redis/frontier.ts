@@ -69,6 +69,18 @@ function enqueueArgs(items: EnqueueItem[]): (string | number)[] {
   return argv;
 }
 
+/** Longer than any session (its time cap) plus its retries. */
+const SESSION_OWNER_TTL_MS = 24 * 60 * 60_000;
+
+/** A newer attempt of the host's session took over: this one must end without claiming more. */
+export class SessionSupersededError extends Error {
+  readonly code = 'SESSION_SUPERSEDED';
+  constructor(readonly host: string) {
+    super(`a newer session attempt owns ${host}: this one stops (its heartbeat timed out and Temporal retried it elsewhere)`);
+    this.name = 'SessionSupersededError';
+  }
+}
+
 export class Frontier {
   private readonly keys: ReturnType<typeof hostKeys>;
 
@@ -99,10 +111,16 @@ export class Frontier {
    * The entry to work on (the one claimed before and not yet committed,
    * else the head) and how often it has been claimed, this time included.
    */
-  async claim(): Promise<{ member: string; entry: FrontierEntry; attempts: number } | null> {
+  async claim(session = ''): Promise<{ member: string; entry: FrontierEntry; attempts: number } | null> {
     const k = this.keys;
-    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts);
+    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, session);
+    if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
     return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]) } : null;
+  }
+
+  /** Makes `session` the host's owner: claims by any other session attempt fail from now on. */
+  async takeOver(session: string): Promise<void> {
+    await this.redis.set(this.keys.session, session, 'PX', SESSION_OWNER_TTL_MS);
   }
 
   /** Finishes an entry: removes it, counts the outcome once, enqueues same-host links. */

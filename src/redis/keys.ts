@@ -16,6 +16,8 @@ export const hostKeys = (campaignKey: string, host: string) => {
     seq: `${P}:${tag}:seq`,
     /** The entry being worked on, so a retried session retries the same URL first. */
     current: `${P}:${tag}:current`,
+    /** The session attempt that owns the host now: an older attempt still running (its heartbeat timed out) claims nothing more. */
+    session: `${P}:${tag}:session`,
     /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
     attempts: `${P}:${tag}:attempts`,
     /** HASH of counters (fetched, failed, skipped, bytes). */

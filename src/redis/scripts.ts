@@ -28,7 +28,10 @@ export const SCRIPTS = {
     numberOfKeys: 4,
     lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: frontier, current, awake, attempts. Returns {member, attempts}:
+  // KEYS: frontier, current, awake, attempts, session. ARGV: the session
+  // attempt's token ('' = no fencing). {'', -1} when another session attempt
+  // owns the host (this one is a zombie whose heartbeat timed out: it must
+  // stop). Else {member, attempts}:
   // the entry being worked on (sticky until committed, so a session retried
   // after its worker died retries the same URL) and how often it has been
   // claimed, this time included; nil when the frontier is empty. Finding it
@@ -36,8 +39,9 @@ export const SCRIPTS = {
   // this claim (and is claimed) or after it (and sees the flag cleared, and
   // marks the host ready).
   crawlClaim: {
-    numberOfKeys: 4,
+    numberOfKeys: 5,
     lua: `
+if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'', -1} end
 local cur = redis.call('GET', KEYS[2])
 if not (cur and redis.call('ZSCORE', KEYS[1], cur)) then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
@@ -191,7 +195,7 @@ type ScriptArgs = (string | number)[];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
-    crawlClaim(frontier: string, current: string, awake: string, attempts: string): Result<[string, number] | null, Context>;
+    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number] | null, Context>;
     crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, attempts: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;

@@ -28,6 +28,9 @@ export async function temporalReachable(address: string, timeoutMs = 1500): Prom
   }
 }
 
+/** Dynamic config that turns task queue fairness on (a deployment sets the same on its server: docs/operations.md). */
+export const FAIRNESS_DYNAMIC_CONFIG = ['matching.useNewMatcher=true', 'matching.enableFairness=true', 'matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'];
+
 /**
  * `temporal server start-dev` with SQLite persistence under dataDir, so
  * workflows survive a restart, and our search attributes registered.
@@ -44,6 +47,11 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     // behind fsync; a crash still recovers from the WAL.
     '--sqlite-pragma', 'journal_mode=wal',
     '--sqlite-pragma', 'synchronous=normal',
+    // Campaigns sharing the workers share them fairly: each campaign's tasks
+    // carry its ID as fairness key (src/temporal/campaign-client.ts,
+    // activities/campaign-hosts.ts), and the matcher round-robins between keys
+    // instead of serving one campaign's backlog first.
+    ...FAIRNESS_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
   ];
   if (opts.headless) args.push('--headless');
   else if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));

@@ -20,3 +20,19 @@ export async function startCampaign(client: Client, taskQueue: string, input: Ca
     memo: { seeds: (input.seeds ?? []).slice(0, 20), ...(input.seedsFile ? { seedsFile: input.seedsFile } : {}) },
   });
 }
+
+/** A campaign's fairness key: its ID (at most 64 bytes, Temporal's limit; campaign IDs are at most 80 ASCII characters). */
+export function fairnessKeyOf(campaignId: string): string {
+  return campaignId.slice(0, 64);
+}
+
+/** Campaigns still running on a task queue (other than `except`): who else the workers serve. */
+export async function runningCampaigns(client: Client, taskQueue: string, except?: string, limit = 20): Promise<string[]> {
+  const q = (v: string) => v.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
+  const ids: string[] = [];
+  for await (const wf of client.workflow.list({ query: `WorkflowType = 'crawlCampaign' AND ExecutionStatus = 'Running' AND TaskQueue = '${q(taskQueue)}'` })) {
+    if (wf.workflowId !== except) ids.push(wf.workflowId);
+    if (ids.length >= limit) break;
+  }
+  return ids;
+}

@@ -33,7 +33,7 @@ let counter = 0;
  * `redisUrl` points the workers at another Redis (e.g. a redis+cluster:// URL);
  * `Harness.redis` stays a client of the global setup's Redis.
  */
-export async function createHarness(name: string, opts: { workers?: number; redisUrl?: string } = {}): Promise<Harness> {
+export async function createHarness(name: string, opts: { workers?: number; redisUrl?: string; env?: Record<string, string> } = {}): Promise<Harness> {
   const address = process.env.TEMPORAL_ADDRESS;
   const redisUrl = process.env.REDIS_URL;
   if (!address || !redisUrl) throw new Error('integration tests need the global setup (TEMPORAL_ADDRESS / REDIS_URL)');
@@ -41,7 +41,7 @@ export async function createHarness(name: string, opts: { workers?: number; redi
   const web = await startTestWeb();
   const client = await connectClient(address);
   const pool = new WorkerPool(
-    { TEMPORAL_ADDRESS: address, REDIS_URL: opts.redisUrl ?? redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '' },
+    { TEMPORAL_ADDRESS: address, REDIS_URL: opts.redisUrl ?? redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '', ...opts.env },
     { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined },
   );
   if (opts.workers) await pool.start(opts.workers);

@@ -7,7 +7,7 @@ import { processSettings, temporalIsRemote } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
-import { newCampaignId, startCampaign } from '../../temporal/campaign-client';
+import { newCampaignId, runningCampaigns, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from '../../temporal/connect';
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { checkRedis, createRedis, RedisUnavailableError } from '../../redis/client';
@@ -267,6 +267,14 @@ export function registerCrawlCommand(program: Command): void {
         const handle = await startCampaign(client, cfg.taskQueue, input);
         const ui = stack.uiUrl ? `${stack.uiUrl}/namespaces/${cfg.temporalNamespace}/workflows/${encodeURIComponent(input.campaignId)}` : null;
         log(`campaign ${input.campaignId} started${ui ? ` — Web UI: ${ui}` : ''}`);
+        // Campaigns interrupted earlier go on running (they are durable): say so, since they share these workers.
+        const others = await runningCampaigns(client, cfg.taskQueue, input.campaignId).catch(() => []);
+        if (others.length > 0) {
+          log(
+            `sharing the workers with ${others.length === 20 ? '20 or more' : others.length} other running campaign(s): ${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}. ` +
+              'Each gets a fair share; stop one with: npm run crawler -- cancel <campaign>',
+          );
+        }
         // The counts come from Redis, where sessions keep them within about
         // 2 s; the campaign's own answer is as of its last dispatch round.
         const redis = createRedis(stack.redisUrl);
