@@ -561,7 +561,7 @@ describe('failure taxonomy against real listeners', () => {
 
   it('types an untrusted (self-signed) certificate as a TLS error, and the same server works once trusted', async () => {
     const host = 'tls.unit.test';
-    const credentials = selfSignedCertificate([host]);
+    const credentials = await selfSignedCertificate([host]);
     web.addSite({ host, pages: 1, fanOut: 0 });
     const port = await web.startHttps(credentials);
     const url = `https://${host}:${port}/`;

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashString, mix, mulberry32, type Rng } from './seeded';
+import { findOrInstallOpenssl } from '../../src/stack/tools';
 
 export interface RobotsSpec {
   disallow?: string[];
@@ -694,13 +695,14 @@ export class TestWeb {
  * openssl in a temporary folder that is removed again: the names match, so
  * the only thing wrong with it is that nobody trusts its issuer.
  */
-export function selfSignedCertificate(hosts: string[]): { key: string; cert: string } {
+export async function selfSignedCertificate(hosts: string[]): Promise<{ key: string; cert: string }> {
+  const openssl = await findOrInstallOpenssl();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-web-tls-'));
   try {
     const keyFile = path.join(dir, 'key.pem');
     const certFile = path.join(dir, 'cert.pem');
     const res = spawnSync(
-      'openssl',
+      openssl,
       ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
         '-subj', `/CN=${hosts[0]}`, '-addext', `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}`,
         '-keyout', keyFile, '-out', certFile],
