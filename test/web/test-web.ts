@@ -51,6 +51,13 @@ export interface SiteSpec {
    * counts as having handled the request whatever it returns.
    */
   handler?: (ctx: SiteRequest) => boolean | void;
+  /**
+   * Holds a response: when this returns a promise, the request (already
+   * logged, after latencyMs) is answered as usual only once it settles. For
+   * tests that need one request in flight while something else happens;
+   * `res` tells whether the client is still waiting. Read at request time.
+   */
+  holdUntil?: (path: string, res: http.ServerResponse) => Promise<unknown> | undefined;
 }
 
 /** What a SiteSpec.handler gets: the request, the response and the raw connection. */
@@ -424,14 +431,19 @@ export class TestWeb {
       send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
       return;
     }
+    const answer = (): void => {
+      const hold = site.spec.holdUntil?.(targetPath(target), res);
+      if (!hold) this.respond(site, req, res, target);
+      else void hold.then(() => this.respond(site, req, res, target), () => this.respond(site, req, res, target));
+    };
     const delay = site.spec.latencyMs ?? 0;
     if (delay <= 0) {
-      this.respond(site, req, res, target);
+      answer();
       return;
     }
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.respond(site, req, res, target);
+      answer();
     }, delay);
     this.timers.add(timer);
   }
