@@ -1,7 +1,7 @@
 // The crawler's HTTP layer on undici. It performs exactly one attempt per
 // fetch: Temporal owns retries, so instead of retrying (no RetryAgent, no
 // redirect interceptor) we follow redirects by hand, bound every resource the
-// server controls (time, decoded size, redirect count) and report outcomes
+// server controls (time, decoded and wire size, redirect count) and report outcomes
 // either as a FetchResult or as a classified FetchError. By default it never
 // connects to loopback, private, link-local, metadata or other non-public
 // addresses (address-policy.ts); the connector enforces that per socket.
@@ -55,7 +55,13 @@ export interface HttpClientOptions {
   bodyTimeoutMs?: number;
   /** Hard cap per fetch() call, redirects and body included. Default 120 s. */
   totalTimeoutMs?: number;
-  /** Cap on the decoded body; longer bodies are cut and marked truncated='length'. Default 10 MiB. */
+  /**
+   * Cap on the body, counted twice: decoded bytes, and bytes received on the
+   * wire before content decoding (a compressed stream that decodes to almost
+   * nothing would otherwise be bounded only by time). Whichever is reached
+   * first cuts the body, marked truncated='length', with what was decoded up
+   * to the cut. Default 10 MiB.
+   */
   maxBodyBytes?: number;
   /** Redirects followed before TOO_MANY_REDIRECTS. Default 5. */
   maxRedirects?: number;
@@ -93,7 +99,10 @@ export interface FetchResult {
   headers: Record<string, string>;
   /** Content-decoded body, at most maxBodyBytes. */
   body: Buffer;
-  /** Body bytes received from the server before content decoding. */
+  /**
+   * Body bytes received from the server before content decoding. Reading stops
+   * at the chunk that passes maxBodyBytes, so this exceeds it by at most one chunk.
+   */
   rawBytes: number;
   truncated: 'length' | 'time' | null;
   /** The Content-Encoding header as received, or null. */
@@ -491,9 +500,12 @@ interface BodyRead {
 }
 
 /**
- * Reads and decodes `source`, keeping at most `limit` decoded bytes. Hitting
- * the limit destroys the undici body, which aborts the request and closes the
- * socket, so the rest of a huge (or zip-bombed) response is never received.
+ * Reads and decodes `source`, keeping at most `limit` decoded bytes and
+ * decoding at most `limit` wire bytes. Hitting either limit destroys the
+ * undici body, which aborts the request and closes the socket, so the rest of
+ * a huge, zip-bombed, or endlessly padded compressed response is never
+ * received. At the wire limit the decoders are ended on the bytes before it,
+ * so the body is what those decode to (they flush leniently), truncated='length'.
  * Expiry of the total deadline returns what was read (truncated='time').
  */
 function readBody(source: Readable, codings: Coding[], limit: number, url: string, deadline: FetchDeadline): Promise<BodyRead> {
@@ -502,6 +514,9 @@ function readBody(source: Readable, codings: Coding[], limit: number, url: strin
     let kept = 0;
     let rawBytes = 0;
     let settled = false;
+    // Set when the wire limit is reached: the rest of the source is ignored
+    // (including the abort error destroying it raises) while the decoders flush.
+    let wireCut = false;
     // Built on the first raw chunk: empty bodies (204, 304, HEAD-like) never
     // reach zlib, and deflate needs that chunk to sniff its framing.
     let decoders: Transform[] | null = null;
@@ -552,7 +567,7 @@ function readBody(source: Readable, codings: Coding[], limit: number, url: strin
       const last = chain[chain.length - 1];
       first.on('drain', () => source.resume());
       last.on('data', keep);
-      last.on('end', () => settle(null));
+      last.on('end', () => settle(wireCut ? 'length' : null));
       return chain;
     };
 
@@ -565,20 +580,32 @@ function readBody(source: Readable, codings: Coding[], limit: number, url: strin
     // Stays attached after settling: destroying an unfinished undici body
     // emits RequestAbortedError, which must not go unhandled.
     source.on('error', (err) => {
+      if (wireCut) return;
       if (deadline.timedOut) settle('time');
       else fail(deadline.classify(err, url));
     });
     source.on('data', (chunk: Buffer) => {
-      if (settled) return;
+      if (settled || wireCut) return;
+      const before = rawBytes;
       rawBytes += chunk.length;
       if (codings.length === 0) {
+        // Wire bytes are the decoded bytes here: keep() enforces the limit.
         keep(chunk);
+        return;
+      }
+      if (rawBytes > limit) {
+        wireCut = true;
+        const last = chunk.subarray(0, limit - before);
+        decoders ??= buildDecoders(last);
+        source.destroy();
+        decoders[0].end(last);
         return;
       }
       decoders ??= buildDecoders(chunk);
       if (!decoders[0].write(chunk)) source.pause();
     });
     source.on('end', () => {
+      if (wireCut) return;
       if (decoders) decoders[0].end();
       else settle(null);
     });

@@ -3,7 +3,7 @@
 // a minute, so a robots check costs nothing on the hot path.
 import { sharedHostKeys } from '../redis/keys';
 import type { RedisLike } from '../redis/scripts';
-import { RobotsTxt, type RobotsTxtJson } from './robots-txt';
+import { RobotsError, RobotsTxt, type RobotsTxtJson } from './robots-txt';
 
 export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000;
 /** How long a 5xx / unreachable verdict is kept before robots.txt is asked again. */
@@ -25,7 +25,15 @@ export class RobotsStore {
     const raw = await this.redis.get(sharedHostKeys(host).robots);
     if (!raw) return null;
     const value = JSON.parse(raw) as StoredRobots;
-    const entry = { at: Date.now(), value, parsed: value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null };
+    let parsed: RobotsTxt | null;
+    try {
+      parsed = value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null;
+    } catch (err) {
+      // Written by an older version of the parser (or damaged): fetch robots.txt again.
+      if (err instanceof RobotsError) return null;
+      throw err;
+    }
+    const entry = { at: Date.now(), value, parsed };
     this.remember(host, entry);
     return entry;
   }

@@ -27,8 +27,18 @@
 // - Only allow/disallow lines end a run of user-agent lines; crawl-delay and
 //   sitemap are "other records" that MUST NOT terminate a group (§2.2.4), so
 //   `User-agent: *` / `Crawl-delay: 5` / `User-agent: a` / `Disallow: /x` is a
-//   single group naming both agents (as in Google's parser).
-// - When several crawl-delay values apply (repeated in a group, or across
+//   single group naming both agents for its allow/disallow rules (as in
+//   Google's parser).
+// - A crawl-delay line, though, belongs only to the user-agent lines written
+//   directly above it: in that example `*` gets 5 s and `a` none. Sites write
+//   `User-agent: *` / `Crawl-delay: 10` / blank / `User-agent: a` / `Crawl-delay: 1`
+//   to give one crawler a shorter delay; merging the two would hand `a` the 10 s
+//   of `*`. In JSON such a group is stored without a delay plus one rule-less
+//   group per user-agent run that has one, so matching stays "merge every
+//   group naming the agent".
+// - The `*` delay applies only when no group names our product token: a
+//   specific group without Crawl-delay means no delay from robots.txt.
+// - When several crawl-delay values apply (repeated in a run, or across
 //   merged groups) the largest wins: being too polite is the safe mistake.
 // - Reserved characters and their percent-encodings stay distinct
 //   (`/a%2Fb` ≠ `/a/b`), except `*` and `$`, which only have a literal form as
@@ -43,7 +53,9 @@
 /** RFC 9309 §2.5: the parsing limit MUST be at least 500 KiB. */
 export const DEFAULT_MAX_ROBOTS_BYTES = 500 * 1024;
 
-const JSON_VERSION = 1;
+// 2: crawl-delay is per run of user-agent lines (see above). Version 1 JSON
+// merged a run's delay into the whole group, so it is refused and re-fetched.
+const JSON_VERSION = 2;
 
 export type RobotsErrorCode = 'INVALID_JSON';
 
@@ -405,15 +417,24 @@ function maxDelay(a: number | undefined, b: number | undefined): number | undefi
   return Math.max(a, b);
 }
 
+/** A group while parsing: its runs of consecutive user-agent lines carry the crawl-delays. */
+interface ParsedGroup {
+  agents: string[];
+  rules: RobotsRuleJson[];
+  runs: { agents: string[]; crawlDelaySec?: number }[];
+}
+
 /** Parses a robots.txt body. Never throws on content; anything unparseable is skipped. */
 export function parseRobotsTxt(body: string | Uint8Array, opts: ParseRobotsOptions = {}): RobotsTxt {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_ROBOTS_BYTES;
   const text = decodeLimited(body, Math.max(0, maxBytes));
-  const groups: RobotsGroupJson[] = [];
+  const groups: ParsedGroup[] = [];
   const sitemaps: string[] = [];
-  let current: RobotsGroupJson | null = null;
+  let current: ParsedGroup | null = null;
   // Set by allow/disallow: the next user-agent line then starts a new group.
   let sawRule = false;
+  // Set by crawl-delay: the next user-agent line then starts a new run within the group.
+  let sawDelay = false;
 
   for (const rawLine of text.split(/\r\n|\r|\n/)) {
     const hash = rawLine.indexOf('#');
@@ -423,14 +444,21 @@ export function parseRobotsTxt(body: string | Uint8Array, opts: ParseRobotsOptio
     if (!record) continue;
     const { field, value } = record;
     switch (field) {
-      case 'user-agent':
+      case 'user-agent': {
         if (current === null || sawRule) {
-          current = { agents: [], rules: [] };
+          current = { agents: [], rules: [], runs: [] };
           groups.push(current);
           sawRule = false;
+          sawDelay = false;
         }
-        current.agents.push(agentOfLine(value));
+        const agent = agentOfLine(value);
+        current.agents.push(agent);
+        const run = current.runs[current.runs.length - 1];
+        if (run === undefined || sawDelay) current.runs.push({ agents: [agent] });
+        else run.agents.push(agent);
+        sawDelay = false;
         break;
+      }
       case 'allow':
       case 'disallow': {
         // §2.2.2: rules outside any group are ignored.
@@ -442,9 +470,11 @@ export function parseRobotsTxt(body: string | Uint8Array, opts: ParseRobotsOptio
       }
       case 'crawl-delay': {
         if (current === null) break;
-        const delay = parseCrawlDelay(value);
-        const merged = maxDelay(current.crawlDelaySec, delay);
-        if (merged !== undefined) current.crawlDelaySec = merged;
+        sawDelay = true;
+        // The run of user-agent lines this delay was written under.
+        const run = current.runs[current.runs.length - 1];
+        const merged = maxDelay(run.crawlDelaySec, parseCrawlDelay(value));
+        if (merged !== undefined) run.crawlDelaySec = merged;
         break;
       }
       case 'sitemap': {
@@ -454,7 +484,20 @@ export function parseRobotsTxt(body: string | Uint8Array, opts: ParseRobotsOptio
       }
     }
   }
-  return new RobotsTxt(groups, sitemaps);
+  const out: RobotsGroupJson[] = [];
+  for (const g of groups) {
+    if (g.runs.length === 1) {
+      const delay = g.runs[0].crawlDelaySec;
+      out.push({ agents: g.agents, rules: g.rules, ...(delay !== undefined ? { crawlDelaySec: delay } : {}) });
+      continue;
+    }
+    // Several runs: the rules are the group's, each delay only its run's.
+    out.push({ agents: g.agents, rules: g.rules });
+    for (const run of g.runs) {
+      if (run.crawlDelaySec !== undefined) out.push({ agents: run.agents, rules: [], crawlDelaySec: run.crawlDelaySec });
+    }
+  }
+  return new RobotsTxt(out, sitemaps);
 }
 
 // ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { ManagedProcess } from './managed-process';
-import { waitFor } from './ports';
+import { portOpen, waitFor } from './ports';
+import { StackError } from './stack-error';
 import { findOrInstallRedisServer } from './tools';
 
 export interface RedisServerOptions {
@@ -32,6 +33,9 @@ export async function redisReachable(url: string, timeoutMs = 1000): Promise<boo
  * updates; RDB snapshots are off because AOF already covers restarts.
  */
 export async function startRedisServer(opts: RedisServerOptions): Promise<ManagedProcess> {
+  // Something else on the port would answer the readiness probe below while
+  // our server dies on the busy port, and we would take it for ours.
+  if (await portOpen(opts.port)) throw new StackError('PORT_IN_USE', `cannot start redis-server on 127.0.0.1:${opts.port}: another process already listens there`);
   const bin = await findOrInstallRedisServer(opts.log);
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const args = [

@@ -219,34 +219,56 @@ export interface StackUpOptions {
   redisPort?: number;
 }
 
-/** `crawler stack up`: detached servers on the default ports, remembered in stack.json. */
+/**
+ * `crawler stack up`: detached servers on the default ports, remembered in
+ * stack.json. A recorded server that still runs is kept; only what is down
+ * is started, so after one server died (kill -9) `up` starts that one alone
+ * instead of a second copy of the other on its busy port. stack.json lists
+ * only servers that run: those kept and those started, also when starting
+ * another failed (so `stack down` can still stop them).
+ */
 export async function stackUp(opts: StackUpOptions = {}): Promise<StackEndpoints> {
   const dataDir = opts.dataDir ?? STACK_DIR;
+  const log = opts.log ?? (() => {});
   const state = readStackState(dataDir);
-  if (state.temporal && state.redis && ownsServer('temporal', state.temporal).ours && ownsServer('redis', state.redis).ours) {
-    return { temporalAddress: state.temporal.address, redisUrl: state.redis.url, uiUrl: state.temporal.uiUrl };
-  }
-  const stack = await startStack({
-    dataDir,
-    temporalPort: opts.temporalPort ?? DEFAULT_TEMPORAL_PORT,
-    uiPort: opts.uiPort ?? DEFAULT_UI_PORT,
-    redisPort: opts.redisPort ?? DEFAULT_REDIS_PORT,
-    detached: true,
-    log: opts.log,
-  });
-  const [temporal, redis] = stack.processes;
-  // Read once both answer: by then redis-server has retitled itself.
+  const next: StackStateFile = {};
+  const running = (name: ServerName, entry: { pid: number; identity?: ProcessIdentity } | undefined): boolean => {
+    if (!entry) return false;
+    const check = ownsServer(name, entry);
+    log(check.ours ? `${name}: already running (pid ${entry.pid})` : `${name}: the recorded server is gone (${check.why}); starting it again`);
+    return check.ours;
+  };
+  if (running('temporal', state.temporal)) next.temporal = state.temporal;
+  if (running('redis', state.redis)) next.redis = state.redis;
+  // Read once the server answers: by then redis-server has retitled itself.
   const identity = (pid: number) => {
     const id = processIdentity(pid);
     return id ? { identity: id } : {};
   };
-  const next: StackStateFile = {
-    temporal: { pid: temporal.pid, address: stack.temporalAddress, uiUrl: stack.uiUrl, ...identity(temporal.pid) },
-    redis: { pid: redis.pid, url: stack.redisUrl, ...identity(redis.pid) },
-  };
+  const temporalPort = opts.temporalPort ?? DEFAULT_TEMPORAL_PORT;
+  const uiPort = opts.uiPort ?? DEFAULT_UI_PORT;
+  const redisPort = opts.redisPort ?? DEFAULT_REDIS_PORT;
+  const starts: Promise<void>[] = [];
+  if (!next.temporal) {
+    starts.push(
+      startTemporalDevServer({ port: temporalPort, uiPort, dataDir: path.join(dataDir, 'temporal'), detached: true, log }).then((p) => {
+        next.temporal = { pid: p.pid, address: `127.0.0.1:${temporalPort}`, uiUrl: `http://127.0.0.1:${uiPort}`, ...identity(p.pid) };
+      }),
+    );
+  }
+  if (!next.redis) {
+    starts.push(
+      startRedisServer({ port: redisPort, dataDir: path.join(dataDir, 'redis'), detached: true, log }).then((p) => {
+        next.redis = { pid: p.pid, url: `redis://127.0.0.1:${redisPort}`, ...identity(p.pid) };
+      }),
+    );
+  }
+  const results = await Promise.allSettled(starts);
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(stateFile(dataDir), JSON.stringify(next, null, 2));
-  return stack;
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return { temporalAddress: next.temporal!.address, redisUrl: next.redis!.url, uiUrl: next.temporal!.uiUrl };
 }
 
 /**

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { CRAWL_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { ManagedProcess } from './managed-process';
-import { waitFor } from './ports';
+import { portOpen, waitFor } from './ports';
+import { StackError } from './stack-error';
 import { findOrInstallTemporalCli } from './tools';
 
 export interface TemporalDevServerOptions {
@@ -36,6 +37,13 @@ export const FAIRNESS_DYNAMIC_CONFIG = ['matching.useNewMatcher=true', 'matching
  * workflows survive a restart, and our search attributes registered.
  */
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<ManagedProcess> {
+  // Something else on the port would answer the readiness probe below while
+  // our server dies on the busy port, and we would take it for ours.
+  const ports: [number, string][] = [[opts.port, 'Temporal dev server']];
+  if (!opts.headless && opts.uiPort) ports.push([opts.uiPort, 'Temporal Web UI']);
+  for (const [port, what] of ports) {
+    if (await portOpen(port)) throw new StackError('PORT_IN_USE', `cannot start the ${what} on 127.0.0.1:${port}: another process already listens there`);
+  }
   const cli = await findOrInstallTemporalCli(opts.log);
   const args = [
     'server', 'start-dev',

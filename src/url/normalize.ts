@@ -135,8 +135,8 @@ export const NORMALIZATION_RULES: readonly NormalizationRule[] = [
     id: 'strip-session-ids',
     source: 'crawler',
     description:
-      'Session identifiers are removed: `;jsessionid=…` path parameters, and the query parameters jsessionid, phpsessid, sessionid, aspsessionid* and cfid/cftoken, plus `sid` when its value looks like a token (16+ hex or base64url characters). They give every visitor a different URL for one document. Part of stripTracking.',
-    example: { input: 'http://example.com/item;jsessionid=A9E9C325?id=2&sid=f1492414397a5e28&PHPSESSID=09d6', output: 'http://example.com/item?id=2' },
+      'Session identifiers are removed: `;jsessionid=…` path parameters (any case; other `;name=value` parameters stay), and the query parameters jsessionid, phpsessid, sessionid, aspsessionid* and cfid/cftoken (names compared case-insensitively), plus `sid` when its value looks like a token (16+ hex or base64url characters), since `sid` is also an ordinary name. They give every visitor a different URL for one document. Part of stripTracking.',
+    example: { input: 'http://example.com/item;JSESSIONID=A9E9C325;v=2?id=2&sid=f1492414397a5e28&PHPSESSID=09d6', output: 'http://example.com/item;v=2?id=2' },
   },
   {
     id: 'sort-query',
@@ -208,7 +208,9 @@ export const SESSION_PARAMS: ReadonlySet<string> = new Set(['jsessionid', 'phpse
 // `sid` is also an ordinary word ("station id"): only token-looking values go.
 const SID_TOKEN = /^[0-9a-z_-]{16,}$/i;
 // Java servlet containers put the session in a path parameter, before the query.
-const JSESSIONID_PATH_PARAM = /;jsessionid=[^/?#]*/gi;
+// Only that parameter goes: the value ends at the next `;`, so other matrix
+// parameters of the segment (`;v=2`), which may select content, stay.
+const JSESSIONID_PATH_PARAM = /;jsessionid=[^/;?#]*/gi;
 
 function isSessionParam(key: string, param: string): boolean {
   const k = key.toLowerCase();

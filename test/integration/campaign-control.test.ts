@@ -1,12 +1,15 @@
 // Pause, resume, cancel and the status query, through the real CLI commands
 // and through Temporal directly.
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { campaignStatusQuery, cancelSignal, type CampaignStatus, type HostStatus } from '../../workflows/messages';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { startCampaign } from '../../src/temporal/campaign-client';
+import { WorkerPool } from '../../src/worker/worker-pool';
 
 jest.setTimeout(240_000);
 const run = promisify(execFile);
@@ -62,7 +65,8 @@ test('pause stops requests, resume continues, status reports per-domain progress
   while (pageRequests(h.web.requests()).length <= paused && Date.now() - t0 < 30_000) await sleep(100);
   expect(pageRequests(h.web.requests()).length).toBeGreaterThan(paused);
 
-  await crawler('cancel', id);
+  // A worker polls this queue: the cancel says nothing more.
+  expect((await crawler('cancel', id)).stdout).toBe(`cancel sent to ${id}\n`);
   const result = await handle.result();
   expect(result.status).toBe('cancelled');
   const atCancel = pageRequests(h.web.requests()).length;
@@ -120,4 +124,55 @@ test('cancelling a campaign whose domain was terminated: the finish names it ins
   const result = await handle.result();
   expect(result.status).toBe('cancelled');
   expect(result.problems).toEqual([expect.stringMatching(/ended TERMINATED without reporting/)]);
+});
+
+test('a campaign no worker runs: list exits cleanly, status and cancel say a worker is missing, and a worker then cancels it', async () => {
+  // A task queue nobody polls until the end of this test.
+  const queue = `${h.taskQueue}-unpolled`;
+  const id = `unpolled-${process.pid}`;
+  h.web.addSite({ host: 'idle.control.test', pages: 3, fanOut: 2 });
+  const handle = await startCampaign(h.client, queue, {
+    campaignId: id,
+    seeds: [h.web.url('idle.control.test', '/')],
+    fetch: { resolve: h.web.resolveArgs() },
+    output: { dir: path.join(h.outDir, id) },
+  });
+  const cli = (...args: string[]) => {
+    const cmd = crawlerCommand(args);
+    return spawnSync(cmd.command, cmd.args, { env: process.env, encoding: 'utf8' });
+  };
+
+  // The status query of the unanswering campaign is given up inside the
+  // command, and the process exits on its own without a stack trace.
+  const list = cli('list');
+  expect({ status: list.status, stderr: list.stderr }).toEqual({ status: 0, stderr: '' });
+  expect(list.stdout).toMatch(new RegExp(`^${id}\trunning\t`, 'm'));
+
+  const status = cli('status', id);
+  expect(status.status).toBe(1);
+  expect(status.stderr).toContain(`no worker is polling task queue "${queue}": only a worker can answer a status query`);
+  expect(status.stderr).toContain(`CRAWLER_TASK_QUEUE=${queue} npm run crawler -- worker`);
+
+  const cancel = cli('cancel', id);
+  expect(cancel.status).toBe(0);
+  expect(cancel.stdout).toBe(
+    `cancel sent to ${id}\n` +
+      `no worker is polling task queue "${queue}": the campaign stays running until a worker picks up the cancel ` +
+      `(start one with: CRAWLER_TASK_QUEUE=${queue} npm run crawler -- worker)\n`,
+  );
+  expect((await handle.describe()).status.name).toBe('RUNNING');
+
+  // What the hint promises: a worker on that queue carries the cancel out.
+  const pool = new WorkerPool({
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS!,
+    REDIS_URL: process.env.REDIS_URL!,
+    CRAWLER_TASK_QUEUE: queue,
+    CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
+  });
+  try {
+    await pool.start(1);
+    expect((await handle.result()).status).toBe('cancelled');
+  } finally {
+    await pool.stopAll();
+  }
 });

@@ -223,4 +223,48 @@ describe('crawler stack up / stack down', () => {
       }
     }
   });
+
+  test('up after Redis was killed -9 starts Redis alone and records it; down then stops both', async () => {
+    const dir = path.join(dataRoot(), `stack-up-again-${process.pid}`);
+    const [temporalPort, uiPort, redisPort] = [await freePort(), await freePort(), await freePort()];
+    const stackModule = JSON.stringify(path.join(PROJECT_ROOT, 'src', 'stack', 'stack.ts'));
+    const up = () =>
+      runStackFn(
+        `const { stackUp } = require(${stackModule});` +
+          `stackUp({ dataDir: ${JSON.stringify(dir)}, temporalPort: ${temporalPort}, uiPort: ${uiPort}, redisPort: ${redisPort} })` +
+          `.then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });`,
+      );
+    const temporalProcesses = () => processesOf(dir, redisPort).filter((p) => /temporal server start-dev/.test(p));
+    try {
+      up();
+      const first = readStackState(dir);
+      process.kill(first.redis!.pid, 'SIGKILL');
+      while (fs.existsSync(`/proc/${first.redis!.pid}`) && !/\) Z /.test(fs.readFileSync(`/proc/${first.redis!.pid}/stat`, 'utf8'))) await sleep(50);
+
+      up();
+      const second = readStackState(dir);
+      // Temporal kept as it was: the same pid, and no second server for this stack.
+      expect(second.temporal).toEqual(first.temporal);
+      expect(temporalProcesses().map((p) => Number(p.split(' ')[0]))).toEqual([first.temporal!.pid]);
+      // Redis started again, and the pid recorded is the one running.
+      expect(second.redis!.pid).not.toBe(first.redis!.pid);
+      expect(fs.readFileSync(`/proc/${second.redis!.pid}/cmdline`, 'utf8')).toContain(`:${redisPort}`);
+
+      const out = runStackFn(
+        `const { stackDown } = require(${stackModule});` +
+          `stackDown({ dataDir: ${JSON.stringify(dir)} }).then((s) => { console.log(JSON.stringify(s)); process.exit(0); }, (e) => { console.error(e); process.exit(1); });`,
+      );
+      expect(JSON.parse(out.trim()).sort()).toEqual(['redis', 'temporal']);
+      expect(processesOf(dir, redisPort)).toEqual([]);
+    } finally {
+      const state = readStackState(dir);
+      for (const pid of [state.temporal?.pid, state.redis?.pid]) {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    }
+  });
 });

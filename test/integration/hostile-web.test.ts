@@ -104,7 +104,7 @@ beforeAll(async () => {
   for (const s of Object.values(variantSites)) h.web.addSite(s);
   // A real site behind the certificate, so a crawler that ignored the TLS error would fetch a page.
   h.web.addSite({ host: TLS_HOST, pages: 1, fanOut: 0 });
-  const httpsPort = await h.web.startHttps(selfSignedCertificate([TLS_HOST]));
+  const httpsPort = await h.web.startHttps(await selfSignedCertificate([TLS_HOST]));
   const timeoutPort = await h.web.startUnacceptingListener();
   taxonomyUrls = {
     tls: normalizeUrl(`https://${TLS_HOST}:${httpsPort}/`),

@@ -11,18 +11,12 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient } from '../../src/temporal/connect';
 import { startCrawlerWorker } from '../../src/worker/crawler-worker';
 import { startCampaign } from '../../src/temporal/campaign-client';
-import { makeTestPki } from '../support/test-pki';
+import { makeTestPki, type TestPki } from '../support/test-pki';
 
 jest.setTimeout(120_000);
 
-const pki = makeTestPki(['temporal.test']);
-const TLS_ENV = {
-  TEMPORAL_TLS_CLIENT_CERT_PATH: pki.clientCert,
-  TEMPORAL_TLS_CLIENT_KEY_PATH: pki.clientKey,
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH: pki.ca,
-  // The proxy listens on 127.0.0.1; its certificate is for this name.
-  TEMPORAL_TLS_SERVER_NAME: 'temporal.test',
-};
+let pki: TestPki;
+let TLS_ENV: Record<string, string>;
 
 let proxy: tls.Server;
 let proxyAddress: string;
@@ -31,6 +25,14 @@ const accepted: string[] = [];
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
+  pki = await makeTestPki(['temporal.test']);
+  TLS_ENV = {
+    TEMPORAL_TLS_CLIENT_CERT_PATH: pki.clientCert,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: pki.clientKey,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: pki.ca,
+    // The proxy listens on 127.0.0.1; its certificate is for this name.
+    TEMPORAL_TLS_SERVER_NAME: 'temporal.test',
+  };
   const [host, port] = process.env.TEMPORAL_ADDRESS!.split(':');
   proxy = tls.createServer(
     {
@@ -67,7 +69,7 @@ afterEach(() => {
 
 afterAll(async () => {
   await new Promise<void>((resolve) => proxy.close(() => resolve()));
-  pki.remove();
+  pki?.remove();
 });
 
 test('a client with the mTLS settings gets through; without its certificate it does not', async () => {

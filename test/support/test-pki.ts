@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { findOrInstallOpenssl } from '../../src/stack/tools';
 
 export interface TestPki {
   dir: string;
@@ -19,13 +20,13 @@ export interface TestPki {
   remove(): void;
 }
 
-function openssl(args: string[], cwd: string): void {
-  const res = spawnSync('openssl', args, { cwd, encoding: 'utf8' });
-  if (res.error || res.status !== 0) throw new Error(`openssl ${args[0]} failed: ${res.error?.message ?? res.stderr}`);
-}
-
-/** P-256 keys (PKCS#8, as Rust's TLS stack in the Temporal worker wants them). */
-export function makeTestPki(serverNames: string[], clientCommonName = 'crawler-test-client'): TestPki {
+/** P-256 keys (PKCS#8, as Rust's TLS stack in the Temporal worker wants them). openssl is installed when missing (root) or named. */
+export async function makeTestPki(serverNames: string[], clientCommonName = 'crawler-test-client'): Promise<TestPki> {
+  const bin = await findOrInstallOpenssl();
+  const openssl = (args: string[], cwd: string): void => {
+    const res = spawnSync(bin, args, { cwd, encoding: 'utf8' });
+    if (res.error || res.status !== 0) throw new Error(`openssl ${args[0]} failed: ${res.error?.message ?? res.stderr}`);
+  };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-pki-'));
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl(['req', '-x509', ...ec, '-days', '1', '-subj', '/CN=durable-crawler test CA', '-keyout', 'ca.key', '-out', 'ca.pem',

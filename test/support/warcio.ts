@@ -1,34 +1,36 @@
 // An independent WARC reader for tests: Python's warcio (a different
-// implementation from ours), installed into a project-local venv on first use.
+// implementation from ours), installed into a project-local venv of its own
+// (.crawler/tools/pyvenv, not the Temporal CLI's) on first use.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { TOOLS_DIR } from '../../src/stack/paths';
-import { withFileLock } from '../../src/stack/file-lock';
+import { ensurePythonVenv, withInstallLock } from '../../src/stack/tools';
 
 export const VENV = path.join(TOOLS_DIR, 'pyvenv');
 export const VENV_PY = path.join(VENV, 'bin', 'python');
+/** Pinned so every machine checks our WARCs with the same reader; bump deliberately. */
+export const WARCIO_VERSION = '1.8.1';
 
 export function run(cmd: string, args: string[], input?: string) {
   return spawnSync(cmd, args, { encoding: 'utf8', input, maxBuffer: 64 * 1024 * 1024 });
 }
 
+/** The warcio version importable from the venv, or null. */
+function installedWarcio(): string | null {
+  const res = run(VENV_PY, ['-c', "import warcio, importlib.metadata as m; print(m.version('warcio'))"]);
+  return res.status === 0 ? res.stdout.trim() : null;
+}
+
 export async function ensurePythonWarcio(): Promise<void> {
-  const probe = () => run(VENV_PY, ['-c', 'import warcio']).status === 0;
-  if (probe()) return;
-  const sys = run('python3', ['--version']);
-  if (sys.error || sys.status !== 0) {
-    throw new Error(
-      'python3 is required for the independent WARC check (Python warcio) but was not found on PATH; install python3 (with the venv module) and re-run.',
-    );
-  }
-  await withFileLock(path.join(TOOLS_DIR, 'pyvenv.lock'), async () => {
-    if (probe()) return;
-    const venv = run('python3', ['-m', 'venv', VENV]);
-    if (venv.status !== 0) throw new Error(`python3 -m venv ${VENV} failed:\n${venv.stdout}${venv.stderr}`);
-    const pip = run(VENV_PY, ['-m', 'pip', 'install', '--quiet', 'warcio']);
-    if (pip.status !== 0) throw new Error(`pip install warcio failed:\n${pip.stdout}${pip.stderr}`);
+  if (installedWarcio() === WARCIO_VERSION) return;
+  await withInstallLock(async () => {
+    if (installedWarcio() === WARCIO_VERSION) return;
+    const python = ensurePythonVenv(VENV, { purpose: 'the independent WARC check (Python warcio)' });
+    const pip = run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `warcio==${WARCIO_VERSION}`]);
+    if (pip.status !== 0) throw new Error(`pip install warcio==${WARCIO_VERSION} failed:\n${pip.stdout}${pip.stderr}`);
   });
-  if (!probe()) throw new Error(`warcio is still not importable from ${VENV_PY}`);
+  const version = installedWarcio();
+  if (version !== WARCIO_VERSION) throw new Error(`warcio ${WARCIO_VERSION} is still not importable from ${VENV_PY} (found ${version ?? 'none'})`);
 }
 
 // Iterates with warcio's own ArchiveIterator and digest checker; one JSON line per record.

@@ -234,12 +234,19 @@ describe('docker-compose.yml', () => {
       expect(seconds(worker.stop_grace_period!)).toBeGreaterThan(seconds(m![1]));
     });
 
-    test('a health check, if any, probes the metrics port the worker is told to serve', () => {
-      const probe = argv(worker.healthcheck?.test as string[] | string | undefined).join(' ');
-      if (!probe) return;
-      expect(workerEnv.CRAWLER_METRICS_PORT).toBeDefined();
-      expect(probe).toContain(`:${workerEnv.CRAWLER_METRICS_PORT}/healthz`);
-      expect(workerEnv.CRAWLER_METRICS_HOST).toBeDefined();
+    test('has a health check that probes /healthz on the metrics port the worker is told to serve', () => {
+      // Without one, `restart: unless-stopped` only sees a worker that exits, never one that hangs.
+      expect(worker.healthcheck).toBeDefined();
+      expect(worker.healthcheck?.disable).not.toBe(true);
+      const probe = argv(worker.healthcheck?.test as string[] | string | undefined);
+      expect(['CMD', 'CMD-SHELL']).toContain(probe[0]);
+      const port = workerEnv.CRAWLER_METRICS_PORT;
+      expect(port).toMatch(/^[1-9]\d*$/);
+      expect(probe.join(' ')).toMatch(new RegExp(`//(127\\.0\\.0\\.1|localhost):${port}/healthz\\b`));
+      // The metrics server must listen beyond loopback for Prometheus on the compose network,
+      // and the settings table must accept what the file sets.
+      expect(workerEnv.CRAWLER_METRICS_HOST).toMatch(/^(0\.0\.0\.0|::)$/);
+      expect(processSettings(workerEnv).metricsPort).toBe(Number(port));
     });
   });
 

@@ -245,7 +245,7 @@ describe('redirect target and HTTP errors', () => {
 describe('failure taxonomy listeners', () => {
   test('HTTPS with a fresh self-signed certificate: served to a client that trusts it, a logged handshake failure otherwise', async () => {
     web.addSite({ host: 'tls.test', pages: 1, fanOut: 0 });
-    const credentials = selfSignedCertificate(['tls.test']);
+    const credentials = await selfSignedCertificate(['tls.test']);
     expect(credentials.key).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     const port = await web.startHttps(credentials);
     const url = `https://tls.test:${port}/`;
@@ -264,7 +264,7 @@ describe('failure taxonomy listeners', () => {
     }
     expect(web.requests().map((r) => [r.host, r.port, r.path])).toEqual([['tls.test', port, '/']]);
     // A second certificate is a new key, not one kept anywhere.
-    expect(selfSignedCertificate(['tls.test']).key).not.toBe(credentials.key);
+    expect((await selfSignedCertificate(['tls.test'])).key).not.toBe(credentials.key);
   });
 
   test('the unaccepting listener never completes a TCP handshake', async () => {

@@ -11,6 +11,7 @@ import { FetchError, classifyError } from '../../src/http/fetch-error';
 import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
 import { Agent, request as undiciRequest } from 'undici';
 import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
+import { pseudoRandomBytes } from '../support/pseudo-random';
 import {
   ResolveOverrideError,
   createLookup,
@@ -378,6 +379,70 @@ describe('body limits', () => {
     expect(result.rawBytes).toBeLessThanOrEqual(bomb.length);
   });
 
+  it('caps the compressed bytes on the wire too, when they decode to almost nothing', async () => {
+    // A valid gzip stream: a block with the page, then empty stored blocks
+    // (5 bytes each, decoding to nothing) for as long as the client reads.
+    // Under the decoded cap alone only the total timeout would end it.
+    const deflate = zlib.deflateRawSync(Buffer.from('<a href="/kept">kept</a>'), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    const header = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+    const emptyBlocks = Buffer.alloc(5 * 13_000);
+    for (let i = 0; i < emptyBlocks.length; i += 5) emptyBlocks.set([0, 0, 0, 0xff, 0xff], i);
+    const total = 1024 * 1024 * 1024;
+    let serverSide!: Promise<{ written: number; finished: boolean }>;
+    const server = await startServer((_req, res) => {
+      serverSide = new Promise((resolve) => {
+        let written = 0;
+        res.on('close', () => resolve({ written, finished: res.writableFinished }));
+        res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' });
+        res.write(header);
+        res.write(deflate);
+        const pump = (): void => {
+          while (written < total && !res.destroyed) {
+            written += emptyBlocks.length;
+            if (!res.write(emptyBlocks)) {
+              res.once('drain', pump);
+              return;
+            }
+          }
+          res.end();
+        };
+        pump();
+      });
+    });
+    const limit = 256 * 1024;
+    // A total timeout far beyond what reading 256 KiB takes: the cut must come from the cap.
+    const result = await client({ maxBodyBytes: limit, totalTimeoutMs: 60_000, bodyTimeoutMs: 60_000 }).fetch(server.base);
+    expect(result.truncated).toBe('length');
+    expect(result.body.toString()).toBe('<a href="/kept">kept</a>');
+    expect(result.rawBytes).toBeGreaterThan(limit);
+    const { written, finished } = await serverSide;
+    expect(finished).toBe(false);
+    expect(written).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it('keeps what the wire bytes before the cap decode to, for an ordinary compressed body', async () => {
+    // Incompressible bytes: compression makes them slightly larger, so the wire cap is reached first.
+    const text = Buffer.from(pseudoRandomBytes(200_000, 7));
+    for (const [coding, encoded] of [
+      ['gzip', zlib.gzipSync(text)],
+      ['br', zlib.brotliCompressSync(text)],
+    ] as const) {
+      const server = await startServer((_req, res) => {
+        res.writeHead(200, { 'content-encoding': coding, 'content-length': encoded.length });
+        res.end(encoded);
+      });
+      const limit = 100_000;
+      const result = await client({ maxBodyBytes: limit }).fetch(server.base);
+      expect([coding, result.truncated]).toEqual([coding, 'length']);
+      expect(result.rawBytes).toBeGreaterThan(limit);
+      // Fewer than `limit` decoded bytes: the cut came from the wire count.
+      expect(result.body.length).toBeGreaterThan(limit / 2);
+      expect(result.body.length).toBeLessThan(limit);
+      // A prefix of the page, byte for byte.
+      expect(result.body.equals(text.subarray(0, result.body.length))).toBe(true);
+    }
+  });
+
   it('does not mark a body of exactly the limit as truncated', async () => {
     const server = await startServer((_req, res) => res.end(Buffer.alloc(1000, 'x')));
     const result = await client({ maxBodyBytes: 1000 }).fetch(server.base);
@@ -408,18 +473,27 @@ describe('timeouts and network errors', () => {
   });
 
   it('returns a slow-drip body cut at the total timeout', async () => {
+    // The drip never idles long enough for the body timeout and never ends:
+    // only the total timeout can end this fetch (else the test times out).
+    let written = 0;
+    let serverClosed!: Promise<boolean>;
     const server = await startServer((_req, res) => {
+      serverClosed = new Promise((resolve) => res.on('close', () => resolve(res.writableFinished)));
       res.writeHead(200, { 'content-type': 'text/plain' });
-      const timer = setInterval(() => res.write('.'), 20);
+      const timer = setInterval(() => {
+        res.write('.');
+        written += 1;
+      }, 20);
       res.on('close', () => clearInterval(timer));
     });
-    const started = Date.now();
-    const result = await client({ bodyTimeoutMs: 1000, totalTimeoutMs: 300 }).fetch(server.base);
-    expect(Date.now() - started).toBeLessThan(1000);
+    const result = await client({ bodyTimeoutMs: 60_000, totalTimeoutMs: 300 }).fetch(server.base);
     expect(result.status).toBe(200);
     expect(result.truncated).toBe('time');
     expect(result.body.length).toBeGreaterThan(0);
     expect(/^\.+$/.test(result.body.toString())).toBe(true);
+    // What was read is what had been sent, and the client hung up on an unfinished response.
+    expect(result.body.length).toBeLessThanOrEqual(written);
+    expect(await serverClosed).toBe(false);
   });
 
   it('throws TOTAL_TIMEOUT when the deadline passes before headers', async () => {
@@ -496,7 +570,7 @@ describe('failure taxonomy against real listeners', () => {
 
   it('types an untrusted (self-signed) certificate as a TLS error, and the same server works once trusted', async () => {
     const host = 'tls.unit.test';
-    const credentials = selfSignedCertificate([host]);
+    const credentials = await selfSignedCertificate([host]);
     web.addSite({ host, pages: 1, fanOut: 0 });
     const port = await web.startHttps(credentials);
     const url = `https://${host}:${port}/`;

@@ -159,6 +159,58 @@ describe('normalizeUrl', () => {
     });
   });
 
+  describe('session identifiers', () => {
+    it('removes a ;jsessionid path parameter in any case, wherever the segment is', () => {
+      expect(normalizeUrl('http://example.com/shop/item;jsessionid=A9E9C3255D1B?id=2')).toBe('http://example.com/shop/item?id=2');
+      expect(normalizeUrl('http://example.com/a;JSESSIONID=abc.node1/b')).toBe('http://example.com/a/b');
+      expect(normalizeUrl('http://example.com/;JSessionId=abc')).toBe('http://example.com/');
+      expect(normalizeUrl('http://example.com/a/;jsessionid=abc')).toBe('http://example.com/a/');
+    });
+
+    it('removes only the session parameter from a segment, not the other path parameters', () => {
+      expect(normalizeUrl('http://example.com/doc;jsessionid=abc;v=2/page')).toBe('http://example.com/doc;v=2/page');
+      expect(normalizeUrl('http://example.com/doc;v=2;jsessionid=abc')).toBe('http://example.com/doc;v=2');
+    });
+
+    it('removes the listed query parameters, names in any case and percent-encoded', () => {
+      const url =
+        'http://example.com/p?JSESSIONID=1&PhpSessId=2&SESSIONID=3&ASPSESSIONIDQACTCRBA=4&aspsessionid=5' +
+        '&CFID=6&CFTOKEN=7&%4Asessionid=8&id=42';
+      expect(normalizeUrl(url)).toBe('http://example.com/p?id=42');
+    });
+
+    it('removes sid only when its value looks like a session token', () => {
+      expect(normalizeUrl('http://example.com/p?sid=0123456789abcdef0123&id=1')).toBe('http://example.com/p?id=1');
+      expect(normalizeUrl('http://example.com/p?SID=Qx-9_aZ0bY8cX7dW&id=1')).toBe('http://example.com/p?id=1');
+      expect(normalizeUrl('http://example.com/radio?sid=42')).toBe('http://example.com/radio?sid=42');
+      expect(normalizeUrl('http://example.com/p?sid')).toBe('http://example.com/p?sid');
+    });
+
+    it('keeps names that are not on the list', () => {
+      expect(normalizeUrl('http://example.com/p?session=1&session_id=2&sessid=3&xsid=0123456789abcdef0123')).toBe(
+        'http://example.com/p?sessid=3&session=1&session_id=2&xsid=0123456789abcdef0123',
+      );
+      expect(normalizeUrl('http://example.com/a;sessionid=1')).toBe('http://example.com/a;sessionid=1');
+    });
+
+    it('makes the session variants of one page a single URL', () => {
+      const variants = [
+        'http://example.com/item?id=7',
+        'http://example.com/item;jsessionid=AAA?id=7',
+        'http://example.com/item;jsessionid=BBB?id=7',
+        'http://example.com/item?PHPSESSID=c0ffee&id=7',
+        'http://example.com/item?id=7&CFID=1&CFTOKEN=2',
+      ];
+      expect(new Set(variants.map((u) => normalizeUrl(u)))).toEqual(new Set(['http://example.com/item?id=7']));
+    });
+
+    it('is off with stripTracking: false', () => {
+      expect(normalizeUrl('http://example.com/a;jsessionid=x?PHPSESSID=y', undefined, { stripTracking: false })).toBe(
+        'http://example.com/a;jsessionid=x?PHPSESSID=y',
+      );
+    });
+  });
+
   describe('query sorting', () => {
     it('sorts by key, keeping the order of duplicate keys', () => {
       expect(normalizeUrl('http://example.com/?z=1&b=2&a=9&b=1&a=3')).toBe('http://example.com/?a=9&a=3&b=2&b=1&z=1');

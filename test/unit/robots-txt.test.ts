@@ -6,6 +6,9 @@ import {
   parseRobotsTxt,
   productToken,
 } from '../../src/robots/robots-txt';
+import { RobotsStore } from '../../src/robots/robots-store';
+import type { RedisLike } from '../../src/redis/scripts';
+import { sharedHostKeys } from '../../src/redis/keys';
 import fixtures from '../fixtures/robots-conformance.json';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 
@@ -148,6 +151,47 @@ describe('crawl-delay', () => {
     expect(parseRobotsTxt('User-agent: *\nCrawl-delay: -3\n').rulesFor(UA).crawlDelaySec).toBeUndefined();
     expect(parseRobotsTxt('User-agent: *\nCrawl-delay: 1,5\n').rulesFor(UA).crawlDelaySec).toBeUndefined();
     expect(parseRobotsTxt('User-agent: *\n').rulesFor(UA).crawlDelaySec).toBeUndefined();
+  });
+
+  describe('belongs to the group that names our agent', () => {
+    // The shape sites use to give one crawler its own delay: a `*` run with a
+    // delay, then a run for a named crawler. Crawl-delay does not end a group
+    // (§2.2.4), so both runs share the allow/disallow rules, but each keeps its
+    // own delay.
+    const robots = parseRobotsTxt(
+      'User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nCrawl-delay: 1\nDisallow: /x\n',
+    );
+
+    it('a specific shorter delay wins over the * delay', () => {
+      expect(robots.rulesFor(UA).crawlDelaySec).toBe(1);
+      expect(robots.rulesFor('OtherBot').crawlDelaySec).toBe(10);
+      expect(robots.rulesFor(UA).isAllowed('/x')).toBe(false);
+      expect(robots.rulesFor('OtherBot').isAllowed('/x')).toBe(false);
+    });
+
+    it('a specific group without a delay gets none from *', () => {
+      for (const body of [
+        'User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nDisallow: /x\n',
+        'User-agent: *\nCrawl-delay: 10\nDisallow: /y\n\nUser-agent: DurableCrawler\nDisallow: /x\n',
+        'User-agent: DurableCrawler\nDisallow: /x\n\nUser-agent: *\nCrawl-delay: 10\n',
+      ]) {
+        const parsed = parseRobotsTxt(body);
+        expect([body, parsed.rulesFor(UA).crawlDelaySec]).toEqual([body, undefined]);
+        expect([body, parsed.rulesFor('OtherBot').crawlDelaySec]).toEqual([body, 10]);
+      }
+    });
+
+    it('keeps the per-run delays through JSON', () => {
+      const json = robots.toJSON();
+      expect(json.groups).toEqual([
+        { agents: ['*', 'durablecrawler'], rules: [{ allow: false, pattern: '/x' }] },
+        { agents: ['*'], rules: [], crawlDelaySec: 10 },
+        { agents: ['durablecrawler'], rules: [], crawlDelaySec: 1 },
+      ]);
+      const restored = RobotsTxt.fromJSON(JSON.stringify(json));
+      expect(restored.rulesFor(UA).crawlDelaySec).toBe(1);
+      expect(restored.rulesFor('OtherBot').crawlDelaySec).toBe(10);
+    });
   });
 
   it('is not capped by the parser', () => {
@@ -307,7 +351,7 @@ describe('toJSON / fromJSON', () => {
 
   it('is plain JSON with normalised patterns', () => {
     expect(JSON.parse(JSON.stringify(parseRobotsTxt(body)))).toEqual({
-      v: 1,
+      v: 2,
       groups: [
         {
           agents: ['durablecrawler', 'other'],
@@ -336,7 +380,9 @@ describe('toJSON / fromJSON', () => {
   it.each([
     ['not JSON', '{'],
     ['null', null],
-    ['wrong version', { v: 2, groups: [], sitemaps: [] }],
+    ['wrong version', { v: 3, groups: [], sitemaps: [] }],
+    // Version 1 gave a run's crawl-delay to every agent of its group.
+    ['version 1', { v: 1, groups: [], sitemaps: [] }],
     ['groups missing', { v: 1, sitemaps: [] }],
     ['bad sitemaps', { v: 1, groups: [], sitemaps: [1] }],
     ['bad agents', { v: 1, groups: [{ agents: 'x', rules: [] }], sitemaps: [] }],
@@ -350,5 +396,32 @@ describe('toJSON / fromJSON', () => {
     } catch (err) {
       expect((err as RobotsError).code).toBe('INVALID_JSON');
     }
+  });
+});
+
+describe('RobotsStore and older cached JSON', () => {
+  // Only get and set are used by the store; a Map stands in for Redis here.
+  function mapRedis(data: Map<string, string>): RedisLike {
+    return {
+      get: async (key: string) => data.get(key) ?? null,
+      set: async (key: string, value: string) => {
+        data.set(key, value);
+        return 'OK';
+      },
+    } as unknown as RedisLike;
+  }
+
+  it('treats a version 1 entry as a miss, so robots.txt is fetched again', async () => {
+    const data = new Map<string, string>();
+    const v1 = { v: 1, groups: [{ agents: ['*', 'durablecrawler'], rules: [], crawlDelaySec: 10 }], sitemaps: [] };
+    data.set(sharedHostKeys('old.test').robots, JSON.stringify({ state: 'ok', robots: v1, status: 200, fetchedAt: 'x' }));
+    const store = new RobotsStore(mapRedis(data));
+    expect(await store.get('old.test')).toBeNull();
+
+    const fresh = parseRobotsTxt('User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nDisallow: /x\n');
+    await store.put('old.test', { state: 'ok', robots: fresh.toJSON(), status: 200, fetchedAt: 'y' });
+    const again = await new RobotsStore(mapRedis(data)).get('old.test');
+    expect(again?.parsed?.rulesFor(UA).crawlDelaySec).toBeUndefined();
+    expect(again?.parsed?.rulesFor('OtherBot').crawlDelaySec).toBe(10);
   });
 });

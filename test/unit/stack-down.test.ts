@@ -3,13 +3,18 @@
 // if procfs still shows the server that `stack up` started there: the same
 // command line and start time (older stack.json files, without either, by
 // the server's program name). The check runs here against a fake procfs,
-// then the real command against real processes.
+// then the real command against real processes. `stack up` after one server
+// died runs against a real redis-server and a stand-in for Temporal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { crawlerCommand } from '../../src/cli/crawler-command';
-import { ownsServer, processIdentity } from '../../src/stack/stack';
+import { freePort } from '../../src/stack/ports';
+import { redisReachable } from '../../src/stack/redis-server';
+import { StackError } from '../../src/stack/stack-error';
+import { ownsServer, processIdentity, readStackState, stackDown, stackUp } from '../../src/stack/stack';
 
 jest.setTimeout(60_000);
 
@@ -133,5 +138,88 @@ describe('crawler stack down (the command)', () => {
     const again = await crawler(home, ['stack', 'down']);
     expect(again.stdout.trim()).toBe('nothing was running');
     expect(stranger.exitCode === null && stranger.signalCode === null).toBe(true);
+  });
+});
+
+describe('crawler stack up after one server died', () => {
+  const children: ChildProcess[] = [];
+  const savedCli = process.env.TEMPORAL_CLI;
+  let cliCalls: string;
+  beforeAll(() => {
+    // Temporal must not be started here: a stub CLI records any attempt.
+    cliCalls = path.join(tmp, 'temporal-cli-calls');
+    const stub = path.join(tmp, 'temporal-stub');
+    fs.writeFileSync(stub, `#!/bin/sh\necho "$*" >> '${cliCalls}'\nexit 1\n`, { mode: 0o755 });
+    process.env.TEMPORAL_CLI = stub;
+  });
+  afterAll(() => {
+    if (savedCli === undefined) delete process.env.TEMPORAL_CLI;
+    else process.env.TEMPORAL_CLI = savedCli;
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
+
+  /** A live stand-in for the recorded Temporal server, and a pid that has exited for the dead Redis. */
+  async function stackWithDeadRedis(): Promise<{ dir: string; temporal: ChildProcess; ports: { temporalPort: number; uiPort: number; redisPort: number } }> {
+    const temporal = spawn('sleep', ['300'], { stdio: 'ignore' });
+    children.push(temporal);
+    const dead = spawn('true', { stdio: 'ignore' });
+    await new Promise((r) => dead.once('exit', r));
+    await new Promise((r) => setTimeout(r, 200)); // let `sleep` exec, so procfs shows it
+    const ports = { temporalPort: await freePort(), uiPort: await freePort(), redisPort: await freePort() };
+    const dir = fs.mkdtempSync(path.join(tmp, 'stack-'));
+    fs.writeFileSync(
+      path.join(dir, 'stack.json'),
+      JSON.stringify({
+        temporal: { pid: temporal.pid, address: `127.0.0.1:${ports.temporalPort}`, uiUrl: `http://127.0.0.1:${ports.uiPort}`, identity: processIdentity(temporal.pid!) },
+        redis: { pid: dead.pid, url: `redis://127.0.0.1:${ports.redisPort}`, identity: { cmdline: `redis-server 127.0.0.1:${ports.redisPort}`, startTime: '1' } },
+      }),
+    );
+    return { dir, temporal, ports };
+  }
+
+  test('starts only the server that is down and records it; down then stops both', async () => {
+    const { dir, temporal, ports } = await stackWithDeadRedis();
+    const before = readStackState(dir);
+    const up = await stackUp({ dataDir: dir, ...ports });
+    try {
+      expect(fs.existsSync(cliCalls)).toBe(false);
+      const after = readStackState(dir);
+      // The live one is kept as it was recorded.
+      expect(after.temporal).toEqual(before.temporal);
+      expect(up).toEqual({ temporalAddress: before.temporal!.address, redisUrl: `redis://127.0.0.1:${ports.redisPort}`, uiUrl: before.temporal!.uiUrl });
+      // The new Redis is recorded with its own pid, and that pid is the server answering.
+      expect(after.redis?.pid).not.toBe(before.redis?.pid);
+      expect(ownsServer('redis', after.redis!).ours).toBe(true);
+      expect(after.redis?.identity?.cmdline).toMatch(/redis-server/);
+      expect(await redisReachable(after.redis!.url)).toBe(true);
+    } finally {
+      const stopped = await stackDown({ dataDir: dir, log: () => {} });
+      expect(stopped.sort()).toEqual(['redis', 'temporal']);
+    }
+    await new Promise((r) => (temporal.exitCode !== null || temporal.signalCode !== null ? r(null) : temporal.once('exit', r)));
+    expect(temporal.signalCode).toBe('SIGTERM');
+    expect(await redisReachable(up.redisUrl)).toBe(false);
+  });
+
+  test('records only servers that run: a port taken by another process fails that server alone', async () => {
+    const { dir, ports } = await stackWithDeadRedis();
+    const before = readStackState(dir);
+    // Something that is not our Redis listens on its port.
+    const squatter = net.createServer((s) => s.destroy());
+    await new Promise<void>((r) => squatter.listen(ports.redisPort, '127.0.0.1', r));
+    try {
+      const err = await stackUp({ dataDir: dir, ...ports }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(StackError);
+      expect((err as StackError).code).toBe('PORT_IN_USE');
+      expect((err as StackError).message).toContain(`127.0.0.1:${ports.redisPort}`);
+      expect(readStackState(dir)).toEqual({ temporal: before.temporal });
+      expect(fs.existsSync(cliCalls)).toBe(false);
+    } finally {
+      await new Promise((r) => squatter.close(r));
+      await stackDown({ dataDir: dir, log: () => {} });
+    }
   });
 });

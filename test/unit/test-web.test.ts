@@ -388,6 +388,26 @@ describe('hooks and timing', () => {
     expect(performance.now() - t0).toBeGreaterThanOrEqual(75);
   });
 
+  test('holdUntil answers a request, as usual, only once its promise settles', async () => {
+    web.addSite({ host: 'held.test', pages: 2, fanOut: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let answered = false;
+    web.site('held.test')!.holdUntil = (path) => (path === '/' ? gate : undefined);
+    const held = get(web.url('held.test')).then((r) => {
+      answered = true;
+      return r;
+    });
+    // Other paths are not held: one answered while `/` waits shows it is waiting.
+    expect((await get(web.url('held.test', '/page/1'))).status).toBe(200);
+    expect(web.requests().filter((r) => r.host === 'held.test').map((r) => r.path).sort()).toEqual(['/', '/page/1']);
+    expect(answered).toBe(false);
+    release();
+    const res = await held;
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('/page/1');
+  });
+
   test('statusFor injects statuses by path and attempt', async () => {
     web.addSite({ host: 'flaky.test', pages: 3, fanOut: 1, statusFor: (p, n) => (p === '/page/1' && n <= 2 ? 503 : undefined) });
     expect((await get(web.url('flaky.test', '/page/1'))).status).toBe(503);

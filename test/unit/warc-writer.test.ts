@@ -7,7 +7,8 @@ import { StorageError, WarcWriter, base32, storedResponseHeaders } from '../../s
 import type { WarcExchange, WarcLocation } from '../../src/storage/warc-writer';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
-import { ensurePythonWarcio, PY_DUMP, run, VENV_PY, type PyRecord } from '../support/warcio';
+import { ensurePythonWarcio, PY_DUMP, run, VENV, VENV_PY, WARCIO_VERSION, type PyRecord } from '../support/warcio';
+import { TOOLS_DIR } from '../../src/stack/paths';
 
 const NAME_RE = new RegExp(
   `^crawl-\\d{17}-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_').replace(/\./g, '\\.')}-${process.pid}-\\d{5}\\.warc\\.gz$`,
@@ -366,6 +367,14 @@ describe('independent check with Python warcio', () => {
     await w.close();
     files = fs.readdirSync(dir).sort().map((f) => path.join(dir, f));
   }, 300_000);
+
+  it('is the pinned warcio, in a venv of its own', () => {
+    const version = run(VENV_PY, ['-c', "import importlib.metadata as m; print(m.version('warcio'))"]);
+    expect(version.stdout.trim()).toBe(WARCIO_VERSION);
+    expect(WARCIO_VERSION).toMatch(/^\d+\.\d+\.\d+$/);
+    // Not the Temporal CLI's venv (.crawler/tools/venv), as the README says.
+    expect(VENV).toBe(path.join(TOOLS_DIR, 'pyvenv'));
+  });
 
   it('passes `warcio check -v` with every digest verified', () => {
     expect(files.length).toBeGreaterThan(1);

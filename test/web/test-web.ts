@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashString, mix, mulberry32, type Rng } from './seeded';
+import { findOrInstallOpenssl } from '../../src/stack/tools';
 
 export interface RobotsSpec {
   disallow?: string[];
@@ -50,6 +51,13 @@ export interface SiteSpec {
    * counts as having handled the request whatever it returns.
    */
   handler?: (ctx: SiteRequest) => boolean | void;
+  /**
+   * Holds a response: when this returns a promise, the request (already
+   * logged, after latencyMs) is answered as usual only once it settles. For
+   * tests that need one request in flight while something else happens;
+   * `res` tells whether the client is still waiting. Read at request time.
+   */
+  holdUntil?: (path: string, res: http.ServerResponse) => Promise<unknown> | undefined;
 }
 
 /** What a SiteSpec.handler gets: the request, the response and the raw connection. */
@@ -423,14 +431,19 @@ export class TestWeb {
       send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
       return;
     }
+    const answer = (): void => {
+      const hold = site.spec.holdUntil?.(targetPath(target), res);
+      if (!hold) this.respond(site, req, res, target);
+      else void hold.then(() => this.respond(site, req, res, target), () => this.respond(site, req, res, target));
+    };
     const delay = site.spec.latencyMs ?? 0;
     if (delay <= 0) {
-      this.respond(site, req, res, target);
+      answer();
       return;
     }
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.respond(site, req, res, target);
+      answer();
     }, delay);
     this.timers.add(timer);
   }
@@ -694,13 +707,14 @@ export class TestWeb {
  * openssl in a temporary folder that is removed again: the names match, so
  * the only thing wrong with it is that nobody trusts its issuer.
  */
-export function selfSignedCertificate(hosts: string[]): { key: string; cert: string } {
+export async function selfSignedCertificate(hosts: string[]): Promise<{ key: string; cert: string }> {
+  const openssl = await findOrInstallOpenssl();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-web-tls-'));
   try {
     const keyFile = path.join(dir, 'key.pem');
     const certFile = path.join(dir, 'cert.pem');
     const res = spawnSync(
-      'openssl',
+      openssl,
       ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
         '-subj', `/CN=${hosts[0]}`, '-addext', `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}`,
         '-keyout', keyFile, '-out', certFile],

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowClient, type WorkflowHandle } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
+import { temporal as proto } from '@temporalio/proto';
 import type { UpdateDefinition } from '@temporalio/common';
 import { clientEndpoints, connectClient, TemporalUnavailableError } from '../../temporal/connect';
 import { SteeringError, validateHostRequest } from '../../config/steering';
@@ -15,6 +17,7 @@ import {
 } from '../../../workflows/messages';
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { createRedis } from '../../redis/client';
+import { processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
 
 export async function connectCli() {
@@ -42,6 +45,13 @@ export async function withCampaign<T>(campaignId: string, fn: (h: Awaited<Return
   } finally {
     await client.connection.close();
   }
+}
+
+/** The campaign's task queue when no worker polls it now, else null. */
+async function unpolledTaskQueue(h: WorkflowHandle): Promise<{ taskQueue: string; running: boolean } | null> {
+  const d = await h.describe();
+  if ((await liveWorkflowPollers(h.client, d.taskQueue)) > 0) return null;
+  return { taskQueue: d.taskQueue, running: d.status.name === 'RUNNING' };
 }
 
 /** A steering request the campaign refused (its validator's words), or the CLI refused before sending. */
@@ -118,6 +128,32 @@ async function hostPage(campaignKey: string, page: number): Promise<HostStatus[]
   }
 }
 
+/**
+ * How recently a worker must have polled to count as polling now. A live
+ * worker keeps a long poll open and renews it at least every minute or so,
+ * while the server lists a poller for minutes after its worker stopped.
+ */
+export const LIVE_POLLER_MS = 2 * 60_000;
+
+/** Workers polling `taskQueue` for workflow tasks now (DescribeTaskQueue pollers seen within LIVE_POLLER_MS). */
+export async function liveWorkflowPollers(client: WorkflowClient, taskQueue: string, now = Date.now()): Promise<number> {
+  const res = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue, kind: proto.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+  });
+  return (res.pollers ?? []).filter((p) => now - (optionalTsToMs(p.lastAccessTime) ?? 0) <= LIVE_POLLER_MS).length;
+}
+
+/**
+ * Says that no worker polls the campaign's task queue and what follows from
+ * it: messages, queries and the crawl itself are handled only by a worker.
+ */
+export function noWorkerMessage(taskQueue: string, defaultTaskQueue: string, consequence: string): string {
+  const env = taskQueue === defaultTaskQueue ? '' : `CRAWLER_TASK_QUEUE=${taskQueue} `;
+  return `no worker is polling task queue "${taskQueue}": ${consequence} (start one with: ${env}npm run crawler -- worker)`;
+}
+
 export function registerCampaignControlCommands(program: Command): void {
   program
     .command('status <campaign>')
@@ -127,7 +163,13 @@ export function registerCampaignControlCommands(program: Command): void {
     .action(async (campaignId: string, opts: { json?: boolean; page: string }) => {
       const page = Number(opts.page);
       if (!Number.isInteger(page) || page < 1) throw new UsageError(`--page must be a whole number ≥ 1 (got ${opts.page})`);
-      const s = await withCampaign(campaignId, (h) => h.query(campaignStatusQuery));
+      const s = await withCampaign(campaignId, async (h) => {
+        // Only a worker answers a query: without one the server gives up after
+        // half a minute with a bare "Failed to query Workflow". Say why at once.
+        const idle = await unpolledTaskQueue(h).catch(() => null);
+        if (idle) throw new Error(`${campaignId}: ${noWorkerMessage(idle.taskQueue, processSettings().taskQueue, 'only a worker can answer a status query')}`);
+        return h.query(campaignStatusQuery);
+      });
       const hosts = await hostPage(s.campaignKey, page);
       process.stdout.write(opts.json ? `${JSON.stringify({ ...s, hosts })}\n` : `${formatStatus(s, hosts, page)}\n`);
     });
@@ -158,7 +200,14 @@ export function registerCampaignControlCommands(program: Command): void {
     .description('stop a campaign for good; it completes with status "cancelled" and a summary')
     .option('--reason <text>', 'why, for the record')
     .action(async (campaignId: string, opts: { reason?: string }) => {
-      await withCampaign(campaignId, (h) => h.signal(cancelSignal, { reason: opts.reason }));
-      process.stdout.write(`cancel sent to ${campaignId}\n`);
+      const hint = await withCampaign(campaignId, async (h) => {
+        await h.signal(cancelSignal, { reason: opts.reason });
+        // A cancel is a signal: it is recorded now but acted on by a worker.
+        // Best effort: the cancel is sent whatever this finds out.
+        const idle = await unpolledTaskQueue(h).catch(() => null);
+        if (!idle?.running) return null;
+        return noWorkerMessage(idle.taskQueue, processSettings().taskQueue, 'the campaign stays running until a worker picks up the cancel');
+      });
+      process.stdout.write(`cancel sent to ${campaignId}\n${hint ? `${hint}\n` : ''}`);
     });
 }

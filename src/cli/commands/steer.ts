@@ -53,15 +53,21 @@ async function listCampaigns(all: boolean): Promise<CampaignListRow[]> {
         pages: wf.typedSearchAttributes.get(CrawlPages) ?? null,
       });
     }
-    // Running campaigns know their numbers best: ask them (bounded, a campaign without workers never answers).
+    // Running campaigns know their numbers best: ask them, bounded, since a
+    // campaign without workers never answers. The bound is a gRPC deadline on
+    // the call itself, not a race against a timer: an abandoned call stays in
+    // flight after the connection below is closed, and when the server finally
+    // answers it with a retryable status the SDK's retry timer dials the closed
+    // channel and dies with an uncaught "Channel has been shut down". A call
+    // past its deadline ends with DEADLINE_EXCEEDED, which is never retried, so
+    // once every query here has settled nothing is left to fire.
     await Promise.all(
       rows
         .filter((r) => r.status === 'RUNNING')
         .map(async (r) => {
-          let timer: NodeJS.Timeout | undefined;
-          const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), QUERY_DEADLINE_MS)));
-          const s = await Promise.race([client.workflow.getHandle(r.campaignId).query(campaignStatusQuery).catch(() => null), deadline]);
-          clearTimeout(timer);
+          const s = await client
+            .withDeadline(Date.now() + QUERY_DEADLINE_MS, () => client.workflow.getHandle(r.campaignId).query(campaignStatusQuery))
+            .catch(() => null);
           if (!s) return;
           r.pages = s.totals.fetched;
           r.state = s.status;
