@@ -1,8 +1,13 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c and d are long and only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, s only run when asked for)
+//   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
+// With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
+// test web after ours; one JSON line per scenario holds both and their ratio,
+// and a table of the same goes to stderr.
 import fs from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { LOCAL_DIR } from '../src/stack/paths';
@@ -11,17 +16,28 @@ import { connectClient } from '../src/temporal/connect';
 import { startCampaign } from '../src/temporal/campaign-client';
 import { ensureWorkflowBundle } from '../src/worker/workflow-bundle';
 import { WorkerPool } from '../src/worker/worker-pool';
-import { generateSites, startTestWeb } from '../test/web/test-web';
+import { generateSites, startTestWeb, type LatencySpec, type TestWeb } from '../test/web/test-web';
 import { createRedis } from '../src/redis/client';
 import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
+import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
+import { cpuSeconds, logFigures, peakRssMb, politeness, treeCpuSeconds, treeRssMb } from './figures';
 
 interface Scenario {
   name: string;
   hosts: number;
   pages: number;
+  /** Delay between two requests to one host. */
   delayMs: number;
+  /**
+   * Where the delay comes from: the campaign's politeness.minDelayMs (default),
+   * or every site's robots.txt `Crawl-delay` (the campaign's minimum is then 0).
+   * Crawlee reads no Crawl-delay: it always gets the delay as sameDomainDelaySecs.
+   */
+  delayFrom?: 'campaign' | 'robots';
+  /** Server latency of the test web. */
+  latency?: LatencySpec;
   fanOut?: number;
   /** Campaign page budget; the scenario then measures a crawl cut short on purpose. */
   maxPages?: number;
@@ -37,25 +53,27 @@ const SCENARIOS: Record<string, Scenario> = {
   // server has timer capacity to spare (docs/benchmarks.md, "the ceiling").
   e: { name: '(e) 50 hosts × 20 pages, 1 s delay', hosts: 50, pages: 20, delayMs: 1000, optIn: true },
   d: { name: '(d) one host, 200k pages, fan-out 20 (frontier ≥ 100k), first 10k pages', hosts: 1, pages: 200_000, fanOut: 20, delayMs: 0, maxPages: 10_000, optIn: true },
+  // Real-web shapes: a server that takes its time, and the delay asked for by robots.txt.
+  a2: { name: "(a′) 300 hosts × 21 pages, robots.txt Crawl-delay 1, 100 ms latency", hosts: 300, pages: 21, delayMs: 1000, delayFrom: 'robots', latency: { fixedMs: 100 }, optIn: true },
+  l: { name: '(l) 500 hosts × 10 pages, 1 s delay, 300 ms–1 s latency', hosts: 500, pages: 10, delayMs: 1000, latency: { fixedMs: 300, randomMs: 700, seed: 1 }, optIn: true },
+  // Small enough to try the bench (and Crawlee beside it) in seconds.
+  s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
 };
 
-/** RSS of a process and its descendants (tsx runs node as a child), in MB. */
-function treeRssMb(pid: number): number {
-  let kb = 0;
-  const visit = (p: number) => {
-    try {
-      const status = fs.readFileSync(`/proc/${p}/status`, 'utf8');
-      kb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      for (const t of fs.readdirSync(`/proc/${p}/task`)) {
-        const kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim();
-        for (const k of kids ? kids.split(/\s+/) : []) visit(Number(k));
-      }
-    } catch {
-      /* gone */
-    }
-  };
-  visit(pid);
-  return kb / 1024;
+/**
+ * A fresh test web for one crawler's run of a scenario: the same seeds, hosts
+ * and pages every time. Each host is its own registrable domain
+ * (`bench<i>.test`), because Crawlee keeps its delay per registrable domain:
+ * `b<i>.bench.test` would make every site one domain to it.
+ */
+async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null }> {
+  const web = await startTestWeb({ latency: s.latency });
+  const robots = s.delayFrom === 'robots' ? { crawlDelaySec: s.delayMs / 1000 } : undefined;
+  const sites = generateSites({ count: s.hosts, pages: s.pages, fanOut: s.fanOut ?? 3, crossPerPage: s.hosts > 1 ? 1 : 0, hostPattern: (i) => `bench${i}.test`, robots, seed: 1 });
+  for (const spec of sites) web.addSite(spec);
+  const seeds = sites.map((x) => web.url(x.host, '/'));
+  // Which pages a page budget leaves out depends on crawl order: no expected set then.
+  return { web, seeds, expected: s.maxPages ? null : web.expectedPages(seeds) };
 }
 
 /** Total history events of every run of every workflow of the campaign, and the largest single run. */
@@ -76,21 +94,15 @@ async function historyEvents(client: Client, campaignId: string): Promise<{ tota
   return { total, largest };
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
+const now = (): number => performance.timeOrigin + performance.now();
+
+interface StackPids {
+  temporal: number;
+  redis: number;
 }
 
-async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, temporalPid: number) {
-  const web = await startTestWeb();
-  const sites = generateSites({ count: s.hosts, pages: s.pages, fanOut: s.fanOut ?? 3, crossPerPage: s.hosts > 1 ? 1 : 0, hostPattern: (i) => `b${i}.bench.test`, seed: 1 });
-  for (const spec of sites) web.addSite(spec);
-  const seeds = sites.map((x) => web.url(x.host, '/'));
+async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
+  const { web, seeds, expected } = await scenarioWeb(s);
   const queue = `bench-${Date.now()}`;
   // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
   // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
@@ -99,8 +111,11 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
   let peakRss = 0;
+  let peakTotalRss = 0;
   const rssTimer = setInterval(() => {
-    for (const w of pool.alive()) peakRss = Math.max(peakRss, treeRssMb(w.child.pid!));
+    const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
+    peakRss = Math.max(peakRss, ...each);
+    peakTotalRss = Math.max(peakTotalRss, each.reduce((a, b) => a + b, 0));
   }, 500);
   // Every 10 s: worker RSS (is memory flat?) and, for one-host scenarios, the frontier size.
   const samples: { s: number; rssMb: number[]; frontier?: number }[] = [];
@@ -110,16 +125,20 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     void (async () => {
       const frontier = frontierKey ? await redis.zcard(frontierKey) : undefined;
       if (frontier !== undefined) peakFrontier = Math.max(peakFrontier, frontier);
-      samples.push({ s: Math.round((Date.now() - t0) / 1000), rssMb: pool.alive().map((w) => Math.round(treeRssMb(w.child.pid!))), frontier });
+      samples.push({ s: Math.round((now() - t0) / 1000), rssMb: pool.alive().map((w) => Math.round(treeRssMb(w.child.pid!))), frontier });
     })();
   }, 10_000);
-  const cpu0 = cpuSeconds(temporalPid);
-  const t0 = Date.now();
+  // Worker CPU counted per process from its value now; a worker that dies takes its share with it (see workerRestarts).
+  const workerCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, treeCpuSeconds(w.child.pid!)]));
+  const temporalCpu0 = cpuSeconds(pids.temporal);
+  const redisCpu0 = cpuSeconds(pids.redis);
+  const t0 = now();
   const handle = await startCampaign(client, queue, {
     campaignId,
     seeds,
     scope: { mode: 'any' },
-    politeness: { minDelayMs: s.delayMs },
+    // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
+    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs },
     ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
     // Generated pages are link lists that differ only in numbers: near-duplicate
     // detection would call them copies and not follow their links.
@@ -143,49 +162,158 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     throw err;
   }
   clearInterval(sampleTimer);
-  const temporalCpu = (cpuSeconds(temporalPid) - cpu0) / ((Date.now() - t0) / 1000);
-  // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
-  const lastRequest = Math.max(...web.requests().map((r) => r.t));
-  const seconds = (lastRequest - t0) / 1000;
-  const totalSeconds = (Date.now() - t0) / 1000;
   clearInterval(rssTimer);
-  const reqs = web.requests().filter((r) => r.path !== '/robots.txt' && r.path !== '/sitemap.xml');
-  const urls = reqs.map((r) => `${r.host}${r.path}`);
-  const byHost = new Map<string, number[]>();
-  for (const r of web.requests()) byHost.set(r.host, [...(byHost.get(r.host) ?? []), r.t]);
-  let violations = 0;
-  for (const ts of byHost.values()) {
-    ts.sort((a, b) => a - b);
-    for (let i = 1; i < ts.length; i++) if (ts[i] - ts[i - 1] < s.delayMs) violations++;
+  const wall = (now() - t0) / 1000;
+  const temporalCpu = cpuSeconds(pids.temporal) - temporalCpu0;
+  const redisCpu = cpuSeconds(pids.redis) - redisCpu0;
+  let workerCpu = 0;
+  for (const w of pool.alive()) {
+    workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
+    peakRss = Math.max(peakRss, peakRssMb(w.child.pid!));
   }
+  // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
+  const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
+  const polite = politeness(s, web.meanLatencyMs(), fromLog.crawlSeconds);
   const { total: events, largest } = await historyEvents(client, campaignId);
-  // Ideal: each host's requests (robots.txt + pages) back to back at its delay.
-  const ideal = (s.pages * s.delayMs) / 1000;
   await release();
   return {
     scenario: s.name,
     workers,
     pages: result.pages,
     expectedPages: s.hosts * s.pages,
-    crawlSeconds: Number(seconds.toFixed(1)),
-    campaignSeconds: Number(totalSeconds.toFixed(1)),
-    pagesPerSec: Number((result.pages / seconds).toFixed(1)),
-    politenessEfficiency: s.delayMs > 0 ? Number((ideal / seconds).toFixed(3)) : null,
-    politenessViolations: violations,
-    duplicateFetches: urls.length - new Set(urls).size,
+    crawlSeconds: fromLog.crawlSeconds,
+    campaignSeconds: Number(wall.toFixed(1)),
+    pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
+    politenessEfficiency: polite.efficiency,
+    politenessBoundPagesPerSec: polite.boundPagesPerSec,
+    politenessViolations: fromLog.politenessViolations,
+    pageViolations: fromLog.pageViolations,
+    closestPageGapMs: fromLog.closestPageGapMs,
+    duplicateFetches: fromLog.duplicateFetches,
     peakWorkerRssMb: Math.round(peakRss),
+    peakWorkersTotalRssMb: Math.round(peakTotalRss),
     workerRestarts: pool.restarts,
+    cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
     historyEventsPerPage: Number((events / Math.max(1, result.pages)).toFixed(1)),
     largestHistoryEvents: largest,
-    temporalServerCpuPercent: Math.round(temporalCpu * 100),
+    temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
     ...(frontierKey ? { peakFrontier } : {}),
     ...(s.optIn ? { samples } : {}),
   };
 }
 
+type OurFigures = Awaited<ReturnType<typeof runScenario>>;
+
+interface CrawleeOptions {
+  concurrency: number;
+  minConcurrency: number;
+  respectRobots: boolean;
+}
+
+async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOptions): Promise<CrawleeFigures> {
+  const { web, seeds, expected } = await scenarioWeb(s);
+  try {
+    return await runCrawlee(
+      web,
+      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
+      { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
+    );
+  } finally {
+    await web.close();
+  }
+}
+
+/** The figures both crawlers have, as [label, ours, Crawlee's]; ratios are ours ÷ Crawlee's. */
+const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
+  ['pages', 'pages', 'pages'],
+  ['crawl s', 'crawlSeconds', 'crawlSeconds'],
+  ['pages/s', 'pagesPerSec', 'pagesPerSec'],
+  ['politeness bound pages/s', 'politenessBoundPagesPerSec', 'politenessBoundPagesPerSec'],
+  ['politeness efficiency', 'politenessEfficiency', 'politenessEfficiency'],
+  ['violations (all requests)', 'politenessViolations', 'politenessViolations'],
+  ['violations (pages only)', 'pageViolations', 'pageViolations'],
+  ['closest page gap ms', 'closestPageGapMs', 'closestPageGapMs'],
+  ['duplicate fetches', 'duplicateFetches', 'duplicateFetches'],
+  ['peak RSS MB (largest process)', 'peakWorkerRssMb', 'peakRssMb'],
+  ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
+];
+
+function ratio(a: unknown, b: unknown): number | null {
+  if (typeof a !== 'number' || typeof b !== 'number' || b === 0) return null;
+  return Number((a / b).toFixed(2));
+}
+
+function comparison(s: Scenario, ours: OurFigures | null, crawlee: Partial<Record<CrawleeStorage, CrawleeFigures>>) {
+  const ratios: Partial<Record<CrawleeStorage, Record<string, number | null>>> = {};
+  if (ours) {
+    for (const [mode, c] of Object.entries(crawlee) as [CrawleeStorage, CrawleeFigures][]) {
+      ratios[mode] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, ratio(ours[o], c[k])]));
+    }
+  }
+  return { scenario: s.name, ours, crawlee, ratio: ratios };
+}
+
+function table(c: ReturnType<typeof comparison>): string {
+  const modes = Object.keys(c.crawlee) as CrawleeStorage[];
+  const head = ['figure', ...(c.ours ? ['ours'] : []), ...modes.map((m) => `crawlee (${m})`), ...(c.ours ? modes.map((m) => `ours ÷ crawlee (${m})`) : [])];
+  const show = (v: unknown, expected?: number): string => (v === null || v === undefined ? '–' : expected ? `${v}/${expected}` : String(v));
+  const rows = COMPARED.map(([label, o, k]) => {
+    // Pages read as found/expected.
+    const of = (f: { expectedPages: number }): number | undefined => (o === 'pages' ? f.expectedPages : undefined);
+    return [
+      label,
+      ...(c.ours ? [show(c.ours[o], of(c.ours))] : []),
+      ...modes.map((m) => show(c.crawlee[m]![k], of(c.crawlee[m]!))),
+      ...(c.ours ? modes.map((m) => show(c.ratio[m]?.[o])) : []),
+    ];
+  });
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]): string => r.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  return [c.scenario, line(head), ...rows.map(line)].join('\n');
+}
+
 async function main() {
-  const { values } = parseArgs({ options: { workers: { type: 'string', default: '2' }, only: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      workers: { type: 'string', default: '2' },
+      only: { type: 'string' },
+      crawlee: { type: 'boolean', default: false },
+      'crawlee-only': { type: 'boolean', default: false },
+      'crawlee-storage': { type: 'string', default: 'memory' },
+      'crawlee-concurrency': { type: 'string', default: '200' },
+      'crawlee-min-concurrency': { type: 'string', default: '1' },
+      'crawlee-ignore-robots': { type: 'boolean', default: false },
+    },
+  });
   const workers = Number(values.workers);
+  const withCrawlee = values.crawlee || values['crawlee-only'];
+  const storages = values['crawlee-storage'].split(',').map((m) => m.trim()) as CrawleeStorage[];
+  for (const m of storages) if (m !== 'memory' && m !== 'disk') throw new Error(`--crawlee-storage takes memory, disk or both (comma-separated), not ${m}`);
+  const concurrency = Number(values['crawlee-concurrency']);
+  const minConcurrency = Number(values['crawlee-min-concurrency']);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--crawlee-concurrency must be a whole number ≥ 1, not ${values['crawlee-concurrency']}`);
+  if (!Number.isInteger(minConcurrency) || minConcurrency < 1 || minConcurrency > concurrency) {
+    throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
+  }
+  const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
+  for (const key of keys) if (!SCENARIOS[key]) throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
+
+  const runCrawlees = async (s: Scenario) => {
+    const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};
+    for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+    return out;
+  };
+  if (values['crawlee-only']) {
+    // No stack at all: Crawlee needs none, and it then has the machine to itself.
+    for (const key of keys) {
+      const c = comparison(SCENARIOS[key], null, await runCrawlees(SCENARIOS[key]));
+      process.stdout.write(`${JSON.stringify(c)}\n`);
+      process.stderr.write(`\n${table(c)}\n\n`);
+    }
+    return;
+  }
+
   const dataDir = path.join(LOCAL_DIR, 'bench-stack', String(Date.now()));
   const stack = await startStack({ dataDir, headless: true, log: (m) => process.stderr.write(`${m}\n`) });
   const bundle = await ensureWorkflowBundle();
@@ -193,12 +321,17 @@ async function main() {
   const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle };
   try {
     const redis = createRedis(stack.redisUrl);
-    const temporalPid = stack.processes.find((p) => p.name === 'temporal')?.pid ?? -1;
-    const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
+    const pid = (name: string): number => stack.processes.find((p) => p.name === name)?.pid ?? -1;
+    const pids = { temporal: pid('temporal'), redis: pid('redis') };
     for (const key of keys) {
-      if (!SCENARIOS[key]) throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
-      const r = await runScenario(SCENARIOS[key], workers, client, env, redis, temporalPid);
-      process.stdout.write(`${JSON.stringify(r)}\n`);
+      const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);
+      if (!withCrawlee) {
+        process.stdout.write(`${JSON.stringify(ours)}\n`);
+        continue;
+      }
+      const c = comparison(SCENARIOS[key], ours, await runCrawlees(SCENARIOS[key]));
+      process.stdout.write(`${JSON.stringify(c)}\n`);
+      process.stderr.write(`\n${table(c)}\n\n`);
     }
     redis.disconnect();
   } finally {

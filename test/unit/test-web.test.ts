@@ -4,7 +4,7 @@
 import http from 'node:http';
 import * as cheerio from 'cheerio';
 import { Agent, request } from 'undici';
-import { generateSites, startTestWeb, type SiteSpec, type TestWeb } from '../web/test-web';
+import { generateSites, startTestWeb, type LatencySpec, type SiteSpec, type TestWeb } from '../web/test-web';
 
 interface Fetched {
   status: number;
@@ -189,6 +189,16 @@ describe('robots.txt', () => {
     expect(r.status).toBe(200);
     expect(r.contentType).toBe('text/plain; charset=utf-8');
     expect(r.body).toBe('User-agent: TestBot\nAllow: /private/ok\nDisallow: /private/\nDisallow: /page/1\nCrawl-delay: 2\n');
+  });
+
+  test('generated sites can all carry a Crawl-delay', async () => {
+    addAll(generateSites({ count: 3, pages: 4, fanOut: 2, robots: { crawlDelaySec: 1 } }));
+    for (const host of web.hosts()) {
+      const r = await get(web.url(host, '/robots.txt'));
+      expect(r.body).toBe('User-agent: *\nDisallow:\nCrawl-delay: 1\n');
+    }
+    // A delay alone disallows nothing.
+    expect(web.expectedPages([web.url('site0.test')]).size).toBe(12);
   });
 
   test('raw overrides, null is 404, absent allows everything', async () => {
@@ -414,6 +424,127 @@ describe('hooks and timing', () => {
     expect((await get(web.url('flaky.test', '/page/1?a=1'))).status).toBe(503);
     expect((await get(web.url('flaky.test', '/page/1'))).status).toBe(200);
     expect((await get(web.url('flaky.test', '/page/2'))).status).toBe(200);
+  });
+});
+
+describe('web-wide latency', () => {
+  /** A test web with the given latency and one site, its own undici agent, closed afterwards. */
+  async function withLatency(latency: LatencySpec, pages: number, fn: (w: TestWeb, fetch: (url: string) => Promise<number>) => Promise<void>): Promise<void> {
+    const w = await startTestWeb({ latency });
+    const a = new Agent({ connect: { lookup: w.lookup } });
+    try {
+      w.addSite({ host: 'lat.test', pages, fanOut: 2 });
+      await fn(w, async (url) => {
+        const res = await request(url, { dispatcher: a });
+        await res.body.dump();
+        return res.statusCode;
+      });
+    } finally {
+      await a.close();
+      await w.close();
+    }
+  }
+
+  // Node's timers count whole milliseconds on the loop clock, so a timer can
+  // fire a fraction of a millisecond "early" on performance.now().
+  const TIMER_SLACK = 2;
+
+  test('a fixed latency delays every response, and the log keeps the arrival time', async () => {
+    await withLatency({ fixedMs: 300 }, 3, async (w, fetch) => {
+      const sent = performance.timeOrigin + performance.now();
+      const pending = fetch(w.url('lat.test', '/page/1'));
+      // Logged on arrival, while the response is still being held back.
+      while (w.requests().length === 0) await new Promise((r) => setTimeout(r, 5));
+      expect(await pending).toBe(200);
+      const received = performance.timeOrigin + performance.now();
+      const arrival = w.requests()[0].t;
+      expect(received - sent).toBeGreaterThanOrEqual(300 - TIMER_SLACK);
+      expect(arrival).toBeGreaterThanOrEqual(sent);
+      expect(received - arrival).toBeGreaterThanOrEqual(300 - TIMER_SLACK);
+      // Unknown hosts and robots.txt are answered by the same slow server.
+      const t0 = performance.now();
+      expect((await rawGet(w.port, 'nowhere.test', '/')).status).toBe(404);
+      expect(await fetch(w.url('lat.test', '/robots.txt'))).toBe(200);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(600 - TIMER_SLACK);
+      expect(w.latencyFor('lat.test', '/anything')).toBe(300);
+      expect(w.meanLatencyMs()).toBe(300);
+    });
+  });
+
+  test('a random latency is uniform over 0..randomMs, seeded, drawn afresh per repeat, and served', async () => {
+    await withLatency({ fixedMs: 20, randomMs: 200, seed: 7 }, 40, async (w, fetch) => {
+      const targets = Array.from({ length: 2_000 }, (_, i) => `/page/${i}`);
+      const draws = targets.map((t) => w.latencyFor('lat.test', t));
+      expect(Math.min(...draws)).toBeGreaterThanOrEqual(20);
+      expect(Math.max(...draws)).toBeLessThanOrEqual(220);
+      expect(Math.min(...draws)).toBeLessThan(30);
+      expect(Math.max(...draws)).toBeGreaterThan(210);
+      const mean = draws.reduce((a, b) => a + b, 0) / draws.length;
+      expect(mean).toBeGreaterThan(110);
+      expect(mean).toBeLessThan(130);
+      expect(w.meanLatencyMs()).toBe(120);
+      // The second request for a target is a new draw, not the same delay again.
+      const again = targets.map((t) => w.latencyFor('lat.test', t, 2));
+      expect(again.filter((d, i) => d !== draws[i]).length).toBeGreaterThan(1_800);
+
+      // Over HTTP each response takes at least its draw: a path drawn slow the
+      // first time, and one drawn fast the first time and slow the second.
+      const pages = Array.from({ length: 40 }, (_, i) => (i === 0 ? '/' : `/page/${i}`));
+      const slowFirst = pages.find((p) => w.latencyFor('lat.test', p) >= 150)!;
+      const slowSecond = pages.find((p) => w.latencyFor('lat.test', p) < 60 && w.latencyFor('lat.test', p, 2) >= 150)!;
+      expect(slowFirst && slowSecond).toBeTruthy();
+      for (const [path, nth] of [[slowFirst, 1], [slowSecond, 1], [slowSecond, 2]] as const) {
+        const t0 = performance.now();
+        expect(await fetch(w.url('lat.test', path))).toBe(200);
+        expect(performance.now() - t0).toBeGreaterThanOrEqual(w.latencyFor('lat.test', path, nth) - TIMER_SLACK);
+      }
+      const same = await startTestWeb({ latency: { fixedMs: 20, randomMs: 200, seed: 7 } });
+      const other = await startTestWeb({ latency: { fixedMs: 20, randomMs: 200, seed: 8 } });
+      try {
+        expect(targets.map((t) => same.latencyFor('lat.test', t))).toEqual(draws);
+        expect(targets.map((t) => other.latencyFor('lat.test', t))).not.toEqual(draws);
+      } finally {
+        await same.close();
+        await other.close();
+      }
+    });
+  });
+
+  test('slowShare makes about that share of responses slow, the same ones for the same seed', async () => {
+    const latency = { slowShare: 0.1, slowMs: 400, seed: 3 };
+    await withLatency(latency, 300, async (w, fetch) => {
+      const paths = ['/', ...Array.from({ length: 299 }, (_, i) => `/page/${i + 1}`)];
+      const slow = paths.filter((p) => w.latencyFor('lat.test', p) === 400);
+      expect(paths.every((p) => [0, 400].includes(w.latencyFor('lat.test', p)))).toBe(true);
+      expect(slow.length).toBeGreaterThanOrEqual(18);
+      expect(slow.length).toBeLessThanOrEqual(42);
+      expect(w.meanLatencyMs()).toBe(40);
+
+      // A seeded run over HTTP: every response predicted slow was slow.
+      const took = new Map<string, number>();
+      await Promise.all(
+        paths.map(async (p) => {
+          const t0 = performance.now();
+          expect(await fetch(w.url('lat.test', p))).toBe(200);
+          took.set(p, performance.now() - t0);
+        }),
+      );
+      for (const p of slow) expect(took.get(p)).toBeGreaterThanOrEqual(400 - TIMER_SLACK);
+      expect([...took.values()].filter((ms) => ms >= 400 - TIMER_SLACK).length).toBeGreaterThanOrEqual(slow.length);
+
+      const again = await startTestWeb({ latency });
+      try {
+        expect(paths.filter((p) => again.latencyFor('lat.test', p) === 400)).toEqual(slow);
+      } finally {
+        await again.close();
+      }
+    });
+  });
+
+  test('a latency spec out of range is refused before anything listens', async () => {
+    await expect(startTestWeb({ latency: { slowShare: 1.5, slowMs: 10 } })).rejects.toThrow(/slowShare/);
+    await expect(startTestWeb({ latency: { fixedMs: -1 } })).rejects.toThrow(/fixedMs/);
+    await expect(startTestWeb({ latency: { randomMs: 2.5 } })).rejects.toThrow(/randomMs/);
   });
 });
 

@@ -1,5 +1,6 @@
 // Runs the test web by hand, for trying the crawler against a known site graph:
 //   npx tsx test/web/serve.ts --hosts 10 --pages 30 --fan-out 4 --cross 1 --delay 1 --port 8080
+//   npx tsx test/web/serve.ts --latency 300 --latency-random 700 --slow-share 0.05 --slow-ms 3000
 import { parseArgs } from 'node:util';
 import { generateSites, startTestWeb } from './test-web';
 
@@ -12,6 +13,10 @@ const usage = `usage: serve.ts [options]
   --disallow PATHS   comma-separated robots.txt Disallow paths (e.g. /private/)
   --nofollow         add rel=nofollow links to nofollow-only pages
   --latency MS       delay every response by MS milliseconds (default 0)
+  --latency-random MS  plus a uniform random 0..MS ms per response (default 0)
+  --slow-share F     share 0..1 of responses that are slow (default 0)
+  --slow-ms MS       extra delay of a slow response (default 0)
+  --latency-seed N   seed of the random and slow draws (default: --seed)
   --seed N           link graph seed (default 0)
   --host-pattern P   host name pattern, {i} is the site number (default site{i}.test)
   --port N           port to listen on (default 0 = any free port)
@@ -36,6 +41,10 @@ async function main(): Promise<void> {
       disallow: { type: 'string' },
       nofollow: { type: 'boolean' },
       latency: { type: 'string' },
+      'latency-random': { type: 'string' },
+      'slow-share': { type: 'string' },
+      'slow-ms': { type: 'string' },
+      'latency-seed': { type: 'string' },
       seed: { type: 'string' },
       'host-pattern': { type: 'string' },
       port: { type: 'string' },
@@ -52,7 +61,17 @@ async function main(): Promise<void> {
   const disallow = values.disallow?.split(',').map((p) => p.trim()).filter(Boolean);
   const robots = delay !== undefined || disallow ? { disallow, crawlDelaySec: delay } : undefined;
 
-  const web = await startTestWeb({ port: int('port', values.port, 0), host: values.bind });
+  const seed = int('seed', values.seed, 0);
+  const slowShare = int('slow-share', values['slow-share'], 0);
+  if (slowShare > 1) throw new Error(`--slow-share must be from 0 to 1, got ${slowShare}`);
+  const latency = {
+    fixedMs: int('latency', values.latency, 0),
+    randomMs: int('latency-random', values['latency-random'], 0),
+    slowShare,
+    slowMs: int('slow-ms', values['slow-ms'], 0),
+    seed: int('latency-seed', values['latency-seed'], seed),
+  };
+  const web = await startTestWeb({ port: int('port', values.port, 0), host: values.bind, latency });
   const specs = generateSites({
     count: int('hosts', values.hosts, 10),
     pages: int('pages', values.pages, 30),
@@ -61,19 +80,19 @@ async function main(): Promise<void> {
     hostPattern: (i) => pattern.replace(/\{i\}/g, String(i)),
     robots,
     nofollowLinks: values.nofollow ?? false,
-    latencyMs: int('latency', values.latency, 0),
-    seed: int('seed', values.seed, 0),
+    seed,
   });
   if (specs.length === 0) throw new Error('--hosts must be at least 1');
   for (const spec of specs) web.addSite(spec);
 
-  const seed = web.url(specs[0].host);
-  const expected = web.expectedPages([seed]).size;
+  const seedUrl = web.url(specs[0].host);
+  const expected = web.expectedPages([seedUrl]).size;
   const resolve = web.resolveArgs().map((r) => `--resolve ${r}`);
   process.stdout.write(
     `test web: ${specs.length} sites × ${specs[0].pages} pages on ${web.address}:${web.port}\n` +
       `port: ${web.port}\n` +
-      `seed: ${seed}\n` +
+      `seed: ${seedUrl}\n` +
+      `latency: ${latency.fixedMs} ms + 0..${latency.randomMs} ms, ${latency.slowShare * 100} % of responses ${latency.slowMs} ms more (mean ${web.meanLatencyMs()} ms)\n` +
       `expected pages from seed (robots respected, nofollow skipped): ${expected}\n` +
       `resolve flags:\n${resolve.join(' ')}\n` +
       'Ctrl-C to stop.\n',

@@ -33,6 +33,7 @@ export interface SiteSpec {
   /** undefined → an allow-all robots.txt; null → /robots.txt answers 404. */
   robots?: RobotsSpec | null;
   nofollowLinks?: boolean;
+  /** Added to every response of this site, on top of the web's LatencySpec. */
   latencyMs?: number;
   seed?: number;
   /**
@@ -43,7 +44,7 @@ export interface SiteSpec {
    */
   statusFor?: (path: string, attempt: number) => number | undefined;
   /**
-   * Misbehaviour hook: consulted after the request is logged, after latencyMs,
+   * Misbehaviour hook: consulted after the request is logged, after the latency,
    * the 405 check and statusFor, and before robots.txt and generated pages.
    * Return true once it has taken the response over (it may also finish it
    * later, or never); false or nothing falls through to the generated site.
@@ -130,9 +131,31 @@ export interface ExpectedPagesOptions {
   userAgent?: string;
 }
 
+/**
+ * Server latency for every response of a test web, on top of a site's own
+ * latencyMs: what a crawler meets on the real web, where pages take hundreds
+ * of milliseconds and a few take seconds. The random parts are drawn from
+ * the seed, host, request target and how often that target was asked for
+ * before, so a run is reproducible whatever order requests arrive in, and a
+ * retried page gets a fresh draw.
+ */
+export interface LatencySpec {
+  /** Added to every response, in ms. */
+  fixedMs?: number;
+  /** A uniform random extra delay of 0..randomMs ms (whole ms, both ends included). */
+  randomMs?: number;
+  /** Share (0..1) of responses that are slow: they take slowMs more. */
+  slowShare?: number;
+  slowMs?: number;
+  /** Seed of the random and slow draws; default 0. */
+  seed?: number;
+}
+
 export interface StartTestWebOptions {
   port?: number;
   host?: string;
+  /** Latency of every response (request log times stay arrival times). */
+  latency?: LatencySpec;
   /**
    * Largest request head accepted, in bytes. Default 256 KiB instead of
    * Node's 16 KiB, so absurdly long URLs reach the request log (and a site
@@ -145,6 +168,8 @@ export interface StartTestWebOptions {
 const TRACKING_PARAM = /^utm_/i;
 
 export async function startTestWeb(opts: StartTestWebOptions = {}): Promise<TestWeb> {
+  // Checked before listening, so a bad spec leaves no server behind.
+  const latency = checkLatency(opts.latency ?? {});
   // Without a Host header there is no site to pick; answer "no such site"
   // like any unknown host instead of Node's bare 400.
   const server = http.createServer({ requireHostHeader: false, maxHeaderSize: opts.maxHeaderSize ?? 256 * 1024 });
@@ -160,7 +185,7 @@ export async function startTestWeb(opts: StartTestWebOptions = {}): Promise<Test
       resolve();
     });
   });
-  return new TestWeb(server, address);
+  return new TestWeb(server, address, latency);
 }
 
 interface PageLink {
@@ -205,13 +230,18 @@ export class TestWeb {
   /** Listeners opened after construction (HTTPS, unaccepting); closed with the web. */
   private readonly extras: (() => Promise<void>)[] = [];
   private closing?: Promise<void>;
+  private readonly latency: Required<LatencySpec>;
+  /** Requests so far per `${host} ${target}`, so a repeated request gets its own draw; only kept when something is drawn. */
+  private readonly latencyDraws = new Map<string, number>();
 
   constructor(
     private readonly server: http.Server,
     address: string,
+    latency: LatencySpec = {},
   ) {
     this.port = (server.address() as AddressInfo).port;
     this.address = address;
+    this.latency = checkLatency(latency);
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
@@ -268,6 +298,28 @@ export class TestWeb {
     if (options.all) callback(null, [{ address: this.address, family }]);
     else callback(null, this.address, family);
   };
+
+  /**
+   * The web-wide latency in ms of the `nth` request (from 1) for `target`
+   * (path plus query, as sent) on `host`: what the server adds to that
+   * response, on top of the site's latencyMs. Pure, so tests and benchmarks
+   * can predict which responses are slow.
+   */
+  latencyFor(host: string, target: string, nth = 1): number {
+    const { fixedMs, randomMs, slowShare, slowMs, seed } = this.latency;
+    if (randomMs === 0 && (slowShare === 0 || slowMs === 0)) return fixedMs;
+    const rng = mulberry32(mix(hashString(`${seed}|${normaliseHost(host)}|${target}`), nth));
+    // Two draws in a fixed order, so changing randomMs does not change which responses are slow.
+    const slow = rng.int(1_000_000) < Math.round(slowShare * 1_000_000);
+    const extra = rng.int(randomMs + 1);
+    return fixedMs + extra + (slow ? slowMs : 0);
+  }
+
+  /** Mean web-wide latency per response in ms, for ideal times in benchmarks. */
+  meanLatencyMs(): number {
+    const { fixedMs, randomMs, slowShare, slowMs } = this.latency;
+    return fixedMs + randomMs / 2 + slowShare * slowMs;
+  }
 
   requests(): RequestRecord[] {
     return this.log.map((r) => ({ ...r }));
@@ -427,20 +479,18 @@ export class TestWeb {
       t,
     });
     const site = this.sites.get(host);
-    if (!site) {
-      send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
-      return;
-    }
     const answer = (): void => {
-      const hold = site.spec.holdUntil?.(targetPath(target), res);
+      const hold = site?.spec.holdUntil?.(targetPath(target), res);
       if (!hold) this.respond(site, req, res, target);
       else void hold.then(() => this.respond(site, req, res, target), () => this.respond(site, req, res, target));
     };
-    const delay = site.spec.latencyMs ?? 0;
+    const delay = (site?.spec.latencyMs ?? 0) + this.drawLatency(host, target);
     if (delay <= 0) {
       answer();
       return;
     }
+    // The log entry above keeps the arrival time: politeness is judged on
+    // when requests arrive, not on when the (slow) server answers them.
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       answer();
@@ -448,8 +498,21 @@ export class TestWeb {
     this.timers.add(timer);
   }
 
-  private respond(site: SiteState, req: http.IncomingMessage, res: http.ServerResponse, target: string): void {
+  private drawLatency(host: string, target: string): number {
+    const { fixedMs, randomMs, slowShare, slowMs } = this.latency;
+    if (randomMs === 0 && (slowShare === 0 || slowMs === 0)) return fixedMs;
+    const key = `${host} ${target}`;
+    const nth = (this.latencyDraws.get(key) ?? 0) + 1;
+    this.latencyDraws.set(key, nth);
+    return this.latencyFor(host, target, nth);
+  }
+
+  private respond(site: SiteState | undefined, req: http.IncomingMessage, res: http.ServerResponse, target: string): void {
     if (res.destroyed) return;
+    if (!site) {
+      send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       send(res, req, 405, 'text/plain; charset=utf-8', Buffer.from('method not allowed\n'));
@@ -757,6 +820,16 @@ export function generateSites(opts: GenerateSitesOptions): SiteSpec[] {
     latencyMs: opts.latencyMs,
     seed: opts.seed,
   }));
+}
+
+function checkLatency(spec: LatencySpec): Required<LatencySpec> {
+  const out = { fixedMs: spec.fixedMs ?? 0, randomMs: spec.randomMs ?? 0, slowShare: spec.slowShare ?? 0, slowMs: spec.slowMs ?? 0, seed: spec.seed ?? 0 };
+  for (const k of ['fixedMs', 'randomMs', 'slowMs'] as const) {
+    if (!Number.isInteger(out[k]) || out[k] < 0) throw new Error(`latency.${k} must be a whole number of ms ≥ 0, got ${out[k]}`);
+  }
+  if (!(out.slowShare >= 0 && out.slowShare <= 1)) throw new Error(`latency.slowShare must be from 0 to 1, got ${out.slowShare}`);
+  if (!Number.isInteger(out.seed)) throw new Error(`latency.seed must be an integer, got ${out.seed}`);
+  return out;
 }
 
 // ---- robots.txt ---------------------------------------------------------------

@@ -1,0 +1,185 @@
+// Crawlee beside us in `npm run bench -- --crawlee`: runs a CheerioCrawler
+// (bench/crawlee-child.ts) as a child process over a test web, so its RSS and
+// CPU are measured as a process of its own, and judges its crawl by the same
+// request-log figures as ours (bench/figures.ts).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import { LOCAL_DIR, PROJECT_ROOT } from '../src/stack/paths';
+import type { TestWeb } from '../test/web/test-web';
+import type { ChildMessage, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
+import { logFigures, peakRssMb, politeness, treeRssMb, type PolitenessTarget } from './figures';
+
+export type CrawleeStorage = 'memory' | 'disk';
+
+export interface CrawleeTarget extends PolitenessTarget {
+  seeds: string[];
+  /** The pages a correct crawler fetches (web.expectedPages of the seeds); null under a page budget. */
+  expected: Set<string> | null;
+  maxPages?: number;
+}
+
+export interface CrawleeRunOptions {
+  storage: CrawleeStorage;
+  /** Crawlee's starting and largest concurrency. */
+  concurrency: number;
+  /** The lowest its autoscaling may choose; default 1, Crawlee's own. */
+  minConcurrency?: number;
+  /** Default true, like our crawler. */
+  respectRobots?: boolean;
+  /** Crawlee's own output (warnings), line by line. */
+  onLog?: (line: string) => void;
+}
+
+export interface CrawleeFigures {
+  crawler: 'crawlee';
+  storage: CrawleeStorage;
+  concurrency: number;
+  minConcurrency: number;
+  respectRobots: boolean;
+  pages: number;
+  expectedPages: number;
+  crawlSeconds: number;
+  pagesPerSec: number;
+  politenessEfficiency: number | null;
+  politenessBoundPagesPerSec: number | null;
+  politenessViolations: number;
+  pageViolations: number;
+  closestPageGapMs: number | null;
+  duplicateFetches: number;
+  /** Peak RSS of the Crawlee process: VmHWM, or the 0.5 s samples if larger. */
+  peakRssMb: number;
+  /** Its RSS once loaded, before crawling. */
+  readyRssMb: number;
+  cpuMsPerPage: number;
+  /** Crawlee's own counters. */
+  requestsFinished: number;
+  requestsFailed: number;
+  meanConcurrency: number;
+  lowestDesiredConcurrency: number;
+  /** Bytes Crawlee left in its storage directory (0 in memory mode, or memory mode is not what it says). */
+  storageBytes: number;
+}
+
+const CHILD = path.join(PROJECT_ROOT, 'bench', 'crawlee-child.ts');
+
+/** node with tsx's loader, as our workers are run (src/cli/crawler-command.ts), so both carry the same loader cost. */
+function childCommand(): { command: string; args: string[] } {
+  const tsxDir = path.join(PROJECT_ROOT, 'node_modules', 'tsx', 'dist');
+  return { command: process.execPath, args: ['--require', path.join(tsxDir, 'preflight.cjs'), '--import', pathToFileURL(path.join(tsxDir, 'loader.mjs')).href, CHILD] };
+}
+
+function dirBytes(dir: string): number {
+  let n = 0;
+  if (!fs.existsSync(dir)) return 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += fs.statSync(path.join(e.parentPath, e.name)).size;
+  }
+  return n;
+}
+
+export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: CrawleeRunOptions): Promise<CrawleeFigures> {
+  const storageDir = path.join(LOCAL_DIR, 'bench-crawlee', `${Date.now()}-${opts.storage}`);
+  const config: CrawleeChildConfig = {
+    address: web.address,
+    hosts: web.hosts(),
+    seeds: target.seeds,
+    sameDomainDelaySecs: target.delayMs / 1000,
+    storage: opts.storage,
+    storageDir,
+    concurrency: opts.concurrency,
+    minConcurrency: opts.minConcurrency ?? 1,
+    respectRobots: opts.respectRobots ?? true,
+    maxPages: target.maxPages,
+  };
+  const cmd = childCommand();
+  // CRAWLEE_STORAGE_DIR in memory mode too: anything Crawlee wrote anyway would show in storageBytes.
+  const child = spawn(cmd.command, cmd.args, {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, CRAWLEE_STORAGE_DIR: storageDir },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const lines: string[] = [];
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => {
+      buf += d;
+      const parts = buf.split('\n');
+      buf = parts.pop() ?? '';
+      for (const l of parts) {
+        lines.push(l);
+        if (lines.length > 50) lines.shift();
+        opts.onLog?.(l);
+      }
+    });
+  }
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let sampledPeak = 0;
+  let rssTimer: NodeJS.Timeout | undefined;
+  try {
+    const message = (want: ChildMessage['type']): Promise<ChildMessage> =>
+      new Promise((resolve, reject) => {
+        const onMessage = (m: ChildMessage): void => {
+          if (m.type === want) done(() => resolve(m));
+          else if (m.type === 'error') done(() => reject(new Error(`crawlee child failed: ${m.message}`)));
+        };
+        const onExit = (code: number | null): void =>
+          done(() => reject(new Error(`crawlee child exited (${code}) before '${want}'; last output:\n${lines.join('\n')}`)));
+        const done = (fn: () => void): void => {
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+          fn();
+        };
+        child.on('message', onMessage);
+        child.on('exit', onExit);
+      });
+    const ready = message('ready');
+    child.send({ type: 'config', config } satisfies ParentMessage);
+    await ready;
+    rssTimer = setInterval(() => (sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!))), 500);
+    const finished = message('done');
+    const t0 = performance.timeOrigin + performance.now();
+    child.send({ type: 'go' } satisfies ParentMessage);
+    const done = (await finished) as CrawleeChildDone;
+    clearInterval(rssTimer);
+    const peak = Math.max(sampledPeak, done.peakRssMb, peakRssMb(child.pid!));
+    await exited;
+    const fromLog = logFigures(web.requests(), web.port, target.expected, t0, target.delayMs);
+    const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
+    return {
+      crawler: 'crawlee',
+      storage: opts.storage,
+      concurrency: opts.concurrency,
+      minConcurrency: config.minConcurrency,
+      respectRobots: config.respectRobots,
+      pages: fromLog.pagesFetched,
+      expectedPages: target.hosts * target.pages,
+      crawlSeconds: fromLog.crawlSeconds,
+      pagesPerSec: Number((fromLog.pagesFetched / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
+      politenessEfficiency: polite.efficiency,
+      politenessBoundPagesPerSec: polite.boundPagesPerSec,
+      politenessViolations: fromLog.politenessViolations,
+      pageViolations: fromLog.pageViolations,
+      closestPageGapMs: fromLog.closestPageGapMs,
+      duplicateFetches: fromLog.duplicateFetches,
+      peakRssMb: Math.round(peak),
+      readyRssMb: done.readyRssMb,
+      cpuMsPerPage: Number((done.cpuMs / Math.max(1, fromLog.pagesFetched)).toFixed(2)),
+      requestsFinished: done.requestsFinished,
+      requestsFailed: done.requestsFailed,
+      meanConcurrency: done.meanConcurrency,
+      lowestDesiredConcurrency: done.lowestDesiredConcurrency,
+      storageBytes: dirBytes(storageDir),
+    };
+  } finally {
+    if (rssTimer) clearInterval(rssTimer);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    fs.rmSync(storageDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,155 @@
+// Figures both benchmarked crawlers are judged by, taken from the outside:
+// the test web's request log (what each host actually received, and when it
+// arrived) and /proc (what each process cost). Neither crawler reports on
+// itself here, so the two are measured the same way.
+import fs from 'node:fs';
+import type { RequestRecord } from '../test/web/test-web';
+
+export interface PolitenessTarget {
+  hosts: number;
+  /** Pages per host. */
+  pages: number;
+  /** The delay a polite crawler keeps between two requests to one host. */
+  delayMs: number;
+}
+
+export interface LogFigures {
+  /** Distinct pages of the expected set that were requested (tracking parameters ignored); without a set, distinct pages requested. */
+  pagesFetched: number;
+  /** Start → last request that reached the test web. */
+  crawlSeconds: number;
+  /** Page requests (robots.txt and /sitemap.xml excluded) minus distinct pages requested. */
+  duplicateFetches: number;
+  /** Consecutive requests to one host, robots.txt and /sitemap.xml included, closer than the delay. */
+  politenessViolations: number;
+  /** The same, counting page requests only. */
+  pageViolations: number;
+  /** Smallest gap between consecutive page requests to one host, in ms (how far below the delay a violation went); null with one page a host. */
+  closestPageGapMs: number | null;
+}
+
+const NOT_PAGES = new Set(['/robots.txt', '/sitemap.xml']);
+
+/** A page as web.expectedPages names it: fragment gone, utm_* parameters dropped. */
+function pageKey(port: number, host: string, target: string): string {
+  const u = new URL(target, `http://${host}:${port}`);
+  for (const k of [...u.searchParams.keys()]) if (/^utm_/i.test(k)) u.searchParams.delete(k);
+  const query = u.searchParams.toString();
+  return `http://${host}:${port}${u.pathname}${query ? `?${query}` : ''}`;
+}
+
+/** Consecutive gaps of one host's request times. */
+function gaps(times: number[]): number[] {
+  times.sort((a, b) => a - b);
+  return times.slice(1).map((t, i) => t - times[i]);
+}
+
+/** What a test web's request log (web.requests(), served on `port`) says about a crawl that started at t0 (ms, the log's clock). */
+export function logFigures(log: RequestRecord[], port: number, expected: Set<string> | null, t0: number, delayMs: number): LogFigures {
+  const all = new Map<string, number[]>();
+  const pages = new Map<string, number[]>();
+  const keys: string[] = [];
+  let last = t0;
+  const push = (m: Map<string, number[]>, host: string, t: number): void => {
+    const ts = m.get(host);
+    if (ts) ts.push(t);
+    else m.set(host, [t]);
+  };
+  for (const r of log) {
+    last = Math.max(last, r.t);
+    push(all, r.host, r.t);
+    const path = r.path.replace(/[?#].*$/, '');
+    if (NOT_PAGES.has(path)) continue;
+    push(pages, r.host, r.t);
+    keys.push(pageKey(port, r.host, r.path));
+  }
+  const distinct = new Set(keys);
+  let violations = 0;
+  let pageViolations = 0;
+  let closest = Infinity;
+  for (const ts of all.values()) violations += gaps(ts).filter((g) => g < delayMs).length;
+  for (const ts of pages.values()) {
+    for (const g of gaps(ts)) {
+      if (g < delayMs) pageViolations++;
+      closest = Math.min(closest, g);
+    }
+  }
+  return {
+    pagesFetched: expected ? [...distinct].filter((k) => expected.has(k)).length : distinct.size,
+    crawlSeconds: Number(((last - t0) / 1000).toFixed(1)),
+    duplicateFetches: keys.length - distinct.size,
+    politenessViolations: violations,
+    pageViolations,
+    closestPageGapMs: Number.isFinite(closest) ? Math.round(closest) : null,
+  };
+}
+
+/**
+ * Ideal span of a polite crawl: each host's pages back to back, each waiting
+ * the delay plus the server's mean latency. `efficiency` is ideal ÷ actual;
+ * `boundPagesPerSec` is the best any polite crawler can do, hosts ÷ (delay +
+ * latency). Both null without a delay (nothing then bounds the speed).
+ */
+export function politeness(t: PolitenessTarget, meanLatencyMs: number, crawlSeconds: number): { efficiency: number | null; boundPagesPerSec: number | null } {
+  if (t.delayMs <= 0) return { efficiency: null, boundPagesPerSec: null };
+  const perPage = (t.delayMs + meanLatencyMs) / 1000;
+  return {
+    efficiency: Number(((t.pages * perPage) / Math.max(crawlSeconds, 0.001)).toFixed(3)),
+    boundPagesPerSec: Number((t.hosts / perPage).toFixed(1)),
+  };
+}
+
+/** RSS of a process and its descendants, in MB. */
+export function treeRssMb(pid: number): number {
+  let kb = 0;
+  for (const p of processTree(pid)) {
+    try {
+      kb += Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      /* gone */
+    }
+  }
+  return kb / 1024;
+}
+
+/** Largest RSS the process itself ever had (VmHWM), in MB; 0 once it is gone. */
+export function peakRssMb(pid: number): number {
+  try {
+    return Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; with `children`, also its reaped children's. */
+export function cpuSeconds(pid: number, children = false): number {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const own = Number(f[11]) + Number(f[12]);
+    return (children ? own + Number(f[13]) + Number(f[14]) : own) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of a process and its living descendants (and whatever they reaped). */
+export function treeCpuSeconds(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + cpuSeconds(p, true), 0);
+}
+
+function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    out.push(p);
+    try {
+      for (const t of fs.readdirSync(`/proc/${p}/task`)) {
+        const kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim();
+        for (const k of kids ? kids.split(/\s+/) : []) visit(Number(k));
+      }
+    } catch {
+      /* gone */
+    }
+  };
+  visit(pid);
+  return out;
+}

@@ -1,0 +1,65 @@
+// The benchmark judges our crawler and Crawlee by these figures alone, so
+// they are checked on a request log whose answers are known.
+import { logFigures, politeness } from '../../bench/figures';
+import type { RequestRecord } from '../web/test-web';
+
+const PORT = 8080;
+const rec = (host: string, path: string, t: number): RequestRecord => ({ host, port: PORT, method: 'GET', path, userAgent: 'x', t });
+const page = (host: string, path: string): string => `http://${host}:${PORT}${path}`;
+
+const log: RequestRecord[] = [
+  rec('a.test', '/robots.txt', 1000),
+  rec('a.test', '/', 1100),
+  rec('b.test', '/', 1500),
+  rec('b.test', '/sitemap.xml', 1600),
+  rec('a.test', '/page/1', 2100),
+  rec('a.test', '/page/1?utm_source=x', 3100),
+  rec('a.test', '/page/2', 3900),
+  rec('a.test', '/private/7', 5000),
+];
+const expected = new Set([page('a.test', '/'), page('a.test', '/page/1'), page('a.test', '/page/2'), page('a.test', '/page/3'), page('b.test', '/')]);
+
+describe('logFigures', () => {
+  test('counts pages, duplicates and violations from the request log', () => {
+    // Log order need not be time order: the test web logs on arrival, but a crawler's requests interleave.
+    const shuffled = [log[4], log[0], log[7], log[2], log[5], log[1], log[6], log[3]];
+    expect(logFigures(shuffled, PORT, expected, 900, 1000)).toEqual({
+      // /private/7 is requested but not a page anyone should fetch.
+      pagesFetched: 4,
+      crawlSeconds: 4.1,
+      // /page/1 again, spelled with a tracking parameter.
+      duplicateFetches: 1,
+      // a: robots.txt → / (100 ms), /page/1? → /page/2 (800 ms); b: / → /sitemap.xml (100 ms).
+      politenessViolations: 3,
+      pageViolations: 1,
+      closestPageGapMs: 800,
+    });
+  });
+
+  test('without an expected set every distinct page counts; without a delay nothing is a violation', () => {
+    expect(logFigures(log, PORT, null, 900, 0)).toMatchObject({ pagesFetched: 5, politenessViolations: 0, pageViolations: 0, closestPageGapMs: 800 });
+  });
+
+  test('an empty log', () => {
+    expect(logFigures([], PORT, expected, 900, 1000)).toEqual({
+      pagesFetched: 0,
+      crawlSeconds: 0,
+      duplicateFetches: 0,
+      politenessViolations: 0,
+      pageViolations: 0,
+      closestPageGapMs: null,
+    });
+  });
+});
+
+describe('politeness', () => {
+  test('ideal span and bound count the delay and the mean server latency', () => {
+    // 10 pages × (1 s + 0.65 s) = 16.5 s ideal; 500 hosts ÷ 1.65 s.
+    expect(politeness({ hosts: 500, pages: 10, delayMs: 1000 }, 650, 33)).toEqual({ efficiency: 0.5, boundPagesPerSec: 303 });
+    expect(politeness({ hosts: 200, pages: 20, delayMs: 1000 }, 0, 40)).toEqual({ efficiency: 0.5, boundPagesPerSec: 200 });
+  });
+
+  test('no delay, no bound', () => {
+    expect(politeness({ hosts: 100, pages: 50, delayMs: 0 }, 100, 10)).toEqual({ efficiency: null, boundPagesPerSec: null });
+  });
+});
