@@ -39,7 +39,7 @@ const SCENARIOS: Record<string, Scenario> = {
   d: { name: '(d) one host, 200k pages, fan-out 20 (frontier ≥ 100k), first 10k pages', hosts: 1, pages: 200_000, fanOut: 20, delayMs: 0, maxPages: 10_000, optIn: true },
 };
 
-/** RSS of a process and its descendants (tsx runs node as a child), in MB. */
+/** RSS of a process and its descendants (a worker with children of its own counts them too), in MB. */
 function treeRssMb(pid: number): number {
   let kb = 0;
   const visit = (p: number) => {

@@ -3,7 +3,8 @@
 // `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
 // clone node_modules does not exist yet: it installs them first, then hands
 // over to the TypeScript entry points (run with tsx's loader, so there is no
-// build step to forget). Servers (Temporal, Redis) are brought up by the TypeScript
+// build step to forget; workers run a bundle built here on demand, see
+// worker-bundle.cjs). Servers (Temporal, Redis) are brought up by the TypeScript
 // side, which knows how to find, install, start and stop them.
 'use strict';
 const { spawnSync, spawn } = require('node:child_process');
@@ -70,6 +71,20 @@ if (argv[0] === '--test') {
   runTs(path.join(root, 'test', 'chaos', 'run.ts'), argv.slice(1));
 } else if (argv[0] === '--typecheck') {
   run(bin('tsc'), ['-p', path.join(root, 'tsconfig.json'), '--noEmit']);
+} else if (argv.length === 1 && argv[0] === 'worker') {
+  // A worker is the one long-lived process, started once per unit of
+  // capacity: it runs the prebuilt worker bundle with plain node, as the
+  // workers `crawl` starts do (scripts/worker-bundle.cjs). `worker --help`
+  // still goes through the CLI below.
+  require('./worker-bundle.cjs')
+    .ensureWorkerBundle()
+    .then(
+      (bundle) => run(process.execPath, [...(process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean), bundle]),
+      (err) => {
+        process.stderr.write(`crawler: ${err.message}\n`);
+        process.exit(1);
+      },
+    );
 } else {
   runTs(path.join(root, 'src', 'cli', 'main.ts'), argv);
 }
