@@ -9,7 +9,6 @@ import { ensureWorkerBundle } from '../../src/worker/worker-bundle';
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __CRAWLER_TEST_STACK__: RunningStack | undefined;
 }
 
