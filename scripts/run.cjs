@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The only entry point behind `npm run crawl`, `npm run crawler`, `npm test`,
-// `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
+// `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
 // clone node_modules does not exist yet: it installs them first, then hands
 // over to the TypeScript entry points (run with tsx's loader, so there is no
 // build step to forget; workers run a bundle built here on demand, see
@@ -62,9 +62,35 @@ const tsxDir = path.join(root, 'node_modules', 'tsx', 'dist');
 const runTs = (file, args) =>
   run(process.execPath, ['--require', path.join(tsxDir, 'preflight.cjs'), '--import', require('node:url').pathToFileURL(path.join(tsxDir, 'loader.mjs')).href, file, ...args]);
 
-if (argv[0] === '--test') {
+/**
+ * ESLint (eslint.config.mjs: the recommended rules and the workflow
+ * determinism rule), then the type check, then, with CRAWLER_LINT_FORMAT=1,
+ * Prettier's check (off by default until the tree has had its one
+ * formatting commit). All run, so one pass shows every kind of problem.
+ */
+function lint() {
+  const tool = (...p) => path.join(root, 'node_modules', ...p);
+  const steps = [
+    ['eslint', [tool('eslint', 'bin', 'eslint.js'), '--max-warnings', '0', '.']],
+    ['tsc', [tool('typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json'), '--noEmit']],
+  ];
+  if (process.env.CRAWLER_LINT_FORMAT === '1') steps.push(['prettier', [tool('prettier', 'bin', 'prettier.cjs'), '--check', '.']]);
+  const failed = steps.filter(([name, args]) => {
+    process.stderr.write(`lint: ${name}\n`);
+    return spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' }).status !== 0;
+  });
+  if (failed.length) process.stderr.write(`lint: ${failed.map(([name]) => name).join(', ')} failed\n`);
+  return failed.length === 0;
+}
+
+if (argv[0] === '--lint') {
+  process.exit(lint() ? 0 : 1);
+} else if (argv[0] === '--test') {
+  // `npm test` (--test --lint-first) lints before the suites; `--test <file>` runs just the tests.
+  const lintFirst = argv[1] === '--lint-first';
+  if (lintFirst && !lint()) process.exit(1);
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
-  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(1)]);
+  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(lintFirst ? 2 : 1)]);
 } else if (argv[0] === '--bench') {
   runTs(path.join(root, 'bench', 'run.ts'), argv.slice(1));
 } else if (argv[0] === '--chaos') {

@@ -51,7 +51,10 @@ function sourceHash(root) {
       const r = path.join(rel, name);
       const st = fs.statSync(path.join(root, r));
       if (st.isDirectory()) walk(r);
-      else if (/\.(c|m)?[jt]s$|\.json$/.test(name)) h.update(`${r}\0`).update(fs.readFileSync(path.join(root, r))).update('\0');
+      else if (/\.(c|m)?[jt]s$|\.json$/.test(name))
+        h.update(`${r}\0`)
+          .update(fs.readFileSync(path.join(root, r)))
+          .update('\0');
     }
   };
   for (const d of SOURCE_DIRS) walk(d);

@@ -109,7 +109,11 @@ describe('the system lookup', () => {
       calls.push(hostname);
       process.nextTick(() => {
         if (!Array.isArray(answer)) callback(answer, '');
-        else callback(null, answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+        else
+          callback(
+            null,
+            answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+          );
       });
     };
     return { fn, calls };

@@ -30,8 +30,7 @@ function project(name: string) {
   return { root, write, localDir: path.join(root, '.local') };
 }
 
-const runNode = (file: string, env: NodeJS.ProcessEnv = {}) =>
-  spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env }, timeout: 60_000 });
+const runNode = (file: string, env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env }, timeout: 60_000 });
 
 test('the bundle runs under plain node, knows its project, and follows edits to the sources', async () => {
   const p = project('edits');
