@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The only entry point behind `npm run crawl`, `npm run crawler`, `npm test`,
-// `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
+// `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
 // clone node_modules does not exist yet: it installs them first, then hands
 // over to the TypeScript entry points (run with tsx's loader, so there is no
-// build step to forget). Servers (Temporal, Redis) are brought up by the TypeScript
+// build step to forget; workers run a bundle built here on demand, see
+// worker-bundle.cjs). Servers (Temporal, Redis) are brought up by the TypeScript
 // side, which knows how to find, install, start and stop them.
 'use strict';
 const { spawnSync, spawn } = require('node:child_process');
@@ -78,15 +79,55 @@ const tsxDir = path.join(root, 'node_modules', 'tsx', 'dist');
 const runTs = (file, args) =>
   run(process.execPath, ['--require', path.join(tsxDir, 'preflight.cjs'), '--import', require('node:url').pathToFileURL(path.join(tsxDir, 'loader.mjs')).href, file, ...args]);
 
-if (argv[0] === '--test') {
+/**
+ * ESLint (eslint.config.mjs: the recommended rules and the workflow
+ * determinism rule), then the type check, then, with CRAWLER_LINT_FORMAT=1,
+ * Prettier's check (off by default until the tree has had its one
+ * formatting commit). All run, so one pass shows every kind of problem.
+ */
+function lint() {
+  const tool = (...p) => path.join(root, 'node_modules', ...p);
+  const steps = [
+    ['eslint', [tool('eslint', 'bin', 'eslint.js'), '--max-warnings', '0', '.']],
+    ['tsc', [tool('typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json'), '--noEmit']],
+  ];
+  if (process.env.CRAWLER_LINT_FORMAT === '1') steps.push(['prettier', [tool('prettier', 'bin', 'prettier.cjs'), '--check', '.']]);
+  const failed = steps.filter(([name, args]) => {
+    process.stderr.write(`lint: ${name}\n`);
+    return spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' }).status !== 0;
+  });
+  if (failed.length) process.stderr.write(`lint: ${failed.map(([name]) => name).join(', ')} failed\n`);
+  return failed.length === 0;
+}
+
+if (argv[0] === '--lint') {
+  process.exit(lint() ? 0 : 1);
+} else if (argv[0] === '--test') {
+  // `npm test` (--test --lint-first) lints before the suites; `--test <file>` runs just the tests.
+  const lintFirst = argv[1] === '--lint-first';
+  if (lintFirst && !lint()) process.exit(1);
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
-  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(1)]);
+  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(lintFirst ? 2 : 1)]);
 } else if (argv[0] === '--bench') {
   runTs(path.join(root, 'bench', 'run.ts'), argv.slice(1));
 } else if (argv[0] === '--chaos') {
   runTs(path.join(root, 'test', 'chaos', 'run.ts'), argv.slice(1));
 } else if (argv[0] === '--typecheck') {
   run(bin('tsc'), ['-p', path.join(root, 'tsconfig.json'), '--noEmit']);
+} else if (argv.length === 1 && argv[0] === 'worker') {
+  // A worker is the one long-lived process, started once per unit of
+  // capacity: it runs the prebuilt worker bundle with plain node, as the
+  // workers `crawl` starts do (scripts/worker-bundle.cjs). `worker --help`
+  // still goes through the CLI below.
+  require('./worker-bundle.cjs')
+    .ensureWorkerBundle()
+    .then(
+      (bundle) => run(process.execPath, [...(process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean), bundle]),
+      (err) => {
+        process.stderr.write(`crawler: ${err.message}\n`);
+        process.exit(1);
+      },
+    );
 } else {
   runTs(path.join(root, 'src', 'cli', 'main.ts'), argv);
 }

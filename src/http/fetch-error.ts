@@ -162,11 +162,11 @@ function codeFor(e: ErrorLike): { code: FetchErrorCode; retryable?: boolean; det
       return { code: 'BODY_TIMEOUT' };
     case 'ECONNREFUSED':
       return { code: 'CONNECTION_REFUSED' };
+    // undici reports "other side closed" and friends as UND_ERR_SOCKET: the
+    // peer dropped the connection under us.
     case 'ECONNRESET':
     case 'EPIPE':
     case 'ECONNABORTED':
-    // undici reports "other side closed" and friends as UND_ERR_SOCKET: the
-    // peer dropped the connection under us.
     case 'UND_ERR_SOCKET':
       return { code: 'CONNECTION_RESET' };
     case 'ENOTFOUND':

@@ -5,11 +5,14 @@
 // either as a FetchResult or as a classified FetchError. By default it never
 // connects to loopback, private, link-local, metadata or other non-public
 // addresses (address-policy.ts); the connector enforces that per socket.
+// Names are resolved through a TTL-honouring cache (dns-cache.ts), not
+// dns.lookup's thread pool.
 import type { LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
 import { createAddressPolicy } from './address-policy';
+import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
 import { createResolvingConnector, parseResolveEntries } from './resolve-overrides';
 
@@ -38,11 +41,18 @@ export interface HttpClientOptions {
    */
   allowAddresses?: string[];
   /**
-   * DNS lookup for hosts without a pin (default dns.lookup); must honour
+   * DNS lookup for hosts without a pin, instead of the DNS cache; must honour
    * `options.all`. The address policy applies to what it returns. Meant for
    * tests and custom resolvers.
    */
   lookup?: LookupFunction;
+  /**
+   * Where names without a pin are resolved when `lookup` is not given:
+   * default the process's shared cache (dns-cache.ts: queries on the event
+   * loop, answers kept for their TTL). The address policy applies to every
+   * address it returns, cached or fresh, at every connection.
+   */
+  dnsCache?: DnsCache;
   /** TCP (+TLS) connect timeout. Default 10 s. */
   connectTimeoutMs?: number;
   /**
@@ -270,7 +280,7 @@ class UndiciHttpClient implements HttpClient {
       connect: createResolvingConnector(
         overrides,
         { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
-        { policy: opts.refusePrivateAddresses === false ? null : policy, lookup: opts.lookup },
+        { policy: opts.refusePrivateAddresses === false ? null : policy, lookup: opts.lookup ?? (opts.dnsCache ?? sharedDnsCache()).lookup },
       ),
       headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
       bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,

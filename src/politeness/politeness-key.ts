@@ -2,7 +2,7 @@
 // own; `domain` makes a whole registrable domain one "site" (a.example.com and
 // b.example.com together), and `ip` makes hosts that resolve to one address
 // share a clock, since they share the server that has to bear the load.
-import dns from 'node:dns/promises';
+import { sharedDnsCache } from '../http/dns-cache';
 import { findOverride, type ResolveOverrides } from '../http/resolve-overrides';
 import { registrableDomain } from '../url/scope';
 
@@ -38,8 +38,11 @@ export class PolitenessKeys {
     if (pinned) return `ip:${pinned.address}`;
     if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return `ip:${hostname}`;
     try {
-      const { address } = await dns.lookup(hostname);
-      return `ip:${address}`;
+      // The cache the fetches use: no thread-pool lookup, and the address the
+      // fetch will dial first.
+      const [first] = await sharedDnsCache().resolve(hostname);
+      if (!first) throw new Error('no address');
+      return `ip:${first.address}`;
     } catch {
       // No address: the fetch will fail with a typed DNS error; until then
       // the host keeps its own clock.

@@ -171,7 +171,7 @@ function pctCodePoint(cp: number): string {
  */
 function canonicalise(s: string, isPattern: boolean): string {
   // Fast path: the common case is plain ASCII with nothing to rewrite.
-  if (/^[A-Za-z0-9\-._~:/?\[\]@!&'()+,;=]*$/.test(s)) return s;
+  if (/^[A-Za-z0-9\-._~:/?[\]@!&'()+,;=]*$/.test(s)) return s;
   let out = '';
   const n = s.length;
   for (let i = 0; i < n; i++) {

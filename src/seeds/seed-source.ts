@@ -466,7 +466,6 @@ async function* skipTo(source: string, chunks: AsyncIterable<Buffer>, start: num
     const cut = start - seen;
     if (cut > 0) lastSkipped = chunk[cut - 1];
     if (lastSkipped !== LF) throw changed(source, start);
-    seen = start;
     yield chunk.subarray(cut);
     // From here on, pass everything through.
     for await (const rest of chunks) yield rest;

@@ -17,7 +17,7 @@ export async function withFileLock<T>(lockPath: string, fn: () => Promise<T>, ti
         fs.rmSync(lockPath, { recursive: true, force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${lockPath}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${lockPath}`, { cause: err });
       await new Promise((r) => setTimeout(r, 250));
     }
   }

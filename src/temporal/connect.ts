@@ -37,7 +37,7 @@ export function temporalConnectionOptions(
     try {
       return readFile(path);
     } catch (err) {
-      throw new Error(`${variable}: cannot read ${path} (${(err as Error).message})`);
+      throw new Error(`${variable}: cannot read ${path} (${(err as Error).message})`, { cause: err });
     }
   };
   const apiKey = cfg.temporalApiKey ?? undefined;

@@ -293,6 +293,8 @@ export function hostKey(url: string): string {
   }
 }
 
+// C0 controls and space before a scheme are stripped by the WHATWG parser, so they are skipped here too.
+// eslint-disable-next-line no-control-regex
 const SCHEME_SNIFF = /^[\x00-\x20]*([A-Za-z][A-Za-z0-9+.-]*):/;
 const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
 

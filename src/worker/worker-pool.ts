@@ -2,9 +2,10 @@
 // real OS processes, so killing one with SIGKILL is a real crash.
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
-import { crawlerCommand } from '../cli/crawler-command';
+import { WORKER_READY_LINE } from './ready-line';
+import { workerCommand } from './worker-bundle';
 
-export const WORKER_READY_LINE = 'crawler worker ready';
+export { WORKER_READY_LINE };
 
 /** Port settings a pool spreads over its workers: one process per port. */
 const PORT_SETTINGS = ['CRAWLER_METRICS_PORT', 'CRAWLER_SDK_METRICS_PORT'] as const;
@@ -53,7 +54,7 @@ export interface WorkerPoolOptions {
   onLog?: (line: string) => void;
   /** Restart workers that exit unless stopped through the pool (off by default: tests kill on purpose). */
   supervise?: SuperviseOptions | boolean;
-  /** The worker's executable and arguments (default: `crawler worker`); tests use stand-ins. */
+  /** The worker's executable and arguments (default: node running the worker bundle); tests use stand-ins. */
   command?: { command: string; args: string[] };
 }
 
@@ -70,6 +71,8 @@ export class WorkerPool {
   restarts = 0;
   /** Workers asked for through start(): the crash budget scales with it. */
   private size = 0;
+  /** stopAll() calls so far. */
+  private stops = 0;
 
   constructor(private readonly env: NodeJS.ProcessEnv, private readonly opts: WorkerPoolOptions = {}) {}
 
@@ -134,12 +137,17 @@ export class WorkerPool {
 
   /** Starts one worker process and resolves once it polls the task queue. */
   async startOne(timeoutMs = 120_000): Promise<WorkerProcess> {
+    // Extra node flags for worker processes only, e.g. --cpu-prof when profiling the benchmark.
+    // Before the slot is chosen: from here to the spawn nothing awaits, so
+    // workers started together cannot pick the same slot.
+    const stopsBefore = this.stops;
+    const cmd = this.opts.command ?? (await workerCommand((process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)));
+    // A stopAll() while the bundle was being built would miss this worker.
+    if (this.stops !== stopsBefore) throw new Error('the worker pool was stopped while a worker was starting');
     const index = this.next++;
     const taken = new Set(this.alive().map((w) => w.slot));
     let slot = 0;
     while (taken.has(slot)) slot++;
-    // Extra node flags for worker processes only, e.g. --cpu-prof when profiling the benchmark.
-    const cmd = this.opts.command ?? crawlerCommand(['worker'], (process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
     const child = spawn(cmd.command, cmd.args, {
       env: spreadPorts({ ...process.env, ...this.env }, slot),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -217,6 +225,7 @@ export class WorkerPool {
   /** Graceful stop of every live worker (SIGTERM drains in-flight activities). */
   async stopAll(timeoutMs = 45_000): Promise<void> {
     this.closed = true;
+    this.stops++;
     for (const t of this.restartTimers) clearTimeout(t);
     this.restartTimers.clear();
     await Promise.all(

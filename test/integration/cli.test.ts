@@ -112,11 +112,11 @@ test('crawl: a worker that dies is replaced, and the crawl completes with every 
     if (child.exitCode !== null) throw new Error(`crawl ended early:\n${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  // The crawl command's own worker: its only child process here (the harness's servers are not its children).
+  // The crawl command's own worker, node running the worker bundle (the harness's servers are not its children).
   const ps = spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], { encoding: 'utf8' }).stdout;
   const workerPid = ps
     .split('\n')
-    .filter((l) => / worker\s*$/.test(l))
+    .filter((l) => /\/worker-[0-9a-f]{16}\.cjs\s*$/.test(l))
     .map((l) => Number(l.trim().split(/\s+/)[0]))[0];
   expect(workerPid).toBeGreaterThan(0);
   process.kill(workerPid, 'SIGKILL');

@@ -76,7 +76,6 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
     sitemaps: 'off',
   });
   const id = handle.workflowId;
-  const a0 = h.client.workflow.getHandle(domainWorkflowId(id, key('a0.steer.test')));
   const a1 = h.client.workflow.getHandle(domainWorkflowId(id, key('a1.steer.test')));
   await until('both hosts crawling', () => pagesOf('a0.steer.test').length >= 2 && pagesOf('a1.steer.test').length >= 2);
 

@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LOCAL_DIR } from '../../src/stack/paths';
 import { startStack, type RunningStack } from '../../src/stack/stack';
+import { ensureWorkerBundle } from '../../src/worker/worker-bundle';
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __CRAWLER_TEST_STACK__: RunningStack | undefined;
 }
 
@@ -16,7 +16,9 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = path.join(LOCAL_DIR, 'test-runs', `${Date.now()}-${process.pid}`);
   fs.mkdirSync(dataDir, { recursive: true });
   const log = (m: string) => process.stderr.write(`[test stack] ${m}\n`);
-  const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle()]);
+  // The worker bundle is built here once, not by the first test files at the same time
+  // (each test process then finds it cached).
+  const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle(), ensureWorkerBundle()]);
   globalThis.__CRAWLER_TEST_STACK__ = stack;
   process.env.TEMPORAL_ADDRESS = stack.temporalAddress;
   process.env.REDIS_URL = stack.redisUrl;

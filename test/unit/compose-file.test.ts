@@ -317,13 +317,24 @@ describe('Dockerfile', () => {
     for (const dir of ['src', 'workflows', 'activities']) expect({ dir, copied: copies.some((c) => new RegExp(`(^|\\s)\\.?/?${dir}/?\\s`).test(c)) }).toEqual({ dir, copied: true });
   });
 
-  test('runs `crawler worker`', () => {
+  test('runs the worker bundle it built from the sources it copied, with plain node', () => {
     const run = [...all('ENTRYPOINT'), ...all('CMD')].map((i) => i.args);
     const cmd: string[] = run.flatMap((a) => (a.startsWith('[') ? (JSON.parse(a) as string[]) : a.split(/\s+/)));
-    const main = cmd.indexOf('src/cli/main.ts');
-    expect(main).toBeGreaterThanOrEqual(0);
-    expect(cmd[main + 1]).toBe('worker');
-    expect(fs.existsSync(path.join(ROOT, 'src/cli/main.ts'))).toBe(true);
+    expect(cmd[0]).toBe('node');
+    const bundle = cmd.find((a) => a.endsWith('.cjs'));
+    expect(bundle).toBeDefined();
+    // Built by scripts/worker-bundle.cjs into that very file, after the sources are in the image.
+    const ops = instructions.map((i) => `${i.op} ${i.args}`);
+    const build = ops.findIndex((o) => /^RUN node scripts\/worker-bundle\.cjs --out (\S+)$/.exec(o)?.[1] === bundle);
+    expect(build).toBeGreaterThan(0);
+    expect(ops.findIndex((o) => /^COPY .*scripts\/worker-bundle\.cjs/.test(o))).toBeLessThan(build);
+    for (const dir of ['src', 'workflows', 'activities']) {
+      const copied = ops.findIndex((o) => new RegExp(`^COPY ${dir} `).test(o));
+      expect({ dir, before: copied >= 0 && copied < build }).toEqual({ dir, before: true });
+    }
+    // The bundle's entry, as the builder names it.
+    expect(fs.readFileSync(path.join(ROOT, 'scripts/worker-bundle.cjs'), 'utf8')).toContain("path.join('src', 'worker', 'worker-main.ts')");
+    expect(fs.existsSync(path.join(ROOT, 'src/worker/worker-main.ts'))).toBe(true);
   });
 
   test('runs as a non-root user', () => {

@@ -8,10 +8,12 @@ import type { AddressInfo, LookupFunction } from 'node:net';
 import * as zlib from 'node:zlib';
 import { AddressPolicyError } from '../../src/http/address-policy';
 import { FetchError, classifyError } from '../../src/http/fetch-error';
+import { DnsCache } from '../../src/http/dns-cache';
 import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
 import { Agent, request as undiciRequest } from 'undici';
 import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import { pseudoRandomBytes } from '../support/pseudo-random';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import {
   ResolveOverrideError,
   createLookup,
@@ -871,6 +873,98 @@ describe('address policy', () => {
   it('fails construction on a bad allowAddresses entry', () => {
     expect(() => createHttpClient({ userAgent: 'x', allowAddresses: ['10.0.0.0'] })).toThrow(AddressPolicyError);
     expect(() => createHttpClient({ userAgent: 'x', allowAddresses: ['10.0.0.0/40'] })).toThrow(/Invalid allowAddresses entry/);
+  });
+});
+
+describe('DNS resolution (a DNS server on loopback answering the names)', () => {
+  let dns: TestDnsServer;
+  beforeEach(async () => {
+    dns = await startDnsServer();
+  });
+  afterEach(() => dns.close());
+
+  /** A server that closes every connection, so each fetch dials (and resolves) anew. */
+  const closingServer = () =>
+    startServer((_req, res) => {
+      res.setHeader('connection', 'close');
+      res.end('ok');
+    });
+
+  it('resolves a host once within its TTL, however many connections it takes', async () => {
+    const server = await closingServer();
+    dns.records.set('www.site.test', { addresses: ['127.0.0.1'], ttlSeconds: 300 });
+    const dnsCache = new DnsCache({ resolver: dns.resolver() });
+    const c = client({ dnsCache });
+    for (let i = 0; i < 5; i++) {
+      const result = await c.fetch(`http://www.site.test:${server.port}/${i}`);
+      expect(result.status).toBe(200);
+      expect(result.remoteAddress).toBe('127.0.0.1');
+    }
+    expect(server.connections()).toBe(5);
+    // One A and one AAAA query, for five connections.
+    expect(dns.queries.sort()).toEqual(['www.site.test/A', 'www.site.test/AAAA']);
+    // Another client (another campaign) sharing the cache asks nothing either.
+    await client({ dnsCache }).fetch(`http://www.site.test:${server.port}/`);
+    expect(dns.queries).toHaveLength(2);
+  });
+
+  it('resolves again once the TTL is over', async () => {
+    const server = await closingServer();
+    dns.records.set('short.test', { addresses: ['127.0.0.1'], ttlSeconds: 0 });
+    const c = client({ dnsCache: new DnsCache({ resolver: dns.resolver() }) });
+    await c.fetch(`http://short.test:${server.port}/`);
+    await c.fetch(`http://short.test:${server.port}/`);
+    expect(dns.queriesFor('short.test')).toBe(4);
+  });
+
+  it('refuses a private or metadata address the resolver returns, from the cache too, without connecting', async () => {
+    dns.records.set('intranet.test', { addresses: ['10.1.2.3'], ttlSeconds: 300 });
+    dns.records.set('meta.test', { addresses: ['169.254.169.254', 'fd00:ec2::254'], ttlSeconds: 300 });
+    const c = guardedClient({ dnsCache: new DnsCache({ resolver: dns.resolver() }) });
+    for (let i = 0; i < 2; i++) {
+      const err = await fetchError(c.fetch('http://intranet.test/'));
+      expect(err.code).toBe('ADDRESS_REFUSED');
+      expect(err.message).toContain('host intranet.test is at 10.1.2.3, address class private');
+    }
+    expect(dns.queriesFor('intranet.test')).toBe(2);
+    const meta = await fetchError(c.fetch('http://meta.test/latest/'));
+    expect(meta.code).toBe('ADDRESS_REFUSED');
+    expect(meta.message).toContain('address class cloudMetadata');
+  });
+
+  it('refuses loopback from the resolver unless allowed, and then dials only the allowed answers', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    dns.records.set('mixed.test', { addresses: ['10.0.0.1', '127.0.0.1', '169.254.169.254'], ttlSeconds: 300 });
+    const dnsCache = new DnsCache({ resolver: dns.resolver() });
+    const refused = await fetchError(guardedClient({ dnsCache }).fetch(`http://mixed.test:${server.port}/`));
+    expect(refused.code).toBe('ADDRESS_REFUSED');
+    expect(server.connections()).toBe(0);
+    const result = await guardedClient({ dnsCache, allowAddresses: ['127.0.0.1/32'] }).fetch(`http://mixed.test:${server.port}/`);
+    expect(result.status).toBe(200);
+    expect(result.remoteAddress).toBe('127.0.0.1');
+    expect(dns.queriesFor('mixed.test')).toBe(2);
+  });
+
+  it('lets a --resolve pin win over the DNS answer, which is never asked for', async () => {
+    const server = await startServer((_req, res) => res.end('pinned'));
+    // The DNS would send the crawler elsewhere (and be refused).
+    dns.records.set('pinned.test', { addresses: ['10.9.9.9'], ttlSeconds: 300 });
+    const c = guardedClient({ dnsCache: new DnsCache({ resolver: dns.resolver() }), resolve: [`pinned.test:${server.port}:127.0.0.1`] });
+    const result = await c.fetch(`http://pinned.test:${server.port}/`);
+    expect(result.body.toString()).toBe('pinned');
+    expect(result.remoteAddress).toBe('127.0.0.1');
+    expect(dns.queries).toEqual([]);
+    // The pin is per port: the same name on another port goes to the DNS (and its answer is refused).
+    const other = await fetchError(c.fetch(`http://pinned.test:${server.port + 1}/`));
+    expect(other.code).toBe('ADDRESS_REFUSED');
+    expect(dns.queriesFor('pinned.test')).toBe(2);
+  });
+
+  it('reports a name the DNS does not know as a non-retryable DNS failure', async () => {
+    const c = client({ dnsCache: new DnsCache({ resolver: dns.resolver() }) });
+    const err = await fetchError(c.fetch('http://nowhere.test/'));
+    expect(err.code).toBe('DNS_FAILURE');
+    expect(err.retryable).toBe(false);
   });
 });
 

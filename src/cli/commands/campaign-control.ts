@@ -76,7 +76,7 @@ export async function sendUpdate<Ret, Args extends unknown[]>(h: WorkflowHandle,
     if (err instanceof WorkflowUpdateFailedError) {
       const cause = err.cause;
       if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
-      throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`);
+      throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`, { cause: err });
     }
     throw err;
   }

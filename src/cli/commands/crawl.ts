@@ -296,9 +296,10 @@ export function registerCrawlCommand(program: Command): void {
             throw new Error(
               `${err.message}\nCampaign ${input.campaignId} is intact in Temporal: fix the cause, then ${servers}run workers ` +
                 `(npm run crawler -- worker) and follow it with npm run crawler -- status ${input.campaignId}.`,
+              { cause: err },
             );
           }
-          if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`);
+          if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`, { cause: err });
           throw err;
         } finally {
           await progress.stop();

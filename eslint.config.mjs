@@ -1,0 +1,166 @@
+// ESLint (flat config): `npm run lint` (scripts/run.cjs --lint).
+//
+// Beyond the usual recommended rules, one rule this project cannot do
+// without: workflow code runs in Temporal's deterministic sandbox and is
+// replayed from history, so workflows/ may import only @temporalio/workflow,
+// @temporalio/common and pure modules. An import of node:fs, undici or a
+// Redis client there would fail at bundling, or worse, work until a replay.
+// test/unit/lint.test.ts checks that the rule catches such imports.
+import path from 'node:path';
+import { builtinModules } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'eslint/config';
+import { builtinRules } from 'eslint/use-at-your-own-risk';
+import tseslint from 'typescript-eslint';
+
+const ROOT = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * src/ modules workflows may import: no I/O, no clock, no randomness, no
+ * imports beyond each other (the same rule holds in them). Files, or folders
+ * ending in '/'. src/url/traps.ts comes in through src/config/campaign.ts.
+ */
+const PURE_SRC = ['src/config/campaign.ts', 'src/config/steering.ts', 'src/temporal/search-attributes.ts', 'src/url/traps.ts', 'src/state/'];
+
+/** Packages (and their subpaths) nothing deterministic may load. */
+const IMPURE_PACKAGES = ['undici', 'ioredis', 'cheerio', '@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing'];
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+const restrictedImports = {
+  paths: [...new Set(builtinModules.map((m) => m.replace(/^node:/, '')))].map((name) => ({
+    name,
+    message: 'Node built-ins are not available in the workflow sandbox (and are not deterministic).',
+  })),
+  patterns: [
+    { regex: '^node:', message: 'Node built-ins are not available in the workflow sandbox (and are not deterministic).' },
+    {
+      regex: `^(${IMPURE_PACKAGES.map(escape).join('|')})(/|$)`,
+      message: 'Workflow code may not do I/O: only @temporalio/workflow, @temporalio/common and pure modules. Call an activity instead.',
+    },
+  ],
+};
+
+/**
+ * Relative imports of workflow (and pure) code, resolved to the file they
+ * name: the own folder, the pure src/ modules, and activities/ (or any other
+ * src/ module) for types only (`import type`, erased before bundling).
+ * A rule of its own because an import path means something else from each
+ * folder, which no-restricted-imports' patterns cannot tell apart.
+ */
+const pureRelativeImports = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'relative imports of deterministic code stay within pure modules' },
+    schema: [
+      {
+        type: 'object',
+        properties: { allow: { type: 'array', items: { type: 'string' } }, typesFrom: { type: 'array', items: { type: 'string' } } },
+        additionalProperties: false,
+      },
+    ],
+    messages: {
+      impure: "'{{source}}' ({{target}}) is not a pure module: deterministic code may import only {{pure}}{{types}}.",
+    },
+  },
+  create(context) {
+    const { allow = [], typesFrom = [] } = context.options[0] ?? {};
+    const matches = (rel, entries) =>
+      entries.some((e) => (e.endsWith('/') ? rel.startsWith(e) : rel === e || `${rel}.ts` === e || `${rel}/index.ts` === e || rel === e.replace(/\.ts$/, '.js')));
+    const check = (node, source, typeOnly) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const rel = path
+        .relative(ROOT, path.resolve(path.dirname(context.filename), source))
+        .split(path.sep)
+        .join('/');
+      if (matches(rel, allow) || (typeOnly && matches(rel, typesFrom))) return;
+      const types = typesFrom.length ? `; types only (import type) from ${typesFrom.join(', ')}` : '';
+      context.report({ node, messageId: 'impure', data: { source, target: rel, pure: allow.join(', '), types } });
+    };
+    const allTypes = (specifiers, kind) => specifiers.length > 0 && specifiers.every((s) => s[kind] === 'type');
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value, node.importKind === 'type' || allTypes(node.specifiers, 'importKind')),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value, node.exportKind === 'type' || allTypes(node.specifiers, 'exportKind')),
+      ExportAllDeclaration: (node) => check(node, node.source.value, node.exportKind === 'type'),
+      ImportExpression: (node) => check(node, node.source.value, false),
+      TSImportEqualsDeclaration: (node) => node.moduleReference.expression && check(node, node.moduleReference.expression.value, node.importKind === 'type'),
+      'CallExpression[callee.name="require"]': (node) => check(node, node.arguments[0]?.value, false),
+    };
+  },
+};
+
+const crawlerPlugin = { rules: { 'pure-relative-imports': pureRelativeImports } };
+
+/** The core rules ESLint recommends (what @eslint/js's recommended config holds), without that package. */
+const jsRecommended = Object.fromEntries([...builtinRules].filter(([, rule]) => rule.meta?.docs?.recommended).map(([name]) => [name, 'error']));
+
+/** Node's globals, for the plain JavaScript files (TypeScript knows them from @types/node). */
+const nodeGlobals = Object.fromEntries(
+  [
+    'require',
+    'module',
+    'exports',
+    '__dirname',
+    '__filename',
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'clearImmediate',
+    'queueMicrotask',
+    'AbortController',
+    'AbortSignal',
+    'TextEncoder',
+    'TextDecoder',
+    'fetch',
+    'structuredClone',
+    'globalThis',
+  ].map((g) => [g, 'readonly']),
+);
+
+export default defineConfig(
+  {
+    ignores: ['node_modules/', '.crawler/', 'crawl-output/', 'dist/', 'coverage/', 'test/fixtures/lint/'],
+  },
+  {
+    files: ['**/*.{ts,js,cjs,mjs}'],
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: jsRecommended,
+  },
+  {
+    files: ['**/*.{js,cjs}'],
+    languageOptions: { sourceType: 'commonjs', globals: nodeGlobals },
+  },
+  {
+    files: ['**/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: nodeGlobals },
+  },
+  ...tseslint.configs.recommended.map((c) => ({ ...c, files: ['**/*.ts'] })),
+  {
+    files: ['**/*.ts'],
+    rules: {
+      // `_`-prefixed names mark parameters a signature needs and the body does not use.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // The deterministic code: workflows/ and the pure src/ modules it imports.
+    files: ['workflows/**/*.ts', ...PURE_SRC.map((p) => (p.endsWith('/') ? `${p}**/*.ts` : p))],
+    plugins: { crawler: crawlerPlugin },
+    // (require() is refused everywhere in TypeScript: @typescript-eslint/no-require-imports.)
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', restrictedImports] },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: { 'crawler/pure-relative-imports': ['error', { allow: ['workflows/', ...PURE_SRC], typesFrom: ['activities/', 'src/'] }] },
+  },
+  {
+    files: PURE_SRC.map((p) => (p.endsWith('/') ? `${p}**/*.ts` : p)),
+    rules: { 'crawler/pure-relative-imports': ['error', { allow: PURE_SRC, typesFrom: ['src/'] }] },
+  },
+);

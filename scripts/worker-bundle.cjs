@@ -1,0 +1,172 @@
+// The worker bundle: src/worker/worker-main.ts and everything it imports,
+// compiled by esbuild into one CommonJS file that plain `node` runs. A worker
+// started this way carries no TypeScript loader (tsx's loader thread, its
+// transform cache and source maps): about 45 MB less resident memory per
+// worker and a faster start (docs/benchmarks.md, Memory).
+//
+// Built from the sources as they are when a worker starts, never committed:
+// the file is cached under the project's local folder, named by a hash of
+// every input that can change the output, so an edited source (or a
+// reinstalled dependency) gets a fresh bundle and an unchanged tree reuses it.
+//
+// Plain CommonJS with no dependency but esbuild, because scripts/run.cjs
+// (`npm run crawler -- worker`) uses it before any TypeScript can run.
+// As a script: `node scripts/worker-bundle.cjs [--out <file>]` builds it (to
+// <file> when given, e.g. in the Docker image) and prints its path.
+'use strict';
+const { createHash } = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const ENTRY = path.join('src', 'worker', 'worker-main.ts');
+/** Folders whose TypeScript the worker is built from (the hash walks them all). */
+const SOURCE_DIRS = ['src', 'activities', 'workflows'];
+
+/**
+ * Packages left to node_modules rather than copied into the bundle:
+ * - @temporalio/*: the worker's native core bridge (a .node file), and the
+ *   workflow bundler (webpack, @swc/core) it loads to bundle workflows; one
+ *   copy of @temporalio/common shared with the SDK keeps its failure and
+ *   payload classes the SDK's own.
+ * - @swc/*, esbuild: native binaries.
+ * - playwright-core: reads its own files relative to its folder.
+ * Everything else (undici, ioredis, cheerio, prom-client, …) is bundled: one
+ * file to read and no module resolution at start-up, and measured a few MB
+ * lighter than leaving them in node_modules.
+ */
+const EXTERNAL = ['@temporalio/*', '@swc/*', 'esbuild', 'playwright-core'];
+
+/** Where bundles are cached: the project's local folder (src/stack/paths.ts LOCAL_DIR). */
+function defaultLocalDir(root) {
+  return process.env.CRAWLER_HOME || path.join(root, '.crawler');
+}
+
+function sourceHash(root) {
+  const h = createHash('sha256');
+  const walk = (rel) => {
+    const dir = path.join(root, rel);
+    if (!fs.existsSync(dir)) return;
+    for (const name of fs.readdirSync(dir).sort()) {
+      const r = path.join(rel, name);
+      const st = fs.statSync(path.join(root, r));
+      if (st.isDirectory()) walk(r);
+      else if (/\.(c|m)?[jt]s$|\.json$/.test(name))
+        h.update(`${r}\0`)
+          .update(fs.readFileSync(path.join(root, r)))
+          .update('\0');
+    }
+  };
+  for (const d of SOURCE_DIRS) walk(d);
+  // The project's own place (baked into the bundle), how it is built, and the
+  // installed dependencies (npm rewrites this file on every install).
+  h.update(root).update('\0').update(fs.readFileSync(__filename));
+  for (const f of ['tsconfig.json', path.join('node_modules', '.package-lock.json')]) {
+    const p = path.join(root, f);
+    if (fs.existsSync(p)) h.update(fs.readFileSync(p));
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
+/** esbuild options for a worker bundle of the project at `root` (exported for tests). */
+function buildOptions(root, outfile) {
+  return {
+    entryPoints: [path.join(root, ENTRY)],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    // The oldest Node package.json "engines" allows, whichever node builds it.
+    target: 'node20',
+    external: EXTERNAL,
+    // src/stack/paths.ts: in the bundle, __dirname is the cache folder.
+    define: { __CRAWLER_PROJECT_ROOT__: JSON.stringify(root) },
+    // The external packages are found from the project's node_modules even
+    // when the cache folder (CRAWLER_HOME) lies outside the project.
+    banner: { js: `module.paths.unshift(${JSON.stringify(path.join(root, 'node_modules'))});` },
+    // Class and function names kept (Temporal names activities by them, logs
+    // print them); not minified, so a stack trace is readable as it is.
+    keepNames: true,
+    // A map next to the bundle, used only when a worker runs with
+    // --enable-source-maps (CRAWLER_WORKER_NODE_ARGS): loading it costs
+    // about 50 MB per worker, too much to pay by default.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    logLevel: 'silent',
+    write: false,
+  };
+}
+
+/** Writes a file so that readers see either nothing or all of it. */
+function writeAtomic(file, contents) {
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  fs.writeFileSync(tmp, contents);
+  fs.renameSync(tmp, file);
+}
+
+class WorkerBundleError extends Error {
+  constructor(message, cause) {
+    super(message, { cause });
+    this.name = 'WorkerBundleError';
+    this.code = 'WORKER_BUNDLE_BUILD';
+  }
+}
+
+/** Bundles kept besides the current one: a pool started earlier may still start workers from its own. */
+const KEEP_OLD = 4;
+
+function prune(dir, keep) {
+  const old = fs
+    .readdirSync(dir)
+    .filter((n) => /^worker-[0-9a-f]{16}\.cjs$/.test(n) && n !== path.basename(keep))
+    .map((n) => ({ n, t: fs.statSync(path.join(dir, n)).mtimeMs }))
+    .sort((a, b) => b.t - a.t)
+    .slice(KEEP_OLD);
+  for (const { n } of old) {
+    for (const f of [n, `${n}.map`]) fs.rmSync(path.join(dir, f), { force: true });
+  }
+}
+
+/**
+ * The path of an up-to-date worker bundle, built first when the sources
+ * changed since the last one. Concurrent callers (a pool starting several
+ * workers, two test processes) may both build; the last rename wins, and
+ * both files are the same.
+ * @param {{ root?: string, localDir?: string, out?: string }} [opts]
+ * @returns {Promise<string>}
+ */
+async function ensureWorkerBundle(opts = {}) {
+  const root = opts.root ?? ROOT;
+  const dir = path.join(opts.localDir ?? defaultLocalDir(root), 'bundles');
+  const file = opts.out ? path.resolve(opts.out) : path.join(dir, `worker-${sourceHash(root)}.cjs`);
+  if (!opts.out && fs.existsSync(file)) return file;
+  const esbuild = require(require.resolve('esbuild', { paths: [root, __dirname] }));
+  let result;
+  try {
+    result = await esbuild.build(buildOptions(root, file));
+  } catch (err) {
+    const first = err.errors?.[0];
+    const where = first?.location ? `${first.location.file}:${first.location.line}: ` : '';
+    throw new WorkerBundleError(`could not build the worker bundle: ${where}${first?.text ?? err.message}`, err);
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // The map first: a bundle that exists is complete, map included.
+  const byPath = new Map(result.outputFiles.map((o) => [o.path, o.contents]));
+  if (byPath.has(`${file}.map`)) writeAtomic(`${file}.map`, byPath.get(`${file}.map`));
+  writeAtomic(file, byPath.get(file));
+  if (!opts.out) prune(dir, file);
+  return file;
+}
+
+module.exports = { ensureWorkerBundle, sourceHash, buildOptions, WorkerBundleError, EXTERNAL };
+
+if (require.main === module) {
+  const i = process.argv.indexOf('--out');
+  ensureWorkerBundle(i > 0 ? { out: process.argv[i + 1] } : {}).then(
+    (file) => process.stdout.write(`${file}\n`),
+    (err) => {
+      process.stderr.write(`crawler: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
+}

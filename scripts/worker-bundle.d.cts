@@ -1,0 +1,16 @@
+// Types of worker-bundle.cjs, for the TypeScript that imports it.
+export interface WorkerBundleOptions {
+  /** Project to bundle (default: this repository). */
+  root?: string;
+  /** Cache folder (default: CRAWLER_HOME or <root>/.crawler); bundles go to its bundles/. */
+  localDir?: string;
+  /** Build to this file instead, unconditionally (the Docker image). */
+  out?: string;
+}
+export function ensureWorkerBundle(opts?: WorkerBundleOptions): Promise<string>;
+export function sourceHash(root: string): string;
+export function buildOptions(root: string, outfile: string): Record<string, unknown>;
+export const EXTERNAL: string[];
+export class WorkerBundleError extends Error {
+  readonly code: 'WORKER_BUNDLE_BUILD';
+}

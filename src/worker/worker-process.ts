@@ -1,0 +1,25 @@
+// What a worker process does from start to exit: start the worker, say it is
+// ready on stdout (WorkerPool waits for that line), drain on SIGTERM/SIGINT.
+// Shared by the prebuilt worker bundle (worker-main.ts, what WorkerPool and
+// `npm run crawler -- worker` run) and the `crawler worker` command of the
+// TypeScript CLI.
+import { processSettings, redactRedisUrl } from '../config/env';
+import { startCrawlerWorker } from './crawler-worker';
+import { WORKER_READY_LINE } from './ready-line';
+
+export async function runWorkerProcess(): Promise<void> {
+  const cfg = processSettings();
+  const w = await startCrawlerWorker();
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write('crawler worker: draining in-flight activities…\n');
+    void w.shutdown();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  const metrics = w.metricsUrl ? `, metrics ${w.metricsUrl}` : '';
+  process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${redactRedisUrl(cfg.redisUrl)}${metrics})\n`);
+  await w.done;
+}

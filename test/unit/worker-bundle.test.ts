@@ -1,0 +1,81 @@
+// Workers run a bundle built from the sources on demand (scripts/worker-bundle.cjs):
+// it must run under plain node, follow the sources, and not rebuild an unchanged tree.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ensureWorkerBundle as buildWorkerBundle, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import { workerCommand } from '../../src/worker/worker-bundle';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-bundle-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** A project of its own: the worker entry the builder looks for, importing a second module. */
+function project(name: string) {
+  const root = path.join(tmp, name);
+  const write = (rel: string, text: string) => {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), text);
+  };
+  write(
+    'src/worker/worker-main.ts',
+    [
+      "import { greeting } from '../greeting';",
+      'declare const __CRAWLER_PROJECT_ROOT__: string;',
+      'const root: string = __CRAWLER_PROJECT_ROOT__;',
+      'console.log(JSON.stringify({ greeting: greeting(), root, loaders: process.execArgv }));',
+    ].join('\n'),
+  );
+  write('src/greeting.ts', "export const greeting = (): string => 'one';\n");
+  return { root, write, localDir: path.join(root, '.local') };
+}
+
+const runNode = (file: string, env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env }, timeout: 60_000 });
+
+test('the bundle runs under plain node, knows its project, and follows edits to the sources', async () => {
+  const p = project('edits');
+  const first = await buildWorkerBundle({ root: p.root, localDir: p.localDir });
+  expect(path.dirname(first)).toBe(path.join(p.localDir, 'bundles'));
+  const out1 = runNode(first);
+  expect(out1.stderr).toBe('');
+  expect(JSON.parse(out1.stdout)).toEqual({ greeting: 'one', root: p.root, loaders: [] });
+
+  // Unchanged sources: the same file, not written again.
+  const mtime = fs.statSync(first).mtimeMs;
+  await new Promise((r) => setTimeout(r, 20));
+  expect(await buildWorkerBundle({ root: p.root, localDir: p.localDir })).toBe(first);
+  expect(fs.statSync(first).mtimeMs).toBe(mtime);
+
+  // An edited module (not the entry) makes a new bundle with the new code.
+  p.write('src/greeting.ts', "export const greeting = (): string => 'two';\n");
+  const second = await buildWorkerBundle({ root: p.root, localDir: p.localDir });
+  expect(second).not.toBe(first);
+  expect(JSON.parse(runNode(second).stdout).greeting).toBe('two');
+
+  // So does a new file in a source folder (the lead's workflows/, say).
+  p.write('workflows/state/new.ts', 'export const x = 1;\n');
+  expect(await buildWorkerBundle({ root: p.root, localDir: p.localDir })).not.toBe(second);
+});
+
+test('a source that does not compile is a typed error naming the file', async () => {
+  const p = project('broken');
+  p.write('src/greeting.ts', 'export const greeting = ( => ;\n');
+  const err = await buildWorkerBundle({ root: p.root, localDir: p.localDir }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(WorkerBundleError);
+  expect(err).toMatchObject({ code: 'WORKER_BUNDLE_BUILD' });
+  expect((err as Error).message).toContain('greeting.ts');
+  expect(fs.existsSync(path.join(p.localDir, 'bundles')) ? fs.readdirSync(path.join(p.localDir, 'bundles')) : []).toEqual([]);
+});
+
+test("this project's worker bundle loads every module under plain node and gets as far as connecting", async () => {
+  const cmd = await workerCommand();
+  expect(cmd.command).toBe(process.execPath);
+  expect(cmd.args).toHaveLength(1);
+  expect(cmd.args[0]).toMatch(/worker-[0-9a-f]{16}\.cjs$/);
+  // Nothing listens on port 1: the worker fails at its first connection, which
+  // it only reaches once every module of the worker (activities included) loaded.
+  const res = runNode(cmd.args[0], { TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' });
+  expect(res.stderr).not.toMatch(/Cannot find module|SyntaxError|ReferenceError/);
+  expect(res.stderr).toMatch(/^crawler: .*(ConnectionRefused|Connection refused)/m);
+  expect(res.status).toBe(1);
+});
