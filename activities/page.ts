@@ -113,6 +113,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     }
   }
   if (s.budgets.maxPages !== null && kind === 'page' && !(await reserveBudget(rt.deps.redis, campaign.key, fp, s.budgets.maxPages))) {
+    // The URL was taken from the frontier: it gets its line, the ones still queued do not.
+    await record('budget-exhausted', 'skipped', { requested: false, hostPauseMs: 0, error: { code: 'PAGE_BUDGET', message: `the campaign reached its budget of ${s.budgets.maxPages} page requests` } });
     return { kind: 'budget', url };
   }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { LOCAL_DIR } from '../src/stack/paths';
 import { startStack } from '../src/stack/stack';
 import { connectClient } from '../src/temporal/connect';
@@ -43,6 +44,7 @@ interface Scenario {
   maxPages?: number;
   /** Not run by default (long); ask for it with --only. */
   optIn?: boolean;
+  sitemaps?: 'off';
 }
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -56,6 +58,8 @@ const SCENARIOS: Record<string, Scenario> = {
   // Real-web shapes: a server that takes its time, and the delay asked for by robots.txt.
   a2: { name: "(a′) 300 hosts × 21 pages, robots.txt Crawl-delay 1, 100 ms latency", hosts: 300, pages: 21, delayMs: 1000, delayFrom: 'robots', latency: { fixedMs: 100 }, optIn: true },
   l: { name: '(l) 500 hosts × 10 pages, 1 s delay, 300 ms–1 s latency', hosts: 500, pages: 10, delayMs: 1000, latency: { fixedMs: 300, randomMs: 700, seed: 1 }, optIn: true },
+  // A campaign of many hosts (issue: a campaign of any size): one page each, the campaign's bookkeeping is the load.
+  k: { name: '(k) 10,000 hosts × 1 page, 1 s delay', hosts: 10_000, pages: 1, delayMs: 1000, sitemaps: 'off', optIn: true },
   // Small enough to try the bench (and Crawlee beside it) in seconds.
   s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
 };
@@ -76,22 +80,60 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
   return { web, seeds, expected: s.maxPages ? null : web.expectedPages(seeds) };
 }
 
-/** Total history events of every run of every workflow of the campaign, and the largest single run. */
-async function historyEvents(client: Client, campaignId: string): Promise<{ total: number; largest: number }> {
+/**
+ * Every run of every workflow of the campaign: history events in all, the
+ * largest run, the largest payload (a workflow's input or an activity's
+ * result), and the Temporal Cloud actions they amount to. Actions are counted
+ * the way Temporal Cloud bills them, from history: a workflow started, a
+ * signal, an update, an activity or local activity started (retries
+ * included), a timer, a search-attribute or memo upsert, a child workflow,
+ * plus one per heartbeat sent (sessions heartbeat at most every 5 s: their
+ * running time ÷ 5 s).
+ */
+async function historyFigures(client: Client, campaignId: string): Promise<{ total: number; largest: number; actions: number; heartbeats: number; largestPayload: number }> {
+  const E = temporal.api.enums.v1.EventType;
+  const billable = new Set([
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+    E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+    E.EVENT_TYPE_MARKER_RECORDED,
+    E.EVENT_TYPE_TIMER_STARTED,
+    E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+    E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+  ]);
   let total = 0;
   let largest = 0;
+  let actions = 0;
+  let heartbeats = 0;
+  let largestPayload = 0;
   const seen = new Set<string>();
+  const size = (p?: temporal.api.common.v1.IPayloads | null) => (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0), 0);
   for (const query of [`WorkflowId = '${campaignId}'`, `CrawlCampaign = '${campaignId}'`]) {
-    // Every run counts: continue-as-new and idle restarts start new runs.
+    // Every run counts: continue-as-new starts new runs.
     for await (const wf of client.workflow.list({ query })) {
       if (seen.has(wf.runId)) continue;
       seen.add(wf.runId);
-      const n = (await client.workflow.getHandle(wf.workflowId, wf.runId).describe()).historyLength;
-      total += n;
-      largest = Math.max(largest, n);
+      const events = (await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? [];
+      total += events.length;
+      largest = Math.max(largest, events.length);
+      const startedAt = new Map<number, number>();
+      for (const e of events) {
+        if (billable.has(e.eventType!)) actions++;
+        const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) startedAt.set(Number(e.activityTaskStartedEventAttributes!.scheduledEventId), t);
+        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+          const a = e.activityTaskCompletedEventAttributes!;
+          const from = startedAt.get(Number(a.scheduledEventId));
+          if (from !== undefined) heartbeats += Math.floor((t - from) / 5_000);
+          largestPayload = Math.max(largestPayload, size(a.result));
+        }
+        if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) largestPayload = Math.max(largestPayload, size(e.workflowExecutionStartedEventAttributes!.input));
+      }
     }
   }
-  return { total, largest };
+  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload };
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -143,6 +185,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     // Generated pages are link lists that differ only in numbers: near-duplicate
     // detection would call them copies and not follow their links.
     ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
+    ...(s.sitemaps ? { sitemaps: s.sitemaps } : {}),
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
   });
@@ -174,7 +217,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
   const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
   const polite = politeness(s, web.meanLatencyMs(), fromLog.crawlSeconds);
-  const { total: events, largest } = await historyEvents(client, campaignId);
+  const history = await historyFigures(client, campaignId);
   await release();
   return {
     scenario: s.name,
@@ -195,8 +238,12 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     workerRestarts: pool.restarts,
     cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    historyEventsPerPage: Number((events / Math.max(1, result.pages)).toFixed(1)),
-    largestHistoryEvents: largest,
+    historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
+    largestHistoryEvents: history.largest,
+    billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
+    heartbeatsPerPage: Number((history.heartbeats / Math.max(1, result.pages)).toFixed(2)),
+    largestPayloadBytes: history.largestPayload,
+    historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
     temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
     ...(frontierKey ? { peakFrontier } : {}),
     ...(s.optIn ? { samples } : {}),
@@ -204,6 +251,49 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
 }
 
 type OurFigures = Awaited<ReturnType<typeof runScenario>>;
+
+/**
+ * Two campaigns on the same workers: a small one (1 host × 20 pages, 100 ms
+ * delay) alone, then the same small one started while a large one (300 hosts
+ * × 20 pages, 1 s delay) keeps the workers busy. With fair sharing the small
+ * one takes about as long either way.
+ */
+async function fairnessRun(workers: number, client: Client, env: Record<string, string>) {
+  const web = await startTestWeb();
+  for (const spec of generateSites({ count: 300, pages: 20, fanOut: 3, crossPerPage: 1, hostPattern: (i) => `large${i}.test`, seed: 1 })) web.addSite(spec);
+  for (const spec of generateSites({ count: 2, pages: 20, fanOut: 3, crossPerPage: 0, hostPattern: (i) => `small${i}.test`, seed: 1 })) web.addSite(spec);
+  const queue = `bench-fair-${Date.now()}`;
+  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true });
+  await pool.start(workers);
+  const small = async (host: string) => {
+    const t = now();
+    const id = `bench-small-${Date.now().toString(36)}`;
+    const h = await startCampaign(client, queue, { campaignId: id, seeds: [web.url(host, '/')], politeness: { minDelayMs: 100 }, sitemaps: 'off', fetch: { resolve: web.resolveArgs() }, output: { dir: path.join(LOCAL_DIR, 'bench-output', id) } });
+    const r = await h.result();
+    return { seconds: Number(((now() - t) / 1000).toFixed(1)), pages: r.pages };
+  };
+  try {
+    const alone = await small('small0.test');
+    const largeId = `bench-large-${Date.now().toString(36)}`;
+    const large = await startCampaign(client, queue, {
+      campaignId: largeId,
+      seeds: Array.from({ length: 300 }, (_, i) => web.url(`large${i}.test`, '/')),
+      scope: { mode: 'any' },
+      politeness: { minDelayMs: 1000 },
+      fetch: { resolve: web.resolveArgs() },
+      output: { dir: path.join(LOCAL_DIR, 'bench-output', largeId) },
+    });
+    while (web.requests().filter((r) => r.host.startsWith('large')).length < 600) await new Promise((r) => setTimeout(r, 200));
+    const shared = await small('small1.test');
+    const largePagesAtSmallDone = web.requests().filter((r) => r.host.startsWith('large')).length;
+    await large.signal('cancel', { reason: 'bench over' });
+    await large.result().catch(() => undefined);
+    return { scenario: '(fair) a small campaign alone, then beside a large one on the same workers', workers, smallAloneSeconds: alone.seconds, smallBesideLargeSeconds: shared.seconds, ratio: Number((shared.seconds / alone.seconds).toFixed(2)), largeRequestsAtSmallDone: largePagesAtSmallDone };
+  } finally {
+    await pool.stopAll();
+    await web.close();
+  }
+}
 
 interface CrawleeOptions {
   concurrency: number;
@@ -297,7 +387,7 @@ async function main() {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
-  for (const key of keys) if (!SCENARIOS[key]) throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
+  for (const key of keys) if (!SCENARIOS[key] && key !== 'fair') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair`);
 
   const runCrawlees = async (s: Scenario) => {
     const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};
@@ -324,6 +414,10 @@ async function main() {
     const pid = (name: string): number => stack.processes.find((p) => p.name === name)?.pid ?? -1;
     const pids = { temporal: pid('temporal'), redis: pid('redis') };
     for (const key of keys) {
+      if (key === 'fair') {
+        process.stdout.write(`${JSON.stringify(await fairnessRun(workers, client, env))}\n`);
+        continue;
+      }
       const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);
       if (!withCrawlee) {
         process.stdout.write(`${JSON.stringify(ours)}\n`);

@@ -82,9 +82,14 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (!book.open) throw new SteeringError(`campaign ${campaignId} is finishing; nothing can be changed any more`);
   };
   let steering = false;
-  /** One change at a time, so settings versions follow each other; each is applied in Redis, where sessions look. */
-  const steer = async (change: SteerChange) => {
+  /**
+   * One change at a time, so settings versions follow each other; each is
+   * applied in Redis, where sessions look. `unless` is checked once the
+   * change has its turn (a resume queued behind a pause must see the pause).
+   */
+  const steer = async (change: SteerChange, unless: () => boolean = () => false) => {
     await condition(() => !steering && book.status !== 'starting');
+    if (unless()) return null;
     steering = true;
     try {
       const r = await acts.steerCampaign({ campaignKey, campaignId, version: book.nextVersion(), change });
@@ -109,7 +114,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     async (req) => {
       const { host, minDelayMs } = validateSetPoliteness(req);
       const r = await steer({ kind: 'delay', host, minDelayMs });
-      return { host: r.host ?? host, minDelayMs };
+      return { host: r?.host ?? host, minDelayMs };
     },
     { validator: (req) => (assertOpen(), void validateSetPoliteness(req)) },
   );
@@ -128,7 +133,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   setHandler(
     setBudgetsUpdate,
     async (req) => {
-      const r = await steer({ kind: 'budgets', budgets: validateSetBudgets(req) });
+      const r = (await steer({ kind: 'budgets', budgets: validateSetBudgets(req) }))!;
       return { configVersion: r.configVersion, budgets: r.budgets };
     },
     { validator: (req) => (assertOpen(), void validateSetBudgets(req)) },
@@ -157,7 +162,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     setHandler(
       update,
       async (req) => {
-        const r = await steer({ kind, host: validateHostRequest(req) });
+        const r = (await steer({ kind, host: validateHostRequest(req) }))!;
         // A host resumed on its own is still paused while the whole campaign is.
         return { host: r.host!, paused: kind === 'pause-host' || book.carry.paused };
       },
@@ -165,13 +170,14 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     );
   }
   const pauseOrResume = async (kind: 'pause' | 'resume') => {
-    if (book.carry.paused !== (kind === 'pause')) await steer({ kind });
+    await steer({ kind }, () => book.carry.paused === (kind === 'pause'));
     return { paused: book.carry.paused };
   };
   setHandler(pauseCampaignUpdate, () => pauseOrResume('pause'), { validator: assertOpen });
   setHandler(resumeCampaignUpdate, () => pauseOrResume('resume'), { validator: assertOpen });
-  setHandler(pauseSignal, () => void pauseOrResume('pause'));
-  setHandler(resumeSignal, () => void pauseOrResume('resume'));
+  // Async signal handlers: continue-as-new and completion wait for them (allHandlersFinished).
+  setHandler(pauseSignal, async () => void (await pauseOrResume('pause')));
+  setHandler(resumeSignal, async () => void (await pauseOrResume('resume')));
 
   const publishTotals = () => {
     const t = book.carry.snapshot?.totals;
@@ -225,7 +231,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
       if (book.stopReason !== null) break;
       if (book.shouldContinueAsNew(workflowInfo())) {
-        await allHandlersFinished();
+        await condition(allHandlersFinished);
         // Only the settings and small counters travel: seeds are in Redis already.
         return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
@@ -272,7 +278,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     ]);
     return book.result(campaignId, summary, Date.now());
   });
-  await allHandlersFinished();
+  await condition(allHandlersFinished);
   log.info('campaign finished', { campaignId, status: result.status, pages: result.pages });
   return result;
 }

@@ -64,7 +64,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
 
   while (book.finish === null) {
     if (book.shouldContinueAsNew(workflowInfo())) {
-      await allHandlersFinished();
+      await condition(allHandlersFinished);
       return continueAsNew<typeof domainCrawl>(book.carry());
     }
     if (book.waitingForResume) {
@@ -92,6 +92,6 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     const { campaignKey, campaignWorkflowId, host } = input;
     await releaseHost({ campaignKey, campaignWorkflowId, host, gen: book.gen });
   }
-  await allHandlersFinished();
+  await condition(allHandlersFinished);
   return book.result();
 }

@@ -26,7 +26,7 @@ export interface CampaignInput {
   seedsFile?: string | null;
   scope?: { mode?: ScopeMode; domains?: string[] };
   budgets?: {
-    /** Successful fetches across the whole campaign; null = unlimited. */
+    /** Page requests across the whole campaign, whatever their outcome (robots.txt and sitemaps excluded); null = unlimited. */
     maxPages?: number | null;
     /** Link hops from a seed; seeds are depth 0; null = unlimited. */
     maxDepth?: number | null;
