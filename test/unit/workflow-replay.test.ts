@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
 import { acceptedUpdates, activityResults, completionResult, coverageOf, definedMessages, endedAs, loadHistories, signalsOf, updatesOf, type RecordedHistory } from '../fixtures/histories/coverage';
-import type { CampaignSnapshot, SessionResult } from '../../activities/types';
+import type { CampaignSnapshot, LoadSeedsResult, SessionResult } from '../../activities/types';
 import type { SetPolitenessRequest } from '../../src/config/steering';
 import type { CampaignResult } from '../../workflows/messages';
 
@@ -73,6 +73,10 @@ describe('the fixtures cover', () => {
     expect(sessions.filter((s) => s.end === 'wait' && s.backingOff && s.waitMs >= 5_000).length).toBeGreaterThan(0);
     expect(sessions.filter((s) => s.end === 'wait' && !s.backingOff && s.waitMs >= 5_000).length).toBeGreaterThan(0);
     expect(coverage.sessionEnds).toEqual(expect.arrayContaining(['drained', 'wait', 'paused', 'stopped']));
+  });
+
+  test('a campaign that read its seeds from a seed list', () => {
+    expect(campaigns.flatMap((h) => activityResults<LoadSeedsResult>(h.history, 'loadSeeds')).filter((r) => r.seeds > 0).length).toBeGreaterThan(0);
   });
 
   test('the domain watch giving up a host whose workflow was terminated by hand', () => {
