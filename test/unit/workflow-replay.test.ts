@@ -4,7 +4,18 @@
 // patched() instead (docs/operations.md, "Upgrading workflow code").
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
-import { acceptedUpdates, activityResults, completionResult, coverageOf, definedMessages, endedAs, loadHistories, signalsOf, updatesOf, type RecordedHistory } from '../fixtures/histories/coverage';
+import {
+  acceptedUpdates,
+  activityResults,
+  completionResult,
+  coverageOf,
+  definedMessages,
+  endedAs,
+  loadHistories,
+  signalsOf,
+  updatesOf,
+  type RecordedHistory,
+} from '../fixtures/histories/coverage';
 import type { CampaignSnapshot, LoadSeedsResult, SessionResult } from '../../activities/types';
 import type { SetPolitenessRequest } from '../../src/config/steering';
 import type { CampaignResult } from '../../workflows/messages';
@@ -48,7 +59,10 @@ describe('the fixtures cover', () => {
     expect(updates).toEqual(expect.arrayContaining(['addSeeds', 'pauseCampaign', 'pauseHost', 'resumeCampaign', 'resumeHost', 'setBudgets', 'setConcurrency', 'setPoliteness']));
     expect(uniq(campaigns.flatMap((h) => updatesOf(h.history)))).toEqual(expect.arrayContaining(updates));
     // setPoliteness both campaign-wide and for one host.
-    const politeness = campaigns.flatMap((h) => acceptedUpdates(h.history)).filter((u) => u.name === 'setPoliteness').map((u) => u.arg as SetPolitenessRequest);
+    const politeness = campaigns
+      .flatMap((h) => acceptedUpdates(h.history))
+      .filter((u) => u.name === 'setPoliteness')
+      .map((u) => u.arg as SetPolitenessRequest);
     expect(politeness.filter((r) => r.host === undefined).length).toBeGreaterThan(0);
     expect(politeness.filter((r) => typeof r.host === 'string').length).toBeGreaterThan(0);
   });
