@@ -9,7 +9,7 @@ import { ManagedProcess } from './managed-process';
 import { freePort, portOpen } from './ports';
 import { STACK_DIR } from './paths';
 import { redisReachable, startRedisServer } from './redis-server';
-import { temporalReachable, startTemporalDevServer } from './temporal-dev-server';
+import { temporalReachable, startTemporalDevServer, type DynamicConfigValue } from './temporal-dev-server';
 
 export const DEFAULT_TEMPORAL_PORT = 7233;
 export const DEFAULT_UI_PORT = 8233;
@@ -120,6 +120,8 @@ export interface StartStackOptions {
   /** Servers outlive this process (crawler stack up). */
   detached?: boolean;
   log?: (msg: string) => void;
+  /** Temporal server dynamic config (e.g. a low continue-as-new suggestion for the replay fixtures). */
+  temporalDynamicConfig?: Record<string, DynamicConfigValue>;
 }
 
 /** Starts both servers unconditionally (tests use free ports; `stack up` uses the defaults). */
@@ -129,7 +131,7 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
   const redisPort = opts.redisPort ?? (await freePort());
   const uiPort = opts.headless ? undefined : opts.uiPort ?? temporalPort + 1000;
   const [temporal, redis] = await Promise.all([
-    startTemporalDevServer({ port: temporalPort, uiPort, headless: opts.headless, dataDir: path.join(dataDir, 'temporal'), detached: opts.detached, log: opts.log }),
+    startTemporalDevServer({ port: temporalPort, uiPort, headless: opts.headless, dataDir: path.join(dataDir, 'temporal'), detached: opts.detached, log: opts.log, dynamicConfig: opts.temporalDynamicConfig }),
     startRedisServer({ port: redisPort, dataDir: path.join(dataDir, 'redis'), detached: opts.detached, log: opts.log }),
   ]);
   const endpoints: StackEndpoints = {

@@ -13,6 +13,19 @@ export interface TemporalDevServerOptions {
   dataDir: string;
   detached?: boolean;
   log?: (msg: string) => void;
+  /**
+   * Server dynamic config, passed as `--dynamic-config-value key=<JSON>`.
+   * The replay fixtures lower `limit.historyCount.suggestContinueAsNew` so
+   * both workflows continue as new within a short recording run.
+   */
+  dynamicConfig?: Record<string, DynamicConfigValue>;
+}
+
+export type DynamicConfigValue = string | number | boolean | null | DynamicConfigValue[] | { [key: string]: DynamicConfigValue };
+
+/** The CLI flags for `dynamicConfig`: values are JSON (the CLI rejects anything else). */
+export function dynamicConfigArgs(config: Record<string, DynamicConfigValue> = {}): string[] {
+  return Object.entries(config).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
 }
 
 /** True when a Temporal frontend answers on this address. */
@@ -64,6 +77,7 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   if (opts.headless) args.push('--headless');
   else if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   for (const sa of CRAWL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${sa.name}=${sa.cliType}`);
+  args.push(...dynamicConfigArgs(opts.dynamicConfig));
   const proc = ManagedProcess.start('temporal', cli, args, {
     logFile: path.join(opts.dataDir, 'temporal.log'),
     detached: opts.detached,
