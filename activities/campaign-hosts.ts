@@ -17,7 +17,7 @@ import { CampaignNudger } from './nudge';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
-export const DISPATCH_BATCH = 200;
+export const DISPATCH_BATCH = 100;
 /** Workflow starts and signals in flight at once. */
 const CONCURRENCY = 20;
 /** Problems listed in the summary (all of them are counted). */
