@@ -46,7 +46,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
       // release their slot: give their hosts up, so they neither hold a slot
       // nor keep the campaign from completing.
       for (const { host, status } of await findClosedDomains(rt, { campaignId: input.campaignId, since: input.watchSince })) {
-        if (!(await hosts.isActive(host))) continue;
+        // Given up whether it still held a slot or not (its session may have given it up on
+        // the way out): its remaining URLs are not crawled, and the summary says so.
         const problem = `domain workflow ${domainWorkflowId(input.campaignId, host)} ended ${status} without reporting: ${host} is not crawled further`;
         if (await hosts.giveUp(host, problem)) {
           givenUp++;

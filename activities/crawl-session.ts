@@ -18,7 +18,7 @@ import type { WorkerRuntime } from './runtime';
 import type { SessionEnd, SessionInput, SessionResult } from './types';
 
 /** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
-const CONTROL_EVERY_MS = 500;
+const CONTROL_EVERY_MS = 250;
 /** How often the host's record (what `crawler status` shows) is brought up to date while the session runs. */
 const RECORD_EVERY_MS = 2_000;
 /** The SDK throttles heartbeats to 80 % of the heartbeat timeout; this only keeps them coming while a page takes long. */

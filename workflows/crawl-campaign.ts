@@ -15,6 +15,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  sleep,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -255,20 +256,29 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     // up, so the summary is exact and no host workflow is left waiting for
     // workers that are about to stop. The watch gives up hosts whose
     // workflow ended without releasing.
-    const deadline = Date.now() + FINISH_WAIT_MS;
-    for (let round = 0; Date.now() < deadline; round++) {
-      book.nudged = false;
-      const snap = await acts.dispatchHosts({
+    // Every round also runs the watch: hosts whose workflow ended abnormally are given up and named.
+    const finishRound = () =>
+      acts.dispatchHosts({
         campaignKey,
         campaignId,
         campaignWorkflowId: info.workflowId,
         taskQueue: info.taskQueue,
         maxActiveHosts: 0,
-        watch: round > 0,
+        watch: true,
         watchSince: new Date(book.carry.startedAt).toISOString(),
       });
+    const deadline = Date.now() + FINISH_WAIT_MS;
+    for (let round = 0; Date.now() < deadline; round++) {
+      book.nudged = false;
+      const snap = await finishRound();
       if (snap.active === 0) break;
       await condition(() => book.nudged, round === 0 ? '5 seconds' : '15 seconds');
+    }
+    // A host workflow terminated just before a cancel may not be in
+    // visibility yet: look once more, so the summary names it.
+    if (book.stopReason === 'cancelled') {
+      await sleep('2 seconds');
+      await finishRound();
     }
     const summary = await acts.summarizeCampaign({ campaignKey, problems: 100 });
     upsertSearchAttributes([

@@ -79,8 +79,12 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
     lua: `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since')
+local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last')
 local nxt = tonumber(h[1] or '0')
+-- The caller's own delay counts from the end of the host's last request,
+-- whoever sent it: a delay raised since then applies to the very next request.
+local due = tonumber(h[4] or '0') + tonumber(ARGV[3])
+if (h[2] == false or h[2] == '') and now < due and due > nxt then return due - now end
 if now < nxt then
   -- Held by someone else's request in flight: its lease runs until its
   -- timeout, but it will most likely end much sooner, so look again after
@@ -95,7 +99,9 @@ redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner',
 redis.call('PEXPIRE', KEYS[1], lease + 60000)
 return 0`,
   },
-  // KEYS: clock. ARGV: owner, delayMs. The next request may go out delayMs from now.
+  // KEYS: clock. ARGV: owner, delayMs. The next request may go out delayMs
+  // from now; `last` keeps when this request ended, so a caller with a longer
+  // delay of its own waits that long from it (crawlClockAcquire).
   crawlClockRelease: {
     numberOfKeys: 1,
     lua: `
@@ -106,7 +112,7 @@ local nxt = now + tonumber(ARGV[2])
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
   nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
 end
-redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '')
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', now))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
 return 1`,
   },
