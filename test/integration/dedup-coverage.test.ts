@@ -1,0 +1,75 @@
+// Dedup never costs coverage: mirrors serving byte-identical pages are each
+// crawled completely, and a site whose every page is a near-duplicate of
+// the others is crawled completely; duplicates are recorded as such.
+import { createHarness, launch, outputOf, pageRequests, type Harness } from '../support/harness';
+
+jest.setTimeout(180_000);
+const MIRRORS = 12;
+const SUBPAGES = 5;
+const NEAR = 30;
+const HTML = 'text/html; charset=utf-8';
+const words = Array.from({ length: 220 }, (_, i) => `word${(i * 7919) % 997}`).join(' ');
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness('dedup-coverage', { workers: 1 });
+  // The same bytes on every mirror: relative links only, no host name anywhere.
+  const home = `<!doctype html><html><body><h1>Mirror</h1><p>${words}</p>${Array.from({ length: SUBPAGES }, (_, i) => `<a href="p/${i + 1}">page ${i + 1}</a>`).join(' ')}</body></html>`;
+  const sub = (n: number) => `<!doctype html><html><body><h1>Page ${n}</h1><p>${words}</p><a href="/">home</a></body></html>`;
+  for (let m = 0; m < MIRRORS; m++) {
+    h.web.addSite({
+      host: `m${m}.mirror.test`,
+      pages: 1,
+      fanOut: 0,
+      handler: (ctx) => {
+        if (ctx.path === '/robots.txt') return false;
+        const n = /^\/p\/(\d+)$/.exec(ctx.path);
+        if (ctx.path === '/') ctx.send(200, HTML, home);
+        else if (n && Number(n[1]) >= 1 && Number(n[1]) <= SUBPAGES) ctx.send(200, HTML, sub(Number(n[1])));
+        else ctx.send(404, 'text/plain', 'no');
+        return true;
+      },
+    });
+  }
+  // Every page the same long text but for its number: each a near-duplicate of the first.
+  h.web.addSite({
+    host: 'near.dup.test',
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt') return false;
+      const n = ctx.path === '/' ? 0 : Number(/^\/n\/(\d+)$/.exec(ctx.path)?.[1] ?? -1);
+      if (n < 0 || n > NEAR) return void ctx.send(404, 'text/plain', 'no');
+      // Each page links on to the next two, so the last pages are reachable only through near-duplicates.
+      const links = [n + 1, n + 2].filter((k) => k <= NEAR).map((k) => `<a href="/n/${k}">next ${k}</a>`).join(' ');
+      ctx.send(200, HTML, `<!doctype html><html><body><p>${words}</p><p>number ${n}</p>${links}</body></html>`);
+      return true;
+    },
+  });
+});
+afterAll(() => h?.close());
+
+test('identical mirrors and an all-near-duplicate site are crawled completely', async () => {
+  const handle = await launch(h, {
+    seeds: [...Array.from({ length: MIRRORS }, (_, m) => h.web.url(`m${m}.mirror.test`, '/')), h.web.url('near.dup.test', '/')],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 50 },
+    sitemaps: 'off',
+  });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  const reqs = pageRequests(h.web.requests());
+  for (let m = 0; m < MIRRORS; m++) {
+    const paths = new Set(reqs.filter((r) => r.host === `m${m}.mirror.test`).map((r) => r.path));
+    expect({ mirror: m, paths: [...paths].sort() }).toEqual({ mirror: m, paths: ['/', ...Array.from({ length: SUBPAGES }, (_, i) => `/p/${i + 1}`)].sort() });
+  }
+  expect(new Set(reqs.filter((r) => r.host === 'near.dup.test').map((r) => r.path)).size).toBe(NEAR + 1);
+  // Recorded as duplicates all the same: every page of every mirror but the
+  // first one's is a duplicate (the subpages are also near-duplicates of each other).
+  const index = await outputOf(h, handle.workflowId).index();
+  const mirrorEntries = index.filter((e) => e.host.includes('mirror.test'));
+  expect(mirrorEntries).toHaveLength(MIRRORS * (1 + SUBPAGES));
+  expect(mirrorEntries.filter((e) => e.outcome === 'fetched').length).toBeLessThanOrEqual(1 + SUBPAGES);
+  expect(mirrorEntries.filter((e) => e.outcome === 'duplicate').length).toBeGreaterThanOrEqual((MIRRORS - 1) * (1 + SUBPAGES));
+  expect(index.filter((e) => e.host.startsWith('near.dup.test') && e.outcome === 'duplicate').length).toBeGreaterThan(NEAR / 2);
+});
