@@ -17,9 +17,9 @@ import { CampaignNudger } from './nudge';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
-export const DISPATCH_BATCH = 100;
+export const DISPATCH_BATCH = 250;
 /** Workflow starts and signals in flight at once. */
-const CONCURRENCY = 20;
+const CONCURRENCY = 50;
 /** Problems listed in the summary (all of them are counted). */
 const SUMMARY_PROBLEMS = 100;
 

@@ -143,7 +143,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         if (robots.kind === 'unavailable' || robots.refused) {
           const claim = await frontier.claim(token);
           if (!claim) return await drained();
-          const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, signal };
+          const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, releaseClock: async () => undefined, signal };
           if (robots.kind === 'unavailable') {
             await recordWithoutFetch(rt, job, 'robots-unavailable', 'skipped', { code: robots.code, message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing` });
           } else {
@@ -161,23 +161,29 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           await clock.release(owner, 0);
           return await drained();
         }
-        const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wake, signal };
+        let clockHeld = true;
+        const releaseClock = async (pauseMs: number) => {
+          if (!clockHeld) return;
+          clockHeld = false;
+          await clock.release(owner, pauseMs);
+        };
+        const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wake, releaseClock, signal };
         let res: PageResult;
         try {
           res = await processPage(rt, job);
         } catch (err) {
           // A request may have gone out: the host gets its delay either way.
-          await clock.release(owner, delay.ms);
+          await releaseClock(delay.ms);
           if (signal.aborted || claim.attempts < MAX_PAGE_ATTEMPTS) throw err;
           res = await recordInternalError(rt, job, err);
         }
         if (res.kind === 'budget') {
-          await clock.release(owner, 0);
+          await releaseClock(0);
           await hosts.requestStop('budget');
           nudger.nudge();
           return await stopped();
         }
-        await clock.release(owner, res.hostPauseMs);
+        await releaseClock(res.hostPauseMs);
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {
@@ -202,8 +208,11 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     /** The frontier ran dry: give the host's slot up, unless a newer dispatch holds it. */
     async function drained(): Promise<SessionResult> {
       const r = await hosts.release(host, input.gen);
+      // URLs enqueued between the empty claim and the release found the host
+      // holding its slot and did not mark it ready: mark it now.
+      const late = r.released && (await frontier.size()) > 0 && (await hosts.markReady([host])) > 0;
       // The campaign dispatches the next ready host into the slot, or checks whether it is done.
-      if (r.released && (r.ready > 0 || r.active === 0)) nudger.nudge();
+      if (r.released && (late || r.ready > 0 || r.active === 0)) nudger.nudge();
       return end('drained', { released: r.released });
     }
   };

@@ -37,6 +37,12 @@ export interface PageJob {
   allowedByRobots: ((url: string) => boolean) | null;
   /** Hosts that got URLs and need their workflow woken: the session marks them ready. */
   wake: (hosts: string[]) => Promise<void>;
+  /**
+   * Gives the host clock back, the next request due `pauseMs` from now:
+   * called as soon as the response is in (parsing and storing are not the
+   * host's business). The session calls it too; only the first call counts.
+   */
+  releaseClock: (pauseMs: number) => Promise<void>;
   signal: AbortSignal;
 }
 
@@ -132,6 +138,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     // own URL (docs/crawling-rules.md).
     res = await campaign.http.fetch(url, { followRedirect: () => false, signal: job.signal });
   } catch (err) {
+    await job.releaseClock(job.delayMs);
     // Cancelled (the worker is going away): nothing happened to the URL.
     if (!isFetchError(err) || job.signal.aborted) throw err;
     if (err.retryable && attempt <= s.fetch.maxRetries) {
@@ -145,6 +152,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const overloaded = res.status === 429 || res.status >= 500;
   // Retry-After applies to the whole host: it goes on the shared clock.
   const hostPause = overloaded && retryAfter !== null ? Math.max(job.delayMs, retryAfter) : job.delayMs;
+  await job.releaseClock(hostPause);
   // A 429 is the server pacing us, not the URL failing: it gets a few
   // attempts more than maxRetries before the URL is given up.
   const maxAttempts = res.status === 429 ? s.fetch.maxRetries + THROTTLE_EXTRA_ATTEMPTS : s.fetch.maxRetries;

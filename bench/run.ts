@@ -44,7 +44,7 @@ interface Scenario {
   maxPages?: number;
   /** Not run by default (long); ask for it with --only. */
   optIn?: boolean;
-  sitemaps?: 'off';
+  sitemaps?: 'off' | 'robots';
 }
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -149,7 +149,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
   // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
   // that keeps dying fails the run instead of leaving it waiting.
-  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: (l) => { if (!l.startsWith('worker#')) process.stderr.write(`${l}\n`); } });
+  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: (l) => { if (!l.startsWith('worker#') || process.env.CRAWLER_BENCH_VERBOSE) process.stderr.write(`${l}\n`); } });
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
   let peakRss = 0;
@@ -185,7 +185,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     // Generated pages are link lists that differ only in numbers: near-duplicate
     // detection would call them copies and not follow their links.
     ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
-    ...(s.sitemaps ? { sitemaps: s.sitemaps } : {}),
+    // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
+    // (the product's default, robots+root, costs one more request per host).
+    sitemaps: s.sitemaps ?? 'robots',
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
   });

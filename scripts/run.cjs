@@ -119,10 +119,11 @@ if (argv[0] === '--lint') {
   // capacity: it runs the prebuilt worker bundle with plain node, as the
   // workers `crawl` starts do (scripts/worker-bundle.cjs). `worker --help`
   // still goes through the CLI below.
-  require('./worker-bundle.cjs')
+  const workerBundle = require('./worker-bundle.cjs');
+  workerBundle
     .ensureWorkerBundle()
     .then(
-      (bundle) => run(process.execPath, [...(process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean), bundle]),
+      (bundle) => run(process.execPath, [...workerBundle.workerNodeArgs(), bundle]),
       (err) => {
         process.stderr.write(`crawler: ${err.message}\n`);
         process.exit(1);

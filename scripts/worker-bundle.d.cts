@@ -14,3 +14,6 @@ export const EXTERNAL: string[];
 export class WorkerBundleError extends Error {
   readonly code: 'WORKER_BUNDLE_BUILD';
 }
+/** node's options for a worker process: CRAWLER_WORKER_NODE_ARGS, or the default. */
+export function workerNodeArgs(env?: NodeJS.ProcessEnv): string[];
+export const DEFAULT_WORKER_NODE_ARGS: string;

@@ -88,7 +88,7 @@ export class CampaignHosts {
   /** Hosts whose frontier got URLs while nobody consumed it. */
   async markReady(hosts: string[]): Promise<number> {
     if (hosts.length === 0) return 0;
-    return this.redis.crawlMarkReady(this.k.ready, this.k.readySeq, this.k.givenUp, ...hosts);
+    return this.redis.crawlMarkReady(this.k.ready, this.k.readySeq, this.k.givenUp, this.k.active, ...hosts);
   }
 
   /** The oldest ready hosts, with the sequence number each was read at. */

@@ -19,9 +19,11 @@ export function redisClientOptions(target: RedisTarget):
         ...auth,
         // Node checks the certificate against `host` (and sends it as SNI).
         ...(target.tls ? { tls: {} } : {}),
-        // Auto-pipelining: the many concurrent page steps of a worker issue their
-        // commands in one socket write per tick instead of one write each.
-        enableAutoPipelining: true,
+        // No auto-pipelining: with hundreds of sessions issuing scripts at once
+        // it crashed workers (ioredis' auto-pipeline callback read a missing
+        // result: "results[i] is not iterable", uncaught). Commands sent
+        // together still share the socket; only the per-tick batching goes.
+        enableAutoPipelining: false,
         maxRetriesPerRequest: 10,
         retryStrategy,
       },

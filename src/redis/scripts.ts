@@ -106,7 +106,8 @@ return 0`,
     numberOfKeys: 1,
     lua: `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Rounded up here and down in crawlClockAcquire: the gap is never a fraction of a millisecond short.
+local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
 local nxt = now + tonumber(ARGV[2])
 -- Someone else's lease (ours expired meanwhile) is never shortened.
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
@@ -125,17 +126,19 @@ if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('SADD', KEYS[1], ARGV[1])
 return 1`,
   },
-  // KEYS: ready, readySeq, givenUp. ARGV: hosts. Marks hosts ready to be
-  // dispatched (their frontier has URLs and no session consumes it). A host
-  // already ready moves to a newer sequence number, which tells a dispatch
-  // in flight that it must not drop the host (crawlDispatched). Hosts given
-  // up are not marked. Returns how many hosts were marked.
+  // KEYS: ready, readySeq, givenUp, active. ARGV: hosts. Marks hosts ready
+  // to be dispatched (their frontier has URLs and no session consumes it). A
+  // host already ready moves to a newer sequence number, which tells a
+  // dispatch in flight that it must not drop the host (crawlDispatched).
+  // Hosts given up are not marked, nor hosts that hold a slot: their session
+  // will claim the URLs, or (if it drained meanwhile) finds them when it
+  // gives the slot up and marks the host itself. Returns how many were marked.
   crawlMarkReady: {
-    numberOfKeys: 3,
+    numberOfKeys: 4,
     lua: `
 local n = 0
 for i = 1, #ARGV do
-  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 then
+  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[4], ARGV[i]) == 0 then
     redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[2]), ARGV[i])
     n = n + 1
   end
@@ -206,7 +209,7 @@ declare module 'ioredis' {
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
-    crawlMarkReady(ready: string, readySeq: string, givenUp: string, ...hosts: string[]): Result<number, Context>;
+    crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
     crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;

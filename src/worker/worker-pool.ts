@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { WORKER_READY_LINE } from './ready-line';
-import { workerCommand } from './worker-bundle';
+import { workerCommand, workerNodeArgs } from './worker-bundle';
 
 export { WORKER_READY_LINE };
 
@@ -141,7 +141,7 @@ export class WorkerPool {
     // Before the slot is chosen: from here to the spawn nothing awaits, so
     // workers started together cannot pick the same slot.
     const stopsBefore = this.stops;
-    const cmd = this.opts.command ?? (await workerCommand((process.env.CRAWLER_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)));
+    const cmd = this.opts.command ?? (await workerCommand(workerNodeArgs()));
     // A stopAll() while the bundle was being built would miss this worker.
     if (this.stops !== stopsBefore) throw new Error('the worker pool was stopped while a worker was starting');
     const index = this.next++;
