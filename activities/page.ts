@@ -83,21 +83,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
   ): Promise<PageResult> => {
     const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
-    await index.append({
-      url,
-      fp,
-      host,
-      campaignId: s.campaignId,
-      status: null,
-      outcome,
-      contentType: null,
-      bytes: 0,
-      contentHash: null,
-      fetchedAt: new Date().toISOString(),
-      depth: entry.depth,
-      referrer: entry.referrer,
-      ...extra,
-    });
+    await index.append(indexLine(job, outcome, extra));
     const status = extra.status ?? null;
     const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
     rt.deps.metrics?.setFrontierSize(host, c.remaining);
@@ -247,6 +233,25 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   });
 }
 
+/** The index line of a claimed URL: what every outcome has, then the outcome's own fields. */
+function indexLine(job: PageJob, outcome: string, extra: Partial<IndexEntry> = {}): IndexEntry {
+  return {
+    url: job.entry.url,
+    fp: urlFingerprint(job.entry.url),
+    host: job.host,
+    campaignId: job.campaign.settings.campaignId,
+    status: null,
+    outcome,
+    contentType: null,
+    bytes: 0,
+    contentHash: null,
+    fetchedAt: new Date().toISOString(),
+    depth: job.entry.depth,
+    referrer: job.entry.referrer,
+    ...extra,
+  };
+}
+
 /** A URL finished without a request (its host may not be fetched at all): an index line and the commit. */
 export async function recordWithoutFetch(
   rt: WorkerRuntime,
@@ -256,21 +261,7 @@ export async function recordWithoutFetch(
   error: { code: string; message: string },
 ): Promise<void> {
   const s = job.campaign.settings;
-  await (await rt.outputs.index(s.output.dir)).append({
-    url: job.entry.url,
-    fp: urlFingerprint(job.entry.url),
-    host: job.host,
-    campaignId: s.campaignId,
-    status: null,
-    outcome,
-    contentType: null,
-    bytes: 0,
-    contentHash: null,
-    fetchedAt: new Date().toISOString(),
-    depth: job.entry.depth,
-    referrer: job.entry.referrer,
-    error,
-  });
+  await (await rt.outputs.index(s.output.dir)).append(indexLine(job, outcome, { error }));
   await job.frontier.commit(job.member, counted, 0, []);
   rt.deps.metrics?.recordFetch({ outcome, status: null });
 }
@@ -285,21 +276,7 @@ export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause
   const s = job.campaign.settings;
   const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
   try {
-    await (await rt.outputs.index(s.output.dir)).append({
-      url: job.entry.url,
-      fp: urlFingerprint(job.entry.url),
-      host: job.host,
-      campaignId: s.campaignId,
-      status: null,
-      outcome: 'error',
-      contentType: null,
-      bytes: 0,
-      contentHash: null,
-      fetchedAt: new Date().toISOString(),
-      depth: job.entry.depth,
-      referrer: job.entry.referrer,
-      error: { code: 'INTERNAL_ERROR', message },
-    });
+    await (await rt.outputs.index(s.output.dir)).append(indexLine(job, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
   } catch (err) {
     rt.log.error('index line for an internal error could not be written', { url: job.entry.url, error: String(err) });
   }
