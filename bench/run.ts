@@ -7,6 +7,7 @@
 // and a table of the same goes to stderr.
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
@@ -255,6 +256,44 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
 type OurFigures = Awaited<ReturnType<typeof runScenario>>;
 
 /**
+ * A campaign seeded from a list of 1,000,000 URLs (gzip, 2,000 hosts of the
+ * test web × 500 pages named in the list): how long until its first page is
+ * fetched, and how small its workflow input is. The crawl is cancelled after
+ * its first pages; the figure is the start.
+ */
+async function seedListRun(workers: number, client: Client, env: Record<string, string>) {
+  const web = await startTestWeb();
+  const HOSTS = 2_000;
+  const PER_HOST = 500;
+  for (const spec of generateSites({ count: HOSTS, pages: PER_HOST, fanOut: 3, crossPerPage: 0, hostPattern: (i) => `seed${i}.test`, seed: 1 })) web.addSite(spec);
+  const dir = path.join(LOCAL_DIR, 'bench-output', `seeds-${Date.now()}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'seeds.txt.gz');
+  const lines: string[] = [];
+  for (let p = 0; p < PER_HOST; p++) for (let h = 0; h < HOSTS; h++) lines.push(web.url(`seed${h}.test`, p === 0 ? '/' : `/page/${p}`));
+  fs.writeFileSync(file, zlib.gzipSync(lines.join('\n')));
+  const queue = `bench-seeds-${Date.now()}`;
+  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true });
+  await pool.start(workers);
+  try {
+    const id = `bench-seeds-${Date.now().toString(36)}`;
+    const t0 = now();
+    const handle = await startCampaign(client, queue, { campaignId: id, seedsFile: file, scope: { mode: 'same-host' }, politeness: { minDelayMs: 1000 }, sitemaps: 'off', fetch: { resolve: web.resolveArgs() }, output: { dir: path.join(dir, 'out') } });
+    while (web.requests().filter((r) => r.path !== '/robots.txt').length === 0) await new Promise((r) => setTimeout(r, 100));
+    const firstPageSeconds = Number(((now() - t0) / 1000).toFixed(1));
+    while (web.requests().length < 2_000 && now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 200));
+    const hostsCrawledAt = new Set(web.requests().map((r) => r.host)).size;
+    const input = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data?.length ?? 0;
+    await handle.signal('cancel', { reason: 'bench over' });
+    await handle.result().catch(() => undefined);
+    return { scenario: '(seeds) a campaign seeded from a 1,000,000-line gzip list', seeds: lines.length, listBytes: fs.statSync(file).size, firstPageSeconds, hostsWithRequestsAfterFirst2000: hostsCrawledAt, workflowInputBytes: input };
+  } finally {
+    await pool.stopAll();
+    await web.close();
+  }
+}
+
+/**
  * Two campaigns on the same workers: a small one (1 host × 20 pages, 100 ms
  * delay) alone, then the same small one started while a large one (300 hosts
  * × 20 pages, 1 s delay) keeps the workers busy. With fair sharing the small
@@ -389,7 +428,7 @@ async function main() {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
-  for (const key of keys) if (!SCENARIOS[key] && key !== 'fair') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair`);
+  for (const key of keys) if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
 
   const runCrawlees = async (s: Scenario) => {
     const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};
@@ -418,6 +457,10 @@ async function main() {
     for (const key of keys) {
       if (key === 'fair') {
         process.stdout.write(`${JSON.stringify(await fairnessRun(workers, client, env))}\n`);
+        continue;
+      }
+      if (key === 'seeds') {
+        process.stdout.write(`${JSON.stringify(await seedListRun(workers, client, env))}\n`);
         continue;
       }
       const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);

@@ -109,10 +109,16 @@ local t = redis.call('TIME')
 -- Rounded up here and down in crawlClockAcquire: the gap is never a fraction of a millisecond short.
 local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
 local nxt = now + tonumber(ARGV[2])
--- Someone else's lease (ours expired meanwhile) is never shortened.
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= '' and owner ~= ARGV[1] then
+  -- Our lease expired and someone else holds the clock now: their lease is
+  -- neither cleared nor shortened; our late end only pushes the next request back.
   nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
+  redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'last', string.format('%.0f', now))
+  redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
+  return 1
 end
+if owner ~= ARGV[1] then nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0')) end
 redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', now))
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
 return 1`,
