@@ -84,10 +84,17 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       const waitMs = more.waitMs ?? 0;
       const reason = more.reason ?? delay.reason;
       const state: HostState =
-        how === 'wait' ? (more.backingOff ? 'backing-off' : waitMs >= LONG_SLEEP_MS ? 'sleeping' : 'crawling')
-        : how === 'paused' ? 'paused'
-        : how === 'stopped' || (how === 'drained' && more.released) ? 'done'
-        : 'crawling';
+        how === 'wait'
+          ? more.backingOff
+            ? 'backing-off'
+            : waitMs >= LONG_SLEEP_MS
+              ? 'sleeping'
+              : 'crawling'
+          : how === 'paused'
+            ? 'paused'
+            : how === 'stopped' || (how === 'drained' && more.released)
+              ? 'done'
+              : 'crawling';
       const r = await writeRecord(state, { reason, nextWakeAt: how === 'wait' ? new Date(Date.now() + waitMs).toISOString() : null });
       await nudger.flush();
       return {
@@ -145,9 +152,15 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           if (!claim) return await drained();
           const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, releaseClock: async () => undefined, signal };
           if (robots.kind === 'unavailable') {
-            await recordWithoutFetch(rt, job, 'robots-unavailable', 'skipped', { code: robots.code, message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing` });
+            await recordWithoutFetch(rt, job, 'robots-unavailable', 'skipped', {
+              code: robots.code,
+              message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing`,
+            });
           } else {
-            await recordWithoutFetch(rt, job, 'refused', 'failed', { code: 'ADDRESS_REFUSED', message: `${host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}` });
+            await recordWithoutFetch(rt, job, 'refused', 'failed', {
+              code: 'ADDRESS_REFUSED',
+              message: `${host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}`,
+            });
           }
           pages++;
           continue;

@@ -71,7 +71,15 @@ export async function routeCandidates(
       continue;
     }
     const list = byHost.get(host) ?? [];
-    list.push({ url: c.url, fp: urlFingerprint(c.url), depth: c.depth, referrer, kind: c.kind, priority: frontierPriority(c.url, s), ...(c.redirects ? { redirects: c.redirects } : {}) });
+    list.push({
+      url: c.url,
+      fp: urlFingerprint(c.url),
+      depth: c.depth,
+      referrer,
+      kind: c.kind,
+      priority: frontierPriority(c.url, s),
+      ...(c.redirects ? { redirects: c.redirects } : {}),
+    });
     byHost.set(host, list);
   }
   let own = byHost.get(ownHost) ?? [];

@@ -14,7 +14,10 @@ export class CampaignNudger {
   private timer: NodeJS.Timeout | null = null;
   private sending: Promise<void> = Promise.resolve();
 
-  constructor(private readonly rt: WorkerRuntime, private readonly campaignWorkflowId: string) {}
+  constructor(
+    private readonly rt: WorkerRuntime,
+    private readonly campaignWorkflowId: string,
+  ) {}
 
   nudge(): void {
     this.pending = true;

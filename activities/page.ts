@@ -101,12 +101,20 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     const st = await frontier.stats();
     hostRequests = (st.fetched ?? 0) + (st.failed ?? 0);
     if (hostRequests >= s.budgets.maxPagesPerHost) {
-      return record('host-budget-exhausted', 'skipped', { requested: false, hostPauseMs: 0, error: { code: 'HOST_BUDGET', message: `host reached its budget of ${s.budgets.maxPagesPerHost} pages` } });
+      return record('host-budget-exhausted', 'skipped', {
+        requested: false,
+        hostPauseMs: 0,
+        error: { code: 'HOST_BUDGET', message: `host reached its budget of ${s.budgets.maxPagesPerHost} pages` },
+      });
     }
   }
   if (s.budgets.maxPages !== null && kind === 'page' && !(await reserveBudget(rt.deps.redis, campaign.key, fp, s.budgets.maxPages))) {
     // The URL was taken from the frontier: it gets its line, the ones still queued do not.
-    await record('budget-exhausted', 'skipped', { requested: false, hostPauseMs: 0, error: { code: 'PAGE_BUDGET', message: `the campaign reached its budget of ${s.budgets.maxPages} page requests` } });
+    await record('budget-exhausted', 'skipped', {
+      requested: false,
+      hostPauseMs: 0,
+      error: { code: 'PAGE_BUDGET', message: `the campaign reached its budget of ${s.budgets.maxPages} page requests` },
+    });
     return { kind: 'budget', url };
   }
 
@@ -223,7 +231,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     ...common,
     ...(res.stoppedRedirect ? { redirectTo: res.stoppedRedirect.to } : {}),
     ...(httpError ? { error: { code: `HTTP_${res.status}`, message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` } } : {}),
-    ...(tooManyRedirects ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } } : {}),
+    ...(tooManyRedirects
+      ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } }
+      : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),
@@ -287,13 +297,7 @@ export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause
 }
 
 /** Exact and near-duplicate check against every page of the campaign so far (shared by all workers in Redis). */
-async function checkDuplicate(
-  rt: WorkerRuntime,
-  campaign: CampaignRuntime,
-  url: string,
-  contentHash: string,
-  text: string | undefined,
-): Promise<IndexEntry['duplicateOf']> {
+async function checkDuplicate(rt: WorkerRuntime, campaign: CampaignRuntime, url: string, contentHash: string, text: string | undefined): Promise<IndexEntry['duplicateOf']> {
   const c = campaign.settings.content;
   if (c.dedup === 'off') return undefined;
   // Very short texts collide by chance; only the exact check applies to them.
@@ -305,12 +309,7 @@ async function checkDuplicate(
 }
 
 /** The WARC metadata record of an exchange: what a replay or analysis tool needs that the response does not say. */
-function warcMetadata(
-  fetchMs: number,
-  candidates: Candidate[],
-  duplicateOf: IndexEntry['duplicateOf'],
-  canonical: string | null | undefined,
-): Record<string, string | string[]> {
+function warcMetadata(fetchMs: number, candidates: Candidate[], duplicateOf: IndexEntry['duplicateOf'], canonical: string | null | undefined): Record<string, string | string[]> {
   const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs) };
   if (candidates.length) m.outlink = candidates.slice(0, MAX_METADATA_OUTLINKS).map((c) => c.url.slice(0, 2048));
   if (canonical) m.canonical = canonical;

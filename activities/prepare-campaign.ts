@@ -23,7 +23,10 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     const fromListOnly = settings.seeds.length === 0 && settings.seedsFile !== null;
     if (!fromListOnly) {
       try {
-        createScope(settings.scope, [...byHost.values()].flat().map((s) => s.url));
+        createScope(
+          settings.scope,
+          [...byHost.values()].flat().map((s) => s.url),
+        );
       } catch (err) {
         throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
       }

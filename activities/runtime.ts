@@ -125,7 +125,8 @@ export class WorkerRuntime {
 /** The scope of the inline seeds; a campaign seeded only from a list starts with none (its roots are in Redis). */
 function inlineScope(settings: CampaignSettings): Scope {
   const fromList = settings.seedsFile !== null && (settings.scope.mode === 'same-host' || settings.scope.mode === 'same-domain');
-  if (fromList && settings.seeds.length === 0) return { mode: settings.scope.mode, roots: [], allows: () => false, describe: () => `${settings.scope.mode}: the seed list's hosts` };
+  if (fromList && settings.seeds.length === 0)
+    return { mode: settings.scope.mode, roots: [], allows: () => false, describe: () => `${settings.scope.mode}: the seed list's hosts` };
   return createScope(settings.scope, settings.seeds);
 }
 

@@ -100,7 +100,14 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
       for await (const b of readSeedBatches(s.seedsFile, { batchSize: SEED_BATCH, from, signal: ctx.cancellationSignal })) {
         const { byHost, rejected } = groupSeeds(b.seeds);
         // The list's seeds define the scope of same-host and same-domain campaigns.
-        const roots = [...new Set([...byHost.values()].flat().map((it) => scopeRootOf(s.scope, it.url)).filter((r): r is string => r !== null))];
+        const roots = [
+          ...new Set(
+            [...byHost.values()]
+              .flat()
+              .map((it) => scopeRootOf(s.scope, it.url))
+              .filter((r): r is string => r !== null),
+          ),
+        ];
         if (roots.length) await redis.sadd(rootsKey, ...roots);
         for (const [host, items] of byHost) {
           const allowed = await campaign.inScope(items.map((it) => it.url));

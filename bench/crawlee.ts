@@ -126,8 +126,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
           if (m.type === want) done(() => resolve(m));
           else if (m.type === 'error') done(() => reject(new Error(`crawlee child failed: ${m.message}`)));
         };
-        const onExit = (code: number | null): void =>
-          done(() => reject(new Error(`crawlee child exited (${code}) before '${want}'; last output:\n${lines.join('\n')}`)));
+        const onExit = (code: number | null): void => done(() => reject(new Error(`crawlee child exited (${code}) before '${want}'; last output:\n${lines.join('\n')}`)));
         const done = (fn: () => void): void => {
           child.off('message', onMessage);
           child.off('exit', onExit);

@@ -57,7 +57,15 @@ const SCENARIOS: Record<string, Scenario> = {
   e: { name: '(e) 50 hosts × 20 pages, 1 s delay', hosts: 50, pages: 20, delayMs: 1000, optIn: true },
   d: { name: '(d) one host, 200k pages, fan-out 20 (frontier ≥ 100k), first 10k pages', hosts: 1, pages: 200_000, fanOut: 20, delayMs: 0, maxPages: 10_000, optIn: true },
   // Real-web shapes: a server that takes its time, and the delay asked for by robots.txt.
-  a2: { name: "(a′) 300 hosts × 21 pages, robots.txt Crawl-delay 1, 100 ms latency", hosts: 300, pages: 21, delayMs: 1000, delayFrom: 'robots', latency: { fixedMs: 100 }, optIn: true },
+  a2: {
+    name: '(a′) 300 hosts × 21 pages, robots.txt Crawl-delay 1, 100 ms latency',
+    hosts: 300,
+    pages: 21,
+    delayMs: 1000,
+    delayFrom: 'robots',
+    latency: { fixedMs: 100 },
+    optIn: true,
+  },
   l: { name: '(l) 500 hosts × 10 pages, 1 s delay, 300 ms–1 s latency', hosts: 500, pages: 10, delayMs: 1000, latency: { fixedMs: 300, randomMs: 700, seed: 1 }, optIn: true },
   // A campaign of many hosts (issue: a campaign of any size): one page each, the campaign's bookkeeping is the load.
   k: { name: '(k) 10,000 hosts × 1 page, 1 s delay', hosts: 10_000, pages: 1, delayMs: 1000, sitemaps: 'off', optIn: true },
@@ -150,7 +158,15 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
   // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
   // that keeps dying fails the run instead of leaving it waiting.
-  const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: (l) => { if (!l.startsWith('worker#') || process.env.CRAWLER_BENCH_VERBOSE) process.stderr.write(`${l}\n`); } });
+  const pool = new WorkerPool(
+    { ...env, CRAWLER_TASK_QUEUE: queue },
+    {
+      supervise: true,
+      onLog: (l) => {
+        if (!l.startsWith('worker#') || process.env.CRAWLER_BENCH_VERBOSE) process.stderr.write(`${l}\n`);
+      },
+    },
+  );
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
   let peakRss = 0;
@@ -158,7 +174,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const rssTimer = setInterval(() => {
     const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
     peakRss = Math.max(peakRss, ...each);
-    peakTotalRss = Math.max(peakTotalRss, each.reduce((a, b) => a + b, 0));
+    peakTotalRss = Math.max(
+      peakTotalRss,
+      each.reduce((a, b) => a + b, 0),
+    );
   }, 500);
   // Every 10 s: worker RSS (is memory flat?) and, for one-host scenarios, the frontier size.
   const samples: { s: number; rssMb: number[]; frontier?: number }[] = [];
@@ -278,7 +297,15 @@ async function seedListRun(workers: number, client: Client, env: Record<string, 
   try {
     const id = `bench-seeds-${Date.now().toString(36)}`;
     const t0 = now();
-    const handle = await startCampaign(client, queue, { campaignId: id, seedsFile: file, scope: { mode: 'same-host' }, politeness: { minDelayMs: 1000 }, sitemaps: 'off', fetch: { resolve: web.resolveArgs() }, output: { dir: path.join(dir, 'out') } });
+    const handle = await startCampaign(client, queue, {
+      campaignId: id,
+      seedsFile: file,
+      scope: { mode: 'same-host' },
+      politeness: { minDelayMs: 1000 },
+      sitemaps: 'off',
+      fetch: { resolve: web.resolveArgs() },
+      output: { dir: path.join(dir, 'out') },
+    });
     while (web.requests().filter((r) => r.path !== '/robots.txt').length === 0) await new Promise((r) => setTimeout(r, 100));
     const firstPageSeconds = Number(((now() - t0) / 1000).toFixed(1));
     while (web.requests().length < 2_000 && now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 200));
@@ -286,7 +313,14 @@ async function seedListRun(workers: number, client: Client, env: Record<string, 
     const input = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data?.length ?? 0;
     await handle.signal('cancel', { reason: 'bench over' });
     await handle.result().catch(() => undefined);
-    return { scenario: '(seeds) a campaign seeded from a 1,000,000-line gzip list', seeds: lines.length, listBytes: fs.statSync(file).size, firstPageSeconds, hostsWithRequestsAfterFirst2000: hostsCrawledAt, workflowInputBytes: input };
+    return {
+      scenario: '(seeds) a campaign seeded from a 1,000,000-line gzip list',
+      seeds: lines.length,
+      listBytes: fs.statSync(file).size,
+      firstPageSeconds,
+      hostsWithRequestsAfterFirst2000: hostsCrawledAt,
+      workflowInputBytes: input,
+    };
   } finally {
     await pool.stopAll();
     await web.close();
@@ -309,7 +343,14 @@ async function fairnessRun(workers: number, client: Client, env: Record<string, 
   const small = async (host: string) => {
     const t = now();
     const id = `bench-small-${Date.now().toString(36)}`;
-    const h = await startCampaign(client, queue, { campaignId: id, seeds: [web.url(host, '/')], politeness: { minDelayMs: 100 }, sitemaps: 'off', fetch: { resolve: web.resolveArgs() }, output: { dir: path.join(LOCAL_DIR, 'bench-output', id) } });
+    const h = await startCampaign(client, queue, {
+      campaignId: id,
+      seeds: [web.url(host, '/')],
+      politeness: { minDelayMs: 100 },
+      sitemaps: 'off',
+      fetch: { resolve: web.resolveArgs() },
+      output: { dir: path.join(LOCAL_DIR, 'bench-output', id) },
+    });
     const r = await h.result();
     return { seconds: Number(((now() - t) / 1000).toFixed(1)), pages: r.pages };
   };
@@ -329,7 +370,14 @@ async function fairnessRun(workers: number, client: Client, env: Record<string, 
     const largePagesAtSmallDone = web.requests().filter((r) => r.host.startsWith('large')).length;
     await large.signal('cancel', { reason: 'bench over' });
     await large.result().catch(() => undefined);
-    return { scenario: '(fair) a small campaign alone, then beside a large one on the same workers', workers, smallAloneSeconds: alone.seconds, smallBesideLargeSeconds: shared.seconds, ratio: Number((shared.seconds / alone.seconds).toFixed(2)), largeRequestsAtSmallDone: largePagesAtSmallDone };
+    return {
+      scenario: '(fair) a small campaign alone, then beside a large one on the same workers',
+      workers,
+      smallAloneSeconds: alone.seconds,
+      smallBesideLargeSeconds: shared.seconds,
+      ratio: Number((shared.seconds / alone.seconds).toFixed(2)),
+      largeRequestsAtSmallDone: largePagesAtSmallDone,
+    };
   } finally {
     await pool.stopAll();
     await web.close();
@@ -428,7 +476,8 @@ async function main() {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
-  for (const key of keys) if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
+  for (const key of keys)
+    if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
 
   const runCrawlees = async (s: Scenario) => {
     const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};

@@ -81,9 +81,9 @@ const runTs = (file, args) =>
 
 /**
  * ESLint (eslint.config.mjs: the recommended rules and the workflow
- * determinism rule), then the type check, then, with CRAWLER_LINT_FORMAT=1,
- * Prettier's check (off by default until the tree has had its one
- * formatting commit). All run, so one pass shows every kind of problem.
+ * determinism rule), then the type check, then Prettier's check (`npx
+ * prettier --write .` formats). All run, so one pass shows every kind of
+ * problem. CRAWLER_LINT_FORMAT=0 skips the format check.
  */
 function lint() {
   const tool = (...p) => path.join(root, 'node_modules', ...p);
@@ -91,7 +91,7 @@ function lint() {
     ['eslint', [tool('eslint', 'bin', 'eslint.js'), '--max-warnings', '0', '.']],
     ['tsc', [tool('typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json'), '--noEmit']],
   ];
-  if (process.env.CRAWLER_LINT_FORMAT === '1') steps.push(['prettier', [tool('prettier', 'bin', 'prettier.cjs'), '--check', '.']]);
+  if (process.env.CRAWLER_LINT_FORMAT !== '0') steps.push(['prettier', [tool('prettier', 'bin', 'prettier.cjs'), '--check', '.']]);
   const failed = steps.filter(([name, args]) => {
     process.stderr.write(`lint: ${name}\n`);
     return spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' }).status !== 0;
@@ -107,7 +107,13 @@ if (argv[0] === '--lint') {
   const lintFirst = argv[1] === '--lint-first';
   if (lintFirst && !lint()) process.exit(1);
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
-  run(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--config', path.join(root, 'jest.config.js'), '--forceExit', ...argv.slice(lintFirst ? 2 : 1)]);
+  run(process.execPath, [
+    path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+    '--config',
+    path.join(root, 'jest.config.js'),
+    '--forceExit',
+    ...argv.slice(lintFirst ? 2 : 1),
+  ]);
 } else if (argv[0] === '--bench') {
   runTs(path.join(root, 'bench', 'run.ts'), argv.slice(1));
 } else if (argv[0] === '--chaos') {
@@ -120,15 +126,13 @@ if (argv[0] === '--lint') {
   // workers `crawl` starts do (scripts/worker-bundle.cjs). `worker --help`
   // still goes through the CLI below.
   const workerBundle = require('./worker-bundle.cjs');
-  workerBundle
-    .ensureWorkerBundle()
-    .then(
-      (bundle) => run(process.execPath, [...workerBundle.workerNodeArgs(), bundle]),
-      (err) => {
-        process.stderr.write(`crawler: ${err.message}\n`);
-        process.exit(1);
-      },
-    );
+  workerBundle.ensureWorkerBundle().then(
+    (bundle) => run(process.execPath, [...workerBundle.workerNodeArgs(), bundle]),
+    (err) => {
+      process.stderr.write(`crawler: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
 } else {
   runTs(path.join(root, 'src', 'cli', 'main.ts'), argv);
 }

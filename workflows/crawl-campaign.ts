@@ -108,7 +108,12 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
   };
   const publishSteering = () =>
-    upsertMemo({ budgets: book.carry.budgets, minDelayMs: book.carry.minDelayMs ?? settings.politeness.minDelayMs, maxActiveHosts: book.carry.maxActiveHosts, paused: book.carry.paused });
+    upsertMemo({
+      budgets: book.carry.budgets,
+      minDelayMs: book.carry.minDelayMs ?? settings.politeness.minDelayMs,
+      maxActiveHosts: book.carry.maxActiveHosts,
+      paused: book.carry.paused,
+    });
 
   setHandler(
     setPolitenessUpdate,
@@ -182,7 +187,11 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
 
   const publishTotals = () => {
     const t = book.carry.snapshot?.totals;
-    if (t) upsertSearchAttributes([{ key: CrawlPages, value: t.fetched }, { key: CrawlErrors, value: t.failed }]);
+    if (t)
+      upsertSearchAttributes([
+        { key: CrawlPages, value: t.fetched },
+        { key: CrawlErrors, value: t.failed },
+      ]);
   };
   const dispatch = async () => {
     const now = Date.now();
@@ -206,7 +215,14 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         { key: CrawlCampaign, value: campaignId },
         { key: CrawlState, value: 'running' },
       ]);
-      upsertMemo({ seeds: settings.seeds.slice(0, 20), seedsFile: settings.seedsFile, scope: settings.scope, budgets: settings.budgets, politeness: settings.politeness, output: settings.output });
+      upsertMemo({
+        seeds: settings.seeds.slice(0, 20),
+        seedsFile: settings.seedsFile,
+        scope: settings.scope,
+        budgets: settings.budgets,
+        politeness: settings.politeness,
+        output: settings.output,
+      });
       const prep = await acts.prepareCampaign({ settings, campaignKey });
       if (prep.hosts === 0 && !settings.seedsFile) {
         throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, 'InvalidCampaignInput');

@@ -8,12 +8,11 @@ import { registerCommands } from './commands';
 /** The program for these arguments (`argv` as process.argv: node, script, command, …). */
 export async function buildProgram(argv: string[]): Promise<Command> {
   const program = new Command();
-  program
-    .name('crawler')
-    .description('Durable, workflow-orchestrated web crawler (Temporal + Redis)')
-    .showHelpAfterError()
-    .exitOverride();
-  await registerCommands(program, argv.slice(2).find((a) => !a.startsWith('-')));
+  program.name('crawler').description('Durable, workflow-orchestrated web crawler (Temporal + Redis)').showHelpAfterError().exitOverride();
+  await registerCommands(
+    program,
+    argv.slice(2).find((a) => !a.startsWith('-')),
+  );
   return program;
 }
 

@@ -26,9 +26,12 @@ export class ProgressReporter {
   }
 
   start(): void {
-    this.timer = setInterval(() => {
-      this.ticking = this.ticking.then(() => this.tick());
-    }, this.tty ? 1_000 : 5_000);
+    this.timer = setInterval(
+      () => {
+        this.ticking = this.ticking.then(() => this.tick());
+      },
+      this.tty ? 1_000 : 5_000,
+    );
   }
 
   async stop(): Promise<void> {

@@ -116,7 +116,9 @@ export async function checkSeedList(location: string, inlineSeeds: number, warn:
   const detail = `${examples.join('; ')}${invalid > SHOWN ? `; … and ${invalid - SHOWN} more` : ''}`;
   if (seeds === invalid && inlineSeeds === 0) {
     throw new UsageError(
-      seeds === 0 ? `${list}: no seed URLs in it (one URL per line; blank lines and # comments are skipped)` : `${list}: no usable seed URL in ${complete ? 'it' : 'its first 10,000'}: ${detail}`,
+      seeds === 0
+        ? `${list}: no seed URLs in it (one URL per line; blank lines and # comments are skipped)`
+        : `${list}: no usable seed URL in ${complete ? 'it' : 'its first 10,000'}: ${detail}`,
     );
   }
   if (invalid > 0) warn(`${list}: ${invalid} of ${seeds} seeds${complete ? '' : ' in its first batch'} are not usable URLs and will be skipped: ${detail}`);

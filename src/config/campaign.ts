@@ -227,7 +227,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   const seeds = Array.isArray(input.seeds) ? input.seeds : [];
   const seedsFile = seedsFileOf(problems, input.seedsFile);
   if (input.seeds !== undefined && !Array.isArray(input.seeds)) problems.push('seeds must be a list of URLs');
-  else if (seeds.length === 0 && (input.seedsFile === undefined || input.seedsFile === null)) problems.push('seeds must be a non-empty list of URLs, or seedsFile must name a seed list');
+  else if (seeds.length === 0 && (input.seedsFile === undefined || input.seedsFile === null))
+    problems.push('seeds must be a non-empty list of URLs, or seedsFile must name a seed list');
   if (seeds.some((s) => typeof s !== 'string')) problems.push('every seed must be a string');
   const mode = input.scope?.mode ?? CAMPAIGN_DEFAULTS.scope.mode;
   if (!SCOPE_MODES.includes(mode)) problems.push(`scope.mode must be one of ${SCOPE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);

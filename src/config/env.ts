@@ -69,18 +69,48 @@ const port = (name: string) => (raw: string) => {
 export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'temporalAddress', env: 'TEMPORAL_ADDRESS', default: '127.0.0.1:7233', parse: str, doc: 'Temporal frontend host:port' },
   { key: 'temporalNamespace', env: 'TEMPORAL_NAMESPACE', default: 'default', parse: str, doc: 'Temporal namespace' },
-  { key: 'temporalTls', env: 'TEMPORAL_TLS', default: null, parse: bool('TEMPORAL_TLS'), doc: 'TLS to Temporal: true/false (default: on when a TEMPORAL_TLS_* path, server name or TEMPORAL_API_KEY is set)' },
+  {
+    key: 'temporalTls',
+    env: 'TEMPORAL_TLS',
+    default: null,
+    parse: bool('TEMPORAL_TLS'),
+    doc: 'TLS to Temporal: true/false (default: on when a TEMPORAL_TLS_* path, server name or TEMPORAL_API_KEY is set)',
+  },
   { key: 'temporalTlsCertPath', env: 'TEMPORAL_TLS_CLIENT_CERT_PATH', default: null, parse: str, doc: 'mTLS client certificate (PEM file)' },
   { key: 'temporalTlsKeyPath', env: 'TEMPORAL_TLS_CLIENT_KEY_PATH', default: null, parse: str, doc: 'mTLS client private key (PEM file)' },
-  { key: 'temporalTlsCaPath', env: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', default: null, parse: str, doc: "CA certificate of the server's certificate (PEM file); default: the system's roots" },
+  {
+    key: 'temporalTlsCaPath',
+    env: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    default: null,
+    parse: str,
+    doc: "CA certificate of the server's certificate (PEM file); default: the system's roots",
+  },
   { key: 'temporalTlsServerName', env: 'TEMPORAL_TLS_SERVER_NAME', default: null, parse: str, doc: "Name to check the server's certificate against (and SNI)" },
   { key: 'temporalApiKey', env: 'TEMPORAL_API_KEY', default: null, parse: str, doc: 'API key (Temporal Cloud), sent as a bearer token' },
   { key: 'taskQueue', env: 'CRAWLER_TASK_QUEUE', default: 'crawler', parse: str, doc: 'Task queue of workflows and activities' },
-  { key: 'redisUrl', env: 'REDIS_URL', default: 'redis://127.0.0.1:6379', parse: redisUrl, doc: 'redis[s]://[user:pass@]host:port[/db], or redis[s]+cluster://[user:pass@]h1:p1,h2:p2' },
-  { key: 'activitySlots', env: 'CRAWLER_ACTIVITY_SLOTS', default: 1000, parse: int('CRAWLER_ACTIVITY_SLOTS'), doc: 'Concurrent activities per worker, mostly host sessions (each one host with a request or a short wait in flight)' },
+  {
+    key: 'redisUrl',
+    env: 'REDIS_URL',
+    default: 'redis://127.0.0.1:6379',
+    parse: redisUrl,
+    doc: 'redis[s]://[user:pass@]host:port[/db], or redis[s]+cluster://[user:pass@]h1:p1,h2:p2',
+  },
+  {
+    key: 'activitySlots',
+    env: 'CRAWLER_ACTIVITY_SLOTS',
+    default: 1000,
+    parse: int('CRAWLER_ACTIVITY_SLOTS'),
+    doc: 'Concurrent activities per worker, mostly host sessions (each one host with a request or a short wait in flight)',
+  },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
-  { key: 'metricsPort', env: 'CRAWLER_METRICS_PORT', default: null, parse: port('CRAWLER_METRICS_PORT'), doc: 'Prometheus /metrics port of each worker (0: any free port, printed at start)' },
+  {
+    key: 'metricsPort',
+    env: 'CRAWLER_METRICS_PORT',
+    default: null,
+    parse: port('CRAWLER_METRICS_PORT'),
+    doc: 'Prometheus /metrics port of each worker (0: any free port, printed at start)',
+  },
   { key: 'metricsHost', env: 'CRAWLER_METRICS_HOST', default: '127.0.0.1', parse: str, doc: 'IP address the metrics endpoints bind to' },
   { key: 'sdkMetricsPort', env: 'CRAWLER_SDK_METRICS_PORT', default: null, parse: port('CRAWLER_SDK_METRICS_PORT'), doc: "Port of the Temporal SDK's own Prometheus exporter" },
   { key: 'logLevel', env: 'CRAWLER_LOG_LEVEL', default: 'warn', parse: parseLogLevel, doc: 'JSON log level on stderr: trace, debug, info, warn, error, silent' },
@@ -137,9 +167,7 @@ export interface RedisAuth {
   password?: string;
 }
 
-export type RedisTarget =
-  | ({ kind: 'single'; tls: boolean; node: RedisNode; db: number } & RedisAuth)
-  | ({ kind: 'cluster'; tls: boolean; nodes: RedisNode[] } & RedisAuth);
+export type RedisTarget = ({ kind: 'single'; tls: boolean; node: RedisNode; db: number } & RedisAuth) | ({ kind: 'cluster'; tls: boolean; nodes: RedisNode[] } & RedisAuth);
 
 export class RedisUrlError extends Error {
   constructor(message: string) {

@@ -63,7 +63,7 @@ export class SteeringError extends Error {
   }
 }
 
-const shown = (v: unknown): string => (typeof v === 'number' ? String(v) : JSON.stringify(v) ?? String(v));
+const shown = (v: unknown): string => (typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v)));
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -97,9 +97,7 @@ export function resolveKnownHost(input: unknown, known: Iterable<string>): strin
   if (byName.length === 1) return byName[0];
   if (byName.length > 1) throw new SteeringError(`host ${shown(input)} is ambiguous in this campaign: ${byName.sort().join(', ')}; give the port`);
   const sample = hosts.sort().slice(0, 5).join(', ');
-  throw new SteeringError(
-    `host ${shown(input)} is not known to this campaign` + (hosts.length > 0 ? ` (${hosts.length} known, e.g. ${sample})` : ' (it knows no host yet)'),
-  );
+  throw new SteeringError(`host ${shown(input)} is not known to this campaign` + (hosts.length > 0 ? ` (${hosts.length} known, e.g. ${sample})` : ' (it knows no host yet)'));
 }
 
 /** The host key an operator typed (`host[:port]`, a pasted URL, any case), before it is matched against the campaign's hosts. */

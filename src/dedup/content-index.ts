@@ -5,10 +5,7 @@
 import type { Cluster, Redis, Result } from 'ioredis';
 import { simhashToHex } from './simhash';
 
-export type ContentVerdict =
-  | { kind: 'unique' }
-  | { kind: 'exact-duplicate'; of: string }
-  | { kind: 'near-duplicate'; of: string; distance: number };
+export type ContentVerdict = { kind: 'unique' } | { kind: 'exact-duplicate'; of: string } | { kind: 'near-duplicate'; of: string; distance: number };
 
 export interface ContentCheckInput {
   /** Normalised URL; it may not contain a newline (the index's record separator). */
@@ -191,7 +188,11 @@ export class ContentIndex {
   private readonly bucketCap: number;
   private readonly bandKeys: string[];
 
-  constructor(private readonly redis: Redis | Cluster, campaignKey: string, opts: ContentIndexOptions = {}) {
+  constructor(
+    private readonly redis: Redis | Cluster,
+    campaignKey: string,
+    opts: ContentIndexOptions = {},
+  ) {
     this.maxDistance = opts.maxDistance ?? 3;
     this.bucketCap = opts.bucketCap ?? 64;
     if (!Number.isInteger(this.maxDistance) || this.maxDistance < 0 || this.maxDistance >= MAX_BANDS) {

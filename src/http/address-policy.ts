@@ -34,9 +34,7 @@ export interface AddressClassification {
   embedded?: { form: EmbeddingForm; ipv4: string };
 }
 
-export type AddressVerdict =
-  | { allowed: true }
-  | { allowed: false; class: string; embedded?: { form: EmbeddingForm; ipv4: string } };
+export type AddressVerdict = { allowed: true } | { allowed: false; class: string; embedded?: { form: EmbeddingForm; ipv4: string } };
 
 export interface AddressPolicy {
   /** `address` is an IP literal without brackets (a zone suffix is accepted). */
@@ -73,10 +71,7 @@ export class AddressRefusedError extends Error {
 
   constructor(host: string, address: string, verdict: { class: string; embedded?: { form: EmbeddingForm; ipv4: string } }) {
     const shown = verdict.embedded ? `${address} (${verdict.embedded.form} ${verdict.embedded.ipv4})` : address;
-    super(
-      `host ${host} is at ${shown}, address class ${verdict.class}: refused by the address policy ` +
-        '(allow the range with allowAddresses or pin the host with --resolve)',
-    );
+    super(`host ${host} is at ${shown}, address class ${verdict.class}: refused by the address policy ` + '(allow the range with allowAddresses or pin the host with --resolve)');
     this.name = 'AddressRefusedError';
     this.host = host;
     this.address = address;
@@ -210,8 +205,7 @@ export function createGuardedLookup(policy: AddressPolicy, lookup: LookupFunctio
         callback(err, '');
         return;
       }
-      const answers: dns.LookupAddress[] =
-        typeof result === 'string' ? [{ address: result, family: family ?? (result.includes(':') ? 6 : 4) }] : result;
+      const answers: dns.LookupAddress[] = typeof result === 'string' ? [{ address: result, family: family ?? (result.includes(':') ? 6 : 4) }] : result;
       const allowed: dns.LookupAddress[] = [];
       let refused: AddressRefusedError | null = null;
       for (const answer of answers) {
@@ -220,8 +214,7 @@ export function createGuardedLookup(policy: AddressPolicy, lookup: LookupFunctio
         else refused ??= new AddressRefusedError(hostname, answer.address, verdict);
       }
       if (allowed.length === 0) {
-        const error: NodeJS.ErrnoException =
-          refused ?? Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
+        const error: NodeJS.ErrnoException = refused ?? Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
         callback(error, '');
         return;
       }

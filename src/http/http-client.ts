@@ -494,9 +494,7 @@ function createDecoder(coding: Coding, firstChunk: Buffer | null): Transform {
     case 'deflate': {
       // "deflate" should be zlib-wrapped (RFC 9110) but some servers send raw
       // DEFLATE; sniff the zlib header (CM=8, header checksum) like browsers.
-      const zlibWrapped =
-        firstChunk === null ||
-        ((firstChunk[0] & 0x0f) === 8 && (firstChunk.length < 2 || ((firstChunk[0] << 8) | firstChunk[1]) % 31 === 0));
+      const zlibWrapped = firstChunk === null || ((firstChunk[0] & 0x0f) === 8 && (firstChunk.length < 2 || ((firstChunk[0] << 8) | firstChunk[1]) % 31 === 0));
       const options = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
       return zlibWrapped ? zlib.createInflate(options) : zlib.createInflateRaw(options);
     }

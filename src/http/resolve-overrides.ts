@@ -129,11 +129,7 @@ export function findOverride(overrides: ResolveOverrides, host: string, port: nu
  * `fallback` (dns.lookup unless given) unchanged; pass
  * `createGuardedLookup(policy)` there to apply the address policy.
  */
-export function createLookup(
-  overrides: ResolveOverrides,
-  port: number,
-  fallback: LookupFunction = dns.lookup as LookupFunction,
-): LookupFunction {
+export function createLookup(overrides: ResolveOverrides, port: number, fallback: LookupFunction = dns.lookup as LookupFunction): LookupFunction {
   return (hostname, options, callback) => {
     const target = findOverride(overrides, hostname, port);
     if (!target) {

@@ -60,11 +60,21 @@ export class Logger {
     return LOG_LEVELS.indexOf(level) >= this.threshold;
   }
 
-  trace(msg: string, fields?: LogFields): void { this.log('trace', msg, fields); }
-  debug(msg: string, fields?: LogFields): void { this.log('debug', msg, fields); }
-  info(msg: string, fields?: LogFields): void { this.log('info', msg, fields); }
-  warn(msg: string, fields?: LogFields): void { this.log('warn', msg, fields); }
-  error(msg: string, fields?: LogFields): void { this.log('error', msg, fields); }
+  trace(msg: string, fields?: LogFields): void {
+    this.log('trace', msg, fields);
+  }
+  debug(msg: string, fields?: LogFields): void {
+    this.log('debug', msg, fields);
+  }
+  info(msg: string, fields?: LogFields): void {
+    this.log('info', msg, fields);
+  }
+  warn(msg: string, fields?: LogFields): void {
+    this.log('warn', msg, fields);
+  }
+  error(msg: string, fields?: LogFields): void {
+    this.log('error', msg, fields);
+  }
 
   /** `timeMs` overrides the clock (for events that carry their own time). */
   log(level: EmitLevel, msg: string, fields?: LogFields, timeMs?: number): void {
@@ -124,9 +134,19 @@ export class TemporalLoggerAdapter implements TemporalLogger {
     this.logger.log(l, message, fields, typeof nanos === 'bigint' ? Number(nanos / 1_000_000n) : undefined);
   }
 
-  trace(message: string, meta?: LogMetadata): void { this.log('TRACE', message, meta); }
-  debug(message: string, meta?: LogMetadata): void { this.log('DEBUG', message, meta); }
-  info(message: string, meta?: LogMetadata): void { this.log('INFO', message, meta); }
-  warn(message: string, meta?: LogMetadata): void { this.log('WARN', message, meta); }
-  error(message: string, meta?: LogMetadata): void { this.log('ERROR', message, meta); }
+  trace(message: string, meta?: LogMetadata): void {
+    this.log('TRACE', message, meta);
+  }
+  debug(message: string, meta?: LogMetadata): void {
+    this.log('DEBUG', message, meta);
+  }
+  info(message: string, meta?: LogMetadata): void {
+    this.log('INFO', message, meta);
+  }
+  warn(message: string, meta?: LogMetadata): void {
+    this.log('WARN', message, meta);
+  }
+  error(message: string, meta?: LogMetadata): void {
+    this.log('ERROR', message, meta);
+  }
 }

@@ -80,7 +80,11 @@ export class CrawlMetrics {
       registers,
     });
     this.fetchErrors = new Counter({ name: 'crawler_fetch_errors_total', help: 'Fetches that failed without a response, by error code', labelNames: ['code'], registers });
-    this.waitTotal = new Counter({ name: 'crawler_politeness_wait_seconds_total', help: "Time hosts waited for politeness: the domain workflows' sleeps between steps, host-clock waits and back-offs", registers });
+    this.waitTotal = new Counter({
+      name: 'crawler_politeness_wait_seconds_total',
+      help: "Time hosts waited for politeness: the domain workflows' sleeps between steps, host-clock waits and back-offs",
+      registers,
+    });
     this.wait = new Histogram({ name: 'crawler_politeness_wait_seconds', help: 'Politeness waits, one observation per wait', buckets: POLITENESS_WAIT_BUCKETS, registers });
     this.frontier = new Gauge({
       name: 'crawler_frontier_size',

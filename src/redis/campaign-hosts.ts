@@ -81,7 +81,10 @@ const PROBLEMS_KEPT = 1_000;
 export class CampaignHosts {
   private readonly k: ReturnType<typeof campaignKeys>;
 
-  constructor(private readonly redis: RedisLike, readonly campaignKey: string) {
+  constructor(
+    private readonly redis: RedisLike,
+    readonly campaignKey: string,
+  ) {
     this.k = campaignKeys(campaignKey);
   }
 

@@ -5,9 +5,9 @@ import { parseRedisUrl, redactRedisUrl, type RedisTarget } from '../config/env';
 const retryStrategy = (n: number) => Math.min(n * 200, 2000);
 
 /** What createRedis hands ioredis for a URL: the Redis options, or the Cluster's seed nodes and options. */
-export function redisClientOptions(target: RedisTarget):
-  | { kind: 'single'; options: RedisOptions }
-  | { kind: 'cluster'; nodes: { host: string; port: number }[]; options: ClusterOptions } {
+export function redisClientOptions(
+  target: RedisTarget,
+): { kind: 'single'; options: RedisOptions } | { kind: 'cluster'; nodes: { host: string; port: number }[]; options: ClusterOptions } {
   const auth = { ...(target.username ? { username: target.username } : {}), ...(target.password ? { password: target.password } : {}) };
   if (target.kind === 'single') {
     return {

@@ -84,7 +84,11 @@ export class SessionSupersededError extends Error {
 export class Frontier {
   private readonly keys: ReturnType<typeof hostKeys>;
 
-  constructor(private readonly redis: RedisLike, campaignKey: string, readonly host: string) {
+  constructor(
+    private readonly redis: RedisLike,
+    campaignKey: string,
+    readonly host: string,
+  ) {
     this.keys = hostKeys(campaignKey, host);
   }
 

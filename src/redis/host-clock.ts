@@ -8,7 +8,10 @@ import type { RedisLike } from './scripts';
 export class HostClock {
   private readonly key: string;
 
-  constructor(private readonly redis: RedisLike, host: string) {
+  constructor(
+    private readonly redis: RedisLike,
+    host: string,
+  ) {
     this.key = sharedHostKeys(host).clock;
   }
 

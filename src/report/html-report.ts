@@ -45,7 +45,9 @@ export function formatDuration(ms: number): string {
 const clip = (s: string, max = 60) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
 const pct = (v: number, max: number) => (max > 0 ? ((100 * v) / max).toFixed(1) : '0.0');
 const attrs = (a: Record<string, string | number | null>) =>
-  Object.entries(a).map(([k, v]) => ` data-${k}="${esc(v ?? '')}"`).join('');
+  Object.entries(a)
+    .map(([k, v]) => ` data-${k}="${esc(v ?? '')}"`)
+    .join('');
 
 const CSS = `
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:24px;color:#1f2328;background:#fff}
@@ -87,7 +89,12 @@ function summaryFigures(d: ReportData): string {
 function timelineChart(d: ReportData): string {
   const { buckets, bucketMs } = d.timeline;
   if (buckets.length === 0) return empty('dated entries');
-  const W = 900, H = 220, L = 44, R = 10, T = 10, B = 28;
+  const W = 900,
+    H = 220,
+    L = 44,
+    R = 10,
+    T = 10,
+    B = 28;
   const max = Math.max(1, ...buckets.map((b) => Math.max(b.fetched, b.failed, b.skipped)));
   const step = (W - L - R) / buckets.length;
   const x = (i: number) => L + step * (i + 0.5);
@@ -95,9 +102,11 @@ function timelineChart(d: ReportData): string {
   const line = (k: 'fetched' | 'failed' | 'skipped') => buckets.map((b, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(b[k]).toFixed(1)}`).join('');
   const area = `${line('fetched')}L${x(buckets.length - 1).toFixed(1)},${y(0)}L${x(0).toFixed(1)},${y(0)}Z`;
   const hits = buckets
-    .map((b, i) =>
-      `<rect class="hit"${attrs({ start: b.start, fetched: b.fetched, failed: b.failed, skipped: b.skipped })} x="${(L + step * i).toFixed(1)}" y="${T}" width="${step.toFixed(1)}" height="${H - T - B}">` +
-      `<title>${esc(`${b.start}: ${b.fetched} fetched, ${b.failed} failed, ${b.skipped} skipped`)}</title></rect>`)
+    .map(
+      (b, i) =>
+        `<rect class="hit"${attrs({ start: b.start, fetched: b.fetched, failed: b.failed, skipped: b.skipped })} x="${(L + step * i).toFixed(1)}" y="${T}" width="${step.toFixed(1)}" height="${H - T - B}">` +
+        `<title>${esc(`${b.start}: ${b.fetched} fetched, ${b.failed} failed, ${b.skipped} skipped`)}</title></rect>`,
+    )
     .join('');
   const hhmmss = (iso: string) => iso.slice(11, 19);
   return `<p class="legend muted">bucket ${esc(formatDuration(bucketMs))}<i style="background:#0969da"></i>fetched<i style="background:#cf222e"></i>failed<i style="background:#bf8700"></i>skipped</p>
@@ -114,14 +123,19 @@ ${hits}</svg>`;
 /** Horizontal bars, one per row, each with its key and count as data attributes. */
 function barChart(id: string, rows: { key: string; count: number }[]): string {
   if (rows.length === 0) return empty('data');
-  const W = 700, LABEL = 220, ROW = 22, max = Math.max(...rows.map((r) => r.count));
+  const W = 700,
+    LABEL = 220,
+    ROW = 22,
+    max = Math.max(...rows.map((r) => r.count));
   const bars = rows.map((r, i) => {
     const w = ((W - LABEL - 60) * r.count) / max;
     const yy = i * ROW;
-    return `<g${attrs({ key: r.key, count: r.count })}><title>${esc(`${r.key}: ${r.count}`)}</title>` +
+    return (
+      `<g${attrs({ key: r.key, count: r.count })}><title>${esc(`${r.key}: ${r.count}`)}</title>` +
       `<text x="${LABEL - 6}" y="${yy + 15}" text-anchor="end">${esc(clip(r.key, 34))}</text>` +
       `<rect class="fetched" x="${LABEL}" y="${yy + 4}" width="${w.toFixed(1)}" height="${ROW - 8}" rx="2"/>` +
-      `<text x="${(LABEL + w + 6).toFixed(1)}" y="${yy + 15}">${int(r.count)}</text></g>`;
+      `<text x="${(LABEL + w + 6).toFixed(1)}" y="${yy + 15}">${int(r.count)}</text></g>`
+    );
   });
   return `<svg id="${id}" viewBox="0 0 ${W} ${rows.length * ROW}" role="img">${bars.join('')}</svg>`;
 }
@@ -129,20 +143,24 @@ function barChart(id: string, rows: { key: string; count: number }[]): string {
 function hostTable(id: string, rows: HostRow[], by: 'fetched' | 'errors'): string {
   if (rows.length === 0) return empty(by === 'errors' ? 'hosts with errors' : 'hosts');
   const max = Math.max(...rows.map((r) => r[by]));
-  const body = rows.map((r) =>
-    `<tr${attrs({ host: r.host, fetched: r.fetched, failed: r.failed, skipped: r.skipped, 'http-errors': r.httpErrors, errors: r.errors, bytes: r.bytes })}>` +
-    `<td title="${esc(r.host)}">${esc(clip(r.host))}</td><td class="n">${int(r.fetched)}</td><td class="n">${int(r.failed)}</td>` +
-    `<td class="n">${int(r.httpErrors)}</td><td class="n">${int(r.skipped)}</td><td class="n">${esc(formatBytes(r.bytes))}</td>` +
-    `<td class="bar${by === 'errors' ? ' err' : ''}"><span style="width:${pct(r[by], max)}%"></span></td></tr>`);
+  const body = rows.map(
+    (r) =>
+      `<tr${attrs({ host: r.host, fetched: r.fetched, failed: r.failed, skipped: r.skipped, 'http-errors': r.httpErrors, errors: r.errors, bytes: r.bytes })}>` +
+      `<td title="${esc(r.host)}">${esc(clip(r.host))}</td><td class="n">${int(r.fetched)}</td><td class="n">${int(r.failed)}</td>` +
+      `<td class="n">${int(r.httpErrors)}</td><td class="n">${int(r.skipped)}</td><td class="n">${esc(formatBytes(r.bytes))}</td>` +
+      `<td class="bar${by === 'errors' ? ' err' : ''}"><span style="width:${pct(r[by], max)}%"></span></td></tr>`,
+  );
   return `<table id="${id}"><thead><tr><th>host</th><th>fetched</th><th>failed</th><th>HTTP ≥ 400</th><th>skipped</th><th>bytes</th><th>${by}</th></tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
 
 function problemTable(d: ReportData): string {
   if (d.problems.length === 0) return empty('failures, skips or HTTP errors');
   const max = Math.max(...d.problems.map((p) => p.count));
-  const body = d.problems.map((p) =>
-    `<tr${attrs({ outcome: p.outcome, code: p.code, count: p.count })}><td>${esc(p.outcome)}</td><td>${esc(p.code ?? '—')}</td>` +
-    `<td class="n">${int(p.count)}</td><td class="bar err"><span style="width:${pct(p.count, max)}%"></span></td><td class="url">${esc(clip(p.exampleUrl, 200))}</td></tr>`);
+  const body = d.problems.map(
+    (p) =>
+      `<tr${attrs({ outcome: p.outcome, code: p.code, count: p.count })}><td>${esc(p.outcome)}</td><td>${esc(p.code ?? '—')}</td>` +
+      `<td class="n">${int(p.count)}</td><td class="bar err"><span style="width:${pct(p.count, max)}%"></span></td><td class="url">${esc(clip(p.exampleUrl, 200))}</td></tr>`,
+  );
   return `<table id="table-problems"><thead><tr><th>outcome</th><th>code</th><th>count</th><th></th><th>example URL</th></tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
 
@@ -150,23 +168,32 @@ function problemTable(d: ReportData): string {
 function politeness(d: ReportData): string {
   const { rows, omittedHosts } = d.politeness;
   if (rows.length === 0) return empty('hosts with two or more responses');
-  const W = 700, LABEL = 220, ROW = 18, max = Math.max(1, ...rows.map((r) => r.medianMs));
+  const W = 700,
+    LABEL = 220,
+    ROW = 18,
+    max = Math.max(1, ...rows.map((r) => r.medianMs));
   const sx = (v: number) => LABEL + ((W - LABEL - 80) * Math.min(v, max)) / max;
   const chart = rows.map((r, i) => {
     const yy = i * ROW;
-    return `<g${attrs({ host: r.host, 'min-ms': r.minMs, 'median-ms': r.medianMs })}><title>${esc(`${r.host}: median ${r.medianMs} ms, min ${r.minMs} ms`)}</title>` +
+    return (
+      `<g${attrs({ host: r.host, 'min-ms': r.minMs, 'median-ms': r.medianMs })}><title>${esc(`${r.host}: median ${r.medianMs} ms, min ${r.minMs} ms`)}</title>` +
       `<text x="${LABEL - 6}" y="${yy + 13}" text-anchor="end">${esc(clip(r.host, 34))}</text>` +
       `<rect class="fetched" x="${LABEL}" y="${yy + 4}" width="${(sx(r.medianMs) - LABEL).toFixed(1)}" height="${ROW - 8}" fill-opacity=".6"/>` +
       `<line x1="${sx(r.minMs).toFixed(1)}" x2="${sx(r.minMs).toFixed(1)}" y1="${yy + 1}" y2="${yy + ROW - 1}" stroke="#cf222e" stroke-width="2"/>` +
-      `<text x="${(sx(r.medianMs) + 6).toFixed(1)}" y="${yy + 13}">${esc(formatDuration(r.medianMs))}</text></g>`;
+      `<text x="${(sx(r.medianMs) + 6).toFixed(1)}" y="${yy + 13}">${esc(formatDuration(r.medianMs))}</text></g>`
+    );
   });
-  const table = rows.map((r) =>
-    `<tr${attrs({ host: r.host, requests: r.requests, 'min-ms': r.minMs, 'median-ms': r.medianMs })}><td title="${esc(r.host)}">${esc(clip(r.host))}</td>` +
-    `<td class="n">${int(r.requests)}</td><td class="n">${int(r.minMs)} ms</td><td class="n">${int(r.medianMs)} ms</td></tr>`);
-  return `<p class="legend muted">bar: median wait<i style="background:#cf222e"></i>minimum wait</p>` +
+  const table = rows.map(
+    (r) =>
+      `<tr${attrs({ host: r.host, requests: r.requests, 'min-ms': r.minMs, 'median-ms': r.medianMs })}><td title="${esc(r.host)}">${esc(clip(r.host))}</td>` +
+      `<td class="n">${int(r.requests)}</td><td class="n">${int(r.minMs)} ms</td><td class="n">${int(r.medianMs)} ms</td></tr>`,
+  );
+  return (
+    `<p class="legend muted">bar: median wait<i style="background:#cf222e"></i>minimum wait</p>` +
     `<svg id="chart-politeness" viewBox="0 0 ${W} ${rows.length * ROW}" role="img">${chart.join('')}</svg>` +
     `<table id="table-politeness"><thead><tr><th>host</th><th>requests</th><th>min wait</th><th>median wait</th></tr></thead><tbody>${table.join('')}</tbody></table>` +
-    (omittedHosts ? `<p class="muted" data-omitted-hosts="${omittedHosts}">${int(omittedHosts)} more hosts with longer waits not shown.</p>` : '');
+    (omittedHosts ? `<p class="muted" data-omitted-hosts="${omittedHosts}">${int(omittedHosts)} more hosts with longer waits not shown.</p>` : '')
+  );
 }
 
 export function renderReportHtml(d: ReportData): string {
@@ -181,7 +208,23 @@ export function renderReportHtml(d: ReportData): string {
 <h1>Crawl report: <span id="campaign-id">${esc(d.campaignId)}</span></h1>
 <p class="muted">${esc(span)} · generated ${esc(d.generatedAt)}</p>
 ${summaryFigures(d)}
-${section('timeline', 'Entries over time', timelineChart(d))}${section('status-codes', 'Status codes', barChart('chart-status-codes', d.statusCodes.map((r) => ({ key: String(r.status), count: r.count }))), 'responses only')}${section('content-types', 'Content types', barChart('chart-content-types', d.contentTypes.map((r) => ({ key: r.type, count: r.count }))), 'responses only, by media type')}${section('top-hosts-pages', 'Top hosts by pages', hostTable('table-top-hosts-pages', d.topHostsByPages, 'fetched'))}${section('top-hosts-errors', 'Top hosts by errors', hostTable('table-top-hosts-errors', d.topHostsByErrors, 'errors'), 'errors = failed URLs and responses with status ≥ 400, each URL counted once')}${section('problems', 'Errors and outcomes', problemTable(d), 'every entry that is not a successful fetch, by outcome and code')}${section('politeness', 'Politeness: waits between requests to a host', politeness(d), 'gaps between the starts of consecutive requests that got a response; shortest minimum first')}<script type="application/json" id="report-data">${jsonForScript(d)}</script>
+${section('timeline', 'Entries over time', timelineChart(d))}${section(
+    'status-codes',
+    'Status codes',
+    barChart(
+      'chart-status-codes',
+      d.statusCodes.map((r) => ({ key: String(r.status), count: r.count })),
+    ),
+    'responses only',
+  )}${section(
+    'content-types',
+    'Content types',
+    barChart(
+      'chart-content-types',
+      d.contentTypes.map((r) => ({ key: r.type, count: r.count })),
+    ),
+    'responses only, by media type',
+  )}${section('top-hosts-pages', 'Top hosts by pages', hostTable('table-top-hosts-pages', d.topHostsByPages, 'fetched'))}${section('top-hosts-errors', 'Top hosts by errors', hostTable('table-top-hosts-errors', d.topHostsByErrors, 'errors'), 'errors = failed URLs and responses with status ≥ 400, each URL counted once')}${section('problems', 'Errors and outcomes', problemTable(d), 'every entry that is not a successful fetch, by outcome and code')}${section('politeness', 'Politeness: waits between requests to a host', politeness(d), 'gaps between the starts of consecutive requests that got a response; shortest minimum first')}<script type="application/json" id="report-data">${jsonForScript(d)}</script>
 </body></html>
 `;
 }

@@ -102,8 +102,10 @@ export interface ReportData {
 }
 
 const timeOf = (e: IndexEntry): number => Date.parse(e.fetchedAt);
-const byCountThenName = <T extends { count: number }>(key: (t: T) => string) => (a: T, b: T) =>
-  b.count - a.count || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+const byCountThenName =
+  <T extends { count: number }>(key: (t: T) => string) =>
+  (a: T, b: T) =>
+    b.count - a.count || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** `text/HTML; charset=x` → `text/html`. */
@@ -246,16 +248,10 @@ export interface BuildReportOptions {
 
 export function buildReportData(entries: IndexEntry[], opts: BuildReportOptions): ReportData {
   const responses = entries.filter((e) => typeof e.status === 'number');
-  const statusCodes = [...countBy(responses.map((e) => e.status as number))]
-    .map(([status, count]) => ({ status, count }))
-    .sort((a, b) => a.status - b.status);
-  const types = [...countBy(responses.map((e) => mediaType(e.contentType)))]
-    .map(([type, count]) => ({ type, count }))
-    .sort(byCountThenName((t) => t.type));
+  const statusCodes = [...countBy(responses.map((e) => e.status as number))].map(([status, count]) => ({ status, count })).sort((a, b) => a.status - b.status);
+  const types = [...countBy(responses.map((e) => mediaType(e.contentType)))].map(([type, count]) => ({ type, count })).sort(byCountThenName((t) => t.type));
   const tail = types.slice(TOP_CONTENT_TYPES);
-  const contentTypes = tail.length
-    ? [...types.slice(0, TOP_CONTENT_TYPES), { type: OTHER_TYPES, count: tail.reduce((n, t) => n + t.count, 0) }]
-    : types;
+  const contentTypes = tail.length ? [...types.slice(0, TOP_CONTENT_TYPES), { type: OTHER_TYPES, count: tail.reduce((n, t) => n + t.count, 0) }] : types;
   const hosts = hostRows(entries);
   return {
     campaignId: opts.campaignId,

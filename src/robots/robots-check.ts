@@ -26,12 +26,7 @@ export interface RobotsCheckOptions {
 }
 
 /** The command's output lines, without I/O: `<url>\tallowed|disallowed`, then the delay if asked. */
-export function robotsCheckLines(
-  body: string | Uint8Array,
-  agent: string,
-  urls: readonly string[],
-  opts: RobotsCheckOptions = {},
-): string[] {
+export function robotsCheckLines(body: string | Uint8Array, agent: string, urls: readonly string[], opts: RobotsCheckOptions = {}): string[] {
   const rules = parseRobotsTxt(body).rulesFor(agent);
   const lines = urls.map((url) => `${url}\t${rules.isAllowed(url) ? 'allowed' : 'disallowed'}`);
   if (opts.crawlDelay) lines.push(rules.crawlDelaySec === undefined ? 'none' : String(rules.crawlDelaySec));

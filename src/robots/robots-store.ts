@@ -10,9 +10,7 @@ export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000;
 export const ROBOTS_UNAVAILABLE_TTL_MS = 60_000;
 const LOCAL_TTL_MS = 60_000;
 
-export type StoredRobots =
-  | { state: 'ok'; robots: RobotsTxtJson; status: number | null; fetchedAt: string }
-  | { state: 'unavailable'; detail: string; fetchedAt: string };
+export type StoredRobots = { state: 'ok'; robots: RobotsTxtJson; status: number | null; fetchedAt: string } | { state: 'unavailable'; detail: string; fetchedAt: string };
 
 export class RobotsStore {
   private readonly local = new Map<string, { at: number; value: StoredRobots; parsed: RobotsTxt | null }>();

@@ -136,10 +136,7 @@ function hexVal(c: number): number {
 }
 
 function isUnreserved(b: number): boolean {
-  return (
-    (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57) ||
-    b === 45 || b === 46 || b === 95 || b === 126
-  );
+  return (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b === 45 || b === 46 || b === 95 || b === 126;
 }
 
 // RFC 3986 reserved characters (gen-delims and sub-delims), kept literal so
@@ -156,10 +153,7 @@ function pctCodePoint(cp: number): string {
   if (cp < 0x10000) {
     return pctByte(0xe0 | (cp >> 12)) + pctByte(0x80 | ((cp >> 6) & 63)) + pctByte(0x80 | (cp & 63));
   }
-  return (
-    pctByte(0xf0 | (cp >> 18)) + pctByte(0x80 | ((cp >> 12) & 63)) +
-    pctByte(0x80 | ((cp >> 6) & 63)) + pctByte(0x80 | (cp & 63))
-  );
+  return pctByte(0xf0 | (cp >> 18)) + pctByte(0x80 | ((cp >> 12) & 63)) + pctByte(0x80 | ((cp >> 6) & 63)) + pctByte(0x80 | (cp & 63));
 }
 
 /**

@@ -290,7 +290,12 @@ class LineSplitter {
       const lf = chunk.indexOf(LF, i);
       const piece = chunk.subarray(i, lf < 0 ? chunk.length : lf);
       if (this.partBytes + piece.length > this.maxLineBytes) {
-        throw new SeedSourceError('SEEDS_TOO_LONG_LINE', this.source, `line ${this.line + 1} of ${this.source} is longer than ${this.maxLineBytes} bytes: expected one URL per line`, { line: this.line + 1 });
+        throw new SeedSourceError(
+          'SEEDS_TOO_LONG_LINE',
+          this.source,
+          `line ${this.line + 1} of ${this.source} is longer than ${this.maxLineBytes} bytes: expected one URL per line`,
+          { line: this.line + 1 },
+        );
       }
       if (lf < 0) {
         // Copied: a subarray would pin the whole chunk until the line ends.
@@ -321,7 +326,8 @@ class LineSplitter {
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 function decodeLine(source: string, bytes: Buffer, line: number): string {
-  const notText = (what: string) => new SeedSourceError('SEEDS_NOT_TEXT', source, `line ${line} of ${source} ${what}: expected a UTF-8 text file (or gzip of one) with one URL per line`, { line });
+  const notText = (what: string) =>
+    new SeedSourceError('SEEDS_NOT_TEXT', source, `line ${line} of ${source} ${what}: expected a UTF-8 text file (or gzip of one) with one URL per line`, { line });
   if (bytes.includes(0)) throw notText('contains a NUL byte');
   const text = bytes.toString('utf8');
   // The lenient decode is the fast path; U+FFFD may be a real character or a bad byte.
@@ -387,7 +393,11 @@ async function* fileText(source: string, file: string, start: number): AsyncGene
 }
 
 function changed(source: string, at: number): SeedSourceError {
-  return new SeedSourceError('SEEDS_CHANGED', source, `seed list ${source} changed since it was read: byte ${at} is not the start of a line any more (or the list is shorter); start the read again from the beginning`);
+  return new SeedSourceError(
+    'SEEDS_CHANGED',
+    source,
+    `seed list ${source} changed since it was read: byte ${at} is not the start of a line any more (or the list is shorter); start the read again from the beginning`,
+  );
 }
 
 const isGzip = (b: Buffer) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b;
@@ -481,12 +491,18 @@ async function* urlBytes(source: string, url: URL, opts: Omit<SeedReadOptions, '
     if (opts.signal?.aborted) return opts.signal.reason ?? err;
     const code = (err as { code?: string }).code ?? '';
     const limit =
-      code === 'UND_ERR_CONNECT_TIMEOUT' ? `did not accept a connection within ${t.connectTimeoutMs} ms`
-      : code === 'UND_ERR_HEADERS_TIMEOUT' ? `did not answer within ${t.headersTimeoutMs} ms`
-      : code === 'UND_ERR_BODY_TIMEOUT' ? `sent nothing for ${t.bodyTimeoutMs} ms in the middle of the list`
-      : null;
+      code === 'UND_ERR_CONNECT_TIMEOUT'
+        ? `did not accept a connection within ${t.connectTimeoutMs} ms`
+        : code === 'UND_ERR_HEADERS_TIMEOUT'
+          ? `did not answer within ${t.headersTimeoutMs} ms`
+          : code === 'UND_ERR_BODY_TIMEOUT'
+            ? `sent nothing for ${t.bodyTimeoutMs} ms in the middle of the list`
+            : null;
     if (limit) return new SeedSourceError('SEEDS_TIMEOUT', source, `seed list ${source} ${limit}`, { cause: err, retryable: true });
-    return new SeedSourceError('SEEDS_UNREADABLE', source, `cannot download seed list ${source}: ${(err as Error).message}${code ? ` (${code})` : ''}`, { cause: err, retryable: true });
+    return new SeedSourceError('SEEDS_UNREADABLE', source, `cannot download seed list ${source}: ${(err as Error).message}${code ? ` (${code})` : ''}`, {
+      cause: err,
+      retryable: true,
+    });
   };
   try {
     let res: Awaited<ReturnType<typeof request>>;
@@ -505,9 +521,14 @@ async function* urlBytes(source: string, url: URL, opts: Omit<SeedReadOptions, '
       await res.body.dump().catch(() => {});
       const s = res.statusCode;
       if (s === 404 || s === 410) throw new SeedSourceError('SEEDS_NOT_FOUND', source, `seed list ${source} does not exist (HTTP ${s})`);
-      throw new SeedSourceError('SEEDS_UNREADABLE', source, `seed list ${source} answered HTTP ${s}${s >= 300 && s < 400 ? ` (more than ${MAX_REDIRECTS} redirects, or one without a Location)` : ''}`, {
-        retryable: s >= 500 || s === 429 || s === 408,
-      });
+      throw new SeedSourceError(
+        'SEEDS_UNREADABLE',
+        source,
+        `seed list ${source} answered HTTP ${s}${s >= 300 && s < 400 ? ` (more than ${MAX_REDIRECTS} redirects, or one without a Location)` : ''}`,
+        {
+          retryable: s >= 500 || s === 429 || s === 408,
+        },
+      );
     }
     try {
       for await (const chunk of res.body) yield chunk as Buffer;

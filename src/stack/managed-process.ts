@@ -10,7 +10,11 @@ export class ManagedProcess {
   private exitInfo: string | null = null;
   private readonly exited: Promise<void>;
 
-  private constructor(readonly name: string, readonly child: ChildProcess, readonly logFile: string) {
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+    readonly logFile: string,
+  ) {
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitInfo = signal ? `signal ${signal}` : `exit code ${code}`;

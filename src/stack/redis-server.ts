@@ -39,14 +39,22 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<Manage
   const bin = await findOrInstallRedisServer(opts.log);
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const args = [
-    '--port', String(opts.port),
-    '--bind', '127.0.0.1',
-    '--dir', opts.dataDir,
-    '--appendonly', 'yes',
-    '--appendfsync', 'everysec',
-    '--save', '',
-    '--daemonize', 'no',
-    '--protected-mode', 'yes',
+    '--port',
+    String(opts.port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    opts.dataDir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'yes',
     ...(opts.extraArgs ?? []),
   ];
   const proc = ManagedProcess.start('redis', bin, args, {
@@ -55,7 +63,12 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<Manage
   });
   const url = `redis://127.0.0.1:${opts.port}`;
   try {
-    await waitFor(`redis-server on ${url}`, () => redisReachable(url), 30_000, () => proc.deadReason());
+    await waitFor(
+      `redis-server on ${url}`,
+      () => redisReachable(url),
+      30_000,
+      () => proc.deadReason(),
+    );
   } catch (err) {
     await proc.stop();
     throw err;

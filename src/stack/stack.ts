@@ -85,17 +85,14 @@ const LEGACY_PROGRAM: Record<ServerName, RegExp> = {
  * it cannot hit an unrelated process that reused the pid. Without procfs
  * (macOS) a live pid is all there is to go on.
  */
-export function ownsServer(
-  name: ServerName,
-  entry: { pid: number; identity?: ProcessIdentity },
-  procRoot = '/proc',
-): { ours: boolean; why: string } {
+export function ownsServer(name: ServerName, entry: { pid: number; identity?: ProcessIdentity }, procRoot = '/proc'): { ours: boolean; why: string } {
   if (!fs.existsSync(procRoot)) return pidAlive(entry.pid) ? { ours: true, why: 'alive (no procfs to check more)' } : { ours: false, why: 'not running' };
   const now = processIdentity(entry.pid, procRoot);
   if (!now) return { ours: false, why: 'not running' };
   if (entry.identity) {
     if (now.startTime !== entry.identity.startTime) return { ours: false, why: `pid ${entry.pid} was started at another time: another process has it now (${now.cmdline})` };
-    if (now.cmdline !== entry.identity.cmdline) return { ours: false, why: `pid ${entry.pid} now runs ${JSON.stringify(now.cmdline)}, not ${JSON.stringify(entry.identity.cmdline)}` };
+    if (now.cmdline !== entry.identity.cmdline)
+      return { ours: false, why: `pid ${entry.pid} now runs ${JSON.stringify(now.cmdline)}, not ${JSON.stringify(entry.identity.cmdline)}` };
     return { ours: true, why: 'same command line and start time' };
   }
   return LEGACY_PROGRAM[name].test(now.cmdline)
@@ -129,9 +126,17 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
   const dataDir = opts.dataDir ?? STACK_DIR;
   const temporalPort = opts.temporalPort ?? (await freePort());
   const redisPort = opts.redisPort ?? (await freePort());
-  const uiPort = opts.headless ? undefined : opts.uiPort ?? temporalPort + 1000;
+  const uiPort = opts.headless ? undefined : (opts.uiPort ?? temporalPort + 1000);
   const [temporal, redis] = await Promise.all([
-    startTemporalDevServer({ port: temporalPort, uiPort, headless: opts.headless, dataDir: path.join(dataDir, 'temporal'), detached: opts.detached, log: opts.log, dynamicConfig: opts.temporalDynamicConfig }),
+    startTemporalDevServer({
+      port: temporalPort,
+      uiPort,
+      headless: opts.headless,
+      dataDir: path.join(dataDir, 'temporal'),
+      detached: opts.detached,
+      log: opts.log,
+      dynamicConfig: opts.temporalDynamicConfig,
+    }),
     startRedisServer({ port: redisPort, dataDir: path.join(dataDir, 'redis'), detached: opts.detached, log: opts.log }),
   ]);
   const endpoints: StackEndpoints = {

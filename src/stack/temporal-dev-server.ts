@@ -43,7 +43,12 @@ export async function temporalReachable(address: string, timeoutMs = 1500): Prom
 }
 
 /** Dynamic config that turns task queue fairness on (a deployment sets the same on its server: docs/operations.md). */
-export const FAIRNESS_DYNAMIC_CONFIG = ['matching.useNewMatcher=true', 'matching.enableFairness=true', 'matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'];
+export const FAIRNESS_DYNAMIC_CONFIG = [
+  'matching.useNewMatcher=true',
+  'matching.enableFairness=true',
+  'matching.numTaskqueueReadPartitions=1',
+  'matching.numTaskqueueWritePartitions=1',
+];
 
 /**
  * `temporal server start-dev` with SQLite persistence under dataDir, so
@@ -59,15 +64,22 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   }
   const cli = await findOrInstallTemporalCli(opts.log);
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(opts.port),
-    '--db-filename', path.join(opts.dataDir, 'temporal.sqlite'),
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--db-filename',
+    path.join(opts.dataDir, 'temporal.sqlite'),
+    '--log-level',
+    'warn',
     // WAL keeps the single SQLite file from serialising every history write
     // behind fsync; a crash still recovers from the WAL.
-    '--sqlite-pragma', 'journal_mode=wal',
-    '--sqlite-pragma', 'synchronous=normal',
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
     // Campaigns sharing the workers share them fairly: each campaign's tasks
     // carry its ID as fairness key (src/temporal/campaign-client.ts,
     // activities/campaign-hosts.ts), and the matcher round-robins between keys
@@ -84,7 +96,12 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   });
   const address = `127.0.0.1:${opts.port}`;
   try {
-    await waitFor(`Temporal dev server on ${address}`, () => temporalReachable(address), 90_000, () => proc.deadReason());
+    await waitFor(
+      `Temporal dev server on ${address}`,
+      () => temporalReachable(address),
+      90_000,
+      () => proc.deadReason(),
+    );
   } catch (err) {
     await proc.stop();
     throw err;

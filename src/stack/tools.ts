@@ -83,8 +83,7 @@ export async function findOrInstallOpenssl(opts: InstallOptions = {}): Promise<s
   if (!(opts.root ?? isRoot()) || !aptGet) {
     throw new StackError(
       'TOOL_MISSING',
-      'openssl is not installed; the tests make throwaway TLS certificates with it. ' +
-        'Install it (Debian/Ubuntu: `sudo apt-get install openssl`).',
+      'openssl is not installed; the tests make throwaway TLS certificates with it. ' + 'Install it (Debian/Ubuntu: `sudo apt-get install openssl`).',
     );
   }
   return withInstallLock(async () => {
@@ -181,8 +180,7 @@ export async function findOrInstallRedisServer(log: (msg: string) => void = () =
   if (!isRoot() || !apt) {
     throw new StackError(
       'TOOL_MISSING',
-      'redis-server is not installed. Install Redis (Debian/Ubuntu: `sudo apt-get install redis-server`), ' +
-        'or set REDIS_URL to use a running Redis.',
+      'redis-server is not installed. Install Redis (Debian/Ubuntu: `sudo apt-get install redis-server`), ' + 'or set REDIS_URL to use a running Redis.',
     );
   }
   return withInstallLock(async () => {

@@ -14,14 +14,7 @@ import { SerialQueue } from './serial-queue';
 // machines) write into the same folder, so each process owns its own files
 // and never appends to anybody else's.
 
-export type StorageErrorCode =
-  | 'OPEN_FAILED'
-  | 'WRITE_FAILED'
-  | 'CLOSE_FAILED'
-  | 'CLOSED'
-  | 'INVALID_INPUT'
-  | 'READ_FAILED'
-  | 'CORRUPT';
+export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT';
 
 /** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
 export class StorageError extends Error {
@@ -79,11 +72,7 @@ export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
 const MAX_NAME_ATTEMPTS = 20;
 
 /** Creates a new file that did not exist before (O_EXCL), retrying with a fresh name on collision. */
-export async function createUniqueFile(
-  dir: string,
-  prefix: string,
-  suffix: string,
-): Promise<{ name: string; path: string; fh: FileHandle }> {
+export async function createUniqueFile(dir: string, prefix: string, suffix: string): Promise<{ name: string; path: string; fh: FileHandle }> {
   let lastErr: unknown;
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
     const name = `${uniqueFileStem(prefix)}${suffix}`;
@@ -270,11 +259,7 @@ function hostOf(url: string): string | null {
  * A fresh Content-Length with the stored size is appended, so a reader of the
  * HTTP block never depends on connection-close framing.
  */
-export function storedResponseHeaders(
-  headers: Record<string, string>,
-  storedBytes: number,
-  bodyDecoded: boolean,
-): [string, string][] {
+export function storedResponseHeaders(headers: Record<string, string>, storedBytes: number, bodyDecoded: boolean): [string, string][] {
   const out: [string, string][] = [];
   for (const [rawName, value] of Object.entries(headers)) {
     const name = headerSafe(rawName);
@@ -488,10 +473,7 @@ export class WarcWriter {
     }
   }
 
-  private async buildExchange(
-    ex: WarcExchange,
-    warcinfoId: string,
-  ): Promise<{ members: { bytes: Uint8Array; payloadDigest: string; blockDigest: string }[]; responseId: string }> {
+  private async buildExchange(ex: WarcExchange, warcinfoId: string): Promise<{ members: { bytes: Uint8Array; payloadDigest: string; blockDigest: string }[]; responseId: string }> {
     const date = ex.fetchedAt.toISOString();
     const responseId = urn();
     const common: Record<string, string> = { 'WARC-Warcinfo-ID': warcinfoId };
@@ -580,10 +562,7 @@ export class WarcWriter {
     },
     body: Uint8Array,
   ): WARCRecord {
-    const rec = WARCRecord.create(
-      { url: o.url, date: o.date, type: o.type, warcVersion: WARC_VERSION, warcHeaders: o.warcHeaders },
-      [body],
-    );
+    const rec = WARCRecord.create({ url: o.url, date: o.date, type: o.type, warcVersion: WARC_VERSION, warcHeaders: o.warcHeaders }, [body]);
     // Set after create(): create() would put our headers into a plain
     // HeadersMultiMap, which mangles values containing ",,," (see VerbatimHeaders).
     rec.httpHeaders = new StatusAndHeaders({ statusline: o.statusline, headers: verbatim(o.headers) });

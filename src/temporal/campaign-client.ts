@@ -8,7 +8,11 @@ export function newCampaignId(now = new Date()): string {
   return `crawl-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
-export async function startCampaign(client: Client, taskQueue: string, input: CampaignInput & { campaignId: string }): Promise<WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>> {
+export async function startCampaign(
+  client: Client,
+  taskQueue: string,
+  input: CampaignInput & { campaignId: string },
+): Promise<WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>> {
   return client.workflow.start<typeof crawlCampaign>('crawlCampaign', {
     taskQueue,
     workflowId: input.campaignId,

@@ -12,7 +12,7 @@ export function clientEndpoints(): { temporalAddress: string; redisUrl: string; 
   return {
     temporalAddress: process.env.TEMPORAL_ADDRESS ?? state.temporal?.address ?? cfg.temporalAddress,
     redisUrl: process.env.REDIS_URL ?? state.redis?.url ?? cfg.redisUrl,
-    uiUrl: process.env.TEMPORAL_ADDRESS ? null : state.temporal?.uiUrl ?? null,
+    uiUrl: process.env.TEMPORAL_ADDRESS ? null : (state.temporal?.uiUrl ?? null),
   };
 }
 
@@ -88,8 +88,6 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
   const types = proto.api.enums.v1.IndexedValueType;
   await svc.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(
-      missing.map((sa) => [sa.name, sa.cliType === 'Int' ? types.INDEXED_VALUE_TYPE_INT : types.INDEXED_VALUE_TYPE_KEYWORD]),
-    ),
+    searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, sa.cliType === 'Int' ? types.INDEXED_VALUE_TYPE_INT : types.INDEXED_VALUE_TYPE_KEYWORD])),
   });
 }

@@ -89,8 +89,7 @@ export const NORMALIZATION_RULES: readonly NormalizationRule[] = [
   {
     id: 'drop-userinfo',
     source: 'crawler',
-    description:
-      'user:password@ is removed: credentials must never reach the frontier, logs or WARC metadata, and the crawler does not authenticate from links.',
+    description: 'user:password@ is removed: credentials must never reach the frontier, logs or WARC metadata, and the crawler does not authenticate from links.',
     example: { input: 'http://user:secret@example.com/', output: 'http://example.com/' },
   },
   {
@@ -154,8 +153,7 @@ export const NORMALIZATION_RULES: readonly NormalizationRule[] = [
   {
     id: 'max-length',
     source: 'crawler',
-    description:
-      'Normalised URLs longer than maxLength (default 2048) are rejected with URL_TOO_LONG; such URLs are almost always crawler traps or session junk.',
+    description: 'Normalised URLs longer than maxLength (default 2048) are rejected with URL_TOO_LONG; such URLs are almost always crawler traps or session junk.',
     example: { input: 'http://example.com/a-rather-long-path', opts: { maxLength: 30 }, error: 'URL_TOO_LONG' },
   },
 ];

@@ -46,8 +46,7 @@ export class ScopeError extends Error {
 export const SCOPE_MODES: readonly { mode: ScopeMode; description: string; example: string }[] = [
   {
     mode: 'same-domain',
-    description:
-      "Host equals, or is a subdomain of, a seed's registrable domain (eTLD+1 from the Public Suffix List).",
+    description: "Host equals, or is a subdomain of, a seed's registrable domain (eTLD+1 from the Public Suffix List).",
     example: 'seed https://www.example.co.uk/ allows a.b.example.co.uk, rejects other.co.uk',
   },
   {

@@ -67,9 +67,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     shutdownGraceTime: '30s',
   });
   const metricsServer =
-    cfg.metricsPort === null
-      ? null
-      : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
+    cfg.metricsPort === null ? null : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
   const done = (async () => {
     try {
       await worker.run();

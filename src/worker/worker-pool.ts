@@ -40,7 +40,11 @@ export interface SuperviseOptions {
 }
 
 export class WorkerCrashLoopError extends Error {
-  constructor(readonly exits: number, readonly windowMs: number, readonly lastOutput: string[]) {
+  constructor(
+    readonly exits: number,
+    readonly windowMs: number,
+    readonly lastOutput: string[],
+  ) {
     super(
       `workers keep dying: ${exits} unexpected exits within ${Math.round(windowMs / 1000)} s, so no more restarts.` +
         (lastOutput.length ? ` Last output of the last one:\n${lastOutput.join('\n')}` : ''),
@@ -74,7 +78,10 @@ export class WorkerPool {
   /** stopAll() calls so far. */
   private stops = 0;
 
-  constructor(private readonly env: NodeJS.ProcessEnv, private readonly opts: WorkerPoolOptions = {}) {}
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly opts: WorkerPoolOptions = {},
+  ) {}
 
   /**
    * Rejects with WorkerCrashLoopError once a supervised pool gives up; never

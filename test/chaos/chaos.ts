@@ -97,7 +97,10 @@ class ConnectionChaos {
   readonly served: Served[] = [];
   readonly resets: Served[] = [];
 
-  constructor(private readonly rnd: () => number, private readonly share: number) {}
+  constructor(
+    private readonly rnd: () => number,
+    private readonly share: number,
+  ) {}
 
   startWindow(ms: number): void {
     this.until = now() + ms;
@@ -204,7 +207,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       fetch: { resolve: web.resolveArgs() },
       output: { dir: outDir },
     });
-    log(`chaos: campaign ${campaignId}: ${opts.hosts} hosts × ${opts.pages} pages (${expected.size} in scope), ${workers} workers, delay ${delayMs} ms, faults ${faultKinds.join(', ') || 'none'}, seed ${opts.seed}`);
+    log(
+      `chaos: campaign ${campaignId}: ${opts.hosts} hosts × ${opts.pages} pages (${expected.size} in scope), ${workers} workers, delay ${delayMs} ms, faults ${faultKinds.join(', ') || 'none'}, seed ${opts.seed}`,
+    );
 
     // ---- fault injection ---------------------------------------------------
     let finished = false;
@@ -249,9 +254,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     };
     // When the next fault is due: a timed pause, or a progress point.
     const progressPoints =
-      opts.faultCount === undefined
-        ? null
-        : Array.from({ length: opts.faultCount }, () => Math.floor((0.05 + 0.85 * rnd()) * expected.size)).sort((a, b) => a - b);
+      opts.faultCount === undefined ? null : Array.from({ length: opts.faultCount }, () => Math.floor((0.05 + 0.85 * rnd()) * expected.size)).sort((a, b) => a - b);
     const waitForNextFault = async (): Promise<boolean> => {
       if (progressPoints) {
         const point = progressPoints.shift();
@@ -345,9 +348,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const index = await readIndex(path.join(outDir, 'index'));
     // Raw material for a post-mortem, next to the stack's data and the worker log.
     const dump = (name: string, rows: unknown[]) => fs.writeFileSync(path.join(dataDir, name), rows.map((x) => JSON.stringify(x)).join('\n') + '\n');
-    dump('requests.jsonl', web.requests().map((q) => ({ ...q, t: Math.round((q.t - t0) * 10) / 10 })));
-    dump('resets.jsonl', conn.resets.map((q) => ({ ...q, t: Math.round((q.t - t0) * 10) / 10 })));
-    dump('faults.jsonl', injected.map((f) => ({ ...f, at: Math.round(f.at - t0), restoredAt: Math.round(f.restoredAt - t0) })));
+    dump(
+      'requests.jsonl',
+      web.requests().map((q) => ({ ...q, t: Math.round((q.t - t0) * 10) / 10 })),
+    );
+    dump(
+      'resets.jsonl',
+      conn.resets.map((q) => ({ ...q, t: Math.round((q.t - t0) * 10) / 10 })),
+    );
+    dump(
+      'faults.jsonl',
+      injected.map((f) => ({ ...f, at: Math.round(f.at - t0), restoredAt: Math.round(f.restoredAt - t0) })),
+    );
     report = buildReport({
       opts: { ...opts, workers, delayMs },
       campaignId,

@@ -243,12 +243,32 @@ export function buildReport(r: ReportInput): ChaosReport {
   const worstFault = faults.reduce<FaultRecord | null>((w, f) => (w && w.refetches >= f.refetches ? w : f), null);
   const checks: Check[] = [
     { name: 'campaign completed', required: true, ok: r.campaignStatus === 'completed', detail: r.campaignStatus },
-    { name: 'every in-scope page is in the index', required: true, ok: missing.length === 0, detail: `${r.expected.size - missing.length}/${r.expected.size}${missing.length ? `; missing e.g. ${missing.slice(0, 5).join(' ')}` : ''}` },
-    { name: 'every in-scope page was fetched successfully', required: true, ok: notFetched.length === 0, detail: notFetched.length ? notFetched.slice(0, 5).map((x) => `${x.url}: ${x.outcome}`).join('; ') : 'all outcome=fetched' },
+    {
+      name: 'every in-scope page is in the index',
+      required: true,
+      ok: missing.length === 0,
+      detail: `${r.expected.size - missing.length}/${r.expected.size}${missing.length ? `; missing e.g. ${missing.slice(0, 5).join(' ')}` : ''}`,
+    },
+    {
+      name: 'every in-scope page was fetched successfully',
+      required: true,
+      ok: notFetched.length === 0,
+      detail: notFetched.length
+        ? notFetched
+            .slice(0, 5)
+            .map((x) => `${x.url}: ${x.outcome}`)
+            .join('; ')
+        : 'all outcome=fetched',
+    },
     // What the crawler promises about refetches: only a fault makes it fetch
     // a page again, and a fault can only interrupt the steps in flight, at
     // most one per host (a domain workflow runs one step at a time).
-    { name: 'every refetch follows a fault', required: true, ok: unexplained === 0, detail: unexplained ? `${unexplained} page(s) fetched again with no fault in between` : `${duplicates} refetch(es), all after a fault` },
+    {
+      name: 'every refetch follows a fault',
+      required: true,
+      ok: unexplained === 0,
+      detail: unexplained ? `${unexplained} page(s) fetched again with no fault in between` : `${duplicates} refetch(es), all after a fault`,
+    },
     {
       name: 'refetches per fault ≤ steps in flight (one per host)',
       required: true,
@@ -256,11 +276,28 @@ export function buildReport(r: ReportInput): ChaosReport {
       detail: worstFault && worstFault.refetches > 0 ? `at most ${worstFault.refetches} (fault ${worstFault.n}, ${worstFault.kind}), ${hosts} hosts` : 'none',
     },
     // A page is stored twice only if it was fetched twice.
-    { name: 'extra index lines ≤ refetches', required: true, ok: duplicateLines <= duplicates, detail: `${duplicateLines} extra line(s), ${duplicates} refetch(es)${duplicateLines ? `: ${duplicateUrls.slice(0, 5).join(' ')}` : ''}` },
-    { name: 'no politeness violation', required: true, ok: violations === 0, detail: violations ? `${violations} gap(s) < ${delayMs} ms, smallest ${worst[0].gapMs} ms on ${worst[0].host}` : `smallest gap ${minGap === null ? '-' : Math.round(minGap)} ms ≥ ${delayMs} ms` },
+    {
+      name: 'extra index lines ≤ refetches',
+      required: true,
+      ok: duplicateLines <= duplicates,
+      detail: `${duplicateLines} extra line(s), ${duplicates} refetch(es)${duplicateLines ? `: ${duplicateUrls.slice(0, 5).join(' ')}` : ''}`,
+    },
+    {
+      name: 'no politeness violation',
+      required: true,
+      ok: violations === 0,
+      detail: violations
+        ? `${violations} gap(s) < ${delayMs} ms, smallest ${worst[0].gapMs} ms on ${worst[0].host}`
+        : `smallest gap ${minGap === null ? '-' : Math.round(minGap)} ms ≥ ${delayMs} ms`,
+    },
     { name: 'no worker died on its own', required: true, ok: r.unexpectedExits.length === 0, detail: r.unexpectedExits.length ? JSON.stringify(r.unexpectedExits) : 'none' },
     // Stricter than the crawler's promise (see `strict`); reported either way.
-    { name: 'each in-scope page is in the index exactly once (strict)', required: strict, ok: duplicateLines === 0, detail: duplicateLines ? `${duplicateLines} extra line(s): ${duplicateUrls.slice(0, 5).join(' ')}` : 'no URL twice' },
+    {
+      name: 'each in-scope page is in the index exactly once (strict)',
+      required: strict,
+      ok: duplicateLines === 0,
+      detail: duplicateLines ? `${duplicateLines} extra line(s): ${duplicateUrls.slice(0, 5).join(' ')}` : 'no URL twice',
+    },
     { name: 'duplicate fetches ≤ kills (strict)', required: strict, ok: duplicates <= kills, detail: `${duplicates} duplicate fetch(es), ${kills} kill(s)` },
   ];
 
@@ -288,14 +325,20 @@ export function buildReport(r: ReportInput): ChaosReport {
 export function formatReport(rep: ChaosReport): string {
   const s = (ms: number | null) => (ms === null ? '   -  ' : `${(ms / 1000).toFixed(1).padStart(5)} s`);
   const out: string[] = [];
-  out.push(`chaos run seed ${rep.seed}: ${rep.hosts} hosts × ${rep.pagesPerHost} pages, ${rep.workers} workers, delay ${rep.delayMs} ms — campaign ${rep.campaignStatus} in ${(rep.durationMs / 1000).toFixed(1)} s`);
+  out.push(
+    `chaos run seed ${rep.seed}: ${rep.hosts} hosts × ${rep.pagesPerHost} pages, ${rep.workers} workers, delay ${rep.delayMs} ms — campaign ${rep.campaignStatus} in ${(rep.durationMs / 1000).toFixed(1)} s`,
+  );
   out.push('  #  fault               at       down   recovery  slowest host  refetches  detail');
   for (const f of rep.faults) {
     out.push(
       `${String(f.n).padStart(3)}  ${f.kind.padEnd(18)} ${s(f.at)} ${s(f.downMs)}  ${s(f.recoveryMs)}   ${s(f.slowestHostResumeMs)}   ${String(f.refetches).padStart(6)}    ${f.detail}`,
     );
   }
-  out.push(`faults: ${Object.entries(rep.totals.byKind).map(([k, n]) => `${k} ${n}`).join(', ')} (kills ${rep.totals.kills}); acknowledged Redis writes lost to kills: ${rep.totals.redisAckedWritesLost}`);
+  out.push(
+    `faults: ${Object.entries(rep.totals.byKind)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')} (kills ${rep.totals.kills}); acknowledged Redis writes lost to kills: ${rep.totals.redisAckedWritesLost}`,
+  );
   for (const r of rep.totals.recovery) out.push(`  recovery ${r.kind}: mean ${s(r.meanMs).trim()}, max ${s(r.maxMs).trim()} over ${r.count}`);
   out.push(
     `pages: ${rep.pages.indexed}/${rep.pages.expected} indexed, ${rep.pages.duplicateLines} duplicate index line(s); ` +

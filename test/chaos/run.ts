@@ -23,7 +23,9 @@ async function main(): Promise<void> {
     },
   });
   if (values.help) {
-    process.stdout.write(`usage: npm run chaos -- [--hosts N] [--pages N] [--faults ${FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--strict] [--json]\n`);
+    process.stdout.write(
+      `usage: npm run chaos -- [--hosts N] [--pages N] [--faults ${FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--strict] [--json]\n`,
+    );
     return;
   }
   const int = (name: string, v: string | undefined) => {
@@ -31,7 +33,10 @@ async function main(): Promise<void> {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${v}`);
     return n;
   };
-  const faults = values.faults.split(',').map((f) => f.trim()).filter(Boolean) as FaultKind[];
+  const faults = values.faults
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean) as FaultKind[];
   for (const f of faults) if (!FAULT_KINDS.includes(f)) throw new Error(`unknown fault ${f}; known: ${FAULT_KINDS.join(', ')}`);
   const report = await runChaos({
     hosts: int('hosts', values.hosts),

@@ -82,7 +82,20 @@ test('a campaign started with the temporal CLI completes', async () => {
   };
   const start = spawnSync(
     localTemporalPath(),
-    ['workflow', 'start', '--address', process.env.TEMPORAL_ADDRESS!, '--type', 'crawlCampaign', '--task-queue', h.taskQueue, '--workflow-id', id, '--input', JSON.stringify(input)],
+    [
+      'workflow',
+      'start',
+      '--address',
+      process.env.TEMPORAL_ADDRESS!,
+      '--type',
+      'crawlCampaign',
+      '--task-queue',
+      h.taskQueue,
+      '--workflow-id',
+      id,
+      '--input',
+      JSON.stringify(input),
+    ],
     { encoding: 'utf8' },
   );
   expect(start.status).toBe(0);

@@ -39,9 +39,17 @@ describe('content index', () => {
     const s = random64();
     expect(await idx.check({ url: 'http://n.test/orig', exactHash: hash(), simhash: s })).toEqual({ kind: 'unique' });
     // Three bands differ, one is intact.
-    expect(await idx.check({ url: 'http://n.test/3spread', exactHash: hash(), simhash: flip(s, BAND_BITS.slice(0, 3)) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 3 });
+    expect(await idx.check({ url: 'http://n.test/3spread', exactHash: hash(), simhash: flip(s, BAND_BITS.slice(0, 3)) })).toEqual({
+      kind: 'near-duplicate',
+      of: 'http://n.test/orig',
+      distance: 3,
+    });
     // All three differences in one band.
-    expect(await idx.check({ url: 'http://n.test/3packed', exactHash: hash(), simhash: flip(s, [0, 7, 15]) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 3 });
+    expect(await idx.check({ url: 'http://n.test/3packed', exactHash: hash(), simhash: flip(s, [0, 7, 15]) })).toEqual({
+      kind: 'near-duplicate',
+      of: 'http://n.test/orig',
+      distance: 3,
+    });
     expect(await idx.check({ url: 'http://n.test/1', exactHash: hash(), simhash: flip(s, [63]) })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 1 });
     expect(await idx.check({ url: 'http://n.test/0', exactHash: hash(), simhash: s })).toEqual({ kind: 'near-duplicate', of: 'http://n.test/orig', distance: 0 });
   });
@@ -121,7 +129,11 @@ describe('content index', () => {
     const seven = [60, 50, 40, 30, 20, 10, 0];
     const wide = new ContentIndex(redis, ck(), { maxDistance: 6 });
     await wide.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
-    expect(await wide.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({ kind: 'near-duplicate', of: 'http://m.test/orig', distance: 6 });
+    expect(await wide.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({
+      kind: 'near-duplicate',
+      of: 'http://m.test/orig',
+      distance: 6,
+    });
     expect(await wide.check({ url: 'http://m.test/7', exactHash: hash(), simhash: flip(s, seven) })).toEqual({ kind: 'unique' });
 
     const narrow = new ContentIndex(redis, ck());
@@ -150,7 +162,11 @@ describe('content index', () => {
     // A probe that shares only band 0 with a page finds it only while it is still in the bucket.
     const onlyBand0 = (h: bigint) => flip(h, BAND_BITS.slice(1));
     expect(await idx.check({ url: 'http://cap.test/p0', exactHash: hash(), simhash: onlyBand0(pages[0].simhash) })).toEqual({ kind: 'unique' });
-    expect(await idx.check({ url: 'http://cap.test/p4', exactHash: hash(), simhash: onlyBand0(pages[4].simhash) })).toEqual({ kind: 'near-duplicate', of: pages[4].url, distance: 3 });
+    expect(await idx.check({ url: 'http://cap.test/p4', exactHash: hash(), simhash: onlyBand0(pages[4].simhash) })).toEqual({
+      kind: 'near-duplicate',
+      of: pages[4].url,
+      distance: 3,
+    });
   });
 
   it('finds an edited copy of a long text through simhash64', async () => {

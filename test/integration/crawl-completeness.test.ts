@@ -63,9 +63,12 @@ test('every reachable allowed page exactly once, in the index and the WARC, poli
   expect(new Set(stored)).toEqual(expected);
   // The /sitemap.xml probe (404 on these sites) is stored too, as every response is.
   const responses = (await out.warc()).filter((r) => r.type === 'response' && !r.targetUri?.endsWith('/sitemap.xml'));
-  expect(index.filter((e) => e.kind === 'sitemap').map((e) => [e.url, e.status, e.outcome]).sort()).toEqual(
-    [...new Set([...expected].map((u) => new URL(u).origin))].sort().map((o) => [`${o}/sitemap.xml`, 404, 'sitemap']),
-  );
+  expect(
+    index
+      .filter((e) => e.kind === 'sitemap')
+      .map((e) => [e.url, e.status, e.outcome])
+      .sort(),
+  ).toEqual([...new Set([...expected].map((u) => new URL(u).origin))].sort().map((o) => [`${o}/sitemap.xml`, 404, 'sitemap']));
   expect(responses.map((r) => r.targetUri).sort()).toEqual([...expected].sort());
   expect(responses.every((r) => r.blockDigestOk && r.payloadDigestOk !== false)).toBe(true);
 });

@@ -42,7 +42,15 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
   const host = hostKey(seed);
   const campaignKey = `session-${process.pid}-${n++}`;
   const settings = resolveCampaignSettings(
-    { seeds: [seed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 0 }, sitemaps: 'off', fetch: { resolve: h.web.resolveArgs() }, output: { dir: path.join(h.outDir, campaignKey) }, ...extra },
+    {
+      seeds: [seed],
+      scope: { mode: 'same-host' },
+      politeness: { minDelayMs: 0 },
+      sitemaps: 'off',
+      fetch: { resolve: h.web.resolveArgs() },
+      output: { dir: path.join(h.outDir, campaignKey) },
+      ...extra,
+    },
     campaignKey,
   );
   const acts = createActivities(rt);
@@ -51,7 +59,15 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
   // As the campaign's dispatch does: the host holds a slot with generation 1.
   await hosts.dispatched(host, '1', 1);
   const input: SessionInput = { campaignKey, campaignWorkflowId: 'no-campaign', host, gen: 1, configVersion: 1 };
-  return { acts, host, campaignKey, hosts, input, dir: settings.output.dir, session: (env = new MockActivityEnvironment()) => env.run(acts.crawlSession, input) as Promise<SessionResult> };
+  return {
+    acts,
+    host,
+    campaignKey,
+    hosts,
+    input,
+    dir: settings.output.dir,
+    session: (env = new MockActivityEnvironment()) => env.run(acts.crawlSession, input) as Promise<SessionResult>,
+  };
 }
 const pagesOf = (host: string) => pageRequests(h.web.requests()).filter((r) => r.host === host.split(':')[0]);
 
@@ -126,5 +142,7 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
   // Two failed sessions (Temporal would retry them), the third records the URL.
   expect(errors).toHaveLength(2);
   const index = await readIndex(path.join(c.dir, 'index'));
-  expect(index).toEqual([expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) })]);
+  expect(index).toEqual([
+    expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) }),
+  ]);
 });

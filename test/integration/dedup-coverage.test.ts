@@ -41,7 +41,10 @@ beforeAll(async () => {
       const n = ctx.path === '/' ? 0 : Number(/^\/n\/(\d+)$/.exec(ctx.path)?.[1] ?? -1);
       if (n < 0 || n > NEAR) return void ctx.send(404, 'text/plain', 'no');
       // Each page links on to the next two, so the last pages are reachable only through near-duplicates.
-      const links = [n + 1, n + 2].filter((k) => k <= NEAR).map((k) => `<a href="/n/${k}">next ${k}</a>`).join(' ');
+      const links = [n + 1, n + 2]
+        .filter((k) => k <= NEAR)
+        .map((k) => `<a href="/n/${k}">next ${k}</a>`)
+        .join(' ');
       ctx.send(200, HTML, `<!doctype html><html><body><p>${words}</p><p>number ${n}</p>${links}</body></html>`);
       return true;
     },

@@ -19,7 +19,12 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 test('a small campaign started behind a large one finishes while the large one is still far from done', async () => {
-  const big = await launch(h, { seeds: Array.from({ length: BIG_HOSTS }, (_, i) => h.web.url(`b${i}.big.test`, '/')), scope: { mode: 'same-host' }, politeness: { minDelayMs: 400 }, sitemaps: 'off' });
+  const big = await launch(h, {
+    seeds: Array.from({ length: BIG_HOSTS }, (_, i) => h.web.url(`b${i}.big.test`, '/')),
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 400 },
+    sitemaps: 'off',
+  });
   const bigPages = () => pageRequests(h.web.requests()).filter((r) => r.host.endsWith('.big.test')).length;
   // The large campaign's backlog is there: its slots are busy and most of its hosts wait.
   while (bigPages() < 8) await sleep(100);

@@ -106,7 +106,15 @@ describe('frontier on Redis', () => {
     // The same discovery sequence with the campaign's rules applied the way
     // the enqueue call sites apply them (frontierPriority of the URL).
     const settings = resolveCampaignSettings(
-      { seeds: ['http://c.test/'], frontier: { priorities: [{ pattern: '/products/', priority: 5 }, { pattern: '[?&]sort=', priority: -2 }] } },
+      {
+        seeds: ['http://c.test/'],
+        frontier: {
+          priorities: [
+            { pattern: '/products/', priority: 5 },
+            { pattern: '[?&]sort=', priority: -2 },
+          ],
+        },
+      },
       'c',
     );
     const ranked = new Frontier(redis, `t-${randomUUID()}`, 'c.test');
@@ -124,7 +132,7 @@ describe('frontier on Redis', () => {
     ]);
   });
 
-  it('keeps discovery order within a priority and depth, and priority across a commit\'s links', async () => {
+  it("keeps discovery order within a priority and depth, and priority across a commit's links", async () => {
     const f = new Frontier(redis, `t-${randomUUID()}`, 'd.test');
     await f.enqueue([item('http://d.test/', 0), item('http://d.test/a', 1, 1), item('http://d.test/b', 1, 1)]);
     const first = await f.claim();
@@ -189,7 +197,15 @@ describe('frontier on Redis', () => {
 
   it('enqueues seeds at their priority, from the settings given or from the stored ones', async () => {
     const seeds = ['http://g.test/', 'http://g.test/sale/', 'http://g.test/archive/'];
-    const input = { seeds, frontier: { priorities: [{ pattern: '/sale/', priority: 4 }, { pattern: '/archive/', priority: -4 }] } };
+    const input = {
+      seeds,
+      frontier: {
+        priorities: [
+          { pattern: '/sale/', priority: 4 },
+          { pattern: '/archive/', priority: -4 },
+        ],
+      },
+    };
     const settings = resolveCampaignSettings(input, 'g');
     const given = `t-${randomUUID()}`;
     await enqueueSeeds(redis, given, groupSeeds(seeds).byHost, settings);

@@ -41,9 +41,7 @@ describe('SIGTERM on a worker with steps in flight', () => {
     while (pageRequests(h.web.requests()).length < 10 || inFlight().length < 2) await sleep(50);
     const [worker] = h.pool.alive();
     const pending = inFlight().map((r) => urlOf(h, r));
-    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      worker.child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => worker.child.once('exit', (code, signal) => resolve({ code, signal })));
     const termAt = Date.now();
     worker.child.kill('SIGTERM');
     // The worker's shutdownGraceTime is 30 s; SIGKILL only if it hangs far beyond that.
@@ -141,7 +139,8 @@ describe('the whole stack goes down and comes back on the same data', () => {
       const index = fetchedUrls(await readIndex(path.join(outDir, 'index')));
       expect(new Set(index)).toEqual(expected);
       expect(index.length - expected.size).toBeLessThanOrEqual(again.length);
-      if (process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`stack restart: ${before.length} page requests before, ${again.length} fetched again, ${index.length - expected.size} extra index line(s)\n`);
+      if (process.env.CRAWLER_TEST_VERBOSE)
+        process.stderr.write(`stack restart: ${before.length} page requests before, ${again.length} fetched again, ${index.length - expected.size} extra index line(s)\n`);
     } finally {
       await pool.stopAll();
       await client.connection.close().catch(() => undefined);

@@ -36,7 +36,7 @@ test('a caller with a longer delay of its own waits that long from the last requ
   expect(wait).toBeGreaterThan(800);
 });
 
-test("a late release (its lease ran out) neither clears nor shortens the lease of the request that holds the clock now", async () => {
+test('a late release (its lease ran out) neither clears nor shortens the lease of the request that holds the clock now', async () => {
   const c = clock();
   expect(await c.acquire('a', 200, 100)).toBe(0);
   await sleep(250);

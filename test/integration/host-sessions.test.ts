@@ -48,7 +48,12 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
   expect(fast.sessions).toBe(1);
   expect(fast.events).toBeLessThan(20);
   // Politeness held both ways.
-  const times = (host: string) => h.web.requests().filter((r) => r.host === host).map((r) => r.t).sort((a, b) => a - b);
+  const times = (host: string) =>
+    h.web
+      .requests()
+      .filter((r) => r.host === host)
+      .map((r) => r.t)
+      .sort((a, b) => a - b);
   const gaps = (ts: number[]) => ts.slice(1).map((t, i) => t - ts[i]);
   expect(Math.min(...gaps(times('slow.sessions.test')))).toBeGreaterThanOrEqual(6_000);
   expect(Math.min(...gaps(times('fast.sessions.test')))).toBeGreaterThanOrEqual(1_000);

@@ -154,7 +154,13 @@ beforeAll(async () => {
   const pttlMs = await h.redis.pttl(sharedHostKeys(garbageHost).robots);
   const before = h.web.requests().length;
   await crawl({ seeds: [h.web.url(site('robots-garbage').host, '/')], budgets: { maxPages: 1 }, politeness: { minDelayMs: DELAY_MS } });
-  robotsCache = { pttlMs, followUp: h.web.requests().slice(before).filter((r) => r.host === site('robots-garbage').host) };
+  robotsCache = {
+    pttlMs,
+    followUp: h.web
+      .requests()
+      .slice(before)
+      .filter((r) => r.host === site('robots-garbage').host),
+  };
   reqs = h.web.requests();
 }, 400_000);
 
@@ -176,7 +182,8 @@ test('every index entry has an outcome the crawler defines; failures carry an er
       if (!OUTCOMES.has(e.outcome)) wrong.push(`${e.url}: unknown outcome ${e.outcome}`);
       const code = e.error?.code;
       if (WITH_ERROR_CODE.has(e.outcome) && !(typeof code === 'string' && /^[A-Z][A-Z0-9_]+$/.test(code))) wrong.push(`${e.url}: ${e.outcome} without error code`);
-      if (e.outcome === 'http-error' && !(typeof e.status === 'number' && e.status >= 400 && code === `HTTP_${e.status}`)) wrong.push(`${e.url}: http-error ${e.status} with ${code}`);
+      if (e.outcome === 'http-error' && !(typeof e.status === 'number' && e.status >= 400 && code === `HTTP_${e.status}`))
+        wrong.push(`${e.url}: http-error ${e.status} with ${code}`);
       if (e.outcome === 'refused' && code !== 'ADDRESS_REFUSED') wrong.push(`${e.url}: refused with ${code}`);
       if (e.outcome === 'fetched' && (e.error || e.status === null || e.status >= 400)) wrong.push(`${e.url}: fetched with status ${e.status}, error ${code}`);
     }
@@ -260,7 +267,11 @@ test('spider traps: the calendar host stops at its page budget; overlong and par
 
 test('max depth: exactly the pages within budgets.maxDepth link hops of the seed are requested, none deeper', () => {
   const t = variantSites.depth;
-  const requested = new Set(requestsTo(t).filter((q) => !isHousekeepingPath(q.path)).map((q) => canonicalTarget(q.path)));
+  const requested = new Set(
+    requestsTo(t)
+      .filter((q) => !isHousekeepingPath(q.path))
+      .map((q) => canonicalTarget(q.path)),
+  );
   expect([...requested].sort()).toEqual([...t.reachable(MAX_DEPTH)].map(canonicalTarget).sort());
   const pages = variant.index.filter((e) => e.url.startsWith(urlOn(t, '/')) && !e.kind);
   expect(Math.max(...pages.map((e) => e.depth))).toBe(MAX_DEPTH);
@@ -271,7 +282,12 @@ test('faults: timeouts, resets and truncation are typed errors; huge bodies and 
   for (const target of ['/huge', '/huge-chunked', '/gzip-bomb']) {
     const e = entryFor(f, target)!;
     // The two huge pages are cut at the same bytes, so the second may be recorded as a duplicate of the first.
-    expect({ target, stored: ['fetched', 'duplicate'].includes(e.outcome), truncated: e.truncated, bytes: e.bytes }).toEqual({ target, stored: true, truncated: 'length', bytes: MAX_BODY });
+    expect({ target, stored: ['fetched', 'duplicate'].includes(e.outcome), truncated: e.truncated, bytes: e.bytes }).toEqual({
+      target,
+      stored: true,
+      truncated: 'length',
+      bytes: MAX_BODY,
+    });
   }
   // What came before the cut is still a page: its early links are followed.
   for (const target of [...f.expected.groups.linkedFromHuge, ...f.expected.groups.linkedFromBomb]) expect({ target, n: countOf(f, target) }).toEqual({ target, n: 1 });
@@ -292,7 +308,11 @@ test('faults: timeouts, resets and truncation are typed errors; huge bodies and 
 
 test('a final 4xx or 5xx is an http-error with its status as code, stored in WARC; 4xx is never retried, 5xx only maxRetries times', () => {
   const e = site('http-errors');
-  for (const [target, status, requests] of [['/missing', 404, 1], ['/gone', 410, 1], ['/down', 503, 1 + MAX_RETRIES]] as const) {
+  for (const [target, status, requests] of [
+    ['/missing', 404, 1],
+    ['/gone', 410, 1],
+    ['/down', 503, 1 + MAX_RETRIES],
+  ] as const) {
     const entry = entryFor(e, target)!;
     expect({ target, outcome: entry.outcome, status: entry.status, code: entry.error?.code, stored: entry.warc !== undefined, requests: countOf(e, target) }).toEqual({
       target,
@@ -415,7 +435,9 @@ test('content: PDF and PNG are stored but never parsed for links; with nonHtml s
     expect({ target, outcome: e.outcome, status: e.status, warc: e.warc }).toEqual({ target, outcome: 'skipped-content-type', status: 200, warc: undefined });
     expect(countOf(s, target)).toBe(1);
   }
-  const stored = warcRecords(variant).filter((r) => r.type === 'response').map((r) => r.uri);
+  const stored = warcRecords(variant)
+    .filter((r) => r.type === 'response')
+    .map((r) => r.uri);
   expect(stored).toContain(urlOn(s, '/'));
   expect(stored.filter((u) => u === urlOn(s, '/doc.pdf') || u === urlOn(s, '/image.png'))).toEqual([]);
 });

@@ -93,7 +93,7 @@ test('a campaign over 2,000 hosts starts each once, counts each, completes, and 
   for (const h of [hosts[0], hosts[HOSTS / 2], hosts[HOSTS - 1]]) expect(await new Frontier(redis, campaignKey, h).size()).toBe(0);
 
   // Every run of the campaign: its input (what continue-as-new carries) bounded, its history bounded.
-  for (let runId: string | null = handle.firstExecutionRunId; runId; ) {
+  for (let runId: string | null = handle.firstExecutionRunId; runId;) {
     const history: temporal.api.history.v1.IHistory = await client.workflow.getHandle(campaignId, runId).fetchHistory();
     const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
     const started = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)!;
@@ -111,7 +111,8 @@ test('a campaign over 2,000 hosts starts each once, counts each, completes, and 
   for (let i = 0; i < 60 && runs.size < HOSTS; i++) {
     if (i) await new Promise((r) => setTimeout(r, 1_000));
     runs = new Map();
-    for await (const wf of client.workflow.list({ query: `WorkflowType = 'domainCrawl' AND CrawlCampaign = '${campaignId}'` })) runs.set(wf.workflowId, (runs.get(wf.workflowId) ?? 0) + 1);
+    for await (const wf of client.workflow.list({ query: `WorkflowType = 'domainCrawl' AND CrawlCampaign = '${campaignId}'` }))
+      runs.set(wf.workflowId, (runs.get(wf.workflowId) ?? 0) + 1);
   }
   expect(runs.size).toBe(HOSTS);
   expect([...runs.values()].every((n) => n === 1)).toBe(true);

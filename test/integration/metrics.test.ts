@@ -135,7 +135,10 @@ test('worker metrics count pages, statuses, retries and bytes as the request log
 
   // Each host's frontier gauge ends at 0 on the worker that crawled it last.
   for (const host of h.web.hosts().map((x) => new URL(h.web.url(x)).host)) {
-    const values = m.all.flat().filter((x) => x.name === 'crawler_frontier_size' && x.labels.host === host).map((x) => x.value);
+    const values = m.all
+      .flat()
+      .filter((x) => x.name === 'crawler_frontier_size' && x.labels.host === host)
+      .map((x) => x.value);
     expect({ host, seen: values.length > 0, endsAtZero: values.includes(0) }).toEqual({ host, seen: true, endsAtZero: true });
   }
 

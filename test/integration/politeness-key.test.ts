@@ -19,7 +19,10 @@ afterAll(async () => {
 
 /** Smallest gap between consecutive requests to any of these hosts, taken together. */
 function minGapAcross(reqs: RequestRecord[], hosts: string[]): number {
-  const ts = reqs.filter((r) => hosts.includes(r.host)).map((r) => r.t).sort((a, b) => a - b);
+  const ts = reqs
+    .filter((r) => hosts.includes(r.host))
+    .map((r) => r.t)
+    .sort((a, b) => a - b);
   let min = Infinity;
   for (let i = 1; i < ts.length; i++) min = Math.min(min, ts[i] - ts[i - 1]);
   return min;

@@ -41,18 +41,35 @@ beforeAll(async () => {
     'redis',
     await findOrInstallRedisServer(),
     [
-      '--port', String(port),
-      '--bind', '127.0.0.1',
-      '--dir', dataDir,
-      '--save', '',
-      '--appendonly', 'no',
-      '--requirepass', PASSWORD,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dataDir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--requirepass',
+      PASSWORD,
       // One argv element per ACL rule: redis-server quotes each element as one config argument.
-      '--user', ACL_USER, 'on', `>${ACL_PASSWORD}`, '~*', '&*', '+@all',
+      '--user',
+      ACL_USER,
+      'on',
+      `>${ACL_PASSWORD}`,
+      '~*',
+      '&*',
+      '+@all',
     ],
     { logFile: path.join(dataDir, 'redis.log') },
   );
-  await waitFor('password-protected redis-server', () => redisReachable(`redis://:${ENCODED}@127.0.0.1:${port}`), 30_000, () => server!.deadReason());
+  await waitFor(
+    'password-protected redis-server',
+    () => redisReachable(`redis://:${ENCODED}@127.0.0.1:${port}`),
+    30_000,
+    () => server!.deadReason(),
+  );
 });
 
 afterAll(async () => {

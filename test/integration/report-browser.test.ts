@@ -53,7 +53,10 @@ beforeAll(async () => {
     else h.web.addSite(spec!);
   }
   const linkedFromRoot = (host: string) =>
-    [...h.web.expectedPages([h.web.url(host, '/')], { hosts: [host], maxDepth: 1 })].map((u) => new URL(u).pathname).filter((p) => p !== '/').sort();
+    [...h.web.expectedPages([h.web.url(host, '/')], { hosts: [host], maxDepth: 1 })]
+      .map((u) => new URL(u).pathname)
+      .filter((p) => p !== '/')
+      .sort();
   const [r0, r1, r2] = SITES.map((s) => linkedFromRoot(s.host));
   faults.reset = r0![0]!;
   faults.notFound = r1!.slice(0, 2);
@@ -154,9 +157,11 @@ test('the HTML report shows what the index holds', async () => {
   }
 
   // Status codes chart: one bar per code, its count as data and as label.
-  const bars = await page.locator('#chart-status-codes g[data-key]').evaluateAll((gs) =>
-    gs.map((g) => ({ key: g.getAttribute('data-key')!, count: Number(g.getAttribute('data-count')), label: g.querySelectorAll('text')[1]?.textContent ?? '' })),
-  );
+  const bars = await page
+    .locator('#chart-status-codes g[data-key]')
+    .evaluateAll((gs) =>
+      gs.map((g) => ({ key: g.getAttribute('data-key')!, count: Number(g.getAttribute('data-count')), label: g.querySelectorAll('text')[1]?.textContent ?? '' })),
+    );
   expect(Object.fromEntries(bars.map((b) => [b.key, b.count]))).toEqual(want.statusCodes);
   for (const b of bars) expect(b.label.replace(/,/g, '')).toBe(String(b.count));
 
@@ -164,15 +169,17 @@ test('the HTML report shows what the index holds', async () => {
   const firstRow = page.locator('#table-top-hosts-pages tbody tr').first();
   expect(await firstRow.getAttribute('data-host')).toBe(topHostKey);
   expect(await firstRow.locator('td').first().innerText()).toBe(topHostKey);
-  expect(Number(await firstRow.getAttribute('data-fetched'))).toBe(index.filter((e) => e.host === topHostKey && !e.kind && typeof e.status === 'number' && e.outcome !== 'http-error').length);
+  expect(Number(await firstRow.getAttribute('data-fetched'))).toBe(
+    index.filter((e) => e.host === topHostKey && !e.kind && typeof e.status === 'number' && e.outcome !== 'http-error').length,
+  );
 
   // Errors: every host with a fault is among the top hosts by errors; the
   // problem table names the failure's code and the HTTP errors.
   const errorHosts = await page.locator('#table-top-hosts-errors tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-host')));
   for (const host of ['r0.report.test', 'r1.report.test', 'r2.report.test']) expect(errorHosts).toContain(new URL(h.web.url(host)).host);
-  const problems = await page.locator('#table-problems tbody tr').evaluateAll((rows) =>
-    rows.map((r) => ({ outcome: r.getAttribute('data-outcome'), code: r.getAttribute('data-code'), count: Number(r.getAttribute('data-count')) })),
-  );
+  const problems = await page
+    .locator('#table-problems tbody tr')
+    .evaluateAll((rows) => rows.map((r) => ({ outcome: r.getAttribute('data-outcome'), code: r.getAttribute('data-code'), count: Number(r.getAttribute('data-count')) })));
   const [failCode] = Object.keys(want.failedCodes).filter((c) => !c.startsWith('HTTP_'));
   expect(problems).toContainEqual({ outcome: 'error', code: failCode, count: 1 });
   expect(problems).toContainEqual(expect.objectContaining({ code: 'HTTP_503', count: 1 }));
@@ -193,7 +200,13 @@ test('the HTML report shows what the index holds', async () => {
   // Politeness: each host's shortest gap between the starts of requests that got a response.
   const starts = new Map<string, number[]>();
   for (const e of index) if (!e.kind && typeof e.status === 'number') starts.set(e.host, [...(starts.get(e.host) ?? []), Date.parse(e.fetchedAt)]);
-  const minGap = (ts: number[]) => Math.min(...ts.sort((a, b) => a - b).slice(1).map((t, i) => t - ts[i]!));
+  const minGap = (ts: number[]) =>
+    Math.min(
+      ...ts
+        .sort((a, b) => a - b)
+        .slice(1)
+        .map((t, i) => t - ts[i]!),
+    );
   const waits = await page.locator('#table-politeness tbody tr').evaluateAll((rs) => rs.map((r) => [r.getAttribute('data-host'), Number(r.getAttribute('data-min-ms'))]));
   expect(waits.length).toBeGreaterThan(0);
   for (const [host, ms] of waits) expect({ host, ms }).toEqual({ host, ms: minGap(starts.get(host as string)!) });

@@ -33,7 +33,10 @@ beforeAll(async () => {
   }
   for (const spec of generateSites({ count: 1, pages: 3, fanOut: 2, crossPerPage: 0, hostPattern: () => 'fine.robots.test', seed: 1 })) h.web.addSite(spec);
   for (const spec of generateSites({ count: 1, pages: 3, fanOut: 2, crossPerPage: 0, hostPattern: () => 'hop.robots.test', seed: 1 })) {
-    h.web.addSite({ ...spec, handler: (ctx) => (ctx.path === '/robots.txt' ? (ctx.send(301, 'text/plain', 'moved', { location: `http://target.robots.test:${ctx.port}/robots.txt` }), true) : false) });
+    h.web.addSite({
+      ...spec,
+      handler: (ctx) => (ctx.path === '/robots.txt' ? (ctx.send(301, 'text/plain', 'moved', { location: `http://target.robots.test:${ctx.port}/robots.txt` }), true) : false),
+    });
   }
   for (const spec of generateSites({ count: 1, pages: 6, fanOut: 2, crossPerPage: 0, hostPattern: () => 'target.robots.test', seed: 1 })) h.web.addSite(spec);
 });
@@ -58,9 +61,13 @@ test('a robots.txt that drips for 40 s makes its host robots-unavailable after b
   expect(drip).toEqual([expect.objectContaining({ outcome: 'robots-unavailable', error: expect.objectContaining({ code: 'ROBOTS_TIMEOUT' }) })]);
   // The others were crawled in full.
   for (const x of ['fine.robots.test', 'hop.robots.test', 'target.robots.test']) {
-    expect(new Set(pageRequests(reqs).filter((r) => r.host === x).map((r) => r.path))).toEqual(
-      new Set([...h.web.expectedPages([h.web.url(x, '/')], { hosts: [x] })].map((u) => new URL(u).pathname)),
-    );
+    expect(
+      new Set(
+        pageRequests(reqs)
+          .filter((r) => r.host === x)
+          .map((r) => r.path),
+      ),
+    ).toEqual(new Set([...h.web.expectedPages([h.web.url(x, '/')], { hosts: [x] })].map((u) => new URL(u).pathname)));
   }
   // hop.robots.test's robots.txt was fetched from target.robots.test: that request too kept target's delay.
   expect(reqs.filter((r) => r.host === 'target.robots.test' && r.path === '/robots.txt').length).toBeGreaterThanOrEqual(2);

@@ -39,7 +39,13 @@ test('a gzip seed list of many hosts is crawled in full, its hosts are the scope
 });
 
 test('a seed list that cannot be read ends the campaign with the reason, not a hang', async () => {
-  const handle = await launch(h, { seeds: [h.web.url('s0.list.test', '/')], seedsFile: path.join(h.outDir, 'no-such-list.txt'), scope: { mode: 'same-host' }, politeness: { minDelayMs: 50 }, sitemaps: 'off' });
+  const handle = await launch(h, {
+    seeds: [h.web.url('s0.list.test', '/')],
+    seedsFile: path.join(h.outDir, 'no-such-list.txt'),
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 50 },
+    sitemaps: 'off',
+  });
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.problems[0]).toMatch(/^seed list .*no-such-list\.txt: .*/);

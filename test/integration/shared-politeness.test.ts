@@ -15,12 +15,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-test('two concurrent campaigns on the same hosts never exceed one host\'s rate', async () => {
+test("two concurrent campaigns on the same hosts never exceed one host's rate", async () => {
   const seeds = h.web.hosts().map((host) => h.web.url(host, '/'));
-  const [a, b] = await Promise.all([
-    launch(h, { seeds, politeness: { minDelayMs: DELAY_MS } }),
-    launch(h, { seeds, politeness: { minDelayMs: DELAY_MS } }),
-  ]);
+  const [a, b] = await Promise.all([launch(h, { seeds, politeness: { minDelayMs: DELAY_MS } }), launch(h, { seeds, politeness: { minDelayMs: DELAY_MS } })]);
   const [ra, rb] = await Promise.all([a.result(), b.result()]);
   expect([ra.status, rb.status]).toEqual(['completed', 'completed']);
   const expected = h.web.expectedPages(seeds);

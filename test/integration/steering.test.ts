@@ -9,15 +9,7 @@ import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { domainWorkflowId } from '../../workflows/ids';
-import {
-  addSeedsUpdate,
-  campaignStatusQuery,
-  domainStatusQuery,
-  pauseHostUpdate,
-  setBudgetsUpdate,
-  setConcurrencyUpdate,
-  setPolitenessUpdate,
-} from '../../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, domainStatusQuery, pauseHostUpdate, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate } from '../../workflows/messages';
 import { generateSites, type RequestRecord } from '../web/test-web';
 import { createHarness, fetchedUrls, launch, outputOf, pageRequests, sleep, type CampaignHandle, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
@@ -100,7 +92,9 @@ test('rate of one host, rejected values, pause one host, add seeds, list', async
   // Invalid values are refused with the validator's words, and change nothing.
   expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: -1 }] }))).toMatch(/minDelayMs must be a whole number .* 0 to 3600000 \(got -1\)/);
   expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: 4_000_000, host: key('a0.steer.test') }] }))).toMatch(/got 4000000/);
-  expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: 500, host: 'nowhere.test' }] }))).toMatch(/host "nowhere.test" is not known to this campaign/);
+  expect(await rejection(handle.executeUpdate(setPolitenessUpdate, { args: [{ minDelayMs: 500, host: 'nowhere.test' }] }))).toMatch(
+    /host "nowhere.test" is not known to this campaign/,
+  );
   expect(await rejection(handle.executeUpdate(setBudgetsUpdate, { args: [{ maxPages: 2.5 }] }))).toMatch(/maxPages must be a whole number ≥ 0, or null/);
   expect(await rejection(handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: [] }] }))).toMatch(/at least one seed/);
   expect(await rejection(handle.executeUpdate(pauseHostUpdate, { args: [{ host: 'nowhere.test' }] }))).toMatch(/not known/);
@@ -213,7 +207,10 @@ test('a lower page budget stops a running campaign at it; set-rate campaign-wide
 function spans(hosts: string[]): Map<string, [number, number]> {
   const out = new Map<string, [number, number]>();
   for (const host of hosts) {
-    const ts = h.web.requests().filter((r) => r.host === host).map((r) => r.t);
+    const ts = h.web
+      .requests()
+      .filter((r) => r.host === host)
+      .map((r) => r.t);
     out.set(host, [Math.min(...ts), Math.max(...ts)]);
   }
   return out;

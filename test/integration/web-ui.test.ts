@@ -65,7 +65,10 @@ afterAll(async () => {
 const hostKey = (host: string) => new URL(h.web.url(host)).host;
 
 async function domainStatus(campaignId: string, host: string): Promise<DomainStatus | null> {
-  return h.client.workflow.getHandle(domainWorkflowId(campaignId, hostKey(host))).query(domainStatusQuery).catch(() => null);
+  return h.client.workflow
+    .getHandle(domainWorkflowId(campaignId, hostKey(host)))
+    .query(domainStatusQuery)
+    .catch(() => null);
 }
 
 /** Polls until `ok` holds; the crawl is real, so this is a wait for a state, never a fixed sleep. */
@@ -118,8 +121,16 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
 
   // The crawl reaches the states the UI should show: finished hosts, a host
   // backing off after a 503 with Retry-After, a host paced by robots.txt.
-  await until(`${BUSY} backing off`, () => domainStatus(id, BUSY), (s) => s?.state === 'backing-off' && s.lastStatus === 503);
-  await until(`${SLOW} paced by robots.txt`, () => domainStatus(id, SLOW), (s) => !!s?.delayReason.startsWith('robots.txt Crawl-delay'));
+  await until(
+    `${BUSY} backing off`,
+    () => domainStatus(id, BUSY),
+    (s) => s?.state === 'backing-off' && s.lastStatus === 503,
+  );
+  await until(
+    `${SLOW} paced by robots.txt`,
+    () => domainStatus(id, SLOW),
+    (s) => !!s?.delayReason.startsWith('robots.txt Crawl-delay'),
+  );
 
   // Each host's record (what `crawler status` reads) follows its sessions, so
   // the stuck host shows first and the long sleeper next.
@@ -133,7 +144,11 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
   const statusCmd = crawlerCommand(['status', id]);
   const statusOut = spawnSync(statusCmd.command, statusCmd.args, { encoding: 'utf8', env: process.env });
   expect(statusOut.status).toBe(0);
-  const tableHosts = statusOut.stdout.trim().split('\n').slice(4).map((l) => l.split('\t')[0]);
+  const tableHosts = statusOut.stdout
+    .trim()
+    .split('\n')
+    .slice(4)
+    .map((l) => l.split('\t')[0]);
   expect(tableHosts.slice(0, 2)).toEqual([hostKey(BUSY), hostKey(SLOW)]);
   expect(new Set(tableHosts)).toEqual(new Set(HOSTS.map(hostKey)));
 
@@ -172,7 +187,11 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
 
   // 3. Its workflow page: host and state in the search attributes.
   await rowLink(busyId).click();
-  await page.getByRole('heading', { name: busyId }).or(page.getByText(busyId, { exact: true })).first().waitFor();
+  await page
+    .getByRole('heading', { name: busyId })
+    .or(page.getByText(busyId, { exact: true }))
+    .first()
+    .waitFor();
   await page.getByRole('tab', { name: 'Search Attributes' }).click();
   const attributesBlock = page.locator('.cm-content').filter({ hasText: 'CrawlState' });
   await attributesBlock.waitFor();
@@ -203,7 +222,9 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
   expect(shown.nextWakeAt).toBe(direct!.nextWakeAt);
   await screenshot(page, 'web-ui-query', { docsName: 'web-ui-query.png' });
   // The same query from a shell, as docs/operators.md shows it.
-  const cli = spawnSync(localTemporalPath(), ['workflow', 'query', '--address', process.env.TEMPORAL_ADDRESS!, '--workflow-id', busyId, '--type', 'domainStatus'], { encoding: 'utf8' });
+  const cli = spawnSync(localTemporalPath(), ['workflow', 'query', '--address', process.env.TEMPORAL_ADDRESS!, '--workflow-id', busyId, '--type', 'domainStatus'], {
+    encoding: 'utf8',
+  });
   expect(cli.status).toBe(0);
   expect(cli.stdout).toContain('backing-off');
   expect(cli.stdout).toContain(hostKey(BUSY));

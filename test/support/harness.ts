@@ -41,7 +41,13 @@ export async function createHarness(name: string, opts: { workers?: number; redi
   const web = await startTestWeb();
   const client = await connectClient(address);
   const pool = new WorkerPool(
-    { TEMPORAL_ADDRESS: address, REDIS_URL: opts.redisUrl ?? redisUrl, CRAWLER_TASK_QUEUE: taskQueue, CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '', ...opts.env },
+    {
+      TEMPORAL_ADDRESS: address,
+      REDIS_URL: opts.redisUrl ?? redisUrl,
+      CRAWLER_TASK_QUEUE: taskQueue,
+      CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
+      ...opts.env,
+    },
     { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined },
   );
   if (opts.workers) await pool.start(opts.workers);

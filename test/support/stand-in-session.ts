@@ -22,11 +22,35 @@ export function standInSession(rt: WorkerRuntime) {
     }
     const st = await frontier.stats();
     const stats = { fetched: st.fetched ?? 0, failed: 0, skipped: 0, bytes: st.bytes ?? 0 };
-    await hosts.record(input.host, { state: 'done', ...stats, frontier: 0, delayMs: 0, reason: 'stand-in', lastUrl: null, lastStatus: null, nextWakeAt: null, updatedAt: new Date().toISOString() });
+    await hosts.record(input.host, {
+      state: 'done',
+      ...stats,
+      frontier: 0,
+      delayMs: 0,
+      reason: 'stand-in',
+      lastUrl: null,
+      lastStatus: null,
+      nextWakeAt: null,
+      updatedAt: new Date().toISOString(),
+    });
     const r = await hosts.release(input.host, input.gen);
     const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
     if (r.released && (r.ready > 0 || r.active === 0)) nudger.nudge();
     await nudger.flush();
-    return { end: 'drained', waitMs: 0, backingOff: false, released: r.released, stop: null, configVersion: input.configVersion, pages, stats, frontier: 0, delayMs: 0, reason: 'stand-in', lastUrl: null, lastStatus: null };
+    return {
+      end: 'drained',
+      waitMs: 0,
+      backingOff: false,
+      released: r.released,
+      stop: null,
+      configVersion: input.configVersion,
+      pages,
+      stats,
+      frontier: 0,
+      delayMs: 0,
+      reason: 'stand-in',
+      lastUrl: null,
+      lastStatus: null,
+    };
   };
 }

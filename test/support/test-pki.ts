@@ -29,12 +29,33 @@ export async function makeTestPki(serverNames: string[], clientCommonName = 'cra
   };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-pki-'));
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(['req', '-x509', ...ec, '-days', '1', '-subj', '/CN=durable-crawler test CA', '-keyout', 'ca.key', '-out', 'ca.pem',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
+  openssl(
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=durable-crawler test CA',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.pem',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    dir,
+  );
   const leaf = (name: string, cn: string, ext: string) => {
     openssl(['req', '-new', ...ec, '-subj', `/CN=${cn}`, '-keyout', `${name}.key`, '-out', `${name}.csr`], dir);
     fs.writeFileSync(path.join(dir, `${name}.ext`), ext);
-    openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`], dir);
+    openssl(
+      ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.pem`],
+      dir,
+    );
   };
   leaf('server', serverNames[0]!, `subjectAltName=${serverNames.map((n) => `DNS:${n}`).join(',')}\nextendedKeyUsage=serverAuth\n`);
   leaf('client', clientCommonName, 'extendedKeyUsage=clientAuth\n');

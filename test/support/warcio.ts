@@ -81,10 +81,13 @@ export interface PyRecord {
   length: number;
 }
 
-
 /** Every record of these files as warcio reads them, digests checked. Throws with warcio's stderr on failure. */
 export function readWithWarcio(files: string[]): PyRecord[] {
   const res = run(VENV_PY, ['-c', PY_DUMP, ...files]);
   if (res.status !== 0) throw new Error(`warcio failed (${res.status}): ${res.stderr}`);
-  return res.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as PyRecord);
+  return res.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as PyRecord);
 }

@@ -2,13 +2,7 @@
 // the guarded DNS lookup. No sockets; the lookups here are fakes.
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import {
-  AddressPolicyError,
-  AddressRefusedError,
-  classifyAddress,
-  createAddressPolicy,
-  createGuardedLookup,
-} from '../../src/http/address-policy';
+import { AddressPolicyError, AddressRefusedError, classifyAddress, createAddressPolicy, createGuardedLookup } from '../../src/http/address-policy';
 
 describe('classifyAddress', () => {
   it.each([
@@ -63,12 +57,9 @@ describe('classifyAddress', () => {
     expect(classifyAddress(address)).toEqual({ class: cls, public: false, embedded: { form, ipv4 } });
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700::1111', '2a00:1450:4001::200e', '192.175.48.1'])(
-    'allows public %s',
-    (address) => {
-      expect(classifyAddress(address).public).toBe(true);
-    },
-  );
+  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700::1111', '2a00:1450:4001::200e', '192.175.48.1'])('allows public %s', (address) => {
+    expect(classifyAddress(address).public).toBe(true);
+  });
 
   it('allows embedded forms of public addresses', () => {
     expect(classifyAddress('::ffff:8.8.8.8')).toMatchObject({ public: true, embedded: { form: 'ipv4Mapped', ipv4: '8.8.8.8' } });

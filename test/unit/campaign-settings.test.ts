@@ -2,8 +2,7 @@
 import { CampaignInputError, MAX_RESOLVE_ENTRIES, resolveCampaignSettings } from '../../src/config/campaign';
 import { MAX_ACTIVE_HOSTS, validateSetConcurrency } from '../../src/config/steering';
 
-const settingsWith = (maxActiveHosts: number | null) =>
-  resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
+const settingsWith = (maxActiveHosts: number | null) => resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
 
 test.each([0, MAX_ACTIVE_HOSTS + 1])('maxActiveHosts %p is refused at start as it is by set-concurrency', (n) => {
   expect(() => settingsWith(n)).toThrow(CampaignInputError);

@@ -67,7 +67,10 @@ test('a million hosts pass through the bookkeeping while the state it keeps stay
     // Each round: 200 hosts dispatched, 200 finished.
     hosts += 200;
     active = Math.min(active + 200, 10);
-    b.onSnapshot(snap({ dispatched: 200, active, ready: 1_000_000 - hosts, totals: { fetched: hosts * 3, failed: hosts, skipped: 0, bytes: hosts * 3e4, hosts, frontier: 5 } }), round);
+    b.onSnapshot(
+      snap({ dispatched: 200, active, ready: 1_000_000 - hosts, totals: { fetched: hosts * 3, failed: hosts, skipped: 0, bytes: hosts * 3e4, hosts, frontier: 5 } }),
+      round,
+    );
     if (round % 1000 === 0) sizes.push(JSON.stringify(b.carry).length + JSON.stringify(b.statusView('c')).length);
   }
   expect(hosts).toBe(1_000_000);

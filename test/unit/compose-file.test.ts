@@ -37,10 +37,12 @@ const unescape = (s: string) => s.replace(/\$\$/g, '$');
 function env(s: Service): Record<string, string> {
   const e = s.environment ?? {};
   if (Array.isArray(e)) {
-    return Object.fromEntries(e.map((kv) => {
-      const i = kv.indexOf('=');
-      return i < 0 ? [kv, ''] : [kv.slice(0, i), kv.slice(i + 1)];
-    }));
+    return Object.fromEntries(
+      e.map((kv) => {
+        const i = kv.indexOf('=');
+        return i < 0 ? [kv, ''] : [kv.slice(0, i), kv.slice(i + 1)];
+      }),
+    );
   }
   return Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]));
 }
@@ -53,11 +55,16 @@ function argv(v: string | string[] | undefined): string[] {
 /** Everything a container runs, as one string (for shell snippets in `sh -c`). */
 const runText = (s: Service) => [...argv(s.entrypoint), ...argv(s.command)].join(' ');
 
-interface PortMapping { published: number | null; target: number }
+interface PortMapping {
+  published: number | null;
+  target: number;
+}
 function ports(s: Service): PortMapping[] {
   return (s.ports ?? []).map((p) => {
     if (typeof p === 'object') return { published: p.published === undefined ? null : Number(p.published), target: Number(p.target) };
-    const parts = String(p).replace(/\/(tcp|udp)$/, '').split(':');
+    const parts = String(p)
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
     const target = Number(parts[parts.length - 1]);
     const published = parts.length >= 2 ? Number(parts[parts.length - 2]) : null;
     return { published, target };
@@ -119,7 +126,8 @@ describe('docker-compose.yml', () => {
       for (const dep of Object.keys(dependsOn(s))) expect({ service: name, dependsOn: dep, exists: dep in services }).toEqual({ service: name, dependsOn: dep, exists: true });
       for (const v of s.volumes ?? []) {
         const source = typeof v === 'string' ? v.split(':')[0] : v.source;
-        if (source && !/^[./~]/.test(source)) expect({ service: name, volume: source, declared: source in (compose.volumes ?? {}) }).toEqual({ service: name, volume: source, declared: true });
+        if (source && !/^[./~]/.test(source))
+          expect({ service: name, volume: source, declared: source in (compose.volumes ?? {}) }).toEqual({ service: name, volume: source, declared: true });
       }
     }
   });
@@ -144,9 +152,17 @@ describe('docker-compose.yml', () => {
   });
 
   test('PostgreSQL, Temporal, the Web UI and Redis have health checks', () => {
-    for (const [name, s] of [[pgName, postgres], [temporalName, temporal], [uiName, ui], [redisName, redis]] as const) {
+    for (const [name, s] of [
+      [pgName, postgres],
+      [temporalName, temporal],
+      [uiName, ui],
+      [redisName, redis],
+    ] as const) {
       const test = s.healthcheck?.test;
-      expect({ service: name, healthcheck: !s.healthcheck?.disable && Array.isArray(test) ? test[0] !== 'NONE' && test.length > 1 : Boolean(test) }).toEqual({ service: name, healthcheck: true });
+      expect({ service: name, healthcheck: !s.healthcheck?.disable && Array.isArray(test) ? test[0] !== 'NONE' && test.length > 1 : Boolean(test) }).toEqual({
+        service: name,
+        healthcheck: true,
+      });
     }
   });
 
@@ -193,7 +209,7 @@ describe('docker-compose.yml', () => {
   });
 
   describe('worker', () => {
-    test('is built from this repository\'s Dockerfile', () => {
+    test("is built from this repository's Dockerfile", () => {
       const b = worker.build;
       const context = typeof b === 'string' ? b : b?.context;
       const dockerfile = (typeof b === 'object' && b.dockerfile) || 'Dockerfile';
@@ -227,7 +243,7 @@ describe('docker-compose.yml', () => {
       expect(Number(url.port || 6379)).toBe(redisPort);
     });
 
-    test('has a stop grace period longer than the worker\'s own shutdown grace time', () => {
+    test("has a stop grace period longer than the worker's own shutdown grace time", () => {
       const m = /shutdownGraceTime:\s*['"](\d+(?:ms|s|m))['"]/.exec(read('src/worker/crawler-worker.ts'));
       expect(m).not.toBeNull();
       expect(worker.stop_grace_period).toBeDefined();
@@ -261,7 +277,7 @@ describe('docker-compose.yml', () => {
       expect(pairs.sort(byName)).toEqual(CRAWL_SEARCH_ATTRIBUTES.map(({ name, cliType }) => ({ name, cliType })).sort(byName));
     });
 
-    test('against the Temporal service and the worker\'s namespace, failing loudly', () => {
+    test("against the Temporal service and the worker's namespace, failing loudly", () => {
       const [, s] = setup[0];
       const text = runText(s);
       const e = env(s);
@@ -314,7 +330,8 @@ describe('Dockerfile', () => {
     const copies = all('COPY').map((c) => c.args);
     expect(copies.some((c) => /\bpackage\.json\b/.test(c) && /\bpackage-lock\.json\b/.test(c))).toBe(true);
     expect(all('RUN').some((r) => /\bnpm ci\b/.test(r.args))).toBe(true);
-    for (const dir of ['src', 'workflows', 'activities']) expect({ dir, copied: copies.some((c) => new RegExp(`(^|\\s)\\.?/?${dir}/?\\s`).test(c)) }).toEqual({ dir, copied: true });
+    for (const dir of ['src', 'workflows', 'activities'])
+      expect({ dir, copied: copies.some((c) => new RegExp(`(^|\\s)\\.?/?${dir}/?\\s`).test(c)) }).toEqual({ dir, copied: true });
   });
 
   test('runs the worker bundle it built from the sources it copied, with plain node', () => {

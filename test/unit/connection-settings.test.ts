@@ -68,7 +68,9 @@ describe('Temporal connection options', () => {
   test('half an mTLS pair, TLS paths with TLS off and a non-boolean TEMPORAL_TLS are refused', () => {
     expect(() => processSettings({ TEMPORAL_TLS_CLIENT_CERT_PATH: '/certs/client.pem' })).toThrow(/TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together/);
     expect(() => processSettings({ TEMPORAL_TLS_CLIENT_KEY_PATH: '/certs/client.key' })).toThrow(/go together/);
-    expect(() => processSettings({ TEMPORAL_TLS: 'false', TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem' })).toThrow(/TEMPORAL_TLS is false, but TEMPORAL_TLS_SERVER_CA_CERT_PATH/);
+    expect(() => processSettings({ TEMPORAL_TLS: 'false', TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/certs/ca.pem' })).toThrow(
+      /TEMPORAL_TLS is false, but TEMPORAL_TLS_SERVER_CA_CERT_PATH/,
+    );
     expect(() => processSettings({ TEMPORAL_TLS: 'maybe' })).toThrow(/TEMPORAL_TLS must be true or false/);
   });
 });

@@ -52,7 +52,12 @@ describe('campaign priority rules', () => {
   });
 
   test('patterns are unanchored regular expressions on the whole normalised URL', () => {
-    const s = resolve({ priorities: [{ pattern: '^https://', priority: 1 }, { pattern: '\\.pdf$', priority: -1 }] });
+    const s = resolve({
+      priorities: [
+        { pattern: '^https://', priority: 1 },
+        { pattern: '\\.pdf$', priority: -1 },
+      ],
+    });
     expect(frontierPriority('https://example.test/a', s)).toBe(1);
     expect(frontierPriority('http://example.test/doc.pdf', s)).toBe(-1);
     expect(frontierPriority('http://example.test/doc.pdf?x=1', s)).toBe(0);
@@ -66,7 +71,11 @@ describe('campaign priority rules', () => {
     ['a pattern that does not compile', { priorities: [{ pattern: '(', priority: 1 }] }, /frontier\.priorities\[0\]\.pattern "\(" is not a valid regular expression/],
     ['an empty pattern', { priorities: [{ pattern: '', priority: 1 }] }, /frontier\.priorities\[0\]\.pattern must be a non-empty regular expression/],
     ['a rule without a pattern', { priorities: [{ priority: 1 }] }, /frontier\.priorities\[0\]\.pattern must be a non-empty/],
-    ['priority above the maximum', { priorities: [{ pattern: 'x', priority: FRONTIER_PRIORITY_MAX + 1 }] }, /frontier\.priorities\[0\]\.priority must be a whole number from -8 to 8 \(got 9\)/],
+    [
+      'priority above the maximum',
+      { priorities: [{ pattern: 'x', priority: FRONTIER_PRIORITY_MAX + 1 }] },
+      /frontier\.priorities\[0\]\.priority must be a whole number from -8 to 8 \(got 9\)/,
+    ],
     ['priority below the minimum', { priorities: [{ pattern: 'x', priority: FRONTIER_PRIORITY_MIN - 1 }] }, /got -9/],
     ['a fractional priority', { priorities: [{ pattern: 'x', priority: 1.5 }] }, /got 1\.5/],
     ['a priority given as a string', { priorities: [{ pattern: 'x', priority: '5' }] }, /got "5"/],
@@ -82,7 +91,14 @@ describe('campaign priority rules', () => {
   test('too many rules, and every bad rule reported at once', () => {
     const many = Array.from({ length: MAX_PRIORITY_RULES + 1 }, (_, i) => ({ pattern: `/p${i}/`, priority: 1 }));
     expect(problemsOf({ priorities: many })).toEqual([`frontier.priorities has ${MAX_PRIORITY_RULES + 1} rules; at most ${MAX_PRIORITY_RULES}`]);
-    expect(problemsOf({ priorities: [{ pattern: '[', priority: 1 }, { pattern: 'ok', priority: 99 }] })).toHaveLength(2);
+    expect(
+      problemsOf({
+        priorities: [
+          { pattern: '[', priority: 1 },
+          { pattern: 'ok', priority: 99 },
+        ],
+      }),
+    ).toHaveLength(2);
   });
 });
 

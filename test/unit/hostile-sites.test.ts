@@ -194,7 +194,10 @@ describe('redirects', () => {
     expect(url).toBe(web.url('redir.test', '/chain/10'));
     expect(await text('redir.test', '/chain/10')).toContain('end of chain after 10 hops');
     expect((await get('redir.test', '/chain/11')).status).toBe(404);
-    const locations = web.requests().filter((r) => r.path.startsWith('/chain/')).map((r) => r.path);
+    const locations = web
+      .requests()
+      .filter((r) => r.path.startsWith('/chain/'))
+      .map((r) => r.path);
     expect(locations.slice(0, 11)).toEqual(site.expected.groups.chain);
 
     expect(await loc('/away')).toEqual({ status: 301, location: `http://other.test:${web.port}/` });
@@ -335,7 +338,12 @@ describe('transport faults', () => {
     const hung = await raw('h.test', '/no-headers');
     expect(hung.data.length).toBe(0);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(90);
-    expect(web.requests().filter((r) => r.path === '/no-headers').map((r) => r.host)).toEqual(['f.test', 'h.test']);
+    expect(
+      web
+        .requests()
+        .filter((r) => r.path === '/no-headers')
+        .map((r) => r.host),
+    ).toEqual(['f.test', 'h.test']);
   });
 
   test('truncated body: fewer bytes than Content-Length, then the connection closes', async () => {
@@ -593,7 +601,12 @@ describe('throttling', () => {
       const r = await get('rl2.test', p);
       answers.push([r.status, r.headers['retry-after']]);
     }
-    expect(answers).toEqual([[429, '6'], [429, '1'], [429, '1'], [200, undefined]]);
+    expect(answers).toEqual([
+      [429, '6'],
+      [429, '1'],
+      [429, '1'],
+      [200, undefined],
+    ]);
     expect(site.expected.groups).toMatchObject({ retryAfterMs: ['6000', '1000', '1000'], servedBeforeThrottling: ['1'], throttledRequests: ['3'] });
   });
 

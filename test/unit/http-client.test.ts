@@ -14,13 +14,7 @@ import { Agent, request as undiciRequest } from 'undici';
 import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import {
-  ResolveOverrideError,
-  createLookup,
-  findOverride,
-  parseResolveEntries,
-  parseResolveEntry,
-} from '../../src/http/resolve-overrides';
+import { ResolveOverrideError, createLookup, findOverride, parseResolveEntries, parseResolveEntry } from '../../src/http/resolve-overrides';
 
 jest.setTimeout(10_000);
 
@@ -180,14 +174,10 @@ describe('resolve overrides', () => {
         });
         expect(data).toBe('hi');
       }
-      const all = await new Promise<unknown>((resolve, reject) =>
-        lookup('made-up.test', { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
-      );
+      const all = await new Promise<unknown>((resolve, reject) => lookup('made-up.test', { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
       expect(all).toEqual([{ address: '127.0.0.1', family: 4 }]);
       // Not pinned: dns.lookup answers (an IP literal needs no DNS server).
-      const fallback = await new Promise<unknown>((resolve, reject) =>
-        lookup('127.0.0.1', {}, (err, address) => (err ? reject(err) : resolve(address))),
-      );
+      const fallback = await new Promise<unknown>((resolve, reject) => lookup('127.0.0.1', {}, (err, address) => (err ? reject(err) : resolve(address))));
       expect(fallback).toBe('127.0.0.1');
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -970,8 +960,7 @@ describe('DNS resolution (a DNS server on loopback answering the names)', () => 
 
 describe('classifyError', () => {
   const url = 'http://example.test/';
-  const withCode = (code: string, extra: Record<string, unknown> = {}): Error =>
-    Object.assign(new Error(`error ${code}`), { code, ...extra });
+  const withCode = (code: string, extra: Record<string, unknown> = {}): Error => Object.assign(new Error(`error ${code}`), { code, ...extra });
 
   it.each([
     ['UND_ERR_CONNECT_TIMEOUT', 'CONNECT_TIMEOUT', true],

@@ -128,8 +128,6 @@ describe('IndexWriter', () => {
   });
 
   it('hashes bodies as sha256:hex', () => {
-    expect(contentHashOf(new Uint8Array(0))).toBe(
-      'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-    );
+    expect(contentHashOf(new Uint8Array(0))).toBe('sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
   });
 });

@@ -111,8 +111,7 @@ describe('extractLinks', () => {
     });
 
     it('combines several robots metas and ignores other names', () => {
-      const html =
-        '<meta name="robots" content="noindex"><meta name="robots" content="nofollow"><meta name="description" content="nofollow">';
+      const html = '<meta name="robots" content="noindex"><meta name="robots" content="nofollow"><meta name="description" content="nofollow">';
       expect(extractLinks(html, PAGE).metaRobots).toEqual({ noindex: true, nofollow: true });
       expect(extractLinks('<meta name="googlebot" content="none">', PAGE).metaRobots).toEqual({
         noindex: false,
@@ -227,14 +226,9 @@ describe('extractLinks', () => {
     });
 
     it('recovers links like a browser would', () => {
-      expect(urls('<a href="/unclosed">text <div><a href=/unquoted>u</a>')).toEqual([
-        'https://example.com/unclosed',
-        'https://example.com/unquoted',
-      ]);
+      expect(urls('<a href="/unclosed">text <div><a href=/unquoted>u</a>')).toEqual(['https://example.com/unclosed', 'https://example.com/unquoted']);
       expect(urls('<a href="/a" href="/dup">x</a>')).toEqual(['https://example.com/a']);
-      expect(urls('<!-- <a href="/c">c</a> --><script>var s = "<a href=/s>";</script><a href="/real">r</a>')).toEqual([
-        'https://example.com/real',
-      ]);
+      expect(urls('<!-- <a href="/c">c</a> --><script>var s = "<a href=/s>";</script><a href="/real">r</a>')).toEqual(['https://example.com/real']);
     });
   });
 

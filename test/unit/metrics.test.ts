@@ -179,10 +179,7 @@ describe('temporalRuntimeTelemetry', () => {
     expect(temporalRuntimeTelemetry('0.0.0.0:9465').metrics).toBeDefined();
   });
 
-  test.each(['localhost:9465', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', '::1:9465', '[127.0.0.1]:9465', ''])(
-    'rejects %j (Core wants an IP literal and a port)',
-    (addr) => {
-      expect(() => temporalRuntimeTelemetry(addr)).toThrow(/ip:port/);
-    },
-  );
+  test.each(['localhost:9465', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', '::1:9465', '[127.0.0.1]:9465', ''])('rejects %j (Core wants an IP literal and a port)', (addr) => {
+    expect(() => temporalRuntimeTelemetry(addr)).toThrow(/ip:port/);
+  });
 });

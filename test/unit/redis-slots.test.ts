@@ -49,7 +49,13 @@ function capturingRedis() {
   const byShaName = new Map(Object.entries(SCRIPTS).map(([name, def]) => [createHash('sha1').update(def.lua).digest('hex'), name]));
   const calls: Captured[] = [];
   let reply: unknown = null;
-  (redis as unknown as { sendCommand: unknown }).sendCommand = (cmd: { name: string; args: unknown[]; getKeys(): (string | Buffer)[]; resolve(v: unknown): void; promise: Promise<unknown> }) => {
+  (redis as unknown as { sendCommand: unknown }).sendCommand = (cmd: {
+    name: string;
+    args: unknown[];
+    getKeys(): (string | Buffer)[];
+    resolve(v: unknown): void;
+    promise: Promise<unknown>;
+  }) => {
     if (cmd.name.toLowerCase() !== 'evalsha') throw new Error(`unexpected ${cmd.name}: scripts only`);
     const sha = String(cmd.args[0]);
     calls.push({ script: byShaName.get(sha) ?? `other:${sha.slice(0, 8)}`, keys: cmd.getKeys().map(String) });
@@ -141,7 +147,20 @@ describe('every Lua script keeps its keys in one hash slot', () => {
 
   it.each(CAMPAIGN_KEYS)('campaign host bookkeeping scripts: campaign %j', async (ck) => {
     const hosts = new CampaignHosts(cap.redis, ck);
-    const record: HostRecord = { state: 'crawling', fetched: 1, failed: 0, skipped: 0, bytes: 1, frontier: 2, delayMs: 1000, reason: 'x', lastUrl: null, lastStatus: null, nextWakeAt: null, updatedAt: '' };
+    const record: HostRecord = {
+      state: 'crawling',
+      fetched: 1,
+      failed: 0,
+      skipped: 0,
+      bytes: 1,
+      frontier: 2,
+      delayMs: 1000,
+      reason: 'x',
+      lastUrl: null,
+      lastStatus: null,
+      nextWakeAt: null,
+      updatedAt: '',
+    };
     for (const [script, reply, call] of [
       ['crawlMarkReady', 2, () => hosts.markReady(['a.test', 'b.test:8080'])],
       ['crawlDispatched', 1, () => hosts.dispatched('a.test', '7', 3)],

@@ -45,21 +45,24 @@ function syntheticIndex(): IndexEntry[] {
     ...times(120, 0, 1000).map((t) => entry('a.test', t, { bytes: 1000, fetchMs: 10 })),
     // b.test: 60 PDFs then 20 HTML 404s (failed URLs), every 1.5 s from T0+0.5 s; the last one ends at 119 020 ms.
     ...times(80, 500, 1500).map((t, i) =>
-      entry('b.test', t, i < 60
-        ? { contentType: 'application/pdf', bytes: 2000, fetchMs: 20 }
-        : { status: 404, outcome: 'http-error', error: { code: 'HTTP_404', message: 'HTTP 404 Not Found' }, bytes: 2000, fetchMs: 20 })),
+      entry(
+        'b.test',
+        t,
+        i < 60
+          ? { contentType: 'application/pdf', bytes: 2000, fetchMs: 20 }
+          : { status: 404, outcome: 'http-error', error: { code: 'HTTP_404', message: 'HTTP 404 Not Found' }, bytes: 2000, fetchMs: 20 },
+      ),
+    ),
     // c.test: gaps 100, 300, 600 → min 100, median 300.
     ...[0, 100, 400, 1000].map((d) => entry('c.test', 30000 + d, { contentType: 'text/html; charset=utf-8', bytes: 100 })),
     // d.test: gaps 200, 200, 800, 1000 → min 200, median (200+800)/2 = 500.
     ...[0, 200, 400, 1200, 2200].map((d) => entry('d.test', 40000 + d, { contentType: 'TEXT/HTML', bytes: 100 })),
     // e.test: 50 failed requests (30 ECONNRESET, 20 TIMEOUT), 10 s – 14.9 s.
-    ...times(50, 10000, 100).map((t, i) =>
-      entry('e.test', t, { ...skippedNoResponse, outcome: 'error', error: { code: i < 30 ? 'ECONNRESET' : 'TIMEOUT', message: 'boom' } })),
+    ...times(50, 10000, 100).map((t, i) => entry('e.test', t, { ...skippedNoResponse, outcome: 'error', error: { code: i < 30 ? 'ECONNRESET' : 'TIMEOUT', message: 'boom' } })),
     // f.test: 40 disallowed by robots (one with an unreadable time), 10 robots-unavailable.
     ...times(39, 20000, 100).map((t) => entry('f.test', t, { ...skippedNoResponse, outcome: 'robots-disallowed' })),
     entry('f.test', 'not a date', { ...skippedNoResponse, outcome: 'robots-disallowed' }),
-    ...times(10, 25000, 100).map((t) =>
-      entry('f.test', t, { ...skippedNoResponse, outcome: 'robots-unavailable', error: { code: 'ROBOTS_UNAVAILABLE', message: 'x' } })),
+    ...times(10, 25000, 100).map((t) => entry('f.test', t, { ...skippedNoResponse, outcome: 'robots-unavailable', error: { code: 'ROBOTS_UNAVAILABLE', message: 'x' } })),
     // evil.test: hostile URL and content type; a 500 whose URL tries to close the JSON script, as an
     // index written before 'http-error' existed recorded it: outcome 'fetched'.
     entry('evil.test', 50000, { url: EVIL_URL, contentType: EVIL_TYPE, bytes: 10 }),
@@ -71,8 +74,15 @@ function syntheticIndex(): IndexEntry[] {
   ];
 }
 
-const host = (h: string, fetched: number, failed: number, skipped: number, httpErrors: number, errors: number, bytes: number) =>
-  ({ host: h, fetched, failed, skipped, httpErrors, errors, bytes });
+const host = (h: string, fetched: number, failed: number, skipped: number, httpErrors: number, errors: number, bytes: number) => ({
+  host: h,
+  fetched,
+  failed,
+  skipped,
+  httpErrors,
+  errors,
+  bytes,
+});
 
 describe('buildReportData', () => {
   const entries = syntheticIndex();
@@ -142,7 +152,11 @@ describe('buildReportData', () => {
       host('e.test', 0, 50, 0, 0, 50, 0),
       host('f.test', 0, 0, 50, 0, 0, 0),
     ]);
-    expect(d.topHostsByErrors.map((h) => [h.host, h.errors])).toEqual([['e.test', 50], ['b.test', 20], ['evil.test', 1]]);
+    expect(d.topHostsByErrors.map((h) => [h.host, h.errors])).toEqual([
+      ['e.test', 50],
+      ['b.test', 20],
+      ['evil.test', 1],
+    ]);
   });
 
   test('problems by outcome and code, with the first URL as example', () => {
@@ -234,8 +248,13 @@ describe('renderReportHtml', () => {
   test('figures carry their numbers in data attributes', () => {
     const s = data.summary;
     for (const [key, value] of [
-      ['pages-fetched', s.fetched], ['pages-failed', s.failed], ['pages-skipped', s.skipped],
-      ['bytes', s.bytes], ['duration-ms', s.durationMs], ['hosts', s.hosts], ['entries', s.entries],
+      ['pages-fetched', s.fetched],
+      ['pages-failed', s.failed],
+      ['pages-skipped', s.skipped],
+      ['bytes', s.bytes],
+      ['duration-ms', s.durationMs],
+      ['hosts', s.hosts],
+      ['entries', s.entries],
     ] as const) {
       expect(html).toContain(`data-figure="${key}" data-value="${value}"`);
     }
@@ -259,7 +278,7 @@ describe('locating the index', () => {
     expect(candidateOutputDirs('c1', 'out/x', '/w')).toEqual(['/w/out/x']);
   });
 
-  test('reads <dir>/index and keeps only the campaign\'s entries', async () => {
+  test("reads <dir>/index and keeps only the campaign's entries", async () => {
     const dir = path.join(tmp, 'crawl-output', CAMPAIGN);
     fs.mkdirSync(path.join(dir, 'index'), { recursive: true });
     const mine = syntheticIndex().slice(0, 3);
@@ -271,8 +290,22 @@ describe('locating the index', () => {
   });
 });
 
-describe('classify agrees with the crawler\'s own counters', () => {
-  const e = (outcome: string, kind?: 'sitemap'): IndexEntry => ({ url: 'http://a.test/', fp: 'x', host: 'a.test', campaignId: 'c', status: 200, outcome, contentType: null, bytes: 0, contentHash: null, fetchedAt: '2026-11-23T00:00:00.000Z', depth: 0, referrer: null, ...(kind ? { kind } : {}) });
+describe("classify agrees with the crawler's own counters", () => {
+  const e = (outcome: string, kind?: 'sitemap'): IndexEntry => ({
+    url: 'http://a.test/',
+    fp: 'x',
+    host: 'a.test',
+    campaignId: 'c',
+    status: 200,
+    outcome,
+    contentType: null,
+    bytes: 0,
+    contentHash: null,
+    fetchedAt: '2026-11-23T00:00:00.000Z',
+    depth: 0,
+    referrer: null,
+    ...(kind ? { kind } : {}),
+  });
   it.each([
     ['fetched', 'fetched'],
     ['redirect', 'fetched'],

@@ -1,11 +1,4 @@
-import {
-  DEFAULT_MAX_ROBOTS_BYTES,
-  RobotsError,
-  RobotsTxt,
-  normalisePath,
-  parseRobotsTxt,
-  productToken,
-} from '../../src/robots/robots-txt';
+import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, normalisePath, parseRobotsTxt, productToken } from '../../src/robots/robots-txt';
 import { RobotsStore } from '../../src/robots/robots-store';
 import type { RedisLike } from '../../src/redis/scripts';
 import { sharedHostKeys } from '../../src/redis/keys';
@@ -31,7 +24,6 @@ function delayText(robots: RobotsTxt, agent: string): string {
   const d = robots.rulesFor(agent).crawlDelaySec;
   return d === undefined ? 'none' : String(d);
 }
-
 
 describe('conformance fixture', () => {
   it('has at least 70 cases with unique names', () => {
@@ -135,12 +127,7 @@ describe('sitemaps', () => {
         'Sitemap: https://example.com/sitemap.xml',
       ].join('\n'),
     );
-    expect(robots.sitemaps).toEqual([
-      'https://example.com/sitemap.xml',
-      'http://example.com/news.xml',
-      'https://example.com/other.xml',
-      'https://example.com/nocolon.xml',
-    ]);
+    expect(robots.sitemaps).toEqual(['https://example.com/sitemap.xml', 'http://example.com/news.xml', 'https://example.com/other.xml', 'https://example.com/nocolon.xml']);
     expect(RobotsTxt.fromJSON(robots.toJSON()).sitemaps).toEqual(robots.sitemaps);
   });
 });
@@ -158,9 +145,7 @@ describe('crawl-delay', () => {
     // delay, then a run for a named crawler. Crawl-delay does not end a group
     // (§2.2.4), so both runs share the allow/disallow rules, but each keeps its
     // own delay.
-    const robots = parseRobotsTxt(
-      'User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nCrawl-delay: 1\nDisallow: /x\n',
-    );
+    const robots = parseRobotsTxt('User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nCrawl-delay: 1\nDisallow: /x\n');
 
     it('a specific shorter delay wins over the * delay', () => {
       expect(robots.rulesFor(UA).crawlDelaySec).toBe(1);
@@ -246,7 +231,11 @@ describe('body limits and garbage', () => {
     const body = `User-agent: *\n# ${'\u00e9'.repeat(100)}\nDisallow: /x\n`;
     const bytes = new TextEncoder().encode(body).length;
     expect(parseRobotsTxt(body, { maxBytes: bytes }).rulesFor(UA).isAllowed('/x')).toBe(false);
-    expect(parseRobotsTxt(body, { maxBytes: bytes - 2 }).rulesFor(UA).isAllowed('/x')).toBe(true);
+    expect(
+      parseRobotsTxt(body, { maxBytes: bytes - 2 })
+        .rulesFor(UA)
+        .isAllowed('/x'),
+    ).toBe(true);
     expect(parseRobotsTxt(body, { maxBytes: body.length }).rulesFor(UA).isAllowed('/x')).toBe(true);
   });
 
@@ -289,12 +278,7 @@ describe('body limits and garbage', () => {
     const enc = new TextEncoder();
     const bom = Uint8Array.from([0xef, 0xbb, 0xbf, ...enc.encode('User-agent: *\nDisallow: /bom\n')]);
     expect(parseRobotsTxt(bom).rulesFor(UA).isAllowed('/bom')).toBe(false);
-    const invalid = Uint8Array.from([
-      ...enc.encode('User-agent: *\nDisallow: /'),
-      0xff,
-      0xfe,
-      ...enc.encode('\nDisallow: /ok-after\n'),
-    ]);
+    const invalid = Uint8Array.from([...enc.encode('User-agent: *\nDisallow: /'), 0xff, 0xfe, ...enc.encode('\nDisallow: /ok-after\n')]);
     const rules = parseRobotsTxt(invalid).rulesFor(UA);
     expect(rules.isAllowed('/ok-after')).toBe(false);
     expect(rules.isAllowed('/')).toBe(true);

@@ -122,10 +122,9 @@ describe('createScope', () => {
   });
 
   describe('domains', () => {
-    const scope = createScope(
-      { mode: 'domains', domains: ['*.Example.ORG', '.bücher.example', 'news.example.net.', 'https://docs.example.io/path'] },
-      ['https://ignored.example.com/'],
-    );
+    const scope = createScope({ mode: 'domains', domains: ['*.Example.ORG', '.bücher.example', 'news.example.net.', 'https://docs.example.io/path'] }, [
+      'https://ignored.example.com/',
+    ]);
 
     it('normalises the listed entries', () => {
       expect(scope.roots).toEqual(['docs.example.io', 'example.org', 'news.example.net', 'xn--bcher-kva.example']);

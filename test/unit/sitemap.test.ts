@@ -38,7 +38,6 @@ function locs(r: SitemapParseResult): string[] {
   return r.urls.map((u) => u.loc);
 }
 
-
 describe('constants', () => {
   it('match the sitemaps.org limits', () => {
     expect(DEFAULT_MAX_SITEMAP_BYTES).toBe(52_428_800);
@@ -57,10 +56,7 @@ describe('parseSitemap: urlset', () => {
     );
     expect(r).toEqual({
       kind: 'urlset',
-      urls: [
-        { loc: 'https://example.com/', lastmod: '2024-05-01', priority: 0.8 },
-        { loc: 'https://example.com/about' },
-      ],
+      urls: [{ loc: 'https://example.com/', lastmod: '2024-05-01', priority: 0.8 }, { loc: 'https://example.com/about' }],
       sitemaps: [],
       truncated: false,
       errors: [],
@@ -125,12 +121,7 @@ describe('parseSitemap: urlset', () => {
         '<url><loc>https://example.com/mixed?<![CDATA[x=1&y=2]]>&amp;z=3</loc></url>',
       ]),
     );
-    expect(locs(r)).toEqual([
-      'https://example.com/c?a=1&b=2',
-      'https://example.com/spaced',
-      'https://example.com/tabbed',
-      'https://example.com/mixed?x=1&y=2&z=3',
-    ]);
+    expect(locs(r)).toEqual(['https://example.com/c?a=1&b=2', 'https://example.com/spaced', 'https://example.com/tabbed', 'https://example.com/mixed?x=1&y=2&z=3']);
     expect(r.errors).toEqual([]);
   });
 
@@ -147,12 +138,7 @@ describe('parseSitemap: urlset', () => {
   });
 
   it('escapes only bare ampersands, leaving references and CDATA alone', () => {
-    const r = parse(
-      urlset([
-        urlEntry('https://example.com/q?a=1&b=2&amp;c=3&#38;d=4&e'),
-        '<url><loc><![CDATA[https://example.com/cdata?x=1&amp;y=2]]></loc></url>',
-      ]),
-    );
+    const r = parse(urlset([urlEntry('https://example.com/q?a=1&b=2&amp;c=3&#38;d=4&e'), '<url><loc><![CDATA[https://example.com/cdata?x=1&amp;y=2]]></loc></url>']));
     expect(locs(r)).toEqual(['https://example.com/q?a=1&b=2&c=3&d=4&e', 'https://example.com/cdata?x=1&amp;y=2']);
     expect(r.errors).toEqual(['XML: 2 unescaped "&" read as "&amp;"']);
   });
@@ -204,20 +190,9 @@ describe('parseSitemap: urlset', () => {
   });
 
   it('accepts W3C datetime lastmod forms and drops others with an error', () => {
-    const ok = [
-      '2024',
-      '2024-05',
-      '2024-05-01',
-      '2024-05-01T10:20Z',
-      '2024-05-01T10:20:30+02:00',
-      '2024-05-01T10:20:30.123Z',
-      '2024-05-01 10:20:30',
-      '2024-05-01T10:20:30',
-    ];
+    const ok = ['2024', '2024-05', '2024-05-01', '2024-05-01T10:20Z', '2024-05-01T10:20:30+02:00', '2024-05-01T10:20:30.123Z', '2024-05-01 10:20:30', '2024-05-01T10:20:30'];
     const bad = ['yesterday', '05/01/2024', '', '2024-5-1'];
-    const entries = [...ok, ...bad].map(
-      (d, i) => `<url><loc>https://example.com/${i}</loc><lastmod> ${d} </lastmod></url>`,
-    );
+    const entries = [...ok, ...bad].map((d, i) => `<url><loc>https://example.com/${i}</loc><lastmod> ${d} </lastmod></url>`);
     const r = parse(urlset(entries));
     expect(r.urls.map((u) => u.lastmod)).toEqual([...ok, ...bad.map(() => undefined)]);
     expect(r.errors).toHaveLength(bad.length);
@@ -562,17 +537,11 @@ describe('parseSitemap: text sitemaps', () => {
   });
 
   it('accepts a last line without a line break', () => {
-    expect(locs(parse('https://example.com/a\nhttps://example.com/b'))).toEqual([
-      'https://example.com/a',
-      'https://example.com/b',
-    ]);
+    expect(locs(parse('https://example.com/a\nhttps://example.com/b'))).toEqual(['https://example.com/a', 'https://example.com/b']);
   });
 
   it('accepts old-Mac CR line endings', () => {
-    expect(locs(parse('https://example.com/a\rhttps://example.com/b\r'))).toEqual([
-      'https://example.com/a',
-      'https://example.com/b',
-    ]);
+    expect(locs(parse('https://example.com/a\rhttps://example.com/b\r'))).toEqual(['https://example.com/a', 'https://example.com/b']);
   });
 
   it('skips lines that are not absolute http(s) URLs, naming the line', () => {
@@ -635,7 +604,7 @@ describe('parseSitemap: garbage', () => {
 
   it('never throws on random bytes', () => {
     for (let seed = 1; seed <= 200; seed++) {
-      const bytes = pseudoRandomBytes(1 + (seed * 37) % 3000, seed);
+      const bytes = pseudoRandomBytes(1 + ((seed * 37) % 3000), seed);
       const r = parse(bytes);
       expect(['urlset', 'sitemapindex', 'text', 'invalid']).toContain(r.kind);
     }
@@ -653,10 +622,7 @@ describe('parseSitemap: garbage', () => {
 
   it('never throws on truncations of a valid sitemap', () => {
     const full = Buffer.from(
-      urlset([
-        '<url><loc>https://example.com/a</loc><lastmod>2024-01-01</lastmod><priority>0.5</priority></url>',
-        '<url><loc><![CDATA[https://example.com/b]]></loc></url>',
-      ]),
+      urlset(['<url><loc>https://example.com/a</loc><lastmod>2024-01-01</lastmod><priority>0.5</priority></url>', '<url><loc><![CDATA[https://example.com/b]]></loc></url>']),
     );
     for (let n = 0; n <= full.length; n++) {
       const r = parse(full.subarray(0, n));
@@ -699,14 +665,14 @@ describe('sitemapSeeds', () => {
     ).toEqual(['https://example.com/sitemap.xml', 'https://example.com/a.xml']);
   });
 
-  it('keeps the origin\'s port', () => {
+  it("keeps the origin's port", () => {
     expect(sitemapSeeds(settings(), 'http://example.com:8080', ['http://example.com:8080/s.xml'])).toEqual([
       'http://example.com:8080/s.xml',
       'http://example.com:8080/sitemap.xml',
     ]);
   });
 
-  it('drops sitemaps hosted on another host, scheme or port (they would need that host\'s politeness)', () => {
+  it("drops sitemaps hosted on another host, scheme or port (they would need that host's politeness)", () => {
     expect(
       sitemapSeeds(settings(), 'https://example.com', [
         'https://cdn.example.net/s2.xml.gz',
@@ -718,9 +684,7 @@ describe('sitemapSeeds', () => {
   });
 
   it('skips unusable robots.txt entries', () => {
-    expect(sitemapSeeds(settings(), 'https://example.com', ['/relative.xml', 'ftp://example.com/s.xml', '', 'http://', 'not a url'])).toEqual([
-      'https://example.com/sitemap.xml',
-    ]);
+    expect(sitemapSeeds(settings(), 'https://example.com', ['/relative.xml', 'ftp://example.com/s.xml', '', 'http://', 'not a url'])).toEqual(['https://example.com/sitemap.xml']);
   });
 });
 
@@ -738,9 +702,7 @@ describe('sitemapCandidatesOf', () => {
   });
 
   it('ignores URLs on other hosts and counts them in the summary errors', () => {
-    const body = Buffer.from(
-      urlset([urlEntry('https://example.com/mine'), urlEntry('https://evil.test/theirs'), urlEntry('http://example.com/other-scheme')]),
-    );
+    const body = Buffer.from(urlset([urlEntry('https://example.com/mine'), urlEntry('https://evil.test/theirs'), urlEntry('http://example.com/other-scheme')]));
     const r = sitemapCandidatesOf(body, SM, null, 'sitemap', 2);
     expect(r.candidates).toEqual([{ url: 'https://example.com/mine', depth: 3, kind: 'page' }]);
     expect(r.summary.urls).toBe(3);

@@ -74,10 +74,7 @@ interface CrawlResult {
 }
 
 /** An independent reference crawler over HTTP, used to validate expectedPages. */
-async function httpCrawl(
-  seeds: string[],
-  opts: { hosts: string[]; respectRobots?: boolean; followNofollow?: boolean },
-): Promise<CrawlResult> {
+async function httpCrawl(seeds: string[], opts: { hosts: string[]; respectRobots?: boolean; followNofollow?: boolean }): Promise<CrawlResult> {
   const robots = new Map<string, (p: string) => boolean>();
   const fetched = new Set<string>();
   const hrefs: string[] = [];
@@ -410,7 +407,13 @@ describe('hooks and timing', () => {
     });
     // Other paths are not held: one answered while `/` waits shows it is waiting.
     expect((await get(web.url('held.test', '/page/1'))).status).toBe(200);
-    expect(web.requests().filter((r) => r.host === 'held.test').map((r) => r.path).sort()).toEqual(['/', '/page/1']);
+    expect(
+      web
+        .requests()
+        .filter((r) => r.host === 'held.test')
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(['/', '/page/1']);
     expect(answered).toBe(false);
     release();
     const res = await held;
@@ -493,7 +496,11 @@ describe('web-wide latency', () => {
       const slowFirst = pages.find((p) => w.latencyFor('lat.test', p) >= 150)!;
       const slowSecond = pages.find((p) => w.latencyFor('lat.test', p) < 60 && w.latencyFor('lat.test', p, 2) >= 150)!;
       expect(slowFirst && slowSecond).toBeTruthy();
-      for (const [path, nth] of [[slowFirst, 1], [slowSecond, 1], [slowSecond, 2]] as const) {
+      for (const [path, nth] of [
+        [slowFirst, 1],
+        [slowSecond, 1],
+        [slowSecond, 2],
+      ] as const) {
         const t0 = performance.now();
         expect(await fetch(w.url('lat.test', path))).toBe(200);
         expect(performance.now() - t0).toBeGreaterThanOrEqual(w.latencyFor('lat.test', path, nth) - TIMER_SLACK);
@@ -554,10 +561,12 @@ describe('close', () => {
     web.addSite({ host: 'k.test', pages: 2, fanOut: 1 });
     const keepAlive = new http.Agent({ keepAlive: true });
     await new Promise<void>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: web.port, path: '/', headers: { host: 'k.test' }, agent: keepAlive }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port: web.port, path: '/', headers: { host: 'k.test' }, agent: keepAlive }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        })
+        .on('error', reject);
     });
     const idle = Object.values(keepAlive.freeSockets).flat();
     expect(idle).toHaveLength(1);

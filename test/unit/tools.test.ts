@@ -96,11 +96,7 @@ describe('python3 -m venv', () => {
     const marker = path.join(m.bin, '..', 'python3-venv-installed');
     script(
       path.join(m.bin, 'apt-get'),
-      [
-        `echo "$*" >> '${path.join(m.bin, '..', 'apt.log')}'`,
-        `if [ "$1" = install ] && [ "$4" = python3-venv ]; then touch '${marker}'; exit 0; fi`,
-        'exit 100',
-      ].join('\n'),
+      [`echo "$*" >> '${path.join(m.bin, '..', 'apt.log')}'`, `if [ "$1" = install ] && [ "$4" = python3-venv ]; then touch '${marker}'; exit 0; fi`, 'exit 100'].join('\n'),
     );
     script(
       path.join(m.bin, 'python3'),
@@ -132,7 +128,10 @@ describe('python3 -m venv', () => {
     const lists = path.join(m.bin, '..', 'lists-updated');
     fs.writeFileSync(
       apt,
-      fs.readFileSync(apt, 'utf8').replace('exit 100', `if [ "$1" = update ]; then touch '${lists}'; exit 0; fi\nexit 100`).replace('if [ "$1" = install ]', `if [ -e '${lists}' ] && [ "$1" = install ]`),
+      fs
+        .readFileSync(apt, 'utf8')
+        .replace('exit 100', `if [ "$1" = update ]; then touch '${lists}'; exit 0; fi\nexit 100`)
+        .replace('if [ "$1" = install ]', `if [ -e '${lists}' ] && [ "$1" = install ]`),
     );
     ensurePythonVenv(path.join(tmp, 'venv-stale'), { root: true, purpose: 'the test' });
     expect(m.aptCalls()).toEqual(['install -y -qq python3-venv', 'update -qq', 'install -y -qq python3-venv']);

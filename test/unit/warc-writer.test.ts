@@ -11,7 +11,10 @@ import { ensurePythonWarcio, PY_DUMP, run, VENV, VENV_PY, WARCIO_VERSION, type P
 import { TOOLS_DIR } from '../../src/stack/paths';
 
 const NAME_RE = new RegExp(
-  `^crawl-\\d{17}-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_').replace(/\./g, '\\.')}-${process.pid}-\\d{5}\\.warc\\.gz$`,
+  `^crawl-\\d{17}-${os
+    .hostname()
+    .replace(/[^A-Za-z0-9.-]/g, '_')
+    .replace(/\./g, '\\.')}-${process.pid}-\\d{5}\\.warc\\.gz$`,
 );
 
 const tmpDirs: string[] = [];
@@ -50,26 +53,14 @@ function byId(records: WarcReadRecord[]): Map<string, WarcReadRecord> {
 describe('base32', () => {
   it('matches the RFC 4648 test vectors and the well-known empty SHA-1', () => {
     const enc = (s: string) => base32(Buffer.from(s));
-    expect(['', 'f', 'fo', 'foo', 'foob', 'fooba', 'foobar'].map(enc)).toEqual([
-      '',
-      'MY======',
-      'MZXQ====',
-      'MZXW6===',
-      'MZXW6YQ=',
-      'MZXW6YTB',
-      'MZXW6YTBOI======',
-    ]);
+    expect(['', 'f', 'fo', 'foo', 'foob', 'fooba', 'foobar'].map(enc)).toEqual(['', 'MY======', 'MZXQ====', 'MZXW6===', 'MZXW6YQ=', 'MZXW6YTB', 'MZXW6YTBOI======']);
     expect(sha1b32(new Uint8Array(0))).toBe('sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ');
   });
 });
 
 describe('storedResponseHeaders', () => {
   it('renames encoding/framing headers of a decoded body and sets the stored length', () => {
-    const h = storedResponseHeaders(
-      { 'content-encoding': 'br', 'Transfer-Encoding': 'chunked', 'Content-Length': '10', ETag: '"x"' },
-      42,
-      true,
-    );
+    const h = storedResponseHeaders({ 'content-encoding': 'br', 'Transfer-Encoding': 'chunked', 'Content-Length': '10', ETag: '"x"' }, 42, true);
     expect(h).toEqual([
       ['X-Crawler-Original-Content-Encoding', 'br'],
       ['X-Crawler-Original-Transfer-Encoding', 'chunked'],
@@ -172,20 +163,14 @@ describe('WarcWriter', () => {
 
     expect(meta.headers['WARC-Concurrent-To']).toBe(res.recordId);
     expect(meta.headers['Content-Type']).toBe('application/warc-fields');
-    expect(meta.payload!.toString('utf8')).toBe(
-      'outlink: https://example.test/a\r\noutlink: https://example.test/b\r\nfetchTimeMs: 12\r\n',
-    );
+    expect(meta.payload!.toString('utf8')).toBe('outlink: https://example.test/a\r\noutlink: https://example.test/b\r\nfetchTimeMs: 12\r\n');
   });
 
   it('serialises 50 concurrent writers into whole, ordered, linked records', async () => {
     const dir = tmpDir();
     const w = await WarcWriter.open({ dir });
     const bodies = Array.from({ length: 50 }, (_, i) => randomBytes(i * 997));
-    const locs = await Promise.all(
-      bodies.map((body, i) =>
-        w.writeExchange(exchange(i, { body }, i % 3 === 0 ? { metadata: { outlink: [`https://example.test/${i}`] } } : {})),
-      ),
-    );
+    const locs = await Promise.all(bodies.map((body, i) => w.writeExchange(exchange(i, { body }, i % 3 === 0 ? { metadata: { outlink: [`https://example.test/${i}`] } } : {}))));
     await w.close();
 
     expect(new Set(locs.map((l) => l.file)).size).toBe(1);
@@ -358,14 +343,21 @@ describe('independent check with Python warcio', () => {
       const body = i % 5 === 0 ? randomBytes(30_000) : Buffer.from(`<p>${'x'.repeat(i * 50)}</p>`);
       const truncated = i === 7 ? 'length' : i === 8 ? 'time' : null;
       const status = i === 9 ? 404 : 200;
-      const ex = exchange(i, { body, truncated, status, headers: { 'Content-Type': 'text/html', 'Content-Encoding': 'gzip' } }, {
-        metadata: { outlink: [`https://example.test/out/${i}`], fetchTimeMs: String(i) },
-      });
+      const ex = exchange(
+        i,
+        { body, truncated, status, headers: { 'Content-Type': 'text/html', 'Content-Encoding': 'gzip' } },
+        {
+          metadata: { outlink: [`https://example.test/out/${i}`], fetchTimeMs: String(i) },
+        },
+      );
       return w.writeExchange(ex).then((loc) => expected.set(loc.recordId, { loc, body, status, truncated, url: ex.url }));
     });
     await Promise.all(jobs);
     await w.close();
-    files = fs.readdirSync(dir).sort().map((f) => path.join(dir, f));
+    files = fs
+      .readdirSync(dir)
+      .sort()
+      .map((f) => path.join(dir, f));
   }, 300_000);
 
   it('is the pinned warcio, in a venv of its own', () => {
@@ -390,7 +382,10 @@ describe('independent check with Python warcio', () => {
   it('reads the same records, links and payloads through ArchiveIterator', async () => {
     const res = run(VENV_PY, ['-c', PY_DUMP, ...files]);
     expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
-    const py: PyRecord[] = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as PyRecord);
+    const py: PyRecord[] = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as PyRecord);
 
     for (const r of py) {
       expect({ id: r.id, passed: r.passed, problems: r.problems }).toEqual({ id: r.id, passed: true, problems: [] });
@@ -430,8 +425,6 @@ describe('independent check with Python warcio', () => {
 
     // And our own reader agrees with Python record for record.
     const ours = await readWarcDir(dir, { truncatedTail: 'throw' });
-    expect(ours.map((r) => [r.file, r.offset, r.length, r.recordId, r.type])).toEqual(
-      py.map((r) => [r.file, r.offset, r.length, r.id, r.type]),
-    );
+    expect(ours.map((r) => [r.file, r.offset, r.length, r.recordId, r.type])).toEqual(py.map((r) => [r.file, r.offset, r.length, r.id, r.type]));
   });
 });

@@ -115,7 +115,10 @@ describe('supervised pool', () => {
     const failed = pool.failed();
     failed.catch(() => undefined);
     await pool.start(2);
-    const err = (await failed.then(() => null, (e: unknown) => e)) as WorkerCrashLoopError;
+    const err = (await failed.then(
+      () => null,
+      (e: unknown) => e,
+    )) as WorkerCrashLoopError;
     expect(err).toBeInstanceOf(WorkerCrashLoopError);
     expect(err.exits).toBe(3);
     expect(pool.restarts).toBe(2);

@@ -130,8 +130,7 @@ export function redirectSite(host: string, opts: RedirectSiteOptions = {}): Host
     fanOut: 0,
     handler: (ctx) => {
       const { path, origin } = ctx;
-      const redirect = (status: number, location: string): void =>
-        ctx.send(status, 'text/html; charset=utf-8', `<a href="${escapeHtml(location)}">moved</a>\n`, { location });
+      const redirect = (status: number, location: string): void => ctx.send(status, 'text/html; charset=utf-8', `<a href="${escapeHtml(location)}">moved</a>\n`, { location });
       if (path === '/') {
         ctx.send(
           200,
@@ -236,7 +235,15 @@ export function httpErrorSite(host: string): HostileSite {
     fanOut: 0,
     handler: (ctx) => {
       if (ctx.path === '/robots.txt' || ctx.path === '/sitemap.xml') return false;
-      if (ctx.path === '/') ctx.send(200, HTML, page('HTTP errors', Object.keys(statuses).map((p) => link(p, p.slice(1)))));
+      if (ctx.path === '/')
+        ctx.send(
+          200,
+          HTML,
+          page(
+            'HTTP errors',
+            Object.keys(statuses).map((p) => link(p, p.slice(1))),
+          ),
+        );
       else {
         const status = statuses[ctx.path] ?? 404;
         ctx.send(status, HTML, page(`Error ${status}`, [`<p>${status} for ${escapeHtml(ctx.path)}</p>`]));
@@ -251,9 +258,7 @@ export function httpErrorSite(host: string): HostileSite {
       mustFetch: ['/', ...Object.keys(statuses)],
       mustNotFetch: [],
       forbiddenHosts: [],
-      index: Object.fromEntries(
-        Object.entries(statuses).map(([p, status]) => [p, { outcomes: ['http-error'], errorCodes: [`HTTP_${status}`], status }]),
-      ),
+      index: Object.fromEntries(Object.entries(statuses).map(([p, status]) => [p, { outcomes: ['http-error'], errorCodes: [`HTTP_${status}`], status }])),
       groups: { clientErrors: ['/missing', '/gone'], serverErrors: ['/down'] },
     },
   };
@@ -344,7 +349,14 @@ export function calendarTrapSite(host: string, opts: TrapSiteOptions = {}): Trap
       if (!links) return notFound(ctx);
       // Relative hrefs for the repeated-segment trap: `a/` from /a/a/ is /a/a/a/.
       const hrefs = /^(\/a)+\/$/.test(ctx.path) ? ['a/'] : links;
-      ctx.send(200, HTML, page(`Trap ${ctx.target}`, hrefs.map((h, i) => link(h, `link ${i}`))));
+      ctx.send(
+        200,
+        HTML,
+        page(
+          `Trap ${ctx.target}`,
+          hrefs.map((h, i) => link(h, `link ${i}`)),
+        ),
+      );
       return true;
     },
     expected: {
@@ -409,7 +421,14 @@ export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSit
         case '/robots.txt':
           return false;
         case '/':
-          ctx.send(200, HTML, page('Faults', [...faults, '/ok'].map((p) => link(p, p.slice(1)))));
+          ctx.send(
+            200,
+            HTML,
+            page(
+              'Faults',
+              [...faults, '/ok'].map((p) => link(p, p.slice(1))),
+            ),
+          );
           return true;
         case '/ok':
         case '/after-drip':
@@ -460,12 +479,7 @@ export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSit
           return true;
         }
         case '/gzip-bomb':
-          stream(
-            ctx,
-            200,
-            { 'content-type': HTML, 'content-encoding': 'gzip' },
-            gzipBomb(`<!doctype html><html><body>${link('/after-bomb', 'after')}<p>`),
-          );
+          stream(ctx, 200, { 'content-type': HTML, 'content-encoding': 'gzip' }, gzipBomb(`<!doctype html><html><body>${link('/after-bomb', 'after')}<p>`));
           return true;
         default:
           return notFound(ctx);
@@ -669,8 +683,7 @@ export function robotsErrorSite(host: string, opts: RobotsErrorOptions = {}): Ho
     },
     expected: {
       summary: forever
-        ? `robots.txt answering ${status} means "disallow everything for now" (RFC 9309): only /robots.txt is ` +
-          'requested, retried with back-off, and no page is fetched.'
+        ? `robots.txt answering ${status} means "disallow everything for now" (RFC 9309): only /robots.txt is ` + 'requested, retried with back-off, and no page is fetched.'
         : unavailable
           ? `robots.txt fails ${failures} time(s) with ${status}; the crawler waits, retries it, and then fetches every page.`
           : `robots.txt answering ${status} means there is none (RFC 9309): no restrictions, every page is fetched.`,
@@ -717,12 +730,16 @@ export function sitemapSite(host: string, opts: SitemapSiteOptions = {}): Hostil
     handler: (ctx) => {
       const { origin, path } = ctx;
       if (path === '/robots.txt') {
+        ctx.send(200, 'text/plain; charset=utf-8', `User-agent: *\nDisallow: /private/\n\nSitemap: ${origin}/sitemap.xml\nSitemap: ${origin}/sitemap_index.xml\n`);
+      } else if (path === '/')
         ctx.send(
           200,
-          'text/plain; charset=utf-8',
-          `User-agent: *\nDisallow: /private/\n\nSitemap: ${origin}/sitemap.xml\nSitemap: ${origin}/sitemap_index.xml\n`,
+          HTML,
+          page(
+            'Sitemaps',
+            linked.map((p) => link(p, p)),
+          ),
         );
-      } else if (path === '/') ctx.send(200, HTML, page('Sitemaps', linked.map((p) => link(p, p))));
       else if (path === '/sitemap.xml') ctx.send(200, 'application/xml', urlset(origin, [...fromSitemap, disallowed]));
       else if (path === '/sitemap_index.xml') {
         const maps = ['/sitemaps/pages.xml.gz', ...(withBomb ? ['/sitemaps/bomb.xml.gz'] : [])];
@@ -816,7 +833,14 @@ export function charsetSite(host: string): HostileSite {
     handler: (ctx) => {
       if (ctx.path === '/robots.txt') return false;
       if (ctx.path === '/') {
-        ctx.send(200, HTML, page('Charsets', CHARSET_CASES.map((c) => link(c.path, c.encoding))));
+        ctx.send(
+          200,
+          HTML,
+          page(
+            'Charsets',
+            CHARSET_CASES.map((c) => link(c.path, c.encoding)),
+          ),
+        );
         return true;
       }
       const b = bodies.get(ctx.path);
@@ -957,12 +981,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
   const sid = (from: string, k: number): string => hex(mix(seedHash, hashString(`${from}#${k}`)), 4);
   const variants = (id: number, from: string): string[] => {
     const s = (k: number): string => sid(from, id * 10 + k);
-    return [
-      `/item?id=${id}&sid=${s(0)}`,
-      `/item;jsessionid=${s(1).toUpperCase()}?id=${id}`,
-      `/item?sid=${s(2)}&id=${id}`,
-      `/item?id=${id}&PHPSESSID=${s(3)}`,
-    ];
+    return [`/item?id=${id}&sid=${s(0)}`, `/item;jsessionid=${s(1).toUpperCase()}?id=${id}`, `/item?sid=${s(2)}&id=${id}`, `/item?id=${id}&PHPSESSID=${s(3)}`];
   };
   const news = Array.from({ length: newsCount }, (_, i) => `/news/${i + 1}`);
   const copies = ['/copy/a', '/copy/b', '/print/article?id=7'];
@@ -971,11 +990,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
   // A link without text: the copies' visible text stays the article's, so the
   // first copy is still a near-duplicate of the news original.
   const copyBody = page('The article', [...article, `<p><a href="${fromCopies}"></a></p>`]);
-  const homeLinks = [
-    ...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(),
-    ...news,
-    ...copies,
-  ];
+  const homeLinks = [...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(), ...news, ...copies];
   return {
     host,
     pages: 1,
@@ -983,7 +998,15 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
     handler: (ctx) => {
       const { path } = ctx;
       if (path === '/robots.txt') return false;
-      if (path === '/') ctx.send(200, HTML, page('Duplicates', homeLinks.map((h, i) => link(h, `link ${i}`))));
+      if (path === '/')
+        ctx.send(
+          200,
+          HTML,
+          page(
+            'Duplicates',
+            homeLinks.map((h, i) => link(h, `link ${i}`)),
+          ),
+        );
       else if (path === '/item' || /^\/item;jsessionid=[^/]*$/i.test(path)) {
         const id = Number(new URLSearchParams(ctx.search).get('id'));
         if (!Number.isInteger(id) || id < 1 || id > items) return notFound(ctx);
@@ -1006,7 +1029,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         'is fetched once as /item?id=N; otherwise every variant is fetched once and all carry the same contentHash. ' +
         'The /news pages are near-duplicates (simhash-close, different hashes); /copy/a, /copy/b and ' +
         '/print/article?id=7 are byte-identical. Only the copies link to /from-copies: it is requested all the same, ' +
-        'since dedup never costs coverage (a duplicate\'s links go through the seen-sets like any page\'s).',
+        "since dedup never costs coverage (a duplicate's links go through the seen-sets like any page's).",
       seeds: ['/'],
       mustFetch: ['/', ...news, ...copies, fromCopies],
       mustNotFetch: [],
@@ -1055,7 +1078,15 @@ export function longLinkSite(host: string, opts: LongLinkOptions = {}): HostileS
       const { path } = ctx;
       if (path === '/robots.txt') return false;
       if (ctx.target.length > 16 * 1024) ctx.send(414, 'text/plain; charset=utf-8', 'URI too long\n');
-      else if (path === '/') ctx.send(200, HTML, page('URL sizes', ['/long-link', '/many-params', ...variants].map((p) => link(p, p))));
+      else if (path === '/')
+        ctx.send(
+          200,
+          HTML,
+          page(
+            'URL sizes',
+            ['/long-link', '/many-params', ...variants].map((p) => link(p, p)),
+          ),
+        );
       else if (path === '/long-link') ctx.send(200, HTML, page('Long link', [link(longHref, 'long'), link('/after-long', 'after')]));
       else if (path === '/many-params') ctx.send(200, HTML, page('Many params', [link(manyHref, 'params'), link('/after-params', 'after')]));
       else if (path === '/canonical/variant' || path === '/canonical/main') ctx.send(200, HTML, canonicalBody(ctx.origin));
@@ -1156,9 +1187,7 @@ function filler(n: number): Buffer {
   return Buffer.alloc(n, 'filler text ');
 }
 
-const HUGE_HEAD = Buffer.from(
-  `<!doctype html>\n<html><head><meta charset="utf-8"><title>Huge</title></head>\n<body>\n<p><a href="/huge-link">early link</a></p>\n`,
-);
+const HUGE_HEAD = Buffer.from(`<!doctype html>\n<html><head><meta charset="utf-8"><title>Huge</title></head>\n<body>\n<p><a href="/huge-link">early link</a></p>\n`);
 const HUGE_TAIL = Buffer.from('\n<p><a href="/huge-tail">late link</a></p>\n</body></html>\n');
 const HUGE_CHUNK = Buffer.alloc(64 * 1024, '<p>all work and no play makes a huge page</p>\n');
 

@@ -58,7 +58,10 @@ async function main(): Promise<void> {
   }
   const pattern = values['host-pattern'] ?? 'site{i}.test';
   const delay = values.delay === undefined ? undefined : int('delay', values.delay, 0);
-  const disallow = values.disallow?.split(',').map((p) => p.trim()).filter(Boolean);
+  const disallow = values.disallow
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const robots = delay !== undefined || disallow ? { disallow, crawlDelaySec: delay } : undefined;
 
   const seed = int('seed', values.seed, 0);

@@ -197,10 +197,7 @@ interface PageLink {
   rel?: string;
 }
 
-type Route =
-  | { kind: 'page'; index: number }
-  | { kind: 'nofollow'; n: number }
-  | { kind: 'trap' };
+type Route = { kind: 'page'; index: number } | { kind: 'nofollow'; n: number } | { kind: 'trap' };
 
 interface SiteState {
   spec: SiteSpec;
@@ -482,7 +479,11 @@ export class TestWeb {
     const answer = (): void => {
       const hold = site?.spec.holdUntil?.(targetPath(target), res);
       if (!hold) this.respond(site, req, res, target);
-      else void hold.then(() => this.respond(site, req, res, target), () => this.respond(site, req, res, target));
+      else
+        void hold.then(
+          () => this.respond(site, req, res, target),
+          () => this.respond(site, req, res, target),
+        );
     };
     const delay = (site?.spec.latencyMs ?? 0) + this.drawLatency(host, target);
     if (delay <= 0) {
@@ -778,9 +779,25 @@ export async function selfSignedCertificate(hosts: string[]): Promise<{ key: str
     const certFile = path.join(dir, 'cert.pem');
     const res = spawnSync(
       openssl,
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-        '-subj', `/CN=${hosts[0]}`, '-addext', `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}`,
-        '-keyout', keyFile, '-out', certFile],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${hosts[0]}`,
+        '-addext',
+        `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}`,
+        '-keyout',
+        keyFile,
+        '-out',
+        certFile,
+      ],
       { encoding: 'utf8' },
     );
     if (res.error || res.status !== 0) throw new Error(`openssl could not make a test certificate: ${res.error?.message ?? res.stderr}`);
@@ -1020,11 +1037,9 @@ function hostIndex(hosts: string[]): Map<string, number> {
   return index;
 }
 
-
 function shuffle<T>(items: T[], rng: Rng): void {
   for (let i = items.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
     [items[i], items[j]] = [items[j], items[i]];
   }
 }
-

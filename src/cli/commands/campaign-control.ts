@@ -105,7 +105,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
     '',
   ];
   if (hosts === null) {
-    lines.push('(per-host table: set REDIS_URL to the campaign\'s Redis)');
+    lines.push("(per-host table: set REDIS_URL to the campaign's Redis)");
   } else {
     lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
     lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason].join('\t')));
@@ -157,7 +157,7 @@ export function noWorkerMessage(taskQueue: string, defaultTaskQueue: string, con
 export function registerCampaignControlCommands(program: Command): void {
   program
     .command('status <campaign>')
-    .description('show a campaign\'s progress, and its hosts most in need of attention first (REDIS_URL)')
+    .description("show a campaign's progress, and its hosts most in need of attention first (REDIS_URL)")
     .option('--json', 'print the status as JSON')
     .option('--page <n>', 'page of the host table (50 hosts a page)', '1')
     .action(async (campaignId: string, opts: { json?: boolean; page: string }) => {

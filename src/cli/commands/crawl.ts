@@ -66,7 +66,9 @@ const collect = (v: string, acc: string[]) => [...acc, v];
 function hint(err: unknown, variable: string, own: string): unknown {
   if (!(err instanceof RedisUnavailableError || err instanceof TemporalUnavailableError) || !process.env[variable]) return err;
   const remote = variable === 'TEMPORAL_ADDRESS' && temporalIsRemote(processSettings());
-  const tail = remote ? 'Check the address, TLS settings and credentials.' : `Check that it runs at that address (and its credentials), or unset ${variable} so that crawl starts ${own}.`;
+  const tail = remote
+    ? 'Check the address, TLS settings and credentials.'
+    : `Check that it runs at that address (and its credentials), or unset ${variable} so that crawl starts ${own}.`;
   err.message = `${err.message.replace(/\.+$/, '')}. ${tail}`;
   return err;
 }
@@ -104,7 +106,11 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   } catch (err) {
     problems.push((err as Error).message);
   }
-  const allowAddresses = o.allowAddresses?.split(',').map((c) => c.trim()).filter(Boolean) ?? [];
+  const allowAddresses =
+    o.allowAddresses
+      ?.split(',')
+      .map((c) => c.trim())
+      .filter(Boolean) ?? [];
   try {
     createAddressPolicy({ allow: allowAddresses });
   } catch (err) {
@@ -126,9 +132,16 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     campaignId,
     seeds,
     ...(o.seedsFile !== undefined ? { seedsFile: o.seedsFile } : {}),
-    scope: o.domains !== undefined
-      ? { mode: 'domains', domains: o.domains.split(',').map((d) => d.trim()).filter(Boolean) }
-      : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
+    scope:
+      o.domains !== undefined
+        ? {
+            mode: 'domains',
+            domains: o.domains
+              .split(',')
+              .map((d) => d.trim())
+              .filter(Boolean),
+          }
+        : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
     budgets: { maxPages: o.maxPages ?? null, maxDepth: o.maxDepth ?? null, maxPagesPerHost: o.maxPagesPerHost ?? null },
     politeness: {
       ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
@@ -193,13 +206,16 @@ export function registerCrawlCommand(program: Command): void {
     .command('crawl')
     .description('crawl from the given seeds: brings up the stack if needed, starts workers, waits, prints a summary')
     .argument('[seeds...]', 'seed URLs (optional with --seeds-file)')
-    .option('--seeds-file <file|url|->', 'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)')
+    .option(
+      '--seeds-file <file|url|->',
+      'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)',
+    )
     .option('--max-pages <n>', 'stop after this many page requests', wholeNumber('--max-pages'))
     .option('--max-depth <n>', 'follow links at most this many hops from a seed', wholeNumber('--max-depth'))
     .option('--delay-ms <n>', 'minimum pause between two requests to one host (default 1000)', wholeNumber('--delay-ms'))
     .option('--max-active-hosts <n>', 'crawl at most this many hosts at once (default: all; each host is always one request at a time)', wholeNumber('--max-active-hosts'))
-    .option('--same-domain', 'stay on the seeds\' registrable domains (default)')
-    .option('--same-host', 'stay on the seeds\' hosts')
+    .option('--same-domain', "stay on the seeds' registrable domains (default)")
+    .option('--same-host', "stay on the seeds' hosts")
     .option('--any-domain', 'follow links anywhere')
     .option('--domains <list>', 'stay on these comma-separated domains and their subdomains')
     .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
@@ -234,8 +250,10 @@ export function registerCrawlCommand(program: Command): void {
       const onSignal = () => {
         if (interrupted) process.exit(130);
         interrupted = true;
-        log(`\ninterrupted: stopping workers${stack?.started.length ? ' and the servers this command started' : ''}. ` +
-          `Campaign ${input.campaignId} is durable: it continues when workers run again (npm run crawler -- worker).`);
+        log(
+          `\ninterrupted: stopping workers${stack?.started.length ? ' and the servers this command started' : ''}. ` +
+            `Campaign ${input.campaignId} is durable: it continues when workers run again (npm run crawler -- worker).`,
+        );
         void cleanup().then(() => process.exit(130));
       };
       process.on('SIGINT', onSignal);

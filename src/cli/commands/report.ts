@@ -46,7 +46,7 @@ export function registerReportCommand(program: Command): void {
   program
     .command('report <campaign>')
     .description('write a self-contained HTML report of a campaign from its index')
-    .option('--out <dir>', 'the campaign\'s output folder, as given to crawl (default crawl-output/<campaign>)')
+    .option('--out <dir>', "the campaign's output folder, as given to crawl (default crawl-output/<campaign>)")
     .option('--file <path>', 'where to write the report (default <output folder>/report.html)')
     .action(async (campaignId: string, o: ReportOptions) => {
       if (!CAMPAIGN_ID_RE.test(campaignId)) throw new UsageError(`campaign ID must match [A-Za-z0-9._-]{1,80}, got ${JSON.stringify(campaignId)}`);

@@ -65,9 +65,7 @@ async function listCampaigns(all: boolean): Promise<CampaignListRow[]> {
       rows
         .filter((r) => r.status === 'RUNNING')
         .map(async (r) => {
-          const s = await client
-            .withDeadline(Date.now() + QUERY_DEADLINE_MS, () => client.workflow.getHandle(r.campaignId).query(campaignStatusQuery))
-            .catch(() => null);
+          const s = await client.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => client.workflow.getHandle(r.campaignId).query(campaignStatusQuery)).catch(() => null);
           if (!s) return;
           r.pages = s.totals.fetched;
           r.state = s.status;
@@ -139,7 +137,7 @@ export function registerSteerCommands(program: Command): void {
 
   program
     .command('set-budget <campaign>')
-    .description("change a running campaign's page or depth budget (a number, or \"none\" for unlimited)")
+    .description('change a running campaign\'s page or depth budget (a number, or "none" for unlimited)')
     .option('--max-pages <n|none>', 'pages fetched across the campaign')
     .option('--max-depth <n|none>', 'link hops from a seed')
     .action(async (campaignId: string, opts: { maxPages?: string; maxDepth?: string }) => {
@@ -148,15 +146,16 @@ export function registerSteerCommands(program: Command): void {
       if (opts.maxDepth !== undefined) req.maxDepth = parseLimitArg(opts.maxDepth) as number | null;
       checkLocally(() => validateSetBudgets(req));
       const r = await steerCampaign(campaignId, setBudgetsUpdate, req);
-      process.stdout.write(
-        `${campaignId}: maxPages ${limitText(r.budgets.maxPages)}, maxDepth ${limitText(r.budgets.maxDepth)} (settings version ${r.configVersion})\n`,
-      );
+      process.stdout.write(`${campaignId}: maxPages ${limitText(r.budgets.maxPages)}, maxDepth ${limitText(r.budgets.maxDepth)} (settings version ${r.configVersion})\n`);
     });
 
   program
     .command('add-seeds <campaign> [url...]')
     .description('add seed URLs to a running campaign (each must be within its scope); a long list with --file')
-    .option('--file <file|url|->', `read seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input. Sent ${ADD_SEEDS_PER_UPDATE} per update; for a list of millions, start the campaign with crawl --seeds-file instead`)
+    .option(
+      '--file <file|url|->',
+      `read seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input. Sent ${ADD_SEEDS_PER_UPDATE} per update; for a list of millions, start the campaign with crawl --seeds-file instead`,
+    )
     .option('--json', 'print the answer as JSON')
     .action(async (campaignId: string, urls: string[], opts: { json?: boolean; file?: string }) => {
       if (urls.length === 0 && opts.file === undefined) throw new UsageError('give seed URLs, or a list of them with --file FILE|URL|-');

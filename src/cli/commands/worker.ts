@@ -5,8 +5,5 @@ import { runWorkerProcess } from '../../worker/worker-process';
 // prebuilt worker bundle instead (no TypeScript loader in the worker). This
 // command stays for the TypeScript CLI run directly (and `worker --help`).
 export function registerWorkerCommand(program: Command): void {
-  program
-    .command('worker')
-    .description('run one worker process (workflows + activities); start more for more capacity')
-    .action(runWorkerProcess);
+  program.command('worker').description('run one worker process (workflows + activities); start more for more capacity').action(runWorkerProcess);
 }
