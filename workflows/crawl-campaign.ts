@@ -12,15 +12,14 @@ import {
   continueAsNew,
   isCancellation,
   log,
-  proxyActivities,
-  proxyLocalActivities,
   setHandler,
   sleep,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CrawlerActivities, SteerChange } from '../activities/types';
+import type { SteerChange } from '../activities/types';
+import { acts, loadSeeds } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
@@ -43,22 +42,6 @@ import {
 } from './messages';
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
-
-// The campaign's bookkeeping (seeding, dispatch rounds, steering, the
-// summary) is short Redis and Temporal calls: local activities, so it never
-// waits in the task queue behind host sessions (its own or other
-// campaigns') and costs one history event each instead of three.
-const acts = proxyLocalActivities<CrawlerActivities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput', 'SteeringError'] },
-});
-// Reading a seed list can take a while per call (a large gzip file re-read
-// to its position): a regular activity that heartbeats its position.
-const { loadSeeds } = proxyActivities<CrawlerActivities>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
-});
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
