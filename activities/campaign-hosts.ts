@@ -58,48 +58,49 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     }
     const control = await hosts.control();
     let dispatched = 0;
-    if (!control.stop && !control.paused) {
-      const c = await hosts.counts();
-      // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
-      const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
-      const batch = await hosts.readyBatch(free);
-      if (batch.length > 0) {
-        const last = await hosts.nextGens(batch.length);
-        await inBatches(
-          batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i })),
-          async ({ host, seq, gen }) => {
-            if (await hosts.isGivenUp(host)) return;
-            const args: DomainCrawlInput = {
-              campaignId: input.campaignId,
-              campaignKey: input.campaignKey,
-              campaignWorkflowId: input.campaignWorkflowId,
-              host,
-              gen,
-              configVersion: control.version,
-            };
-            // Starts the host's workflow, or wakes the one that runs: no race
-            // between "it is closing" and "it gets new URLs" to handle here.
-            await client.workflow.signalWithStart('domainCrawl', {
-              workflowId: domainWorkflowId(input.campaignId, host),
-              taskQueue: input.taskQueue,
-              args: [args],
-              signal: wakeSignal,
-              signalArgs: [{ gen }],
-              typedSearchAttributes: [
-                { key: CrawlCampaign, value: input.campaignId },
-                { key: CrawlHost, value: host },
-                { key: CrawlState, value: 'starting' },
-              ],
-              memo: { campaign: input.campaignId, host },
-              // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
-              priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
-            });
-            await hosts.dispatched(host, seq, gen);
-            dispatched++;
-          },
-        );
-      }
-    }
+    if (!control.stop && !control.paused)
+      await hosts.exclusiveDispatch(async () => {
+        const c = await hosts.counts();
+        // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
+        const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
+        const batch = await hosts.readyBatch(free);
+        if (batch.length > 0) {
+          const last = await hosts.nextGens(batch.length);
+          await inBatches(
+            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i })),
+            async ({ host, seq, gen }) => {
+              if (await hosts.isGivenUp(host)) return;
+              const args: DomainCrawlInput = {
+                campaignId: input.campaignId,
+                campaignKey: input.campaignKey,
+                campaignWorkflowId: input.campaignWorkflowId,
+                host,
+                gen,
+                configVersion: control.version,
+              };
+              // Starts the host's workflow, or wakes the one that runs: no race
+              // between "it is closing" and "it gets new URLs" to handle here.
+              await client.workflow.signalWithStart('domainCrawl', {
+                workflowId: domainWorkflowId(input.campaignId, host),
+                taskQueue: input.taskQueue,
+                args: [args],
+                signal: wakeSignal,
+                signalArgs: [{ gen }],
+                typedSearchAttributes: [
+                  { key: CrawlCampaign, value: input.campaignId },
+                  { key: CrawlHost, value: host },
+                  { key: CrawlState, value: 'starting' },
+                ],
+                memo: { campaign: input.campaignId, host },
+                // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
+                priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
+              });
+              await hosts.dispatched(host, seq, gen);
+              dispatched++;
+            },
+          );
+        }
+      });
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
     return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
   };

@@ -103,6 +103,25 @@ export class CampaignHosts {
     return out;
   }
 
+  /**
+   * Runs `fn` as the campaign's only dispatch round: a round that runs again
+   * (its workflow task timed out on a loaded machine while the first attempt
+   * went on) waits for the one under way instead of starting the same hosts twice.
+   */
+  async exclusiveDispatch<T>(fn: () => Promise<T>, holdMs = 120_000): Promise<T> {
+    const token = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const deadline = Date.now() + holdMs;
+    while ((await this.redis.set(this.k.dispatching, token, 'PX', holdMs, 'NX')) !== 'OK') {
+      if (Date.now() > deadline) throw new Error(`another dispatch round of ${this.campaignKey} has held the lock for ${holdMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    try {
+      return await fn();
+    } finally {
+      if ((await this.redis.get(this.k.dispatching)) === token) await this.redis.del(this.k.dispatching);
+    }
+  }
+
   /** `count` new dispatch generations, the last one returned. */
   nextGens(count: number): Promise<number> {
     return this.redis.incrby(this.k.gen, count);

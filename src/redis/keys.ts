@@ -56,6 +56,8 @@ export const campaignKeys = (campaignKey: string) => {
     active: `${P}:${tag}:active`,
     /** Dispatch generation counter. */
     gen: `${P}:${tag}:gen`,
+    /** Held by the dispatch round running now (a round run again after its workflow task timed out waits for it). */
+    dispatching: `${P}:${tag}:dispatching`,
     /** SET of hosts given up (their workflow ended without releasing): never dispatched again. */
     givenUp: `${P}:${tag}:given-up`,
     /** HASH host → JSON record (counts, state, frontier, delay and why): the per-host table. */

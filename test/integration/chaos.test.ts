@@ -14,6 +14,9 @@ test('a campaign survives every kind of fault', async () => {
     hosts: 20,
     pages: 25,
     workers: 3,
+    // Host sessions crawl 500 pages at 150 ms in seconds: long enough a crawl
+    // for every kind of fault, each 2 s apart and recovered from, to land in it.
+    delayMs: 600,
     faults: [...FAULT_KINDS],
     seed: 7,
     // One of every kind, spread over the crawl by progress, so a fast
