@@ -37,8 +37,8 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;
     if (first) for (const r of rejected) await hosts.addProblem(`seed ${r.seed}: ${r.reason}`);
-    await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings);
-    await hosts.markReady([...byHost.keys()]);
+    const { wake } = await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings);
+    await hosts.markReady(wake);
     return { hosts: byHost.size, rejectedSeeds: rejected.slice(0, REJECTED_SHOWN), configVersion };
   };
 }

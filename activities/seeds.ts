@@ -59,16 +59,22 @@ export async function enqueueSeeds(
   campaignKey: string,
   byHost: GroupedSeeds['byHost'],
   settings?: Pick<CampaignSettings, 'frontier'>,
-): Promise<Map<string, number>> {
+): Promise<{ added: Map<string, number>; wake: string[] }> {
   const s = settings ?? (byHost.size > 0 ? (await loadCampaignSettings(redis, campaignKey)).settings : {});
   const added = new Map<string, number>();
+  const wake: string[] = [];
   for (const [host, items] of byHost) {
     const r = await new Frontier(redis, campaignKey, host).enqueue(
       items.map(({ url }) => ({ url, fp: urlFingerprint(url), depth: 0, referrer: null, priority: frontierPriority(url, s) })),
     );
     added.set(host, r.added);
+    // Not "every host that got seeds": a call run again (a retried local
+    // activity) must not mark ready a host that was dispatched and has
+    // finished meanwhile, and one whose URLs wait unconsumed must be marked
+    // even if the first call enqueued them.
+    if (Frontier.needsWake(r)) wake.push(host);
   }
-  return added;
+  return { added, wake };
 }
 
 /** Seeds per batch read from a seed list, and batches per loadSeeds call (each call's work and answer stay bounded). */
@@ -115,8 +121,8 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
           if (kept.length) byHost.set(host, kept);
           else byHost.delete(host);
         }
-        const added = await enqueueSeeds(redis, input.campaignKey, byHost, s);
-        await hosts.markReady([...added.keys()]);
+        const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, s);
+        await hosts.markReady(wake);
         for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
         result = { next: b.next, done: b.done, hosts: result.hosts + added.size, seeds: result.seeds + b.seeds.length, rejected: result.rejected + rejected.length };
         ctx.heartbeat(b.next);

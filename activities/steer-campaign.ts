@@ -156,8 +156,8 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
       else byHost.set(host, fresh);
       accepted.push(...fresh.map((it) => it.seed));
     }
-    const added = await enqueueSeeds(redis, input.campaignKey, byHost);
-    await new CampaignHosts(redis, input.campaignKey).markReady([...added.keys()]);
+    const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost);
+    await new CampaignHosts(redis, input.campaignKey).markReady(wake);
     return { accepted, rejected, hosts: added.size };
   };
 }
