@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { LOCAL_DIR, PROJECT_ROOT } from '../src/stack/paths';
 import type { TestWeb } from '../test/web/test-web';
 import type { ChildMessage, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
-import { logFigures, peakRssMb, politeness, treeRssMb, type PolitenessTarget } from './figures';
+import { logFigures, peakRssMb, politeness, politenessFigures, treeRssMb, type PolitenessTarget } from './figures';
 
 export type CrawleeStorage = 'memory' | 'disk';
 
@@ -158,12 +158,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       expectedPages: target.hosts * target.pages,
       crawlSeconds: fromLog.crawlSeconds,
       pagesPerSec: Number((fromLog.pagesFetched / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
-      politenessEfficiency: polite.efficiency,
-      politenessBoundPagesPerSec: polite.boundPagesPerSec,
-      politenessViolations: fromLog.politenessViolations,
-      pageViolations: fromLog.pageViolations,
-      closestPageGapMs: fromLog.closestPageGapMs,
-      duplicateFetches: fromLog.duplicateFetches,
+      ...politenessFigures(fromLog, polite),
       peakRssMb: Math.round(peak),
       readyRssMb: done.readyRssMb,
       cpuMsPerPage: Number((done.cpuMs / Math.max(1, fromLog.pagesFetched)).toFixed(2)),

@@ -153,3 +153,15 @@ function processTree(pid: number): number[] {
   visit(pid);
   return out;
 }
+
+/** The politeness figures both crawlers report, from the request log and the politeness target. */
+export function politenessFigures(fromLog: LogFigures, polite: ReturnType<typeof politeness>) {
+  return {
+    politenessEfficiency: polite.efficiency,
+    politenessBoundPagesPerSec: polite.boundPagesPerSec,
+    politenessViolations: fromLog.politenessViolations,
+    pageViolations: fromLog.pageViolations,
+    closestPageGapMs: fromLog.closestPageGapMs,
+    duplicateFetches: fromLog.duplicateFetches,
+  };
+}

@@ -24,7 +24,7 @@ import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
-import { cpuSeconds, logFigures, peakRssMb, politeness, treeCpuSeconds, treeRssMb } from './figures';
+import { cpuSeconds, logFigures, peakRssMb, politeness, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
 
 interface Scenario {
   name: string;
@@ -249,12 +249,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
-    politenessEfficiency: polite.efficiency,
-    politenessBoundPagesPerSec: polite.boundPagesPerSec,
-    politenessViolations: fromLog.politenessViolations,
-    pageViolations: fromLog.pageViolations,
-    closestPageGapMs: fromLog.closestPageGapMs,
-    duplicateFetches: fromLog.duplicateFetches,
+    ...politenessFigures(fromLog, polite),
     peakWorkerRssMb: Math.round(peakRss),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
     workerRestarts: pool.restarts,

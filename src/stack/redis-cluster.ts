@@ -6,7 +6,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { ManagedProcess } from './managed-process';
 import { freePort, waitFor } from './ports';
-import { redisReachable } from './redis-server';
+import { REDIS_PERSISTENCE_ARGS, redisReachable } from './redis-server';
 import { findOrInstallRedisServer } from './tools';
 
 const SLOTS = 16384;
@@ -109,12 +109,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Runn
         'yes',
         '--cluster-config-file',
         path.join(opts.dataDir, `nodes-${port}.conf`),
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'everysec',
-        '--save',
-        '',
+        ...REDIS_PERSISTENCE_ARGS,
         '--dir',
         dir,
         '--bind',

@@ -6,6 +6,13 @@ import { portOpen, waitFor } from './ports';
 import { StackError } from './stack-error';
 import { findOrInstallRedisServer } from './tools';
 
+/**
+ * How the embedded Redis servers (single and cluster) persist: an append-only
+ * file fsynced every second, no RDB snapshots (what docs/guarantees.md says a
+ * Redis crash may lose follows from this).
+ */
+export const REDIS_PERSISTENCE_ARGS = ['--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''];
+
 export interface RedisServerOptions {
   port: number;
   dataDir: string;
@@ -45,12 +52,7 @@ export async function startRedisServer(opts: RedisServerOptions): Promise<Manage
     '127.0.0.1',
     '--dir',
     opts.dataDir,
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'everysec',
-    '--save',
-    '',
+    ...REDIS_PERSISTENCE_ARGS,
     '--daemonize',
     'no',
     '--protected-mode',
