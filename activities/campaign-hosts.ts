@@ -11,6 +11,7 @@ import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-att
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
+import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import { findClosedDomains } from './domain-watch';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
@@ -92,6 +93,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                   { key: CrawlState, value: 'starting' },
                 ],
                 memo: { campaign: input.campaignId, host },
+                staticSummary: hostStaticSummary(host, input.campaignId),
+                staticDetails: hostStaticDetails(host, input.campaignId),
                 // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
                 priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
               });

@@ -12,6 +12,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  setCurrentDetails,
   setHandler,
   sleep,
   upsertMemo,
@@ -23,6 +24,7 @@ import { acts, loadSeeds } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import { campaignCard } from './status-card';
 import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry } from './campaign-state';
 import {
   addSeedsUpdate,
@@ -168,7 +170,10 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   setHandler(pauseSignal, async () => void (await pauseOrResume('pause')));
   setHandler(resumeSignal, async () => void (await pauseOrResume('resume')));
 
+  // The Web UI's status card: no history event, read with the workflow's metadata.
+  const showCard = () => setCurrentDetails(campaignCard(book.statusView(campaignId), book.carry.snapshot?.problems ?? 0));
   const publishTotals = () => {
+    showCard();
     const t = book.carry.snapshot?.totals;
     if (t)
       upsertSearchAttributes([
@@ -212,6 +217,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       }
     }
     book.status = 'running';
+    showCard();
     // A seed list is read into the frontiers in bounded calls while the
     // first hosts already crawl; until it is read the campaign is not done.
     const seeding = (async () => {
@@ -280,6 +286,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       await finishRound();
     }
     const summary = await acts.summarizeCampaign({ campaignKey, problems: 100 });
+    const view = book.statusView(campaignId);
+    setCurrentDetails(campaignCard({ ...view, totals: { ...view.totals, ...summary.totals, activeHosts: summary.active, readyHosts: 0 } }, summary.problems.count));
     upsertSearchAttributes([
       { key: CrawlState, value: book.status },
       { key: CrawlPages, value: summary.totals.fetched },

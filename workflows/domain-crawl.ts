@@ -9,6 +9,7 @@ import {
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -17,6 +18,7 @@ import type { CrawlerActivities } from '../activities/types';
 import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
 import { domainStatusQuery, finishSignal, steerSignal, wakeSignal } from './messages';
+import { hostCard, sleepSummary } from './status-card';
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
 
@@ -46,6 +48,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   setHandler(domainStatusQuery, () => book.status());
 
   const publish = (sleepMs = 0) => {
+    // The Web UI's status card: no history event, read with the workflow's metadata.
+    setCurrentDetails(hostCard(book.status()));
     const shown = book.takeStateChange(sleepMs);
     if (shown === null) return;
     upsertSearchAttributes([
@@ -54,11 +58,11 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       { key: CrawlErrors, value: book.stats.failed },
     ]);
   };
-  /** A durable wait that a finish (and `also`) cuts short. */
-  const waitFor = async (ms: number, also: () => boolean = () => false) => {
+  /** A durable wait that a finish (and `also`) cuts short; its timer is named after its reason in the Web UI. */
+  const waitFor = async (ms: number, summary: string, also: () => boolean = () => false) => {
     book.sleeping(Date.now(), ms);
     publish(ms);
-    await condition(() => book.finish !== null || also(), ms);
+    await condition(() => book.finish !== null || also(), ms, { summary });
     book.slept(ms);
   };
 
@@ -69,7 +73,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     if (book.waitingForResume) {
       publish();
-      await condition(() => !book.waitingForResume || book.finish !== null, PAUSE_RECHECK_MS);
+      await condition(() => !book.waitingForResume || book.finish !== null, PAUSE_RECHECK_MS, { summary: 'paused by an operator — waiting for resume' });
       book.resumed();
       continue;
     }
@@ -81,8 +85,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));
     }
     if (next.kind === 'done') break;
-    if (next.kind === 'sleep') await waitFor(next.ms);
-    else if (next.kind === 'await-wake') await waitFor(next.ms, () => book.wakePending);
+    if (next.kind === 'sleep') await waitFor(next.ms, sleepSummary(book.delayReason, next.ms));
+    else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
     else publish();
   }
   book.state = 'done';

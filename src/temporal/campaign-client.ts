@@ -1,6 +1,7 @@
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { CampaignInput } from '../config/campaign';
 import type { crawlCampaign } from '../../workflows/crawl-campaign';
+import { campaignStaticDetails, campaignStaticSummary } from '../../workflows/status-card';
 import { CrawlCampaign, CrawlState } from './search-attributes';
 
 export function newCampaignId(now = new Date()): string {
@@ -22,6 +23,9 @@ export async function startCampaign(
       { key: CrawlState, value: 'starting' },
     ],
     memo: { seeds: (input.seeds ?? []).slice(0, 20), ...(input.seedsFile ? { seedsFile: input.seedsFile } : {}) },
+    // Shown at the top of the workflow's page in the Web UI.
+    staticSummary: campaignStaticSummary(input),
+    staticDetails: campaignStaticDetails(input),
   });
 }
 

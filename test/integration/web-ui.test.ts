@@ -12,6 +12,7 @@ import { campaignStatusQuery, domainStatusQuery, cancelSignal, type DomainStatus
 import { domainWorkflowId } from '../../workflows/ids';
 import { generateSites } from '../web/test-web';
 import { launchBrowser, screenshot } from '../support/browser';
+import { formatDuration, hostStaticSummary } from '../../workflows/status-card';
 import { createHarness, launch, sleep, type CampaignHandle, type Harness } from '../support/harness';
 
 jest.setTimeout(600_000);
@@ -192,6 +193,40 @@ test('an operator finds the campaign, the stuck host and its status in the Tempo
     .or(page.getByText(busyId, { exact: true }))
     .first()
     .waitFor();
+  // Its status card (Temporal's user metadata): who it is, where it stands and why, read by the SDK and shown by the UI.
+  const busy = h.client.workflow.getHandle(busyId);
+  expect(await (await busy.describe()).staticSummary()).toBe(hostStaticSummary(hostKey(BUSY), id));
+  const metadata = await busy.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+  expect(metadata.currentDetails).toContain(`**State:** backing-off — HTTP 503 with Retry-After ${RETRY_AFTER_SEC} s`);
+  expect(metadata.currentDetails).toMatch(/\*\*Frontier:\*\* [1-9]\d* URLs waiting/);
+  // The UI renders each part as markdown in a frame of its own.
+  await page.getByTestId('user-metadata-tab').click();
+  await page
+    .frameLocator('#user-metadata-summary')
+    .getByText(hostStaticSummary(hostKey(BUSY), id))
+    .waitFor();
+  await page
+    .frameLocator('#user-metadata-current-details')
+    .getByText(new RegExp(`backing-off — HTTP 503 with Retry-After ${RETRY_AFTER_SEC} s`))
+    .waitFor();
+  await screenshot(page, 'web-ui-status-card', { docsName: 'web-ui-status-card.png' });
+  // Its durable timer says why it sleeps, in the history the UI lists.
+  const timers: string[] = [];
+  for (const e of (await busy.fetchHistory()).events ?? []) {
+    const summary = e.userMetadata?.summary;
+    if (e.timerStartedEventAttributes && summary) timers.push(String(h.client.options.loadedDataConverter.payloadConverter.fromPayload(summary)));
+  }
+  const retryTimer = new RegExp(`^HTTP 503 with Retry-After ${RETRY_AFTER_SEC} s .* — sleeping ${formatDuration(RETRY_AFTER_SEC * 1_000)}$`);
+  expect(timers.some((t) => retryTimer.test(t))).toBe(true);
+  await page.getByTestId('history-tab').click();
+  const timerRow = page.locator('tr[data-testid="event-summary-row"]', { hasText: new RegExp(retryTimer.source.slice(1, -1)) }).first();
+  await timerRow.click();
+  await page
+    .getByText(/retry 1\/3 — sleeping 10 min/)
+    .last()
+    .waitFor();
+  await screenshot(page, 'web-ui-timer-summary', { docsName: 'web-ui-timer-summary.png' });
+
   await page.getByRole('tab', { name: 'Search Attributes' }).click();
   const attributesBlock = page.locator('.cm-content').filter({ hasText: 'CrawlState' });
   await attributesBlock.waitFor();
