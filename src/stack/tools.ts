@@ -75,25 +75,30 @@ export interface InstallOptions {
   root?: boolean;
 }
 
-/** `openssl` (the tests make throwaway certificates with it): PATH, else Debian's package when root. */
-export async function findOrInstallOpenssl(opts: InstallOptions = {}): Promise<string> {
-  const found = onPath('openssl');
+/**
+ * A command from PATH, else Debian's package that has it when we are root
+ * (tests need a few: openssl for throwaway certificates, tmux for a terminal).
+ */
+export async function findOrInstallAptTool(command: string, pkg: string, why: string, opts: InstallOptions = {}): Promise<string> {
+  const found = onPath(command);
   if (found) return found;
   const aptGet = onPath('apt-get');
   if (!(opts.root ?? isRoot()) || !aptGet) {
-    throw new StackError(
-      'TOOL_MISSING',
-      'openssl is not installed; the tests make throwaway TLS certificates with it. ' + 'Install it (Debian/Ubuntu: `sudo apt-get install openssl`).',
-    );
+    throw new StackError('TOOL_MISSING', `${command} is not installed; ${why}. Install it (Debian/Ubuntu: \`sudo apt-get install ${pkg}\`).`);
   }
   return withInstallLock(async () => {
-    const again = onPath('openssl');
+    const again = onPath(command);
     if (again) return again;
-    aptInstall(aptGet, 'openssl', opts.log ?? (() => {}));
-    const installed = onPath('openssl');
-    if (!installed) throw new StackError('INSTALL_FAILED', 'apt-get installed openssl but it is not on PATH');
+    aptInstall(aptGet, pkg, opts.log ?? (() => {}));
+    const installed = onPath(command);
+    if (!installed) throw new StackError('INSTALL_FAILED', `apt-get installed ${pkg} but ${command} is not on PATH`);
     return installed;
   });
+}
+
+/** `openssl` (the tests make throwaway certificates with it). */
+export function findOrInstallOpenssl(opts: InstallOptions = {}): Promise<string> {
+  return findOrInstallAptTool('openssl', 'openssl', 'the tests make throwaway TLS certificates with it', opts);
 }
 
 // Debian and Ubuntu split ensurepip (which `python3 -m venv` needs to put pip

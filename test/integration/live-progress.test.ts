@@ -6,17 +6,20 @@ import { spawnSync } from 'node:child_process';
 import { generateSites } from '../web/test-web';
 import { createHarness, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { findOrInstallAptTool } from '../../src/stack/tools';
 
 jest.setTimeout(240_000);
 
 const HOST = 'tty.progress.test';
 const PAGES = 30;
 let h: Harness;
+let tmuxPath = 'tmux';
 const socket = `crawler-progress-${process.pid}`;
-const tmux = (...args: string[]) => spawnSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+const tmux = (...args: string[]) => spawnSync(tmuxPath, ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 beforeAll(async () => {
+  tmuxPath = await findOrInstallAptTool('tmux', 'tmux', 'the live-display test runs crawl in a terminal it gives it');
   h = await createHarness('progress');
   for (const spec of generateSites({ count: 1, pages: PAGES, fanOut: 3, crossPerPage: 0, hostPattern: () => HOST, seed: 11 })) h.web.addSite(spec);
 });
