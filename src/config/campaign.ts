@@ -89,6 +89,7 @@ export interface CampaignInput {
     maxSimhashDistance?: number;
   };
   sitemaps?: SitemapMode;
+  /** `dir` may contain `{campaign}`, replaced by the campaign ID (how each run of a schedule gets its own folder). */
   output?: { dir?: string };
   frontier?: {
     /**
@@ -151,7 +152,15 @@ export const MAX_PRIORITY_PATTERN_LENGTH = 500;
  * every continue-as-new: Temporal refuses payloads over 2 MB by default. 10,000
  * pins of ~40 bytes are ~400 KB; longer lists want DNS, not pins.
  */
+/**
+ * What a campaign ID may be: safe in Redis keys, file names and URLs. The
+ * colon is there for scheduled runs, whose workflow IDs (their campaign IDs)
+ * end in the RFC 3339 time Temporal appends.
+ */
+export const CAMPAIGN_ID_PATTERN = /^[A-Za-z0-9._:-]{1,80}$/;
 export const MAX_RESOLVE_ENTRIES = 10_000;
+/** Replaced by the campaign ID in output.dir. */
+export const CAMPAIGN_PLACEHOLDER = '{campaign}';
 export const MAX_SEEDS_FILE_LENGTH = 4096;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
@@ -240,8 +249,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   const userAgent = p.userAgent ?? d.politeness.userAgent;
   if (typeof userAgent !== 'string' || !/^[\x21-\x7e][\x20-\x7e]*$/.test(userAgent)) problems.push('politeness.userAgent must be printable ASCII');
   const campaignId = input.campaignId ?? fallbackId;
-  if (typeof campaignId !== 'string' || !/^[A-Za-z0-9._-]{1,80}$/.test(campaignId)) {
-    problems.push('campaignId must be 1–80 characters of letters, digits, dot, dash or underscore');
+  if (typeof campaignId !== 'string' || !CAMPAIGN_ID_PATTERN.test(campaignId)) {
+    problems.push('campaignId must be 1–80 characters of letters, digits, dot, dash, underscore or colon');
   }
   const settings: CampaignSettings = {
     campaignId,
@@ -291,7 +300,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       maxSimhashDistance: nonNegInt(problems, 'content.maxSimhashDistance', input.content?.maxSimhashDistance, d.content.maxSimhashDistance),
     },
     sitemaps: input.sitemaps ?? d.sitemaps,
-    output: { dir: input.output?.dir ?? d.output.dir },
+    // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
+    output: { dir: (input.output?.dir ?? d.output.dir).replaceAll(CAMPAIGN_PLACEHOLDER, campaignId) },
     frontier: { priorities: priorityRules(problems, input.frontier) },
   };
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {

@@ -22,7 +22,11 @@ export class OutputRegistry {
   constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
 
   warc(dir: string, campaignId: string): Promise<WarcWriter> {
-    return this.lookup(this.warcs, path.join(path.resolve(dir), 'warc'), (d) => WarcWriter.open({ dir: d, prefix: campaignId, isPartOf: campaignId }));
+    // A scheduled run's ID has colons (the time Temporal appends); in a file
+    // name a colon makes a relative reference look like a URL scheme to
+    // replay tools, so the files drop it. WARC-Filename and isPartOf keep the ID.
+    const prefix = campaignId.replaceAll(':', '');
+    return this.lookup(this.warcs, path.join(path.resolve(dir), 'warc'), (d) => WarcWriter.open({ dir: d, prefix, isPartOf: campaignId }));
   }
 
   index(dir: string): Promise<IndexWriter> {

@@ -19,7 +19,7 @@ import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
 import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
 
-interface CrawlOptions {
+export interface CrawlOptions {
   maxPages?: number;
   maxDepth?: number;
   delayMs?: number;
@@ -50,7 +50,7 @@ interface CrawlOptions {
   priority: string[];
 }
 
-const wholeNumber = (name: string) => (raw: string) => {
+export const wholeNumber = (name: string) => (raw: string) => {
   if (!/^-?\d+$/.test(raw.trim())) throw new InvalidArgumentError(`${name} must be a whole number`);
   const n = Number(raw);
   if (n < 0) throw new InvalidArgumentError(`${name} must not be negative (got ${n})`);
@@ -201,15 +201,9 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   return input;
 }
 
-export function registerCrawlCommand(program: Command): void {
-  program
-    .command('crawl')
-    .description('crawl from the given seeds: brings up the stack if needed, starts workers, waits, prints a summary')
-    .argument('[seeds...]', 'seed URLs (optional with --seeds-file)')
-    .option(
-      '--seeds-file <file|url|->',
-      'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)',
-    )
+/** The options that shape a campaign: shared by `crawl` and `schedule create`, so a scheduled crawl takes the same flags. */
+export function campaignOptions(command: Command): Command {
+  return command
     .option('--max-pages <n>', 'stop after this many page requests', wholeNumber('--max-pages'))
     .option('--max-depth <n>', 'follow links at most this many hops from a seed', wholeNumber('--max-depth'))
     .option('--delay-ms <n>', 'minimum pause between two requests to one host (default 1000)', wholeNumber('--delay-ms'))
@@ -218,11 +212,8 @@ export function registerCrawlCommand(program: Command): void {
     .option('--same-host', "stay on the seeds' hosts")
     .option('--any-domain', 'follow links anywhere')
     .option('--domains <list>', 'stay on these comma-separated domains and their subdomains')
-    .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
-    .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--resolve <host:port:addr>', 'send requests for host:port to addr, like curl --resolve (repeatable)', collect, [])
     .option('--resolve-file <file>', 'more --resolve entries, one HOST:PORT:ADDR per line (# comments)')
-    .option('--id <campaign>', 'campaign ID (default: generated)')
     .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
     .option('--max-pages-per-host <n>', 'at most this many requests per host (guards against infinite sites)', wholeNumber('--max-pages-per-host'))
@@ -234,7 +225,23 @@ export function registerCrawlCommand(program: Command): void {
     .option('--dedup <mode>', 'content dedup: near (default), exact, off')
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
-    .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
+    .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, []);
+}
+
+export function registerCrawlCommand(program: Command): void {
+  campaignOptions(
+    program
+      .command('crawl')
+      .description('crawl from the given seeds: brings up the stack if needed, starts workers, waits, prints a summary')
+      .argument('[seeds...]', 'seed URLs (optional with --seeds-file)')
+      .option(
+        '--seeds-file <file|url|->',
+        'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)',
+      ),
+  )
+    .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
+    .option('--id <campaign>', 'campaign ID (default: generated)')
+    .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const log = (m: string) => process.stderr.write(`${m}\n`);

@@ -4,15 +4,13 @@ import type { Command } from 'commander';
 import { readIndex, type IndexEntry } from '../../storage/index-writer';
 import { buildReportData } from '../../report/report-data';
 import { renderReportHtml } from '../../report/html-report';
+import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
 import { UsageError } from '../usage-error';
 
 // The output folder of a campaign is recorded only in its workflow input
 // (and its final result), which needs a running Temporal to read. The report
 // works offline instead: it looks where `crawl` puts it by default
 // (crawl-output/<campaign>), or in --out, the same folder given to crawl.
-
-/** Same rule as config/campaign.ts; also keeps the default path inside crawl-output. */
-const CAMPAIGN_ID_RE = /^[A-Za-z0-9._-]{1,80}$/;
 
 interface ReportOptions {
   out?: string;
@@ -49,7 +47,8 @@ export function registerReportCommand(program: Command): void {
     .option('--out <dir>', "the campaign's output folder, as given to crawl (default crawl-output/<campaign>)")
     .option('--file <path>', 'where to write the report (default <output folder>/report.html)')
     .action(async (campaignId: string, o: ReportOptions) => {
-      if (!CAMPAIGN_ID_RE.test(campaignId)) throw new UsageError(`campaign ID must match [A-Za-z0-9._-]{1,80}, got ${JSON.stringify(campaignId)}`);
+      // Also keeps the default path inside crawl-output.
+      if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       const dirs = candidateOutputDirs(campaignId, o.out);
       const { dir, entries } = await loadCampaignIndex(campaignId, dirs);
       const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString() });
