@@ -406,6 +406,12 @@ test('duplicates: session ids are normalised away; exact and near-duplicate page
   const d = site('duplicates');
   const itemRequests = requestsTo(d).filter((q) => q.path.startsWith('/item'));
   expect(itemRequests.map((q) => q.path).sort()).toEqual(d.expected.groups.canonicalItems.slice().sort());
+  // The session trap (a new session id in every answer) ends after one request: the ids are stripped, /cart is seen.
+  expect(
+    requestsTo(d)
+      .filter((q) => q.path.startsWith('/cart'))
+      .map((q) => q.path),
+  ).toEqual(['/cart']);
   // The news pages differ by a timestamp line: one is the original, the rest near-duplicates of it.
   const news = d.expected.groups.nearDuplicates.map((target) => entryFor(d, target)!);
   const originals = news.filter((e) => e.outcome === 'fetched');
