@@ -28,7 +28,10 @@ async function campaignKeyFromTemporal(campaignId: string, force: boolean): Prom
   try {
     const d = await client.workflow.getHandle(campaignId).describe();
     if (d.status.name === 'RUNNING' && !force) throw new CampaignRunningError(campaignId);
-    const firstRunId = d.raw.workflowExecutionInfo?.firstRunId || d.runId;
+    // The first run of the chain (continue-as-new keeps the campaign's keys); a server too old to say cannot be guessed from the latest run.
+    const firstRunId = d.raw.workflowExecutionInfo?.firstRunId;
+    if (!firstRunId)
+      throw new UsageError(`Temporal did not name the first run of ${campaignId}: give its Redis namespace with --key (the campaignKey of \`crawler status --json\`)`);
     return campaignKeyOf(campaignId, firstRunId);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
