@@ -5,7 +5,9 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { Frontier } from '../src/redis/frontier';
+import { expireCampaign } from '../src/redis/retention';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { domainWorkflowId } from '../workflows/ids';
@@ -150,6 +152,18 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       heartbeat();
     }
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
+    // The summary is the campaign's last look at its keys: from here they
+    // only cost memory, so they get the campaign's retention. A retried
+    // summary finds them still there (the retention is at least a minute).
+    const retention = await loadCampaignSettings(redis, input.campaignKey).then(
+      ({ settings }) => settings.retention.redisMs,
+      // Settings gone (Redis wiped or purged): nothing is left to expire.
+      (err: unknown) => {
+        if (err instanceof CampaignConfigMissingError) return null;
+        throw err;
+      },
+    );
+    if (retention !== null) await expireCampaign(redis, input.campaignKey, retention, heartbeat);
     return { totals, active: c.active, problems };
   };
 }

@@ -101,6 +101,13 @@ export interface CampaignInput {
      */
     priorities?: FrontierPriorityRule[];
   };
+  /**
+   * How long the campaign's Redis keys (frontiers, seen-sets, content index,
+   * host records…) are kept once it has ended (completed, stopped by a
+   * budget, cancelled); null = until `crawler purge`. The summary, the WARC
+   * and the index do not depend on them.
+   */
+  retention?: { redisMs?: number | null };
 }
 
 export interface FrontierPriorityRule {
@@ -134,6 +141,7 @@ export interface CampaignSettings {
   sitemaps: SitemapMode;
   output: { dir: string };
   frontier: { priorities: FrontierPriorityRule[] };
+  retention: { redisMs: number | null };
 }
 
 /**
@@ -162,6 +170,8 @@ export const MAX_RESOLVE_ENTRIES = 10_000;
 /** Replaced by the campaign ID in output.dir. */
 export const CAMPAIGN_PLACEHOLDER = '{campaign}';
 export const MAX_SEEDS_FILE_LENGTH = 4096;
+/** Shortest retention: the campaign's last bookkeeping step (its summary) may be retried within it and still find the keys. */
+export const MIN_RETENTION_MS = 60_000;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
 
@@ -191,6 +201,10 @@ export const CAMPAIGN_DEFAULTS = {
   sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
   frontier: { priorities: [] as FrontierPriorityRule[] },
+  // A week: long enough to look at a finished campaign's hosts with
+  // `crawler status` and to resume work on it by hand; the keys of a
+  // large campaign are gigabytes (docs/operations.md, sizing).
+  retention: { redisMs: (7 * 24 * 60 * 60_000) as number | null },
 } as const;
 
 export class CampaignInputError extends Error {
@@ -303,7 +317,11 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
     // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
     output: { dir: (input.output?.dir ?? d.output.dir).replaceAll(CAMPAIGN_PLACEHOLDER, campaignId) },
     frontier: { priorities: priorityRules(problems, input.frontier) },
+    retention: { redisMs: input.retention?.redisMs === undefined ? d.retention.redisMs : optionalLimit(problems, 'retention.redisMs', input.retention.redisMs) },
   };
+  if (settings.retention.redisMs !== null && settings.retention.redisMs < MIN_RETENTION_MS) {
+    problems.push(`retention.redisMs must be at least ${MIN_RETENTION_MS} (a minute), or null to keep the keys until \`crawler purge\``);
+  }
   if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
     problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
   } else if (settings.fetch.resolve.length > MAX_RESOLVE_ENTRIES) {

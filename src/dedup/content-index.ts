@@ -3,6 +3,7 @@
 // both consulted and updated by one Lua script so concurrent workers agree on
 // which page came first.
 import type { Cluster, Redis, Result } from 'ioredis';
+import { contentKeys } from '../redis/keys';
 import { simhashToHex } from './simhash';
 
 export type ContentVerdict = { kind: 'unique' } | { kind: 'exact-duplicate'; of: string } | { kind: 'near-duplicate'; of: string; distance: number };
@@ -25,23 +26,7 @@ export interface ContentIndexOptions {
 
 const MAX_BANDS = 16; // bands narrower than 4 bits put most pages in the same few buckets
 
-// TODO(move to keys.ts): all under the campaign's hash tag, so one script may touch them on Redis Cluster.
-export const contentKeys = (campaignKey: string, maxDistance: number) => {
-  const tag = `{${campaignKey}}`;
-  return {
-    /** HASH url -> verdict of its first check, which makes checks idempotent per URL. */
-    verdict: `crawl:${tag}:content:verdict`,
-    /** HASH exact content hash -> first URL that had it. */
-    exact: `crawl:${tag}:content:exact`,
-    /**
-     * HASH per band: band value (hex) -> newline-separated records, each
-     * 16 hex digits of SimHash followed by the URL. The band layout depends
-     * on maxDistance, so it is part of the name: workers configured
-     * differently never read each other's buckets as if they lined up.
-     */
-    band: (i: number) => `crawl:${tag}:content:k${maxDistance}:band:${i}`,
-  };
-};
+export { contentKeys } from '../redis/keys';
 
 // TODO(move to scripts.ts).
 // KEYS: verdict, exact, band_1..band_n. ARGV: url, exactHash, simhash hex or '', maxDistance, bucketCap, field_1..field_n.

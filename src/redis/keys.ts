@@ -74,6 +74,27 @@ export const campaignKeys = (campaignKey: string) => {
   };
 };
 
+// The content index (src/dedup/content-index.ts): all under the campaign's hash tag, so one script may touch them on Redis Cluster.
+export const contentKeys = (campaignKey: string, maxDistance: number) => {
+  const tag = `{${campaignKey}}`;
+  return {
+    /** HASH url -> verdict of its first check, which makes checks idempotent per URL. */
+    verdict: `${P}:${tag}:content:verdict`,
+    /** HASH exact content hash -> first URL that had it. */
+    exact: `${P}:${tag}:content:exact`,
+    /**
+     * HASH per band: band value (hex) -> newline-separated records, each
+     * 16 hex digits of SimHash followed by the URL. The band layout depends
+     * on maxDistance, so it is part of the name: workers configured
+     * differently never read each other's buckets as if they lined up.
+     */
+    band: (i: number) => `${P}:${tag}:content:k${maxDistance}:band:${i}`,
+  };
+};
+
+/** Largest content.maxSimhashDistance + 1: the most band keys a content index has. */
+export const MAX_CONTENT_BANDS = 16;
+
 export const sharedHostKeys = (host: string) => ({
   /** HASH next (epoch ms, Redis clock), owner: one politeness clock per host for every worker and campaign. */
   clock: `${P}:clock:{${host}}`,

@@ -203,6 +203,16 @@ redis.call('HSET', KEYS[1], ARGV[1], record)
 if new.state ~= 'given-up' or old.state ~= 'given-up' then redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1]) end
 return 1`,
   },
+  // KEYS: any keys of one slot (numkeys is the first argument). ARGV: ms.
+  // The campaign's retention (src/redis/retention.ts): a time to live on
+  // every key that exists, in one round trip per slot.
+  crawlExpireKeys: {
+    numberOfKeys: undefined,
+    lua: `
+local n = 0
+for i = 1, #KEYS do n = n + redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return n`,
+  },
 } as const;
 
 type ScriptArgs = (string | number)[];
@@ -218,6 +228,7 @@ declare module 'ioredis' {
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
+    crawlExpireKeys(numKeys: number, ...keysThenMs: (string | number)[]): Result<number, Context>;
     crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;
   }
 }

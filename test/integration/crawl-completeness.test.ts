@@ -72,3 +72,40 @@ test('every reachable allowed page exactly once, in the index and the WARC, poli
   expect(responses.map((r) => r.targetUri).sort()).toEqual([...expected].sort());
   expect(responses.every((r) => r.blockDigestOk && r.payloadDigestOk !== false)).toBe(true);
 });
+
+test('budgets.maxPages counts page requests whatever their outcome; the URL that finds it spent gets a budget-exhausted line, URLs still queued none', async () => {
+  // One host whose front page links, in this order, to a redirect, a 404, an
+  // exact copy of itself and two more pages. Breadth-first, the budget of 4
+  // goes to /, /r, /missing and /copy; /next/1 finds it spent.
+  const host = 'budget.complete.test';
+  const HTML = 'text/html; charset=utf-8';
+  const home = '<!doctype html><html><body><a href="/r">r</a> <a href="/missing">m</a> <a href="/copy">c</a> <a href="/next/1">1</a> <a href="/next/2">2</a></body></html>';
+  h.web.addSite({
+    host,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path === '/robots.txt' || ctx.path === '/sitemap.xml') return false;
+      if (ctx.path === '/' || ctx.path === '/copy') ctx.send(200, HTML, home);
+      else if (ctx.path === '/r') ctx.send(302, HTML, 'moved', { location: '/target' });
+      else if (ctx.path.startsWith('/next/') || ctx.path === '/target') ctx.send(200, HTML, `<!doctype html><p>${ctx.path}</p>`);
+      else ctx.send(404, 'text/plain', 'no');
+      return true;
+    },
+  });
+  const handle = await launch(h, { seeds: [h.web.url(host, '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 50 }, budgets: { maxPages: 4 } });
+  const result = await handle.result();
+  expect(result.status).toBe('budget-exhausted');
+
+  const requested = pageRequests(h.web.requests().filter((r) => r.host === host)).map((r) => r.path);
+  expect(requested).toEqual(['/', '/r', '/missing', '/copy']);
+  const lines = (await outputOf(h, result.campaignId).index()).filter((e) => !e.kind);
+  const byPath = Object.fromEntries(lines.map((e) => [new URL(e.url).pathname, { outcome: e.outcome, code: e.error?.code ?? null }]));
+  expect(byPath).toEqual({
+    '/': { outcome: 'fetched', code: null },
+    '/r': { outcome: 'redirect', code: null },
+    '/missing': { outcome: 'http-error', code: 'HTTP_404' },
+    '/copy': { outcome: 'duplicate', code: null },
+    '/next/1': { outcome: 'budget-exhausted', code: 'PAGE_BUDGET' },
+  });
+});

@@ -30,7 +30,7 @@ import {
 } from '../web/hostile-sites';
 import { selfSignedCertificate, type RequestRecord } from '../web/test-web';
 import { createHarness, isHousekeepingPath, launch, outputOf, type Harness } from '../support/harness';
-import { ensurePythonWarcio, readWithWarcio, type PyRecord } from '../support/warcio';
+import { ensurePythonWarcio, readExchangesWithWarcio, readWithWarcio, type PyRecord } from '../support/warcio';
 
 const DELAY_MS = 100;
 const MAX_BODY = 2 * 1024 * 1024;
@@ -406,6 +406,12 @@ test('duplicates: session ids are normalised away; exact and near-duplicate page
   const d = site('duplicates');
   const itemRequests = requestsTo(d).filter((q) => q.path.startsWith('/item'));
   expect(itemRequests.map((q) => q.path).sort()).toEqual(d.expected.groups.canonicalItems.slice().sort());
+  // The session trap (a new session id in every answer) ends after one request: the ids are stripped, /cart is seen.
+  expect(
+    requestsTo(d)
+      .filter((q) => q.path.startsWith('/cart'))
+      .map((q) => q.path),
+  ).toEqual(['/cart']);
   // The news pages differ by a timestamp line: one is the original, the rest near-duplicates of it.
   const news = d.expected.groups.nearDuplicates.map((target) => entryFor(d, target)!);
   const originals = news.filter((e) => e.outcome === 'fetched');
@@ -464,6 +470,35 @@ function warcOf(c: Crawl): { files: string[]; records: PyRecord[] } {
   return read;
 }
 const warcRecords = (c: Crawl) => warcOf(c).records;
+
+test('a redirect chain replays exactly: warcio reads one request/response pair per hop under its own URI, 3xx + Location for the hops, the page last, payload digests it recomputes', () => {
+  const r = site('redirects');
+  const short = r.expected.groups.shortChain;
+  const records = readExchangesWithWarcio(warcOf(main).files, urlOn(r, '/short/'));
+  expect(new Set(records.map((x) => x.uri))).toEqual(new Set(short.map((p) => urlOn(r, p))));
+  for (const [i, p] of short.entries()) {
+    const uri = urlOn(r, p);
+    const responses = records.filter((x) => x.type === 'response' && x.uri === uri);
+    const requests = records.filter((x) => x.type === 'request' && x.uri === uri);
+    expect({ uri, responses: responses.length, requests: requests.length }).toEqual({ uri, responses: 1, requests: 1 });
+    const [res, req] = [responses[0], requests[0]];
+    // The pair: this hop's own request, bound to its response.
+    expect(req.concurrentTo).toBe(res.id);
+    expect(req.requestLine).toBe(`GET ${p} HTTP/1.1`);
+    // The digest in our header is the SHA-1 of the payload warcio read, and warcio's own check passed.
+    expect({ uri, digest: res.payloadDigest, passed: res.passed }).toEqual({ uri, digest: res.recomputed, passed: true });
+    if (i < short.length - 1) {
+      expect(Number(res.status)).toBeGreaterThanOrEqual(300);
+      expect(Number(res.status)).toBeLessThan(400);
+      // Location as the server sent it (absolute, root- or path-relative), resolving to the next hop.
+      expect(normalizeUrl(new URL(res.location!, uri).href)).toBe(urlOn(r, short[i + 1]));
+    } else {
+      expect(res.status).toBe('200');
+      expect(res.location).toBeNull();
+      expect(res.body).toContain(`end of short chain after ${short.length - 1} hops`);
+    }
+  }
+});
 
 test('every WARC record reads back through Python warcio with checked digests, with a metadata record per exchange', () => {
   for (const c of [main, variant]) {

@@ -2,7 +2,9 @@
 // cross-host links, two worker processes pointed at the cluster, and every
 // page fetched exactly once. Its keys must be spread over the masters (the
 // per-host hash tags at work) and none may land on the global test Redis.
+import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { createRedis } from '../../src/redis/client';
@@ -11,6 +13,10 @@ import { Frontier } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
 import { hostKeys } from '../../src/redis/keys';
 import { startRedisCluster, type RunningRedisCluster } from '../../src/stack/redis-cluster';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { campaignKeyOf } from '../../src/cli/commands/purge';
+import { CAMPAIGN_DEFAULTS } from '../../src/config/campaign';
+import { cancelSignal } from '../../workflows/messages';
 import { generateSites } from '../web/test-web';
 import { createHarness, fetchedUrls, launch, outputOf, pageRequests, urlOf, type Harness } from '../support/harness';
 
@@ -37,6 +43,26 @@ beforeAll(async () => {
   for (const spec of generateSites({ count: HOSTS, pages: PAGES, fanOut: 3, crossPerPage: 1, hostPattern: hostName, seed: 11 })) h.web.addSite(spec);
 });
 afterAll(closeAll);
+
+/** The first campaign of the file (crawled by the test below), for the retention and purge test. */
+let first: { campaignId: string; campaignKey: string } | undefined;
+
+/** Every key of every master with its time to live in ms (-1: none). */
+async function clusterKeys(): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const port of cluster!.ports) {
+    const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+    try {
+      for (const k of await nodeKeys(port)) out.set(k, await c.pttl(k));
+    } finally {
+      c.disconnect();
+    }
+  }
+  return out;
+}
+
+/** A campaign's keys: its own tag `{key}` and its hosts' `{key|host}`. */
+const keysOf = (all: Map<string, number>, campaignKey: string) => new Map([...all].filter(([k]) => k.includes(`{${campaignKey}}`) || k.includes(`{${campaignKey}|`)));
 
 /** Every key on one node (SCAN, so a big keyspace does not block it). */
 async function nodeKeys(port: number): Promise<string[]> {
@@ -108,6 +134,7 @@ test('a campaign on a 3-master cluster fetches every page exactly once and sprea
   // The state lives on the cluster: per-host counters read back through a
   // cluster client under the keys the code uses.
   const campaignKey = `${result.campaignId}.${(handle as WorkflowHandleWithFirstExecutionRunId).firstExecutionRunId.slice(0, 8)}`;
+  first = { campaignId: result.campaignId, campaignKey };
   const viaCluster = createRedis(cluster!.url);
   try {
     const perHost = new Map<string, number>();
@@ -127,6 +154,60 @@ test('a campaign on a 3-master cluster fetches every page exactly once and sprea
   const onGlobal: string[] = [];
   for await (const batch of h!.redis.scanStream({ match: `*${result.campaignId}*`, count: 1000 })) onGlobal.push(...(batch as string[]));
   expect(onGlobal).toEqual([]);
+});
+
+test('ended campaigns keep their keys for their retention; purge deletes every key of one campaign and nothing else', async () => {
+  expect(first).toBeDefined();
+  const a = first!;
+  const run = promisify(execFile);
+  const env = { ...process.env, REDIS_URL: cluster!.url, CRAWLER_TASK_QUEUE: h!.taskQueue };
+  const HOUR = 3_600_000;
+  const week = CAMPAIGN_DEFAULTS.retention.redisMs!;
+
+  // A second campaign on one of the same hosts, with its own retention.
+  const b = await launch(h!, { seeds: [h!.web.url(hostName(1), '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 50 }, retention: { redisMs: HOUR } });
+  expect((await b.result()).status).toBe('completed');
+  const keyB = campaignKeyOf(b.workflowId, b.firstExecutionRunId);
+
+  // A running campaign is not purged: a typed refusal, and its state stays.
+  const c = await launch(h!, { seeds: [h!.web.url(hostName(2), '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, retention: { redisMs: HOUR } });
+  const keyC = campaignKeyOf(c.workflowId, c.firstExecutionRunId);
+  const refused = crawlerCommand(['purge', c.workflowId]);
+  const res = spawnSync(refused.command, refused.args, { env, encoding: 'utf8' });
+  expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 3, stderr: expect.stringMatching(/still running.*crawler cancel .*--force/) });
+  expect(keysOf(await clusterKeys(), keyC).get(`crawl:{${keyC}}:config`)).toBeDefined();
+  // Cancelled campaigns get their retention too.
+  await c.signal(cancelSignal, { reason: 'test' });
+  expect((await c.result()).status).toBe('cancelled');
+
+  // Retention: every key of every ended campaign expires, within its retention
+  // (set when it ended, a few minutes ago at most); the content index and every
+  // host's frontier state are among them.
+  const before = await clusterKeys();
+  const ofA = keysOf(before, a.campaignKey);
+  for (const host of Array.from({ length: HOSTS }, (_, i) => new URL(h!.web.url(hostName(i), '/')).host)) {
+    expect([...ofA.keys()]).toEqual(expect.arrayContaining([hostKeys(a.campaignKey, host).seen, hostKeys(a.campaignKey, host).stats]));
+  }
+  expect([...ofA.keys()]).toEqual(expect.arrayContaining([`crawl:{${a.campaignKey}}:content:exact`, `crawl:{${a.campaignKey}}:hosts`]));
+  const outside = (m: Map<string, number>, max: number) => [...m].filter(([, ttl]) => !(ttl > max - 10 * 60_000 && ttl <= max));
+  expect(outside(ofA, week)).toEqual([]);
+  for (const key of [keyB, keyC]) {
+    expect(keysOf(before, key).size).toBeGreaterThan(0);
+    expect(outside(keysOf(before, key), HOUR)).toEqual([]);
+  }
+
+  // Purge A through the CLI (Temporal names its key): none of its keys is
+  // left on any master, B's and C's are all there, and so are the keys
+  // every campaign shares (robots.txt cache of the hosts).
+  const purge = crawlerCommand(['purge', a.campaignId]);
+  const { stdout } = await run(purge.command, purge.args, { env });
+  expect(stdout).toMatch(new RegExp(`purged ${a.campaignId} \\(${a.campaignKey.replace('.', '\\.')}\\): ${ofA.size} key\\(s\\) of ${HOSTS} host\\(s\\) deleted`));
+  const after = await clusterKeys();
+  expect([...after.keys()].filter((k) => k.includes(a.campaignKey))).toEqual([]);
+  for (const key of [keyB, keyC]) expect([...keysOf(after, key).keys()].sort()).toEqual([...keysOf(before, key).keys()].sort());
+  const shared = [...before.keys()].filter((k) => k.startsWith('crawl:robots:'));
+  expect(shared.length).toBeGreaterThan(0);
+  expect(shared.filter((k) => !after.has(k))).toEqual([]);
 });
 
 test('stopping leaves no worker or redis-server process behind', async () => {

@@ -2,12 +2,15 @@
 // host (or a session) that long: it misses robots.txt's own deadline, is tried
 // a bounded number of times with durable back-offs, and the host then ends
 // robots-unavailable (RFC 9309) with every URL recorded, while other hosts
-// crawl on. A robots.txt redirected to another host takes that host's clock.
+// crawl on. A robots.txt redirected to another host takes that host's clock,
+// and so does every hop of the redirect chains of a site at the same 1 s delay.
+import { redirectSite } from '../web/hostile-sites';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, minGapsByHost, outputOf, pageRequests, type Harness } from '../support/harness';
 
 jest.setTimeout(240_000);
 const DELAY_MS = 1_000;
+const REDIRECTS = 'chains.robots.test';
 
 let h: Harness;
 beforeAll(async () => {
@@ -39,11 +42,12 @@ beforeAll(async () => {
     });
   }
   for (const spec of generateSites({ count: 1, pages: 6, fanOut: 2, crossPerPage: 0, hostPattern: () => 'target.robots.test', seed: 1 })) h.web.addSite(spec);
+  h.web.addSite(redirectSite(REDIRECTS, { otherHost: 'target.robots.test' }));
 });
 afterAll(() => h?.close());
 
 test('a robots.txt that drips for 40 s makes its host robots-unavailable after bounded attempts; the others crawl on, every request under its host clock', async () => {
-  const hosts = ['drip.robots.test', 'fine.robots.test', 'hop.robots.test', 'target.robots.test'];
+  const hosts = ['drip.robots.test', 'fine.robots.test', 'hop.robots.test', 'target.robots.test', REDIRECTS];
   const handle = await launch(h, {
     seeds: hosts.map((x) => h.web.url(x, '/')),
     scope: { mode: 'same-host' },
@@ -71,5 +75,14 @@ test('a robots.txt that drips for 40 s makes its host robots-unavailable after b
   }
   // hop.robots.test's robots.txt was fetched from target.robots.test: that request too kept target's delay.
   expect(reqs.filter((r) => r.host === 'target.robots.test' && r.path === '/robots.txt').length).toBeGreaterThanOrEqual(2);
-  for (const [host, gap] of minGapsByHost(reqs)) if (host !== 'drip.robots.test') expect({ host, gap: gap >= DELAY_MS }).toEqual({ host, gap: true });
+  // The redirect chains: every hop a request of its own, each once, the short chain followed to its page.
+  const chains = reqs.filter((r) => r.host === REDIRECTS).map((r) => r.path);
+  expect(chains.filter((p) => p.startsWith('/short/'))).toEqual(['/short/0', '/short/1', '/short/2', '/short/3']);
+  expect(chains.filter((p) => p.startsWith('/chain/')).length).toBe(6);
+  expect(chains.length).toBe(new Set(chains).size);
+  expect(index.find((e) => e.url === h.web.url(REDIRECTS, '/short/3'))).toMatchObject({ outcome: 'fetched', status: 200 });
+  // No two requests to one host (robots.txt, pages, redirect hops) closer than the delay.
+  const gaps = minGapsByHost(reqs);
+  expect(gaps.get(REDIRECTS)).toBeDefined();
+  for (const [host, gap] of gaps) if (host !== 'drip.robots.test') expect({ host, gap: gap >= DELAY_MS }).toEqual({ host, gap: true });
 });

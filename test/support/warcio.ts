@@ -91,3 +91,61 @@ export function readWithWarcio(files: string[]): PyRecord[] {
     .filter(Boolean)
     .map((l) => JSON.parse(l) as PyRecord);
 }
+
+// One exchange's records as warcio reads them, with the payload digest
+// recomputed here from the payload bytes warcio hands over (SHA-1, base32,
+// the form WARC-Payload-Digest takes), not taken from our header.
+export const PY_EXCHANGES = String.raw`
+import sys, json, hashlib, base64
+from warcio.archiveiterator import ArchiveIterator
+prefix = sys.argv[1]
+for path in sys.argv[2:]:
+    with open(path, 'rb') as fh:
+        for rec in ArchiveIterator(fh, check_digests=True):
+            h = rec.rec_headers
+            uri = h.get_header('WARC-Target-URI') or ''
+            if not uri.startswith(prefix) or rec.rec_type not in ('request', 'response'):
+                continue
+            payload = rec.content_stream().read()
+            out = {
+                'type': rec.rec_type,
+                'id': h.get_header('WARC-Record-ID'),
+                'uri': uri,
+                'concurrentTo': h.get_header('WARC-Concurrent-To'),
+                'payloadDigest': h.get_header('WARC-Payload-Digest'),
+                'recomputed': 'sha1:' + base64.b32encode(hashlib.sha1(payload).digest()).decode('ascii'),
+                'passed': rec.digest_checker.passed,
+            }
+            if rec.rec_type == 'response':
+                out['status'] = rec.http_headers.get_statuscode()
+                out['location'] = rec.http_headers.get_header('Location')
+                out['body'] = payload.decode('utf-8', 'replace')
+            else:
+                out['requestLine'] = rec.http_headers.protocol + ' ' + rec.http_headers.statusline
+            print(json.dumps(out))
+`;
+
+export interface PyExchangeRecord {
+  type: 'request' | 'response';
+  id: string;
+  uri: string;
+  concurrentTo: string | null;
+  payloadDigest: string | null;
+  recomputed: string;
+  passed: boolean | null;
+  status?: string;
+  location?: string | null;
+  body?: string;
+  requestLine?: string;
+}
+
+/** The request and response records whose WARC-Target-URI starts with `prefix`, in file order. */
+export function readExchangesWithWarcio(files: string[], prefix: string): PyExchangeRecord[] {
+  const res = run(VENV_PY, ['-c', PY_EXCHANGES, prefix, ...files]);
+  if (res.status !== 0) throw new Error(`warcio failed (${res.status}): ${res.stderr}`);
+  return res.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as PyExchangeRecord);
+}

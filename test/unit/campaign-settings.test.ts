@@ -1,5 +1,6 @@
 // Start-time settings: the concurrency range set-concurrency also enforces, and where seeds come from.
-import { CampaignInputError, MAX_RESOLVE_ENTRIES, resolveCampaignSettings } from '../../src/config/campaign';
+import { parseRetention } from '../../src/cli/commands/crawl';
+import { CampaignInputError, MAX_RESOLVE_ENTRIES, MIN_RETENTION_MS, resolveCampaignSettings } from '../../src/config/campaign';
 import { MAX_ACTIVE_HOSTS, validateSetConcurrency } from '../../src/config/steering';
 
 const settingsWith = (maxActiveHosts: number | null) => resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
@@ -67,5 +68,31 @@ describe('seeds and seedsFile', () => {
     expect(problems({ seeds: ['http://a.test/'], fetch: { resolve: pins(MAX_RESOLVE_ENTRIES + 1) } })).toEqual([
       `fetch.resolve has ${MAX_RESOLVE_ENTRIES + 1} entries; at most ${MAX_RESOLVE_ENTRIES} (they travel in the workflow input)`,
     ]);
+  });
+});
+
+describe('retention of the Redis keys after the campaign ends', () => {
+  const withRetention = (redisMs: unknown) =>
+    resolveCampaignSettings({ seeds: ['http://a.test/'], retention: { redisMs } as { redisMs: number }, output: { dir: '/tmp/x' } }, 'c1');
+
+  test('defaults to a week; null keeps the keys until purged; less than a minute is refused', () => {
+    expect(resolveCampaignSettings({ seeds: ['http://a.test/'], output: { dir: '/tmp/x' } }, 'c1').retention.redisMs).toBe(7 * 86_400_000);
+    expect(withRetention(null).retention.redisMs).toBeNull();
+    expect(withRetention(MIN_RETENTION_MS).retention.redisMs).toBe(MIN_RETENTION_MS);
+    expect(() => withRetention(MIN_RETENTION_MS - 1)).toThrow(/retention.redisMs must be at least 60000/);
+    expect(() => withRetention('7d')).toThrow(/retention.redisMs must be a whole number/);
+  });
+
+  test.each([
+    ['7d', 7 * 86_400_000],
+    ['36h', 36 * 3_600_000],
+    ['90m', 90 * 60_000],
+    ['never', null],
+  ])('crawl --retention %s', (flag, ms) => {
+    expect(parseRetention(flag)).toBe(ms);
+  });
+
+  test.each(['7', '1w', '-1d', '1.5h', ''])('crawl --retention %j is refused with the accepted forms', (flag) => {
+    expect(() => parseRetention(flag)).toThrow(/m, h or d .* or never/);
   });
 });

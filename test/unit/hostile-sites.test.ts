@@ -656,6 +656,14 @@ describe('duplicates', () => {
     }
     expect((await get('dup.test', '/item?id=9')).status).toBe(404);
 
+    // The session trap: each session brought to /cart gets links under a session of its own, never seen before.
+    const [trap] = site.expected.groups.sessionTrap;
+    const cart = (await text('dup.test', '/')).match(/href="(\/cart[^"]*)"/)![1];
+    const hops: string[] = [cart];
+    for (let i = 0; i < 4; i++) hops.push(hrefs(await text('dup.test', hops[hops.length - 1]!)).find((h) => h.startsWith(trap))!);
+    expect(new Set(hops).size).toBe(hops.length);
+    expect(hops.every((h) => /^\/cart(;jsessionid=[0-9A-F]{16}|\?sid=[0-9a-f]{16})$/.test(h))).toBe(true);
+
     const news = await Promise.all(site.expected.groups.nearDuplicates.map((p) => text('dup.test', p)));
     expect(new Set(news).size).toBe(5);
     const stripped = new Set(news.map((n) => n.replace(/<p class="meta">[^<]*<\/p>/, '')));

@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ContentIndex } from '../../src/dedup/content-index';
-import { campaignKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { campaignKeyNames, campaignKeyPatterns, hostKeyNames } from '../../src/redis/retention';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
@@ -185,10 +186,44 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     }
   });
 
+  // The retention script is given one host's keys, or the campaign's own, per call (src/redis/retention.ts).
+  it.each(CAMPAIGN_KEYS)('retention script: campaign %j', async (ck) => {
+    for (const host of TAGGED_HOSTS) {
+      const names = hostKeyNames(ck, host);
+      const c = await cap.capture(3, () => cap.redis.crawlExpireKeys(names.length, ...names, 60_000));
+      expect(c.script).toBe('crawlExpireKeys');
+      expect(c.keys).toEqual(names);
+      expectOneSlot(c, `${ck}|${host}`);
+    }
+    const own = campaignKeyNames(ck);
+    const c = await cap.capture(9, () => cap.redis.crawlExpireKeys(own.length, ...own, 60_000));
+    expect(c.keys).toEqual(own);
+    expectOneSlot(c, ck);
+    // Every key the campaign's code names is among them: a key added to keys.ts is expired and purged too.
+    expect(own).toEqual(
+      expect.arrayContaining([...Object.values(campaignKeys(ck)), ...[0, 3, 15].flatMap((d) => Object.values(contentKeys(ck, d)).filter((v) => typeof v === 'string'))]),
+    );
+    expect(own).toEqual(expect.arrayContaining(Array.from({ length: 16 }, (_, i) => contentKeys(ck, 15).band(i))));
+  });
+
   // Runs last: a script added to SCRIPTS without a call site above fails here.
   it('covered every script in SCRIPTS', () => {
     expect([...new Set(cap.calls.map((c) => c.script))].filter((s) => s in SCRIPTS).sort()).toEqual(Object.keys(SCRIPTS).sort());
   });
+});
+
+// The purge's SCAN patterns: every key of the campaign, and no key of a campaign whose key starts the same.
+test.each(CAMPAIGN_KEYS.filter((ck) => !/[|]/.test(ck)))('purge patterns match campaign %j exactly', (ck) => {
+  const glob = (pattern: string) =>
+    new RegExp(
+      `^${pattern.replace(/\\(.)|([*])|([^\\*]+)/g, (_m, esc: string, star: string, lit: string) => (star ? '.*' : (esc ?? lit).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))}$`,
+    );
+  const match = (key: string) => campaignKeyPatterns(ck).some((p) => glob(p).test(key));
+  for (const k of [...campaignKeyNames(ck), ...TAGGED_HOSTS.flatMap((h) => hostKeyNames(ck, h))]) expect({ k, matched: match(k) }).toEqual({ k, matched: true });
+  for (const other of [`${ck}.0badf00d`, `${ck}x`, `x${ck}`]) {
+    for (const k of [...campaignKeyNames(other), ...hostKeyNames(other, 'example.com')]) expect({ k, matched: match(k) }).toEqual({ k, matched: false });
+  }
+  for (const k of Object.values(sharedHostKeys('example.com'))) expect(match(k)).toBe(false);
 });
 
 describe('the slot check itself', () => {

@@ -990,7 +990,14 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
   // A link without text: the copies' visible text stays the article's, so the
   // first copy is still a near-duplicate of the news original.
   const copyBody = page('The article', [...article, `<p><a href="${fromCopies}"></a></p>`]);
-  const homeLinks = [...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(), ...news, ...copies];
+  // A session trap: every answer of /cart mints a new session id from the one
+  // the request brought, so a crawler that keeps session ids follows /cart for ever.
+  const cartSid = (from: string): string => sid(`cart|${from}`, 0);
+  const cartLinks = (incoming: string): string[] => {
+    const next = cartSid(incoming);
+    return [`/cart;jsessionid=${next.toUpperCase()}`, `/cart?sid=${cartSid(next)}`];
+  };
+  const homeLinks = [...Array.from({ length: items }, (_, i) => variants(i + 1, '/')).flat(), ...news, ...copies, cartLinks('home')[0]];
   return {
     host,
     pages: 1,
@@ -1014,6 +1021,13 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         const others = Array.from({ length: items }, (_, i) => i + 1).filter((j) => j !== id);
         const links = others.map((j) => variants(j, `/item/${id}`)[j % 4]);
         ctx.send(200, HTML, page(`Item ${id}`, [`<p>Item number ${id}, the same whatever session you bring.</p>`, ...links.map((h) => link(h, h))]));
+      } else if (path === '/cart' || /^\/cart;jsessionid=[^/]*$/i.test(path)) {
+        const incoming = /;jsessionid=([^/?]*)/i.exec(path)?.[1] ?? new URLSearchParams(ctx.search).get('sid') ?? '';
+        ctx.send(
+          200,
+          HTML,
+          page('Your cart', [`<p>Session ${escapeHtml(incoming || 'new')}: the cart is empty.</p>`, ...cartLinks(incoming.toLowerCase()).map((h) => link(h, 'cart'))]),
+        );
       } else if (/^\/news\/[1-9]\d*$/.test(path) && news.includes(path)) {
         const n = Number(path.slice(6));
         const stamp = `<p class="meta">Updated 2026-11-0${(n % 9) + 1}T12:00:0${n % 10}Z · ${1000 + n} views</p>`;
@@ -1027,11 +1041,12 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
       summary:
         'Session parameters (sid, jsessionid, PHPSESSID) are stripped by a session-aware normaliser, so each item ' +
         'is fetched once as /item?id=N; otherwise every variant is fetched once and all carry the same contentHash. ' +
+        '/cart is a session trap (each answer links to /cart under a new session id): fetched once as /cart. ' +
         'The /news pages are near-duplicates (simhash-close, different hashes); /copy/a, /copy/b and ' +
         '/print/article?id=7 are byte-identical. Only the copies link to /from-copies: it is requested all the same, ' +
         "since dedup never costs coverage (a duplicate's links go through the seen-sets like any page's).",
       seeds: ['/'],
-      mustFetch: ['/', ...news, ...copies, fromCopies],
+      mustFetch: ['/', ...news, ...copies, fromCopies, '/cart'],
       mustNotFetch: [],
       forbiddenHosts: [],
       index: {},
@@ -1041,6 +1056,7 @@ export function duplicateSite(host: string, opts: DuplicateSiteOptions = {}): Ho
         nearDuplicates: news,
         exactDuplicates: copies,
         onlyFromDuplicates: [fromCopies],
+        sessionTrap: ['/cart'],
       },
     },
   };

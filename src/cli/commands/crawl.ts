@@ -48,6 +48,8 @@ export interface CrawlOptions {
   maxUrlLength?: number;
   politenessKey?: string;
   priority: string[];
+  /** ms, or null for `never`. */
+  retention?: number | null;
 }
 
 export const wholeNumber = (name: string) => (raw: string) => {
@@ -57,6 +59,17 @@ export const wholeNumber = (name: string) => (raw: string) => {
   return n;
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
+
+const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--retention 7d` / `36h` / `90m` / `never`: how long a finished campaign's Redis keys stay. */
+export function parseRetention(raw: string): number | null {
+  const v = raw.trim().toLowerCase();
+  if (v === 'never') return null;
+  const m = /^(\d+)([mhd])$/.exec(v);
+  if (!m) throw new InvalidArgumentError(`--retention must be a number with a unit m, h or d (such as 7d or 36h), or never (got ${JSON.stringify(raw)})`);
+  return Number(m[1]) * DURATION_UNITS[m[2]];
+}
 
 /**
  * A server named by the environment did not answer: say what to check, and
@@ -160,6 +173,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
+    ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
   };
   try {
     resolveCampaignSettings(input, campaignId);
@@ -225,7 +239,8 @@ export function campaignOptions(command: Command): Command {
     .option('--dedup <mode>', 'content dedup: near (default), exact, off')
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
-    .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, []);
+    .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
+    .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention);
 }
 
 export function registerCrawlCommand(program: Command): void {

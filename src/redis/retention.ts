@@ -1,0 +1,128 @@
+// What a campaign leaves in Redis, and how it goes: a retention (PEXPIRE on
+// every key of the campaign) when the campaign ends, and a purge (delete
+// them now). Keys live under two kinds of hash tags (src/redis/keys.ts):
+//   {campaignKey}       the campaign's own keys: one slot, names known in advance
+//   {campaignKey|host}  each host's frontier state: one slot per host
+// The hosts are found in the campaign's own structures, which together name
+// every host that ever got a per-host key: a URL enters a host's frontier
+// only through an enqueue that then marks the host ready (or finds it
+// active), a dispatched host gets a record, and a host given up is listed.
+// Host clocks and the robots.txt cache ({host}) are shared by all campaigns
+// and expire on their own (the clock a minute after its last request, robots
+// after 24 h): neither is touched here.
+import type { Cluster, Redis } from 'ioredis';
+import { campaignKeys, contentKeys, hostKeys, MAX_CONTENT_BANDS } from './keys';
+import type { RedisLike } from './scripts';
+
+/** Every key name the campaign itself may have (content-index bands for every distance a campaign may set). */
+export function campaignKeyNames(campaignKey: string): string[] {
+  const names: string[] = Object.values(campaignKeys(campaignKey));
+  for (let d = 0; d < MAX_CONTENT_BANDS; d++) {
+    const c = contentKeys(campaignKey, d);
+    if (d === 0) names.push(c.verdict, c.exact);
+    for (let i = 0; i <= d; i++) names.push(c.band(i));
+  }
+  return names;
+}
+
+export const hostKeyNames = (campaignKey: string, host: string): string[] => Object.values(hostKeys(campaignKey, host));
+
+/** Every host of the campaign, a page at a time (duplicates across pages are possible and harmless). */
+export async function* campaignHostPages(redis: RedisLike, campaignKey: string): AsyncGenerator<string[]> {
+  const k = campaignKeys(campaignKey);
+  const scans: [string, 'hscan' | 'zscan' | 'sscan'][] = [
+    [k.hosts, 'hscan'],
+    [k.active, 'hscan'],
+    [k.ready, 'zscan'],
+    [k.givenUp, 'sscan'],
+  ];
+  for (const [key, cmd] of scans) {
+    const pairs = cmd !== 'sscan';
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis[cmd](key, cursor, 'COUNT', 500);
+      cursor = next;
+      const page = pairs ? flat.filter((_, i) => i % 2 === 0) : flat;
+      if (page.length) yield page;
+    } while (cursor !== '0');
+  }
+}
+
+/** Host scripts in flight at once: each is one round trip to the host's slot. */
+const CONCURRENCY = 64;
+
+async function eachHost(redis: RedisLike, campaignKey: string, fn: (keys: string[]) => Promise<unknown>, onPage?: () => void): Promise<number> {
+  let n = 0;
+  for await (const page of campaignHostPages(redis, campaignKey)) {
+    for (let i = 0; i < page.length; i += CONCURRENCY) {
+      await Promise.all(page.slice(i, i + CONCURRENCY).map((host) => fn(hostKeyNames(campaignKey, host))));
+    }
+    n += page.length;
+    onPage?.();
+  }
+  return n;
+}
+
+/**
+ * Gives every key of the campaign a time to live of `ttlMs` (keys that do not
+ * exist are skipped). Idempotent: a retried call sets the same retention
+ * again. Per-host keys first, the campaign's own (which list the hosts) last.
+ */
+export async function expireCampaign(redis: RedisLike, campaignKey: string, ttlMs: number, onProgress?: () => void): Promise<{ hosts: number }> {
+  if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`retention must be a whole number of ms ≥ 1 (got ${ttlMs})`);
+  const hosts = await eachHost(redis, campaignKey, (keys) => redis.crawlExpireKeys(keys.length, ...keys, ttlMs), onProgress);
+  await redis.crawlExpireKeys(campaignKeyNames(campaignKey).length, ...campaignKeyNames(campaignKey), ttlMs);
+  return { hosts };
+}
+
+/** Redis glob metacharacters escaped, so a campaign key matches only itself in SCAN MATCH. */
+const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
+/** The SCAN patterns that match every key of the campaign and nothing else (the tag is `{key}` or `{key|host}`). */
+export const campaignKeyPatterns = (campaignKey: string) => [`crawl:{${globEscape(campaignKey)}}:*`, `crawl:{${globEscape(campaignKey)}|*`];
+
+/** The servers that hold keys: every master of a cluster, or the one server. */
+function keyHolders(redis: RedisLike): Redis[] {
+  return 'nodes' in redis && typeof (redis as Cluster).nodes === 'function' && (redis as Cluster).isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+}
+
+/** Keys of the campaign still in Redis, found by SCAN on every master (bounded work per call, never KEYS). */
+export async function scanCampaignKeys(redis: RedisLike, campaignKey: string, onKeys: (node: Redis, keys: string[]) => Promise<void>): Promise<void> {
+  for (const node of keyHolders(redis)) {
+    for (const match of campaignKeyPatterns(campaignKey)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await onKeys(node, keys);
+      } while (cursor !== '0');
+    }
+  }
+}
+
+/**
+ * Deletes every key of the campaign. The hosts' keys go first (named by the
+ * campaign's structures), then the campaign's own, then a SCAN of every
+ * master removes anything the structures did not name (a key written by a
+ * session still running, a campaign of an older release). Re-running it
+ * after an interruption finishes the job. Returns how many keys went.
+ */
+export async function purgeCampaign(redis: RedisLike, campaignKey: string): Promise<{ hosts: number; keys: number }> {
+  let keys = 0;
+  const hosts = await eachHost(redis, campaignKey, async (names) => {
+    const n = await redis.del(...names); // not `keys += await …`: concurrent calls would each add to the value read before their await
+    keys += n;
+  });
+  const own = await redis.del(...campaignKeyNames(campaignKey));
+  keys += own;
+  await scanCampaignKeys(redis, campaignKey, async (node, found) => {
+    // One key per UNLINK: on a cluster node the keys found belong to many slots.
+    const pipe = node.pipeline();
+    for (const k of found) pipe.unlink(k);
+    for (const [err, n] of (await pipe.exec()) ?? []) {
+      if (err) throw err;
+      keys += Number(n);
+    }
+  });
+  return { hosts, keys };
+}
