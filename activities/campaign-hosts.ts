@@ -11,7 +11,9 @@ import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-att
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
+import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
+import { sealCampaign } from './seal-campaign';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
@@ -126,28 +128,56 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
   };
 }
 
+/**
+ * Brings every host's record up to its counters (a page of hosts at a time):
+ * the records are written at the end of every session, and a host whose
+ * workflow was given up mid-session may lag them.
+ */
+export async function reconcileHostRecords(redis: RedisLike, campaignKey: string, onPage: () => void = () => undefined): Promise<void> {
+  const hosts = new CampaignHosts(redis, campaignKey);
+  for await (const page of hosts.records()) {
+    await Promise.all(
+      page.map(async ({ host, ...r }) => {
+        const f = new Frontier(redis, campaignKey, host);
+        const [st, size] = await Promise.all([f.stats(), f.size()]);
+        const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
+        if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
+          await hosts.record(host, { ...r, ...counts });
+        }
+      }),
+    );
+    onPage();
+  }
+}
+
+/** Attempts of the summary whose failed seal is retried; after them the summary names the failure and the campaign completes unsealed. */
+const SEAL_ATTEMPTS = 3;
+
 export function summarizeCampaignActivity(rt: WorkerRuntime) {
   return async function summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary> {
     const redis = rt.deps.redis;
     const hosts = new CampaignHosts(redis, input.campaignKey);
-    // The records are written at the end of every session; a host whose
-    // workflow was given up mid-session may lag its counters. Bring every
-    // record up to the counters (once per campaign, a page of hosts at a time).
-    for await (const page of hosts.records()) {
-      await Promise.all(
-        page.map(async ({ host, ...r }) => {
-          const f = new Frontier(redis, input.campaignKey, host);
-          const [st, size] = await Promise.all([f.stats(), f.size()]);
-          const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
-          if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
-            await hosts.record(host, { ...r, ...counts });
-          }
-        }),
-      );
-      heartbeat();
+    await reconcileHostRecords(redis, input.campaignKey, heartbeat);
+    // The final index: one line per URL, the committed one (src/storage/seal.ts).
+    // A seal that keeps failing (a full disk) does not fail the campaign:
+    // the summary says so, and `crawler seal` can be run once it is fixed.
+    let sealed: CampaignSummary['sealed'] = null;
+    let sealError: string | null = null;
+    try {
+      const control = await hosts.control();
+      const r = await sealCampaign(redis, input.campaignKey, { info: { stop: control.stop, by: 'campaign end' }, onProgress: heartbeat });
+      sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits };
+    } catch (err) {
+      if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;
+      sealError = `the sealed index could not be written (${err instanceof Error ? err.message : String(err)}); run \`crawler seal\` once fixed`;
+      rt.log.error('seal failed', { campaignKey: input.campaignKey, error: String(err) });
     }
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
-    return { totals, active: c.active, problems };
+    if (sealError) {
+      problems.list.push(sealError);
+      problems.count++;
+    }
+    return { totals, active: c.active, problems, sealed };
   };
 }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isFetchError } from '../src/http/fetch-error';
 import type { FetchResult } from '../src/http/http-client';
 import { parseRetryAfter } from '../src/http/retry-after';
@@ -76,6 +77,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const index = await rt.outputs.index(s.output.dir);
   const log = rt.log.child({ campaign: s.campaignId, host, url });
   const kind = entry.kind ?? 'page';
+  // This attempt's id: in its index line and, if its commit is the one that
+  // counts, stored by the commit (src/storage/seal.ts keeps that line only).
+  const attemptId = newAttemptId();
 
   const record = async (
     outcome: string,
@@ -83,9 +87,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
   ): Promise<PageResult> => {
     const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
-    await index.append(indexLine(job, outcome, extra));
+    await index.append(indexLine(job, attemptId, outcome, extra));
     const status = extra.status ?? null;
-    const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
+    const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links, { fp, id: attemptId });
     rt.deps.metrics?.setFrontierSize(host, c.remaining);
     rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
     // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
@@ -243,11 +247,20 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   });
 }
 
+/**
+ * An attempt's id: 48 random bits, unique among the few attempts one URL
+ * ever gets (it only has to tell them apart), short in Redis and the index.
+ */
+export function newAttemptId(): string {
+  return randomBytes(6).toString('base64url');
+}
+
 /** The index line of a claimed URL: what every outcome has, then the outcome's own fields. */
-function indexLine(job: PageJob, outcome: string, extra: Partial<IndexEntry> = {}): IndexEntry {
+function indexLine(job: PageJob, attemptId: string, outcome: string, extra: Partial<IndexEntry> = {}): IndexEntry {
   return {
     url: job.entry.url,
     fp: urlFingerprint(job.entry.url),
+    attemptId,
     host: job.host,
     campaignId: job.campaign.settings.campaignId,
     status: null,
@@ -271,8 +284,9 @@ export async function recordWithoutFetch(
   error: { code: string; message: string },
 ): Promise<void> {
   const s = job.campaign.settings;
-  await (await rt.outputs.index(s.output.dir)).append(indexLine(job, outcome, { error }));
-  await job.frontier.commit(job.member, counted, 0, []);
+  const attemptId = newAttemptId();
+  await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, outcome, { error }));
+  await job.frontier.commit(job.member, counted, 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordFetch({ outcome, status: null });
 }
 
@@ -285,12 +299,13 @@ export async function recordWithoutFetch(
 export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause: unknown): Promise<PageResult> {
   const s = job.campaign.settings;
   const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
+  const attemptId = newAttemptId();
   try {
-    await (await rt.outputs.index(s.output.dir)).append(indexLine(job, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
+    await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
   } catch (err) {
     rt.log.error('index line for an internal error could not be written', { url: job.entry.url, error: String(err) });
   }
-  await job.frontier.commit(job.member, 'failed', 0, []);
+  await job.frontier.commit(job.member, 'failed', 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordError('INTERNAL_ERROR');
   rt.log.error('page failed for good', { url: job.entry.url, error: message });
   return { kind: 'done', url: job.entry.url, outcome: 'error', counted: 'failed', status: null, bytes: 0, requested: true, hostPauseMs: job.delayMs };
