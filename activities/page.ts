@@ -10,6 +10,8 @@ import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
 import { simhash64 } from '../src/dedup/simhash';
+import { PayloadIndex } from '../src/dedup/payload-index';
+import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
 import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
@@ -212,14 +214,29 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const routed = await routeCandidates(rt, campaign, host, url, candidates, job.wake, { ownHostBudgetLeft: hostBudgetLeft });
   if (sitemap) sitemap.added = routed.own.length;
   const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
-  const loc = await warc.writeExchange({
-    url,
-    fetchedAt: new Date(res.startedAt),
-    ip: res.remoteAddress ?? undefined,
-    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
-    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
-    metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
-  });
+  const fetchedAt = new Date(res.startedAt);
+  // A payload the campaign stored before becomes a revisit record referring
+  // to that copy (src/dedup/payload-index.ts); the first one is claimed,
+  // written in full and only then offered to revisits.
+  const payloads = s.content.dedup !== 'off' && res.body.length > 0 && !res.truncated ? new PayloadIndex(rt.deps.redis, campaign.key) : null;
+  const digest = payloads ? payloadDigestOf(res.body) : '';
+  const claim = payloads ? await payloads.claim(digest, attemptId, job.signal) : null;
+  let loc: WarcLocation;
+  try {
+    loc = await warc.writeExchange({
+      url,
+      fetchedAt,
+      ip: res.remoteAddress ?? undefined,
+      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+      metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
+      ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
+    });
+  } catch (err) {
+    if (claim?.kind === 'original') await payloads!.abandon(digest, attemptId).catch(() => undefined);
+    throw err;
+  }
+  if (claim?.kind === 'original') await payloads!.confirm(digest, { uri: url, date: fetchedAt.toISOString(), recordId: loc.recordId });
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
   // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
   // not a page: typed like any other failure, though the response stays in
@@ -239,6 +256,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } }
       : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
+    ...(claim?.kind === 'revisit' ? { revisit: { url: claim.of.uri, date: claim.of.date, recordId: claim.of.recordId } } : {}),
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),
     ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
