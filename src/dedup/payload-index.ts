@@ -116,7 +116,8 @@ export class PayloadIndex {
 
   /** The full response is in its WARC file: revisits may refer to it from now on. Returns whether it became the stored copy. */
   async confirm(digest: string, stored: RevisitOf): Promise<boolean> {
-    for (const f of [stored.uri, stored.date, stored.recordId ?? '']) if (/[\t\n]/.test(f)) throw new TypeError(`a stored payload's field may not contain a tab or newline: ${JSON.stringify(f)}`);
+    for (const f of [stored.uri, stored.date, stored.recordId ?? ''])
+      if (/[\t\n]/.test(f)) throw new TypeError(`a stored payload's field may not contain a tab or newline: ${JSON.stringify(f)}`);
     return (await this.redis.crawlPayloadConfirm(this.key, digest, `s\t${stored.uri}\t${stored.date}\t${stored.recordId ?? ''}`)) === 1;
   }
 

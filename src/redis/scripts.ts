@@ -217,7 +217,16 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number] | null, Context>;
-    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, attempts: string, committed: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlCommit(
+      seen: string,
+      frontier: string,
+      seq: string,
+      current: string,
+      stats: string,
+      attempts: string,
+      committed: string,
+      ...argv: ScriptArgs
+    ): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;

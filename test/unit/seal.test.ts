@@ -64,7 +64,10 @@ describe('sealCampaignIndex', () => {
     expect(many.buckets).toBeGreaterThan(50);
     expect(fs.readFileSync(many.file, 'utf8')).toBe(text1);
 
-    const sealed = text1.trimEnd().split('\n').map((l) => JSON.parse(l) as { url: string; fp: string; attemptId: string; campaignId: string });
+    const sealed = text1
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { url: string; fp: string; attemptId: string; campaignId: string });
     // 60 URLs: 7 never committed, 8 committed without its line.
     expect(sealed).toHaveLength(58);
     expect(new Set(sealed.map((e) => e.url)).size).toBe(58);

@@ -53,7 +53,8 @@ export function registerSealCommand(program: Command): void {
               `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n`,
           );
       } catch (err) {
-        if (err instanceof CampaignConfigMissingError) throw new UsageError(`campaign ${campaignId} has no settings in this Redis (${err.campaignKey}): set REDIS_URL to the campaign's Redis`);
+        if (err instanceof CampaignConfigMissingError)
+          throw new UsageError(`campaign ${campaignId} has no settings in this Redis (${err.campaignKey}): set REDIS_URL to the campaign's Redis`);
         throw err;
       } finally {
         redis.disconnect();
