@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import { StorageError, ensureWritableDir, writeFully } from './warc-writer';
 
 /** Bucket size aimed at in pass 2 (one bucket's lines are in memory at a time). */
-export const DEFAULT_BUCKET_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_BUCKET_BYTES = 16 * 1024 * 1024;
 /** Fingerprint cells: the first two characters of a fingerprint (base64url), in byte order. */
 const B64URL_SORTED = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
 const CELLS = 64 * 64;
@@ -32,7 +32,7 @@ const LOOKUP_BATCH = 500;
 const LOOKUP_CONCURRENCY = 16;
 /** Pass 1 writes a bucket's buffered lines once they reach this much (bounded in total below). */
 const FLUSH_BYTES = 1024 * 1024;
-const FLUSH_TOTAL_BYTES = 64 * 1024 * 1024;
+const FLUSH_TOTAL_BYTES = 32 * 1024 * 1024;
 
 export interface SealOptions {
   /** The campaign's output folder (raw index in `index/`, the sealed one goes to `sealed/`). */
