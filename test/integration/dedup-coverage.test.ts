@@ -1,6 +1,11 @@
 // Dedup never costs coverage: mirrors serving byte-identical pages are each
 // crawled completely, and a site whose every page is a near-duplicate of
 // the others is crawled completely; duplicates are recorded as such.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 import { createHarness, launch, outputOf, pageRequests, type Harness } from '../support/harness';
 
 jest.setTimeout(180_000);
@@ -113,4 +118,13 @@ test('identical mirrors and an all-near-duplicate site are crawled completely', 
   for (const e of revisitLines) expect(stored.get(`${e.revisit!.url} ${e.revisit!.date}`)?.recordId).toBe(e.revisit!.recordId);
   expect(result.revisits).toEqual({ records: revisits.length, bytesSaved: payloadBytes });
   expect(result.sealedIndex).toMatchObject({ lines: sealed.length, missing: 0 });
+
+  // `crawler seal` writes the same file again from Redis and the raw files, with no worker involved.
+  const file = result.sealedIndex!.file;
+  const before = fs.readFileSync(file, 'utf8');
+  fs.rmSync(path.dirname(file), { recursive: true });
+  const seal = crawlerCommand(['seal', handle.workflowId, '--json']);
+  const { stdout } = await promisify(execFile)(seal.command, seal.args, { env: process.env });
+  expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({ file, lines: sealed.length, missing: 0, revisits: result.revisits });
+  expect(fs.readFileSync(file, 'utf8')).toBe(before);
 });
