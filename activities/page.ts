@@ -218,7 +218,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // A payload the campaign stored before becomes a revisit record referring
   // to that copy (src/dedup/payload-index.ts); the first one is claimed,
   // written in full and only then offered to revisits.
-  const payloads = s.content.dedup !== 'off' && res.body.length > 0 && !res.truncated ? new PayloadIndex(rt.deps.redis, campaign.key) : null;
+  // Only complete 2xx payloads take part: an error page or a redirect's body stays in full with its URL.
+  const payloads = s.content.dedup !== 'off' && ok && res.body.length > 0 && !res.truncated ? new PayloadIndex(rt.deps.redis, campaign.key) : null;
   const digest = payloads ? payloadDigestOf(res.body) : '';
   const claim = payloads ? await payloads.claim(digest, attemptId, job.signal) : null;
   let loc: WarcLocation;
