@@ -119,12 +119,23 @@ test('identical mirrors and an all-near-duplicate site are crawled completely', 
   expect(result.revisits).toEqual({ records: revisits.length, bytesSaved: payloadBytes });
   expect(result.sealedIndex).toMatchObject({ lines: sealed.length, missing: 0 });
 
-  // `crawler seal` writes the same file again from Redis and the raw files, with no worker involved.
+  // `crawler seal` writes the same file again from Redis and the raw files,
+  // with no worker involved, and leaves out the line of an attempt whose
+  // commit did not count: here one as a worker that died between writing
+  // its line and committing would have left in a raw file of its own.
   const file = result.sealedIndex!.file;
   const before = fs.readFileSync(file, 'utf8');
+  const lost = { ...sealed[0]!, attemptId: 'died-before-commit', fetchedAt: new Date(0).toISOString(), status: 500 };
+  fs.writeFileSync(path.join(outputOf(h, handle.workflowId).dir, 'index', 'index-lost-attempt.jsonl'), `${JSON.stringify(lost)}\n`);
   fs.rmSync(path.dirname(file), { recursive: true });
   const seal = crawlerCommand(['seal', handle.workflowId, '--json']);
   const { stdout } = await promisify(execFile)(seal.command, seal.args, { env: process.env });
-  expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({ file, lines: sealed.length, missing: 0, revisits: result.revisits });
+  expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({
+    file,
+    lines: sealed.length,
+    dropped: result.sealedIndex!.dropped + 1,
+    missing: 0,
+    revisits: result.revisits,
+  });
   expect(fs.readFileSync(file, 'utf8')).toBe(before);
 });
