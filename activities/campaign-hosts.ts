@@ -2,6 +2,8 @@
 // hosts into free slots (starting or waking their workflows), telling every
 // host to stop, and the summary. The state itself is in Redis
 // (src/redis/campaign-hosts.ts), so the campaign workflow holds none of it.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
@@ -14,7 +16,9 @@ import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
 import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
+import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
+import { sealCampaign } from './seal-campaign';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
@@ -131,27 +135,77 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
   };
 }
 
+/**
+ * Brings every host's record up to its counters (a page of hosts at a time):
+ * the records are written at the end of every session, and a host whose
+ * workflow was given up mid-session may lag them.
+ */
+export async function reconcileHostRecords(redis: RedisLike, campaignKey: string, onPage: () => void = () => undefined): Promise<void> {
+  const hosts = new CampaignHosts(redis, campaignKey);
+  for await (const page of hosts.records()) {
+    await Promise.all(
+      page.map(async ({ host, ...r }) => {
+        const f = new Frontier(redis, campaignKey, host);
+        const [st, size] = await Promise.all([f.stats(), f.size()]);
+        const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
+        if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
+          await hosts.record(host, { ...r, ...counts });
+        }
+      }),
+    );
+    onPage();
+  }
+}
+
+/** Attempts of the summary whose failed seal is retried; after them the summary names the failure and the campaign completes unsealed. */
+const SEAL_ATTEMPTS = 3;
+/**
+ * Largest raw index the summary seals itself (about 3.7 million URLs): 1
+ * million URLs (540 MiB) sealed in 23 s on the 2-core test machine, so this
+ * fits the summary's 5-minute local activity with room for slower disks.
+ * Beyond it the summary says to run `crawler seal`.
+ */
+export const SEAL_IN_SUMMARY_MAX_BYTES = 2 * 1024 ** 3;
+
+async function rawIndexBytes(outputDir: string): Promise<number> {
+  const dir = path.join(path.resolve(outputDir), 'index');
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  let total = 0;
+  for (const n of names) if (n.endsWith('.jsonl')) total += (await fsp.stat(path.join(dir, n)).catch(() => ({ size: 0 }))).size;
+  return total;
+}
+
 export function summarizeCampaignActivity(rt: WorkerRuntime) {
   return async function summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary> {
     const redis = rt.deps.redis;
     const hosts = new CampaignHosts(redis, input.campaignKey);
-    // The records are written at the end of every session; a host whose
-    // workflow was given up mid-session may lag its counters. Bring every
-    // record up to the counters (once per campaign, a page of hosts at a time).
-    for await (const page of hosts.records()) {
-      await Promise.all(
-        page.map(async ({ host, ...r }) => {
-          const f = new Frontier(redis, input.campaignKey, host);
-          const [st, size] = await Promise.all([f.stats(), f.size()]);
-          const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
-          if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
-            await hosts.record(host, { ...r, ...counts });
-          }
-        }),
-      );
-      heartbeat();
+    await reconcileHostRecords(redis, input.campaignKey, heartbeat);
+    // The final index: one line per URL, the committed one (src/storage/seal.ts).
+    // A seal that keeps failing (a full disk) does not fail the campaign:
+    // the summary says so, and `crawler seal` can be run once it is fixed.
+    let sealed: CampaignSummary['sealed'] = null;
+    let sealError: string | null = null;
+    try {
+      const control = await hosts.control();
+      const { settings } = await loadCampaignSettings(redis, input.campaignKey);
+      const raw = await rawIndexBytes(settings.output.dir);
+      if (raw > SEAL_IN_SUMMARY_MAX_BYTES) {
+        // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
+        sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
+      } else {
+        const r = await sealCampaign(redis, input.campaignKey, { info: { stop: control.stop, by: 'campaign end' }, onProgress: heartbeat });
+        sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits };
+      }
+    } catch (err) {
+      if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;
+      sealError = `the sealed index could not be written (${err instanceof Error ? err.message : String(err)}); run \`crawler seal\` once fixed`;
+      rt.log.error('seal failed', { campaignKey: input.campaignKey, error: String(err) });
     }
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
+    if (sealError) {
+      problems.list.push(sealError);
+      problems.count++;
+    }
     // The summary is the campaign's last look at its keys: from here they
     // only cost memory, so they get the campaign's retention. A retried
     // summary finds them still there (the retention is at least a minute).
@@ -164,7 +218,7 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       },
     );
     if (retention !== null) await expireCampaign(redis, input.campaignKey, retention, heartbeat);
-    return { totals, active: c.active, problems };
+    return { totals, active: c.active, problems, sealed };
   };
 }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isFetchError } from '../src/http/fetch-error';
 import type { FetchResult } from '../src/http/http-client';
 import { parseRetryAfter } from '../src/http/retry-after';
@@ -9,6 +10,8 @@ import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
 import { simhash64 } from '../src/dedup/simhash';
+import { PayloadIndex } from '../src/dedup/payload-index';
+import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
 import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
@@ -76,6 +79,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const index = await rt.outputs.index(s.output.dir);
   const log = rt.log.child({ campaign: s.campaignId, host, url });
   const kind = entry.kind ?? 'page';
+  // This attempt's id: in its index line and, if its commit is the one that
+  // counts, stored by the commit (src/storage/seal.ts keeps that line only).
+  const attemptId = newAttemptId();
 
   const record = async (
     outcome: string,
@@ -83,9 +89,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
   ): Promise<PageResult> => {
     const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
-    await index.append(indexLine(job, outcome, extra));
+    await index.append(indexLine(job, attemptId, outcome, extra));
     const status = extra.status ?? null;
-    const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links);
+    const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links, { fp, id: attemptId });
     rt.deps.metrics?.setFrontierSize(host, c.remaining);
     rt.deps.metrics?.recordFetch({ outcome, status, bytes: extra.bytes, durationMs: requested ? (extra.fetchMs ?? null) : null });
     // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
@@ -208,14 +214,30 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const routed = await routeCandidates(rt, campaign, host, url, candidates, job.wake, { ownHostBudgetLeft: hostBudgetLeft });
   if (sitemap) sitemap.added = routed.own.length;
   const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
-  const loc = await warc.writeExchange({
-    url,
-    fetchedAt: new Date(res.startedAt),
-    ip: res.remoteAddress ?? undefined,
-    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
-    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
-    metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
-  });
+  const fetchedAt = new Date(res.startedAt);
+  // A payload the campaign stored before becomes a revisit record referring
+  // to that copy (src/dedup/payload-index.ts); the first one is claimed,
+  // written in full and only then offered to revisits.
+  // Only complete 2xx payloads take part: an error page or a redirect's body stays in full with its URL.
+  const payloads = s.content.dedup !== 'off' && ok && res.body.length > 0 && !res.truncated ? new PayloadIndex(rt.deps.redis, campaign.key) : null;
+  const digest = payloads ? payloadDigestOf(res.body) : '';
+  const claim = payloads ? await payloads.claim(digest, attemptId, job.signal) : null;
+  let loc: WarcLocation;
+  try {
+    loc = await warc.writeExchange({
+      url,
+      fetchedAt,
+      ip: res.remoteAddress ?? undefined,
+      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+      metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
+      ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
+    });
+  } catch (err) {
+    if (claim?.kind === 'original') await payloads!.abandon(digest, attemptId).catch(() => undefined);
+    throw err;
+  }
+  if (claim?.kind === 'original') await payloads!.confirm(digest, { uri: url, date: fetchedAt.toISOString(), recordId: loc.recordId });
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
   // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
   // not a page: typed like any other failure, though the response stays in
@@ -235,6 +257,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } }
       : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
+    ...(claim?.kind === 'revisit' ? { revisit: { url: claim.of.uri, date: claim.of.date, recordId: claim.of.recordId } } : {}),
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),
     ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
@@ -243,11 +266,20 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   });
 }
 
+/**
+ * An attempt's id: 48 random bits, unique among the few attempts one URL
+ * ever gets (it only has to tell them apart), short in Redis and the index.
+ */
+export function newAttemptId(): string {
+  return randomBytes(6).toString('base64url');
+}
+
 /** The index line of a claimed URL: what every outcome has, then the outcome's own fields. */
-function indexLine(job: PageJob, outcome: string, extra: Partial<IndexEntry> = {}): IndexEntry {
+function indexLine(job: PageJob, attemptId: string, outcome: string, extra: Partial<IndexEntry> = {}): IndexEntry {
   return {
     url: job.entry.url,
     fp: urlFingerprint(job.entry.url),
+    attemptId,
     host: job.host,
     campaignId: job.campaign.settings.campaignId,
     status: null,
@@ -271,8 +303,9 @@ export async function recordWithoutFetch(
   error: { code: string; message: string },
 ): Promise<void> {
   const s = job.campaign.settings;
-  await (await rt.outputs.index(s.output.dir)).append(indexLine(job, outcome, { error }));
-  await job.frontier.commit(job.member, counted, 0, []);
+  const attemptId = newAttemptId();
+  await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, outcome, { error }));
+  await job.frontier.commit(job.member, counted, 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordFetch({ outcome, status: null });
 }
 
@@ -285,12 +318,13 @@ export async function recordWithoutFetch(
 export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause: unknown): Promise<PageResult> {
   const s = job.campaign.settings;
   const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
+  const attemptId = newAttemptId();
   try {
-    await (await rt.outputs.index(s.output.dir)).append(indexLine(job, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
+    await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
   } catch (err) {
     rt.log.error('index line for an internal error could not be written', { url: job.entry.url, error: String(err) });
   }
-  await job.frontier.commit(job.member, 'failed', 0, []);
+  await job.frontier.commit(job.member, 'failed', 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordError('INTERNAL_ERROR');
   rt.log.error('page failed for good', { url: job.entry.url, error: message });
   return { kind: 'done', url: job.entry.url, outcome: 'error', counted: 'failed', status: null, bytes: 0, requested: true, hostPauseMs: job.delayMs };

@@ -144,6 +144,13 @@ export interface CampaignSummary {
   totals: HostStats & { hosts: number; frontier: number };
   active: number;
   problems: { count: number; list: string[] };
+  /**
+   * The sealed index (src/storage/seal.ts): its file, its lines (one per URL
+   * committed), raw lines left out, committed URLs without a line, and the
+   * committed responses stored as revisit records with the payload bytes
+   * they did not store again. null when sealing failed (see problems).
+   */
+  sealed?: { file: string; lines: number; dropped: number; missing: number | null; revisits: { records: number; bytesSaved: number } } | null;
 }
 
 /** The activity surface the workflows call (implemented by createActivities). */

@@ -185,6 +185,15 @@ export class CampaignBook {
       skipped: t.skipped,
       bytes: t.bytes,
       outputDir: this.settings.output.dir,
+      // Summaries of older workers have no seal (undefined); a failed seal is null.
+      ...(summary.sealed
+        ? {
+            sealedIndex: { file: summary.sealed.file, lines: summary.sealed.lines, dropped: summary.sealed.dropped, missing: summary.sealed.missing },
+            revisits: summary.sealed.revisits,
+          }
+        : summary.sealed === null
+          ? { sealedIndex: null }
+          : {}),
       problems: [...(this.carry.seeds?.error ? [`seed list ${this.settings.seedsFile}: ${this.carry.seeds.error}`] : []), ...summary.problems.list],
       problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
     };

@@ -121,6 +121,10 @@ export interface CampaignResult {
   skipped: number;
   bytes: number;
   outputDir: string;
+  /** The sealed index (one line per URL, the committed one), null when it could not be written (a problem says why). */
+  sealedIndex?: { file: string; lines: number; dropped: number; missing: number | null } | null;
+  /** Responses stored as WARC revisit records (payload already stored) and the payload bytes they did not store again. */
+  revisits?: { records: number; bytesSaved: number };
   /** The first problems (rejected seeds, hosts given up…); `problemCount` counts them all. */
   problems: string[];
   problemCount: number;

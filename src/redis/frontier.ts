@@ -127,11 +127,42 @@ export class Frontier {
     await this.redis.set(this.keys.session, session, 'PX', SESSION_OWNER_TTL_MS);
   }
 
-  /** Finishes an entry: removes it, counts the outcome once, enqueues same-host links. */
-  async commit(member: string, outcome: 'fetched' | 'failed' | 'skipped', bytes: number, links: EnqueueItem[]): Promise<{ removed: boolean; added: number; remaining: number }> {
+  /**
+   * Finishes an entry: removes it, counts the outcome once, enqueues
+   * same-host links. `attempt`: the URL's fingerprint and the id the
+   * attempt wrote into its index line; the commit that counts records it
+   * (`removed`), so the sealed index keeps exactly that line.
+   */
+  async commit(
+    member: string,
+    outcome: 'fetched' | 'failed' | 'skipped',
+    bytes: number,
+    links: EnqueueItem[],
+    attempt: { fp: string; id: string } | null = null,
+  ): Promise<{ removed: boolean; added: number; remaining: number }> {
     const k = this.keys;
-    const [removed, added, remaining] = await this.redis.crawlCommit(k.seen, k.frontier, k.seq, k.current, k.stats, k.attempts, member, outcome, bytes, ...enqueueArgs(links));
+    const [removed, added, remaining] = await this.redis.crawlCommit(
+      k.seen,
+      k.frontier,
+      k.seq,
+      k.current,
+      k.stats,
+      k.attempts,
+      k.committed,
+      member,
+      outcome,
+      bytes,
+      attempt?.fp ?? '',
+      attempt?.id ?? '',
+      ...enqueueArgs(links),
+    );
     return { removed: removed === 1, added, remaining };
+  }
+
+  /** For each fingerprint, the id of the attempt whose commit counted, or null (not committed, or committed before ids were recorded). */
+  async committedAttempts(fps: string[]): Promise<(string | null)[]> {
+    if (fps.length === 0) return [];
+    return this.redis.hmget(this.keys.committed, ...fps);
   }
 
   async peek(): Promise<FrontierEntry | null> {

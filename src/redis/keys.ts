@@ -20,6 +20,8 @@ export const hostKeys = (campaignKey: string, host: string) => {
     session: `${P}:${tag}:session`,
     /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
     attempts: `${P}:${tag}:attempts`,
+    /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
+    committed: `${P}:${tag}:committed`,
     /** HASH of counters (fetched, failed, skipped, bytes). */
     stats: `${P}:${tag}:stats`,
     /** HASH fails (robots.txt attempts that failed in a row), cause (JSON), given-up (1 once RFC 9309 says crawl nothing). */

@@ -52,11 +52,16 @@ end
 redis.call('SET', KEYS[3], '1')
 return {cur, redis.call('HINCRBY', KEYS[4], cur, 1)}`,
   },
-  // KEYS: seen, frontier, seq, current, stats, attempts. ARGV: member,
-  // statField, bytes, then enqueue triples. Removes the finished entry,
-  // counts it once, forgets its attempts and enqueues its same-host links.
+  // KEYS: seen, frontier, seq, current, stats, attempts, committed. ARGV:
+  // member, statField, bytes, fp, attempt id, then enqueue triples. Removes
+  // the finished entry, counts it once, forgets its attempts and enqueues its
+  // same-host links. The commit that removes the entry is the one that
+  // counts: it records its attempt's id under the URL's fingerprint, which
+  // is how sealing tells the committed index line from the lines of
+  // attempts that died or lost (src/storage/seal.ts). A later commit of the
+  // same entry (an attempt that lost the race) changes nothing.
   crawlCommit: {
-    numberOfKeys: 6,
+    numberOfKeys: 7,
     lua: `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
@@ -64,8 +69,9 @@ redis.call('HDEL', KEYS[6], ARGV[1])
 if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
+  if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[4], ARGV[5]) end
 end
-${ENQUEUE_BODY.replace('FIRST', '4')}
+${ENQUEUE_BODY.replace('FIRST', '6')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: clock. ARGV: owner, leaseMs, delayMs. Returns 0 when the caller
@@ -221,7 +227,16 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number] | null, Context>;
-    crawlCommit(seen: string, frontier: string, seq: string, current: string, stats: string, attempts: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlCommit(
+      seen: string,
+      frontier: string,
+      seq: string,
+      current: string,
+      stats: string,
+      attempts: string,
+      committed: string,
+      ...argv: ScriptArgs
+    ): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;

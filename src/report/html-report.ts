@@ -82,6 +82,8 @@ function summaryFigures(d: ReportData): string {
     fig('duration-ms', 'duration', s.durationMs, formatDuration(s.durationMs)),
     fig('hosts', 'distinct hosts', s.hosts, int(s.hosts)),
     fig('entries', 'index entries', s.entries, int(s.entries)),
+    fig('revisits', 'revisit records', s.revisits, int(s.revisits)),
+    fig('revisit-bytes', 'payload not stored again', s.revisitBytes, formatBytes(s.revisitBytes)),
   ].join('')}</div>`;
 }
 

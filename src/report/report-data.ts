@@ -45,6 +45,9 @@ export interface ReportSummary {
   /** From the first entry's time to the end of the last request (fetchedAt + fetchMs). */
   durationMs: number;
   hosts: number;
+  /** Entries whose response was stored as a WARC revisit record, and their payload bytes (not stored again). */
+  revisits: number;
+  revisitBytes: number;
 }
 
 export interface TimeBucket {
@@ -137,8 +140,14 @@ function summarise(entries: IndexEntry[]): ReportSummary {
   let first = Infinity;
   let end = -Infinity;
   let last = -Infinity;
+  let revisits = 0;
+  let revisitBytes = 0;
   for (const e of entries) {
     counts[classify(e)]++;
+    if (e.revisit) {
+      revisits++;
+      revisitBytes += Number.isFinite(e.bytes) ? e.bytes : 0;
+    }
     bytes += Number.isFinite(e.bytes) ? e.bytes : 0;
     const t = timeOf(e);
     if (!Number.isFinite(t)) continue;
@@ -155,6 +164,8 @@ function summarise(entries: IndexEntry[]): ReportSummary {
     lastAt: dated ? new Date(last).toISOString() : null,
     durationMs: dated ? end - first : 0,
     hosts: new Set(entries.map((e) => e.host)).size,
+    revisits,
+    revisitBytes,
   };
 }
 

@@ -35,6 +35,13 @@ export interface IndexEntry {
   url: string;
   /** URL fingerprint. */
   fp: string;
+  /**
+   * Id of the attempt that wrote this line. The commit that counted stores
+   * its attempt's id in Redis, so the sealed index keeps exactly the
+   * committed line of each URL (src/storage/seal.ts). Absent in lines of
+   * older releases.
+   */
+  attemptId?: string;
   host: string;
   campaignId: string;
   status: number | null;
@@ -60,6 +67,12 @@ export interface IndexEntry {
   canonical?: string | null;
   /** Content dedup verdict for a page whose body matched an earlier one. */
   duplicateOf?: { url: string; kind: 'exact' | 'near'; distance: number };
+  /**
+   * The response was stored as a WARC revisit record (its payload digest
+   * was stored before): the response record it refers to. `bytes` is the
+   * payload, not stored again.
+   */
+  revisit?: { url: string; date: string; recordId: string | null };
   /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
   rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
   /** For sitemaps: URLs listed, URLs new to the frontier, child sitemaps, parse problems. */

@@ -18,7 +18,7 @@ export interface WarcReadRecord {
   type: string;
   targetUri?: string;
   recordId: string;
-  /** null when the record has no WARC-Payload-Digest or its algorithm is unknown. */
+  /** null when the record has no WARC-Payload-Digest, its algorithm is unknown, or it is a revisit (the payload is elsewhere). */
   payloadDigestOk: boolean | null;
   /** false when WARC-Block-Digest is missing, unsupported or wrong. */
   blockDigestOk: boolean;
@@ -110,7 +110,8 @@ export async function readWarcFile(file: string, opts: ReadWarcOptions = {}): Pr
       }
       if (payload) rec.payload = payload;
       const declaredPayload = record.warcHeaders.headers.get('WARC-Payload-Digest');
-      if (declaredPayload) rec.payloadDigestOk = payload ? digestMatches(declaredPayload, payload) : false;
+      // A revisit's payload is in the record it refers to: its digest cannot be checked here.
+      if (declaredPayload && type !== 'revisit') rec.payloadDigestOk = payload ? digestMatches(declaredPayload, payload) : false;
       out.push(rec);
     }
   } catch (err) {

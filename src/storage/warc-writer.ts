@@ -166,10 +166,33 @@ export interface WarcExchange {
   };
   /** Written as a `metadata` record (application/warc-fields), e.g. outlinks, fetchTimeMs. */
   metadata?: Record<string, string | string[]>;
+  /**
+   * The payload was stored before, in the response record named here: the
+   * exchange is written as a `revisit` record (profile
+   * identical-payload-digest: the response's headers, no body; its payload
+   * digest is still the body's) instead of a response record.
+   */
+  revisit?: RevisitOf;
 }
 
-/** Where the response record of an exchange landed. */
+/** The response record a revisit refers to: its target URI and WARC-Date exactly as written, and its record ID. */
+export interface RevisitOf {
+  uri: string;
+  date: string;
+  recordId: string | null;
+}
+
+export const REVISIT_PROFILE = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest';
+
+/** `sha1:BASE32` of a payload, as in WARC-Payload-Digest: what revisit detection keys on. */
+export function payloadDigestOf(payload: Uint8Array): string {
+  return sha1Base32(payload);
+}
+
+/** Where the response (or revisit) record of an exchange landed. */
 export interface WarcLocation {
+  /** 'revisit' when the exchange was written as a revisit record. */
+  type: 'response' | 'revisit';
   /** Basename of the WARC file. */
   file: string;
   /** Byte offset of the response record's gzip member in the file. */
@@ -336,12 +359,13 @@ const utf8 = new TextEncoder();
  * none, and the plain record is gzipped by native zlib in libuv's thread
  * pool. warcinfo records carry the block digest their caller set.
  */
-async function gzipMember(record: WARCRecord, payload: Uint8Array): Promise<Uint8Array> {
+async function gzipMember(record: WARCRecord, payload: Uint8Array, payloadDigest?: string): Promise<Uint8Array> {
   if (record.warcType !== 'warcinfo') {
     const block = createHash('sha1');
     if (record.httpHeaders) block.update(utf8.encode(`${record.httpHeaders.toString()}\r\n`));
     block.update(payload);
-    record.warcHeaders.headers.set('WARC-Payload-Digest', sha1Base32(payload));
+    // A revisit's block has no payload, but its payload digest is the (identical) payload's.
+    record.warcHeaders.headers.set('WARC-Payload-Digest', payloadDigest ?? sha1Base32(payload));
     record.warcHeaders.headers.set('WARC-Block-Digest', `sha1:${base32(block.digest())}`);
   }
   return gzip(await WARCSerializer.serialize(record, DIGEST_OPTS));
@@ -452,6 +476,7 @@ export class WarcWriter {
     }
     file.size += buf.length;
     return {
+      type: ex.revisit ? 'revisit' : 'response',
       file: file.name,
       offset,
       length: response.bytes.length,
@@ -481,20 +506,31 @@ export class WarcWriter {
 
     const res = ex.response;
     const statusText = res.statusText || STATUS_CODES[res.status] || '';
+    const rv = ex.revisit;
     const response = this.record(
       {
         url: ex.url,
         date,
-        type: 'response',
+        type: rv ? 'revisit' : 'response',
         warcHeaders: {
           'WARC-Record-ID': responseId,
           ...common,
-          ...(res.truncated ? { 'WARC-Truncated': res.truncated } : {}),
+          ...(rv
+            ? {
+                // WARC 1.1, 6.7.2: the record that holds the payload, by URI and date (and ID when known).
+                'WARC-Profile': REVISIT_PROFILE,
+                'WARC-Refers-To-Target-URI': headerSafe(rv.uri),
+                'WARC-Refers-To-Date': headerSafe(rv.date),
+                ...(rv.recordId ? { 'WARC-Refers-To': headerSafe(rv.recordId) } : {}),
+              }
+            : res.truncated
+              ? { 'WARC-Truncated': res.truncated }
+              : {}),
         },
         statusline: headerSafe(`${httpVersionOf(res.httpVersion)} ${res.status}${statusText ? ` ${statusText}` : ''}`),
         headers: storedResponseHeaders(res.headers, res.body.length, res.bodyDecoded ?? true),
       },
-      res.body,
+      rv ? EMPTY : res.body,
     );
 
     const req = ex.request;
@@ -514,8 +550,8 @@ export class WarcWriter {
       EMPTY,
     );
 
-    const records: { r: WARCRecord; payload: Uint8Array }[] = [
-      { r: response, payload: res.body },
+    const records: { r: WARCRecord; payload: Uint8Array; payloadDigest?: string }[] = [
+      rv ? { r: response, payload: EMPTY, payloadDigest: sha1Base32(res.body) } : { r: response, payload: res.body },
       { r: request, payload: EMPTY },
     ];
     if (ex.metadata && Object.keys(ex.metadata).length > 0) {
@@ -539,8 +575,8 @@ export class WarcWriter {
     for (const { r } of records) r.warcHeaders.headers.set('WARC-Target-URI', headerSafe(ex.url));
 
     const members = await Promise.all(
-      records.map(async ({ r, payload }) => {
-        const bytes = await gzipMember(r, payload);
+      records.map(async ({ r, payload, payloadDigest }) => {
+        const bytes = await gzipMember(r, payload, payloadDigest);
         return {
           bytes,
           payloadDigest: r.warcHeaders.headers.get('WARC-Payload-Digest') ?? '',
@@ -555,7 +591,7 @@ export class WarcWriter {
     o: {
       url: string;
       date: string;
-      type: 'response' | 'request';
+      type: 'response' | 'request' | 'revisit';
       warcHeaders: Record<string, string>;
       statusline: string;
       headers: [string, string][];

@@ -63,11 +63,12 @@ export interface ChaosOptions {
   /** Default: a fresh folder under .crawler/chaos-runs/. */
   dataDir?: string;
   /**
-   * Make the two strict checks required: "each page in the index exactly
+   * Make the two strict checks required: "each page in the raw index exactly
    * once" and "duplicate fetches ≤ kills". Off by default because the crawler
    * does not promise either: a kill re-runs every step it interrupted (one per
    * host at most), and a step interrupted between its index append and its
-   * Redis commit stores the page again (docs/guarantees.md).
+   * Redis commit stores the page again in the raw files (docs/guarantees.md);
+   * the sealed index has each page once whatever happens, and is checked always.
    */
   strict?: boolean;
   /** Delete the data dir afterwards when every check passed; default false. */
@@ -346,6 +347,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     log(`chaos: campaign ${campaignStatus} after ${((endedAt - t0) / 1000).toFixed(1)} s`);
 
     const index = await readIndex(path.join(outDir, 'index'));
+    // Written by the campaign as it completed (src/storage/seal.ts).
+    const sealedDir = path.join(outDir, 'sealed');
+    const sealed = fs.existsSync(sealedDir) ? await readIndex(sealedDir) : null;
     // Raw material for a post-mortem, next to the stack's data and the worker log.
     const dump = (name: string, rows: unknown[]) => fs.writeFileSync(path.join(dataDir, name), rows.map((x) => JSON.stringify(x)).join('\n') + '\n');
     dump(
@@ -370,6 +374,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       faults: injected,
       expected,
       index,
+      sealed,
       requests: web.requests(),
       served: conn.served,
       resets: conn.resets,

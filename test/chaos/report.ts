@@ -89,6 +89,20 @@ export interface ChaosReport {
     /** Index lines for URLs outside the expected set (robots/sitemap probes excluded). */
     unexpected: string[];
   };
+  /** The sealed index (one line per URL, the committed one): what operators read. null when the campaign wrote none. */
+  sealed: {
+    lines: number;
+    /** Expected URLs without a sealed line. */
+    missing: string[];
+    /** URLs with more than one sealed line. */
+    duplicateUrls: string[];
+    /** Expected URLs whose sealed line is not outcome `fetched`. */
+    notFetched: { url: string; outcome: string }[];
+    /** Raw lines the seal left out (attempts whose commit did not count). */
+    rawLinesLeftOut: number;
+    /** URLs with raw lines but no sealed line (in a completed campaign every URL taken was committed). */
+    rawUrlsNotSealed: string[];
+  } | null;
   fetches: {
     requests: number;
     distinct: number;
@@ -112,6 +126,8 @@ export interface ReportInput {
   faults: InjectedFault[];
   expected: Set<string>;
   index: IndexEntry[];
+  /** The sealed index, null when there is none. */
+  sealed: IndexEntry[] | null;
   requests: RequestRecord[];
   served: Served[];
   resets: Served[];
@@ -229,6 +245,24 @@ export function buildReport(r: ReportInput): ChaosReport {
   }
   const unexpected = [...lines.keys()].filter((u) => !r.expected.has(u) && !isHousekeeping(new URL(u).pathname)).sort();
 
+  // The sealed index: every expected page exactly once, with its committed (fetched) line.
+  let sealed: ChaosReport['sealed'] = null;
+  if (r.sealed) {
+    const byUrl = new Map<string, IndexEntry[]>();
+    for (const e of r.sealed) byUrl.set(e.url, [...(byUrl.get(e.url) ?? []), e]);
+    sealed = {
+      lines: r.sealed.length,
+      missing: [...r.expected].filter((u) => !byUrl.has(u)).sort(),
+      duplicateUrls: [...byUrl].filter(([, ls]) => ls.length > 1).map(([u, ls]) => `${u} ×${ls.length}`),
+      notFetched: [...r.expected].flatMap((u) => {
+        const e = byUrl.get(u)?.[0];
+        return e && e.outcome !== 'fetched' ? [{ url: u, outcome: e.outcome }] : [];
+      }),
+      rawLinesLeftOut: r.index.filter((e) => e.campaignId === r.campaignId).length - r.sealed.length,
+      rawUrlsNotSealed: [...new Set(r.index.filter((e) => e.campaignId === r.campaignId && !byUrl.has(e.url)).map((e) => e.url))].sort(),
+    };
+  }
+
   const byKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, faults.filter((f) => f.kind === k).length])) as Record<FaultKind, number>;
   const kills = byKind['kill-worker'] + byKind['kill-redis'] + byKind['restart-temporal'];
   const recovery = FAULT_KINDS.filter((k) => byKind[k] > 0).map((kind) => {
@@ -275,9 +309,22 @@ export function buildReport(r: ReportInput): ChaosReport {
       ok: faults.every((f) => f.refetches <= hosts),
       detail: worstFault && worstFault.refetches > 0 ? `at most ${worstFault.refetches} (fault ${worstFault.n}, ${worstFault.kind}), ${hosts} hosts` : 'none',
     },
-    // A page is stored twice only if it was fetched twice.
     {
-      name: 'extra index lines ≤ refetches',
+      name: 'the sealed index has every in-scope page exactly once, fetched',
+      required: true,
+      ok: sealed !== null && sealed.missing.length === 0 && sealed.duplicateUrls.length === 0 && sealed.notFetched.length === 0 && sealed.rawUrlsNotSealed.length === 0,
+      detail:
+        sealed === null
+          ? 'no sealed index'
+          : `${r.expected.size - sealed.missing.length}/${r.expected.size} in ${sealed.lines} line(s), ${sealed.duplicateUrls.length} URL(s) twice, ` +
+            `${sealed.notFetched.length} not fetched; ${sealed.rawLinesLeftOut} raw line(s) of lost attempts left out` +
+            (sealed.missing.length ? `; missing e.g. ${sealed.missing.slice(0, 5).join(' ')}` : '') +
+            (sealed.duplicateUrls.length ? `; twice: ${sealed.duplicateUrls.slice(0, 5).join(' ')}` : '') +
+            (sealed.rawUrlsNotSealed.length ? `; in the raw index only: ${sealed.rawUrlsNotSealed.slice(0, 5).join(' ')}` : ''),
+    },
+    // A page is stored twice in the raw index only if it was fetched twice.
+    {
+      name: 'extra raw index lines ≤ refetches',
       required: true,
       ok: duplicateLines <= duplicates,
       detail: `${duplicateLines} extra line(s), ${duplicates} refetch(es)${duplicateLines ? `: ${duplicateUrls.slice(0, 5).join(' ')}` : ''}`,
@@ -293,7 +340,7 @@ export function buildReport(r: ReportInput): ChaosReport {
     { name: 'no worker died on its own', required: true, ok: r.unexpectedExits.length === 0, detail: r.unexpectedExits.length ? JSON.stringify(r.unexpectedExits) : 'none' },
     // Stricter than the crawler's promise (see `strict`); reported either way.
     {
-      name: 'each in-scope page is in the index exactly once (strict)',
+      name: 'each in-scope page is in the raw index exactly once (strict)',
       required: strict,
       ok: duplicateLines === 0,
       detail: duplicateLines ? `${duplicateLines} extra line(s): ${duplicateUrls.slice(0, 5).join(' ')}` : 'no URL twice',
@@ -316,6 +363,7 @@ export function buildReport(r: ReportInput): ChaosReport {
     faults,
     totals: { byKind, kills, resetRequests: r.resets.length, unexpectedWorkerExits: r.unexpectedExits, redisAckedWritesLost: r.ackedWritesLost, recovery },
     pages: { expected: r.expected.size, indexed: r.expected.size - missing.length, missing, duplicateLines, duplicateUrls, notFetched, unexpected },
+    sealed,
     fetches: { requests, distinct, resets: r.resets.length, duplicates, duplicateSample, unexplained },
     politeness: { delayMs, violations, minGapMs: minGap === null ? null : Math.round(minGap * 10) / 10, worst: worst.slice(0, 10) },
   };
@@ -344,6 +392,7 @@ export function formatReport(rep: ChaosReport): string {
     `pages: ${rep.pages.indexed}/${rep.pages.expected} indexed, ${rep.pages.duplicateLines} duplicate index line(s); ` +
       `requests ${rep.fetches.requests} for ${rep.fetches.distinct} URLs, ${rep.fetches.resets} reset by the web, ${rep.fetches.duplicates} duplicate fetch(es)`,
   );
+  if (rep.sealed) out.push(`sealed index: ${rep.sealed.lines} line(s), ${rep.sealed.rawLinesLeftOut} raw line(s) of lost attempts left out`);
   out.push(`politeness: ${rep.politeness.violations} violation(s), smallest gap ${rep.politeness.minGapMs} ms (delay ${rep.politeness.delayMs} ms)`);
   for (const c of rep.checks) out.push(`  [${c.ok ? 'ok' : c.required ? 'FAIL' : 'not met, not required'}] ${c.name}: ${c.detail}`);
   out.push(`${rep.ok ? 'PASS' : 'FAIL'} — data in ${rep.dataDir}`);

@@ -1,6 +1,6 @@
 // The operators' promise, in small: a campaign on its own stack survives
 // worker kills, Redis kills, Temporal restarts and connection resets, and
-// finishes with nothing lost, nothing stored twice and no host hit too fast.
+// finishes with nothing lost, each page once in the sealed index and no host hit too fast.
 // This is the short version for `npm test`: 20 hosts × 25 pages, 3 workers,
 // one fault of each kind. `npm run chaos` runs the same driver over 20 hosts
 // × 50 pages with three rounds of every kind (12 faults); --hosts, --pages,
@@ -38,9 +38,16 @@ test('a campaign survives every kind of fault', async () => {
   // one worker kill can interrupt many hosts' steps (docs/guarantees.md).
   expect(report.fetches.unexplained).toBe(0);
   expect(report.faults.filter((f) => f.refetches > report.hosts)).toEqual([]);
-  // Not exactly once: a step interrupted between its index append and its
-  // Redis commit stores the page again; never without a refetch.
+  // The raw index is not exactly once: a step interrupted between its index
+  // append and its Redis commit stores the page again; never without a refetch.
   expect(report.pages.duplicateLines).toBeLessThanOrEqual(report.fetches.duplicates);
+  // The sealed index is: every in-scope page once, its committed line, fetched.
+  expect(report.sealed).not.toBeNull();
+  expect(report.sealed!.missing).toEqual([]);
+  expect(report.sealed!.duplicateUrls).toEqual([]);
+  expect(report.sealed!.notFetched).toEqual([]);
+  // Only extra lines left out: every URL of the raw files has its sealed line.
+  expect(report.sealed!.rawUrlsNotSealed).toEqual([]);
   expect(report.politeness.worst).toEqual([]);
   expect(report.totals.unexpectedWorkerExits).toEqual([]);
   expect(report.checks.filter((c) => c.required && !c.ok)).toEqual([]);

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { createRedis } from '../../src/redis/client';
 import { bandValues, ContentIndex, contentKeys } from '../../src/dedup/content-index';
 import { hammingDistance, simhash64 } from '../../src/dedup/simhash';
+import { PayloadIndex } from '../../src/dedup/payload-index';
 
 const random64 = () => randomBytes(8).readBigUInt64BE();
 /** Flips the given bit positions (0 = least significant). */
@@ -182,5 +183,65 @@ describe('content index', () => {
 
   it('rejects a URL with a newline, which would corrupt a bucket', async () => {
     await expect(new ContentIndex(redis, ck()).check({ url: 'http://a.test/\nx', exactHash: hash(), simhash: 1n })).rejects.toThrow(TypeError);
+  });
+});
+
+// What revisit records rest on: a payload is offered to revisits only once
+// its full copy is written, and nobody stores a second full copy while the
+// first is being written.
+describe('payload index (revisit records)', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+  const stored = (n: number) => ({ uri: `http://m${n}.test/`, date: `2026-01-01T00:00:0${n}.000Z`, recordId: `<urn:uuid:${n}>` });
+
+  it('gives the first attempt the claim and, once it confirmed, every later one a revisit of its copy', async () => {
+    const idx = new PayloadIndex(redis, ck());
+    expect(await idx.claim('sha1:AAA', 'a1')).toEqual({ kind: 'original' });
+    expect(await idx.confirm('sha1:AAA', stored(1))).toBe(true);
+    expect(await idx.claim('sha1:AAA', 'a2')).toEqual({ kind: 'revisit', of: stored(1) });
+    // Another payload is its own original.
+    expect(await idx.claim('sha1:BBB', 'a3')).toEqual({ kind: 'original' });
+  });
+
+  it('makes 20 concurrent attempts with one payload wait for the one writing it: one original, 19 revisits of it', async () => {
+    const idx = new PayloadIndex(redis, ck());
+    const results = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const c = await idx.claim('sha1:SAME', `a${i}`);
+        // The claimant "writes" for a while before it confirms; the others must not store meanwhile.
+        if (c.kind === 'original') {
+          await new Promise((r) => setTimeout(r, 200));
+          await idx.confirm('sha1:SAME', stored(i % 10));
+        }
+        return { i, c };
+      }),
+    );
+    const originals = results.filter((r) => r.c.kind === 'original');
+    expect(originals).toHaveLength(1);
+    const of = stored(originals[0]!.i % 10);
+    expect(results.filter((r) => r.c.kind === 'revisit').map((r) => (r.c as { of: unknown }).of)).toEqual(Array(19).fill(of));
+  });
+
+  it('lets a waiter take over a claim whose holder never confirmed (it died), and at once one that was abandoned', async () => {
+    const idx = new PayloadIndex(redis, ck(), 300);
+    expect(await idx.claim('sha1:DEAD', 'died')).toEqual({ kind: 'original' });
+    // Never confirmed: after the takeover time the next attempt writes the payload itself.
+    expect(await idx.claim('sha1:DEAD', 'next')).toEqual({ kind: 'original' });
+    expect(await idx.confirm('sha1:DEAD', stored(2))).toBe(true);
+    // The dead claimant's late confirm (it was only slow) does not replace the copy revisits refer to.
+    expect(await idx.confirm('sha1:DEAD', stored(3))).toBe(false);
+    expect(await idx.claim('sha1:DEAD', 'later')).toEqual({ kind: 'revisit', of: stored(2) });
+
+    const slow = new PayloadIndex(redis, ck(), 3_600_000);
+    expect(await slow.claim('sha1:FAIL', 'writer')).toEqual({ kind: 'original' });
+    const waiting = slow.claim('sha1:FAIL', 'waiter');
+    // The writer's WARC write failed: it gives the claim up, and the waiter becomes the original.
+    await slow.abandon('sha1:FAIL', 'writer');
+    expect(await waiting).toEqual({ kind: 'original' });
   });
 });

@@ -1,6 +1,11 @@
 // Dedup never costs coverage: mirrors serving byte-identical pages are each
 // crawled completely, and a site whose every page is a near-duplicate of
 // the others is crawled completely; duplicates are recorded as such.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 import { createHarness, launch, outputOf, pageRequests, type Harness } from '../support/harness';
 
 jest.setTimeout(180_000);
@@ -75,4 +80,62 @@ test('identical mirrors and an all-near-duplicate site are crawled completely', 
   expect(mirrorEntries.filter((e) => e.outcome === 'fetched').length).toBeLessThanOrEqual(1 + SUBPAGES);
   expect(mirrorEntries.filter((e) => e.outcome === 'duplicate').length).toBeGreaterThanOrEqual((MIRRORS - 1) * (1 + SUBPAGES));
   expect(index.filter((e) => e.host.startsWith('near.dup.test') && e.outcome === 'duplicate').length).toBeGreaterThan(NEAR / 2);
+
+  // Stored once: one full response per distinct payload (a mirror's 1 + SUBPAGES
+  // pages, the near-duplicates' NEAR + 1, which differ by a byte), revisit
+  // records for every other copy, however the hosts' fetches interleaved.
+  const records = await outputOf(h, handle.workflowId).warc();
+  const responses = records.filter((r) => r.type === 'response');
+  const revisits = records.filter((r) => r.type === 'revisit');
+  const digests = responses.map((r) => r.headers['WARC-Payload-Digest']);
+  expect(new Set(digests).size).toBe(digests.length);
+  expect(responses).toHaveLength(1 + SUBPAGES + NEAR + 1);
+  expect(revisits).toHaveLength((MIRRORS - 1) * (1 + SUBPAGES));
+  expect(records.filter((r) => r.type === 'request')).toHaveLength(responses.length + revisits.length);
+  // Each revisit names a response record that is in the WARCs, with its payload.
+  const stored = new Map(responses.map((r) => [`${r.targetUri} ${r.headers['WARC-Date']}`, r]));
+  let payloadBytes = 0;
+  for (const v of revisits) {
+    const o = stored.get(`${v.headers['WARC-Refers-To-Target-URI']} ${v.headers['WARC-Refers-To-Date']}`);
+    expect({ revisit: v.targetUri, found: o !== undefined }).toEqual({ revisit: v.targetUri, found: true });
+    expect(v.headers).toMatchObject({
+      'WARC-Profile': 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest',
+      'WARC-Refers-To': o!.recordId,
+      'WARC-Payload-Digest': o!.headers['WARC-Payload-Digest'],
+    });
+    expect(o!.payloadDigestOk).toBe(true);
+    expect({ body: v.payload!.length, blockDigestOk: v.blockDigestOk, status: v.statusLine }).toEqual({ body: 0, blockDigestOk: true, status: 'HTTP/1.1 200 OK' });
+    payloadBytes += o!.payload!.length;
+  }
+
+  // The sealed index: one line per URL; the revisits' lines name their
+  // original, and the summary counts the payload bytes not stored again.
+  const sealed = await outputOf(h, handle.workflowId).sealed();
+  expect(sealed).toHaveLength(MIRRORS * (1 + SUBPAGES) + NEAR + 1);
+  expect(new Set(sealed.map((e) => e.url)).size).toBe(sealed.length);
+  const revisitLines = sealed.filter((e) => e.revisit);
+  expect(revisitLines).toHaveLength(revisits.length);
+  for (const e of revisitLines) expect(stored.get(`${e.revisit!.url} ${e.revisit!.date}`)?.recordId).toBe(e.revisit!.recordId);
+  expect(result.revisits).toEqual({ records: revisits.length, bytesSaved: payloadBytes });
+  expect(result.sealedIndex).toMatchObject({ lines: sealed.length, missing: 0 });
+
+  // `crawler seal` writes the same file again from Redis and the raw files,
+  // with no worker involved, and leaves out the line of an attempt whose
+  // commit did not count: here one as a worker that died between writing
+  // its line and committing would have left in a raw file of its own.
+  const file = result.sealedIndex!.file;
+  const before = fs.readFileSync(file, 'utf8');
+  const lost = { ...sealed[0]!, attemptId: 'died-before-commit', fetchedAt: new Date(0).toISOString(), status: 500 };
+  fs.writeFileSync(path.join(outputOf(h, handle.workflowId).dir, 'index', 'index-lost-attempt.jsonl'), `${JSON.stringify(lost)}\n`);
+  fs.rmSync(path.dirname(file), { recursive: true });
+  const seal = crawlerCommand(['seal', handle.workflowId, '--json']);
+  const { stdout } = await promisify(execFile)(seal.command, seal.args, { env: process.env });
+  expect(JSON.parse(stdout.trim().split('\n').pop()!)).toMatchObject({
+    file,
+    lines: sealed.length,
+    dropped: result.sealedIndex!.dropped + 1,
+    missing: 0,
+    revisits: result.revisits,
+  });
+  expect(fs.readFileSync(file, 'utf8')).toBe(before);
 });

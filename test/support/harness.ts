@@ -87,6 +87,8 @@ export function outputOf(h: Harness, campaignId: string) {
   return {
     dir,
     index: () => readIndex(path.join(dir, 'index')),
+    /** The sealed index (one line per URL, the committed one), written when the campaign completed. */
+    sealed: () => readIndex(path.join(dir, 'sealed')),
     warc: () => readWarcDir(path.join(dir, 'warc')),
   };
 }

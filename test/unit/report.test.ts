@@ -103,6 +103,8 @@ describe('buildReportData', () => {
       lastAt: '2024-01-01T00:01:59.000Z',
       durationMs: 119020,
       hosts: 9,
+      revisits: 0,
+      revisitBytes: 0,
     });
   });
 
@@ -287,6 +289,20 @@ describe('locating the index', () => {
     const dirs = candidateOutputDirs(CAMPAIGN, undefined, tmp);
     await expect(loadCampaignIndex(CAMPAIGN, dirs)).resolves.toEqual({ dir: path.join(dir, 'index'), entries: mine });
     await expect(loadCampaignIndex('nope', dirs)).rejects.toThrow(/no index entries for campaign nope .*found entries of c-report, someone-else/);
+  });
+
+  test('prefers the sealed index, and counts its revisit records', async () => {
+    const dir = path.join(tmp, 'sealed-case');
+    fs.mkdirSync(path.join(dir, 'index'), { recursive: true });
+    fs.mkdirSync(path.join(dir, 'sealed'), { recursive: true });
+    const [a, b] = syntheticIndex();
+    // The raw files hold `a` twice (a lost attempt); the sealed index once, and `b` as a revisit.
+    fs.writeFileSync(path.join(dir, 'index', 'index-1.jsonl'), [a, a, b].map((e) => `${JSON.stringify(e)}\n`).join(''));
+    const rb = { ...b!, revisit: { url: a!.url, date: a!.fetchedAt, recordId: null } };
+    fs.writeFileSync(path.join(dir, 'sealed', `${CAMPAIGN}.index.jsonl`), [a, rb].map((e) => `${JSON.stringify(e)}\n`).join(''));
+    const got = await loadCampaignIndex(CAMPAIGN, [dir]);
+    expect(got).toEqual({ dir: path.join(dir, 'sealed', `${CAMPAIGN}.index.jsonl`), entries: [a, rb], sealed: true });
+    expect(buildReportData(got.entries, { campaignId: CAMPAIGN, generatedAt: 'now' }).summary).toMatchObject({ entries: 2, revisits: 1, revisitBytes: b!.bytes });
   });
 });
 

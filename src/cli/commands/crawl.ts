@@ -353,6 +353,7 @@ export function registerCrawlCommand(program: Command): void {
             `  pages ${result.pages}, failed ${result.failed}, skipped ${result.skipped}, bytes ${result.bytes}, hosts ${result.hosts}`,
             `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
             `  output ${result.outputDir}`,
+            ...sealLines(result),
             ...(ui ? [`  Web UI ${ui}`] : []),
             ...result.problems.map((p) => `  problem: ${p}`),
           ].join('\n') + '\n',
@@ -364,4 +365,16 @@ export function registerCrawlCommand(program: Command): void {
         if (!interrupted) await cleanup();
       }
     });
+}
+
+/** The sealed index and the revisit records, as the summary shows them. */
+export function sealLines(result: Pick<CampaignResult, 'sealedIndex' | 'revisits'>): string[] {
+  const out: string[] = [];
+  const sealed = result.sealedIndex;
+  if (sealed) {
+    const gaps = sealed.missing ? `, ${sealed.missing} committed URL(s) without a line` : '';
+    out.push(`  sealed index ${sealed.file} (${sealed.lines} URLs, ${sealed.dropped} raw line(s) of lost attempts left out${gaps})`);
+  }
+  if (result.revisits) out.push(`  revisit records ${result.revisits.records}, payload bytes not stored again ${result.revisits.bytesSaved}`);
+  return out;
 }

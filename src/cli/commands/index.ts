@@ -17,6 +17,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['schedule'], load: async () => (await import('./schedule')).registerScheduleCommands },
   { names: ['purge'], load: async () => (await import('./purge')).registerPurgeCommand },
   { names: ['report'], load: async () => (await import('./report')).registerReportCommand },
+  { names: ['seal'], load: async () => (await import('./seal')).registerSealCommand },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];

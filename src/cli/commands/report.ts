@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { readIndex, type IndexEntry } from '../../storage/index-writer';
 import { buildReportData } from '../../report/report-data';
+import { sealedPaths } from '../../storage/seal';
 import { renderReportHtml } from '../../report/html-report';
 import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
 import { UsageError } from '../usage-error';
@@ -24,9 +25,24 @@ export function candidateOutputDirs(campaignId: string, out: string | undefined,
   return [path.resolve(cwd, 'crawl-output', campaignId), path.resolve(cwd, 'crawl-output')];
 }
 
-/** The entries of one campaign: from <dir>/index, or from <dir> when it is the index folder itself. */
-export async function loadCampaignIndex(campaignId: string, dirs: string[]): Promise<{ dir: string; entries: IndexEntry[] }> {
+/**
+ * The entries of one campaign: its sealed index (<dir>/sealed, one line per
+ * URL) when it was sealed, else the raw files in <dir>/index (or <dir> when
+ * it is the index folder itself), which may hold a URL twice.
+ */
+export async function loadCampaignIndex(campaignId: string, dirs: string[]): Promise<{ dir: string; entries: IndexEntry[]; sealed?: boolean }> {
   const others = new Set<string>();
+  for (const dir of dirs) {
+    const sealed = sealedPaths(dir, campaignId).index;
+    if (
+      await fsp.stat(sealed).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      return { dir: sealed, entries: (await readIndex(path.dirname(sealed))).filter((e) => e.campaignId === campaignId), sealed: true };
+    }
+  }
   for (const dir of dirs) {
     for (const indexDir of [path.join(dir, 'index'), dir]) {
       const all = await readIndex(indexDir);
@@ -50,9 +66,9 @@ export function registerReportCommand(program: Command): void {
       // Also keeps the default path inside crawl-output.
       if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       const dirs = candidateOutputDirs(campaignId, o.out);
-      const { dir, entries } = await loadCampaignIndex(campaignId, dirs);
+      const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
       const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString() });
-      const outputDir = path.basename(dir) === 'index' ? path.dirname(dir) : dir;
+      const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
       const file = path.resolve(o.file ?? path.join(outputDir, 'report.html'));
       await fsp.mkdir(path.dirname(file), { recursive: true });
       await fsp.writeFile(file, renderReportHtml(data), 'utf8');
