@@ -62,6 +62,10 @@ export interface IndexEntry {
   duplicateOf?: { url: string; kind: 'exact' | 'near'; distance: number };
   /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
   rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
+  /** The handler route the page was enqueued with (absent: the default route). */
+  label?: string;
+  /** Dataset items the campaign's handler returned for this page (absent without a handler). */
+  items?: number;
   /** For sitemaps: URLs listed, URLs new to the frontier, child sitemaps, parse problems. */
   sitemap?: { kind: string; urls: number; added: number; sitemaps: number; truncated: false | 'bytes' | 'count'; errors: string[] };
 }

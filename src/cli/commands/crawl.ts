@@ -12,6 +12,7 @@ import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from 
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { checkRedis, createRedis, RedisUnavailableError } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
+import { loadHandler, resolveHandlerSpec } from '../../handlers/loader';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '../../../workflows/messages';
@@ -48,6 +49,8 @@ interface CrawlOptions {
   maxUrlLength?: number;
   politenessKey?: string;
   priority: string[];
+  handler?: string;
+  handlerTimeoutMs?: number;
 }
 
 const wholeNumber = (name: string) => (raw: string) => {
@@ -160,6 +163,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
+    ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
+    ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
   };
   try {
     resolveCampaignSettings(input, campaignId);
@@ -189,6 +194,8 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
   const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
   const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location });
+  // Loaded here as the workers will load it, so a typo or a syntax error is exit code 2, not a failed campaign.
+  if (input.handler) await loadHandler(input.handler).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -235,6 +242,8 @@ export function registerCrawlCommand(program: Command): void {
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
+    .option('--handler <module>', "your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets")
+    .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const log = (m: string) => process.stderr.write(`${m}\n`);
