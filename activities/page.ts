@@ -218,8 +218,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     hook = await runHandler(rt, job, s.handler, s.handlerTimeoutMs, { res, contentType, text: text(), log });
     if (hook?.ok) {
       const filter = hook.filter;
-      if (hook.output.skipDefaultLinks) candidates = [];
-      else if (filter) candidates = candidates.filter((c) => filter(c.url));
+      const own = hook.output.skipDefaultLinks ? [] : filter ? candidates.filter((c) => filter(c.url)) : candidates;
+      const added: Candidate[] = [];
       for (const l of hook.output.links) {
         let target: string;
         try {
@@ -228,8 +228,10 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
           continue;
         }
         // Through routeCandidates below like the page's own links: depth, traps, scope, seen-sets; robots, address policy and politeness where the target is fetched.
-        candidates.push({ url: target, depth: entry.depth + 1, label: l.label });
+        added.push({ url: target, depth: entry.depth + 1, label: l.label });
       }
+      // The hook's links go first: a URL the page also links to keeps the hook's label (the first of a URL is the one enqueued).
+      candidates = [...added, ...own];
     }
     rt.deps.metrics?.recordHandlerRun(hook === null || hook.ok ? 'ok' : 'failed');
   }

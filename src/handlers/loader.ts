@@ -45,8 +45,11 @@ async function importModule(spec: string): Promise<Record<string, unknown>> {
   if (isHandlerPath(spec)) {
     const file = path.resolve(spec);
     if (TS_FILE.test(file)) {
-      const { tsImport } = projectRequire('tsx/esm/api') as { tsImport: (s: string, parent: string) => Promise<Record<string, unknown>> };
-      return tsImport(pathToFileURL(file).href, pathToFileURL(path.join(PROJECT_ROOT, 'package.json')).href);
+      // tsx's require API (TypeScript compiled to CommonJS on the way in): its
+      // ESM API's loader thread fails to register from a CommonJS bundle. So a
+      // TypeScript handler cannot use top-level await; a .mjs one can.
+      const { require: tsxRequire } = projectRequire('tsx/cjs/api') as { require: (id: string, from: string) => Record<string, unknown> };
+      return tsxRequire(file, path.join(PROJECT_ROOT, 'package.json'));
     }
     return nativeImport(pathToFileURL(file).href);
   }
@@ -96,7 +99,9 @@ export function loadHandler(spec: string): Promise<Handler> {
     p = importModule(spec).then(
       (mod) => handlerOf(spec, mod),
       (err: unknown) => {
-        throw new HandlerLoadError(spec, `cannot be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        // Node's require stack names the loader's files, not the user's: left out.
+        const why = (err instanceof Error ? err.message : String(err)).replace(/\nRequire stack:[\s\S]*/, '');
+        throw new HandlerLoadError(spec, `cannot be loaded: ${why}`, { cause: err });
       },
     );
     cache.set(spec, p);
