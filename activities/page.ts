@@ -275,7 +275,6 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       : {}),
     ...(hook && !hook.ok ? { error: { code: 'HANDLER_ERROR', message: hook.message } } : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
-    ...(entry.label ? { label: entry.label } : {}),
     ...(hook ? { items: items.length } : {}),
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),
@@ -361,6 +360,7 @@ function indexLine(job: PageJob, outcome: string, extra: Partial<IndexEntry> = {
     fetchedAt: new Date().toISOString(),
     depth: job.entry.depth,
     referrer: job.entry.referrer,
+    ...(job.entry.label ? { label: job.entry.label } : {}),
     ...extra,
   };
 }

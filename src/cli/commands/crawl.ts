@@ -194,8 +194,10 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
   const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
   const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location });
-  // Loaded here as the workers will load it, so a typo or a syntax error is exit code 2, not a failed campaign.
-  if (input.handler) await loadHandler(input.handler).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+  // Loaded here as the workers this command starts will load it, so a typo or a syntax error is
+  // exit code 2, not a failed campaign. Workers elsewhere (--workers 0) may keep it at another
+  // path: their prepareCampaign checks it and refuses the campaign.
+  if (input.handler && o.workers !== 0) await loadHandler(input.handler).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
