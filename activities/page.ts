@@ -261,7 +261,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // the WARC as evidence. A sitemap probe that 404s is not a failure of the
   // crawl (most hosts have no /sitemap.xml), so sitemaps keep their outcome.
   const httpError = !res.stoppedRedirect && !isSitemap && res.status >= 400;
-  const outcome = tooManyRedirects || handlerFailed ? 'error' : res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
+  const outcome =
+    tooManyRedirects || handlerFailed ? 'error' : res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
   // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
   const counted = isSitemap ? 'skipped' : httpError || tooManyRedirects || handlerFailed ? 'failed' : 'fetched';
   return record(outcome, counted, {

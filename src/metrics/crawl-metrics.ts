@@ -95,7 +95,12 @@ export class CrawlMetrics {
       registers,
     });
     this.robots = new Counter({ name: 'crawler_robots_fetches_total', help: 'robots.txt fetches, by result', labelNames: ['result'], registers });
-    this.handlerRuns = new Counter({ name: 'crawler_handler_runs_total', help: "Pages run through the campaign's handler, by result (ok, failed)", labelNames: ['result'], registers });
+    this.handlerRuns = new Counter({
+      name: 'crawler_handler_runs_total',
+      help: "Pages run through the campaign's handler, by result (ok, failed)",
+      labelNames: ['result'],
+      registers,
+    });
     this.loopBlocked = new Counter({
       name: 'crawler_event_loop_blocked_seconds_total',
       help: 'Time the worker thread was blocked for a second or more at a stretch (a synchronous handler hook, most likely)',

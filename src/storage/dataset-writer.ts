@@ -135,7 +135,14 @@ export function datasetCsv(lines: DatasetLine[]): string {
     const s = v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
     return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
-  const head = ['url', 'fetchedAt', 'warcFile', 'warcOffset', 'label', ...fields.map((f) => (['url', 'fetchedAt', 'warcFile', 'warcOffset', 'label'].includes(f) ? `item.${f}` : f))];
+  const head = [
+    'url',
+    'fetchedAt',
+    'warcFile',
+    'warcOffset',
+    'label',
+    ...fields.map((f) => (['url', 'fetchedAt', 'warcFile', 'warcOffset', 'label'].includes(f) ? `item.${f}` : f)),
+  ];
   const rows = lines.map((l) => [l.url, l.fetchedAt, l.warc.file, l.warc.offset, l.label, ...fields.map((f) => l.item[f])].map(cell).join(','));
   return [head.map(cell).join(','), ...rows].join('\r\n') + '\r\n';
 }

@@ -9,7 +9,6 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { localTemporalPath } from '../../src/stack/tools';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { attemptKey, committedAttempts, datasetDir, readDataset, readRawDataset } from '../../src/storage/dataset-writer';
-import { readIndex } from '../../src/storage/index-writer';
 import { catalogueSite, type CatalogueSite } from '../web/catalogue-site';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
@@ -70,7 +69,12 @@ test('catalogue: every product exactly once in the dataset, after every worker w
   expect(csv.status).toBe(0);
   const rows = csv.stdout.trim().split('\r\n');
   expect(rows[0]).toBe('url,fetchedAt,warcFile,warcOffset,label,sku,name,priceCents,item.url');
-  expect(rows.slice(1).map((r) => r.split(',')[5]).sort()).toEqual(shop.products.map((p) => p.sku));
+  expect(
+    rows
+      .slice(1)
+      .map((r) => r.split(',')[5])
+      .sort(),
+  ).toEqual(shop.products.map((p) => p.sku));
 });
 
 test('a handler that throws on some pages: those end HANDLER_ERROR, every other page is crawled; its links obey scope, robots and the address policy', async () => {
@@ -135,7 +139,20 @@ test('a campaign started with the temporal CLI naming a handler produces the sam
   };
   const start = spawnSync(
     process.env.TEMPORAL_CLI || localTemporalPath(),
-    ['workflow', 'start', '--address', process.env.TEMPORAL_ADDRESS!, '--type', 'crawlCampaign', '--task-queue', h.taskQueue, '--workflow-id', id, '--input', JSON.stringify(input)],
+    [
+      'workflow',
+      'start',
+      '--address',
+      process.env.TEMPORAL_ADDRESS!,
+      '--type',
+      'crawlCampaign',
+      '--task-queue',
+      h.taskQueue,
+      '--workflow-id',
+      id,
+      '--input',
+      JSON.stringify(input),
+    ],
     { encoding: 'utf8' },
   );
   expect(start.status).toBe(0);

@@ -17,7 +17,19 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const input = (over: Partial<HookInput> = {}): HookInput => {
   const text = over.text ?? '<html><head><title>T</title></head><body><h1>Hello</h1><a href="/x">x</a></body></html>';
-  return { url: 'http://a.test/p', finalUrl: 'http://a.test/p', depth: 1, label: null, status: 200, headers: {}, contentType: 'text/html', body: Buffer.from(text), text, log: silent, ...over };
+  return {
+    url: 'http://a.test/p',
+    finalUrl: 'http://a.test/p',
+    depth: 1,
+    label: null,
+    status: 200,
+    headers: {},
+    contentType: 'text/html',
+    body: Buffer.from(text),
+    text,
+    log: silent,
+    ...over,
+  };
 };
 
 describe('settings', () => {
@@ -171,7 +183,11 @@ describe('running a hook', () => {
 test('frontier entries carry a label, and entries without one keep their old encoding', () => {
   const plain = { url: 'http://a.test/p', depth: 2, referrer: 'http://a.test/' };
   expect(encodeEntry(plain)).toBe('2\thttp://a.test/p\thttp://a.test/');
-  for (const e of [{ ...plain, label: 'detail' }, { ...plain, label: 'detail', redirects: 2 }, { ...plain, kind: 'sitemap' as const, label: 'x' }]) {
+  for (const e of [
+    { ...plain, label: 'detail' },
+    { ...plain, label: 'detail', redirects: 2 },
+    { ...plain, kind: 'sitemap' as const, label: 'x' },
+  ]) {
     expect(decodeEntry(encodeEntry(e))).toEqual(e);
   }
 });

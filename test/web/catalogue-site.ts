@@ -41,9 +41,18 @@ export function catalogueSite(host: string, opts: { products: number; perPage: n
     fanOut: 0,
     handler: (ctx) => {
       const p = ctx.path;
-      if (p === '/robots.txt') { ctx.send(200, 'text/plain; charset=utf-8', 'User-agent: *\nDisallow: /private/\n'); return true; }
-      if (p === '/') { ctx.send(200, 'text/html; charset=utf-8', html('Catalogue', `<nav><a class="list" href="/list/1">All products</a> <a href="/about">About</a></nav>`)); return true; }
-      if (p === '/about') { ctx.send(200, 'text/html; charset=utf-8', html('About', '<p>A shop for tests.</p><a href="/">Home</a>')); return true; }
+      if (p === '/robots.txt') {
+        ctx.send(200, 'text/plain; charset=utf-8', 'User-agent: *\nDisallow: /private/\n');
+        return true;
+      }
+      if (p === '/') {
+        ctx.send(200, 'text/html; charset=utf-8', html('Catalogue', `<nav><a class="list" href="/list/1">All products</a> <a href="/about">About</a></nav>`));
+        return true;
+      }
+      if (p === '/about') {
+        ctx.send(200, 'text/html; charset=utf-8', html('About', '<p>A shop for tests.</p><a href="/">Home</a>'));
+        return true;
+      }
       const list = /^\/list\/([1-9]\d*)$/.exec(p);
       if (list && Number(list[1]) <= pages) {
         const n = Number(list[1]);
@@ -52,7 +61,10 @@ export function catalogueSite(host: string, opts: { products: number; perPage: n
           `<ul>${items.map((it) => `<li><a class="product" href="${it.path}">${it.name}</a></li>`).join('\n')}</ul>\n` +
           (n < pages ? `<a class="next" rel="next" href="/list/${n + 1}">Next</a>` : '') +
           (n > 1 ? ` <a class="prev" href="/list/${n - 1}">Previous</a>` : '');
-        { ctx.send(200, 'text/html; charset=utf-8', html(`Products, page ${n}`, body)); return true; }
+        {
+          ctx.send(200, 'text/html; charset=utf-8', html(`Products, page ${n}`, body));
+          return true;
+        }
       }
       const i = bySku.get(p);
       if (i !== undefined) {
@@ -62,9 +74,15 @@ export function catalogueSite(host: string, opts: { products: number; perPage: n
           `<div class="product"><span class="sku">${it.sku}</span> <span class="price" data-cents="${it.price}">$${(it.price / 100).toFixed(2)}</span></div>\n` +
           `<a class="list" href="/list/${Math.floor(i / opts.perPage) + 1}">Back to the list</a>\n` +
           `<ul class="related">${related.map((r) => `<li><a href="${r.path}">${r.name}</a></li>`).join('')}</ul>`;
-        { ctx.send(200, 'text/html; charset=utf-8', html(it.name, body)); return true; }
+        {
+          ctx.send(200, 'text/html; charset=utf-8', html(it.name, body));
+          return true;
+        }
       }
-      { ctx.send(404, 'text/plain; charset=utf-8', 'not found\n'); return true; }
+      {
+        ctx.send(404, 'text/plain; charset=utf-8', 'not found\n');
+        return true;
+      }
     },
   };
   return { spec, products, listPaths };

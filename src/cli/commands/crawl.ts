@@ -244,7 +244,7 @@ export function registerCrawlCommand(program: Command): void {
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
-    .option('--handler <module>', "your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets")
+    .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
     .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
