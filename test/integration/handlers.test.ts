@@ -128,6 +128,15 @@ test('link graph: one node per page with its headings and outlinks', async () =>
   }
 });
 
+test("filterLink narrows the page's own links: the crawl keeps to the home and list pages", async () => {
+  const seed = h.web.url(shop2.spec.host, '/');
+  const handler = path.join(ROOT, 'test/fixtures/handlers/filter-handler.ts');
+  const result = await (await launch(h, { seeds: [seed], handler, politeness: { minDelayMs: 50 } })).result();
+  const pages = (await outputOf(h, result.campaignId).index()).filter((e) => !e.kind).map((e) => new URL(e.url).pathname);
+  expect(pages.sort()).toEqual(['/', ...shop2.listPaths].sort());
+  expect(await readDataset(outputOf(h, result.campaignId).dir)).toEqual([]);
+});
+
 test('a campaign started with the temporal CLI naming a handler produces the same dataset', async () => {
   const id = `temporal-cli-handler-${process.pid}`;
   const input = {
