@@ -233,7 +233,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       // The hook's links go first: a URL the page also links to keeps the hook's label (the first of a URL is the one enqueued).
       candidates = [...added, ...own];
     }
-    rt.deps.metrics?.recordHandlerRun(hook === null || hook.ok ? 'ok' : 'failed');
+    // null: the handler has no hook for this page's label (nor onPage).
+    if (hook) rt.deps.metrics?.recordHandlerRun(hook.ok ? 'ok' : 'failed');
   }
 
   const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
