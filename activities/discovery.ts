@@ -22,6 +22,8 @@ export interface Candidate {
   kind?: EntryKind;
   /** For a redirect target: the hops so far. */
   redirects?: number;
+  /** The handler route of the target page (a handler's link, or a redirect from a labelled page). */
+  label?: string | null;
 }
 
 export interface Routed {
@@ -79,6 +81,7 @@ export async function routeCandidates(
       kind: c.kind,
       priority: frontierPriority(c.url, s),
       ...(c.redirects ? { redirects: c.redirects } : {}),
+      ...(c.label ? { label: c.label } : {}),
     });
     byHost.set(host, list);
   }

@@ -12,6 +12,10 @@ import { ContentIndex } from '../src/dedup/content-index';
 import { simhash64 } from '../src/dedup/simhash';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
+import { loadHandler } from '../src/handlers/loader';
+import { runHook, type HookRun } from '../src/handlers/runner';
+import type { DatasetLine } from '../src/storage/dataset-writer';
+import { normalizeUrl } from '../src/url/normalize';
 import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
@@ -175,6 +179,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   };
   const ok = res.status >= 200 && res.status < 300;
   const html = isHtml(contentType);
+  let decoded: string | undefined;
+  const text = () => (decoded ??= decodeBody(res.body, contentType).text);
 
   // Non-HTML bodies are never parsed for links; by policy they are stored or only indexed.
   if (ok && !html && kind === 'page' && s.content.nonHtml === 'skip') {
@@ -190,7 +196,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const tooManyRedirects = res.stoppedRedirect !== undefined && hops > s.fetch.maxRedirects;
   if (res.stoppedRedirect && !tooManyRedirects) {
     // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
-    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind, redirects: hops }];
+    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind, redirects: hops, label: entry.label }];
   } else if (res.stoppedRedirect) {
     // The 3xx is archived; its target is not followed.
   } else if (kind === 'sitemap' || kind === 'sitemap-child') {
@@ -201,13 +207,40 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     }
   } else if (ok && html) {
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
-    const page = extractLinks(decodeBody(res.body, contentType).text, res.finalUrl, { withText: s.content.dedup === 'near', maxLength: OVERLONG_LINK_CHARS });
+    const page = extractLinks(text(), res.finalUrl, { withText: s.content.dedup === 'near', maxLength: OVERLONG_LINK_CHARS });
     canonical = page.canonical;
     duplicateOf = await checkDuplicate(rt, campaign, url, common.contentHash!, page.text);
     // A duplicate's links are followed like any page's: mirrors and shared
     // templates must not cost coverage, and the seen-sets make links
     // already known free (docs/crawling-rules.md).
     if (!page.metaRobots.nofollow) candidates = page.links.filter((l) => !l.nofollow).map((l) => ({ url: l.url, depth: entry.depth + 1 }));
+  }
+
+  // The campaign's handler: on every 2xx response of a page entry that is
+  // stored (HTML or not; redirects, errors and sitemaps never reach it),
+  // after the fetch and before the commit (docs/handlers.md).
+  let hook: (HookRun & { filter?: (url: string) => boolean }) | null = null;
+  if (s.handler && ok && kind === 'page' && !res.stoppedRedirect) {
+    hook = await runHandler(rt, job, s.handler, s.handlerTimeoutMs, { res, contentType, text: text(), log });
+    if (hook?.ok) {
+      const filter = hook.filter;
+      const own = hook.output.skipDefaultLinks ? [] : filter ? candidates.filter((c) => filter(c.url)) : candidates;
+      const added: Candidate[] = [];
+      for (const l of hook.output.links) {
+        let target: string;
+        try {
+          target = normalizeUrl(l.url);
+        } catch {
+          continue;
+        }
+        // Through routeCandidates below like the page's own links: depth, traps, scope, seen-sets; robots, address policy and politeness where the target is fetched.
+        added.push({ url: target, depth: entry.depth + 1, label: l.label });
+      }
+      // The hook's links go first: a URL the page also links to keeps the hook's label (the first of a URL is the one enqueued).
+      candidates = [...added, ...own];
+    }
+    // null: the handler has no hook for this page's label (nor onPage).
+    if (hook) rt.deps.metrics?.recordHandlerRun(hook.ok ? 'ok' : 'failed');
   }
 
   const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
@@ -238,15 +271,23 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     throw err;
   }
   if (claim?.kind === 'original') await payloads!.confirm(digest, { uri: url, date: fetchedAt.toISOString(), recordId: loc.recordId });
+  const items = hook?.ok ? hook.output.items : [];
+  if (items.length > 0) {
+    // Before the index line: an attempt whose index line never lands has its items dropped at sealing.
+    const tag = { url, fp, attemptId, campaignId: s.campaignId, label: entry.label ?? null, fetchedAt: common.fetchedAt!, warc: { file: loc.file, offset: loc.offset } };
+    await (await rt.outputs.dataset(s.output.dir)).appendAll(items.map((item): DatasetLine => ({ ...tag, item })));
+  }
+  const handlerFailed = hook !== null && !hook.ok;
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
   // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
   // not a page: typed like any other failure, though the response stays in
   // the WARC as evidence. A sitemap probe that 404s is not a failure of the
   // crawl (most hosts have no /sitemap.xml), so sitemaps keep their outcome.
   const httpError = !res.stoppedRedirect && !isSitemap && res.status >= 400;
-  const outcome = tooManyRedirects ? 'error' : res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
+  const outcome =
+    tooManyRedirects || handlerFailed ? 'error' : res.stoppedRedirect ? 'redirect' : isSitemap ? 'sitemap' : httpError ? 'http-error' : duplicateOf ? 'duplicate' : 'fetched';
   // Sitemaps are requests but not pages: they count neither as pages nor against page budgets.
-  const counted = isSitemap ? 'skipped' : httpError || tooManyRedirects ? 'failed' : 'fetched';
+  const counted = isSitemap ? 'skipped' : httpError || tooManyRedirects || handlerFailed ? 'failed' : 'fetched';
   return record(outcome, counted, {
     requested: true,
     hostPauseMs: hostPause,
@@ -256,8 +297,10 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     ...(tooManyRedirects
       ? { error: { code: 'TOO_MANY_REDIRECTS', message: `redirect number ${hops} (to ${res.stoppedRedirect!.to}); fetch.maxRedirects is ${s.fetch.maxRedirects}` } }
       : {}),
+    ...(hook && !hook.ok ? { error: { code: 'HANDLER_ERROR', message: hook.message } } : {}),
     warc: { file: loc.file, offset: loc.offset, length: loc.length },
     ...(claim?.kind === 'revisit' ? { revisit: { url: claim.of.uri, date: claim.of.date, recordId: claim.of.recordId } } : {}),
+    ...(hook ? { items: items.length } : {}),
     ...(canonical ? { canonical } : {}),
     ...(duplicateOf ? { duplicateOf } : {}),
     ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
@@ -272,6 +315,67 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
  */
 export function newAttemptId(): string {
   return randomBytes(6).toString('base64url');
+}
+
+/**
+ * Runs the campaign's handler on a response: the page's hook by its label,
+ * watched for blocking the thread. A module that cannot be loaded throws
+ * (processPage fails, and the URL ends INTERNAL_ERROR after its attempts);
+ * prepareCampaign refuses such campaigns before they start.
+ */
+async function runHandler(
+  rt: WorkerRuntime,
+  job: PageJob,
+  spec: string,
+  timeoutMs: number,
+  p: { res: FetchResult; contentType: string | null; text: string; log: ReturnType<WorkerRuntime['log']['child']> },
+): Promise<(HookRun & { filter?: (url: string) => boolean }) | null> {
+  const handler = await loadHandler(spec);
+  const log = p.log.child({ handler: true, label: job.entry.label ?? null });
+  const leave = rt.loopWatch.enter(job.entry.url);
+  let run: HookRun | null;
+  try {
+    run = await runHook(
+      handler,
+      {
+        url: job.entry.url,
+        finalUrl: p.res.finalUrl,
+        depth: job.entry.depth,
+        label: job.entry.label ?? null,
+        status: p.res.status,
+        headers: p.res.headers as Record<string, string>,
+        contentType: p.contentType,
+        body: p.res.body,
+        text: p.text,
+        log: {
+          debug: (m, f) => log.debug(m, f),
+          info: (m, f) => log.info(m, f),
+          warn: (m, f) => log.warn(m, f),
+          error: (m, f) => log.error(m, f),
+        },
+      },
+      timeoutMs,
+    );
+  } finally {
+    leave();
+  }
+  if (!run || !run.ok || !handler.filterLink) return run;
+  const filterLink = handler.filterLink;
+  const ctx = run.ctx;
+  // filterLink only narrows the crawl; one that throws keeps the link (the crawler's rules still apply) and says so once.
+  let warned = false;
+  return {
+    ...run,
+    filter: (u) => {
+      try {
+        return filterLink(u, ctx) !== false;
+      } catch (err) {
+        if (!warned) log.warn('filterLink threw; links kept', { error: String(err).slice(0, 500) });
+        warned = true;
+        return true;
+      }
+    },
+  };
 }
 
 /** The index line of a claimed URL: what every outcome has, then the outcome's own fields. */
@@ -290,6 +394,7 @@ function indexLine(job: PageJob, attemptId: string, outcome: string, extra: Part
     fetchedAt: new Date().toISOString(),
     depth: job.entry.depth,
     referrer: job.entry.referrer,
+    ...(job.entry.label ? { label: job.entry.label } : {}),
     ...extra,
   };
 }

@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { loadHandler } from '../src/handlers/loader';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { campaignKeys } from '../src/redis/keys';
@@ -29,6 +30,14 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
         );
       } catch (err) {
         throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
+      }
+    }
+    // A handler this worker cannot load would fail every page: the campaign is refused instead, before any URL is queued.
+    if (settings.handler) {
+      try {
+        await loadHandler(settings.handler);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidCampaignInput');
       }
     }
     const configVersion = 1;

@@ -13,6 +13,7 @@ import { OutputRegistry } from '../src/storage/output-registry';
 import { RobotsStore } from '../src/robots/robots-store';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
+import { EventLoopWatch } from '../src/handlers/runner';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -45,12 +46,22 @@ export class WorkerRuntime {
 
   readonly robots: RobotsStore;
   readonly log: Logger;
+  /**
+   * Reports a thread blocked for a second or more (log + metric), naming the
+   * handler hooks that were running: a synchronous hook cannot be stopped
+   * from the thread it blocks (docs/handlers.md).
+   */
+  readonly loopWatch: EventLoopWatch;
   /** The worker is shutting down: sessions end after the page in flight, and Temporal hands their hosts to other workers. */
   draining = false;
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
     this.log = deps.log ?? createLogger({ level: 'silent' });
+    this.loopWatch = new EventLoopWatch((ms, urls) => {
+      deps.metrics?.recordEventLoopBlocked(ms);
+      this.log.error('worker thread blocked', { blockedMs: ms, handlerPages: urls.slice(0, 10) });
+    });
   }
 
   /**
@@ -115,6 +126,7 @@ export class WorkerRuntime {
   }
 
   async close(): Promise<void> {
+    this.loopWatch.stop();
     const all = [...this.campaigns.values()];
     this.campaigns.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));

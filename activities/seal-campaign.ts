@@ -6,6 +6,7 @@ import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
 import { sealCampaignIndex, type SealResult } from '../src/storage/seal';
+import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
 
 export interface SealCampaignOptions {
   /** The output folder as this process sees it; default the campaign's (`output.dir`). */
@@ -21,15 +22,18 @@ export interface SealCampaignOptions {
  * they say how many URLs were committed, so a committed URL without its
  * line shows as `missing`.
  */
-export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealResult> {
+export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealResult & { datasets: SealedDataset[] }> {
   const { settings } = await loadCampaignSettings(redis, campaignKey);
   const t = await new CampaignHosts(redis, campaignKey).totals();
-  return sealCampaignIndex({
-    outputDir: opts.outputDir ?? settings.output.dir,
+  const outputDir = opts.outputDir ?? settings.output.dir;
+  const index = await sealCampaignIndex({
+    outputDir,
     campaignId: settings.campaignId,
     committed: (host, fps) => new Frontier(redis, campaignKey, host).committedAttempts(fps),
     expectedLines: t.fetched + t.failed + t.skipped,
     info: { campaignKey, ...opts.info },
     onProgress: opts.onProgress,
   });
+  // A handler's items: those of the attempts the sealed index kept.
+  return { ...index, datasets: await sealCampaignDatasets(outputDir, settings.campaignId) };
 }

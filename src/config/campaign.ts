@@ -91,6 +91,15 @@ export interface CampaignInput {
   sitemaps?: SitemapMode;
   /** `dir` may contain `{campaign}`, replaced by the campaign ID (how each run of a schedule gets its own folder). */
   output?: { dir?: string };
+  /**
+   * The user's code run on every fetched page (docs/handlers.md): an
+   * absolute path to a .ts/.mts/.js/.mjs module every worker can read (the
+   * crawl command makes a relative path absolute), or a package name
+   * resolvable from the workers. null or absent: no handler.
+   */
+  handler?: string | null;
+  /** Time limit of one handler hook call; a hook past it fails that attempt. */
+  handlerTimeoutMs?: number;
   frontier?: {
     /**
      * Within a host's frontier, higher priority first, then depth, then
@@ -140,6 +149,8 @@ export interface CampaignSettings {
   content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number };
   sitemaps: SitemapMode;
   output: { dir: string };
+  handler: string | null;
+  handlerTimeoutMs: number;
   frontier: { priorities: FrontierPriorityRule[] };
   retention: { redisMs: number | null };
 }
@@ -172,6 +183,7 @@ export const CAMPAIGN_PLACEHOLDER = '{campaign}';
 export const MAX_SEEDS_FILE_LENGTH = 4096;
 /** Shortest retention: the campaign's last bookkeeping step (its summary) may be retried within it and still find the keys. */
 export const MIN_RETENTION_MS = 60_000;
+export const MAX_HANDLER_LENGTH = 4096;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
 
@@ -200,6 +212,8 @@ export const CAMPAIGN_DEFAULTS = {
   content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3 },
   sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
+  handler: null,
+  handlerTimeoutMs: 30_000,
   frontier: { priorities: [] as FrontierPriorityRule[] },
   // A week: long enough to look at a finished campaign's hosts with
   // `crawler status` and to resume work on it by hand; the keys of a
@@ -316,6 +330,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
     sitemaps: input.sitemaps ?? d.sitemaps,
     // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
     output: { dir: (input.output?.dir ?? d.output.dir).replaceAll(CAMPAIGN_PLACEHOLDER, campaignId) },
+    handler: handlerOf(problems, input.handler),
+    handlerTimeoutMs: positiveInt(problems, 'handlerTimeoutMs', input.handlerTimeoutMs, d.handlerTimeoutMs),
     frontier: { priorities: priorityRules(problems, input.frontier) },
     retention: { redisMs: input.retention?.redisMs === undefined ? d.retention.redisMs : optionalLimit(problems, 'retention.redisMs', input.retention.redisMs) },
   };
@@ -363,6 +379,26 @@ function seedsFileOf(problems: string[], v: unknown): string | null {
   else if (/[\0\r\n]/.test(v)) problems.push('seedsFile must not contain NUL or line breaks');
   else if (v === '-') problems.push('seedsFile "-" (standard input) is for the crawl command, which copies it to a file; name that file here');
   else if (!/^(\/|[A-Za-z]:[\\/]|\\\\|https?:\/\/[^/?#\s]+)/i.test(v)) problems.push(`${shape} (got ${JSON.stringify(v)})`);
+  return v;
+}
+
+/**
+ * An absolute path or a package name (`name`, `@scope/name`, with an
+ * optional subpath). Relative paths are refused for the reason seedsFile
+ * refuses them; whether the module loads is checked by the CLI and by
+ * prepareCampaign, which run Node.
+ */
+function handlerOf(problems: string[], v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  const shape = 'handler must be an absolute path to a handler module or a package name';
+  if (typeof v !== 'string' || v.trim() === '') {
+    problems.push(`${shape} (got ${JSON.stringify(v)})`);
+    return null;
+  }
+  if (v.length > MAX_HANDLER_LENGTH) problems.push(`handler is ${v.length} characters long; at most ${MAX_HANDLER_LENGTH}`);
+  else if (/[\0\r\n]/.test(v)) problems.push('handler must not contain NUL or line breaks');
+  else if (/^\.\.?([\\/]|$)/.test(v)) problems.push(`handler ${JSON.stringify(v)} is a relative path: workers need it absolute (the crawl command makes it so)`);
+  else if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v) && !/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w.@/-]+)?$/i.test(v)) problems.push(`${shape} (got ${JSON.stringify(v)})`);
   return v;
 }
 

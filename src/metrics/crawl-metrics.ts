@@ -56,6 +56,8 @@ export class CrawlMetrics {
   private readonly wait: Histogram;
   private readonly frontier: Gauge<'host'>;
   private readonly robots: Counter<'result'>;
+  private readonly handlerRuns: Counter<'result'>;
+  private readonly loopBlocked: Counter;
   /** Hosts in the frontier gauge, least recently updated first (Map keeps insertion order). */
   private readonly frontierHosts = new Map<string, true>();
   private readonly seenValues = new Map<string, Set<string>>();
@@ -93,6 +95,17 @@ export class CrawlMetrics {
       registers,
     });
     this.robots = new Counter({ name: 'crawler_robots_fetches_total', help: 'robots.txt fetches, by result', labelNames: ['result'], registers });
+    this.handlerRuns = new Counter({
+      name: 'crawler_handler_runs_total',
+      help: "Pages run through the campaign's handler, by result (ok, failed)",
+      labelNames: ['result'],
+      registers,
+    });
+    this.loopBlocked = new Counter({
+      name: 'crawler_event_loop_blocked_seconds_total',
+      help: 'Time the worker thread was blocked for a second or more at a stretch (a synchronous handler hook, most likely)',
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -105,6 +118,15 @@ export class CrawlMetrics {
     }
     if (o.bytes !== undefined && o.bytes > 0) this.bytes.inc(o.bytes);
     if (o.durationMs !== null && o.durationMs !== undefined && o.durationMs >= 0) this.fetchDuration.observe(o.durationMs / 1000);
+  }
+
+  /** A page run through a handler: ok, or failed for good (HANDLER_ERROR). */
+  recordHandlerRun(result: 'ok' | 'failed'): void {
+    this.handlerRuns.inc({ result });
+  }
+
+  recordEventLoopBlocked(ms: number): void {
+    this.loopBlocked.inc(ms / 1000);
   }
 
   /** A fetch that got no response; `code` is a FetchErrorCode such as 'CONNECT_TIMEOUT'. */

@@ -16,6 +16,8 @@ export interface FrontierEntry {
   kind?: EntryKind;
   /** Redirects that led here (each hop is its own entry); capped by fetch.maxRedirects. */
   redirects?: number;
+  /** The handler route the page goes to (a link a handler returned with a label); absent: the default route. */
+  label?: string;
 }
 
 export interface EnqueueItem extends FrontierEntry {
@@ -48,18 +50,21 @@ export function frontierScoreBase(priority: number, depth: number): number {
 
 // Tab-separated: normalised URLs never contain a tab (the WHATWG parser strips them).
 // Pages keep the three-field form, so frontiers written by older releases still decode.
+// Labels are tab-free by validation (LABEL_PATTERN of src/handlers/api.ts).
 export function encodeEntry(e: FrontierEntry): string {
   const base = `${e.depth}\t${e.url}\t${e.referrer ?? ''}`;
   const kind = e.kind && e.kind !== 'page' ? e.kind : '';
+  if (e.label) return `${base}\t${kind}\t${e.redirects ?? ''}\t${e.label}`;
   if (e.redirects) return `${base}\t${kind}\t${e.redirects}`;
   return kind ? `${base}\t${kind}` : base;
 }
 
 export function decodeEntry(member: string): FrontierEntry {
-  const [depth, url, referrer, kind, redirects] = member.split('\t');
+  const [depth, url, referrer, kind, redirects, label] = member.split('\t');
   const entry: FrontierEntry = { url, depth: Number(depth), referrer: referrer ? referrer : null };
   if (kind === 'sitemap' || kind === 'sitemap-child') entry.kind = kind;
   if (redirects) entry.redirects = Number(redirects);
+  if (label) entry.label = label;
   return entry;
 }
 

@@ -75,6 +75,10 @@ export interface IndexEntry {
   revisit?: { url: string; date: string; recordId: string | null };
   /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
   rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
+  /** The handler route the page was enqueued with (absent: the default route). */
+  label?: string;
+  /** Dataset items the campaign's handler returned for this page (absent without a handler). */
+  items?: number;
   /** For sitemaps: URLs listed, URLs new to the frontier, child sitemaps, parse problems. */
   sitemap?: { kind: string; urls: number; added: number; sitemaps: number; truncated: false | 'bytes' | 'count'; errors: string[] };
 }
@@ -155,10 +159,10 @@ export class IndexWriter {
  * is still complete JSON and skipped otherwise. A bad line anywhere else is
  * real corruption and raises CORRUPT.
  */
-export async function readIndex(dir: string): Promise<IndexEntry[]> {
+export async function readIndex(dir: string, accept: (fileName: string) => boolean = () => true): Promise<IndexEntry[]> {
   let names: string[];
   try {
-    names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl')).sort();
+    names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl') && accept(n)).sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw new StorageError('READ_FAILED', dir, 'cannot list index directory', { cause: err });

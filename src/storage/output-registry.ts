@@ -4,6 +4,7 @@
 // still gets index lines saying so. Writers idle for a while are closed
 // (a long-lived worker sees many campaigns come and go).
 import path from 'node:path';
+import { DatasetWriter, datasetDir } from './dataset-writer';
 import { IndexWriter } from './index-writer';
 import { WarcWriter } from './warc-writer';
 
@@ -18,6 +19,7 @@ interface Entry<T> {
 export class OutputRegistry {
   private readonly warcs = new Map<string, Entry<WarcWriter>>();
   private readonly indexes = new Map<string, Entry<IndexWriter>>();
+  private readonly datasets = new Map<string, Entry<DatasetWriter>>();
 
   constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
 
@@ -33,9 +35,14 @@ export class OutputRegistry {
     return this.lookup(this.indexes, path.join(path.resolve(dir), 'index'), (d) => IndexWriter.open({ dir: d }));
   }
 
+  /** The default dataset's raw file of this process (items a handler returned). */
+  dataset(dir: string): Promise<DatasetWriter> {
+    return this.lookup(this.datasets, datasetDir(dir), (d) => DatasetWriter.open(d));
+  }
+
   /** How many writers are open (for tests of the eviction). */
   get size(): number {
-    return this.warcs.size + this.indexes.size;
+    return this.warcs.size + this.indexes.size + this.datasets.size;
   }
 
   private lookup<T extends { close(): Promise<void> }>(map: Map<string, Entry<T>>, key: string, open: (dir: string) => Promise<T>): Promise<T> {
@@ -53,7 +60,7 @@ export class OutputRegistry {
   }
 
   private sweep(now: number): void {
-    for (const map of [this.warcs, this.indexes] as Map<string, Entry<{ close(): Promise<void> }>>[]) {
+    for (const map of [this.warcs, this.indexes, this.datasets] as Map<string, Entry<{ close(): Promise<void> }>>[]) {
       for (const [key, e] of map) {
         if (now - e.usedAt < this.idleCloseMs) continue;
         map.delete(key);
@@ -63,9 +70,10 @@ export class OutputRegistry {
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.warcs.values(), ...this.indexes.values()] as Entry<{ close(): Promise<void> }>[];
+    const all = [...this.warcs.values(), ...this.indexes.values(), ...this.datasets.values()] as Entry<{ close(): Promise<void> }>[];
     this.warcs.clear();
     this.indexes.clear();
+    this.datasets.clear();
     await Promise.all(all.map(async (e) => (await e.writer.catch(() => null))?.close()));
   }
 }

@@ -132,6 +132,11 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  test('workers mount a handlers folder read-only at /handlers (docs/handlers.md)', () => {
+    const mounts = (services.worker?.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+    expect(mounts).toContain('./handlers:/handlers:ro');
+  });
+
   test('has Temporal on PostgreSQL, the Web UI, Redis and a worker', () => {
     expect(worker).toBeDefined();
     const t = env(temporal);

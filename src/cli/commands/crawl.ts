@@ -12,6 +12,7 @@ import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from 
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { checkRedis, createRedis, RedisUnavailableError } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
+import { loadHandler, resolveHandlerSpec } from '../../handlers/loader';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '../../../workflows/messages';
@@ -50,6 +51,8 @@ export interface CrawlOptions {
   priority: string[];
   /** ms, or null for `never`. */
   retention?: number | null;
+  handler?: string;
+  handlerTimeoutMs?: number;
 }
 
 export const wholeNumber = (name: string) => (raw: string) => {
@@ -174,6 +177,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
+    ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
+    ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
   };
   try {
     resolveCampaignSettings(input, campaignId);
@@ -203,6 +208,10 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
   const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
   const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location });
+  // Loaded here as the workers this command starts will load it, so a typo or a syntax error is
+  // exit code 2, not a failed campaign. Workers elsewhere (--workers 0) may keep it at another
+  // path: their prepareCampaign checks it and refuses the campaign.
+  if (input.handler && o.workers !== 0) await loadHandler(input.handler).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -240,7 +249,9 @@ export function campaignOptions(command: Command): Command {
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
     .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
-    .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention);
+    .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
+    .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
+    .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'));
 }
 
 export function registerCrawlCommand(program: Command): void {

@@ -18,6 +18,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['purge'], load: async () => (await import('./purge')).registerPurgeCommand },
   { names: ['report'], load: async () => (await import('./report')).registerReportCommand },
   { names: ['seal'], load: async () => (await import('./seal')).registerSealCommand },
+  { names: ['dataset'], load: async () => (await import('./dataset')).registerDatasetCommand },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];

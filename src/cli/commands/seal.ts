@@ -50,7 +50,8 @@ export function registerSealCommand(program: Command): void {
             `sealed ${campaignId}: ${r.lines} URLs in ${r.file}\n` +
               `  raw lines ${r.rawLines}, left out ${r.dropped} (attempts whose commit did not count)${r.unreadable ? `, unreadable ${r.unreadable}` : ''}` +
               `${r.missing ? `, committed URLs without a line ${r.missing}` : ''}\n` +
-              `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n`,
+              `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n` +
+              r.datasets.map((d) => `  dataset ${d.name}: ${d.items} items in ${d.file} (left out ${d.dropped})\n`).join(''),
           );
       } catch (err) {
         if (err instanceof CampaignConfigMissingError)
