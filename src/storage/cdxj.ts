@@ -226,3 +226,23 @@ async function mergeRuns(runs: string[], out: string): Promise<number> {
   await finished(ws);
   return n;
 }
+
+/** Where a campaign's CDXJ index goes in its output folder (beside `warc/` and `index/`). */
+export const CDXJ_FILE = 'index.cdxj';
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The WARC files one campaign wrote into `<outputDir>/warc`: workers name
+ * them `<campaign>-<17-digit UTC time>-…` (an output folder may be shared by
+ * several campaigns, and `a` must not take `a-b`'s files).
+ */
+export async function campaignWarcFiles(outputDir: string, campaignId: string): Promise<string[]> {
+  const own = new RegExp(`^${escapeRe(campaignId)}-\\d{17}-`);
+  return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own.test(path.basename(f)));
+}
+
+/** Indexes a campaign's WARC files into `<outputDir>/index.cdxj` (or `out`); what sealing calls. */
+export async function writeCampaignCdxj(outputDir: string, campaignId: string, out = path.join(outputDir, CDXJ_FILE), opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
+  return writeCdxj(await campaignWarcFiles(outputDir, campaignId), out, { tmpDir: opts.tmpDir ?? outputDir, ...opts });
+}
