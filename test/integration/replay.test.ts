@@ -8,7 +8,8 @@
 // WACZ through its own `wb-manager add --unpack-wacz`; Chromium opens the
 // replayed pages and finds the original text, follows a link, ends a
 // redirect chain on its final page, decodes both charsets and shows the
-// image. Screenshots: <test data>/screenshots/replay-*.png, docs/img/replay.png.
+// image; `crawler replay` serves the campaign in pywb as an operator runs it.
+// Screenshots: <test data>/screenshots/replay-*.png, docs/img/replay.png.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,7 +19,7 @@ import type { Browser, Page } from 'playwright-core';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { parseCdxjLine, type CdxjLine } from '../../src/storage/cdxj';
 import { findOrInstallPyReplayTools, type PyReplayTools } from '../../src/stack/tools';
-import { freePort, waitFor } from '../../src/stack/ports';
+import { freePort, portOpen, waitFor } from '../../src/stack/ports';
 import { launchBrowser, screenshot } from '../support/browser';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 
@@ -292,14 +293,28 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   await expect(page.locator('#text').innerText()).resolves.toBe(TEXT.final);
   await screenshot(page, 'replay-wacz-final');
 
-  // What an operator gets from pywb's defaults (docs/operations.md): framed replay, the page in a
-  // frame under pywb's banner, which names the capture's URL and time.
-  const framedRoot = path.join(h.outDir, `pywb-framed-${id}`);
-  fs.mkdirSync(framedRoot);
-  fs.writeFileSync(path.join(framedRoot, 'config.yaml'), `collections:\n  crawl:\n    index_paths: ${cdxjFile}\n    archive_paths: ${warcDir}/\n`);
-  const framed = await startPywb(framedRoot);
-  await page.goto(`${framed}/crawl/${url('/')}`);
-  const inner = page.frameLocator('iframe').first();
-  await expect(inner.locator('#text').innerText()).resolves.toBe(TEXT.root);
+  // What an operator gets (docs/operations.md): `crawler replay`, pywb with its defaults, the page in a
+  // frame under pywb's banner, which names the capture's URL and time. Stopping the command stops pywb.
+  const replayPort = await freePort();
+  const cmd = crawlerCommand(['replay', id, '--out', out.dir, '--port', String(replayPort)]);
+  const replay = spawn(cmd.command, cmd.args, { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  servers.push(replay);
+  let replayOut = '';
+  replay.stdout!.on('data', (d: Buffer) => (replayOut += d.toString()));
+  replay.stderr!.on('data', (d: Buffer) => (replayOut += d.toString()));
+  const framed = `http://127.0.0.1:${replayPort}/${id}/`;
+  await waitFor(
+    'crawler replay',
+    async () => (await fetch(framed).catch(() => null))?.ok === true,
+    120_000,
+    () => (replay.exitCode !== null ? `exit ${replay.exitCode}:\n${replayOut}` : null),
+  );
+  expect(replayOut.split('\n')).toContain(framed);
+  await page.goto(`${framed}${url('/')}`);
+  await expect(page.frameLocator('iframe').first().locator('#text').innerText()).resolves.toBe(TEXT.root);
   await screenshot(page, 'replay-framed', { docsName: 'replay.png' });
+  const exited = new Promise<number | null>((r) => replay.once('exit', (code) => r(code)));
+  replay.kill('SIGTERM');
+  expect(await exited).toBe(0);
+  expect(await portOpen(replayPort)).toBe(false);
 });

@@ -15,7 +15,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['status', 'pause', 'resume', 'cancel'], load: async () => (await import('./campaign-control')).registerCampaignControlCommands },
   { names: ['set-rate', 'set-concurrency', 'set-budget', 'add-seeds', 'list'], load: async () => (await import('./steer')).registerSteerCommands },
   { names: ['report'], load: async () => (await import('./report')).registerReportCommand },
-  { names: ['cdxj', 'export'], load: async () => (await import('./archive')).registerArchiveCommands },
+  { names: ['cdxj', 'export', 'replay'], load: async () => (await import('./archive')).registerArchiveCommands },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];
