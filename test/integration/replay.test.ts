@@ -1,6 +1,6 @@
 // A crawl replayed by real clients: the crawler archives a small site (a
 // redirect chain, the same page at two URLs, a PNG and a PDF, Shift_JIS and
-// windows-1252 pages), `crawler cdxj` indexes the WARCs and `crawler export --wacz`
+// windows-1252 pages; a revisit record of the duplicate page is added by hand), `crawler cdxj` indexes the WARCs and `crawler export --wacz`
 // packages them; then tools we did not write take over. Python's
 // cdxj-indexer (pywb's own) indexes the same WARCs and must agree with our
 // index line for line; `wacz validate` (PyPI wacz) accepts the package and
@@ -21,6 +21,7 @@ import { parseCdxjLine, type CdxjLine } from '../../src/storage/cdxj';
 import { findOrInstallPyReplayTools, type PyReplayTools } from '../../src/stack/tools';
 import { freePort, portOpen, waitFor } from '../../src/stack/ports';
 import { launchBrowser, screenshot } from '../support/browser';
+import { appendRevisit } from '../support/revisit';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 
 jest.setTimeout(600_000);
@@ -74,17 +75,16 @@ interface ImageLike {
   onload: ((ev: unknown) => unknown) | null;
 }
 
-// Rebuilds a WACZ with one byte of its first WARC flipped: still a sound ZIP, but no longer what datapackage.json hashes.
+// Rebuilds a WACZ with one byte added to pages.jsonl (still valid JSON lines, still a sound ZIP):
+// only the hash in datapackage.json can tell.
 const PY_TAMPER = String.raw`
 import sys, zipfile
 src, dst = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_STORED) as zout:
-    done = False
     for info in zin.infolist():
         data = zin.read(info)
-        if not done and info.filename.startswith('archive/'):
-            data = data[:200] + bytes([data[200] ^ 0xff]) + data[201:]
-            done = True
+        if info.filename == 'pages/pages.jsonl':
+            data = data.replace(b'"url":', b'"url": ', 1)
         zout.writestr(info.filename, data)
 `;
 
@@ -204,6 +204,25 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   expect(byUrl.get(url('/start'))!.status).toBe(301);
   // One of the mirrors is the duplicate of the other.
   expect(index.filter((e) => e.url.includes('/mirror/') && e.duplicateOf).length).toBe(1);
+  // A third mirror, never fetched, as a WARC/1.1 revisit record (identical-payload-digest) of the first
+  // stored one, in a WARC file of the campaign's own: what the revisit writer leaves for a duplicate.
+  // Replay must take its payload from the record it refers to, through the CDXJ.
+  const original = index.find((e) => e.url.includes('/mirror/') && !e.duplicateOf)!;
+  const originalRecord = (await out.warc()).find((r) => r.type === 'response' && r.targetUri === original.url)!;
+  const revisitWarc = path.join(out.dir, 'warc', `${id}-20000101000000000-test-revisit.warc.gz`);
+  fs.writeFileSync(revisitWarc, '');
+  appendRevisit(revisitWarc, {
+    url: url('/mirror/c'),
+    date: new Date(Date.parse(original.fetchedAt) + 1000),
+    refersToUrl: original.url,
+    refersToDate: new Date(originalRecord.headers['WARC-Date']!),
+    payloadDigest: originalRecord.headers['WARC-Payload-Digest']!,
+    status: 200,
+    headers: [
+      ['Content-Type', 'text/html; charset=utf-8'],
+      ['Content-Length', String(Buffer.byteLength(DUP))],
+    ],
+  });
 
   // --- our CDXJ against pywb's own indexer over the same files
   const cdxjFile = await cli(['cdxj', id, '--out', out.dir]);
@@ -216,18 +235,24 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   // cdxj-indexer also indexes the metadata records we write beside each response; ours holds responses (and revisits) only.
   const theirsResponses = theirs.filter((l) => l.fields.mime !== 'application/warc-fields');
   expect(ours.map(lineKey).sort()).toEqual(theirsResponses.map(lineKey).sort());
-  expect(ours).toHaveLength(index.filter((e) => e.warc).length);
+  expect(ours).toHaveLength(index.filter((e) => e.warc).length + 1);
+  expect(ours.find((l) => l.fields.url === url('/mirror/c'))!.fields).toMatchObject({ mime: 'warc/revisit', status: '200', digest: originalRecord.headers['WARC-Payload-Digest'] });
 
   // --- the WACZ, checked by py-wacz
   const wacz = path.join(h.outDir, `${id}.wacz`);
   expect(await cli(['export', id, '--wacz', wacz, '--out', out.dir])).toBe(wacz);
   const valid = await run(path.join(tools.bin, 'wacz'), ['validate', '-f', wacz]);
   expect(valid.stdout).toContain('Validation succeeded');
-  // A validator that accepts anything proves nothing: one flipped byte inside a WARC must fail it.
+  // A validator that accepts anything proves nothing: a changed file must fail it.
   const tampered = path.join(h.outDir, `${id}-tampered.wacz`);
   await run(tools.python, ['-c', PY_TAMPER, wacz, tampered]);
-  const bad = await run(path.join(tools.bin, 'wacz'), ['validate', '-f', tampered]).catch((e: { stdout: string; code: number }) => e);
+  const bad = await run(path.join(tools.bin, 'wacz'), ['validate', '-f', tampered]).then(
+    () => ({ code: 0, stdout: '' }),
+    (e: { stdout: string; code: number }) => e,
+  );
+  expect(bad.code).toBe(1);
   expect(bad.stdout).toContain('Validation failed');
+  expect(bad.stdout).toMatch(/pages\.jsonl[\s\S]*does not match the expected hash/);
 
   // --- pywb: collection "crawl" straight from the output folder, "pkg" unpacked from the WACZ by pywb itself
   const root = path.join(h.outDir, `pywb-${id}`);
@@ -263,8 +288,8 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   await expect(page.locator('#text').innerText()).resolves.toBe(TEXT.final);
   await screenshot(page, 'replay-redirect-final');
 
-  // Both mirrors replay (the second is the duplicate).
-  for (const p of ['/mirror/a', '/mirror/b']) {
+  // Every mirror replays: the first stored, its duplicate, and the revisit record.
+  for (const p of ['/mirror/a', '/mirror/b', '/mirror/c']) {
     await page.goto(`${base}/crawl/${url(p)}`);
     expect({ p, text: await page.locator('#text').innerText() }).toEqual({ p, text: TEXT.dup });
   }
