@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { crawlerCommand } from '../../src/cli/crawler-command';
 import { listWarcFiles, parseCdxjLine, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { appendRevisit } from '../support/revisit';
@@ -216,5 +217,41 @@ describe('writeCdxj', () => {
     const bad = path.join(dir, 'bad.warc.gz');
     fs.writeFileSync(bad, Buffer.from('not a warc at all\r\n\r\n'));
     await expect(writeCdxj([bad], out)).rejects.toMatchObject({ name: 'StorageError', code: 'CORRUPT' });
+  });
+});
+
+describe('crawler cdxj', () => {
+  const cli = (args: string[], cwd: string) => {
+    const c = crawlerCommand(args);
+    return spawnSync(c.command, c.args, { cwd, encoding: 'utf8' });
+  };
+
+  it('indexes a folder of WARC files, or an output folder through its warc/ folder; bad input exits 2', async () => {
+    const out = tmpDir();
+    const w = await WarcWriter.open({ dir: path.join(out, 'warc'), prefix: 'camp' });
+    await w.writeExchange(exchange('http://a.test/', 0, 200, 'text/html', Buffer.from('<p>a</p>')));
+    await w.writeExchange(exchange('http://a.test/b', 1, 200, 'text/html', Buffer.from('<p>b</p>')));
+    await w.close();
+
+    const byFolder = cli(['cdxj', out], out);
+    expect({ status: byFolder.status, stderr: byFolder.stderr }).toEqual({ status: 0, stderr: '2 CDXJ lines from 1 WARC files\n' });
+    expect(byFolder.stdout).toBe(`${path.join(out, 'index.cdxj')}\n`);
+    const lines = fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8').trimEnd().split('\n').map(parseCdxjLine);
+    expect(lines.map((l) => l.fields.url)).toEqual(['http://a.test/', 'http://a.test/b']);
+
+    const warcFolder = cli(['cdxj', path.join(out, 'warc')], out);
+    expect(warcFolder.stdout).toBe(`${path.join(out, 'warc', 'index.cdxj')}\n`);
+    expect(fs.readFileSync(path.join(out, 'warc', 'index.cdxj'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8'));
+
+    // By campaign: only that campaign's files, found where crawl puts them.
+    const byCampaign = cli(['cdxj', 'camp', '--out', out, '-o', path.join(out, 'x.cdxj')], out);
+    expect(byCampaign.status).toBe(0);
+    expect(fs.readFileSync(path.join(out, 'x.cdxj'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8'));
+    const other = cli(['cdxj', 'cam', '--out', out], out);
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain('no WARC files of campaign cam');
+    const empty = cli(['cdxj', tmpDir()], out);
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toContain('no .warc.gz or .warc files');
   });
 });
