@@ -4,6 +4,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { finished } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
+import { surt } from './surt';
 import { StorageError } from './warc-writer';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
@@ -14,12 +15,13 @@ import { StorageError } from './warc-writer';
 // (PyPI cdxj-indexer): strings throughout, the digest with its `sha1:`
 // prefix, mime `warc/revisit` for revisit records.
 //
-// Record parsing, pairing, SURT keys and field extraction are warcio.js's
-// CDXIndexer (already our WARC library; the same code Webrecorder's
-// browsertrix-crawler indexes with). We keep its per-record output and do
-// the rest ourselves: it indexes every record type other than request and
-// warcinfo (metadata and resource records too), and it neither sorts nor
-// spills to disk.
+// Record parsing, request/response pairing and field extraction are
+// warcio.js's CDXIndexer (already our WARC library; the code Webrecorder's
+// browsertrix-crawler indexes with). The rest is ours: the SURT key (pywb
+// looks pages up by the key the IA's `surt` computes, which warcio.js's
+// getSurt does not always match: ./surt.ts), only response and revisit
+// records (it also indexes metadata and resource records), the sort and
+// the spill to disk.
 
 /** One CDXJ line's JSON part; every value a string, as pywb writes them. */
 export interface CdxjFields {
@@ -73,7 +75,7 @@ const str = (v: unknown): string | undefined => (v === null || v === undefined |
  * no WARC record in it is CORRUPT.
  */
 export async function* indexWarcFile(file: string, filename = path.basename(file)): AsyncGenerator<CdxjLine> {
-  const indexer = new CountingIndexer({});
+  const indexer = new CountingIndexer({ noSurt: true });
   const stream = createReadStream(file);
   try {
     for await (const res of indexer.iterIndex([{ filename, reader: stream }])) {
@@ -91,7 +93,7 @@ export async function* indexWarcFile(file: string, filename = path.basename(file
         offset: String(cdx.offset),
         filename,
       };
-      yield { urlkey: String(cdx.urlkey), timestamp: String(cdx.timestamp), fields };
+      yield { urlkey: surt(fields.url), timestamp: String(cdx.timestamp), fields };
     }
     if (indexer.records === 0 && (await fsp.stat(file)).size > 0) throw new StorageError('CORRUPT', file, 'no WARC record in a non-empty file');
   } catch (err) {
