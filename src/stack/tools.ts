@@ -197,3 +197,49 @@ export async function findOrInstallRedisServer(log: (msg: string) => void = () =
     return installed;
   });
 }
+
+/**
+ * The replay and packaging tools from PyPI, pinned so every machine checks
+ * our CDXJ and WACZ output with the same independent programs: pywb (replay;
+ * brings `wb-manager` and `wayback`), wacz (`wacz validate`) and cdxj-indexer
+ * (pywb's own CDXJ indexer, a reference for our keys). warcio is the version
+ * the tests' WARC checks pin, in the same venv. Bump deliberately.
+ */
+export const PY_REPLAY_TOOLS: Readonly<Record<string, string>> = { warcio: '1.8.1', pywb: '2.10.0', wacz: '0.6.0', 'cdxj-indexer': '1.5.0' };
+/** The venv the Python tools live in (the Temporal CLI keeps its own). */
+export const PY_TOOLS_VENV = path.join(TOOLS_DIR, 'pyvenv');
+
+export interface PyReplayTools {
+  python: string;
+  /** Directory holding wb-manager, wayback, wacz and cdxj-indexer. */
+  bin: string;
+}
+
+/** Names of the pinned packages that are missing or at another version in the venv. */
+function stalePyTools(python: string): string[] {
+  if (!executable(python)) return Object.keys(PY_REPLAY_TOOLS);
+  const probe = `import json, importlib.metadata as m\nout = {}\nfor n in ${JSON.stringify(Object.keys(PY_REPLAY_TOOLS))}:\n    try: out[n] = m.version(n)\n    except Exception: out[n] = None\nprint(json.dumps(out))`;
+  const res = spawnSync(python, ['-c', probe], { encoding: 'utf8' });
+  if (res.status !== 0) return Object.keys(PY_REPLAY_TOOLS);
+  const found = JSON.parse(res.stdout) as Record<string, string | null>;
+  return Object.entries(PY_REPLAY_TOOLS)
+    .filter(([n, v]) => found[n] !== v)
+    .map(([n]) => n);
+}
+
+/** pywb, wacz and cdxj-indexer (pinned) in `.crawler/tools/pyvenv`, installed with pip on first use (about 15 s). */
+export async function findOrInstallPyReplayTools(log: (msg: string) => void = () => {}, opts: Omit<InstallOptions, 'log'> = {}): Promise<PyReplayTools> {
+  const python = path.join(PY_TOOLS_VENV, 'bin', 'python');
+  const tools = { python, bin: path.join(PY_TOOLS_VENV, 'bin') };
+  if (stalePyTools(python).length === 0) return tools;
+  return withInstallLock(async () => {
+    if (stalePyTools(python).length === 0) return tools;
+    const pins = Object.entries(PY_REPLAY_TOOLS).map(([n, v]) => `${n}==${v}`);
+    log(`installing ${pins.join(' ')} into ${PY_TOOLS_VENV}…`);
+    ensurePythonVenv(PY_TOOLS_VENV, { ...opts, log, purpose: 'replaying and packaging crawls (pywb, wacz)' });
+    run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...pins], `pip install ${pins.join(' ')}`);
+    const stale = stalePyTools(python);
+    if (stale.length) throw new StackError('INSTALL_FAILED', `pip installed the replay tools but ${stale.join(', ')} is still missing or at another version in ${PY_TOOLS_VENV}`);
+    return tools;
+  });
+}

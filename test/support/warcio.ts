@@ -3,13 +3,12 @@
 // (.crawler/tools/pyvenv, not the Temporal CLI's) on first use.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { TOOLS_DIR } from '../../src/stack/paths';
-import { ensurePythonVenv, withInstallLock } from '../../src/stack/tools';
+import { ensurePythonVenv, PY_REPLAY_TOOLS, PY_TOOLS_VENV, withInstallLock } from '../../src/stack/tools';
 
-export const VENV = path.join(TOOLS_DIR, 'pyvenv');
+export const VENV = PY_TOOLS_VENV;
 export const VENV_PY = path.join(VENV, 'bin', 'python');
-/** Pinned so every machine checks our WARCs with the same reader; bump deliberately. */
-export const WARCIO_VERSION = '1.8.1';
+/** Pinned so every machine checks our WARCs with the same reader; the one pin the replay tools' venv shares. */
+export const WARCIO_VERSION = PY_REPLAY_TOOLS.warcio!;
 
 export function run(cmd: string, args: string[], input?: string) {
   return spawnSync(cmd, args, { encoding: 'utf8', input, maxBuffer: 64 * 1024 * 1024 });

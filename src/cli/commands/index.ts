@@ -19,6 +19,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['report'], load: async () => (await import('./report')).registerReportCommand },
   { names: ['seal'], load: async () => (await import('./seal')).registerSealCommand },
   { names: ['dataset'], load: async () => (await import('./dataset')).registerDatasetCommand },
+  { names: ['cdxj', 'export', 'replay'], load: async () => (await import('./archive')).registerArchiveCommands },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];

@@ -1,0 +1,250 @@
+import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { finished } from 'node:stream/promises';
+import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
+import { surt } from './surt';
+import { StorageError } from './warc-writer';
+
+// CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
+// One line per response or revisit record:
+//   <SURT key> <14-digit timestamp> {"url","mime","status","digest","length","offset","filename"}
+// sorted in byte order (what `LC_ALL=C sort` gives and what replay tools
+// binary-search). Fields and their spelling are those of pywb's own indexer
+// (PyPI cdxj-indexer): strings throughout, the digest with its `sha1:`
+// prefix, mime `warc/revisit` for revisit records.
+//
+// Record parsing, request/response pairing and field extraction are
+// warcio.js's CDXIndexer (already our WARC library; the code Webrecorder's
+// browsertrix-crawler indexes with). The rest is ours: the SURT key (pywb
+// looks pages up by the key the IA's `surt` computes, which warcio.js's
+// getSurt does not always match: ./surt.ts), only response and revisit
+// records (it also indexes metadata and resource records), the sort and
+// the spill to disk.
+
+/** One CDXJ line's JSON part; every value a string, as pywb writes them. */
+export interface CdxjFields {
+  url: string;
+  mime: string;
+  status?: string;
+  digest?: string;
+  length: string;
+  offset: string;
+  filename: string;
+}
+
+export interface CdxjLine {
+  urlkey: string;
+  timestamp: string;
+  fields: CdxjFields;
+}
+
+const INDEXED_TYPES = new Set(['response', 'revisit']);
+
+/** Lines held in memory before a sorted run is spilled to a temporary file. */
+export const DEFAULT_RUN_BYTES = 64 * 1024 * 1024;
+
+export function formatCdxjLine(l: CdxjLine): string {
+  return `${l.urlkey} ${l.timestamp} ${JSON.stringify(l.fields)}\n`;
+}
+
+export function parseCdxjLine(line: string): CdxjLine {
+  const a = line.indexOf(' ');
+  const b = line.indexOf(' ', a + 1);
+  if (a <= 0 || b <= a) throw new StorageError('CORRUPT', null, `not a CDXJ line: ${line.slice(0, 200)}`);
+  return { urlkey: line.slice(0, a), timestamp: line.slice(a + 1, b), fields: JSON.parse(line.slice(b + 1)) as CdxjFields };
+}
+
+/** Counts the records warcio.js parsed, so a file that is not a WARC at all is told apart from an empty one. */
+class CountingIndexer extends CDXAndRecordIndexer {
+  records = 0;
+  override indexRecord(record: WARCRecord | null, at: IndexerOffsetLength, filename: string) {
+    if (record?.warcType) this.records++;
+    return super.indexRecord(record, at, filename);
+  }
+}
+
+const str = (v: unknown): string | undefined => (v === null || v === undefined || v === '' ? undefined : String(v));
+
+/**
+ * The CDXJ lines of one WARC file, in file order (unsorted). `filename` is
+ * what the lines name: the path replay tools resolve against their archive
+ * folder (default: the file's basename). An incomplete last record (what a
+ * writer that died mid-write leaves) is not indexed; a non-empty file with
+ * no WARC record in it is CORRUPT.
+ */
+export async function* indexWarcFile(file: string, filename = path.basename(file)): AsyncGenerator<CdxjLine> {
+  const indexer = new CountingIndexer({ noSurt: true });
+  const stream = createReadStream(file);
+  try {
+    for await (const res of indexer.iterIndex([{ filename, reader: stream }])) {
+      const { cdx, record } = res as unknown as { cdx: Record<string, unknown>; record: { warcType?: string; warcPayloadDigest?: string | null } };
+      if (!INDEXED_TYPES.has(record.warcType ?? '')) continue;
+      const status = str(cdx.status);
+      // warcio.js drops the algorithm; pywb's indexer keeps the header's value whole.
+      const digest = str(record.warcPayloadDigest);
+      const fields: CdxjFields = {
+        url: String(cdx.url),
+        mime: str(cdx.mime) ?? 'unk',
+        ...(status ? { status } : {}),
+        ...(digest ? { digest } : {}),
+        length: String(cdx.length),
+        offset: String(cdx.offset),
+        filename,
+      };
+      yield { urlkey: surt(fields.url), timestamp: String(cdx.timestamp), fields };
+    }
+    if (indexer.records === 0 && (await fsp.stat(file)).size > 0) throw new StorageError('CORRUPT', file, 'no WARC record in a non-empty file');
+  } catch (err) {
+    if (err instanceof StorageError) throw err;
+    throw new StorageError('CORRUPT', file, 'cannot index WARC file', { cause: err });
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** `*.warc.gz` and `*.warc` files of a folder (not recursive), in name order. */
+export async function listWarcFiles(dir: string): Promise<string[]> {
+  try {
+    return (await fsp.readdir(dir))
+      .filter((n) => n.endsWith('.warc.gz') || n.endsWith('.warc'))
+      .sort()
+      .map((n) => path.join(dir, n));
+  } catch (err) {
+    throw new StorageError('READ_FAILED', dir, 'cannot list WARC folder', { cause: err });
+  }
+}
+
+export interface WriteCdxjOptions {
+  /** Where the sorted runs of a large index are spilled; default the OS temp folder. */
+  tmpDir?: string;
+  /** Bytes of lines kept in memory before a run is spilled. */
+  runBytes?: number;
+}
+
+export interface CdxjResult {
+  file: string;
+  lines: number;
+  warcFiles: number;
+}
+
+const byteOrder = (a: Buffer, b: Buffer) => Buffer.compare(a, b);
+
+/**
+ * Indexes WARC files into one sorted CDXJ file, written to `<out>.tmp` and
+ * renamed into place, so a reader never sees half an index. Identical lines
+ * (the same record indexed twice) are written once.
+ */
+export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
+  const runBytes = opts.runBytes ?? DEFAULT_RUN_BYTES;
+  const runs: string[] = [];
+  let spillDir: string | null = null;
+  let buf: Buffer[] = [];
+  let held = 0;
+  const spill = async () => {
+    spillDir ??= await fsp.mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'cdxj-'));
+    buf.sort(byteOrder);
+    const run = path.join(spillDir, `run-${runs.length}.cdxj`);
+    await writeLines(run, buf);
+    runs.push(run);
+    buf = [];
+    held = 0;
+  };
+  try {
+    for (const file of warcFiles) {
+      for await (const line of indexWarcFile(file)) {
+        const b = Buffer.from(formatCdxjLine(line), 'utf8');
+        buf.push(b);
+        held += b.length;
+        if (held >= runBytes) await spill();
+      }
+    }
+    await fsp.mkdir(path.dirname(path.resolve(out)), { recursive: true });
+    const tmp = `${out}.tmp`;
+    let lines: number;
+    if (runs.length === 0) {
+      buf.sort(byteOrder);
+      lines = await writeLines(tmp, buf);
+    } else {
+      if (buf.length) await spill();
+      lines = await mergeRuns(runs, tmp);
+    }
+    await fsp.rename(tmp, out);
+    return { file: out, lines, warcFiles: warcFiles.length };
+  } catch (err) {
+    if (err instanceof StorageError) throw err;
+    throw new StorageError('WRITE_FAILED', out, 'cannot write CDXJ index', { cause: err });
+  } finally {
+    if (spillDir) await fsp.rm(spillDir, { recursive: true, force: true });
+  }
+}
+
+/** Indexes every WARC file of `warcDir` into `out`. */
+export async function writeCdxjForDir(warcDir: string, out: string, opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
+  return writeCdxj(await listWarcFiles(warcDir), out, opts);
+}
+
+async function writeLines(file: string, lines: Iterable<Buffer>): Promise<number> {
+  const ws = createWriteStream(file);
+  let n = 0;
+  let last: Buffer | null = null;
+  for (const l of lines) {
+    if (last && last.equals(l)) continue;
+    last = l;
+    n++;
+    if (!ws.write(l)) await new Promise<void>((r) => ws.once('drain', () => r()));
+  }
+  ws.end();
+  await finished(ws);
+  return n;
+}
+
+/** k-way merge of sorted runs (a linear scan for the smallest head: runs are few, each up to runBytes). */
+async function mergeRuns(runs: string[], out: string): Promise<number> {
+  const readers = runs.map((r) => readline.createInterface({ input: createReadStream(r), crlfDelay: Infinity })[Symbol.asyncIterator]());
+  const heads: (Buffer | null)[] = [];
+  const next = async (i: number) => {
+    const r = await readers[i]!.next();
+    heads[i] = r.done ? null : Buffer.from(`${r.value}\n`, 'utf8');
+  };
+  for (let i = 0; i < readers.length; i++) await next(i);
+  const ws = createWriteStream(out);
+  let n = 0;
+  let last: Buffer | null = null;
+  for (;;) {
+    let min = -1;
+    for (let i = 0; i < heads.length; i++) if (heads[i] && (min < 0 || Buffer.compare(heads[i]!, heads[min]!) < 0)) min = i;
+    if (min < 0) break;
+    const l = heads[min]!;
+    if (!last || !last.equals(l)) {
+      n++;
+      if (!ws.write(l)) await new Promise<void>((r) => ws.once('drain', () => r()));
+    }
+    last = l;
+    await next(min);
+  }
+  ws.end();
+  await finished(ws);
+  return n;
+}
+
+/** Where a campaign's CDXJ index goes in its output folder (beside `warc/` and `index/`). */
+export const CDXJ_FILE = 'index.cdxj';
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The WARC files one campaign wrote into `<outputDir>/warc`: workers name
+ * them `<campaign>-<17-digit UTC time>-…` (an output folder may be shared by
+ * several campaigns, and `a` must not take `a-b`'s files).
+ */
+export async function campaignWarcFiles(outputDir: string, campaignId: string): Promise<string[]> {
+  const own = new RegExp(`^${escapeRe(campaignId)}-\\d{17}-`);
+  return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own.test(path.basename(f)));
+}
+
+/** Indexes a campaign's WARC files into `<outputDir>/index.cdxj` (or `out`); what sealing calls. */
+export async function writeCampaignCdxj(outputDir: string, campaignId: string, out = path.join(outputDir, CDXJ_FILE), opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
+  return writeCdxj(await campaignWarcFiles(outputDir, campaignId), out, { tmpDir: opts.tmpDir ?? outputDir, ...opts });
+}

@@ -1,0 +1,257 @@
+// The CDXJ index against the WARC records it points at, read back by an
+// independent reader: Python's warcio opens each line's (offset, length)
+// slice on its own and must find exactly one record there, with the line's
+// URL, type and payload digest. The order is `LC_ALL=C sort`'s.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { listWarcFiles, parseCdxjLine, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
+import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
+import { appendRevisit } from '../support/revisit';
+import { ensurePythonWarcio, run, VENV_PY } from '../support/warcio';
+
+jest.setTimeout(180_000);
+
+const tmpDirs: string[] = [];
+function tmpDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cdxj-test-'));
+  tmpDirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const T0 = Date.UTC(2025, 4, 6, 7, 8, 9, 500);
+
+function exchange(url: string, i: number, status: number, contentType: string, body: Buffer, metadata = true): WarcExchange {
+  return {
+    url,
+    fetchedAt: new Date(T0 + i * 1000),
+    request: { method: 'GET', headers: { 'User-Agent': 'test/1' } },
+    response: { status, headers: { 'Content-Type': contentType, ...(status === 301 ? { Location: '/b' } : {}) }, body },
+    ...(metadata ? { metadata: { outlink: [`${url}#x`] } } : {}),
+  };
+}
+
+// For each line: the slice alone, as a file of its own; warcio must read exactly one record from it.
+const PY_SLICES = String.raw`
+import sys, json, io, zlib
+from warcio.archiveiterator import ArchiveIterator
+folder = sys.argv[1]
+for line in sys.stdin:
+    key, ts, data = line.rstrip('\n').split(' ', 2)
+    f = json.loads(data)
+    with open(folder + '/' + f['filename'], 'rb') as fh:
+        fh.seek(int(f['offset']))
+        raw = fh.read(int(f['length']))
+    d = zlib.decompressobj(31)
+    d.decompress(raw)
+    recs = []
+    for rec in ArchiveIterator(io.BytesIO(raw), check_digests=True):
+        h = rec.rec_headers
+        rec.content_stream().read()
+        recs.append({'type': rec.rec_type, 'uri': h.get_header('WARC-Target-URI'), 'digest': h.get_header('WARC-Payload-Digest'),
+                     'date': h.get_header('WARC-Date'), 'status': rec.http_headers.get_statuscode() if rec.http_headers else None,
+                     'problems': list(rec.digest_checker.problems)})
+    print(json.dumps({'line': f, 'memberComplete': d.eof and not d.unused_data, 'records': recs}))
+`;
+
+// Every response and revisit record of the files, by whole-file iteration.
+const PY_ALL = String.raw`
+import sys, json
+from warcio.archiveiterator import ArchiveIterator
+for p in sys.argv[1:]:
+    with open(p, 'rb') as fh:
+        it = ArchiveIterator(fh)
+        for rec in it:
+            if rec.rec_type in ('response', 'revisit'):
+                print(json.dumps({'file': p.rsplit('/', 1)[-1], 'offset': it.get_record_offset(), 'length': it.get_record_length(), 'uri': rec.rec_headers.get_header('WARC-Target-URI')}))
+`;
+
+interface SliceCheck {
+  line: CdxjLine['fields'];
+  memberComplete: boolean;
+  records: { type: string; uri: string; digest: string | null; date: string; status: string | null; problems: string[] }[];
+}
+
+describe('writeCdxj', () => {
+  beforeAll(async () => {
+    await ensurePythonWarcio();
+  });
+
+  it('writes one sorted line per response and revisit record, each pointing at exactly that record', async () => {
+    const dir = tmpDir();
+    // Two writers: two files, each with warcinfo, request and metadata records the index must skip.
+    const a = await WarcWriter.open({ dir, prefix: 'a' });
+    const b = await WarcWriter.open({ dir, prefix: 'b' });
+    const page = Buffer.from('<html><body>same text</body></html>');
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 7)]);
+    const locs: Record<string, WarcLocation> = {};
+    locs.root = await a.writeExchange(exchange('http://www.Site.test:8080/', 0, 200, 'text/html; charset=utf-8', page));
+    locs.redirect = await a.writeExchange(exchange('http://site.test:8080/a?z=1&b=2', 1, 301, 'text/html', Buffer.from('moved'), false));
+    locs.pdf = await b.writeExchange(exchange('http://site.test:8080/doc.pdf', 2, 200, 'application/pdf', pdf));
+    locs.missing = await b.writeExchange(exchange('http://other.test/x', 3, 404, 'text/plain', Buffer.from('no')));
+    locs.copy = await b.writeExchange(exchange('http://other.test/copy', 4, 200, 'text/html', page));
+    await a.close();
+    await b.close();
+    // A duplicate of the root page, stored as a revisit record after the others of file b.
+    const [fileA, fileB] = (await listWarcFiles(dir)).map((f) => path.basename(f));
+    const revisit = appendRevisit(path.join(dir, fileB!), {
+      url: 'http://mirror.test/',
+      date: new Date(T0 + 5000),
+      refersToUrl: 'http://www.Site.test:8080/',
+      refersToDate: new Date(T0),
+      payloadDigest: locs.root!.payloadDigest,
+      status: 200,
+      headers: [
+        ['Content-Type', 'text/html; charset=utf-8'],
+        ['Content-Length', String(page.length)],
+      ],
+    });
+
+    const out = path.join(dir, 'out', 'index.cdxj');
+    // A tiny run size forces the spill-and-merge path.
+    const res = await writeCdxj(await listWarcFiles(dir), out, { runBytes: 400, tmpDir: dir });
+    expect(res).toEqual({ file: out, lines: 6, warcFiles: 2 });
+    const text = fs.readFileSync(out, 'utf8');
+    expect(fs.existsSync(`${out}.tmp`)).toBe(false);
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toHaveLength(6);
+
+    // Byte order, as `LC_ALL=C sort` puts it.
+    const sorted = spawnSync('sort', [out], { encoding: 'utf8', env: { ...process.env, LC_ALL: 'C' } });
+    expect(sorted.status).toBe(0);
+    expect(text).toBe(sorted.stdout);
+    // The same without spilling.
+    const inMemory = path.join(dir, 'in-memory.cdxj');
+    await writeCdxj(await listWarcFiles(dir), inMemory);
+    expect(fs.readFileSync(inMemory, 'utf8')).toBe(text);
+
+    const parsed = lines.map(parseCdxjLine);
+    const byUrl = new Map(parsed.map((l) => [l.fields.url, l]));
+    expect(byUrl.get('http://www.Site.test:8080/')).toEqual({
+      urlkey: 'test,site:8080)/',
+      timestamp: '20250506070809',
+      fields: {
+        url: 'http://www.Site.test:8080/',
+        mime: 'text/html',
+        status: '200',
+        digest: locs.root!.payloadDigest,
+        length: String(locs.root!.length),
+        offset: String(locs.root!.offset),
+        filename: fileA,
+      },
+    });
+    // Query arguments sorted in the key, as SURT has them.
+    expect(byUrl.get('http://site.test:8080/a?z=1&b=2')).toMatchObject({ urlkey: 'test,site:8080)/a?b=2&z=1', fields: { status: '301', mime: 'text/html' } });
+    expect(byUrl.get('http://site.test:8080/doc.pdf')!.fields).toMatchObject({ mime: 'application/pdf', filename: fileB });
+    expect(byUrl.get('http://other.test/x')!.fields.status).toBe('404');
+    expect(byUrl.get('http://mirror.test/')).toEqual({
+      urlkey: 'test,mirror)/',
+      timestamp: '20250506070814',
+      fields: {
+        url: 'http://mirror.test/',
+        mime: 'warc/revisit',
+        status: '200',
+        digest: locs.root!.payloadDigest,
+        length: String(revisit.length),
+        offset: String(revisit.offset),
+        filename: fileB,
+      },
+    });
+    // Our own writer's locations agree for every response.
+    for (const [key, url] of [
+      ['root', 'http://www.Site.test:8080/'],
+      ['redirect', 'http://site.test:8080/a?z=1&b=2'],
+      ['pdf', 'http://site.test:8080/doc.pdf'],
+      ['missing', 'http://other.test/x'],
+      ['copy', 'http://other.test/copy'],
+    ] as const) {
+      expect({ url, offset: byUrl.get(url)!.fields.offset, length: byUrl.get(url)!.fields.length }).toEqual({
+        url,
+        offset: String(locs[key]!.offset),
+        length: String(locs[key]!.length),
+      });
+    }
+
+    // The independent reader: each slice is one whole gzip member holding exactly the line's record.
+    const py = run(VENV_PY, ['-c', PY_SLICES, dir], text);
+    expect(py.stderr).toBe('');
+    const checks = py.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as SliceCheck);
+    expect(checks).toHaveLength(6);
+    for (const c of checks) {
+      expect({ url: c.line.url, complete: c.memberComplete, n: c.records.length }).toEqual({ url: c.line.url, complete: true, n: 1 });
+      const [r] = c.records;
+      expect({ url: c.line.url, type: r!.type, uri: r!.uri, digest: r!.digest, status: r!.status, problems: r!.problems }).toEqual({
+        url: c.line.url,
+        type: c.line.mime === 'warc/revisit' ? 'revisit' : 'response',
+        uri: c.line.url,
+        digest: c.line.digest,
+        status: c.line.status,
+        problems: [],
+      });
+    }
+    // And the index misses none: warcio's own walk finds the same (file, offset, length) set.
+    const all = run(VENV_PY, ['-c', PY_ALL, ...(await listWarcFiles(dir))]);
+    expect(all.status).toBe(0);
+    const walked = all.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { file: string; offset: number; length: number; uri: string })
+      .map((r) => `${r.file} ${r.offset} ${r.length} ${r.uri}`)
+      .sort();
+    expect(parsed.map((l) => `${l.fields.filename} ${l.fields.offset} ${l.fields.length} ${l.fields.url}`).sort()).toEqual(walked);
+  });
+
+  it('writes an empty index for a folder without WARC files, and reports a broken file with its code', async () => {
+    const dir = tmpDir();
+    const out = path.join(dir, 'index.cdxj');
+    expect(await writeCdxj(await listWarcFiles(dir), out)).toEqual({ file: out, lines: 0, warcFiles: 0 });
+    expect(fs.readFileSync(out, 'utf8')).toBe('');
+    const bad = path.join(dir, 'bad.warc.gz');
+    fs.writeFileSync(bad, Buffer.from('not a warc at all\r\n\r\n'));
+    await expect(writeCdxj([bad], out)).rejects.toMatchObject({ name: 'StorageError', code: 'CORRUPT' });
+  });
+});
+
+describe('crawler cdxj', () => {
+  const cli = (args: string[], cwd: string) => {
+    const c = crawlerCommand(args);
+    return spawnSync(c.command, c.args, { cwd, encoding: 'utf8' });
+  };
+
+  it('indexes a folder of WARC files, or an output folder through its warc/ folder; bad input exits 2', async () => {
+    const out = tmpDir();
+    const w = await WarcWriter.open({ dir: path.join(out, 'warc'), prefix: 'camp' });
+    await w.writeExchange(exchange('http://a.test/', 0, 200, 'text/html', Buffer.from('<p>a</p>')));
+    await w.writeExchange(exchange('http://a.test/b', 1, 200, 'text/html', Buffer.from('<p>b</p>')));
+    await w.close();
+
+    const byFolder = cli(['cdxj', out], out);
+    expect({ status: byFolder.status, stderr: byFolder.stderr }).toEqual({ status: 0, stderr: '2 CDXJ lines from 1 WARC files\n' });
+    expect(byFolder.stdout).toBe(`${path.join(out, 'index.cdxj')}\n`);
+    const lines = fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8').trimEnd().split('\n').map(parseCdxjLine);
+    expect(lines.map((l) => l.fields.url)).toEqual(['http://a.test/', 'http://a.test/b']);
+
+    const warcFolder = cli(['cdxj', path.join(out, 'warc')], out);
+    expect(warcFolder.stdout).toBe(`${path.join(out, 'warc', 'index.cdxj')}\n`);
+    expect(fs.readFileSync(path.join(out, 'warc', 'index.cdxj'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8'));
+
+    // By campaign: only that campaign's files, found where crawl puts them.
+    const byCampaign = cli(['cdxj', 'camp', '--out', out, '-o', path.join(out, 'x.cdxj')], out);
+    expect(byCampaign.status).toBe(0);
+    expect(fs.readFileSync(path.join(out, 'x.cdxj'), 'utf8')).toBe(fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8'));
+    const other = cli(['cdxj', 'cam', '--out', out], out);
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain('no WARC files of campaign cam');
+    const empty = cli(['cdxj', tmpDir()], out);
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toContain('no .warc.gz or .warc files');
+  });
+});
