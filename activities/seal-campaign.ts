@@ -7,6 +7,7 @@ import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
 import { sealCampaignIndex, type SealResult } from '../src/storage/seal';
 import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
+import { writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
 
 export interface SealCampaignOptions {
   /** The output folder as this process sees it; default the campaign's (`output.dir`). */
@@ -22,7 +23,7 @@ export interface SealCampaignOptions {
  * they say how many URLs were committed, so a committed URL without its
  * line shows as `missing`.
  */
-export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealResult & { datasets: SealedDataset[] }> {
+export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult }> {
   const { settings } = await loadCampaignSettings(redis, campaignKey);
   const t = await new CampaignHosts(redis, campaignKey).totals();
   const outputDir = opts.outputDir ?? settings.output.dir;
@@ -35,5 +36,10 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
     onProgress: opts.onProgress,
   });
   // A handler's items: those of the attempts the sealed index kept.
-  return { ...index, datasets: await sealCampaignDatasets(outputDir, settings.campaignId) };
+  const datasets = await sealCampaignDatasets(outputDir, settings.campaignId);
+  // The replay index covers every response and revisit record in the WARC
+  // files, not only the sealed lines' own: a revisit may refer to a copy
+  // written by an attempt whose commit did not count.
+  const cdxj = await writeCampaignCdxj(outputDir, settings.campaignId);
+  return { ...index, datasets, cdxj };
 }

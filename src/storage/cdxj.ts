@@ -5,7 +5,7 @@ import readline from 'node:readline';
 import { finished } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
 import { surt } from './surt';
-import { StorageError } from './warc-writer';
+import { StorageError, warcPrefixOf } from './warc-writer';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
 // One line per response or revisit record:
@@ -240,7 +240,7 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * several campaigns, and `a` must not take `a-b`'s files).
  */
 export async function campaignWarcFiles(outputDir: string, campaignId: string): Promise<string[]> {
-  const own = new RegExp(`^${escapeRe(campaignId)}-\\d{17}-`);
+  const own = new RegExp(`^${escapeRe(warcPrefixOf(campaignId))}-\\d{17}-`);
   return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own.test(path.basename(f)));
 }
 

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { DatasetWriter, datasetDir } from './dataset-writer';
 import { IndexWriter } from './index-writer';
-import { WarcWriter } from './warc-writer';
+import { WarcWriter, warcPrefixOf } from './warc-writer';
 
 /** Writers not used for this long are closed at the next lookup. */
 export const IDLE_CLOSE_MS = 10 * 60_000;
@@ -24,10 +24,7 @@ export class OutputRegistry {
   constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
 
   warc(dir: string, campaignId: string): Promise<WarcWriter> {
-    // A scheduled run's ID has colons (the time Temporal appends); in a file
-    // name a colon makes a relative reference look like a URL scheme to
-    // replay tools, so the files drop it. WARC-Filename and isPartOf keep the ID.
-    const prefix = campaignId.replaceAll(':', '');
+    const prefix = warcPrefixOf(campaignId);
     return this.lookup(this.warcs, path.join(path.resolve(dir), 'warc'), (d) => WarcWriter.open({ dir: d, prefix, isPartOf: campaignId }));
   }
 

@@ -17,6 +17,16 @@ import { SerialQueue } from './serial-queue';
 export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT';
 
 /** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
+/**
+ * The file-name prefix of a campaign's WARCs. A scheduled run's ID has
+ * colons (the time Temporal appends); in a file name a colon makes a
+ * relative reference look like a URL scheme to replay tools, so the files
+ * drop it (WARC-Filename and isPartOf keep the ID).
+ */
+export function warcPrefixOf(campaignId: string): string {
+  return campaignId.replaceAll(':', '');
+}
+
 export class StorageError extends Error {
   readonly code: StorageErrorCode;
   readonly file: string | null;

@@ -237,6 +237,10 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   expect(ours.map(lineKey).sort()).toEqual(theirsResponses.map(lineKey).sort());
   expect(ours).toHaveLength(index.filter((e) => e.warc).length + 1);
   expect(ours.find((l) => l.fields.url === url('/mirror/c'))!.fields).toMatchObject({ mime: 'warc/revisit', status: '200', digest: originalRecord.headers['WARC-Payload-Digest'] });
+  // The mirror fetched second is stored as a revisit record of the first (identical payload), indexed as one.
+  const dup = index.find((e) => e.url.includes('/mirror/') && e.duplicateOf)!;
+  expect(dup.revisit).toMatchObject({ url: original.url });
+  expect(ours.find((l) => l.fields.url === dup.url)!.fields).toMatchObject({ mime: 'warc/revisit', digest: originalRecord.headers['WARC-Payload-Digest'] });
 
   // --- the WACZ, checked by py-wacz
   const wacz = path.join(h.outDir, `${id}.wacz`);

@@ -7,13 +7,12 @@ import { campaignWarcFiles, CDXJ_FILE, listWarcFiles, writeCdxj } from '../../st
 import { pagesFromIndex, writeWacz } from '../../storage/wacz';
 import { UsageError } from '../usage-error';
 import { candidateOutputDirs, loadCampaignIndex } from './report';
+import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
 
 // `crawler cdxj`, `crawler export --wacz` and `crawler replay`: the replay
 // index, the portable package and a replay server of a campaign, from its
 // output folder alone (offline, like `report`): the WARC files the
 // campaign's workers wrote, and its index.
-
-const CAMPAIGN_ID_RE = /^[A-Za-z0-9._-]{1,80}$/;
 
 function isDir(p: string): boolean {
   try {
@@ -61,7 +60,7 @@ export function registerArchiveCommands(program: Command): void {
         if (!files.length) throw new UsageError(`no .warc.gz or .warc files in ${dir}`);
         dest = o.output ?? path.join(dir, CDXJ_FILE);
       } else {
-        if (!CAMPAIGN_ID_RE.test(target)) throw new UsageError(`${JSON.stringify(target)} is neither a folder nor a campaign ID ([A-Za-z0-9._-]{1,80})`);
+        if (!CAMPAIGN_ID_PATTERN.test(target)) throw new UsageError(`${JSON.stringify(target)} is neither a folder nor a campaign ID (${CAMPAIGN_ID_PATTERN.source})`);
         const found = await findCampaignWarcs(target, o.out);
         files = found.files;
         dest = o.output ?? path.join(found.dir, CDXJ_FILE);
@@ -78,7 +77,7 @@ export function registerArchiveCommands(program: Command): void {
     .option('--out <dir>', "the campaign's output folder, as given to crawl (default crawl-output/<campaign>)")
     .option('--title <text>', 'title recorded in the package (default the campaign ID)')
     .action(async (campaignId: string, o: { wacz: string; out?: string; title?: string }) => {
-      if (!CAMPAIGN_ID_RE.test(campaignId)) throw new UsageError(`campaign ID must match [A-Za-z0-9._-]{1,80}, got ${JSON.stringify(campaignId)}`);
+      if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       if (!o.wacz.endsWith('.wacz')) throw new UsageError(`--wacz must name a .wacz file, got ${JSON.stringify(o.wacz)}`);
       const { dir, files } = await findCampaignWarcs(campaignId, o.out);
       const { entries } = await loadCampaignIndex(campaignId, [dir]);
@@ -97,7 +96,7 @@ export function registerArchiveCommands(program: Command): void {
     .option('--port <n>', 'port to serve on', '8090')
     .option('--bind <addr>', 'address to listen on', '127.0.0.1')
     .action(async (campaignId: string, o: { out?: string; port: string; bind: string }) => {
-      if (!CAMPAIGN_ID_RE.test(campaignId)) throw new UsageError(`campaign ID must match [A-Za-z0-9._-]{1,80}, got ${JSON.stringify(campaignId)}`);
+      if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       const port = Number(o.port);
       if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(o.port)}`);
       const { dir, files } = await findCampaignWarcs(campaignId, o.out);

@@ -40,7 +40,7 @@ export async function loadCampaignIndex(campaignId: string, dirs: string[]): Pro
         () => false,
       )
     ) {
-      return { dir: sealed, entries: (await readIndex(path.dirname(sealed))).filter((e) => e.campaignId === campaignId), sealed: true };
+      return { dir: sealed, entries: (await readIndex(path.dirname(sealed), (f) => f === path.basename(sealed))).filter((e) => e.campaignId === campaignId), sealed: true };
     }
   }
   for (const dir of dirs) {
