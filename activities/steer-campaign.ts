@@ -4,12 +4,12 @@
 // Sessions read the control between pages, so a change reaches them within
 // about a second; a host workflow waiting on a pause is woken by a signal.
 import { ApplicationFailure } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
 import { campaignKeys, hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
+import { signalIfRunning } from '../src/temporal/signal';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { domainWorkflowId } from '../workflows/ids';
 import { steerSignal } from '../workflows/messages';
@@ -100,11 +100,7 @@ async function knownHost(redis: RedisLike, campaignKey: string, host: string): P
 }
 
 async function wakeHost(rt: WorkerRuntime, campaignId: string, host: string, configVersion: number): Promise<void> {
-  try {
-    await rt.deps.temporal.workflow.getHandle(domainWorkflowId(campaignId, host)).signal(steerSignal, { configVersion });
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-  }
+  await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignId, host), steerSignal, { configVersion });
 }
 
 /**
