@@ -12,7 +12,7 @@ import type { RedisLike } from '../src/redis/scripts';
 import { signalIfRunning } from '../src/temporal/signal';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { domainWorkflowId } from '../workflows/ids';
-import { steerSignal } from '../workflows/messages';
+import { FailureType, steerSignal } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { AddCampaignSeedsInput, AddCampaignSeedsResult, SteerCampaignInput, SteerCampaignResult } from './types';
@@ -81,7 +81,7 @@ async function knownHost(redis: RedisLike, campaignKey: string, host: string): P
   try {
     wanted = wantedHost(host);
   } catch (err) {
-    throw ApplicationFailure.nonRetryable((err as Error).message, 'SteeringError');
+    throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.steeringRefused);
   }
   if ((await redis.hexists(key, wanted)) === 1) return wanted;
   const like: string[] = [];
@@ -94,7 +94,7 @@ async function knownHost(redis: RedisLike, campaignKey: string, host: string): P
   try {
     return resolveKnownHost(host, like);
   } catch (err) {
-    if (err instanceof SteeringError) throw ApplicationFailure.nonRetryable(err.message, 'SteeringError');
+    if (err instanceof SteeringError) throw ApplicationFailure.nonRetryable(err.message, FailureType.steeringRefused);
     throw err;
   }
 }

@@ -8,6 +8,7 @@ import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
   campaignStatusQuery,
   cancelSignal,
+  FailureType,
   pauseCampaignUpdate,
   pauseHostUpdate,
   resumeCampaignUpdate,
@@ -75,7 +76,7 @@ export async function sendUpdate<Ret, Args extends unknown[]>(h: WorkflowHandle,
     if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
     if (err instanceof WorkflowUpdateFailedError) {
       const cause = err.cause;
-      if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
+      if (cause instanceof ApplicationFailure && cause.type === FailureType.steeringRefused) throw new SteeringRejected(cause.message);
       throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`, { cause: err });
     }
     throw err;
