@@ -18,9 +18,10 @@ const ROOT = path.dirname(fileURLToPath(import.meta.url));
 /**
  * src/ modules workflows may import: no I/O, no clock, no randomness, no
  * imports beyond each other (the same rule holds in them). Files, or folders
- * ending in '/'. src/url/traps.ts comes in through src/config/campaign.ts.
+ * ending in '/'. src/url/traps.ts comes in through src/config/campaign.ts,
+ * src/errors.ts through both config modules.
  */
-const PURE_SRC = ['src/config/campaign.ts', 'src/config/steering.ts', 'src/temporal/search-attributes.ts', 'src/url/traps.ts', 'src/state/'];
+const PURE_SRC = ['src/config/campaign.ts', 'src/config/steering.ts', 'src/errors.ts', 'src/temporal/search-attributes.ts', 'src/url/traps.ts', 'src/state/'];
 
 /** Packages (and their subpaths) nothing deterministic may load. */
 const IMPURE_PACKAGES = ['undici', 'ioredis', 'cheerio', '@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing'];
@@ -88,6 +89,20 @@ const pureRelativeImports = {
   },
 };
 
+/**
+ * The project's own code (tests aside) follows one idiom per concern; these
+ * selectors (no-restricted-syntax) refuse the other ways. Test files may do
+ * as they need.
+ */
+const OWN_CODE = ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'bench/**/*.ts'];
+const idioms = [
+  {
+    // One base for the crawler's errors, so every one carries a stable code.
+    selector: "ClassDeclaration[superClass.name='Error'][id.name!='CrawlerError'], ClassExpression[superClass.name='Error']",
+    message: 'Extend CrawlerError (src/errors.ts): every error of the crawler carries a stable `code`.',
+  },
+];
+
 const crawlerPlugin = { rules: { 'pure-relative-imports': pureRelativeImports } };
 
 /** The core rules ESLint recommends (what @eslint/js's recommended config holds), without that package. */
@@ -147,6 +162,10 @@ export default defineConfig(
       // `_`-prefixed names mark parameters a signature needs and the body does not use.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
     },
+  },
+  {
+    files: OWN_CODE,
+    rules: { 'no-restricted-syntax': ['error', ...idioms] },
   },
   {
     // The deterministic code: workflows/ and the pure src/ modules it imports.

@@ -1,6 +1,7 @@
 // Process-level settings of workers and clients: one typed table, read from
 // the environment once, with defaults. Campaign settings live in campaign.ts.
 import { parseLogLevel, type LogLevel } from '../log/logger';
+import { CrawlerError } from '../errors';
 
 export interface ProcessSettings {
   temporalAddress: string;
@@ -169,9 +170,9 @@ export interface RedisAuth {
 
 export type RedisTarget = ({ kind: 'single'; tls: boolean; node: RedisNode; db: number } & RedisAuth) | ({ kind: 'cluster'; tls: boolean; nodes: RedisNode[] } & RedisAuth);
 
-export class RedisUrlError extends Error {
+export class RedisUrlError extends CrawlerError<'INVALID_REDIS_URL'> {
   constructor(message: string) {
-    super(message);
+    super('INVALID_REDIS_URL', message);
     this.name = 'RedisUrlError';
   }
 }

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
 import { SerialQueue } from './serial-queue';
+import { CrawlerError } from '../errors';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
@@ -17,13 +18,11 @@ import { SerialQueue } from './serial-queue';
 export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT';
 
 /** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
-export class StorageError extends Error {
-  readonly code: StorageErrorCode;
+export class StorageError extends CrawlerError<StorageErrorCode> {
   readonly file: string | null;
   constructor(code: StorageErrorCode, file: string | null, message: string, options?: { cause?: unknown }) {
-    super(file ? `${message} (${file})` : message, options);
+    super(code, file ? `${message} (${file})` : message, options);
     this.name = 'StorageError';
-    this.code = code;
     this.file = file;
   }
 }

@@ -4,6 +4,7 @@ import { readStackState } from '../stack/stack';
 import { processSettings, temporalTlsEnabled, type ProcessSettings } from '../config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from './search-attributes';
 import { temporal as proto } from '@temporalio/proto';
+import { CrawlerError } from '../errors';
 
 /** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
 export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
@@ -52,12 +53,12 @@ export function temporalConnectionOptions(
 }
 
 /** No Temporal frontend answered at the address (down, wrong port, TLS mismatch). */
-export class TemporalUnavailableError extends Error {
+export class TemporalUnavailableError extends CrawlerError<'TEMPORAL_UNAVAILABLE'> {
   constructor(
     readonly address: string,
     cause: unknown,
   ) {
-    super(`cannot reach the Temporal server at ${address}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${address}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'TemporalUnavailableError';
   }
 }

@@ -93,6 +93,11 @@ test('the pure src/ modules are held to the same rule', () => {
   expect(flagged('src/config/steering.ts')).toEqual(['2 @typescript-eslint/no-restricted-imports', '3 crawler/pure-relative-imports', '4 crawler/pure-relative-imports']);
 });
 
+test('an error class of the crawler that does not extend CrawlerError fails the lint', () => {
+  expect(flagged('src/http/own-error.ts')).toEqual(['4 no-restricted-syntax', '5 no-restricted-syntax']);
+  expect(findings('src/http/own-error.ts')[0].message).toContain('stable `code`');
+});
+
 test('what workflow code may import passes: @temporalio/workflow and /common, pure modules, other workflow files, types', () => {
   expect(findings('workflows/keeps-the-rule.ts')).toEqual([]);
 });

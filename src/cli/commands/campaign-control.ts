@@ -56,7 +56,11 @@ async function unpolledTaskQueue(h: WorkflowHandle): Promise<{ taskQueue: string
 }
 
 /** A steering request the campaign refused (its validator's words), or the CLI refused before sending. */
-export class SteeringRejected extends UsageError {}
+export class SteeringRejected extends UsageError {
+  constructor(message: string) {
+    super(message, 'STEERING_REFUSED');
+  }
+}
 
 /**
  * Sends a validated update to a running campaign and waits for its answer.
