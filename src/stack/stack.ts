@@ -108,6 +108,17 @@ export function readStackState(dir = STACK_DIR): StackStateFile {
   }
 }
 
+/** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
+export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
+  const cfg = processSettings();
+  const state = readStackState();
+  return {
+    temporalAddress: process.env.TEMPORAL_ADDRESS ?? state.temporal?.address ?? cfg.temporalAddress,
+    redisUrl: process.env.REDIS_URL ?? state.redis?.url ?? cfg.redisUrl,
+    uiUrl: process.env.TEMPORAL_ADDRESS ? null : (state.temporal?.uiUrl ?? null),
+  };
+}
+
 export interface StartStackOptions {
   dataDir?: string;
   temporalPort?: number;

@@ -3,7 +3,8 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, t
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal as proto } from '@temporalio/proto';
 import type { UpdateDefinition } from '@temporalio/common';
-import { clientEndpoints, connectClient, TemporalUnavailableError } from '../../temporal/connect';
+import { clientEndpoints } from '../../stack/stack';
+import { connectClient, TemporalUnavailableError } from '../../temporal/connect';
 import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
   campaignStatusQuery,
