@@ -6,7 +6,7 @@
 // @temporalio/common and pure modules. An import of node:fs, undici or a
 // Redis client there would fail at bundling, or worse, work until a replay.
 // Besides: no import reaches a layer above its own (LAYERS), and one idiom
-// per concern (errors). test/unit/lint.test.ts checks that the
+// per concern (errors, environment). test/unit/lint.test.ts checks that the
 // rules catch what they are for.
 import path from 'node:path';
 import { builtinModules } from 'node:module';
@@ -137,13 +137,25 @@ const layeredImports = {
  * as they need.
  */
 const OWN_CODE = ['src/**/*.ts', 'activities/**/*.ts', 'workflows/**/*.ts', 'bench/**/*.ts'];
-const idioms = [
-  {
-    // One base for the crawler's errors, so every one carries a stable code.
-    selector: "ClassDeclaration[superClass.name='Error'][id.name!='CrawlerError'], ClassExpression[superClass.name='Error']",
-    message: 'Extend CrawlerError (src/errors.ts): every error of the crawler carries a stable `code`.',
-  },
-];
+const errorIdiom = {
+  // One base for the crawler's errors, so every one carries a stable code.
+  selector: "ClassDeclaration[superClass.name='Error'][id.name!='CrawlerError'], ClassExpression[superClass.name='Error']",
+  message: 'Extend CrawlerError (src/errors.ts): every error of the crawler carries a stable `code`.',
+};
+/**
+ * The environment is read through the settings table (src/config/env.ts)
+ * alone: a variable read there is typed, defaulted, validated and documented.
+ * Only reading a variable is refused (process.env.X, process.env[x], taking
+ * variables out by destructuring); handing the whole environment on
+ * (`{ ...process.env }` for a child process, processSettings(process.env))
+ * is fine.
+ */
+const envIdiom = {
+  selector:
+    "MemberExpression[object.type='MemberExpression'][object.object.name='process'][object.property.name='env'], " +
+    "VariableDeclarator[id.type='ObjectPattern'][init.type='MemberExpression'][init.object.name='process'][init.property.name='env']",
+  message: 'Read environment variables through the settings table (src/config/env.ts: processSettings, processSetting, explicitSetting).',
+};
 
 const crawlerPlugin = { rules: { 'pure-relative-imports': pureRelativeImports, 'layered-imports': layeredImports } };
 
@@ -208,7 +220,11 @@ export default defineConfig(
   {
     files: OWN_CODE,
     plugins: { crawler: crawlerPlugin },
-    rules: { 'no-restricted-syntax': ['error', ...idioms] },
+    rules: { 'no-restricted-syntax': ['error', errorIdiom, envIdiom] },
+  },
+  {
+    files: ['src/config/env.ts'],
+    rules: { 'no-restricted-syntax': ['error', errorIdiom] },
   },
   ...LAYERS.map(({ above, ...files }) => ({ ...files, rules: { 'crawler/layered-imports': ['error', { above }] } })),
   {

@@ -105,6 +105,12 @@ test('no import reaches a layer above its own, types aside', () => {
   expect(flagged('activities/imports-stack.ts')).toEqual(['2 crawler/layered-imports', '3 crawler/layered-imports']);
 });
 
+test('environment variables are read in the settings table only; the whole environment may be handed on', () => {
+  expect(flagged('src/stack/reads-env.ts')).toEqual(['5 no-restricted-syntax', '6 no-restricted-syntax', '7 no-restricted-syntax', '8 no-restricted-syntax']);
+  expect(findings('src/stack/reads-env.ts')[0].message).toContain('src/config/env.ts');
+  expect(findings('src/config/env.ts')).toEqual([]);
+});
+
 test('what workflow code may import passes: @temporalio/workflow and /common, pure modules, other workflow files, types', () => {
   expect(findings('workflows/keeps-the-rule.ts')).toEqual([]);
 });

@@ -19,7 +19,7 @@ import {
 } from '../../../workflows/messages';
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { createRedis } from '../../redis/client';
-import { processSettings } from '../../config/env';
+import { explicitSetting, processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
 
 export async function connectCli() {
@@ -122,7 +122,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
 
 /** A page of the campaign's hosts from Redis, or null when no Redis is named or it does not answer. */
 async function hostPage(campaignKey: string, page: number): Promise<HostStatus[] | null> {
-  const url = process.env.REDIS_URL;
+  const url = explicitSetting('redisUrl');
   if (!url) return null;
   const redis = createRedis(url);
   try {
