@@ -12,6 +12,7 @@ import { expireCampaign } from '../src/redis/retention';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { signalIfRunning } from '../src/temporal/signal';
+import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
@@ -87,7 +88,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               };
               // Starts the host's workflow, or wakes the one that runs: no race
               // between "it is closing" and "it gets new URLs" to handle here.
-              await client.workflow.signalWithStart('domainCrawl', {
+              await client.workflow.signalWithStart(DOMAIN_WORKFLOW, {
                 workflowId: domainWorkflowId(input.campaignId, host),
                 taskQueue: input.taskQueue,
                 args: [args],

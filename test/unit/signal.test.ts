@@ -2,9 +2,14 @@
 // ended (host workflows woken or told to finish, campaigns nudged). Only
 // "not found" means "nobody to tell"; every other failure must reach the
 // caller, or an activity would report success for a signal never delivered.
+// And the workflow types clients use by name, which nothing else ties to the
+// workflow functions.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defineSignal } from '@temporalio/workflow';
 import { signalIfRunning } from '../../src/temporal/signal';
+import { CAMPAIGN_WORKFLOW, DOMAIN_WORKFLOW } from '../../src/temporal/workflow-types';
+import { crawlCampaign } from '../../workflows/crawl-campaign';
+import { domainCrawl } from '../../workflows/domain-crawl';
 
 const steer = defineSignal<[{ configVersion: number }]>('steer');
 
@@ -43,4 +48,9 @@ test('any other failure reaches the caller (its retries decide)', async () => {
     throw unavailable;
   });
   await expect(signalIfRunning(client, 'c1/a.test', steer, { configVersion: 7 })).rejects.toBe(unavailable);
+});
+
+test("the workflow types clients start, signal and list by are the workflow functions' names", () => {
+  expect(CAMPAIGN_WORKFLOW).toBe(crawlCampaign.name);
+  expect(DOMAIN_WORKFLOW).toBe(domainCrawl.name);
 });
