@@ -98,8 +98,8 @@ test('an error class of the crawler that does not extend CrawlerError fails the 
   expect(findings('src/http/own-error.ts')[0].message).toContain('stable `code`');
 });
 
-test('no import reaches a layer above its own, types aside', () => {
-  expect(flagged('src/temporal/imports-stack.ts')).toEqual(['2 crawler/layered-imports', '4 crawler/layered-imports']);
+test('no import reaches a layer above its own, types aside; pure workflow code is open to all', () => {
+  expect(flagged('src/temporal/imports-stack.ts')).toEqual(['3 crawler/layered-imports', '7 crawler/layered-imports']);
   expect(findings('src/temporal/imports-stack.ts')[0].message).toContain('src/stack/stack');
   expect(flagged('src/worker/imports-cli.ts')).toEqual(['2 crawler/layered-imports']);
   expect(flagged('activities/imports-stack.ts')).toEqual(['2 crawler/layered-imports', '3 crawler/layered-imports']);
