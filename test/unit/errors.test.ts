@@ -4,6 +4,7 @@
 import { CrawlerError } from '../../src/errors';
 import { UsageError } from '../../src/cli/usage-error';
 import { SteeringRejected } from '../../src/cli/commands/campaign-control';
+import { CampaignRunningError } from '../../src/cli/commands/purge';
 import { CampaignInputError } from '../../src/config/campaign';
 import { RedisUrlError } from '../../src/config/env';
 import { SteeringError } from '../../src/config/steering';
@@ -19,6 +20,7 @@ import { SeedSourceError } from '../../src/seeds/seed-source';
 import { StackError } from '../../src/stack/stack-error';
 import { StorageError } from '../../src/storage/warc-writer';
 import { TemporalUnavailableError } from '../../src/temporal/connect';
+import { ScheduleError } from '../../src/temporal/schedules';
 import { ScopeError } from '../../src/url/scope';
 import { UrlError } from '../../src/url/url-error';
 import { WorkerCrashLoopError } from '../../src/worker/worker-pool';
@@ -45,6 +47,8 @@ const cases: [Error, new (...args: never[]) => Error, string, string][] = [
   [new TemporalUnavailableError('127.0.0.1:1', cause), TemporalUnavailableError, 'TemporalUnavailableError', 'TEMPORAL_UNAVAILABLE'],
   [new ScopeError('NO_SEEDS', '', 'no seeds'), ScopeError, 'ScopeError', 'NO_SEEDS'],
   [new UrlError('EMPTY', '', 'empty'), UrlError, 'UrlError', 'EMPTY'],
+  [new CampaignRunningError('c1'), CampaignRunningError, 'CampaignRunningError', 'CAMPAIGN_RUNNING'],
+  [new ScheduleError('SCHEDULE_EXISTS', 'exists'), ScheduleError, 'ScheduleError', 'SCHEDULE_EXISTS'],
   [new WorkerCrashLoopError(5, 60_000, []), WorkerCrashLoopError, 'WorkerCrashLoopError', 'WORKER_CRASH_LOOP'],
 ];
 
