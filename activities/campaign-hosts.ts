@@ -5,13 +5,14 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { Frontier } from '../src/redis/frontier';
 import { expireCampaign } from '../src/redis/retention';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
+import { signalIfRunning } from '../src/temporal/signal';
+import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
@@ -87,7 +88,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               };
               // Starts the host's workflow, or wakes the one that runs: no race
               // between "it is closing" and "it gets new URLs" to handle here.
-              await client.workflow.signalWithStart('domainCrawl', {
+              await client.workflow.signalWithStart(DOMAIN_WORKFLOW, {
                 workflowId: domainWorkflowId(input.campaignId, host),
                 taskQueue: input.taskQueue,
                 args: [args],
@@ -123,12 +124,7 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
     let signalled = 0;
     for await (const page of hosts.activeHosts()) {
       await inBatches(page, async ({ host }) => {
-        try {
-          await rt.deps.temporal.workflow.getHandle(domainWorkflowId(input.campaignId, host)).signal(finishSignal, { reason: stop ?? input.reason });
-          signalled++;
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-        }
+        if (await signalIfRunning(rt.deps.temporal, domainWorkflowId(input.campaignId, host), finishSignal, { reason: stop ?? input.reason })) signalled++;
       });
     }
     return { signalled };

@@ -3,6 +3,8 @@
 // cancelled from outside. Such a domain never sends its closing report, so
 // the campaign would wait for it forever and keep its concurrency slot taken.
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { queryLiteral } from '../src/temporal/search-attributes';
+import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import type { WorkerRuntime } from './runtime';
 
 /** A host workflow whose latest run ended other than by completing (its host never released its slot). */
@@ -25,18 +27,17 @@ const DESCRIBE_CONCURRENCY = 20;
 export async function findClosedDomains(rt: WorkerRuntime, input: { campaignId: string; since?: string }): Promise<ClosedDomain[]> {
   {
     const client = rt.deps.temporal;
-    const quoted = input.campaignId.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
     // Visibility finds candidates cheaply (abnormal ends are rare); the
     // latest run decides, since a host whose old run was terminated may have
     // been started again since.
     const query =
-      `WorkflowType = "domainCrawl" AND CrawlCampaign = "${quoted}"` +
-      (input.since ? ` AND CloseTime >= "${input.since}"` : '') +
-      ` AND (${ABNORMAL.map((s) => `ExecutionStatus = "${s}"`).join(' OR ')})`;
+      `WorkflowType = ${queryLiteral(DOMAIN_WORKFLOW)} AND CrawlCampaign = ${queryLiteral(input.campaignId)}` +
+      (input.since ? ` AND CloseTime >= ${queryLiteral(input.since)}` : '') +
+      ` AND (${ABNORMAL.map((s) => `ExecutionStatus = '${s}'`).join(' OR ')})`;
     const prefix = `${input.campaignId}/`;
     const ids = new Set<string>();
     for await (const wf of client.workflow.list({ query })) {
-      if (wf.type === 'domainCrawl' && wf.workflowId.startsWith(prefix)) ids.add(wf.workflowId);
+      if (wf.type === DOMAIN_WORKFLOW && wf.workflowId.startsWith(prefix)) ids.add(wf.workflowId);
     }
     const closed: ClosedDomain[] = [];
     const all = [...ids];

@@ -3,7 +3,7 @@
 // most once a second per session: the campaign then looks at Redis, where
 // the news is. The signal carries nothing, so nudges cannot be lost or
 // stale, only early.
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { signalIfRunning } from '../src/temporal/signal';
 import { campaignNudgeSignal } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 
@@ -38,11 +38,9 @@ export class CampaignNudger {
   private async send(): Promise<void> {
     if (!this.pending) return;
     this.pending = false;
-    try {
-      await this.rt.deps.temporal.workflow.getHandle(this.campaignWorkflowId).signal(campaignNudgeSignal);
-    } catch (err) {
-      // The campaign is over: nobody to tell.
-      if (!(err instanceof WorkflowNotFoundError)) this.rt.log.warn('could not nudge the campaign', { campaign: this.campaignWorkflowId, error: String(err) });
-    }
+    // A campaign that is over has nobody to tell (signalIfRunning ignores that).
+    await signalIfRunning(this.rt.deps.temporal, this.campaignWorkflowId, campaignNudgeSignal).catch((err: unknown) =>
+      this.rt.log.warn('could not nudge the campaign', { campaign: this.campaignWorkflowId, error: String(err) }),
+    );
   }
 }

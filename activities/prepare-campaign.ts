@@ -4,6 +4,7 @@ import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { campaignKeys } from '../src/redis/keys';
 import { createScope } from '../src/url/scope';
+import { FailureType } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { PrepareCampaignInput, PrepareCampaignResult } from './types';
@@ -29,7 +30,7 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
           [...byHost.values()].flat().map((s) => s.url),
         );
       } catch (err) {
-        throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, 'InvalidCampaignInput');
+        throw ApplicationFailure.nonRetryable(`invalid scope: ${(err as Error).message}`, FailureType.invalidCampaignInput);
       }
     }
     // A handler this worker cannot load would fail every page: the campaign is refused instead, before any URL is queued.

@@ -4,15 +4,15 @@
 // Sessions read the control between pages, so a change reaches them within
 // about a second; a host workflow waiting on a pause is woken by a signal.
 import { ApplicationFailure } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
 import { campaignKeys, hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
+import { signalIfRunning } from '../src/temporal/signal';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { domainWorkflowId } from '../workflows/ids';
-import { steerSignal } from '../workflows/messages';
+import { FailureType, steerSignal } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { AddCampaignSeedsInput, AddCampaignSeedsResult, SteerCampaignInput, SteerCampaignResult } from './types';
@@ -81,7 +81,7 @@ async function knownHost(redis: RedisLike, campaignKey: string, host: string): P
   try {
     wanted = wantedHost(host);
   } catch (err) {
-    throw ApplicationFailure.nonRetryable((err as Error).message, 'SteeringError');
+    throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.steeringRefused);
   }
   if ((await redis.hexists(key, wanted)) === 1) return wanted;
   const like: string[] = [];
@@ -94,17 +94,13 @@ async function knownHost(redis: RedisLike, campaignKey: string, host: string): P
   try {
     return resolveKnownHost(host, like);
   } catch (err) {
-    if (err instanceof SteeringError) throw ApplicationFailure.nonRetryable(err.message, 'SteeringError');
+    if (err instanceof SteeringError) throw ApplicationFailure.nonRetryable(err.message, FailureType.steeringRefused);
     throw err;
   }
 }
 
 async function wakeHost(rt: WorkerRuntime, campaignId: string, host: string, configVersion: number): Promise<void> {
-  try {
-    await rt.deps.temporal.workflow.getHandle(domainWorkflowId(campaignId, host)).signal(steerSignal, { configVersion });
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-  }
+  await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignId, host), steerSignal, { configVersion });
 }
 
 /**

@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { processSetting } from '../src/config/env';
 import { LOCAL_DIR } from '../src/stack/paths';
 import { startStack } from '../src/stack/stack';
 import { connectClient } from '../src/temporal/connect';
@@ -163,7 +164,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     {
       supervise: true,
       onLog: (l) => {
-        if (!l.startsWith('worker#') || process.env.CRAWLER_BENCH_VERBOSE) process.stderr.write(`${l}\n`);
+        if (!l.startsWith('worker#') || processSetting('benchVerbose')) process.stderr.write(`${l}\n`);
       },
     },
   );

@@ -31,6 +31,7 @@ import {
   campaignNudgeSignal,
   campaignStatusQuery,
   cancelSignal,
+  FailureType,
   pauseCampaignUpdate,
   pauseHostUpdate,
   pauseSignal,
@@ -51,7 +52,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   try {
     settings = resolveCampaignSettings(input, info.workflowId);
   } catch (err) {
-    if (err instanceof CampaignInputError) throw ApplicationFailure.nonRetryable(err.message, 'InvalidCampaignInput', err.problems);
+    if (err instanceof CampaignInputError) throw ApplicationFailure.nonRetryable(err.message, FailureType.invalidCampaignInput, err.problems);
     throw err;
   }
   const { campaignId } = settings;
@@ -84,8 +85,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       return r;
     } catch (err) {
       // A change the activity refused (an unknown host): the update fails with the reason.
-      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SteeringError') {
-        throw ApplicationFailure.nonRetryable(err.cause.message, 'SteeringError');
+      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.steeringRefused) {
+        throw ApplicationFailure.nonRetryable(err.cause.message, FailureType.steeringRefused);
       }
       throw err;
     } finally {
@@ -213,7 +214,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       });
       const prep = await acts.prepareCampaign({ settings, campaignKey });
       if (prep.hosts === 0 && !settings.seedsFile) {
-        throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, 'InvalidCampaignInput');
+        throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, FailureType.invalidCampaignInput);
       }
     }
     book.status = 'running';

@@ -17,7 +17,7 @@ import {
 import type { CrawlerActivities } from '../activities/types';
 import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
-import { domainStatusQuery, finishSignal, steerSignal, wakeSignal } from './messages';
+import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal } from './messages';
 import { hostCard, sleepSummary } from './status-card';
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
@@ -33,7 +33,7 @@ const { crawlSession } = proxyActivities<CrawlerActivities>({
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '15 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['InvalidCampaignInput'] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
   // Through the task queue, never handed straight back to this worker: the
   // queue's fairness (one key per campaign) decides which campaign's session
   // gets a free slot, so a large campaign cannot keep every slot to itself.

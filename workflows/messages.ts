@@ -36,6 +36,18 @@ export const finishSignal = defineSignal<[{ reason: 'drained' | 'budget' | 'canc
 /** Settings (pause, delays, budgets) changed to this version: a host waiting on a pause looks again. */
 export const steerSignal = defineSignal<[{ configVersion: number }]>('steer');
 
+/**
+ * Types of the ApplicationFailures the crawler raises on purpose, shared like
+ * the messages: workflows and activities raise them, retry policies and
+ * clients recognise them. Both are non-retryable: trying again cannot help.
+ */
+export const FailureType = {
+  /** The campaign's input, its scope or all of its seeds cannot describe a crawl. */
+  invalidCampaignInput: 'InvalidCampaignInput',
+  /** A steering request the campaign refuses (SteeringError's message); nothing changed. */
+  steeringRefused: 'SteeringError',
+} as const;
+
 // Operator steering of a running campaign (validated: a rejected update changes nothing).
 export const setPolitenessUpdate = defineUpdate<SetPolitenessResult, [SetPolitenessRequest]>('setPoliteness');
 export const setBudgetsUpdate = defineUpdate<SetBudgetsResult, [SetBudgetsRequest]>('setBudgets');

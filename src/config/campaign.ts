@@ -5,6 +5,7 @@
 
 import { DEFAULT_TRAP_LIMITS, type TrapLimits } from '../url/traps';
 import { MAX_ACTIVE_HOSTS } from './steering';
+import { CrawlerError } from '../errors';
 
 export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
 /** Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root. */
@@ -221,9 +222,9 @@ export const CAMPAIGN_DEFAULTS = {
   retention: { redisMs: (7 * 24 * 60 * 60_000) as number | null },
 } as const;
 
-export class CampaignInputError extends Error {
+export class CampaignInputError extends CrawlerError<'INVALID_CAMPAIGN_INPUT'> {
   constructor(readonly problems: string[]) {
-    super(`invalid campaign input: ${problems.join('; ')}`);
+    super('INVALID_CAMPAIGN_INPUT', `invalid campaign input: ${problems.join('; ')}`);
     this.name = 'CampaignInputError';
   }
 }

@@ -1,6 +1,10 @@
-// Process-level settings of workers and clients: one typed table, read from
-// the environment once, with defaults. Campaign settings live in campaign.ts.
+// Process-level settings of workers, clients and the embedded stack: one
+// typed table, read from the environment once, with defaults. Nothing else
+// reads process.env (the lint refuses it; handing the whole environment to a
+// child process is fine). Campaign settings live in campaign.ts.
+import path from 'node:path';
 import { parseLogLevel, type LogLevel } from '../log/logger';
+import { CrawlerError } from '../errors';
 
 export interface ProcessSettings {
   temporalAddress: string;
@@ -34,6 +38,14 @@ export interface ProcessSettings {
   /** Port of the Temporal SDK's own Prometheus exporter; null = off. */
   sdkMetricsPort: number | null;
   logLevel: LogLevel;
+  /** Where the project keeps its tools, the embedded stack's data and bundles; null = .crawler at the project root. */
+  crawlerHome: string | null;
+  /** `temporal` binary for the embedded dev server, instead of finding or installing one. */
+  temporalCli: string | null;
+  /** `redis-server` binary for the embedded Redis, instead of finding or installing one. */
+  redisServer: string | null;
+  /** `npm run bench`: show every worker's log lines. */
+  benchVerbose: boolean;
 }
 
 interface Field<K extends keyof ProcessSettings> {
@@ -114,25 +126,59 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'metricsHost', env: 'CRAWLER_METRICS_HOST', default: '127.0.0.1', parse: str, doc: 'IP address the metrics endpoints bind to' },
   { key: 'sdkMetricsPort', env: 'CRAWLER_SDK_METRICS_PORT', default: null, parse: port('CRAWLER_SDK_METRICS_PORT'), doc: "Port of the Temporal SDK's own Prometheus exporter" },
   { key: 'logLevel', env: 'CRAWLER_LOG_LEVEL', default: 'warn', parse: parseLogLevel, doc: 'JSON log level on stderr: trace, debug, info, warn, error, silent' },
+  { key: 'crawlerHome', env: 'CRAWLER_HOME', default: null, parse: str, doc: "Folder for tools, the embedded stack's data and bundles (default: .crawler at the project root)" },
+  { key: 'temporalCli', env: 'TEMPORAL_CLI', default: null, parse: str, doc: '`temporal` binary for the embedded dev server (default: found or installed)' },
+  { key: 'redisServer', env: 'REDIS_SERVER', default: null, parse: str, doc: '`redis-server` binary for the embedded Redis (default: found or installed)' },
+  { key: 'benchVerbose', env: 'CRAWLER_BENCH_VERBOSE', default: false, parse: bool('CRAWLER_BENCH_VERBOSE'), doc: "npm run bench: show every worker's log lines" },
 ] as Field<keyof ProcessSettings>[];
 
 export function processSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ProcessSettings> = {}): ProcessSettings {
   const out: Record<string, unknown> = {};
-  for (const f of PROCESS_SETTINGS) {
-    const raw = env[f.env];
-    out[f.key] = raw !== undefined && raw !== '' ? f.parse(raw) : f.default;
-  }
+  for (const f of PROCESS_SETTINGS) out[f.key] = explicitSetting(f.key, env) ?? f.default;
   const settings = { ...(out as unknown as ProcessSettings), ...overrides };
   checkTemporalTls(settings);
   return settings;
 }
 
-/** Whether connections to Temporal use TLS under these settings. */
+const field = <K extends keyof ProcessSettings>(key: K) => PROCESS_SETTINGS.find((f) => f.key === key) as Field<K>;
+
+/** The variable a setting is read from (for messages). */
+export function settingVariable(key: keyof ProcessSettings): string {
+  return field(key).env;
+}
+
+/**
+ * One setting as the environment gives it, parsed, or null when its variable
+ * is unset or empty: what the user chose, where a command must tell that
+ * apart from the default (a server named by TEMPORAL_ADDRESS is used as is,
+ * none named means find or start one).
+ */
+export function explicitSetting<K extends keyof ProcessSettings>(key: K, env: NodeJS.ProcessEnv = process.env): ProcessSettings[K] | null {
+  const f = field(key);
+  const raw = env[f.env];
+  return raw !== undefined && raw !== '' ? f.parse(raw) : null;
+}
+
+/**
+ * One setting with its default, read on its own: code that needs only this
+ * one (a path at module load) does not fail on another variable's bad value,
+ * which processSettings() reports where the settings are used.
+ */
+export function processSetting<K extends keyof ProcessSettings>(key: K, env: NodeJS.ProcessEnv = process.env): ProcessSettings[K] {
+  return explicitSetting(key, env) ?? field(key).default;
+}
+
+/** The folders PATH names, where tools are looked for. */
+export function executableSearchPath(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.PATH ?? '').split(path.delimiter).filter(Boolean);
+}
+
 /** TLS or an API key: a server of the operator's (Temporal Cloud, a cluster), never the embedded dev server. */
 export function temporalIsRemote(s: ProcessSettings): boolean {
   return temporalTlsEnabled(s) || s.temporalApiKey !== null;
 }
 
+/** Whether connections to Temporal use TLS under these settings. */
 export function temporalTlsEnabled(s: ProcessSettings): boolean {
   if (s.temporalTls !== null) return s.temporalTls;
   return [s.temporalTlsCertPath, s.temporalTlsKeyPath, s.temporalTlsCaPath, s.temporalTlsServerName, s.temporalApiKey].some((v) => v !== null);
@@ -169,9 +215,9 @@ export interface RedisAuth {
 
 export type RedisTarget = ({ kind: 'single'; tls: boolean; node: RedisNode; db: number } & RedisAuth) | ({ kind: 'cluster'; tls: boolean; nodes: RedisNode[] } & RedisAuth);
 
-export class RedisUrlError extends Error {
+export class RedisUrlError extends CrawlerError<'INVALID_REDIS_URL'> {
   constructor(message: string) {
-    super(message);
+    super('INVALID_REDIS_URL', message);
     this.name = 'RedisUrlError';
   }
 }

@@ -3,6 +3,7 @@
 // validators and the CLI both call these, so a value the CLI refuses is
 // refused with the same words by the workflow (which has the last say, as
 // only it knows the campaign's hosts). No Node APIs and no URL parsing here.
+import { CrawlerError } from '../errors';
 
 /** Largest pause an operator may set between two requests to one host: one hour. */
 export const MAX_STEER_DELAY_MS = 3_600_000;
@@ -56,9 +57,9 @@ export interface HostPauseResult {
 }
 
 /** A steering request the campaign refuses; nothing was changed. */
-export class SteeringError extends Error {
+export class SteeringError extends CrawlerError<'STEERING_REFUSED'> {
   constructor(message: string) {
-    super(message);
+    super('STEERING_REFUSED', message);
     this.name = 'SteeringError';
   }
 }

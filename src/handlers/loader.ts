@@ -6,18 +6,18 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PROJECT_ROOT } from '../stack/paths';
+import { PROJECT_ROOT } from '../config/project-root';
+import { CrawlerError } from '../errors';
 import { LABEL_PATTERN, type Handler } from './api';
 
 /** A handler module that cannot be loaded or is not a handler: the campaign is refused. */
-export class HandlerLoadError extends Error {
-  readonly code = 'HANDLER_LOAD';
+export class HandlerLoadError extends CrawlerError<'HANDLER_LOAD'> {
   constructor(
     readonly spec: string,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`handler ${JSON.stringify(spec)}: ${message}`, options);
+    super('HANDLER_LOAD', `handler ${JSON.stringify(spec)}: ${message}`, options);
     this.name = 'HandlerLoadError';
   }
 }

@@ -6,6 +6,7 @@
 import * as cheerio from 'cheerio';
 import type { Handler, HandlerLink, HandlerLog, PageContext, PageHook, DatasetItem } from './api';
 import { LABEL_PATTERN } from './api';
+import { CrawlerError } from '../errors';
 
 /** Attempts a hook gets on one response before the URL is recorded as HANDLER_ERROR. */
 export const HANDLER_ATTEMPTS = 3;
@@ -60,9 +61,10 @@ export function pageContext(input: HookInput): PageContext {
   };
 }
 
-class HandlerTimeoutError extends Error {
+class HandlerTimeoutError extends CrawlerError<'HANDLER_TIMEOUT'> {
   constructor(ms: number) {
-    super(`the hook ran past its time limit of ${ms} ms`);
+    super('HANDLER_TIMEOUT', `the hook ran past its time limit of ${ms} ms`);
+    this.name = 'HandlerTimeoutError';
   }
 }
 

@@ -13,6 +13,7 @@
 import * as dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import * as ipaddr from 'ipaddr.js';
+import { CrawlerError } from '../errors';
 
 type IP = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [IP, number];
@@ -47,12 +48,11 @@ export interface AddressPolicyOptions {
 }
 
 /** A bad `allowAddresses` entry; thrown when the client is built. */
-export class AddressPolicyError extends Error {
-  readonly code = 'INVALID_ALLOW_ADDRESS' as const;
+export class AddressPolicyError extends CrawlerError<'INVALID_ALLOW_ADDRESS'> {
   readonly entry: string;
 
   constructor(entry: string, reason: string) {
-    super(`Invalid allowAddresses entry ${JSON.stringify(entry)}: ${reason} (expected a CIDR such as 10.0.0.0/8, 127.0.0.1/32 or ::1/128)`);
+    super('INVALID_ALLOW_ADDRESS', `Invalid allowAddresses entry ${JSON.stringify(entry)}: ${reason} (expected a CIDR such as 10.0.0.0/8, 127.0.0.1/32 or ::1/128)`);
     this.name = 'AddressPolicyError';
     this.entry = entry;
   }
@@ -63,15 +63,17 @@ export class AddressPolicyError extends Error {
  * address. It does not know the URL; classifyError (fetch-error.ts) turns it
  * into a non-retryable FetchError 'ADDRESS_REFUSED' by its code.
  */
-export class AddressRefusedError extends Error {
-  readonly code = 'ERR_ADDRESS_REFUSED' as const;
+export class AddressRefusedError extends CrawlerError<'ERR_ADDRESS_REFUSED'> {
   readonly host: string;
   readonly address: string;
   readonly addressClass: string;
 
   constructor(host: string, address: string, verdict: { class: string; embedded?: { form: EmbeddingForm; ipv4: string } }) {
     const shown = verdict.embedded ? `${address} (${verdict.embedded.form} ${verdict.embedded.ipv4})` : address;
-    super(`host ${host} is at ${shown}, address class ${verdict.class}: refused by the address policy ` + '(allow the range with allowAddresses or pin the host with --resolve)');
+    super(
+      'ERR_ADDRESS_REFUSED',
+      `host ${host} is at ${shown}, address class ${verdict.class}: refused by the address policy ` + '(allow the range with allowAddresses or pin the host with --resolve)',
+    );
     this.name = 'AddressRefusedError';
     this.host = host;
     this.address = address;

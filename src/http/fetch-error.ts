@@ -3,6 +3,7 @@
 // Node threw into a stable `code` plus a `retryable` verdict and leaves the
 // decision to the caller (the activity maps `retryable: false` to a
 // non-retryable ApplicationFailure).
+import { CrawlerError } from '../errors';
 
 export type FetchErrorCode =
   | 'DNS_FAILURE'
@@ -82,8 +83,7 @@ export interface FetchErrorOptions {
   detail?: string;
 }
 
-export class FetchError extends Error {
-  readonly code: FetchErrorCode;
+export class FetchError extends CrawlerError<FetchErrorCode> {
   /** The URL whose request or response failed: a redirect target when a later hop failed. */
   readonly url: string;
   /** Whether another attempt (by Temporal, later) could plausibly succeed. */
@@ -91,9 +91,8 @@ export class FetchError extends Error {
 
   constructor(code: FetchErrorCode, url: string, options: FetchErrorOptions = {}) {
     const detail = options.detail ?? causeMessage(options.cause);
-    super(`${DESCRIPTIONS[code]} (${url})${detail ? `: ${detail}` : ''}`, { cause: options.cause });
+    super(code, `${DESCRIPTIONS[code]} (${url})${detail ? `: ${detail}` : ''}`, { cause: options.cause });
     this.name = 'FetchError';
-    this.code = code;
     this.url = url;
     this.retryable = options.retryable ?? RETRYABLE[code];
   }

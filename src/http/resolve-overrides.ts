@@ -28,6 +28,7 @@ import * as dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
 import { AddressRefusedError, createGuardedLookup, type AddressPolicy } from './address-policy';
+import { CrawlerError } from '../errors';
 
 export interface ResolveTarget {
   /** Lower-cased hostname without trailing dot or IPv6 brackets. */
@@ -41,12 +42,11 @@ export interface ResolveTarget {
 /** Keyed by `${host}:${port}`; build it with parseResolveEntries. */
 export type ResolveOverrides = ReadonlyMap<string, ResolveTarget>;
 
-export class ResolveOverrideError extends Error {
-  readonly code = 'INVALID_RESOLVE_ENTRY' as const;
+export class ResolveOverrideError extends CrawlerError<'INVALID_RESOLVE_ENTRY'> {
   readonly entry: string;
 
   constructor(entry: string, reason: string) {
-    super(`Invalid resolve entry ${JSON.stringify(entry)}: ${reason} (expected HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1 or example.com:443:[::1])`);
+    super('INVALID_RESOLVE_ENTRY', `Invalid resolve entry ${JSON.stringify(entry)}: ${reason} (expected HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1 or example.com:443:[::1])`);
     this.name = 'ResolveOverrideError';
     this.entry = entry;
   }

@@ -3,11 +3,11 @@
 import { resolveCampaignSettings, type CampaignSettings } from '../config/campaign';
 import { campaignKeys } from './keys';
 import type { RedisLike } from './scripts';
+import { CrawlerError } from '../errors';
 
-export class CampaignConfigMissingError extends Error {
-  readonly code = 'CAMPAIGN_CONFIG_MISSING';
+export class CampaignConfigMissingError extends CrawlerError<'CAMPAIGN_CONFIG_MISSING'> {
   constructor(readonly campaignKey: string) {
-    super(`no settings stored in Redis for campaign ${campaignKey} (was Redis wiped?)`);
+    super('CAMPAIGN_CONFIG_MISSING', `no settings stored in Redis for campaign ${campaignKey} (was Redis wiped?)`);
     this.name = 'CampaignConfigMissingError';
   }
 }

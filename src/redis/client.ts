@@ -1,6 +1,7 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { defineScripts, type RedisLike } from './scripts';
 import { parseRedisUrl, redactRedisUrl, type RedisTarget } from '../config/env';
+import { CrawlerError } from '../errors';
 
 const retryStrategy = (n: number) => Math.min(n * 200, 2000);
 
@@ -69,13 +70,13 @@ export function createRedis(url: string): RedisLike {
 }
 
 /** Redis did not answer a PING: down, wrong address, wrong password. */
-export class RedisUnavailableError extends Error {
+export class RedisUnavailableError extends CrawlerError<'REDIS_UNAVAILABLE'> {
   constructor(
     /** The URL with any password redacted. */
     readonly url: string,
     cause: unknown,
   ) {
-    super(`cannot reach Redis at ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'RedisUnavailableError';
   }
 }

@@ -4,6 +4,7 @@
 import { FRONTIER_PRIORITY_MAX, FRONTIER_PRIORITY_MIN } from '../config/campaign';
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
+import { CrawlerError } from '../errors';
 
 /** page: fetch, store, follow links. sitemap / sitemap-child: fetch, store, enqueue the listed URLs (a child's own index entries are not followed). */
 export type EntryKind = 'page' | 'sitemap' | 'sitemap-child';
@@ -78,10 +79,9 @@ function enqueueArgs(items: EnqueueItem[]): (string | number)[] {
 const SESSION_OWNER_TTL_MS = 24 * 60 * 60_000;
 
 /** A newer attempt of the host's session took over: this one must end without claiming more. */
-export class SessionSupersededError extends Error {
-  readonly code = 'SESSION_SUPERSEDED';
+export class SessionSupersededError extends CrawlerError<'SESSION_SUPERSEDED'> {
   constructor(readonly host: string) {
-    super(`a newer session attempt owns ${host}: this one stops (its heartbeat timed out and Temporal retried it elsewhere)`);
+    super('SESSION_SUPERSEDED', `a newer session attempt owns ${host}: this one stops (its heartbeat timed out and Temporal retried it elsewhere)`);
     this.name = 'SessionSupersededError';
   }
 }

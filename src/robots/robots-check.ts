@@ -3,18 +3,18 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseRobotsTxt } from './robots-txt';
+import { CrawlerError } from '../errors';
 
 /** Exit code for an unreadable --file; commander usage errors also map to 2 in main. */
 export const EXIT_UNREADABLE_FILE = 2;
 
 /** Raised when the robots.txt file given to the command cannot be read. */
-export class RobotsFileError extends Error {
-  readonly code = 'UNREADABLE_FILE';
+export class RobotsFileError extends CrawlerError<'UNREADABLE_FILE'> {
   readonly exitCode = EXIT_UNREADABLE_FILE;
   readonly path: string;
   constructor(path: string, options?: { cause?: unknown }) {
     const reason = (options?.cause as { message?: string } | undefined)?.message ?? 'unknown error';
-    super(`cannot read robots.txt file ${path}: ${reason}`, options);
+    super('UNREADABLE_FILE', `cannot read robots.txt file ${path}: ${reason}`, options);
     this.name = 'RobotsFileError';
     this.path = path;
   }

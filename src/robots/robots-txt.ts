@@ -49,6 +49,7 @@
 //   value starting with neither `/` nor `*` is kept but can never match a path.
 // - When the body exceeds the parse limit the final, cut-off line is dropped:
 //   a truncated `Allow: /abc` would become a broader `Allow: /a`.
+import { CrawlerError } from '../errors';
 
 /** RFC 9309 §2.5: the parsing limit MUST be at least 500 KiB. */
 export const DEFAULT_MAX_ROBOTS_BYTES = 500 * 1024;
@@ -60,12 +61,10 @@ const JSON_VERSION = 2;
 export type RobotsErrorCode = 'INVALID_JSON';
 
 /** Raised when cached JSON cannot be turned back into a RobotsTxt. */
-export class RobotsError extends Error {
-  readonly code: RobotsErrorCode;
+export class RobotsError extends CrawlerError<RobotsErrorCode> {
   constructor(code: RobotsErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(code, message, options);
     this.name = 'RobotsError';
-    this.code = code;
   }
 }
 

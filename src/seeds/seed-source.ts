@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { Agent, interceptors, request } from 'undici';
 import { DEFAULT_USER_AGENT } from '../config/campaign';
+import { CrawlerError } from '../errors';
 
 export type SeedSourceErrorCode =
   /** The source string is neither a path nor an http(s) URL, or is `-` where no CLI copied standard input. */
@@ -49,7 +50,7 @@ export type SeedSourceErrorCode =
   /** Resuming found the source shorter, or a position not at a line start: it changed since the position was taken. */
   | 'SEEDS_CHANGED';
 
-export class SeedSourceError extends Error {
+export class SeedSourceError extends CrawlerError<SeedSourceErrorCode> {
   /** 1-based line number, for errors about one line. */
   readonly line: number | null;
   /**
@@ -59,12 +60,12 @@ export class SeedSourceError extends Error {
   readonly retryable: boolean;
 
   constructor(
-    readonly code: SeedSourceErrorCode,
+    code: SeedSourceErrorCode,
     readonly source: string,
     message: string,
     opts: { line?: number; retryable?: boolean; cause?: unknown } = {},
   ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(code, message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'SeedSourceError';
     this.line = opts.line ?? null;
     this.retryable = opts.retryable ?? false;

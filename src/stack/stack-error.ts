@@ -1,9 +1,8 @@
+import { CrawlerError } from '../errors';
 /** Raised when the embedded stack cannot find, install or start a server. */
-export class StackError extends Error {
-  readonly code: string;
+export class StackError extends CrawlerError {
   constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(code, message, options);
     this.name = 'StackError';
-    this.code = code;
   }
 }

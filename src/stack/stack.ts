@@ -4,7 +4,7 @@
 // with `crawler stack up`) is used as is and never stopped by us.
 import fs from 'node:fs';
 import path from 'node:path';
-import { processSettings, temporalIsRemote } from '../config/env';
+import { explicitSetting, processSettings, temporalIsRemote } from '../config/env';
 import { ManagedProcess } from './managed-process';
 import { freePort, portOpen } from './ports';
 import { STACK_DIR } from './paths';
@@ -108,6 +108,18 @@ export function readStackState(dir = STACK_DIR): StackStateFile {
   }
 }
 
+/** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
+export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
+  const cfg = processSettings();
+  const state = readStackState();
+  const named = explicitSetting('temporalAddress');
+  return {
+    temporalAddress: named ?? state.temporal?.address ?? cfg.temporalAddress,
+    redisUrl: explicitSetting('redisUrl') ?? state.redis?.url ?? cfg.redisUrl,
+    uiUrl: named ? null : (state.temporal?.uiUrl ?? null),
+  };
+}
+
 export interface StartStackOptions {
   dataDir?: string;
   temporalPort?: number;
@@ -166,7 +178,7 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   const processes: ManagedProcess[] = [];
   const started: string[] = [];
 
-  let temporalAddress = process.env.TEMPORAL_ADDRESS ?? null;
+  let temporalAddress = explicitSetting('temporalAddress');
   let uiUrl: string | null = null;
   const cfg = processSettings();
   if (!temporalAddress && temporalIsRemote(cfg)) {
@@ -190,7 +202,7 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
     uiUrl = `http://127.0.0.1:${ui}`;
   }
 
-  let redisUrl = process.env.REDIS_URL ?? null;
+  let redisUrl = explicitSetting('redisUrl');
   if (!redisUrl && state.redis && ownsServer('redis', state.redis).ours && (await redisReachable(state.redis.url))) redisUrl = state.redis.url;
   if (!redisUrl) {
     const port = (await portOpen(DEFAULT_REDIS_PORT)) ? await freePort() : DEFAULT_REDIS_PORT;

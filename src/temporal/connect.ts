@@ -1,20 +1,9 @@
 import fs from 'node:fs';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
-import { readStackState } from '../stack/stack';
 import { processSettings, temporalTlsEnabled, type ProcessSettings } from '../config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from './search-attributes';
 import { temporal as proto } from '@temporalio/proto';
-
-/** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
-export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
-  const cfg = processSettings();
-  const state = readStackState();
-  return {
-    temporalAddress: process.env.TEMPORAL_ADDRESS ?? state.temporal?.address ?? cfg.temporalAddress,
-    redisUrl: process.env.REDIS_URL ?? state.redis?.url ?? cfg.redisUrl,
-    uiUrl: process.env.TEMPORAL_ADDRESS ? null : (state.temporal?.uiUrl ?? null),
-  };
-}
+import { CrawlerError } from '../errors';
 
 /**
  * TLS and credentials of every connection to Temporal, in the form both
@@ -52,12 +41,12 @@ export function temporalConnectionOptions(
 }
 
 /** No Temporal frontend answered at the address (down, wrong port, TLS mismatch). */
-export class TemporalUnavailableError extends Error {
+export class TemporalUnavailableError extends CrawlerError<'TEMPORAL_UNAVAILABLE'> {
   constructor(
     readonly address: string,
     cause: unknown,
   ) {
-    super(`cannot reach the Temporal server at ${address}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super('TEMPORAL_UNAVAILABLE', `cannot reach the Temporal server at ${address}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'TemporalUnavailableError';
   }
 }

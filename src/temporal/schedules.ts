@@ -8,7 +8,9 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, t
 import type { CampaignInput } from '../config/campaign';
 import type { crawlCampaign } from '../../workflows/crawl-campaign';
 import { campaignStaticDetails, campaignStaticSummary } from '../../workflows/status-card';
+import { CrawlerError } from '../errors';
 import { CrawlState } from './search-attributes';
+import { CAMPAIGN_WORKFLOW } from './workflow-types';
 
 /** What the CLI calls the overlap policies (Temporal's names, in kebab case). */
 export const OVERLAP_POLICIES = {
@@ -34,12 +36,9 @@ export interface CreateScheduleInput {
   campaign: Omit<CampaignInput, 'campaignId'>;
 }
 
-export class ScheduleError extends Error {
-  constructor(
-    readonly code: 'SCHEDULE_NOT_FOUND' | 'SCHEDULE_EXISTS' | 'SCHEDULE_INVALID',
-    message: string,
-  ) {
-    super(message);
+export class ScheduleError extends CrawlerError<'SCHEDULE_NOT_FOUND' | 'SCHEDULE_EXISTS' | 'SCHEDULE_INVALID'> {
+  constructor(code: 'SCHEDULE_NOT_FOUND' | 'SCHEDULE_EXISTS' | 'SCHEDULE_INVALID', message: string) {
+    super(code, message);
     this.name = 'ScheduleError';
   }
 }
@@ -54,7 +53,7 @@ export async function createSchedule(client: Client, s: CreateScheduleInput): Pr
       spec,
       action: {
         type: 'startWorkflow',
-        workflowType: 'crawlCampaign',
+        workflowType: CAMPAIGN_WORKFLOW,
         workflowId: s.name,
         taskQueue: s.taskQueue,
         args: [s.campaign],
@@ -114,7 +113,7 @@ export async function describeSchedule(client: Client, name: string): Promise<Sc
 export async function listSchedules(client: Client): Promise<ScheduleRow[]> {
   const rows: ScheduleRow[] = [];
   for await (const s of client.schedule.list()) {
-    if (s.action?.type !== 'startWorkflow' || s.action.workflowType !== 'crawlCampaign') continue;
+    if (s.action?.type !== 'startWorkflow' || s.action.workflowType !== CAMPAIGN_WORKFLOW) continue;
     rows.push(await describeSchedule(client, s.scheduleId));
   }
   return rows;

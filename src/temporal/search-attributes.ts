@@ -9,6 +9,11 @@ export const CrawlState = defineSearchAttributeKey('CrawlState', SearchAttribute
 export const CrawlPages = defineSearchAttributeKey('CrawlPages', SearchAttributeType.INT);
 export const CrawlErrors = defineSearchAttributeKey('CrawlErrors', SearchAttributeType.INT);
 
+/** A value (a campaign ID, a task queue) as a string literal of a visibility query: quoted, its quotes and backslashes escaped. */
+export function queryLiteral(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
 /** Name → type as the `temporal` CLI and the operator API spell them. */
 export const CRAWL_SEARCH_ATTRIBUTES: ReadonlyArray<{ name: string; cliType: 'Keyword' | 'Int' }> = [
   { name: CrawlCampaign.name, cliType: 'Keyword' },

@@ -5,6 +5,7 @@
 import { parse } from 'tldts';
 import { normalizeUrl } from './normalize';
 import { UrlError } from './url-error';
+import { CrawlerError } from '../errors';
 
 export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
 
@@ -31,14 +32,12 @@ export interface Scope {
 export type ScopeErrorCode = 'INVALID_SCOPE' | 'NO_SEEDS' | 'INVALID_SEED' | 'INVALID_DOMAIN';
 
 /** Raised by createScope for a spec that cannot describe a crawl. */
-export class ScopeError extends Error {
-  readonly code: ScopeErrorCode;
+export class ScopeError extends CrawlerError<ScopeErrorCode> {
   /** The offending domain entry or seed, or '' when the spec as a whole is wrong. */
   readonly url: string;
   constructor(code: ScopeErrorCode, url: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(code, message, options);
     this.name = 'ScopeError';
-    this.code = code;
     this.url = url;
   }
 }

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { WORKER_READY_LINE } from './ready-line';
 import { workerCommand, workerNodeArgs } from './worker-bundle';
+import { CrawlerError } from '../errors';
 
 export { WORKER_READY_LINE };
 
@@ -39,13 +40,14 @@ export interface SuperviseOptions {
   backoffMs?: (n: number) => number;
 }
 
-export class WorkerCrashLoopError extends Error {
+export class WorkerCrashLoopError extends CrawlerError<'WORKER_CRASH_LOOP'> {
   constructor(
     readonly exits: number,
     readonly windowMs: number,
     readonly lastOutput: string[],
   ) {
     super(
+      'WORKER_CRASH_LOOP',
       `workers keep dying: ${exits} unexpected exits within ${Math.round(windowMs / 1000)} s, so no more restarts.` +
         (lastOutput.length ? ` Last output of the last one:\n${lastOutput.join('\n')}` : ''),
     );

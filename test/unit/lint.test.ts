@@ -93,6 +93,24 @@ test('the pure src/ modules are held to the same rule', () => {
   expect(flagged('src/config/steering.ts')).toEqual(['2 @typescript-eslint/no-restricted-imports', '3 crawler/pure-relative-imports', '4 crawler/pure-relative-imports']);
 });
 
+test('an error class of the crawler that does not extend CrawlerError fails the lint', () => {
+  expect(flagged('src/http/own-error.ts')).toEqual(['4 no-restricted-syntax', '5 no-restricted-syntax']);
+  expect(findings('src/http/own-error.ts')[0].message).toContain('stable `code`');
+});
+
+test('no import reaches a layer above its own, types aside; pure workflow code is open to all', () => {
+  expect(flagged('src/temporal/imports-stack.ts')).toEqual(['3 crawler/layered-imports', '7 crawler/layered-imports']);
+  expect(findings('src/temporal/imports-stack.ts')[0].message).toContain('src/stack/stack');
+  expect(flagged('src/worker/imports-cli.ts')).toEqual(['2 crawler/layered-imports']);
+  expect(flagged('activities/imports-stack.ts')).toEqual(['2 crawler/layered-imports', '3 crawler/layered-imports']);
+});
+
+test('environment variables are read in the settings table only; the whole environment may be handed on', () => {
+  expect(flagged('src/stack/reads-env.ts')).toEqual(['5 no-restricted-syntax', '6 no-restricted-syntax', '7 no-restricted-syntax', '8 no-restricted-syntax']);
+  expect(findings('src/stack/reads-env.ts')[0].message).toContain('src/config/env.ts');
+  expect(findings('src/config/env.ts')).toEqual([]);
+});
+
 test('what workflow code may import passes: @temporalio/workflow and /common, pure modules, other workflow files, types', () => {
   expect(findings('workflows/keeps-the-rule.ts')).toEqual([]);
 });

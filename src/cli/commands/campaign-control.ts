@@ -3,11 +3,13 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, t
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal as proto } from '@temporalio/proto';
 import type { UpdateDefinition } from '@temporalio/common';
-import { clientEndpoints, connectClient, TemporalUnavailableError } from '../../temporal/connect';
+import { clientEndpoints } from '../../stack/stack';
+import { connectClient, TemporalUnavailableError } from '../../temporal/connect';
 import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
   campaignStatusQuery,
   cancelSignal,
+  FailureType,
   pauseCampaignUpdate,
   pauseHostUpdate,
   resumeCampaignUpdate,
@@ -17,7 +19,7 @@ import {
 } from '../../../workflows/messages';
 import { CampaignHosts } from '../../redis/campaign-hosts';
 import { createRedis } from '../../redis/client';
-import { processSettings } from '../../config/env';
+import { explicitSetting, processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
 
 export async function connectCli() {
@@ -55,7 +57,11 @@ async function unpolledTaskQueue(h: WorkflowHandle): Promise<{ taskQueue: string
 }
 
 /** A steering request the campaign refused (its validator's words), or the CLI refused before sending. */
-export class SteeringRejected extends UsageError {}
+export class SteeringRejected extends UsageError {
+  constructor(message: string) {
+    super(message, 'STEERING_REFUSED');
+  }
+}
 
 /**
  * Sends a validated update to a running campaign and waits for its answer.
@@ -75,7 +81,7 @@ export async function sendUpdate<Ret, Args extends unknown[]>(h: WorkflowHandle,
     if (err instanceof WorkflowNotFoundError) throw new UsageError(`no running campaign ${campaignId}`);
     if (err instanceof WorkflowUpdateFailedError) {
       const cause = err.cause;
-      if (cause instanceof ApplicationFailure && cause.type === 'SteeringError') throw new SteeringRejected(cause.message);
+      if (cause instanceof ApplicationFailure && cause.type === FailureType.steeringRefused) throw new SteeringRejected(cause.message);
       throw new Error(`${update.name} failed: ${cause?.message ?? err.message}`, { cause: err });
     }
     throw err;
@@ -116,7 +122,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
 
 /** A page of the campaign's hosts from Redis, or null when no Redis is named or it does not answer. */
 async function hostPage(campaignKey: string, page: number): Promise<HostStatus[] | null> {
-  const url = process.env.REDIS_URL;
+  const url = explicitSetting('redisUrl');
   if (!url) return null;
   const redis = createRedis(url);
   try {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
-import { processSettings, temporalIsRemote } from '../../config/env';
+import { explicitSetting, processSettings, settingVariable, temporalIsRemote } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
@@ -79,9 +79,10 @@ export function parseRetention(raw: string): number | null {
  * how to let crawl bring its own (not an option with TLS / API-key settings,
  * which are for a server of the operator's).
  */
-function hint(err: unknown, variable: string, own: string): unknown {
-  if (!(err instanceof RedisUnavailableError || err instanceof TemporalUnavailableError) || !process.env[variable]) return err;
-  const remote = variable === 'TEMPORAL_ADDRESS' && temporalIsRemote(processSettings());
+function hint(err: unknown, setting: 'redisUrl' | 'temporalAddress', own: string): unknown {
+  if (!(err instanceof RedisUnavailableError || err instanceof TemporalUnavailableError) || !explicitSetting(setting)) return err;
+  const variable = settingVariable(setting);
+  const remote = setting === 'temporalAddress' && temporalIsRemote(processSettings());
   const tail = remote
     ? 'Check the address, TLS settings and credentials.'
     : `Check that it runs at that address (and its credentials), or unset ${variable} so that crawl starts ${own}.`;
@@ -297,16 +298,18 @@ export function registerCrawlCommand(program: Command): void {
         // sit at "starting". Likewise a Temporal server named by
         // TEMPORAL_ADDRESS, before a redis-server is started for nothing.
         // (Servers the stack finds or starts answered already.)
-        if (process.env.REDIS_URL) {
-          await checkRedis(process.env.REDIS_URL).catch((err: unknown) => {
-            throw hint(err, 'REDIS_URL', 'its own redis-server');
+        const namedRedis = explicitSetting('redisUrl');
+        if (namedRedis) {
+          await checkRedis(namedRedis).catch((err: unknown) => {
+            throw hint(err, 'redisUrl', 'its own redis-server');
           });
         }
         const connect = (address: string) =>
           connectClient(address, cfg.temporalNamespace).catch((err: unknown) => {
-            throw hint(err, 'TEMPORAL_ADDRESS', 'its own dev server');
+            throw hint(err, 'temporalAddress', 'its own dev server');
           });
-        const named = process.env.TEMPORAL_ADDRESS ? await connect(process.env.TEMPORAL_ADDRESS) : null;
+        const namedAddress = explicitSetting('temporalAddress');
+        const named = namedAddress ? await connect(namedAddress) : null;
         stack = await connectOrStartStack({ log });
         const client = named ?? (await connect(stack.temporalAddress));
         await ensureSearchAttributes(client, cfg.temporalNamespace);

@@ -1,17 +1,18 @@
 import type { Command } from 'commander';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { clientEndpoints } from '../../temporal/connect';
+import { CrawlerError } from '../../errors';
+import { clientEndpoints } from '../../stack/stack';
 import { createRedis } from '../../redis/client';
 import { purgeCampaign } from '../../redis/retention';
 import { UsageError } from '../usage-error';
 import { connectCli } from './campaign-control';
 
 /** `crawler purge` of a campaign whose workflow still runs: its sessions would write keys again. */
-export class CampaignRunningError extends Error {
-  readonly code = 'CAMPAIGN_RUNNING';
+export class CampaignRunningError extends CrawlerError<'CAMPAIGN_RUNNING'> {
   readonly exitCode = 3;
   constructor(readonly campaignId: string) {
     super(
+      'CAMPAIGN_RUNNING',
       `campaign ${campaignId} is still running: purging it now would pull the state from under its host sessions, which would write keys again. ` +
         `Cancel it first (crawler cancel ${campaignId}), or add --force`,
     );

@@ -14,7 +14,8 @@ import {
   type SetBudgetsRequest,
 } from '../../config/steering';
 import { readSeedBatches, readSeedBatchesFromStream, SeedSourceError, type SeedBatch } from '../../seeds/seed-source';
-import { CrawlPages, CrawlState } from '../../temporal/search-attributes';
+import { CrawlPages, CrawlState, queryLiteral } from '../../temporal/search-attributes';
+import { CAMPAIGN_WORKFLOW } from '../../temporal/workflow-types';
 import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
 import { checkLocally, connectCli, sendUpdate, steerCampaign, withCampaign } from './campaign-control';
@@ -39,7 +40,7 @@ const QUERY_DEADLINE_MS = 5_000;
 async function listCampaigns(all: boolean): Promise<CampaignListRow[]> {
   const client = await connectCli();
   try {
-    const query = `WorkflowType = 'crawlCampaign'${all ? '' : " AND ExecutionStatus = 'Running'"}`;
+    const query = `WorkflowType = ${queryLiteral(CAMPAIGN_WORKFLOW)}${all ? '' : " AND ExecutionStatus = 'Running'"}`;
     const rows: CampaignListRow[] = [];
     for await (const wf of client.workflow.list({ query })) {
       // A campaign that continued as new is listed once, by its latest run.
