@@ -2,10 +2,13 @@
 // hosts into free slots (starting or waking their workflows), telling every
 // host to stop, and the summary. The state itself is in Redis
 // (src/redis/campaign-hosts.ts), so the campaign workflow holds none of it.
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
+import { tallyIndex } from '../src/storage/index-tally';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { domainWorkflowId } from '../workflows/ids';
@@ -14,6 +17,7 @@ import type { DomainCrawlInput } from '../workflows/domain-crawl';
 import { findClosedDomains } from './domain-watch';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
+import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
@@ -57,6 +61,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
       }
     }
     const control = await hosts.control();
+    await afterRedisRestart(rt, hosts, input.campaignId, !control.stop && !control.paused);
     let dispatched = 0;
     if (!control.stop && !control.paused)
       await hosts.exclusiveDispatch(async () => {
@@ -106,6 +111,33 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
   };
 }
 
+/**
+ * Whether Redis restarted under the campaign (src/redis/epoch.ts), and if it
+ * ever did, the sweep for hosts a lost write left behind
+ * (activities/redis-recovery.ts): when the restart is first seen, at most
+ * every SWEEP_EVERY_MS after that, and whenever no host holds a slot or
+ * waits for one (the campaign would complete on this snapshot). `wake` false
+ * (stopping, paused) only releases slots of ended workflows.
+ */
+async function afterRedisRestart(rt: WorkerRuntime, hosts: CampaignHosts, campaignId: string, wake: boolean): Promise<void> {
+  const epoch = new CampaignEpoch(rt.deps.redis, hosts.campaignKey);
+  const seen = await epoch.check();
+  if (seen.changed) {
+    await hosts.addProblem(
+      `Redis restarted during the campaign (restart ${seen.restarts}): with appendfsync everysec its last second of writes may be lost; stranded hosts are looked for again and the summary is recounted from the index`,
+    );
+  }
+  if (seen.restarts === 0) return;
+  const now = Date.now();
+  const c = await hosts.counts();
+  if (!seen.changed && c.active + c.ready > 0 && now - (await epoch.lastSweep()) < SWEEP_EVERY_MS) return;
+  const r = await sweepAfterRedisLoss(rt, hosts, campaignId, wake);
+  await epoch.swept(now);
+  if (r.released.length + r.woken.length > 0) {
+    rt.log.warn('after a Redis restart: stranded hosts found', { campaignId, released: r.released.slice(0, 20), woken: r.woken.slice(0, 20) });
+  }
+}
+
 export function finishCampaignActivity(rt: WorkerRuntime) {
   return async function finishCampaign(input: FinishCampaignInput): Promise<{ signalled: number }> {
     const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
@@ -147,6 +179,20 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       heartbeat();
     }
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
+    // After a Redis restart the counters may lack their last commits while
+    // the index, written before each commit, has the pages: the index counts.
+    // Without a restart the counters are exact and the index is not read.
+    const { restarts } = await new CampaignEpoch(redis, input.campaignKey).check();
+    if (restarts > 0) {
+      const { settings } = await rt.campaign(input.campaignKey, 0);
+      const t = await tallyIndex(path.join(path.resolve(settings.output.dir), 'index'));
+      rt.log.warn('summary recounted from the index after a Redis restart', {
+        campaignKey: input.campaignKey,
+        redis: { fetched: totals.fetched, failed: totals.failed, skipped: totals.skipped },
+        index: { fetched: t.fetched, failed: t.failed, skipped: t.skipped },
+      });
+      return { totals: { ...totals, fetched: t.fetched, failed: t.failed, skipped: t.skipped, bytes: t.bytes }, active: c.active, problems };
+    }
     return { totals, active: c.active, problems };
   };
 }
