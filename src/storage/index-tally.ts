@@ -50,7 +50,7 @@ export async function readIndexLatest(dir: string): Promise<Map<string, LatestEn
     let n = 0;
     let pending: { text: string; line: number } | null = null;
     const take = (text: string, line: number, strict: boolean) => {
-      let e: Partial<IndexEntry> | null = null;
+      let e: Partial<IndexEntry> | null;
       try {
         e = JSON.parse(text) as Partial<IndexEntry>;
       } catch {
