@@ -19,6 +19,8 @@ import type { RedisLike } from './scripts';
 export async function redisRunId(redis: RedisLike): Promise<string> {
   const runIdOf = (info: string) => /^run_id:(\w+)/m.exec(info)?.[1] ?? '';
   if (redis instanceof Cluster) {
+    // The node list fills once the client has the slot map: a first command waits for it.
+    if (redis.nodes('master').length === 0) await redis.ping();
     const ids = await Promise.all(redis.nodes('master').map(async (n) => runIdOf(await n.info('server'))));
     return ids.sort().join(',');
   }
