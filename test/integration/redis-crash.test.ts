@@ -78,6 +78,8 @@ test('a Redis crash that loses its last writes costs refetches only: every page,
 
   const result = await handle.result();
   expect(result.status).toBe('completed');
+  // The campaign saw the restart and says so.
+  expect(result.problems.filter((p) => p.startsWith('Redis restarted'))).toHaveLength(1);
   const index = await outputOf(h, result.campaignId).index();
   // The last line of each URL is its outcome (a refetch writes a second line).
   const last = new Map(index.map((e) => [e.url, e]));
