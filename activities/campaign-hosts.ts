@@ -117,7 +117,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
  * (activities/redis-recovery.ts): when the restart is first seen, at most
  * every SWEEP_EVERY_MS after that, and whenever no host holds a slot or
  * waits for one (the campaign would complete on this snapshot). `wake` false
- * (stopping, paused) only releases slots of ended workflows.
+ * (stopping, paused) only releases slots of completed workflows.
  */
 async function afterRedisRestart(rt: WorkerRuntime, hosts: CampaignHosts, campaignId: string, wake: boolean): Promise<void> {
   const epoch = new CampaignEpoch(rt.deps.redis, hosts.campaignKey);

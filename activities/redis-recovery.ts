@@ -8,7 +8,7 @@
 // matter: its URLs are back in the frontier and nobody will take them, and
 // if the release of its slot was lost too the campaign waits for it forever.
 // This sweep finds both:
-//   1. hosts holding a slot whose workflow no longer runs: the slot is released;
+//   1. hosts holding a slot whose workflow has completed: the slot is released;
 //   2. frontiers with URLs whose host holds no slot: the host is marked ready,
 //      and the next dispatch round starts its workflow again.
 // It reads every frontier key of the campaign (SCAN), so it runs only after a
@@ -64,15 +64,18 @@ export async function sweepAfterRedisLoss(rt: WorkerRuntime, hosts: CampaignHost
     for (let i = 0; i < page.length; i += DESCRIBE_CONCURRENCY) {
       await Promise.all(
         page.slice(i, i + DESCRIBE_CONCURRENCY).map(async ({ host, gen }) => {
-          let running: boolean;
+          // Completed: it reported (drained) to a Redis that then lost the
+          // release. Ended otherwise (terminated, failed…): the domain watch
+          // gives the host up, as without a restart.
+          let ended: boolean;
           try {
-            running = (await client.workflow.getHandle(domainWorkflowId(campaignId, host)).describe()).status.name === 'RUNNING';
+            ended = (await client.workflow.getHandle(domainWorkflowId(campaignId, host)).describe()).status.name === 'COMPLETED';
           } catch (err) {
             if (!(err instanceof WorkflowNotFoundError)) throw err;
-            running = false;
+            ended = true;
           }
           // Only the generation read here: a dispatch since then holds the slot rightly.
-          if (!running && (await hosts.release(host, gen)).released) released.push(host);
+          if (ended && (await hosts.release(host, gen)).released) released.push(host);
         }),
       );
     }
