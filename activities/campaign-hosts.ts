@@ -7,8 +7,10 @@ import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
+import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
 import { expireCampaign } from '../src/redis/retention';
+import { tallyIndex } from '../src/storage/index-tally';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { signalIfRunning } from '../src/temporal/signal';
@@ -22,6 +24,7 @@ import { findClosedDomains } from './domain-watch';
 import { sealCampaign } from './seal-campaign';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
+import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
@@ -65,6 +68,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
       }
     }
     const control = await hosts.control();
+    await afterRedisRestart(rt, hosts, input.campaignId, !control.stop && !control.paused);
     let dispatched = 0;
     if (!control.stop && !control.paused)
       await hosts.exclusiveDispatch(async () => {
@@ -114,6 +118,33 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
     return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
   };
+}
+
+/**
+ * Whether Redis restarted under the campaign (src/redis/epoch.ts), and if it
+ * ever did, the sweep for hosts a lost write left behind
+ * (activities/redis-recovery.ts): when the restart is first seen, at most
+ * every SWEEP_EVERY_MS after that, and whenever no host holds a slot or
+ * waits for one (the campaign would complete on this snapshot). `wake` false
+ * (stopping, paused) only releases slots of completed workflows.
+ */
+async function afterRedisRestart(rt: WorkerRuntime, hosts: CampaignHosts, campaignId: string, wake: boolean): Promise<void> {
+  const epoch = new CampaignEpoch(rt.deps.redis, hosts.campaignKey);
+  const seen = await epoch.check();
+  if (seen.changed) {
+    await hosts.addProblem(
+      `Redis restarted during the campaign (restart ${seen.restarts}): with appendfsync everysec its last second of writes may be lost; stranded hosts are looked for again and the summary is recounted from the index`,
+    );
+  }
+  if (seen.restarts === 0) return;
+  const now = Date.now();
+  const c = await hosts.counts();
+  if (!seen.changed && c.active + c.ready > 0 && now - (await epoch.lastSweep()) < SWEEP_EVERY_MS) return;
+  const r = await sweepAfterRedisLoss(rt, hosts, campaignId, wake);
+  await epoch.swept(now);
+  if (r.released.length + r.woken.length > 0) {
+    rt.log.warn('after a Redis restart: stranded hosts found', { campaignId, released: r.released.slice(0, 20), woken: r.woken.slice(0, 20) });
+  }
 }
 
 export function finishCampaignActivity(rt: WorkerRuntime) {
@@ -202,6 +233,21 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       problems.list.push(sealError);
       problems.count++;
     }
+    // After a Redis restart the counters may lack their last commits while
+    // the index, written before each commit, has the pages: the index counts.
+    // Without a restart the counters are exact and the index is not read.
+    let counted = totals;
+    const { restarts } = await new CampaignEpoch(redis, input.campaignKey).check();
+    if (restarts > 0) {
+      const { settings } = await rt.campaign(input.campaignKey, 0);
+      const t = await tallyIndex(path.join(path.resolve(settings.output.dir), 'index'));
+      rt.log.warn('summary recounted from the index after a Redis restart', {
+        campaignKey: input.campaignKey,
+        redis: { fetched: totals.fetched, failed: totals.failed, skipped: totals.skipped },
+        index: { fetched: t.fetched, failed: t.failed, skipped: t.skipped },
+      });
+      counted = { ...totals, fetched: t.fetched, failed: t.failed, skipped: t.skipped, bytes: t.bytes };
+    }
     // The summary is the campaign's last look at its keys: from here they
     // only cost memory, so they get the campaign's retention. A retried
     // summary finds them still there (the retention is at least a minute).
@@ -214,7 +260,7 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       },
     );
     if (retention !== null) await expireCampaign(redis, input.campaignKey, retention, heartbeat);
-    return { totals, active: c.active, problems, sealed };
+    return { totals: counted, active: c.active, problems, sealed };
   };
 }
 

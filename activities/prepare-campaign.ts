@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { loadHandler } from '../src/handlers/loader';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
+import { CampaignEpoch } from '../src/redis/epoch';
 import { campaignKeys } from '../src/redis/keys';
 import { createScope } from '../src/url/scope';
 import { FailureType } from '../workflows/messages';
@@ -43,6 +44,8 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     }
     const configVersion = 1;
     const hosts = new CampaignHosts(rt.deps.redis, campaignKey);
+    // The Redis server the campaign starts on: another one later means a restart that may have lost writes (src/redis/epoch.ts).
+    await new CampaignEpoch(rt.deps.redis, campaignKey).check();
     await saveCampaignSettings(rt.deps.redis, campaignKey, configVersion, settings);
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;

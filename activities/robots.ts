@@ -139,18 +139,26 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
 }
 
-/** Sitemaps go in the host's frontier like pages (their fetches share the host's politeness, retries and storage), once per campaign. */
+/**
+ * Sitemaps go in the host's frontier like pages (their fetches share the
+ * host's politeness, retries and storage), once per campaign. The flag that
+ * says so is set after the enqueue, not before: a Redis crash that loses the
+ * enqueue loses the flag with it (a later write), and the next session
+ * enqueues again; the seen-set makes a second enqueue a no-op.
+ */
 async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, robotsTxtUrl: string, listed: readonly string[]): Promise<void> {
   const hk = hostKeys(campaign.key, host);
-  if ((await rt.deps.redis.hsetnx(hk.robots, 'sitemaps', '1')) === 0) return;
+  if ((await rt.deps.redis.hget(hk.robots, 'sitemaps')) !== null) return;
   const origin = new URL(robotsTxtUrl).origin;
   const candidates = sitemapSeeds(campaign.settings, origin, listed);
   const allowed = await campaign.inScope(candidates);
   const urls = candidates.filter((_, i) => allowed[i]);
-  if (urls.length === 0) return;
-  await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
-    urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),
-  );
+  if (urls.length > 0) {
+    await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
+      urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),
+    );
+  }
+  await rt.deps.redis.hset(hk.robots, 'sitemaps', '1');
 }
 
 /** robots.txt at the root of the host, on the scheme of the host's next URL (http when the frontier is empty). */

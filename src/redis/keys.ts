@@ -73,6 +73,12 @@ export const campaignKeys = (campaignKey: string) => {
     /** SET of scope roots (hosts or registrable domains) of seeds read from a seed list: too many for the settings. */
     scopeRoots: `${P}:${tag}:scope-roots`,
     problemCount: `${P}:${tag}:problem-count`,
+    /**
+     * HASH runId (the Redis server's when the campaign last looked), restarts
+     * (how often it changed: each time the last second of writes may be gone),
+     * sweptAt (when the campaign last looked for what a lost write left behind).
+     */
+    epoch: `${P}:${tag}:epoch`,
   };
 };
 

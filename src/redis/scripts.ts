@@ -80,12 +80,28 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   // holding the lease may go once delayMs have passed since that attempt
   // started, so a crash neither breaks the spacing nor stalls the host for a
   // whole lease. Uses the Redis clock so all machines agree on "now".
+  //
+  // A Redis crash may take the clock's last stamps with it (appendfsync
+  // everysec: about the last second), and the clock would then let a request
+  // go too early. `epoch` keeps the run ID of the server that last granted the
+  // clock: a clock from an earlier server (or none: first use, expired, or
+  // lost) is trusted only once the server has been up for the delay, since
+  // any stamp it lost was made before it started. Costs nothing but in the
+  // first delay after a restart (INFO SERVER is read inside the script: on a
+  // cluster, from the node that holds the clock).
   crawlClockAcquire: {
     numberOfKeys: 1,
     lua: `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last')
+local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last', 'epoch')
+local info = redis.call('INFO', 'server')
+local run = string.match(info, 'run_id:(%w+)') or ''
+if h[5] ~= run then
+  -- Whole seconds of uptime: up * 1000 is at most the time since the start.
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)') or '0') * 1000
+  if up < tonumber(ARGV[3]) then return tonumber(ARGV[3]) - up end
+end
 local nxt = tonumber(h[1] or '0')
 -- The caller's own delay counts from the end of the host's last request,
 -- whoever sent it: a delay raised since then applies to the very next request.
@@ -101,7 +117,7 @@ if now < nxt then
   if now < ok then return ok - now end
 end
 local lease = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now))
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now), 'epoch', run)
 redis.call('PEXPIRE', KEYS[1], lease + 60000)
 return 0`,
   },

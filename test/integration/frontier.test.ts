@@ -4,6 +4,7 @@
 // written by releases before priorities existed.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { hostsWithFrontier } from '../../activities/redis-recovery';
 import { enqueueSeeds, groupSeeds } from '../../activities/seeds';
 import { frontierPriority, resolveCampaignSettings } from '../../src/config/campaign';
 import { saveCampaignSettings } from '../../src/redis/campaign-store';
@@ -216,6 +217,27 @@ describe('frontier on Redis', () => {
     await saveCampaignSettings(redis, stored, 1, settings);
     await enqueueSeeds(redis, stored, groupSeeds([...seeds].reverse()).byHost);
     expect(await drain(new Frontier(redis, stored, 'g.test'))).toEqual(['http://g.test/sale/', 'http://g.test/', 'http://g.test/archive/']);
+  });
+});
+
+describe('after a Redis restart', () => {
+  it('the sweep finds every host of the campaign with URLs left in its frontier, and none of another campaign', async () => {
+    const redis = createRedis(process.env.REDIS_URL!) as Redis;
+    try {
+      // Glob characters in the campaign ID are matched literally.
+      const mine = `t-[*?]-${randomUUID()}`;
+      const other = `t-${randomUUID()}`;
+      await new Frontier(redis, mine, 'a.test:80').enqueue([item('http://a.test/1')]);
+      await new Frontier(redis, mine, 'b.test').enqueue([item('http://b.test/1'), item('http://b.test/2')]);
+      const drained = new Frontier(redis, mine, 'c.test');
+      await drained.enqueue([item('http://c.test/1')]);
+      await drain(drained);
+      await new Frontier(redis, other, 'd.test').enqueue([item('http://d.test/1')]);
+      await new Frontier(redis, `${mine}x`, 'e.test').enqueue([item('http://e.test/1')]);
+      expect(await hostsWithFrontier(redis, mine)).toEqual(['a.test:80', 'b.test']);
+    } finally {
+      await redis.quit();
+    }
   });
 });
 

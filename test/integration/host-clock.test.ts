@@ -52,3 +52,27 @@ test('a late release (its lease ran out) neither clears nor shortens the lease o
   await sleep(120);
   expect(await c.acquire('c', 10_000, 100)).toBe(0);
 });
+
+test('after a Redis restart a clock it did not grant itself is trusted only once the server has been up for the delay', async () => {
+  const info = await redis.info('server');
+  const upMs = Number(/uptime_in_seconds:(\d+)/.exec(info)![1]) * 1000;
+  const runId = /run_id:(\w+)/.exec(info)![1];
+  // A delay longer than this server has been up: its stamps could have been lost in a crash.
+  const delay = upMs + 60_000;
+  const c = new HostClock(redis, `clock-${process.pid}-${n++}.test`);
+  const key = `crawl:clock:{clock-${process.pid}-${n - 1}.test}`;
+  // No clock at all (first use, expired, or lost with the crash): wait until the server has been up for the delay.
+  const wait = await c.acquire('a', 10_000, delay);
+  expect(wait).toBeGreaterThan(delay - upMs - 2_000);
+  expect(wait).toBeLessThanOrEqual(delay - upMs);
+  // A clock last granted by an earlier server: the same.
+  await redis.hset(key, 'epoch', 'an-earlier-server', 'last', '0', 'owner', '');
+  expect(await c.acquire('a', 10_000, delay)).toBeGreaterThan(0);
+  // Granted by this server: its stamps count as they are (none due here).
+  await redis.hset(key, 'epoch', runId);
+  expect(await c.acquire('a', 10_000, delay)).toBe(0);
+  expect(await redis.hget(key, 'epoch')).toBe(runId);
+  // Short delays, the server up longer than them: nothing changes.
+  const d = clock();
+  expect(await d.acquire('a', 10_000, 300)).toBe(0);
+});
