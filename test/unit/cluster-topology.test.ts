@@ -12,6 +12,7 @@ import {
   PORTS,
   POSTGRES,
   TEMPORAL_DYNAMIC_CONFIG_FILE,
+  TEMPORAL_INTERNAL_PORTS,
   TEMPORAL_SCHEMA_ENV,
   TEMPORAL_SCHEMA_SCRIPT,
   TEMPORAL_SERVER_ENV,
@@ -106,6 +107,11 @@ describe('docker-compose.yml runs the topology of src/stack/topology.ts', () => 
     expect(temporal.ports).toContain(`${PORTS.temporalFrontend}:${defaultTemporalPorts().FRONTEND_GRPC_PORT}`);
     const [[, ui]] = byImage(/^temporalio\/ui:/);
     expect((ui.ports ?? []).some((p) => p.startsWith(`${PORTS.temporalUi}:`))).toBe(true);
+  });
+
+  test("the server's health check asks the frontend's HTTP port (the probe test/cluster checks on a live server)", () => {
+    const probe = [(temporal as { healthcheck?: { test?: string[] } }).healthcheck?.test].flat().join(' ');
+    expect(probe).toContain(`:${TEMPORAL_INTERNAL_PORTS.FRONTEND_HTTP_PORT}/api/v1/system-info`);
   });
 
   test('Redis persists as the embedded and cluster nodes do', () => {

@@ -16,6 +16,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['set-rate', 'set-concurrency', 'set-budget', 'add-seeds', 'list'], load: async () => (await import('./steer')).registerSteerCommands },
   { names: ['report'], load: async () => (await import('./report')).registerReportCommand },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
+  { names: ['cluster'], load: async () => (await import('./cluster')).registerClusterCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];
 
