@@ -57,7 +57,17 @@ export async function startPostgres(opts: PostgresOptions): Promise<ManagedProce
   const account = serverAccount();
   const pgdata = path.join(opts.dataDir, 'pgdata');
   fs.mkdirSync(opts.dataDir, { recursive: true });
-  if (account) fs.chownSync(opts.dataDir, account.uid, account.gid);
+  if (account) {
+    fs.chownSync(opts.dataDir, account.uid, account.gid);
+    // Its own folder is no use if a parent is closed to it (a 0700 temporary folder, a home directory).
+    const [cmd, args] = asServerAccount(account, 'test', ['-w', opts.dataDir]);
+    if (spawnSync(cmd, args).status !== 0) {
+      throw new StackError(
+        'START_FAILED',
+        `PostgreSQL runs as the ${account.name} user, which cannot reach ${opts.dataDir}: make its parent folders searchable by others (chmod o+x)`,
+      );
+    }
+  }
   if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) {
     log(`initialising PostgreSQL data in ${pgdata}…`);
     fs.rmSync(pgdata, { recursive: true, force: true });

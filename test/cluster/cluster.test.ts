@@ -24,6 +24,8 @@ jest.setTimeout(60 * 60_000);
 const run = promisify(execFile);
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawler-cluster-'));
+// PostgreSQL runs as its own user when we are root: it must be able to enter the folder.
+fs.chmodSync(dir, 0o755);
 let state: ClusterState;
 let web: TestWeb;
 const timings: Record<string, number> = {};

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { clusterDown, clusterStatus, clusterUp } from '../../stack/cluster';
+import { clusterDown, clusterStatus, clusterUp, readClusterState } from '../../stack/cluster';
 import { REDIS_CLUSTER, TEMPORAL_SERVER_VERSION } from '../../stack/topology';
 import { UsageError } from '../usage-error';
 
@@ -18,11 +18,12 @@ export function registerClusterCommands(program: Command): void {
       const workers = Number(o.workers);
       if (!Number.isInteger(workers) || workers < 0) throw new UsageError(`--workers must be a whole number, got ${JSON.stringify(o.workers)}`);
       const started = Date.now();
+      const first = readClusterState() === null;
       const s = await clusterUp({ workers, freePorts: o.freePorts, log: (m) => process.stderr.write(`${m}\n`) });
       const timings = Object.entries(s.timings)
         .map(([k, v]) => `${k} ${v} s`)
         .join(', ');
-      process.stderr.write(`cluster up in ${Math.round((Date.now() - started) / 1000)} s${timings ? ` (first up: ${timings})` : ''}\n`);
+      process.stderr.write(`cluster up in ${Math.round((Date.now() - started) / 1000)} s${first && timings ? ` (${timings})` : ''}\n`);
       process.stdout.write(`TEMPORAL_ADDRESS=${s.temporalAddress}\nREDIS_URL=${s.redisUrl}\n`);
     });
   cluster
