@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import Redis from 'ioredis';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { clusterDown, clusterStatus, clusterUp, readClusterState, type ClusterState } from '../../src/stack/cluster';
@@ -27,6 +28,8 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawler-cluster-'));
 // PostgreSQL runs as its own user when we are root: it must be able to enter the folder.
 fs.chmodSync(dir, 0o755);
 let state: ClusterState;
+/** The campaign the crawl test ran, looked for again after a restart. */
+let campaignId: string | undefined;
 let web: TestWeb;
 const timings: Record<string, number> = {};
 const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
@@ -112,7 +115,8 @@ test('crawl, given only TEMPORAL_ADDRESS and REDIS_URL, completes a crawl of the
   const crawl = crawlerCommand(['crawl', seed, '--any-domain', '--delay-ms', '50', '--workers', '0', '--out', out, '--json', ...resolve]);
   const env = { ...process.env, TEMPORAL_ADDRESS: state.temporalAddress, REDIS_URL: state.redisUrl, CRAWLER_TASK_QUEUE: WORKER_ENV.CRAWLER_TASK_QUEUE };
   const { stdout } = await timed('crawl', () => run(crawl.command, crawl.args, { env, maxBuffer: 16 * 1024 * 1024 }));
-  const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { status: string; pages: number };
+  const summary = JSON.parse(stdout.trim().split('\n').pop()!) as { campaignId: string; status: string; pages: number };
+  campaignId = summary.campaignId;
   const expected = web.expectedPages([seed]);
   expect(summary.status).toBe('completed');
   expect(summary.pages).toBe(expected.size);
@@ -138,4 +142,20 @@ test('cluster down stops every process it started, and status says so', async ()
   const after = await clusterStatus({ dataDir: dir });
   expect(after.processes.filter((p) => p.running)).toEqual([]);
   expect(after.up).toBe(false);
+});
+
+test('cluster up after down starts the same cluster again: same addresses, the finished campaign still there', async () => {
+  const again = await timed('up again', () => clusterUp({ dataDir: dir, workers: 2, freePorts: true }));
+  expect({ temporal: again.temporalAddress, redis: again.redisUrl }).toEqual({ temporal: state.temporalAddress, redis: state.redisUrl });
+  const s = await clusterStatus({ dataDir: dir });
+  expect(s.processes.filter((p) => !p.serving)).toEqual([]);
+  expect(s.redisClusterState).toBe('ok');
+  expect(campaignId).toBeDefined();
+  const conn = await Connection.connect({ address: again.temporalAddress });
+  try {
+    const d = await conn.workflowService.describeWorkflowExecution({ namespace: NAMESPACE.name, execution: { workflowId: campaignId } });
+    expect(d.workflowExecutionInfo?.status).toBe(temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED);
+  } finally {
+    await conn.close();
+  }
 });
