@@ -149,12 +149,18 @@ async function startWorker(dir: string, index: number, metricsPort: number, stat
     env: { ...process.env, ...env },
   });
   const ready: Readiness = { kind: 'http', url: `http://127.0.0.1:${metricsPort}/healthz` };
-  await waitFor(
-    `worker ${index}`,
-    () => isReady(ready),
-    WORKER_READY_TIMEOUT_MS,
-    () => proc.deadReason(),
-  );
+  try {
+    await waitFor(
+      `worker ${index}`,
+      () => isReady(ready),
+      WORKER_READY_TIMEOUT_MS,
+      () => proc.deadReason(),
+    );
+  } catch (err) {
+    // Not recorded yet: left running, `down` would never stop it.
+    await proc.stop();
+    throw err;
+  }
   return record(proc, 'worker', ready, env);
 }
 
