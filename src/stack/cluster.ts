@@ -417,6 +417,8 @@ export interface ClusterStatusRow {
   running: boolean;
   serving: boolean;
   where: string;
+  /** A Redis node's role now, as the cluster sees it (a failover swaps master and replica). */
+  redisRole?: 'master' | 'replica';
 }
 
 export interface ClusterStatus {
@@ -444,7 +446,7 @@ function where(r: Readiness): string {
 export async function clusterStatus(opts: { dataDir?: string } = {}): Promise<ClusterStatus> {
   const state = readClusterState(opts.dataDir ?? CLUSTER_DIR);
   if (!state) return { up: false, processes: [] };
-  const processes = await Promise.all(
+  const processes: ClusterStatusRow[] = await Promise.all(
     state.processes.map(async (p) => {
       const running = stillRunning(p);
       return { name: p.name, role: p.role, pid: p.pid, running, serving: running && (await isReady(p.ready)), where: where(p.ready) };
@@ -457,6 +459,12 @@ export async function clusterStatus(opts: { dataDir?: string } = {}): Promise<Cl
     try {
       await c.connect();
       redisClusterState = /cluster_state:(\w+)/.exec((await c.call('CLUSTER', 'INFO')) as string)?.[1];
+      // CLUSTER NODES: id, ip:port@bus[,hostname], flags, …; a failed node keeps its last role with "fail".
+      for (const line of ((await c.call('CLUSTER', 'NODES')) as string).trim().split('\n')) {
+        const [, addr, flags] = line.split(' ');
+        const row = processes.find((p) => p.role === 'redis' && p.where === `127.0.0.1:${/:(\d+)@/.exec(addr)?.[1]}`);
+        if (row && !flags.includes('fail')) row.redisRole = flags.includes('master') ? 'master' : 'replica';
+      }
       break;
     } catch {
       /* try the next node */

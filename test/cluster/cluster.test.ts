@@ -61,6 +61,9 @@ test('every process serves: PostgreSQL, the Temporal server, six Redis nodes, tw
   expect(roles.sort()).toEqual(['postgres', 'temporal', ...Array<string>(redisNodes).fill('redis'), 'worker', 'worker'].sort());
   expect(s.redisClusterState).toBe('ok');
   expect(s.up).toBe(true);
+  // Status reports each node's current role: as formed, the masters first.
+  const redisRoles = s.processes.filter((p) => p.role === 'redis').map((p) => p.redisRole);
+  expect(redisRoles).toEqual(state.redisNodes.map((n) => n.role));
 });
 
 test('the Redis Cluster has its masters, each with a replica that follows it', async () => {

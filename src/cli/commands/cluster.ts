@@ -47,7 +47,7 @@ export function registerClusterCommands(program: Command): void {
         const w = Math.max(...s.processes.map((p) => p.name.length));
         for (const p of s.processes) {
           const what = p.serving ? 'serving' : p.running ? 'running, not serving' : 'down';
-          process.stdout.write(`${p.name.padEnd(w)}  ${String(p.pid).padStart(7)}  ${what.padEnd(20)}  ${p.where}\n`);
+          process.stdout.write(`${p.name.padEnd(w)}  ${String(p.pid).padStart(7)}  ${what.padEnd(20)}  ${p.where}${p.redisRole ? ` ${p.redisRole}` : ''}\n`);
         }
       }
       if (!s.up) process.exitCode = 1;
