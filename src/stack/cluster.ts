@@ -17,77 +17,25 @@ import { ensureSearchAttributes } from '../temporal/connect';
 import { ensureWorkerBundle, workerNodeArgs } from '../worker/worker-bundle';
 import { ensureWorkflowBundle } from '../worker/workflow-bundle';
 import { ManagedProcess } from './managed-process';
-import { LOCAL_DIR } from './paths';
 import { freePort, portOpen, waitFor } from './ports';
 import { startPostgres } from './postgres';
-import { startRedisCluster, type RedisClusterNode } from './redis-cluster';
+import { startRedisCluster } from './redis-cluster';
 import { redisReachable } from './redis-server';
-import { processIdentity, type ProcessIdentity } from './stack';
+import { CLUSTER_DIR, clusterStateFile, readClusterState, stillRunning, type ClusterProcess, type ClusterRole, type ClusterState, type Readiness } from './cluster-state';
+import { processIdentity } from './stack';
 import { StackError } from './stack-error';
 import { temporalReachable } from './temporal-dev-server';
 import { ensureNamespace, ensureTemporalBinaries, migrateTemporalSchema, startTemporalServer } from './temporal-server';
 import { defaultTemporalPorts, NAMESPACE, PORTS, POSTGRES, REDIS_CLUSTER, TEMPORAL_DYNAMIC_CONFIG_FILE, temporalServerEnv, workerEnv, type TemporalPortVar } from './topology';
 import { findOrInstallPostgres } from './tools';
 
-export const CLUSTER_DIR = path.join(LOCAL_DIR, 'cluster');
-
-export type ClusterRole = 'postgres' | 'temporal' | 'redis' | 'worker';
-
-/** How to tell a process of the cluster is up and serving. */
-type Readiness = { kind: 'postgres'; port: number } | { kind: 'temporal'; address: string } | { kind: 'redis'; port: number } | { kind: 'http'; url: string };
-
-/** One process `up` started, and how to start it again. */
-export interface ClusterProcess {
-  name: string;
-  role: ClusterRole;
-  pid: number;
-  identity?: ProcessIdentity;
-  command: string;
-  args: string[];
-  /** Variables set on top of the starting process's environment. */
-  env: Record<string, string>;
-  cwd?: string;
-  logFile: string;
-  ready: Readiness;
-  /** PostgreSQL's "fast" shutdown is SIGINT (SIGTERM waits for every client to leave). */
-  stopSignal: 'SIGTERM' | 'SIGINT';
-}
-
-export interface ClusterState {
-  temporalAddress: string;
-  redisUrl: string;
-  postgresPort: number;
-  temporalPorts: Record<TemporalPortVar, number>;
-  redisNodes: RedisClusterNode[];
-  processes: ClusterProcess[];
-  /** Seconds each step of the first `up` took (the build only when it ran). */
-  timings: Record<string, number>;
-  /** The first `up` got to the end (else only `down` may follow). */
-  complete: boolean;
-}
-
-const stateFile = (dir: string) => path.join(dir, 'cluster.json');
-
-export function readClusterState(dir = CLUSTER_DIR): ClusterState | null {
-  try {
-    return JSON.parse(fs.readFileSync(stateFile(dir), 'utf8')) as ClusterState;
-  } catch {
-    return null;
-  }
-}
+export { CLUSTER_DIR, readClusterState, runningClusterEndpoints, stillRunning, type ClusterProcess, type ClusterRole, type ClusterState } from './cluster-state';
 
 function writeState(dir: string, state: ClusterState): void {
   fs.mkdirSync(dir, { recursive: true });
-  const tmp = `${stateFile(dir)}.${process.pid}.tmp`;
+  const tmp = `${clusterStateFile(dir)}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(state, null, 2));
-  fs.renameSync(tmp, stateFile(dir));
-}
-
-/** Whether the recorded pid is still that process (same start time and command line), not a reused pid. */
-export function stillRunning(p: Pick<ClusterProcess, 'pid' | 'identity'>): boolean {
-  const now = processIdentity(p.pid);
-  if (!now) return false;
-  return !p.identity || (now.startTime === p.identity.startTime && now.cmdline === p.identity.cmdline);
+  fs.renameSync(tmp, clusterStateFile(dir));
 }
 
 async function isReady(r: Readiness): Promise<boolean> {
@@ -235,7 +183,7 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
   if (existing && !existing.complete) {
     throw new StackError(
       'CLUSTER_INCOMPLETE',
-      `the last \`cluster up\` stopped half-way (${stateFile(dir)}): run \`crawler cluster down\` first, then \`up\` again (data is kept)`,
+      `the last \`cluster up\` stopped half-way (${clusterStateFile(dir)}): run \`crawler cluster down\` first, then \`up\` again (data is kept)`,
     );
   }
   if (existing) {
@@ -402,7 +350,7 @@ export async function clusterDown(opts: { dataDir?: string; deleteData?: boolean
       );
     }
     if (!state.complete) {
-      fs.rmSync(stateFile(dir), { force: true });
+      fs.rmSync(clusterStateFile(dir), { force: true });
       fs.rmSync(path.join(dir, 'redis'), { recursive: true, force: true });
     }
   }

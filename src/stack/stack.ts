@@ -156,9 +156,10 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
 
 /**
  * What `crawler crawl` uses: explicit env first, then a running embedded
- * stack, then whatever answers on the default ports; only what is still
- * missing is started, attached to this process, on the default ports when
- * they are free.
+ * stack, then a running `cluster up` (both of its endpoints, never one of
+ * them beside an embedded server), then whatever answers on the default
+ * ports; only what is still missing is started, attached to this process, on
+ * the default ports when they are free.
  */
 export async function connectOrStartStack(opts: { log?: (msg: string) => void; dataDir?: string } = {}): Promise<RunningStack> {
   const dataDir = opts.dataDir ?? STACK_DIR;
@@ -175,6 +176,11 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   if (!temporalAddress && state.temporal && ownsServer('temporal', state.temporal).ours && (await temporalReachable(state.temporal.address))) {
     temporalAddress = state.temporal.address;
     uiUrl = state.temporal.uiUrl;
+  }
+  if (!temporalAddress && !process.env.REDIS_URL) {
+    // Loaded here, not at the top: cluster-state imports this module.
+    const cluster = (await import('./cluster-state')).runningClusterEndpoints();
+    if (cluster && (await temporalReachable(cluster.temporalAddress))) return { ...cluster, uiUrl: null, started: [], processes: [], stop: async () => {} };
   }
   if (!temporalAddress && (await temporalReachable(`127.0.0.1:${DEFAULT_TEMPORAL_PORT}`))) {
     temporalAddress = `127.0.0.1:${DEFAULT_TEMPORAL_PORT}`;

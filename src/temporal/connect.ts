@@ -1,17 +1,19 @@
 import fs from 'node:fs';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { runningClusterEndpoints } from '../stack/cluster-state';
 import { readStackState } from '../stack/stack';
 import { processSettings, temporalTlsEnabled, type ProcessSettings } from '../config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from './search-attributes';
 import { temporal as proto } from '@temporalio/proto';
 
-/** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
+/** Where a client command should look for Temporal: env, then a running embedded stack, then a running `cluster up`, then the default port. */
 export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
   const cfg = processSettings();
   const state = readStackState();
+  const cluster = process.env.TEMPORAL_ADDRESS || process.env.REDIS_URL || state.temporal ? null : runningClusterEndpoints();
   return {
-    temporalAddress: process.env.TEMPORAL_ADDRESS ?? state.temporal?.address ?? cfg.temporalAddress,
-    redisUrl: process.env.REDIS_URL ?? state.redis?.url ?? cfg.redisUrl,
+    temporalAddress: process.env.TEMPORAL_ADDRESS ?? state.temporal?.address ?? cluster?.temporalAddress ?? cfg.temporalAddress,
+    redisUrl: process.env.REDIS_URL ?? state.redis?.url ?? cluster?.redisUrl ?? cfg.redisUrl,
     uiUrl: process.env.TEMPORAL_ADDRESS ? null : (state.temporal?.uiUrl ?? null),
   };
 }
