@@ -1,6 +1,7 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
 //   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, s only run when asked for)
+//   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
 // With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
 // test web after ours; one JSON line per scenario holds both and their ratio,
@@ -14,6 +15,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { processSetting } from '../src/config/env';
 import { LOCAL_DIR } from '../src/stack/paths';
+import { clusterDown, clusterUp } from '../src/worker/cluster';
 import { startStack } from '../src/stack/stack';
 import { connectClient } from '../src/temporal/connect';
 import { startCampaign } from '../src/temporal/campaign-client';
@@ -148,10 +150,14 @@ async function historyFigures(client: Client, campaignId: string): Promise<{ tot
 
 const now = (): number => performance.timeOrigin + performance.now();
 
+/** The servers' processes, for their CPU: one of each on the dev stack; every Redis node and PostgreSQL (with its backends) on the cluster. */
 interface StackPids {
-  temporal: number;
-  redis: number;
+  server: 'dev' | 'cluster';
+  temporal: number[];
+  redis: number[];
+  database: number[];
 }
+const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
 
 async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
   const { web, seeds, expected } = await scenarioWeb(s);
@@ -193,8 +199,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   }, 10_000);
   // Worker CPU counted per process from its value now; a worker that dies takes its share with it (see workerRestarts).
   const workerCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, treeCpuSeconds(w.child.pid!)]));
-  const temporalCpu0 = cpuSeconds(pids.temporal);
-  const redisCpu0 = cpuSeconds(pids.redis);
+  const temporalCpu0 = sumCpu(pids.temporal);
+  const redisCpu0 = sumCpu(pids.redis);
+  const databaseCpu0 = sumCpu(pids.database, true);
   const t0 = now();
   const handle = await startCampaign(client, queue, {
     campaignId,
@@ -230,8 +237,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   clearInterval(sampleTimer);
   clearInterval(rssTimer);
   const wall = (now() - t0) / 1000;
-  const temporalCpu = cpuSeconds(pids.temporal) - temporalCpu0;
-  const redisCpu = cpuSeconds(pids.redis) - redisCpu0;
+  const temporalCpu = sumCpu(pids.temporal) - temporalCpu0;
+  const redisCpu = sumCpu(pids.redis) - redisCpu0;
+  const databaseCpu = sumCpu(pids.database, true) - databaseCpu0;
   let workerCpu = 0;
   for (const w of pool.alive()) {
     workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
@@ -244,6 +252,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   await release();
   return {
     scenario: s.name,
+    server: pids.server,
     workers,
     pages: result.pages,
     expectedPages: s.hosts * s.pages,
@@ -255,7 +264,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
     workerRestarts: pool.restarts,
     cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
     historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
     largestHistoryEvents: history.largest,
     billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
@@ -263,6 +272,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     largestPayloadBytes: history.largestPayload,
     historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
     temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
+    // The cluster's Temporal keeps its data in PostgreSQL (the dev server's SQLite is inside its own process).
+    ...(pids.server === 'cluster' ? { postgresCpuPercent: Math.round((databaseCpu / wall) * 100) } : {}),
+    redisCpuPercent: Math.round((redisCpu / wall) * 100),
+    temporalActionsPerSec: Number((history.actions / wall).toFixed(1)),
     ...(frontierKey ? { peakFrontier } : {}),
     ...(s.optIn ? { samples } : {}),
   };
@@ -453,6 +466,7 @@ async function main() {
     options: {
       workers: { type: 'string', default: '2' },
       only: { type: 'string' },
+      server: { type: 'string', default: 'dev' },
       crawlee: { type: 'boolean', default: false },
       'crawlee-only': { type: 'boolean', default: false },
       'crawlee-storage': { type: 'string', default: 'memory' },
@@ -462,6 +476,7 @@ async function main() {
     },
   });
   const workers = Number(values.workers);
+  if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
   const withCrawlee = values.crawlee || values['crawlee-only'];
   const storages = values['crawlee-storage'].split(',').map((m) => m.trim()) as CrawleeStorage[];
   for (const m of storages) if (m !== 'memory' && m !== 'disk') throw new Error(`--crawlee-storage takes memory, disk or both (comma-separated), not ${m}`);
@@ -491,14 +506,13 @@ async function main() {
   }
 
   const dataDir = path.join(LOCAL_DIR, 'bench-stack', String(Date.now()));
-  const stack = await startStack({ dataDir, headless: true, log: (m) => process.stderr.write(`${m}\n`) });
+  const stack = values.server === 'cluster' ? await benchCluster(dataDir) : await benchDevStack(dataDir);
   const bundle = await ensureWorkflowBundle();
   const client = await connectClient(stack.temporalAddress);
   const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle };
   try {
     const redis = createRedis(stack.redisUrl);
-    const pid = (name: string): number => stack.processes.find((p) => p.name === name)?.pid ?? -1;
-    const pids = { temporal: pid('temporal'), redis: pid('redis') };
+    const pids = stack.pids;
     for (const key of keys) {
       if (key === 'fair') {
         process.stdout.write(`${JSON.stringify(await fairnessRun(workers, client, env))}\n`);
@@ -523,6 +537,27 @@ async function main() {
     await stack.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The headless dev server and one Redis, as `crawl` starts them. */
+async function benchDevStack(dataDir: string) {
+  const stack = await startStack({ dataDir, headless: true, log: (m) => process.stderr.write(`${m}\n`) });
+  const pid = (name: string): number => stack.processes.find((p) => p.name === name)?.pid ?? -1;
+  return { ...stack, pids: { server: 'dev', temporal: [pid('temporal')], redis: [pid('redis')], database: [] } satisfies StackPids };
+}
+
+/** `crawler cluster up`'s topology on free ports, without its workers (the scenario starts its own). */
+async function benchCluster(dataDir: string) {
+  const state = await clusterUp({ dataDir, workers: 0, freePorts: true, log: (m) => process.stderr.write(`cluster: ${m}\n`) });
+  const pids = (role: string) => state.processes.filter((p) => p.role === role).map((p) => p.pid);
+  return {
+    temporalAddress: state.temporalAddress,
+    redisUrl: state.redisUrl,
+    pids: { server: 'cluster', temporal: pids('temporal'), redis: pids('redis'), database: pids('postgres') } satisfies StackPids,
+    stop: async () => {
+      await clusterDown({ dataDir });
+    },
+  };
 }
 
 main().catch((err) => {

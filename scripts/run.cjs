@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The only entry point behind `npm run crawl`, `npm run crawler`, `npm test`,
-// `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
+// `npm run test:cluster`, `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
 // clone node_modules does not exist yet: it installs them first, then hands
 // over to the TypeScript entry points (run with tsx's loader, so there is no
 // build step to forget; workers run a bundle built here on demand, see
@@ -113,6 +113,16 @@ if (argv[0] === '--lint') {
     path.join(root, 'jest.config.js'),
     '--forceExit',
     ...argv.slice(lintFirst ? 2 : 1),
+  ]);
+} else if (argv[0] === '--test-cluster') {
+  // `npm run test:cluster`: the production topology brought up natively, crawled and
+  // brought down (test/cluster/); out of `npm test` since its first run builds the Temporal server.
+  run(process.execPath, [
+    path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+    '--config',
+    path.join(root, 'test', 'cluster', 'jest.config.js'),
+    '--forceExit',
+    ...argv.slice(1),
   ]);
 } else if (argv[0] === '--bench') {
   runTs(path.join(root, 'bench', 'run.ts'), argv.slice(1));

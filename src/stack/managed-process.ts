@@ -23,11 +23,12 @@ export class ManagedProcess {
     });
   }
 
-  static start(name: string, cmd: string, args: string[], opts: { logFile: string; detached?: boolean; cwd?: string }): ManagedProcess {
+  static start(name: string, cmd: string, args: string[], opts: { logFile: string; detached?: boolean; cwd?: string; env?: NodeJS.ProcessEnv }): ManagedProcess {
     fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
     const fd = fs.openSync(opts.logFile, 'a');
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
+      env: opts.env ?? process.env,
       stdio: ['ignore', fd, fd],
       detached: opts.detached ?? false,
     });

@@ -1,12 +1,14 @@
-// A throwaway Redis Cluster on loopback, for proving the crawler runs on one:
-// N masters, no replicas, formed over plain ioredis connections (CLUSTER MEET
-// and ADDSLOTSRANGE) so nothing but redis-server itself is needed.
+// A Redis Cluster on loopback: the tests' throwaway one (N masters, no
+// replicas) and `crawler cluster up`'s (masters with a replica each, on fixed
+// ports, outliving the CLI). Formed over plain ioredis connections (CLUSTER
+// MEET, ADDSLOTSRANGE, REPLICATE) so nothing but redis-server itself is needed.
 import fs from 'node:fs';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { ManagedProcess } from './managed-process';
-import { freePort, waitFor } from './ports';
+import { freePort, portOpen, waitFor } from './ports';
 import { REDIS_PERSISTENCE_ARGS, redisReachable } from './redis-server';
+import { StackError } from './stack-error';
 import { findOrInstallRedisServer } from './tools';
 
 const SLOTS = 16384;
@@ -18,6 +20,22 @@ export interface RedisClusterOptions {
   log?: (msg: string) => void;
   /** How long the nodes get to start and agree on cluster_state:ok. Default 60 s. */
   readyTimeoutMs?: number;
+  /** Replicas of each master, which take over its slots when it fails. Default 0. */
+  replicasPerMaster?: number;
+  /** Client ports, masters first (masters × (1 + replicas) of them; bus port = client port + 10000). Default: free ports. */
+  ports?: number[];
+  /** Milliseconds without an answer before a node counts as failed (redis default 15000). */
+  nodeTimeoutMs?: number;
+  /** Nodes outlive this process (`crawler cluster up`). */
+  detached?: boolean;
+}
+
+export interface RedisClusterNode {
+  port: number;
+  /** Its role when the cluster was formed (a failover swaps them later). */
+  role: 'master' | 'replica';
+  /** A replica's master's client port. */
+  of?: number;
 }
 
 export interface RunningRedisCluster {
@@ -26,6 +44,8 @@ export interface RunningRedisCluster {
   nodes: ManagedProcess[];
   /** Client port of each node, in the order of `nodes`. */
   ports: number[];
+  /** Each node's role as formed, in the order of `nodes`. */
+  layout: RedisClusterNode[];
   /** Stops every node; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -68,15 +88,24 @@ async function addSlots(client: Redis, first: number, last: number): Promise<voi
 export async function startRedisCluster(opts: RedisClusterOptions): Promise<RunningRedisCluster> {
   const masters = opts.masters ?? 3;
   if (!Number.isInteger(masters) || masters < 1) throw new RangeError(`masters must be a positive integer, got ${masters}`);
+  const replicas = opts.replicasPerMaster ?? 0;
+  if (!Number.isInteger(replicas) || replicas < 0) throw new RangeError(`replicasPerMaster must be a whole number, got ${replicas}`);
+  const total = masters * (1 + replicas);
+  if (opts.ports && opts.ports.length !== total) throw new RangeError(`${total} ports needed (${masters} masters × ${1 + replicas} nodes), got ${opts.ports.length}`);
   const log = opts.log ?? (() => {});
   const timeoutMs = opts.readyTimeoutMs ?? 60_000;
   const bin = await findOrInstallRedisServer(log);
 
   // The bus port is set explicitly: the default (client port + 10000) may
   // be above 65535 or taken when the client port is an ephemeral one.
-  const all = await distinctFreePorts(masters * 2);
-  const ports = all.slice(0, masters);
-  const busPorts = all.slice(masters);
+  const all = opts.ports ? [...opts.ports, ...opts.ports.map((p) => p + 10000)] : await distinctFreePorts(total * 2);
+  const ports = all.slice(0, total);
+  const busPorts = all.slice(total);
+  // Replica r of master m is node masters + m * replicas + r.
+  const layout: RedisClusterNode[] = ports.map((port, i) => (i < masters ? { port, role: 'master' } : { port, role: 'replica', of: ports[Math.floor((i - masters) / replicas)] }));
+  if (opts.ports) {
+    for (const p of all) if (await portOpen(p)) throw new StackError('PORT_IN_USE', `cannot start the Redis Cluster: 127.0.0.1:${p} is taken by another process`);
+  }
 
   const nodes: ManagedProcess[] = [];
   const clients: Redis[] = [];
@@ -109,6 +138,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Runn
         'yes',
         '--cluster-config-file',
         path.join(opts.dataDir, `nodes-${port}.conf`),
+        ...(opts.nodeTimeoutMs ? ['--cluster-node-timeout', String(opts.nodeTimeoutMs)] : []),
         ...REDIS_PERSISTENCE_ARGS,
         '--dir',
         dir,
@@ -119,7 +149,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Runn
         '--daemonize',
         'no',
       ];
-      nodes.push(ManagedProcess.start(`redis-cluster-${port}`, bin, args, { logFile: path.join(dir, 'redis.log') }));
+      nodes.push(ManagedProcess.start(`redis-cluster-${port}`, bin, args, { logFile: path.join(dir, 'redis.log'), detached: opts.detached }));
     }
     await Promise.all(ports.map((p) => waitFor(`redis-server on 127.0.0.1:${p}`, () => redisReachable(`redis://127.0.0.1:${p}`), timeoutMs, deadNode)));
 
@@ -129,19 +159,38 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Runn
       clients.push(c);
     }
     const ranges = slotRanges(masters);
-    for (const [i, c] of clients.entries()) {
+    for (const [i, c] of clients.slice(0, masters).entries()) {
       // Distinct config epochs up front, as redis-cli does, so the nodes need
       // no epoch-collision round before they agree on who owns which slot.
       await c.call('CLUSTER', 'SET-CONFIG-EPOCH', i + 1);
       await addSlots(c, ranges[i][0], ranges[i][1]);
     }
     // Meeting the first node is enough: gossip introduces the rest to each other.
-    for (let i = 1; i < masters; i++) await clients[0].call('CLUSTER', 'MEET', '127.0.0.1', ports[i], busPorts[i]);
+    for (let i = 1; i < total; i++) await clients[0].call('CLUSTER', 'MEET', '127.0.0.1', ports[i], busPorts[i]);
+    if (replicas > 0) {
+      // A node replicates a master it knows of: wait until gossip has told every node about every other.
+      await waitFor(
+        `redis cluster nodes on ports ${ports.join(',')} meeting`,
+        async () => (await Promise.all(clients.map(clusterInfo))).every((info) => Number(info.cluster_known_nodes) === total),
+        timeoutMs,
+        deadNode,
+      );
+      const ids = await Promise.all(clients.slice(0, masters).map((c) => c.call('CLUSTER', 'MYID') as Promise<string>));
+      for (const [i, node] of layout.entries()) {
+        if (node.role === 'replica') await clients[i].call('CLUSTER', 'REPLICATE', ids[ports.indexOf(node.of!)]);
+      }
+    }
 
     const allOk = async () => {
       for (const c of clients) {
         const info = await clusterInfo(c);
-        if (info.cluster_state !== 'ok' || Number(info.cluster_known_nodes) !== masters || Number(info.cluster_slots_ok) !== SLOTS) return false;
+        if (info.cluster_state !== 'ok' || Number(info.cluster_known_nodes) !== total || Number(info.cluster_slots_ok) !== SLOTS) return false;
+      }
+      // Each replica has its master's data flowing (a failover before that would lose what it missed).
+      for (const [i, node] of layout.entries()) {
+        if (node.role !== 'replica') continue;
+        const repl = (await clients[i].call('INFO', 'replication')) as string;
+        if (!/^master_link_status:up\s*$/m.test(repl)) return false;
       }
       return true;
     };
@@ -155,5 +204,5 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Runn
 
   const url = `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`;
   log(`redis cluster ready: ${url}`);
-  return { url, nodes, ports, stop };
+  return { url, nodes, ports, layout, stop };
 }

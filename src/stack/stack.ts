@@ -10,6 +10,7 @@ import { freePort, portOpen } from './ports';
 import { STACK_DIR } from './paths';
 import { redisReachable, startRedisServer } from './redis-server';
 import { temporalReachable, startTemporalDevServer, type DynamicConfigValue } from './temporal-dev-server';
+import { runningClusterEndpoints } from './cluster-state';
 
 export const DEFAULT_TEMPORAL_PORT = 7233;
 export const DEFAULT_UI_PORT = 8233;
@@ -108,14 +109,16 @@ export function readStackState(dir = STACK_DIR): StackStateFile {
   }
 }
 
-/** Where a client command should look for Temporal: env, then a running embedded stack, then the default port. */
+/** Where a client command should look for Temporal: env, then a running embedded stack, then a running `cluster up`, then the default port. */
 export function clientEndpoints(): { temporalAddress: string; redisUrl: string; uiUrl: string | null } {
   const cfg = processSettings();
   const state = readStackState();
   const named = explicitSetting('temporalAddress');
+  const namedRedis = explicitSetting('redisUrl');
+  const cluster = named || namedRedis || state.temporal ? null : runningClusterEndpoints();
   return {
-    temporalAddress: named ?? state.temporal?.address ?? cfg.temporalAddress,
-    redisUrl: explicitSetting('redisUrl') ?? state.redis?.url ?? cfg.redisUrl,
+    temporalAddress: named ?? state.temporal?.address ?? cluster?.temporalAddress ?? cfg.temporalAddress,
+    redisUrl: namedRedis ?? state.redis?.url ?? cluster?.redisUrl ?? cfg.redisUrl,
     uiUrl: named ? null : (state.temporal?.uiUrl ?? null),
   };
 }
@@ -168,9 +171,10 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
 
 /**
  * What `crawler crawl` uses: explicit env first, then a running embedded
- * stack, then whatever answers on the default ports; only what is still
- * missing is started, attached to this process, on the default ports when
- * they are free.
+ * stack, then a running `cluster up` (both of its endpoints, never one of
+ * them beside an embedded server), then whatever answers on the default
+ * ports; only what is still missing is started, attached to this process, on
+ * the default ports when they are free.
  */
 export async function connectOrStartStack(opts: { log?: (msg: string) => void; dataDir?: string } = {}): Promise<RunningStack> {
   const dataDir = opts.dataDir ?? STACK_DIR;
@@ -187,6 +191,11 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
   if (!temporalAddress && state.temporal && ownsServer('temporal', state.temporal).ours && (await temporalReachable(state.temporal.address))) {
     temporalAddress = state.temporal.address;
     uiUrl = state.temporal.uiUrl;
+  }
+  if (!temporalAddress && !explicitSetting('redisUrl')) {
+    // Loaded here, not at the top: cluster-state imports this module.
+    const cluster = (await import('./cluster-state')).runningClusterEndpoints();
+    if (cluster && (await temporalReachable(cluster.temporalAddress))) return { ...cluster, uiUrl: null, started: [], processes: [], stop: async () => {} };
   }
   if (!temporalAddress && (await temporalReachable(`127.0.0.1:${DEFAULT_TEMPORAL_PORT}`))) {
     temporalAddress = `127.0.0.1:${DEFAULT_TEMPORAL_PORT}`;

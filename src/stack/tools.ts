@@ -243,3 +243,51 @@ export async function findOrInstallPyReplayTools(log: (msg: string) => void = ()
     return tools;
   });
 }
+
+/** The PostgreSQL server programs `cluster up` runs. */
+export interface PostgresPrograms {
+  initdb: string;
+  postgres: string;
+  pgIsready: string;
+}
+
+/** The newest PostgreSQL found: PATH and /usr/local/bin, then Debian's /usr/lib/postgresql/<major>/bin. */
+function findPostgres(): PostgresPrograms | null {
+  const dirs = [...executableSearchPath(), '/usr/local/bin'];
+  try {
+    const majors = fs
+      .readdirSync('/usr/lib/postgresql')
+      .filter((d) => /^\d+$/.test(d))
+      .sort((a, b) => Number(b) - Number(a));
+    dirs.push(...majors.map((m) => path.join('/usr/lib/postgresql', m, 'bin')));
+  } catch {
+    /* no Debian layout */
+  }
+  for (const dir of dirs) {
+    const p = { initdb: path.join(dir, 'initdb'), postgres: path.join(dir, 'postgres'), pgIsready: path.join(dir, 'pg_isready') };
+    if (executable(p.initdb) && executable(p.postgres)) {
+      // Debian links initdb and postgres into /usr/local/bin but not always pg_isready: take it from the real folder.
+      if (!executable(p.pgIsready)) p.pgIsready = path.join(path.dirname(fs.realpathSync(p.postgres)), 'pg_isready');
+      if (executable(p.pgIsready)) return p;
+    }
+  }
+  return null;
+}
+
+/** PostgreSQL's server programs; apt-get installs Debian's `postgresql` when we are root. */
+export async function findOrInstallPostgres(log: (msg: string) => void = () => {}): Promise<PostgresPrograms> {
+  const found = findPostgres();
+  if (found) return found;
+  const apt = onPath('apt-get');
+  if (!isRoot() || !apt) {
+    throw new StackError('TOOL_MISSING', 'PostgreSQL is not installed; `crawler cluster up` runs Temporal on it. Install it (Debian/Ubuntu: `sudo apt-get install postgresql`).');
+  }
+  return withInstallLock(async () => {
+    const again = findPostgres();
+    if (again) return again;
+    aptInstall(apt, 'postgresql', log);
+    const installed = findPostgres();
+    if (!installed) throw new StackError('INSTALL_FAILED', 'apt-get installed postgresql but its initdb, postgres and pg_isready were not found');
+    return installed;
+  });
+}

@@ -349,7 +349,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const index = await readIndex(path.join(outDir, 'index'));
     // Written by the campaign as it completed (src/storage/seal.ts).
     const sealedDir = path.join(outDir, 'sealed');
-    const sealed = fs.existsSync(sealedDir) ? await readIndex(sealedDir) : null;
+    const sealed = fs.existsSync(sealedDir) ? await readIndex(sealedDir, (f) => f.endsWith('.index.jsonl')) : null;
     // Raw material for a post-mortem, next to the stack's data and the worker log.
     const dump = (name: string, rows: unknown[]) => fs.writeFileSync(path.join(dataDir, name), rows.map((x) => JSON.stringify(x)).join('\n') + '\n');
     dump(

@@ -1,10 +1,12 @@
 // `npm run chaos -- [--hosts 20] [--pages 50] [--faults kill-worker,kill-redis,restart-temporal,reset-connections]
 //                   [--seed 1] [--workers 3] [--duration 120 | --count 12] [--delay 150] [--strict] [--json]`
 // Runs one chaos campaign on its own stack and prints the report; exits 1 when a check fails.
+// --cluster: on `crawler cluster up`'s topology instead (faults kill-worker,kill-redis,restart-temporal; cluster-chaos.ts).
 // Faults: --count of them (default three rounds of every kind) at random points of the crawl's
 // progress, or with --duration at random 3–8 s intervals during that many seconds.
 import { parseArgs } from 'node:util';
 import { FAULT_KINDS, formatReport, runChaos, type FaultKind } from './chaos';
+import { CLUSTER_FAULT_KINDS, runClusterChaos, type ClusterFaultKind } from './cluster-chaos';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -19,12 +21,13 @@ async function main(): Promise<void> {
       delay: { type: 'string', default: '150' },
       json: { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
+      cluster: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(
-      `usage: npm run chaos -- [--hosts N] [--pages N] [--faults ${FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--strict] [--json]\n`,
+      `usage: npm run chaos -- [--cluster] [--hosts N] [--pages N] [--faults ${FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--strict] [--json]\n`,
     );
     return;
   }
@@ -33,6 +36,23 @@ async function main(): Promise<void> {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${v}`);
     return n;
   };
+  if (values.cluster) {
+    const kinds = (values.faults === FAULT_KINDS.join(',') ? CLUSTER_FAULT_KINDS.join(',') : values.faults).split(',').filter(Boolean) as ClusterFaultKind[];
+    for (const f of kinds) if (!CLUSTER_FAULT_KINDS.includes(f)) throw new Error(`unknown cluster fault ${f}; known: ${CLUSTER_FAULT_KINDS.join(', ')}`);
+    const report = await runClusterChaos({
+      hosts: int('hosts', values.hosts),
+      pages: int('pages', values.pages),
+      workers: int('workers', values.workers),
+      faults: kinds,
+      count: values.count === undefined ? kinds.length : int('count', values.count),
+      seed: int('seed', values.seed),
+      delayMs: int('delay', values.delay),
+    });
+    process.stdout.write(`${formatReport(report)}\n`);
+    if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.exitCode = report.ok ? 0 : 1;
+    return;
+  }
   const faults = values.faults
     .split(',')
     .map((f) => f.trim())

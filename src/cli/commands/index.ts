@@ -21,6 +21,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['dataset'], load: async () => (await import('./dataset')).registerDatasetCommand },
   { names: ['cdxj', 'export', 'replay'], load: async () => (await import('./archive')).registerArchiveCommands },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
+  { names: ['cluster'], load: async () => (await import('./cluster')).registerClusterCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },
 ];
 

@@ -1,0 +1,74 @@
+// What `crawler cluster up` recorded (.crawler/cluster/cluster.json), readable
+// without loading the cluster machinery: `crawl` and the client commands look
+// here for a running cluster as they look in stack.json for `stack up`.
+import fs from 'node:fs';
+import path from 'node:path';
+import { LOCAL_DIR } from './paths';
+import type { RedisClusterNode } from './redis-cluster';
+import { processIdentity, type ProcessIdentity } from './stack';
+import type { TemporalPortVar } from './topology';
+
+export const CLUSTER_DIR = path.join(LOCAL_DIR, 'cluster');
+
+export type ClusterRole = 'postgres' | 'temporal' | 'redis' | 'worker';
+
+/** How to tell a process of the cluster is up and serving. */
+export type Readiness = { kind: 'postgres'; port: number } | { kind: 'temporal'; address: string } | { kind: 'redis'; port: number } | { kind: 'http'; url: string };
+
+/** One process `up` started, and how to start it again. */
+export interface ClusterProcess {
+  name: string;
+  role: ClusterRole;
+  pid: number;
+  identity?: ProcessIdentity;
+  command: string;
+  args: string[];
+  /** Variables set on top of the starting process's environment. */
+  env: Record<string, string>;
+  cwd?: string;
+  logFile: string;
+  ready: Readiness;
+  /** PostgreSQL's "fast" shutdown is SIGINT (SIGTERM waits for every client to leave). */
+  stopSignal: 'SIGTERM' | 'SIGINT';
+}
+
+export interface ClusterState {
+  temporalAddress: string;
+  redisUrl: string;
+  postgresPort: number;
+  temporalPorts: Record<TemporalPortVar, number>;
+  redisNodes: RedisClusterNode[];
+  processes: ClusterProcess[];
+  /** Seconds each step of the first `up` took (the build only when it ran). */
+  timings: Record<string, number>;
+  /** The first `up` got to the end (else only `down` may follow). */
+  complete: boolean;
+}
+
+export const clusterStateFile = (dir: string) => path.join(dir, 'cluster.json');
+
+export function readClusterState(dir = CLUSTER_DIR): ClusterState | null {
+  try {
+    return JSON.parse(fs.readFileSync(clusterStateFile(dir), 'utf8')) as ClusterState;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the recorded pid is still that process (same start time and command line), not a reused pid. */
+export function stillRunning(p: Pick<ClusterProcess, 'pid' | 'identity'>): boolean {
+  const now = processIdentity(p.pid);
+  if (!now) return false;
+  return !p.identity || (now.startTime === p.identity.startTime && now.cmdline === p.identity.cmdline);
+}
+
+/**
+ * The endpoints of the cluster `cluster up` started in `dir`, when its
+ * Temporal server and at least one Redis node still run; null otherwise.
+ */
+export function runningClusterEndpoints(dir = CLUSTER_DIR): { temporalAddress: string; redisUrl: string } | null {
+  const state = readClusterState(dir);
+  if (!state?.complete) return null;
+  const alive = (role: ClusterRole) => state.processes.some((p) => p.role === role && stillRunning(p));
+  return alive('temporal') && alive('redis') ? { temporalAddress: state.temporalAddress, redisUrl: state.redisUrl } : null;
+}

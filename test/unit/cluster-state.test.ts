@@ -1,0 +1,62 @@
+// `crawl` and the client commands find a running `cluster up` through its
+// state file: both endpoints when its Temporal server and a Redis node still
+// run (checked by pid and start time), nothing otherwise.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { clusterStateFile, runningClusterEndpoints, type ClusterProcess, type ClusterState } from '../../src/stack/cluster-state';
+import { processIdentity } from '../../src/stack/stack';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-state-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** This very process stands in for a recorded server: it is certainly running. */
+const alive = (role: ClusterProcess['role'], name: string): ClusterProcess => ({
+  name,
+  role,
+  pid: process.pid,
+  identity: processIdentity(process.pid)!,
+  command: process.execPath,
+  args: [],
+  env: {},
+  logFile: '/dev/null',
+  ready: { kind: 'redis', port: 1 },
+  stopSignal: 'SIGTERM',
+});
+/** The same pid with another start time: what a pid reused after a reboot looks like. */
+const gone = (p: ClusterProcess): ClusterProcess => ({ ...p, identity: { ...p.identity!, startTime: '1' } });
+
+const write = (processes: ClusterProcess[], complete = true) => {
+  const state: ClusterState = {
+    temporalAddress: '127.0.0.1:17233',
+    redisUrl: 'redis+cluster://127.0.0.1:17001,127.0.0.1:17002',
+    postgresPort: 15432,
+    temporalPorts: {} as ClusterState['temporalPorts'],
+    redisNodes: [],
+    processes,
+    timings: {},
+    complete,
+  };
+  fs.writeFileSync(clusterStateFile(dir), JSON.stringify(state));
+};
+
+test('a cluster whose server and a Redis node run: both of its endpoints', () => {
+  write([alive('temporal', 'temporal-server'), gone(alive('redis', 'redis-cluster-17001')), alive('redis', 'redis-cluster-17002')]);
+  expect(runningClusterEndpoints(dir)).toEqual({ temporalAddress: '127.0.0.1:17233', redisUrl: 'redis+cluster://127.0.0.1:17001,127.0.0.1:17002' });
+});
+
+test('the Temporal server gone (its pid now another process): none', () => {
+  write([gone(alive('temporal', 'temporal-server')), alive('redis', 'redis-cluster-17001')]);
+  expect(runningClusterEndpoints(dir)).toBeNull();
+});
+
+test('every Redis node gone: none, rather than Temporal beside some other Redis', () => {
+  write([alive('temporal', 'temporal-server'), gone(alive('redis', 'redis-cluster-17001'))]);
+  expect(runningClusterEndpoints(dir)).toBeNull();
+});
+
+test('an `up` that stopped half-way, or no cluster at all: none', () => {
+  write([alive('temporal', 'temporal-server'), alive('redis', 'redis-cluster-17001')], false);
+  expect(runningClusterEndpoints(dir)).toBeNull();
+  expect(runningClusterEndpoints(path.join(dir, 'nothing-here'))).toBeNull();
+});
