@@ -10,8 +10,9 @@ import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
 import { simhash64, simhashToHex } from '../src/dedup/simhash';
-import { RevisitSchedule } from '../src/redis/revisit';
-import { conditionalHeaders, planRevisit, type Observation, type RevisitMeta } from '../src/revisit/adapt';
+import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
+import { conditionalHeaders, planRevisit, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
+import { hostKey } from '../src/url/normalize';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
 import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
@@ -245,6 +246,15 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth);
       candidates = listed.candidates;
       sitemap = listed.summary;
+      // A revisit campaign takes the sitemap's word for how often its pages change, until it has seen for itself.
+      if (schedule && listed.hints.length) {
+        const now = Date.now();
+        const hints = listed.hints.flatMap((h) => {
+          const ms = hostKey(h.url) === host ? sitemapHintMs(h, now, s.revisit) : null;
+          return ms === null ? [] : [{ fp: urlFingerprint(h.url), intervalMs: ms }];
+        });
+        await hintRevisits(rt.deps.redis, campaign.key, host, hints);
+      }
     }
   } else if (ok && html) {
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.

@@ -108,3 +108,12 @@ export async function revisitTotals(redis: RedisLike, campaignKey: string, hosts
   if (earliest !== Infinity) t.nextDueAt = new Date(earliest).toISOString();
   return t;
 }
+
+/** Adds the first-interval hints of URLs with no history yet (a sitemap's <changefreq> / <lastmod>); URLs already known keep theirs. */
+export async function hintRevisits(redis: RedisLike, campaignKey: string, host: string, hints: { fp: string; intervalMs: number }[]): Promise<void> {
+  if (hints.length === 0) return;
+  const meta = hostKeys(campaignKey, host).revisitMeta;
+  const p = redis.pipeline();
+  for (const h of hints) p.hsetnx(meta, h.fp, JSON.stringify({ i: h.intervalMs } satisfies RevisitMeta));
+  await p.exec();
+}

@@ -130,3 +130,25 @@ export function planRevisit(prev: RevisitMeta | null, obs: Observation, s: Revis
   // A redirect, an empty body, another error or no response: nothing learnt about change.
   return { verdict: 'kept', intervalMs: current, meta: { ...base, i: current } };
 }
+
+const HOUR = 60 * 60_000;
+const DAY = 24 * HOUR;
+/** sitemaps.org's change frequencies as intervals; always and never are the bounds. */
+const CHANGEFREQ_MS: Record<string, number> = { hourly: HOUR, daily: DAY, weekly: 7 * DAY, monthly: 30 * DAY, yearly: 365 * DAY };
+
+/**
+ * The first interval a sitemap suggests for a URL, or null: its
+ * <changefreq> (always = min, never = max), else the age of its <lastmod>
+ * (a page unchanged for a week is unlikely to change within the hour; the
+ * adaptation corrects a poor guess in a few visits). Within the bounds.
+ */
+export function sitemapHintMs(hint: { lastmod?: string; changefreq?: string }, now: number, s: Pick<RevisitSettings, 'minMs' | 'maxMs'>): number | null {
+  if (hint.changefreq === 'always') return s.minMs;
+  if (hint.changefreq === 'never') return s.maxMs;
+  if (hint.changefreq && CHANGEFREQ_MS[hint.changefreq]) return clamp(CHANGEFREQ_MS[hint.changefreq], s);
+  if (hint.lastmod) {
+    const t = Date.parse(hint.lastmod);
+    if (Number.isFinite(t) && t <= now) return clamp(now - t, s);
+  }
+  return null;
+}

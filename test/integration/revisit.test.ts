@@ -3,7 +3,8 @@
 // never change; those get conditional requests, answered 304 and stored as
 // server-not-modified revisit records, at growing intervals; a page that
 // starts answering 404 leaves the schedule after three tries, recorded as
-// gone; a link a page gains on a later visit is crawled. The campaign never
+// gone; a link a page gains on a later visit is crawled; a sitemap's
+// <changefreq> seeds a first interval. The campaign never
 // completes on its own: the test cancels it.
 import { hostKey } from '../../src/url/normalize';
 import { hostKeys } from '../../src/redis/keys';
@@ -36,7 +37,6 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
     seeds: [h.web.url(HOST, '/')],
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 100 },
-    sitemaps: 'off',
     // Sessions end every 10 s (the /hot page keeps its host busy at a 1 s interval otherwise), so the host workflow hears of its queue.
     session: { maxMs: 10_000 },
     revisit: { enabled: true, minMs: 1_000, maxMs: 8_000 },
@@ -50,6 +50,7 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   control.gainLink = true;
   await until('/fading to answer 404 three times', () => answers('/fading').filter((s) => s === 404).length >= 3);
   await until('/new to be crawled', () => requestsOf('/new').length >= 1);
+  await until('/listed to be revisited', () => requestsOf('/listed').length >= 2);
   // Long enough for /cold to reach its longest interval (2.8 s × 1.5 × 1.5 … up to 8 s) and be visited at it.
   await until('/cold to be revisited at 8 s', () => {
     const t = requestsOf('/cold').map((r) => r.t);
@@ -86,6 +87,9 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   const coldGaps = coldTimes.slice(1).map((t, i) => t - coldTimes[i]);
   expect(coldGaps[0]).toBeGreaterThanOrEqual(2_800);
   expect(coldGaps[coldGaps.length - 1]).toBeGreaterThan(coldGaps[0]);
+  // /listed: the sitemap says "never", so its first interval is the longest (8 s), not the geometric middle (2.8 s).
+  const listed = requestsOf('/listed').map((r) => r.t);
+  expect(listed[1] - listed[0]).toBeGreaterThanOrEqual(7_900);
   // /hot: every answer a full 200 (it changes), never sooner than the 1 s floor.
   expect(answers('/hot').every((s) => s === 200)).toBe(true);
   const hotTimes = requestsOf('/hot').map((r) => r.t);
@@ -125,5 +129,5 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   const keys = hostKeys(status.campaignKey, hostKey(h.web.url(HOST, '/')));
   const members = [...(await h.redis.zrange(keys.revisit, 0, -1)), ...(await h.redis.zrange(keys.frontier, 0, -1))];
   const scheduled = [...new Set(members.map((m) => m.split('\t')[1]))];
-  expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/new'].map((p) => h.web.url(HOST, p)).sort());
+  expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/listed', '/new', '/sitemap.xml'].map((p) => h.web.url(HOST, p)).sort());
 });

@@ -1,5 +1,5 @@
 import { resolveCampaignSettings, type RevisitSettings } from '../../src/config/campaign';
-import { changed, conditionalHeaders, firstInterval, hexDistance, planRevisit, type RevisitMeta } from '../../src/revisit/adapt';
+import { changed, conditionalHeaders, firstInterval, hexDistance, planRevisit, sitemapHintMs, type RevisitMeta } from '../../src/revisit/adapt';
 
 const S: RevisitSettings = { enabled: true, minMs: 1_000, maxMs: 16_000, factor: 2, minChangeDistance: 3, goneAfter: 3 };
 const ref = { u: 'http://a.test/', t: '2026-01-01T00:00:00.000Z', id: '<urn:uuid:1>' };
@@ -77,4 +77,20 @@ test('revisit settings: defaults, and every bad value named', () => {
   expect(() => resolveCampaignSettings({ ...base, revisit: { minMs: 9_000, maxMs: 8_000, factor: 1, goneAfter: 0 } }, 'c')).toThrow(
     /revisit.goneAfter must be at least 1.*revisit.maxMs must be ≥ revisit.minMs.*revisit.factor must be a number above 1/,
   );
+});
+
+test('a sitemap seeds the first interval: changefreq first, else the age of lastmod, within the bounds', () => {
+  const bounds = { minMs: 3_600_000, maxMs: 30 * 86_400_000 };
+  const now = Date.parse('2026-11-24T00:00:00Z');
+  expect(sitemapHintMs({ changefreq: 'daily', lastmod: '2020-01-01' }, now, bounds)).toBe(86_400_000);
+  expect(sitemapHintMs({ changefreq: 'always' }, now, bounds)).toBe(3_600_000);
+  expect(sitemapHintMs({ changefreq: 'never' }, now, bounds)).toBe(30 * 86_400_000);
+  expect(sitemapHintMs({ changefreq: 'yearly' }, now, bounds)).toBe(30 * 86_400_000);
+  expect(sitemapHintMs({ lastmod: '2026-11-21T00:00:00Z' }, now, bounds)).toBe(3 * 86_400_000);
+  expect(sitemapHintMs({ lastmod: '2026-11-23T23:50:00Z' }, now, bounds)).toBe(3_600_000);
+  // A lastmod in the future, or none at all: no hint (the geometric middle applies).
+  expect(sitemapHintMs({ lastmod: '2027-01-01' }, now, bounds)).toBeNull();
+  expect(sitemapHintMs({}, now, bounds)).toBeNull();
+  // A hint stored before the first visit is the interval that visit schedules.
+  expect(planRevisit({ i: 86_400_000 }, full('sha1:A'), { ...S, ...bounds })).toMatchObject({ verdict: 'new', intervalMs: 86_400_000 });
 });

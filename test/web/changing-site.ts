@@ -7,6 +7,7 @@
 //            conditional request
 //   /fading  like /cold until `control.gone` is set, then 404
 //   /new     a plain page, reachable only through /hot's late link
+//   /listed  a plain page known only from /sitemap.xml, which says it never changes
 // Everything else (robots.txt) falls through to the generated site.
 import type { SiteRequest, SiteSpec } from './test-web';
 
@@ -57,6 +58,15 @@ export function changingSite(host: string): { spec: SiteSpec; control: ChangingS
         case '/new':
           stable(ctx, '"new-1"', html('new', ['/']));
           return true;
+        case '/listed':
+          stable(ctx, '"listed-1"', html('listed', ['/']));
+          return true;
+        case '/sitemap.xml': {
+          const xml = `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${ctx.origin}/listed</loc><changefreq>never</changefreq></url></urlset>`;
+          control.answers.set(ctx.path, [...(control.answers.get(ctx.path) ?? []), 200]);
+          ctx.send(200, 'application/xml', xml);
+          return true;
+        }
         default:
           return false;
       }
