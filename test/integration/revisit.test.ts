@@ -37,8 +37,8 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
     seeds: [h.web.url(HOST, '/')],
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 100 },
-    // Sessions end every 10 s (the /hot page keeps its host busy at a 1 s interval otherwise), so the host workflow hears of its queue.
-    session: { maxMs: 10_000 },
+    // Waits for the next revisit of a second or more are durable timers (5 s by default: too long for bounds in seconds).
+    session: { durableSleepMs: 1_000 },
     revisit: { enabled: true, minMs: 1_000, maxMs: 8_000 },
   });
   const requestsOf = (path: string) => h.web.requests().filter((r) => r.host === HOST && r.path === path);
@@ -71,6 +71,21 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   await handle.signal(cancelSignal, { reason: 'test' });
   const result = await handle.result();
   expect(result.status).toBe('cancelled');
+
+  // Between due batches a second or more apart the host workflow slept durably, its timers named after the revisit queue.
+  const events = (await h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(HOST, '/')))).fetchHistory()).events ?? [];
+  const timers = events.filter((e) => e.timerStartedEventAttributes);
+  const sessions = events.filter((e) => e.activityTaskScheduledEventAttributes);
+  // (Once /hot is due every second its gaps are shorter than the threshold and paced inside sessions.)
+  expect(timers.length).toBeGreaterThanOrEqual(1);
+  const summaries = timers.flatMap((e) => (e.userMetadata?.summary ? [String(h.client.options.loadedDataConverter.payloadConverter.fromPayload(e.userMetadata.summary))] : []));
+  expect(summaries).toContainEqual(expect.stringMatching(/^revisits: \d+ URL\(s\) scheduled, the next due in \d+ s — sleeping /));
+  if (process.env.CRAWLER_TEST_FIGURES) {
+    const revisitRequests = h.web.requests().filter((r) => r.host === HOST).length - ['/robots.txt', '/sitemap.xml', '/', '/hot', '/cold', '/fading', '/new', '/listed'].length;
+    process.stderr.write(
+      `revisit figures: ${JSON.stringify({ hot: requestsOf('/hot').length, cold: requestsOf('/cold').length, listed: requestsOf('/listed').length, revisitRequests, timers: timers.length, sessions: sessions.length, events: events.length })}\n`,
+    );
+  }
 
   // Changed more often than unchanged, by the request log.
   const hot = requestsOf('/hot').length;
