@@ -11,7 +11,8 @@ import { hostKeys } from '../../src/redis/keys';
 import { domainWorkflowId } from '../../workflows/ids';
 import { campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
 import { changingSite } from '../web/changing-site';
-import { createHarness, launch, outputOf, sleep, type Harness } from '../support/harness';
+import { generateSites } from '../web/test-web';
+import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
 
 jest.setTimeout(240_000);
 
@@ -145,4 +146,39 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   const members = [...(await h.redis.zrange(keys.revisit, 0, -1)), ...(await h.redis.zrange(keys.frontier, 0, -1))];
   const scheduled = [...new Set(members.map((m) => m.split('\t')[1]))];
   expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/listed', '/new', '/sitemap.xml'].map((p) => h.web.url(HOST, p)).sort());
+});
+
+test('every worker stopped while the host waits for its revisits: once one is back, every due revisit happens, none twice', async () => {
+  const host = 'still.revisit.test';
+  for (const spec of generateSites({ count: 1, pages: 4, fanOut: 2, crossPerPage: 0, hostPattern: () => host, seed: 7 })) h.web.addSite(spec);
+  const handle = await launch(h, {
+    seeds: [h.web.url(host, '/')],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 100 },
+    sitemaps: 'off',
+    session: { durableSleepMs: 1_000 },
+    revisit: { enabled: true, minMs: 3_000, maxMs: 6_000 },
+  });
+  const pages = () => pageRequests(h.web.requests()).filter((r) => r.host === host);
+  const byPath = () => {
+    const m = new Map<string, number[]>();
+    for (const r of pages()) m.set(r.path, [...(m.get(r.path) ?? []), r.t]);
+    return m;
+  };
+  await until('every page visited twice', () => byPath().size === 4 && [...byPath().values()].every((ts) => ts.length >= 2));
+  await h.pool.stopAll();
+  const stoppedAt = performance.timeOrigin + performance.now();
+  const atStop = pages().length;
+  // Longer than the longest interval: every URL falls due while no worker runs, and nothing is fetched.
+  await sleep(7_000);
+  expect(pages().length).toBe(atStop);
+  await h.pool.startOne();
+  await until('every page revisited after the restart', () => [...byPath().values()].every((ts) => ts.some((t) => t > stoppedAt)));
+  await handle.signal(cancelSignal, { reason: 'test' });
+  expect((await handle.result()).status).toBe('cancelled');
+  // None twice: a URL's visits are never closer than the shortest interval, across the outage too.
+  for (const [path, ts] of byPath()) {
+    const gaps = ts.slice(1).map((t, i) => t - ts[i]);
+    expect({ path, shortest: Math.min(...gaps) >= 3_000 }).toEqual({ path, shortest: true });
+  }
 });
