@@ -11,6 +11,7 @@ import { operatorDelayReason } from '../src/config/steering';
 import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/campaign-hosts';
 import { Frontier } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
+import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { CampaignNudger } from './nudge';
 import { processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { ensureRobots } from './robots';
@@ -57,6 +58,9 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     let delay = delayFor(s, control, null);
     let lastRecordAt = 0;
     let lastControlAt = Date.now();
+    // Continuous crawling: the host's revisit schedule (src/redis/revisit.ts).
+    const revisits = s.revisit?.enabled ? new RevisitSchedule(redis, input.campaignKey, host) : null;
+    let queue: RevisitQueue | null = null;
 
     const writeRecord = async (state: HostState, extra: Partial<HostRecord> = {}) => {
       const [st, size] = await Promise.all([frontier.stats(), frontier.size()]);
@@ -74,6 +78,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         lastStatus,
         nextWakeAt: null,
         updatedAt: new Date().toISOString(),
+        ...(queue ? { revisit: revisitView(queue) } : {}),
         ...extra,
       });
       return { stats: { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 }, frontier: size };
@@ -95,6 +100,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
             : how === 'stopped' || (how === 'drained' && more.released)
               ? 'done'
               : 'crawling';
+      if (revisits) queue = await revisits.queue();
       const r = await writeRecord(state, { reason, nextWakeAt: how === 'wait' ? new Date(Date.now() + waitMs).toISOString() : null });
       await nudger.flush();
       return {
@@ -111,6 +117,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         reason,
         lastUrl,
         lastStatus,
+        ...(queue ? { revisit: revisitView(queue) } : {}),
       };
     };
 
@@ -172,7 +179,18 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         const claim = await frontier.claim(token);
         if (!claim) {
           await clock.release(owner, 0);
-          return await drained();
+          if (!revisits) return await drained();
+          // Nothing queued: what is due for a revisit comes into the frontier;
+          // with nothing due the host keeps its slot and sleeps until the
+          // earliest revisit (durably from the threshold on).
+          const due = await revisits.moveDue();
+          queue = due;
+          if (due.moved > 0) continue;
+          if (due.nextInMs === null) return await drained();
+          const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
+          if (due.nextInMs >= threshold) return await end('wait', { waitMs: due.nextInMs, reason });
+          await sleep(due.nextInMs, undefined, { signal });
+          continue;
         }
         let clockHeld = true;
         const releaseClock = async (pauseMs: number) => {
@@ -229,6 +247,11 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       return end('drained', { released: r.released });
     }
   };
+}
+
+/** What operators see of a host's revisit queue (host record, domainStatus query). */
+function revisitView(q: RevisitQueue): NonNullable<HostRecord['revisit']> {
+  return { scheduled: q.scheduled, nextDueAt: q.nextInMs === null ? null : new Date(Date.now() + q.nextInMs).toISOString(), dueHour: q.dueHour, dueDay: q.dueDay };
 }
 
 /** The pause between two requests to the host now, and why: the operator's delay (host, then campaign), the settings', robots.txt's if longer. */

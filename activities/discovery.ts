@@ -114,9 +114,11 @@ export function sitemapCandidatesOf(
   contentType: string | null,
   entryKind: EntryKind,
   depth: number,
-): { candidates: Candidate[]; summary: NonNullable<IndexEntry['sitemap']> } {
+): { candidates: Candidate[]; summary: NonNullable<IndexEntry['sitemap']>; hints: { url: string; lastmod?: string; changefreq?: string }[] } {
   const parsed = parseSitemap(body, { url: sitemapUrl, contentType });
   const candidates: Candidate[] = [];
+  // What the sitemap says of how often its pages change: a revisit campaign's first intervals (src/revisit/adapt.ts).
+  const hints: { url: string; lastmod?: string; changefreq?: string }[] = [];
   const errors = parsed.errors.slice(0, 5);
   let offHost = 0;
   const add = (raw: string, kind: EntryKind, d: number) => {
@@ -131,14 +133,19 @@ export function sitemapCandidatesOf(
       return;
     }
     candidates.push({ url, depth: d, kind });
+    return url;
   };
-  for (const u of parsed.urls) add(u.loc, 'page', depth + 1);
+  for (const u of parsed.urls) {
+    const url = add(u.loc, 'page', depth + 1);
+    if (url && (u.lastmod || u.changefreq)) hints.push({ url, ...(u.lastmod ? { lastmod: u.lastmod } : {}), ...(u.changefreq ? { changefreq: u.changefreq } : {}) });
+  }
   // An index listed by an index is not followed: sitemaps.org forbids nesting, and it bounds the walk.
   if (entryKind === 'sitemap') for (const sm of parsed.sitemaps.slice(0, MAX_CHILD_SITEMAPS)) add(sm, 'sitemap-child', depth);
   if (offHost > 0) errors.push(`${offHost} URL(s) on other hosts ignored`);
   return {
     candidates,
     summary: { kind: parsed.kind, urls: parsed.urls.length, added: 0, sitemaps: parsed.sitemaps.length, truncated: parsed.truncated, errors },
+    hints,
   };
 }
 

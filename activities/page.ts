@@ -9,7 +9,10 @@ import type { Frontier, EnqueueItem, FrontierEntry } from '../src/redis/frontier
 import { contentHashOf, type IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
-import { simhash64 } from '../src/dedup/simhash';
+import { simhash64, simhashToHex } from '../src/dedup/simhash';
+import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
+import { conditionalHeaders, planRevisit, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
+import { hostKey } from '../src/url/normalize';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
 import { loadHandler } from '../src/handlers/loader';
@@ -87,12 +90,25 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // counts, stored by the commit (src/storage/seal.ts keeps that line only).
   const attemptId = newAttemptId();
 
+  // Continuous crawling: every URL requested gets its next visit
+  // (src/revisit/adapt.ts); what the last one saw makes this one conditional.
+  const schedule = s.revisit?.enabled ? new RevisitSchedule(rt.deps.redis, campaign.key, host) : null;
+  const previous: RevisitMeta | null = schedule ? await schedule.meta(fp) : null;
+
   const record = async (
     outcome: string,
     counted: 'fetched' | 'failed' | 'skipped',
-    details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number },
+    details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number; seen?: Observation },
   ): Promise<PageResult> => {
-    const { requested, links = [], hostPauseMs = job.delayMs, ...extra } = details;
+    const { requested, links = [], hostPauseMs = job.delayMs, seen, ...extra } = details;
+    if (schedule && requested) {
+      const plan = planRevisit(previous, seen ?? { status: extra.status ?? null }, s.revisit);
+      // A page that kept answering 404/410 leaves the schedule, recorded as gone.
+      if (plan.verdict === 'gone') outcome = 'gone';
+      // Before the commit: a worker dying between the two re-fetches the
+      // URL, which at worst adapts its interval twice; never loses it.
+      await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
+    }
     await index.append(indexLine(job, attemptId, outcome, extra));
     const status = extra.status ?? null;
     const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links, { fp, id: attemptId });
@@ -140,7 +156,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     // Redirects are never followed inside a fetch: each hop is its own
     // frontier entry, fetched under its host's clock and archived under its
     // own URL (docs/crawling-rules.md).
-    res = await campaign.http.fetch(url, { followRedirect: () => false, signal: job.signal });
+    res = await campaign.http.fetch(url, { followRedirect: () => false, signal: job.signal, headers: conditionalHeaders(previous) });
   } catch (err) {
     await job.releaseClock(job.delayMs);
     // Cancelled (the worker is going away): nothing happened to the URL.
@@ -167,6 +183,37 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
 
   const contentType = res.headers['content-type'] ?? null;
   const fetchMs = res.endedAt - res.startedAt;
+  const validators = { etag: res.headers.etag ?? null, lastModified: res.headers['last-modified'] ?? null };
+
+  // Not modified since the capture the conditional request named: a
+  // revisit record (profile server-not-modified) referring to it, no body.
+  if (res.status === 304 && previous?.r) {
+    const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
+    const fetchedAt = new Date(res.startedAt);
+    const of = { uri: previous.r.u, date: previous.r.t, recordId: previous.r.id };
+    const loc = await warc.writeExchange({
+      url,
+      fetchedAt,
+      ip: res.remoteAddress ?? undefined,
+      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+      metadata: { fetchTimeMs: String(fetchMs) },
+      revisit: { ...of, profile: 'server-not-modified', ...(previous.d ? { payloadDigest: previous.d } : {}) },
+    });
+    return record('not-modified', 'fetched', {
+      requested: true,
+      hostPauseMs: hostPause,
+      status: res.status,
+      contentType,
+      bytes: res.body.length,
+      fetchedAt: fetchedAt.toISOString(),
+      fetchMs,
+      warc: { file: loc.file, offset: loc.offset, length: loc.length },
+      revisit: { url: of.uri, date: of.date, recordId: of.recordId },
+      seen: { status: 304, ...validators },
+    });
+  }
+
   const common: Partial<IndexEntry> = {
     status: res.status,
     contentType,
@@ -190,6 +237,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   let candidates: Candidate[] = [];
   let canonical: string | null | undefined;
   let duplicateOf: IndexEntry['duplicateOf'];
+  let simhashHex: string | null = null;
   let sitemap: IndexEntry['sitemap'];
   // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
   const hops = (entry.redirects ?? 0) + 1;
@@ -204,11 +252,25 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth);
       candidates = listed.candidates;
       sitemap = listed.summary;
+      // A revisit campaign takes the sitemap's word for how often its pages change, until it has seen for itself.
+      if (schedule && listed.hints.length) {
+        const now = Date.now();
+        const hints = listed.hints.flatMap((h) => {
+          const ms = hostKey(h.url) === host ? sitemapHintMs(h, now, s.revisit) : null;
+          return ms === null ? [] : [{ fp: urlFingerprint(h.url), intervalMs: ms }];
+        });
+        await hintRevisits(rt.deps.redis, campaign.key, host, hints);
+      }
     }
   } else if (ok && html) {
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
-    const page = extractLinks(text(), res.finalUrl, { withText: s.content.dedup === 'near', maxLength: OVERLONG_LINK_CHARS });
+    const page = extractLinks(text(), res.finalUrl, {
+      withText: s.content.dedup === 'near' || schedule !== null,
+      maxLength: OVERLONG_LINK_CHARS,
+    });
     canonical = page.canonical;
+    // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
+    if (schedule && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhashHex = simhashToHex(simhash64(page.text));
     duplicateOf = await checkDuplicate(rt, campaign, url, common.contentHash!, page.text);
     // A duplicate's links are followed like any page's: mirrors and shared
     // templates must not cost coverage, and the seen-sets make links
@@ -278,6 +340,16 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     await (await rt.outputs.dataset(s.output.dir)).appendAll(items.map((item): DatasetLine => ({ ...tag, item })));
   }
   const handlerFailed = hook !== null && !hook.ok;
+  // The full capture a later 304 refers to: this response, or the record an identical-payload revisit points at.
+  const seen: Observation | undefined = schedule
+    ? {
+        status: res.status,
+        ...validators,
+        digest: ok && res.body.length > 0 && !res.truncated ? digest || payloadDigestOf(res.body) : null,
+        simhash: simhashHex,
+        ref: claim?.kind === 'revisit' ? { u: claim.of.uri, t: claim.of.date, id: claim.of.recordId } : { u: url, t: fetchedAt.toISOString(), id: loc.recordId },
+      }
+    : undefined;
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
   // A final 4xx, or a 5xx/429 that outlasted its retries, is the URL failing,
   // not a page: typed like any other failure, though the response stays in
@@ -306,6 +378,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
     ...(sitemap ? { sitemap } : {}),
     links: routed.own,
+    seen,
   });
 }
 

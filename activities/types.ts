@@ -1,6 +1,7 @@
 // Inputs and results of the activities, shared with workflows as types only.
 // Results are small summaries: page bodies never enter workflow history.
 import type { CampaignSettings } from '../src/config/campaign';
+import type { RevisitView } from '../src/redis/campaign-hosts';
 
 export interface PrepareCampaignInput {
   settings: CampaignSettings;
@@ -98,6 +99,8 @@ export interface SessionResult {
   reason: string;
   lastUrl: string | null;
   lastStatus: number | null;
+  /** Revisit campaigns: the host's revisit queue when the session ended. */
+  revisit?: RevisitView;
 }
 
 /** One dispatch round of the campaign: ready hosts started or woken, and where the campaign stands. */

@@ -113,7 +113,8 @@ export class CampaignBook {
     this.carry.configVersion = Math.max(this.carry.configVersion, s.configVersion);
     if (s.stop === 'budget' || s.stop === 'cancelled') this.requestStop(s.stop);
     if (this.stopReason !== null) return 'done';
-    if (s.active === 0 && s.ready === 0 && this.inflight === 0 && !s.paused) return 'done';
+    // A revisit campaign keeps its sites fresh until cancelled or out of budget: it is never done on its own.
+    if (s.active === 0 && s.ready === 0 && this.inflight === 0 && !s.paused && !this.settings.revisit?.enabled) return 'done';
     // A full batch went out and more hosts wait: another round at once.
     if (s.dispatched > 0 && s.ready > 0) this.nudged = true;
     return this.nudged ? 'again' : 'wait';
@@ -168,6 +169,7 @@ export class CampaignBook {
         maxActiveHosts: this.carry.maxActiveHosts,
         pausedHosts: this.carry.pausedHosts,
       },
+      ...(this.settings.revisit?.enabled ? { revisit: true } : {}),
     };
   }
 

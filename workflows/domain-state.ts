@@ -4,6 +4,7 @@
 // workflows/domain-crawl.ts only registers handlers, waits and calls
 // activities around it.
 import type { HostStats, SessionInput, SessionResult } from '../activities/types';
+import type { RevisitView } from '../src/redis/campaign-hosts';
 import type { DomainState, DomainStatus } from './messages';
 
 export interface DomainCrawlInput {
@@ -66,6 +67,8 @@ export class DomainBook {
   lastStatus: number | null = null;
   frontier: number | null = null;
   nextWakeAt: number | null = null;
+  /** Revisit campaigns: the revisit queue as the last session left it. */
+  revisit: RevisitView | null = null;
   /** Sessions that failed in a row. */
   failures = 0;
   /** The last session gave the host's slot up (a workflow that ends otherwise must still do it). */
@@ -131,6 +134,7 @@ export class DomainBook {
     this.delayReason = r.reason;
     this.configVersion = Math.max(this.configVersion, r.configVersion);
     this.released = r.released;
+    if (r.revisit) this.revisit = r.revisit;
     if (r.lastUrl !== null) {
       this.lastUrl = r.lastUrl;
       this.lastStatus = r.lastStatus;
@@ -213,6 +217,7 @@ export class DomainBook {
       configVersion: this.configVersion,
       sessions: this.sessions,
       pages: this.pages,
+      ...(this.revisit ? { revisit: this.revisit } : {}),
     };
   }
 

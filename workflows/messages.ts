@@ -2,7 +2,7 @@
 // workflows, activities and clients. Payloads are plain JSON.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { HostStats } from '../activities/types';
-import type { HostRecord } from '../src/redis/campaign-hosts';
+import type { HostRecord, RevisitView } from '../src/redis/campaign-hosts';
 import type {
   AddSeedsRequest,
   AddSeedsResult,
@@ -83,6 +83,8 @@ export interface CampaignStatus {
   updatedAt: string;
   problems: number;
   steering: CampaignSteering;
+  /** A revisit campaign (continuous crawling): `crawler status` shows its revisit queue. */
+  revisit?: boolean;
 }
 
 export interface CampaignSteering {
@@ -117,6 +119,8 @@ export interface DomainStatus {
   /** Sessions run by this workflow run, and URLs they finished. */
   sessions: number;
   pages: number;
+  /** Revisit campaigns: the host's revisit queue as its last session left it (next due, due within an hour / a day). */
+  revisit?: RevisitView;
 }
 
 export const domainStatusQuery = defineQuery<DomainStatus>('domainStatus');

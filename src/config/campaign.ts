@@ -118,6 +118,27 @@ export interface CampaignInput {
    * and the index do not depend on them.
    */
   retention?: { redisMs?: number | null };
+  /**
+   * Continuous crawling (docs/continuous-crawling.md): every URL fetched is
+   * scheduled for another visit between minMs and maxMs later, the interval
+   * adapting to how often the page changes. Such a campaign never completes
+   * on its own: only a cancel or a budget ends it.
+   */
+  revisit?: {
+    enabled?: boolean;
+    minMs?: number;
+    maxMs?: number;
+    /** An interval is divided by it after a change, multiplied after none (> 1). */
+    factor?: number;
+    /**
+     * A page whose payload digest changed but whose SimHash moved this many
+     * bits or fewer counts as unchanged (boilerplate that differs on every
+     * request: a clock, a token); 0 = the digest alone decides.
+     */
+    minChangeDistance?: number;
+    /** A URL answering 404/410 this many visits in a row leaves the schedule (index outcome `gone`). */
+    goneAfter?: number;
+  };
 }
 
 export interface FrontierPriorityRule {
@@ -154,6 +175,16 @@ export interface CampaignSettings {
   handlerTimeoutMs: number;
   frontier: { priorities: FrontierPriorityRule[] };
   retention: { redisMs: number | null };
+  revisit: RevisitSettings;
+}
+
+export interface RevisitSettings {
+  enabled: boolean;
+  minMs: number;
+  maxMs: number;
+  factor: number;
+  minChangeDistance: number;
+  goneAfter: number;
 }
 
 /**
@@ -220,6 +251,9 @@ export const CAMPAIGN_DEFAULTS = {
   // `crawler status` and to resume work on it by hand; the keys of a
   // large campaign are gigabytes (docs/operations.md, sizing).
   retention: { redisMs: (7 * 24 * 60 * 60_000) as number | null },
+  // Nutch's AdaptiveFetchSchedule uses 1.5-ish steps; an hour to a month
+  // keeps a news front page fresh and a dormant page cheap.
+  revisit: { enabled: false, minMs: 60 * 60_000, maxMs: 30 * 24 * 60 * 60_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
 } as const;
 
 export class CampaignInputError extends CrawlerError<'INVALID_CAMPAIGN_INPUT'> {
@@ -335,6 +369,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
     handlerTimeoutMs: positiveInt(problems, 'handlerTimeoutMs', input.handlerTimeoutMs, d.handlerTimeoutMs),
     frontier: { priorities: priorityRules(problems, input.frontier) },
     retention: { redisMs: input.retention?.redisMs === undefined ? d.retention.redisMs : optionalLimit(problems, 'retention.redisMs', input.retention.redisMs) },
+    revisit: revisitSettings(problems, input.revisit),
   };
   if (settings.retention.redisMs !== null && settings.retention.redisMs < MIN_RETENTION_MS) {
     problems.push(`retention.redisMs must be at least ${MIN_RETENTION_MS} (a minute), or null to keep the keys until \`crawler purge\``);
@@ -361,6 +396,29 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   }
   if (problems.length) throw new CampaignInputError(problems);
   return settings;
+}
+
+function revisitSettings(problems: string[], r: CampaignInput['revisit'] | undefined): RevisitSettings {
+  const d = CAMPAIGN_DEFAULTS.revisit;
+  if (r === undefined || r === null) return { ...d };
+  if (typeof r !== 'object' || Array.isArray(r)) {
+    problems.push('revisit must be an object such as {"enabled": true, "minMs": 3600000, "maxMs": 2592000000}');
+    return { ...d };
+  }
+  const enabled = r.enabled ?? true;
+  if (typeof enabled !== 'boolean') problems.push('revisit.enabled must be true or false');
+  const out: RevisitSettings = {
+    enabled: enabled === true,
+    minMs: positiveInt(problems, 'revisit.minMs', r.minMs, d.minMs),
+    maxMs: positiveInt(problems, 'revisit.maxMs', r.maxMs, d.maxMs),
+    factor: r.factor ?? d.factor,
+    minChangeDistance: nonNegInt(problems, 'revisit.minChangeDistance', r.minChangeDistance, d.minChangeDistance),
+    goneAfter: positiveInt(problems, 'revisit.goneAfter', r.goneAfter, d.goneAfter),
+  };
+  if (out.maxMs < out.minMs) problems.push('revisit.maxMs must be ≥ revisit.minMs');
+  if (typeof out.factor !== 'number' || !Number.isFinite(out.factor) || out.factor <= 1 || out.factor > 10) problems.push('revisit.factor must be a number above 1 and at most 10');
+  if (out.minChangeDistance > 64) problems.push('revisit.minChangeDistance must be at most 64 (bits of a SimHash)');
+  return out;
 }
 
 /**

@@ -29,6 +29,15 @@ export interface HostRecord {
   /** When a sleeping or backing-off host is due again (ISO 8601). */
   nextWakeAt: string | null;
   updatedAt: string;
+  /** Revisit campaigns: the host's revisit queue (URLs scheduled, the next one due, how many within an hour / a day). */
+  revisit?: RevisitView;
+}
+
+export interface RevisitView {
+  scheduled: number;
+  nextDueAt: string | null;
+  dueHour: number;
+  dueDay: number;
 }
 
 export interface CampaignTotals {

@@ -33,6 +33,10 @@ export const hostKeys = (campaignKey: string, host: string) => {
     awake: `${P}:${tag}:awake`,
     /** Set when the host's address is refused by this campaign's address policy (SSRF guard). */
     refused: `${P}:${tag}:refused`,
+    /** ZSET frontier member → when it is due again (epoch ms, Redis clock): the revisit schedule (src/redis/revisit.ts). */
+    revisit: `${P}:${tag}:revisit`,
+    /** HASH URL fingerprint → JSON RevisitMeta (interval, validators, digest, last capture): beside the schedule. */
+    revisitMeta: `${P}:${tag}:revisit-meta`,
   };
 };
 

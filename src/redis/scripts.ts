@@ -225,6 +225,47 @@ redis.call('HSET', KEYS[1], ARGV[1], record)
 if new.state ~= 'given-up' or old.state ~= 'given-up' then redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1]) end
 return 1`,
   },
+  // KEYS: revisit, frontier, seq. ARGV: most to move, hourMs, dayMs.
+  // Moves the host's revisits that are due (Redis clock) into its frontier,
+  // past the seen-set (these URLs were seen: that is the point), scored
+  // by depth then discovery like any entry; a member still in the frontier
+  // stays where it is. Returns {moved, ms until the earliest one left is
+  // due (-1: none), due within an hour, due within a day, scheduled}.
+  crawlRevisitDue: {
+    numberOfKeys: 3,
+    lua: `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local moved = 0
+for _, m in ipairs(due) do
+  redis.call('ZREM', KEYS[1], m)
+  if not redis.call('ZSCORE', KEYS[2], m) then
+    local depth = math.min(tonumber(string.match(m, '^(%d+)') or '0'), 999)
+    local n = redis.call('INCR', KEYS[3])
+    redis.call('ZADD', KEYS[2], string.format('%.0f', depth * 1e12 + n), m)
+    moved = moved + 1
+  end
+end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = -1
+if #head > 0 then wait = math.max(0, tonumber(head[2]) - now) end
+return {moved, wait, redis.call('ZCOUNT', KEYS[1], '-inf', now + tonumber(ARGV[2])), redis.call('ZCOUNT', KEYS[1], '-inf', now + tonumber(ARGV[3])), redis.call('ZCARD', KEYS[1])}`,
+  },
+  // KEYS: revisit, meta, stats. ARGV: member, fp, interval ms (-1: leave
+  // the schedule), meta JSON ('' = forget it), verdict counter field ('' =
+  // none). The next visit of a URL, due interval ms from now (Redis clock).
+  crawlRevisitSet: {
+    numberOfKeys: 3,
+    lua: `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local i = tonumber(ARGV[3])
+if i < 0 then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], string.format('%.0f', now + i), ARGV[1]) end
+if ARGV[4] == '' then redis.call('HDEL', KEYS[2], ARGV[2]) else redis.call('HSET', KEYS[2], ARGV[2], ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[5], 1) end
+return 1`,
+  },
   // KEYS: any keys of one slot (numkeys is the first argument). ARGV: ms.
   // The campaign's retention (src/redis/retention.ts): a time to live on
   // every key that exists, in one round trip per slot.
@@ -259,6 +300,8 @@ declare module 'ioredis' {
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
+    crawlRevisitDue(revisit: string, frontier: string, seq: string, limit: number, hourMs: number, dayMs: number): Result<[number, number, number, number, number], Context>;
+    crawlRevisitSet(revisit: string, meta: string, stats: string, member: string, fp: string, intervalMs: number, metaJson: string, counter: string): Result<number, Context>;
     crawlExpireKeys(numKeys: number, ...keysThenMs: (string | number)[]): Result<number, Context>;
     crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;
   }

@@ -21,8 +21,9 @@ export type EntryClass = 'fetched' | 'failed' | 'skipped';
 // Must agree with how activities/crawl-step.ts counts a step (`counted`).
 // Indexes written before 'http-error' existed hold final 4xx/5xx responses as
 // 'fetched'; they still count as fetched, and the status columns show them.
-const FETCHED_OUTCOMES = new Set(['fetched', 'redirect', 'duplicate', 'skipped-content-type']);
-const FAILED_OUTCOMES = new Set(['error', 'refused', 'http-error']);
+// Revisits (docs/continuous-crawling.md): a 304 counts as a page fetched, a page gone as failed.
+const FETCHED_OUTCOMES = new Set(['fetched', 'redirect', 'duplicate', 'skipped-content-type', 'not-modified']);
+const FAILED_OUTCOMES = new Set(['error', 'refused', 'http-error', 'gone']);
 
 export function classify(e: IndexEntry): EntryClass {
   // Sitemaps are requests, not pages.

@@ -23,7 +23,7 @@
 //   break follows it.
 // - XML elements are matched by local name, ignoring prefixes and namespace
 //   URIs (saxes runs without namespace processing, so an unbound prefix is
-//   not even an error). Only <loc>/<lastmod>/<priority> that are direct
+//   not even an error). Only <loc>/<lastmod>/<priority>/<changefreq> that are direct
 //   children of a direct child of the root count, so extension elements such
 //   as <image:image><image:loc> are never mistaken for page URLs.
 // - The most common sitemap bug is an unescaped `&` in a query string. saxes
@@ -56,7 +56,12 @@ export interface SitemapUrl {
   lastmod?: string;
   /** 0.0–1.0; out-of-range or non-numeric values are dropped. */
   priority?: number;
+  /** One of sitemaps.org's seven values (lower-cased); others are dropped. Seeds a revisit interval (src/revisit/adapt.ts). */
+  changefreq?: SitemapChangefreq;
 }
+
+export const SITEMAP_CHANGEFREQS = ['always', 'hourly', 'daily', 'weekly', 'monthly', 'yearly', 'never'] as const;
+export type SitemapChangefreq = (typeof SITEMAP_CHANGEFREQS)[number];
 
 export interface SitemapParseResult {
   kind: SitemapKind;
@@ -241,7 +246,7 @@ function looksBinary(text: string): boolean {
   return bad > sample.length / 10;
 }
 
-type Field = 'loc' | 'lastmod' | 'priority';
+type Field = 'loc' | 'lastmod' | 'priority' | 'changefreq';
 
 function parseXml(text: string, incomplete: boolean, out: Collector): SitemapParseResult {
   text = escapeBareAmpersands(text, out);
@@ -250,7 +255,7 @@ function parseXml(text: string, incomplete: boolean, out: Collector): SitemapPar
   // element it closes, even when recovering, so push/pop stay balanced.
   const stack: string[] = [];
   let stop = false;
-  let entry: { loc?: string; lastmod?: string; priority?: string } | null = null;
+  let entry: { loc?: string; lastmod?: string; priority?: string; changefreq?: string } | null = null;
   let field: Field | null = null;
   let buf = '';
 
@@ -273,7 +278,7 @@ function parseXml(text: string, incomplete: boolean, out: Collector): SitemapPar
       if ((out.kind === 'urlset' && local === 'url') || (out.kind === 'sitemapindex' && local === 'sitemap')) {
         entry = {};
       }
-    } else if (depth === 2 && entry !== null && (local === 'loc' || local === 'lastmod' || local === 'priority')) {
+    } else if (depth === 2 && entry !== null && (local === 'loc' || local === 'lastmod' || local === 'priority' || local === 'changefreq')) {
       field = local;
       buf = '';
     }
@@ -332,7 +337,7 @@ function escapeBareAmpersands(text: string, out: Collector): string {
 }
 
 /** Validates and stores one <url>/<sitemap>; false when the count limit is reached. */
-function commit(e: { loc?: string; lastmod?: string; priority?: string }, out: Collector): boolean {
+function commit(e: { loc?: string; lastmod?: string; priority?: string; changefreq?: string }, out: Collector): boolean {
   const tag = out.kind === 'sitemapindex' ? 'sitemap' : 'url';
   if (e.loc === undefined) {
     out.error(`<${tag}> without <loc>`);
@@ -359,6 +364,11 @@ function commit(e: { loc?: string; lastmod?: string; priority?: string }, out: C
     const n = p === '' ? NaN : Number(p);
     if (n >= 0 && n <= 1) u.priority = n;
     else out.error(`ignored <priority> "${short(p)}" of ${short(loc)}: not a number from 0.0 to 1.0`);
+  }
+  if (e.changefreq !== undefined) {
+    const f = e.changefreq.trim().toLowerCase();
+    if ((SITEMAP_CHANGEFREQS as readonly string[]).includes(f)) u.changefreq = f as SitemapChangefreq;
+    else out.error(`ignored <changefreq> "${short(f)}" of ${short(loc)}: not one of ${SITEMAP_CHANGEFREQS.join(', ')}`);
   }
   out.urls.push(u);
   return true;

@@ -189,9 +189,19 @@ export interface RevisitOf {
   uri: string;
   date: string;
   recordId: string | null;
+  /**
+   * identical-payload-digest (default): the response's payload was stored
+   * before. server-not-modified: the server answered a conditional request
+   * with 304 (a revisit of continuous crawling): the record is the 304's
+   * headers, and `payloadDigest` (the referred capture's) is its payload
+   * digest.
+   */
+  profile?: 'identical-payload-digest' | 'server-not-modified';
+  payloadDigest?: string;
 }
 
 export const REVISIT_PROFILE = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest';
+export const NOT_MODIFIED_PROFILE = 'http://netpreserve.org/warc/1.1/revisit/server-not-modified';
 
 /** `sha1:BASE32` of a payload, as in WARC-Payload-Digest: what revisit detection keys on. */
 export function payloadDigestOf(payload: Uint8Array): string {
@@ -527,7 +537,7 @@ export class WarcWriter {
           ...(rv
             ? {
                 // WARC 1.1, 6.7.2: the record that holds the payload, by URI and date (and ID when known).
-                'WARC-Profile': REVISIT_PROFILE,
+                'WARC-Profile': rv.profile === 'server-not-modified' ? NOT_MODIFIED_PROFILE : REVISIT_PROFILE,
                 'WARC-Refers-To-Target-URI': headerSafe(rv.uri),
                 'WARC-Refers-To-Date': headerSafe(rv.date),
                 ...(rv.recordId ? { 'WARC-Refers-To': headerSafe(rv.recordId) } : {}),
@@ -560,7 +570,7 @@ export class WarcWriter {
     );
 
     const records: { r: WARCRecord; payload: Uint8Array; payloadDigest?: string }[] = [
-      rv ? { r: response, payload: EMPTY, payloadDigest: sha1Base32(res.body) } : { r: response, payload: res.body },
+      rv ? { r: response, payload: EMPTY, payloadDigest: rv.payloadDigest ?? sha1Base32(res.body) } : { r: response, payload: res.body },
       { r: request, payload: EMPTY },
     ];
     if (ex.metadata && Object.keys(ex.metadata).length > 0) {
@@ -611,6 +621,8 @@ export class WarcWriter {
     // Set after create(): create() would put our headers into a plain
     // HeadersMultiMap, which mangles values containing ",,," (see VerbatimHeaders).
     rec.httpHeaders = new StatusAndHeaders({ statusline: o.statusline, headers: verbatim(o.headers) });
+    // create() sets the identical-payload-digest profile on every revisit: ours (a 304's server-not-modified) wins.
+    if (o.warcHeaders['WARC-Profile']) rec.warcHeaders.headers.set('WARC-Profile', o.warcHeaders['WARC-Profile']);
     return rec;
   }
 

@@ -80,3 +80,15 @@ test('a million hosts pass through the bookkeeping while the state it keeps stay
   expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThan(100);
   expect(new CampaignBook(settings, 'ignored', 0, b.carry).statusView('c').totals.fetched).toBe(3_000_000);
 });
+
+test('a revisit campaign is never done on its own: only a cancel or a budget ends it', () => {
+  const revisit = resolveCampaignSettings({ seeds: ['http://a.test/'], revisit: { minMs: 1_000, maxMs: 8_000 } }, 'c');
+  const b = new CampaignBook(revisit, 'c.1', 0);
+  // No host active or ready, nothing in flight: a plain campaign would be done here.
+  expect(b.onSnapshot(snap({}), 1)).not.toBe('done');
+  expect(b.onSnapshot(snap({}), 2)).not.toBe('done');
+  expect(b.statusView('c').revisit).toBe(true);
+  expect(b.onSnapshot(snap({ stop: 'cancelled' }), 2)).toBe('done');
+  expect(b.finalStatus()).toBe('cancelled');
+  expect(new CampaignBook(settings, 'c.1', 0).statusView('c').revisit).toBeUndefined();
+});

@@ -80,6 +80,20 @@ describe('crawl --seeds-file / --resolve-file', () => {
     expect(parseCrawl(['http://a.test/', '--seeds-file', 'more.txt.gz']).seeds).toEqual(['http://a.test/']);
   });
 
+  test("--revisit with its bounds (s, m, h, d) becomes the campaign's revisit settings; bounds alone or without a unit are refused", async () => {
+    const { seeds, o } = parseCrawl(['http://a.test/', '--revisit', '--revisit-min', '90m', '--revisit-max', '7d']);
+    expect(o).toMatchObject({ revisit: true, revisitMin: 90 * 60_000, revisitMax: 7 * 86_400_000 });
+    const input = await prepareCrawlInput(seeds, opts(o), io());
+    expect(input.revisit).toEqual({ enabled: true, minMs: 90 * 60_000, maxMs: 7 * 86_400_000 });
+    expect(parseCrawl(['http://a.test/', '--revisit', '--revisit-min', '1s']).o.revisitMin).toBe(1_000);
+    expect(() => parseCrawl(['http://a.test/', '--revisit', '--revisit-min', '10'])).toThrow(/--revisit-min must be a whole number above 0 with a unit/);
+    expect((await usageError(prepareCrawlInput(['http://a.test/'], opts({ revisitMax: 1_000 }), io()))).message).toContain('--revisit-min and --revisit-max need --revisit');
+    expect((await usageError(prepareCrawlInput(['http://a.test/'], opts({ revisit: true, revisitMin: 60_000, revisitMax: 1_000 }), io()))).message).toContain(
+      'revisit.maxMs must be ≥ revisit.minMs',
+    );
+    expect((await prepareCrawlInput(['http://a.test/'], opts({}), io())).revisit).toBeUndefined();
+  });
+
   test('neither seeds nor --seeds-file: a usage error (exit code 2)', async () => {
     const err = await usageError(prepareCrawlInput([], opts({}), io()));
     expect(err.exitCode).toBe(2);

@@ -61,6 +61,22 @@ test('status prints totals, then the page of hosts it was given with their delay
   expect(formatStatus(status(30), null)).toContain('set REDIS_URL');
 });
 
+test("a revisit campaign's status shows its revisit queue, and each host's after its why", () => {
+  const revisit = { scheduled: 40, nextDueAt: '2026-11-24T05:00:00.000Z', dueHour: 5, dueDay: 30 };
+  const text = formatStatus(status(30), [host('fresh.test', { state: 'sleeping', reason: 'revisits: 40 URL(s) scheduled, the next due in 600 s', revisit })], 1, {
+    scheduled: 40,
+    dueNow: 2,
+    dueHour: 5,
+    dueDay: 30,
+    nextDueAt: '2026-11-24T04:50:00.000Z',
+  });
+  const lines = text.split('\n');
+  expect(lines[2]).toBe('revisits: 40 scheduled, due now 2, within an hour 5, within a day 30, next 2026-11-24T04:50:00.000Z');
+  expect(lines[5].split('\t').at(-1)).toBe(
+    'revisits: 40 URL(s) scheduled, the next due in 600 s (revisits: 40 scheduled, 5 due within an hour, 30 within a day, next 2026-11-24T05:00:00.000Z)',
+  );
+});
+
 test('without a TTY, progress is plain lines with rate, host counts, frontier and an ETA under a budget', async () => {
   jest.useFakeTimers();
   const out = new PassThrough() as unknown as NodeJS.WriteStream;

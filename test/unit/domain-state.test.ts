@@ -118,3 +118,19 @@ test('what continue-as-new carries stays the same size however many sessions ran
   const next = new DomainBook(b.carry());
   expect(next.status()).toMatchObject({ sessions: 10_000, pages: 30_000 });
 });
+
+test('a revisit wait sleeps until the earliest due URL, and the status shows the host’s revisit queue', () => {
+  const b = new DomainBook(input);
+  b.sessionInput();
+  const revisit = { scheduled: 12, nextDueAt: '2026-11-24T05:00:00.000Z', dueHour: 3, dueDay: 12 };
+  expect(b.onSession(session({ end: 'wait', waitMs: 3_600_000, released: false, reason: 'revisits: 12 URL(s) scheduled, the next due in 3600 s', revisit }))).toEqual({
+    kind: 'sleep',
+    ms: 3_600_000,
+  });
+  expect(b.status()).toMatchObject({ state: 'sleeping', revisit });
+  // A later session that says nothing of revisits (a cap in between) keeps what was known.
+  b.sessionInput();
+  b.onSession(session({ end: 'cap' }));
+  expect(b.status().revisit).toEqual(revisit);
+  expect(new DomainBook(input).status().revisit).toBeUndefined();
+});

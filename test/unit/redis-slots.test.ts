@@ -14,6 +14,7 @@ import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
+import { RevisitSchedule } from '../../src/redis/revisit';
 import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../../src/url/normalize';
@@ -119,10 +120,21 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(commit.keys).toHaveLength(SCRIPTS.crawlCommit.numberOfKeys);
     expectOneSlot(commit, tag);
 
+    // The revisit schedule moves due URLs into this frontier and counts in its stats: same slot.
+    const rs = new RevisitSchedule(cap.redis, ck, host);
+    const due = await cap.capture([1, 500, 1, 2, 3], () => rs.moveDue());
+    expect(due.script).toBe('crawlRevisitDue');
+    expect(due.keys).toHaveLength(SCRIPTS.crawlRevisitDue.numberOfKeys);
+    expectOneSlot(due, tag);
+    const set = await cap.capture(1, () => rs.set('1\thttp://x/\t', 'fp', 1000, { i: 1000 }, 'unchanged'));
+    expect(set.script).toBe('crawlRevisitSet');
+    expect(set.keys).toHaveLength(SCRIPTS.crawlRevisitSet.numberOfKeys);
+    expectOneSlot(set, tag);
+
     // The frontier's keys also share the slot of the host's other per-campaign
     // keys that activities read on their own (stats, refused).
     const k = hostKeys(ck, host);
-    expect(new Set([k.stats, k.refused, ...enq.keys, ...commit.keys].map(slotOf)).size).toBe(1);
+    expect(new Set([k.stats, k.refused, ...enq.keys, ...commit.keys, ...due.keys, ...set.keys].map(slotOf)).size).toBe(1);
   });
 
   it.each([...TAGGED_HOSTS.map((h) => [h, true] as const), ...BRACE_HOSTS.map((h) => [h, false] as const)])('host clock scripts: host %j', async (host, tagged) => {

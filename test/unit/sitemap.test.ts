@@ -47,7 +47,7 @@ describe('constants', () => {
 });
 
 describe('parseSitemap: urlset', () => {
-  it('parses loc, lastmod and priority', () => {
+  it('parses loc, lastmod, priority and changefreq', () => {
     const r = parse(
       urlset([
         '<url><loc>https://example.com/</loc><lastmod>2024-05-01</lastmod><changefreq>daily</changefreq><priority>0.8</priority></url>',
@@ -56,7 +56,7 @@ describe('parseSitemap: urlset', () => {
     );
     expect(r).toEqual({
       kind: 'urlset',
-      urls: [{ loc: 'https://example.com/', lastmod: '2024-05-01', priority: 0.8 }, { loc: 'https://example.com/about' }],
+      urls: [{ loc: 'https://example.com/', lastmod: '2024-05-01', priority: 0.8, changefreq: 'daily' }, { loc: 'https://example.com/about' }],
       sitemaps: [],
       truncated: false,
       errors: [],
@@ -757,4 +757,15 @@ describe('sitemapMayList', () => {
     expect(sitemapMayList('not a url', 'not a url')).toBe(false);
     expect(sitemapMayList('file:///sitemap.xml', 'file:///a')).toBe(false);
   });
+});
+
+test('a changefreq outside the seven of sitemaps.org is dropped with an error; case does not matter', () => {
+  const r = parseSitemap(
+    Buffer.from(
+      '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://example.com/a</loc><changefreq>Hourly</changefreq></url><url><loc>https://example.com/b</loc><changefreq>often</changefreq></url></urlset>',
+    ),
+    { url: 'https://example.com/sitemap.xml', contentType: 'application/xml' },
+  );
+  expect(r.urls).toEqual([{ loc: 'https://example.com/a', changefreq: 'hourly' }, { loc: 'https://example.com/b' }]);
+  expect(r.errors).toEqual(['ignored <changefreq> "often" of https://example.com/b: not one of always, hourly, daily, weekly, monthly, yearly, never']);
 });

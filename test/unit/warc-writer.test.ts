@@ -502,4 +502,31 @@ describe('revisit records', () => {
       },
     ]);
   }, 300_000);
+
+  it("stores a 304 as a server-not-modified revisit naming the capture it stands for, with that capture's payload digest", async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const body = Buffer.from('<html>unchanged</html>');
+    const first = exchange(1, { body, headers: { 'Content-Type': 'text/html', ETag: '"v1"' } });
+    const orig = await w.writeExchange(first);
+    const refersTo = { uri: first.url, date: first.fetchedAt.toISOString(), recordId: orig.recordId };
+    const rv = await w.writeExchange(
+      exchange(
+        2,
+        { status: 304, statusText: 'Not Modified', body: Buffer.alloc(0), headers: { ETag: '"v1"' } },
+        { revisit: { ...refersTo, profile: 'server-not-modified', payloadDigest: orig.payloadDigest } },
+      ),
+    );
+    await w.close();
+    expect(rv.type).toBe('revisit');
+    const r = byId(await readWarcDir(dir)).get(rv.recordId)!;
+    expect(r).toMatchObject({ type: 'revisit', blockDigestOk: true, statusLine: 'HTTP/1.1 304 Not Modified' });
+    expect(r.headers).toMatchObject({
+      'WARC-Profile': 'http://netpreserve.org/warc/1.1/revisit/server-not-modified',
+      'WARC-Refers-To-Target-URI': first.url,
+      'WARC-Refers-To-Date': refersTo.date,
+      'WARC-Refers-To': orig.recordId,
+      'WARC-Payload-Digest': sha1b32(body),
+    });
+  });
 });

@@ -18,6 +18,7 @@ import {
   type HostStatus,
 } from '../../../workflows/messages';
 import { CampaignHosts } from '../../redis/campaign-hosts';
+import { revisitTotals, type RevisitTotals } from '../../redis/revisit';
 import { createRedis } from '../../redis/client';
 import { explicitSetting, processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
@@ -102,31 +103,52 @@ export function checkLocally<T>(fn: () => T): T {
 export const STATUS_PAGE_SIZE = 50;
 
 /** The campaign's line, its totals, and a page of hosts in order of attention (src/redis/campaign-hosts.ts). */
-export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page = 1): string {
+export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page = 1, revisits: RevisitTotals | null = null): string {
   const t = s.totals;
   const lines = [
     `campaign ${s.campaignId}: ${s.status}${s.paused ? ' (paused)' : ''}, started ${s.startedAt}, as of ${s.updatedAt}`,
     `pages ${t.fetched}, failed ${t.failed}, skipped ${t.skipped}, bytes ${t.bytes}, hosts ${t.hosts} (${t.activeHosts} active, ${t.readyHosts} waiting for a slot), frontier ${t.frontier}` +
       (s.problems ? `, problems ${s.problems}` : ''),
-    '',
   ];
+  if (revisits) {
+    lines.push(
+      `revisits: ${revisits.scheduled} scheduled, due now ${revisits.dueNow}, within an hour ${revisits.dueHour}, within a day ${revisits.dueDay}` +
+        (revisits.nextDueAt ? `, next ${revisits.nextDueAt}` : ''),
+    );
+  }
+  lines.push('');
   if (hosts === null) {
     lines.push("(per-host table: set REDIS_URL to the campaign's Redis)");
   } else {
     lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
-    lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason].join('\t')));
+    lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason + revisitNote(h)].join('\t')));
     if (hosts.length === STATUS_PAGE_SIZE) lines.push(`(page ${page}; --page ${page + 1} for more)`);
   }
   return lines.join('\n');
 }
 
-/** A page of the campaign's hosts from Redis, or null when no Redis is named or it does not answer. */
-async function hostPage(campaignKey: string, page: number): Promise<HostStatus[] | null> {
+/** A host's revisit queue as its last session left it, after its WHY. */
+function revisitNote(h: HostStatus): string {
+  const r = h.revisit;
+  if (!r) return '';
+  return ` (revisits: ${r.scheduled} scheduled, ${r.dueHour} due within an hour, ${r.dueDay} within a day${r.nextDueAt ? `, next ${r.nextDueAt}` : ''})`;
+}
+
+/**
+ * A page of the campaign's hosts from Redis, and for a revisit campaign its
+ * revisit queue over every host; null when no Redis is named or it does not answer.
+ */
+async function hostPage(campaignKey: string, page: number, revisit: boolean): Promise<{ hosts: HostStatus[]; revisits: RevisitTotals | null } | null> {
   const url = explicitSetting('redisUrl');
   if (!url) return null;
   const redis = createRedis(url);
   try {
-    return await new CampaignHosts(redis, campaignKey).page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE);
+    const ch = new CampaignHosts(redis, campaignKey);
+    const hosts = await ch.page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE);
+    if (!revisit) return { hosts, revisits: null };
+    const all: string[] = [];
+    for await (const batch of ch.records()) all.push(...batch.map((r) => r.host));
+    return { hosts, revisits: await revisitTotals(redis, campaignKey, all) };
   } catch {
     return null;
   } finally {
@@ -176,8 +198,10 @@ export function registerCampaignControlCommands(program: Command): void {
         if (idle) throw new Error(`${campaignId}: ${noWorkerMessage(idle.taskQueue, processSettings().taskQueue, 'only a worker can answer a status query')}`);
         return h.query(campaignStatusQuery);
       });
-      const hosts = await hostPage(s.campaignKey, page);
-      process.stdout.write(opts.json ? `${JSON.stringify({ ...s, hosts })}\n` : `${formatStatus(s, hosts, page)}\n`);
+      const got = await hostPage(s.campaignKey, page, s.revisit ?? false);
+      const hosts = got?.hosts ?? null;
+      const revisits = got?.revisits ?? null;
+      process.stdout.write(opts.json ? `${JSON.stringify({ ...s, hosts, ...(revisits ? { revisits } : {}) })}\n` : `${formatStatus(s, hosts, page, revisits)}\n`);
     });
   for (const [name, campaignUpdate, hostUpdate, what] of [
     ['pause', pauseCampaignUpdate, pauseHostUpdate, 'stop fetching (in-flight requests finish); state is kept. --host: one host only, the others go on'],

@@ -53,6 +53,10 @@ export interface CrawlOptions {
   retention?: number | null;
   handler?: string;
   handlerTimeoutMs?: number;
+  /** Continuous crawling: revisit every URL, between these bounds (ms). */
+  revisit?: boolean;
+  revisitMin?: number;
+  revisitMax?: number;
 }
 
 export const wholeNumber = (name: string) => (raw: string) => {
@@ -63,13 +67,21 @@ export const wholeNumber = (name: string) => (raw: string) => {
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
 
-const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION_UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--revisit-min 1h` / `30d` / `90m` / `5s`: a duration given with its unit. */
+export const parseDuration = (flag: string) => (raw: string) => {
+  const m = /^(\d+)([smhd])$/.exec(raw.trim().toLowerCase());
+  if (!m || Number(m[1]) === 0) throw new InvalidArgumentError(`${flag} must be a whole number above 0 with a unit s, m, h or d (such as 1h or 30d; got ${JSON.stringify(raw)})`);
+  return Number(m[1]) * DURATION_UNITS[m[2]];
+};
 
 /** `--retention 7d` / `36h` / `90m` / `never`: how long a finished campaign's Redis keys stay. */
 export function parseRetention(raw: string): number | null {
   const v = raw.trim().toLowerCase();
   if (v === 'never') return null;
   const m = /^(\d+)([mhd])$/.exec(v);
+  // Seconds are for revisit bounds; a retention that short would drop keys a finishing campaign still reads.
   if (!m) throw new InvalidArgumentError(`--retention must be a number with a unit m, h or d (such as 7d or 36h), or never (got ${JSON.stringify(raw)})`);
   return Number(m[1]) * DURATION_UNITS[m[2]];
 }
@@ -143,6 +155,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   }
   const scopeFlags = [o.sameDomain, o.sameHost, o.anyDomain, o.domains !== undefined].filter(Boolean).length;
   if (scopeFlags > 1) problems.push('choose one of --same-domain, --same-host, --any-domain, --domains');
+  if (!o.revisit && (o.revisitMin !== undefined || o.revisitMax !== undefined)) problems.push('--revisit-min and --revisit-max need --revisit');
   if (problems.length) throw new UsageError(problems.join('\n'));
   const campaignId = o.id ?? newCampaignId();
   const input: CampaignInput & { campaignId: string } = {
@@ -180,6 +193,9 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
     ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
+    ...(o.revisit
+      ? { revisit: { enabled: true, ...(o.revisitMin !== undefined ? { minMs: o.revisitMin } : {}), ...(o.revisitMax !== undefined ? { maxMs: o.revisitMax } : {}) } }
+      : {}),
   };
   try {
     resolveCampaignSettings(input, campaignId);
@@ -252,7 +268,10 @@ export function campaignOptions(command: Command): Command {
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
-    .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'));
+    .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
+    .option('--revisit', 'keep the pages fresh: revisit every URL, more often the more it changes; the campaign runs until cancelled (docs/continuous-crawling.md)')
+    .option('--revisit-min <duration>', 'shortest revisit interval: 1h (default), 90m, 30s…', parseDuration('--revisit-min'))
+    .option('--revisit-max <duration>', 'longest revisit interval: 30d (default), 7d, 12h…', parseDuration('--revisit-max'));
 }
 
 export function registerCrawlCommand(program: Command): void {
@@ -321,6 +340,7 @@ export function registerCrawlCommand(program: Command): void {
         const handle = await startCampaign(client, cfg.taskQueue, input);
         const ui = stack.uiUrl ? `${stack.uiUrl}/namespaces/${cfg.temporalNamespace}/workflows/${encodeURIComponent(input.campaignId)}` : null;
         log(`campaign ${input.campaignId} started${ui ? ` — Web UI: ${ui}` : ''}`);
+        if (input.revisit?.enabled) log(`revisit mode: the campaign keeps its pages fresh until \`crawler cancel ${input.campaignId}\` (or a budget) ends it`);
         // Campaigns interrupted earlier go on running (they are durable): say so, since they share these workers.
         const others = await runningCampaigns(client, cfg.taskQueue, input.campaignId).catch(() => []);
         if (others.length > 0) {

@@ -87,6 +87,8 @@ export function registerScheduleCommands(program: Command): void {
     if (!(o.overlap in OVERLAP_POLICIES)) problems.push(`--overlap must be one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
     if (o.cron.length === 0 && o.every.length === 0) problems.push('give when it runs: --cron "EXPR" and/or --every DURATION');
     if (o.seedsFile === '-') problems.push('--seeds-file -: a schedule runs later, without this terminal; give a file or URL');
+    // A revisit campaign never ends on its own: every run after the first would be skipped (or pile up).
+    if (o.revisit) problems.push('--revisit: a revisit campaign runs until cancelled, so a schedule of them makes no sense; start it once with `crawl --revisit`');
     if (problems.length) throw new UsageError(problems.join('\n'));
     // Checked like a crawl's flags, with a run's ID standing in for the real ones.
     const out = path.join(path.resolve(o.out ?? 'crawl-output'), CAMPAIGN_PLACEHOLDER);

@@ -1,0 +1,184 @@
+// Continuous crawling (docs/continuous-crawling.md) with bounds in seconds:
+// a page that changes on every visit comes back more often than pages that
+// never change; those get conditional requests, answered 304 and stored as
+// server-not-modified revisit records, at growing intervals; a page that
+// starts answering 404 leaves the schedule after three tries, recorded as
+// gone; a link a page gains on a later visit is crawled; a sitemap's
+// <changefreq> seeds a first interval. The campaign never
+// completes on its own: the test cancels it.
+import { hostKey } from '../../src/url/normalize';
+import { hostKeys } from '../../src/redis/keys';
+import { domainWorkflowId } from '../../workflows/ids';
+import { campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
+import { changingSite } from '../web/changing-site';
+import { generateSites } from '../web/test-web';
+import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
+
+jest.setTimeout(240_000);
+
+const HOST = 'fresh.revisit.test';
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness('revisit', { workers: 1 });
+});
+afterAll(() => h?.close());
+
+async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+test('changed pages come back sooner, unchanged ones get 304s at growing intervals, a 404 page leaves, a new link is crawled', async () => {
+  const { spec, control } = changingSite(HOST);
+  h.web.addSite(spec);
+  const handle = await launch(h, {
+    seeds: [h.web.url(HOST, '/')],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 100 },
+    // Waits for the next revisit of a second or more are durable timers (5 s by default: too long for bounds in seconds).
+    session: { durableSleepMs: 1_000 },
+    revisit: { enabled: true, minMs: 1_000, maxMs: 8_000 },
+  });
+  const requestsOf = (path: string) => h.web.requests().filter((r) => r.host === HOST && r.path === path);
+  const answers = (path: string) => control.answers.get(path) ?? [];
+
+  // Every page visited twice: the schedule works; then the page fades and a link appears.
+  await until('a second visit of every page', () => ['/', '/hot', '/cold', '/fading'].every((p) => requestsOf(p).length >= 2));
+  control.gone = true;
+  control.gainLink = true;
+  await until('/fading to answer 404 three times', () => answers('/fading').filter((s) => s === 404).length >= 3);
+  await until('/new to be crawled', () => requestsOf('/new').length >= 1);
+  await until('/listed to be revisited', () => requestsOf('/listed').length >= 2);
+  // Long enough for /cold to reach its longest interval (2.8 s × 1.5 × 1.5 … up to 8 s) and be visited at it.
+  await until('/cold to be revisited at 8 s', () => {
+    const t = requestsOf('/cold').map((r) => r.t);
+    return t.length >= 2 && t[t.length - 1] - t[t.length - 2] >= 7_900;
+  });
+  const fadingRequestsAtGone = requestsOf('/fading').length;
+  // The host holds its slot and sleeps until its next due URL; operators see the queue.
+  const status = await handle.query(campaignStatusQuery);
+  expect(status.revisit).toBe(true);
+  const domain = await h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(HOST, '/')))).query(domainStatusQuery);
+  expect(domain.revisit?.scheduled).toBeGreaterThan(0);
+  expect(domain.revisit?.dueDay).toBe(domain.revisit?.scheduled);
+  expect(domain.revisit?.nextDueAt).toEqual(expect.any(String));
+  // Another 8 s: /fading is not asked for again.
+  await sleep(8_000);
+  expect(requestsOf('/fading').length).toBe(fadingRequestsAtGone);
+
+  await handle.signal(cancelSignal, { reason: 'test' });
+  const result = await handle.result();
+  expect(result.status).toBe('cancelled');
+
+  // Between due batches a second or more apart the host workflow slept durably, its timers named after the revisit queue.
+  const events = (await h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(HOST, '/')))).fetchHistory()).events ?? [];
+  const timers = events.filter((e) => e.timerStartedEventAttributes);
+  const sessions = events.filter((e) => e.activityTaskScheduledEventAttributes);
+  // (Once /hot is due every second its gaps are shorter than the threshold and paced inside sessions.)
+  expect(timers.length).toBeGreaterThanOrEqual(1);
+  const summaries = timers.flatMap((e) => (e.userMetadata?.summary ? [String(h.client.options.loadedDataConverter.payloadConverter.fromPayload(e.userMetadata.summary))] : []));
+  expect(summaries).toContainEqual(expect.stringMatching(/^revisits: \d+ URL\(s\) scheduled, the next due in \d+ s — sleeping /));
+  if (process.env.CRAWLER_TEST_FIGURES) {
+    const revisitRequests = h.web.requests().filter((r) => r.host === HOST).length - ['/robots.txt', '/sitemap.xml', '/', '/hot', '/cold', '/fading', '/new', '/listed'].length;
+    process.stderr.write(
+      `revisit figures: ${JSON.stringify({ hot: requestsOf('/hot').length, cold: requestsOf('/cold').length, listed: requestsOf('/listed').length, revisitRequests, timers: timers.length, sessions: sessions.length, events: events.length })}\n`,
+    );
+  }
+
+  // Changed more often than unchanged, by the request log.
+  const hot = requestsOf('/hot').length;
+  const cold = requestsOf('/cold').length;
+  expect(hot).toBeGreaterThan(cold);
+  // /cold: after its first full answer only 304s, each interval at least the one before (× 1.5 up to 8 s).
+  expect(answers('/cold')[0]).toBe(200);
+  expect(answers('/cold').slice(1)).toEqual(
+    answers('/cold')
+      .slice(1)
+      .map(() => 304),
+  );
+  const coldTimes = requestsOf('/cold').map((r) => r.t);
+  const coldGaps = coldTimes.slice(1).map((t, i) => t - coldTimes[i]);
+  expect(coldGaps[0]).toBeGreaterThanOrEqual(2_800);
+  expect(coldGaps[coldGaps.length - 1]).toBeGreaterThan(coldGaps[0]);
+  // /listed: the sitemap says "never", so its first interval is the longest (8 s), not the geometric middle (2.8 s).
+  const listed = requestsOf('/listed').map((r) => r.t);
+  expect(listed[1] - listed[0]).toBeGreaterThanOrEqual(7_900);
+  // /hot: every answer a full 200 (it changes), never sooner than the 1 s floor.
+  expect(answers('/hot').every((s) => s === 200)).toBe(true);
+  const hotTimes = requestsOf('/hot').map((r) => r.t);
+  const hotGaps = hotTimes.slice(1).map((t, i) => t - hotTimes[i]);
+  expect(Math.min(...hotGaps)).toBeGreaterThanOrEqual(1_000);
+
+  // The index: 304s as not-modified lines referring to the full capture, the 404 page gone, the new page fetched.
+  const out = outputOf(h, result.campaignId);
+  const lines = (await out.index()).filter((e) => e.host === new URL(h.web.url(HOST, '/')).host);
+  const of = (path: string) => lines.filter((e) => e.url === h.web.url(HOST, path));
+  const coldLines = of('/cold');
+  expect(coldLines.filter((e) => e.outcome === 'not-modified').length).toBe(answers('/cold').length - 1);
+  const full = coldLines.find((e) => e.outcome === 'fetched')!;
+  for (const e of coldLines.filter((l) => l.outcome === 'not-modified')) {
+    expect(e.status).toBe(304);
+    expect(e.revisit).toMatchObject({ url: h.web.url(HOST, '/cold') });
+    expect(e.revisit!.date).toBe(full.fetchedAt);
+  }
+  expect(of('/fading').map((e) => e.outcome)).toEqual([
+    ...answers('/fading')
+      .filter((s) => s !== 404)
+      .map(() => expect.any(String)),
+    'http-error',
+    'http-error',
+    'gone',
+  ]);
+  expect(of('/new').some((e) => e.outcome === 'fetched')).toBe(true);
+
+  // The WARC: server-not-modified revisit records naming the capture they stand for.
+  const records = await out.warc();
+  const notModified = records.filter((r) => r.type === 'revisit' && r.headers['WARC-Profile'] === 'http://netpreserve.org/warc/1.1/revisit/server-not-modified');
+  expect(notModified.length).toBeGreaterThanOrEqual(coldLines.length - 1);
+  const coldResponse = records.find((r) => r.type === 'response' && r.targetUri === h.web.url(HOST, '/cold'))!;
+  expect(notModified.filter((r) => r.targetUri === h.web.url(HOST, '/cold')).every((r) => r.headers['WARC-Refers-To'] === coldResponse.recordId)).toBe(true);
+
+  // The schedule: /fading left it, the others (the new page too) are on it (or in the frontier, due when the cancel came).
+  const keys = hostKeys(status.campaignKey, hostKey(h.web.url(HOST, '/')));
+  const members = [...(await h.redis.zrange(keys.revisit, 0, -1)), ...(await h.redis.zrange(keys.frontier, 0, -1))];
+  const scheduled = [...new Set(members.map((m) => m.split('\t')[1]))];
+  expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/listed', '/new', '/sitemap.xml'].map((p) => h.web.url(HOST, p)).sort());
+});
+
+test('every worker stopped while the host waits for its revisits: once one is back, every due revisit happens, none twice', async () => {
+  const host = 'still.revisit.test';
+  for (const spec of generateSites({ count: 1, pages: 4, fanOut: 2, crossPerPage: 0, hostPattern: () => host, seed: 7 })) h.web.addSite(spec);
+  const handle = await launch(h, {
+    seeds: [h.web.url(host, '/')],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 100 },
+    sitemaps: 'off',
+    session: { durableSleepMs: 1_000 },
+    revisit: { enabled: true, minMs: 3_000, maxMs: 6_000 },
+  });
+  const pages = () => pageRequests(h.web.requests()).filter((r) => r.host === host);
+  const byPath = () => {
+    const m = new Map<string, number[]>();
+    for (const r of pages()) m.set(r.path, [...(m.get(r.path) ?? []), r.t]);
+    return m;
+  };
+  await until('every page visited twice', () => byPath().size === 4 && [...byPath().values()].every((ts) => ts.length >= 2));
+  await h.pool.stopAll();
+  const stoppedAt = performance.timeOrigin + performance.now();
+  const atStop = pages().length;
+  // Longer than the longest interval: every URL falls due while no worker runs, and nothing is fetched.
+  await sleep(7_000);
+  expect(pages().length).toBe(atStop);
+  await h.pool.startOne();
+  await until('every page revisited after the restart', () => [...byPath().values()].every((ts) => ts.some((t) => t > stoppedAt)));
+  await handle.signal(cancelSignal, { reason: 'test' });
+  expect((await handle.result()).status).toBe('cancelled');
+  // None twice: a URL's visits are never closer than the shortest interval, across the outage too.
+  for (const [path, ts] of byPath()) {
+    const gaps = ts.slice(1).map((t, i) => t - ts[i]);
+    expect({ path, shortest: Math.min(...gaps) >= 3_000 }).toEqual({ path, shortest: true });
+  }
+});
