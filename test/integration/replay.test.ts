@@ -93,6 +93,14 @@ let browser: Browser;
 let page: Page;
 let tools: PyReplayTools;
 const servers: ChildProcess[] = [];
+/** Hosts serving byte-identical pages (relative links only): the revisit records' case. */
+const MIRROR_HOSTS = ['m0.mirrors.replay.test', 'm1.mirrors.replay.test', 'm2.mirrors.replay.test', 'm3.mirrors.replay.test'];
+const MIRROR_PAGES: Record<string, string> = {
+  '/': html('Mirror home', '<p id="text">mirror home</p><a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>'),
+  '/a': html('Mirror a', '<p id="text">mirror page a</p><a href="/">home</a>'),
+  '/b': html('Mirror b', '<p id="text">mirror page b</p><a href="/">home</a>'),
+  '/c': html('Mirror c', '<p id="text">mirror page c</p><a href="/">home</a>'),
+};
 
 /** pywb's `wayback` on a free loopback port, serving the collections of `root` (config.yaml and collections/). */
 async function startPywb(root: string): Promise<string> {
@@ -164,6 +172,20 @@ beforeAll(async () => {
       }
     },
   });
+  for (const host of MIRROR_HOSTS) {
+    h.web.addSite({
+      host,
+      pages: 1,
+      fanOut: 0,
+      handler: (ctx) => {
+        if (ctx.path === '/robots.txt') return false;
+        const body = MIRROR_PAGES[ctx.path];
+        if (body) ctx.send(200, 'text/html; charset=utf-8', body);
+        else ctx.send(404, 'text/plain', 'no');
+        return true;
+      },
+    });
+  }
   browser = await launchBrowser((m) => process.stderr.write(`[browser] ${m}\n`));
   page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
   page.setDefaultTimeout(60_000);
@@ -346,4 +368,36 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   replay.kill('SIGTERM');
   expect(await exited).toBe(0);
   expect(await portOpen(replayPort)).toBe(false);
+});
+
+test('mirrors: one full response per distinct payload, revisit records for the rest, every URL replays in pywb from the sealed CDXJ', async () => {
+  const seeds = MIRROR_HOSTS.map((host) => h.web.url(host, '/'));
+  const handle = await launch(h, { seeds, scope: { mode: 'same-host' }, politeness: { minDelayMs: 50 } });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  const out = outputOf(h, result.campaignId);
+  const urls = MIRROR_HOSTS.flatMap((host) => Object.keys(MIRROR_PAGES).map((p) => h.web.url(host, p)));
+  // In the WARCs: each distinct page once in full, every other copy a revisit record naming a stored response.
+  const records = (await out.warc()).filter((r) => urls.includes(r.targetUri ?? ''));
+  const responses = records.filter((r) => r.type === 'response');
+  const revisits = records.filter((r) => r.type === 'revisit');
+  expect(responses).toHaveLength(Object.keys(MIRROR_PAGES).length);
+  expect(revisits).toHaveLength(urls.length - Object.keys(MIRROR_PAGES).length);
+  const stored = new Set(responses.map((r) => r.targetUri));
+  for (const r of revisits) expect(stored.has(r.headers['WARC-Refers-To-Target-URI'])).toBe(true);
+  expect(result.revisits?.records).toBe(revisits.length);
+  expect(result.revisits?.bytesSaved).toBeGreaterThan(0);
+
+  // The campaign's own CDXJ, written when it sealed, indexes all of them; pywb replays every URL with its page's bytes.
+  const cdxj = path.join(out.dir, 'index.cdxj');
+  const lines = fs.readFileSync(cdxj, 'utf8').trimEnd().split('\n').map(parseCdxjLine);
+  expect(lines.filter((l) => urls.includes(l.fields.url) && l.fields.mime === 'warc/revisit')).toHaveLength(revisits.length);
+  const root = path.join(h.outDir, `pywb-mirrors-${result.campaignId}`);
+  fs.mkdirSync(root, { recursive: true });
+  fs.writeFileSync(path.join(root, 'config.yaml'), `collections:\n  crawl:\n    index_paths: ${cdxj}\n    archive_paths: ${path.join(out.dir, 'warc')}/\n`);
+  const base = await startPywb(root);
+  for (const u of urls) {
+    const res = await fetch(`${base}/crawl/id_/${u}`);
+    expect({ u, status: res.status, body: await res.text() }).toEqual({ u, status: 200, body: MIRROR_PAGES[new URL(u).pathname] });
+  }
 });

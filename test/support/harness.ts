@@ -88,7 +88,7 @@ export function outputOf(h: Harness, campaignId: string) {
     dir,
     index: () => readIndex(path.join(dir, 'index')),
     /** The sealed index (one line per URL, the committed one), written when the campaign completed. */
-    sealed: () => readIndex(path.join(dir, 'sealed')),
+    sealed: () => readIndex(path.join(dir, 'sealed'), (f) => f.endsWith('.index.jsonl')),
     warc: () => readWarcDir(path.join(dir, 'warc')),
   };
 }
