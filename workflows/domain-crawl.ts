@@ -15,7 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
-import { CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
+import { CrawlDueDay, CrawlErrors, CrawlNextDue, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
 import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal } from './messages';
 import { hostCard, sleepSummary } from './status-card';
@@ -51,11 +51,23 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     // The Web UI's status card: no history event, read with the workflow's metadata.
     setCurrentDetails(hostCard(book.status()));
     const shown = book.takeStateChange(sleepMs);
-    if (shown === null) return;
+    const revisit = book.takeRevisitChange();
+    if (shown === null && revisit === null) return;
     upsertSearchAttributes([
-      { key: CrawlState, value: shown },
-      { key: CrawlPages, value: book.stats.fetched },
-      { key: CrawlErrors, value: book.stats.failed },
+      ...(shown === null
+        ? []
+        : [
+            { key: CrawlState, value: shown },
+            { key: CrawlPages, value: book.stats.fetched },
+            { key: CrawlErrors, value: book.stats.failed },
+          ]),
+      // A revisit host's queue: filter on what is due soon (`CrawlNextDue < '…'`) or on how much (CrawlDueDay).
+      ...(revisit === null
+        ? []
+        : [
+            { key: CrawlNextDue, value: revisit.nextDueAt === null ? null : new Date(revisit.nextDueAt) },
+            { key: CrawlDueDay, value: revisit.dueDay },
+          ]),
     ]);
   };
   /** A durable wait that a finish (and `also`) cuts short; its timer is named after its reason in the Web UI. */

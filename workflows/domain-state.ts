@@ -75,6 +75,7 @@ export class DomainBook {
   released = false;
   private sleptMs = 0;
   private published: DomainState | null = null;
+  private publishedRevisit = '';
 
   constructor(input: DomainCrawlInput) {
     this.input = input;
@@ -199,6 +200,20 @@ export class DomainBook {
     if (shown === this.published) return null;
     this.published = shown;
     return shown;
+  }
+
+  /**
+   * The revisit queue for the Web UI's search attributes, when it changed
+   * since last published (revisit campaigns only: null otherwise, so other
+   * hosts never pay for it).
+   */
+  takeRevisitChange(): { nextDueAt: string | null; dueDay: number } | null {
+    if (!this.revisit) return null;
+    const { nextDueAt, dueDay } = this.revisit;
+    const key = `${nextDueAt}|${dueDay}`;
+    if (key === this.publishedRevisit) return null;
+    this.publishedRevisit = key;
+    return { nextDueAt, dueDay };
   }
 
   status(): DomainStatus {

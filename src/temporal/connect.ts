@@ -75,8 +75,9 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
   const missing = CRAWL_SEARCH_ATTRIBUTES.filter((sa) => !(sa.name in (existing.customAttributes ?? {})));
   if (missing.length === 0) return;
   const types = proto.api.enums.v1.IndexedValueType;
+  const INDEXED_TYPE = { Int: types.INDEXED_VALUE_TYPE_INT, Keyword: types.INDEXED_VALUE_TYPE_KEYWORD, Datetime: types.INDEXED_VALUE_TYPE_DATETIME } as const;
   await svc.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, sa.cliType === 'Int' ? types.INDEXED_VALUE_TYPE_INT : types.INDEXED_VALUE_TYPE_KEYWORD])),
+    searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, INDEXED_TYPE[sa.cliType]])),
   });
 }

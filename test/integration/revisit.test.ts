@@ -9,6 +9,7 @@
 import { hostKey } from '../../src/url/normalize';
 import { hostKeys } from '../../src/redis/keys';
 import { domainWorkflowId } from '../../workflows/ids';
+import { CrawlDueDay, CrawlNextDue } from '../../src/temporal/search-attributes';
 import { campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
 import { changingSite } from '../web/changing-site';
 import { generateSites } from '../web/test-web';
@@ -65,6 +66,14 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   expect(domain.revisit?.scheduled).toBeGreaterThan(0);
   expect(domain.revisit?.dueDay).toBe(domain.revisit?.scheduled);
   expect(domain.revisit?.nextDueAt).toEqual(expect.any(String));
+  // …and so does the Web UI: the queue in the host's search attributes (as of a session's end), and a visibility query finds it.
+  const hostWorkflow = domainWorkflowId(handle.workflowId, hostKey(h.web.url(HOST, '/')));
+  const attrs = (await h.client.workflow.getHandle(hostWorkflow).describe()).typedSearchAttributes;
+  expect(attrs.get(CrawlDueDay)).toBeGreaterThan(0);
+  expect(attrs.get(CrawlNextDue)).toBeInstanceOf(Date);
+  const dueSoon: string[] = [];
+  for await (const wf of h.client.workflow.list({ query: `CrawlCampaign = '${handle.workflowId}' AND CrawlDueDay > 0` })) dueSoon.push(wf.workflowId);
+  expect(dueSoon).toEqual([hostWorkflow]);
   // Another 8 s: /fading is not asked for again.
   await sleep(8_000);
   expect(requestsOf('/fading').length).toBe(fadingRequestsAtGone);

@@ -134,3 +134,14 @@ test('a revisit wait sleeps until the earliest due URL, and the status shows the
   expect(b.status().revisit).toEqual(revisit);
   expect(new DomainBook(input).status().revisit).toBeUndefined();
 });
+
+test('a revisit host publishes its queue when it changes, other hosts never', () => {
+  const plain = new DomainBook({ campaignId: 'c', campaignKey: 'c.k', campaignWorkflowId: 'c', host: 'a.test', gen: 1, configVersion: 1 });
+  expect(plain.takeRevisitChange()).toBeNull();
+  const book = new DomainBook({ campaignId: 'c', campaignKey: 'c.k', campaignWorkflowId: 'c', host: 'b.test', gen: 1, configVersion: 1 });
+  book.revisit = { scheduled: 5, nextDueAt: '2026-11-24T05:00:00.000Z', dueHour: 2, dueDay: 5 };
+  expect(book.takeRevisitChange()).toEqual({ nextDueAt: '2026-11-24T05:00:00.000Z', dueDay: 5 });
+  expect(book.takeRevisitChange()).toBeNull();
+  book.revisit = { scheduled: 5, nextDueAt: '2026-11-24T06:00:00.000Z', dueHour: 0, dueDay: 5 };
+  expect(book.takeRevisitChange()).toEqual({ nextDueAt: '2026-11-24T06:00:00.000Z', dueDay: 5 });
+});
