@@ -18,6 +18,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis, Result } from 'ioredis';
 import type { RevisitOf } from '../storage/warc-writer';
+import { contentKeys } from '../redis/keys';
 
 /** A claim not confirmed for this long is taken over: its claimant most likely died. */
 export const CLAIM_TAKEOVER_MS = 20_000;
@@ -27,7 +28,7 @@ const POLL_MAX_MS = 500;
 
 export const payloadKeys = (campaignKey: string) => ({
   /** HASH payload digest → `s\t<uri>\t<date>\t<record id>` (stored) or `p\t<attempt>\t<claimed at, ms>` (being written). */
-  payloads: `crawl:{${campaignKey}}:content:payloads`,
+  payloads: contentKeys(campaignKey, 0).payloads,
 });
 
 // KEYS: payloads. ARGV: digest, attempt, takeover ms. Returns the stored

@@ -94,6 +94,8 @@ export const contentKeys = (campaignKey: string, maxDistance: number) => {
     verdict: `${P}:${tag}:content:verdict`,
     /** HASH exact content hash -> first URL that had it. */
     exact: `${P}:${tag}:content:exact`,
+    /** HASH WARC payload digest -> the stored full copy revisit records refer to (src/dedup/payload-index.ts). */
+    payloads: `${P}:${tag}:content:payloads`,
     /**
      * HASH per band: band value (hex) -> newline-separated records, each
      * 16 hex digits of SimHash followed by the URL. The band layout depends

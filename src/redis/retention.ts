@@ -19,7 +19,7 @@ export function campaignKeyNames(campaignKey: string): string[] {
   const names: string[] = Object.values(campaignKeys(campaignKey));
   for (let d = 0; d < MAX_CONTENT_BANDS; d++) {
     const c = contentKeys(campaignKey, d);
-    if (d === 0) names.push(c.verdict, c.exact);
+    if (d === 0) names.push(c.verdict, c.exact, c.payloads);
     for (let i = 0; i <= d; i++) names.push(c.band(i));
   }
   return names;
