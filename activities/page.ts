@@ -101,6 +101,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     details: Partial<IndexEntry> & { requested: boolean; links?: EnqueueItem[]; hostPauseMs?: number; seen?: Observation },
   ): Promise<PageResult> => {
     const { requested, links = [], hostPauseMs = job.delayMs, seen, ...extra } = details;
+    let change: string | undefined;
     if (schedule && requested) {
       const plan = planRevisit(previous, seen ?? { status: extra.status ?? null }, s.revisit);
       // A page that kept answering 404/410 leaves the schedule, recorded as gone.
@@ -108,8 +109,9 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       // Before the commit: a worker dying between the two re-fetches the
       // URL, which at worst adapts its interval twice; never loses it.
       await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
+      change = plan.verdict;
     }
-    await index.append(indexLine(job, attemptId, outcome, extra));
+    await index.append(indexLine(job, attemptId, outcome, change ? { ...extra, change } : extra));
     const status = extra.status ?? null;
     const c = await frontier.commit(job.member, counted, extra.bytes ?? 0, links, { fp, id: attemptId });
     rt.deps.metrics?.setFrontierSize(host, c.remaining);

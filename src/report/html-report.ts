@@ -123,6 +123,38 @@ ${hits}</svg>`;
 }
 
 /** Horizontal bars, one per row, each with its key and count as data attributes. */
+/** Revisit campaigns: changed vs unchanged revisits per time bucket, stacked bars. */
+function changeRateChart(d: ReportData): string {
+  const c = d.changeRate!;
+  const W = 900,
+    H = 200,
+    L = 44,
+    R = 10,
+    T = 10,
+    B = 28;
+  const max = Math.max(1, ...c.buckets.map((b) => b.changed + b.unchanged));
+  const step = (W - L - R) / c.buckets.length;
+  const h = (v: number) => ((H - T - B) * v) / max;
+  const bars = c.buckets
+    .map((b, i) => {
+      const x = (L + step * i + step * 0.1).toFixed(1);
+      const w = (step * 0.8).toFixed(1);
+      const base = H - B;
+      return (
+        `<g class="bucket"${attrs({ start: b.start, changed: b.changed, unchanged: b.unchanged })}><title>${esc(`${b.start}: ${b.changed} changed, ${b.unchanged} unchanged`)}</title>` +
+        `<rect x="${x}" y="${(base - h(b.unchanged)).toFixed(1)}" width="${w}" height="${h(b.unchanged).toFixed(1)}" fill="#8c959f"/>` +
+        `<rect x="${x}" y="${(base - h(b.unchanged) - h(b.changed)).toFixed(1)}" width="${w}" height="${h(b.changed).toFixed(1)}" fill="#bf3989"/></g>`
+      );
+    })
+    .join('');
+  const total = c.buckets.reduce((n, b) => n + b.changed + b.unchanged, 0);
+  const changed = c.buckets.reduce((n, b) => n + b.changed, 0);
+  return `<p class="legend muted">bucket ${esc(formatDuration(c.bucketMs))}; ${changed} of ${total} revisits found a change<i style="background:#bf3989"></i>changed<i style="background:#8c959f"></i>unchanged</p>
+<svg id="chart-change-rate" viewBox="0 0 ${W} ${H}" role="img" aria-label="changed and unchanged revisits per time bucket">
+<line class="axis" x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}"/><text x="${L - 4}" y="${T + 8}" text-anchor="end">${max}</text><text x="${L - 4}" y="${H - B}" text-anchor="end">0</text>
+${bars}</svg>`;
+}
+
 function barChart(id: string, rows: { key: string; count: number }[]): string {
   if (rows.length === 0) return empty('data');
   const W = 700,
@@ -210,7 +242,7 @@ export function renderReportHtml(d: ReportData): string {
 <h1>Crawl report: <span id="campaign-id">${esc(d.campaignId)}</span></h1>
 <p class="muted">${esc(span)} · generated ${esc(d.generatedAt)}</p>
 ${summaryFigures(d)}
-${section('timeline', 'Entries over time', timelineChart(d))}${section(
+${section('timeline', 'Entries over time', timelineChart(d))}${d.changeRate ? section('change-rate', 'Change rate of revisits', changeRateChart(d), 'a revisit is changed when its payload differs beyond the SimHash distance, unchanged on a 304 or the same payload') : ''}${section(
     'status-codes',
     'Status codes',
     barChart(

@@ -103,6 +103,11 @@ export interface ReportData {
   problems: ProblemRow[];
   /** Hosts with ≥ 2 requests that got a response, shortest minimum wait first. */
   politeness: { rows: PolitenessRow[]; omittedHosts: number };
+  /**
+   * Revisit campaigns: revisits that found the page changed vs unchanged
+   * (a 304 or the same payload), per time bucket; null for other campaigns.
+   */
+  changeRate: { bucketMs: number; buckets: { start: string; changed: number; unchanged: number }[] } | null;
 }
 
 const timeOf = (e: IndexEntry): number => Date.parse(e.fetchedAt);
@@ -256,6 +261,25 @@ export interface BuildReportOptions {
   campaignId: string;
   /** ISO 8601; passed in so the function stays pure. */
   generatedAt: string;
+  /** Every visit of a revisit campaign (the raw index: the sealed one keeps a URL's last visit only); default `entries`. */
+  visits?: IndexEntry[];
+}
+
+/** Revisits per bucket that found their page changed or not (first visits, gone and missing pages left out). */
+export function changeRate(visits: IndexEntry[]): ReportData['changeRate'] {
+  const revisits = visits.filter((e) => (e.change === 'changed' || e.change === 'unchanged') && Number.isFinite(timeOf(e)));
+  if (revisits.length === 0) return null;
+  const times = revisits.map(timeOf);
+  const min = minOf(times);
+  const bucketMs = bucketWidthMs(min, maxOf(times));
+  const origin = Math.floor(min / bucketMs) * bucketMs;
+  const buckets = Array.from({ length: Math.floor((maxOf(times) - origin) / bucketMs) + 1 }, (_, i) => ({
+    start: new Date(origin + i * bucketMs).toISOString(),
+    changed: 0,
+    unchanged: 0,
+  }));
+  for (const e of revisits) buckets[Math.floor((timeOf(e) - origin) / bucketMs)]![e.change as 'changed' | 'unchanged']++;
+  return { bucketMs, buckets };
 }
 
 export function buildReportData(entries: IndexEntry[], opts: BuildReportOptions): ReportData {
@@ -270,6 +294,7 @@ export function buildReportData(entries: IndexEntry[], opts: BuildReportOptions)
     generatedAt: opts.generatedAt,
     summary: summarise(entries),
     timeline: timeline(entries),
+    changeRate: changeRate(opts.visits ?? entries),
     statusCodes,
     contentTypes,
     topHostsByPages: [...hosts].sort((a, b) => b.fetched - a.fetched || cmp(a.host, b.host)).slice(0, TOP_HOSTS),

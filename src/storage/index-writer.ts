@@ -73,6 +73,8 @@ export interface IndexEntry {
    * payload, not stored again.
    */
   revisit?: { url: string; date: string; recordId: string | null };
+  /** Revisit campaigns: what this visit found against the last (src/revisit/adapt.ts): new, changed, unchanged, missing, gone, kept. */
+  change?: string;
   /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
   rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
   /** The handler route the page was enqueued with (absent: the default route). */

@@ -12,6 +12,10 @@ import { domainWorkflowId } from '../../workflows/ids';
 import { CrawlDueDay, CrawlNextDue } from '../../src/temporal/search-attributes';
 import { campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
 import { changingSite } from '../web/changing-site';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import type { ReportData } from '../../src/report/report-data';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
 
@@ -81,6 +85,16 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   await handle.signal(cancelSignal, { reason: 'test' });
   const result = await handle.result();
   expect(result.status).toBe('cancelled');
+
+  // The HTML report's change-rate chart, from every visit in the raw index: the hot page's revisits changed, the cold page's did not.
+  const rep = crawlerCommand(['report', result.campaignId, '--out', outputOf(h, result.campaignId).dir]);
+  const reportFile = execFileSync(rep.command, rep.args, { encoding: 'utf8', env: process.env }).trim().split('\n').pop()!;
+  const reportHtml = fs.readFileSync(reportFile, 'utf8');
+  expect(reportHtml).toContain('id="chart-change-rate"');
+  const data = JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(reportHtml)![1]!) as ReportData;
+  const sum = (k: 'changed' | 'unchanged') => data.changeRate!.buckets.reduce((n, b) => n + b[k], 0);
+  expect(sum('changed')).toBeGreaterThanOrEqual(requestsOf('/hot').length - 2);
+  expect(sum('unchanged')).toBeGreaterThanOrEqual(requestsOf('/cold').length - 1);
 
   // Between due batches a second or more apart the host workflow slept durably, its timers named after the revisit queue.
   const events = (await h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(HOST, '/')))).fetchHistory()).events ?? [];

@@ -337,3 +337,30 @@ describe("classify agrees with the crawler's own counters", () => {
   ])('%s counts as %s', (outcome, expected) => expect(classify(e(outcome))).toBe(expected));
   it('a sitemap is a request, not a page', () => expect(classify(e('sitemap', 'sitemap'))).toBe('skipped'));
 });
+
+describe('change rate of a revisit campaign', () => {
+  const t0 = Date.parse('2026-11-24T04:00:00.000Z');
+  const visits = [
+    entry('a.test', t0, { change: 'new' }),
+    entry('a.test', t0 + 1_000, { change: 'changed' }),
+    entry('a.test', t0 + 2_000, { change: 'unchanged', outcome: 'not-modified', status: 304 }),
+    entry('a.test', t0 + 3_000, { change: 'unchanged' }),
+    entry('a.test', t0 + 4_000, { change: 'gone', outcome: 'gone', status: 404 }),
+  ];
+
+  test('counts revisits that found a change and those that did not, per bucket; first visits and gone pages apart', () => {
+    const d = buildReportData(visits.slice(-1), { campaignId: 'c', generatedAt: 'now', visits });
+    const buckets = d.changeRate!.buckets;
+    expect(buckets.reduce((n, b) => n + b.changed, 0)).toBe(1);
+    expect(buckets.reduce((n, b) => n + b.unchanged, 0)).toBe(2);
+    const html = renderReportHtml(d);
+    expect(html).toContain('id="chart-change-rate"');
+    expect(html).toContain('1 of 3 revisits found a change');
+  });
+
+  test('no chart for a campaign without revisits', () => {
+    const d = buildReportData([entry('a.test', t0)], { campaignId: 'c', generatedAt: 'now' });
+    expect(d.changeRate).toBeNull();
+    expect(renderReportHtml(d)).not.toContain('chart-change-rate');
+  });
+});

@@ -67,7 +67,9 @@ export function registerReportCommand(program: Command): void {
       if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       const dirs = candidateOutputDirs(campaignId, o.out);
       const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
-      const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString() });
+      // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
+      const visits = sealed ? (await readIndex(path.join(path.dirname(path.dirname(dir)), 'index'))).filter((e) => e.campaignId === campaignId) : entries;
+      const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits });
       const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
       const file = path.resolve(o.file ?? path.join(outputDir, 'report.html'));
       await fsp.mkdir(path.dirname(file), { recursive: true });
