@@ -12,7 +12,7 @@ import { TOOLS_DIR } from './paths';
 import { portOpen, waitFor } from './ports';
 import { StackError } from './stack-error';
 import { temporalReachable } from './temporal-dev-server';
-import { withInstallLock } from './tools';
+import { withInstallLock, executable } from './tools';
 import { NAMESPACE, TEMPORAL_SCHEMA_ENV, TEMPORAL_SCHEMA_SCRIPT, TEMPORAL_SERVER_MODULE, TEMPORAL_SERVER_VERSION, temporalServerEnv, type TemporalPlace } from './topology';
 
 export interface TemporalBinaries {
@@ -23,15 +23,6 @@ export interface TemporalBinaries {
 }
 
 export const TEMPORAL_BUILD_DIR = path.join(TOOLS_DIR, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
-
-function executable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The two binaries, built once per pinned release with the installed Go

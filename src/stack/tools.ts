@@ -28,7 +28,8 @@ function onPath(name: string): string | null {
   return null;
 }
 
-function executable(file: string): boolean {
+/** A file this process may run. */
+export function executable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK);
     return true;
