@@ -142,7 +142,7 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
   const temporalPort = opts.temporalPort ?? (await freePort());
   const redisPort = opts.redisPort ?? (await freePort());
   const uiPort = opts.headless ? undefined : (opts.uiPort ?? temporalPort + 1000);
-  const [temporal, redis] = await Promise.all([
+  const starts = await Promise.allSettled([
     startTemporalDevServer({
       port: temporalPort,
       uiPort,
@@ -154,6 +154,13 @@ export async function startStack(opts: StartStackOptions = {}): Promise<RunningS
     }),
     startRedisServer({ port: redisPort, dataDir: path.join(dataDir, 'redis'), detached: opts.detached, log: opts.log }),
   ]);
+  // One that failed to start must not leave the other running with nobody to stop it.
+  const failed = starts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(starts.map((r) => (r.status === 'fulfilled' ? r.value.stop() : undefined)));
+    throw failed.reason;
+  }
+  const [temporal, redis] = starts.map((r) => (r as PromiseFulfilledResult<ManagedProcess>).value) as [ManagedProcess, ManagedProcess];
   const endpoints: StackEndpoints = {
     temporalAddress: `127.0.0.1:${temporalPort}`,
     redisUrl: `redis://127.0.0.1:${redisPort}`,

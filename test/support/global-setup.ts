@@ -18,7 +18,14 @@ export default async function globalSetup(): Promise<void> {
   const log = (m: string) => process.stderr.write(`[test stack] ${m}\n`);
   // The worker bundle is built here once, not by the first test files at the same time
   // (each test process then finds it cached).
-  const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle(), ensureWorkerBundle()]);
+  const [started, built, workerBuilt] = await Promise.allSettled([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle(), ensureWorkerBundle()]);
+  // A bundle that fails to build must not leave the servers running: Jest runs no teardown after a failed setup.
+  const failed = [started, built, workerBuilt].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed || started.status === 'rejected' || built.status === 'rejected') {
+    if (started.status === 'fulfilled') await started.value.stop();
+    throw failed?.reason;
+  }
+  const [stack, bundle] = [started.value, built.value];
   globalThis.__CRAWLER_TEST_STACK__ = stack;
   process.env.TEMPORAL_ADDRESS = stack.temporalAddress;
   process.env.REDIS_URL = stack.redisUrl;
