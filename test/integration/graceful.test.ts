@@ -4,8 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../../src/stack/ports';
-import { readStackState } from '../../src/stack/stack';
+import net from 'node:net';
+import { freePort, portOpen } from '../../src/stack/ports';
+import { readStackState, startStack } from '../../src/stack/stack';
 import { PROJECT_ROOT } from '../../src/stack/paths';
 import { connectClient } from '../../src/temporal/connect';
 import { startCampaign } from '../../src/temporal/campaign-client';
@@ -264,6 +265,22 @@ describe('crawler stack up / stack down', () => {
           /* already gone */
         }
       }
+    }
+  });
+});
+
+describe('a stack that cannot start', () => {
+  test('a Temporal server that fails to start takes the Redis started beside it down too', async () => {
+    // Its port taken: the dev server exits at once.
+    const blocker = net.createServer();
+    const temporalPort = await freePort();
+    await new Promise<void>((r) => blocker.listen(temporalPort, '127.0.0.1', r));
+    const redisPort = await freePort();
+    try {
+      await expect(startStack({ dataDir: path.join(dataRoot(), `failed-stack-${process.pid}`), temporalPort, redisPort, headless: true })).rejects.toThrow();
+      expect(await portOpen(redisPort)).toBe(false);
+    } finally {
+      blocker.close();
     }
   });
 });
