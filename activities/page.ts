@@ -239,6 +239,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   let candidates: Candidate[] = [];
   let canonical: string | null | undefined;
   let duplicateOf: IndexEntry['duplicateOf'];
+  /** The content index looked at this body (an HTML 2xx with dedup on): its exact verdict decides who stores the payload. */
+  let contentChecked = false;
   let simhashHex: string | null = null;
   let sitemap: IndexEntry['sitemap'];
   // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
@@ -274,6 +276,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
     if (schedule && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhashHex = simhashToHex(simhash64(page.text));
     duplicateOf = await checkDuplicate(rt, campaign, url, common.contentHash!, page.text);
+    contentChecked = s.content.dedup !== 'off';
     // A duplicate's links are followed like any page's: mirrors and shared
     // templates must not cost coverage, and the seen-sets make links
     // already known free (docs/crawling-rules.md).
@@ -318,7 +321,16 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // Only complete 2xx payloads take part: an error page or a redirect's body stays in full with its URL.
   const payloads = s.content.dedup !== 'off' && ok && res.body.length > 0 && !res.truncated ? new PayloadIndex(rt.deps.redis, campaign.key) : null;
   const digest = payloads ? payloadDigestOf(res.body) : '';
-  const claim = payloads ? await payloads.claim(digest, attemptId, job.signal) : null;
+  // The content index already settled, atomically, which URL first had
+  // these exact bytes: that page stores them without a claim of its own (one
+  // Redis call fewer per page), and its exact duplicates wait for its copy.
+  const claim = !payloads
+    ? null
+    : contentChecked && duplicateOf?.kind === 'exact'
+      ? await payloads.awaitStored(digest, attemptId, job.signal)
+      : contentChecked && !duplicateOf
+        ? ({ kind: 'original' } as const)
+        : await payloads.claim(digest, attemptId, job.signal);
   let loc: WarcLocation;
   try {
     loc = await warc.writeExchange({

@@ -15,6 +15,12 @@
 // response itself. The attempt that wrote the original does not have to
 // win its URL's commit: its record stays in the WARC whatever happens to
 // the attempt, and the revisit refers to that record.
+//
+// HTML pages skip the claim: the content index (src/dedup/content-index.ts)
+// has already named, atomically, the first URL with these exact bytes. That
+// page writes and confirms without claiming; its exact duplicates wait for
+// the confirm (awaitStored) under the same takeover rule. One Redis call
+// fewer for almost every page; other bodies (images, PDFs) claim as above.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis, Result } from 'ioredis';
 import type { RevisitOf } from '../storage/warc-writer';
@@ -111,6 +117,24 @@ export class PayloadIndex {
       if (r.startsWith('s\t')) return { kind: 'revisit', of: parseStored(r) };
       const left = Number(r.slice(2));
       await sleep(Math.max(1, Math.min(pause, left)), undefined, signal ? { signal } : undefined);
+      pause = Math.min(pause * 2, POLL_MAX_MS);
+    }
+  }
+
+  /**
+   * For an exact duplicate the content index named (its first page stores
+   * the payload without a claim): the stored copy, once its writer confirms
+   * it. Falls back to claim() when another attempt holds a claim, or when
+   * no copy came within the takeover time (its writer died or failed).
+   */
+  async awaitStored(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
+    const deadline = Date.now() + this.takeoverMs;
+    let pause = POLL_FIRST_MS;
+    for (;;) {
+      const v = await this.redis.hget(this.key, digest);
+      if (v?.startsWith('s\t')) return { kind: 'revisit', of: parseStored(v) };
+      if (v || Date.now() >= deadline) return this.claim(digest, attempt, signal);
+      await sleep(pause, undefined, signal ? { signal } : undefined);
       pause = Math.min(pause * 2, POLL_MAX_MS);
     }
   }

@@ -244,4 +244,15 @@ describe('payload index (revisit records)', () => {
     await slow.abandon('sha1:FAIL', 'writer');
     expect(await waiting).toEqual({ kind: 'original' });
   });
+
+  it('lets an exact duplicate wait for the first page, which stores without a claim; with nobody storing, it takes over after the takeover time', async () => {
+    const idx = new PayloadIndex(redis, ck(), 300);
+    // The first page (named by the content index) writes for a while, then confirms; the duplicate must not store meanwhile.
+    const waiting = idx.awaitStored('sha1:HTML', 'dup');
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await idx.confirm('sha1:HTML', stored(4))).toBe(true);
+    expect(await waiting).toEqual({ kind: 'revisit', of: stored(4) });
+    // The first page's worker died before writing: after the takeover time the duplicate stores the payload itself.
+    expect(await idx.awaitStored('sha1:ORPHAN', 'dup2')).toEqual({ kind: 'original' });
+  });
 });
