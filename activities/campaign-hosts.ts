@@ -26,6 +26,7 @@ import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
+import { campaignWarcFiles } from '../src/storage/cdxj';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 250;
@@ -193,6 +194,19 @@ const SEAL_ATTEMPTS = 3;
  * Beyond it the summary says to run `crawler seal`.
  */
 export const SEAL_IN_SUMMARY_MAX_BYTES = 2 * 1024 ** 3;
+/**
+ * Largest WARC total the summary indexes for replay itself (reading and
+ * gunzipping every record): beyond it the summary says to run `crawler cdxj`.
+ */
+export const CDXJ_IN_SUMMARY_MAX_BYTES = 8 * 1024 ** 3;
+/** A campaign left unsealed keeps its Redis keys at least this long: `crawler seal` needs them. */
+const UNSEALED_RETENTION_MS = 7 * 24 * 3_600_000;
+
+async function warcBytes(outputDir: string, campaignId: string): Promise<number> {
+  let total = 0;
+  for (const f of await campaignWarcFiles(outputDir, campaignId).catch(() => [] as string[])) total += (await fsp.stat(f).catch(() => ({ size: 0 }))).size;
+  return total;
+}
 
 async function rawIndexBytes(outputDir: string): Promise<number> {
   const dir = path.join(path.resolve(outputDir), 'index');
@@ -220,8 +234,10 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
         // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
         sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
       } else {
-        const r = await sealCampaign(redis, input.campaignKey, { info: { stop: control.stop, by: 'campaign end' }, onProgress: heartbeat });
+        const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES;
+        const r = await sealCampaign(redis, input.campaignKey, { info: { stop: control.stop, by: 'campaign end' }, onProgress: heartbeat, cdxj });
         sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits };
+        if (!cdxj) sealError = `the WARC files are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
       }
     } catch (err) {
       if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;
@@ -259,7 +275,8 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
         throw err;
       },
     );
-    if (retention !== null) await expireCampaign(redis, input.campaignKey, retention, heartbeat);
+    // Unsealed, the campaign's keys must outlive the operator's `crawler seal`.
+    if (retention !== null) await expireCampaign(redis, input.campaignKey, sealed ? retention : Math.max(retention, UNSEALED_RETENTION_MS), heartbeat);
     return { totals: counted, active: c.active, problems, sealed };
   };
 }

@@ -324,11 +324,14 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   // The content index already settled, atomically, which URL first had
   // these exact bytes: that page stores them without a claim of its own (one
   // Redis call fewer per page), and its exact duplicates wait for its copy.
+  // The verdict is the URL's first (it is kept per URL): only a first visit's
+  // first attempt may rely on it. A retry or a revisit claims as usual.
+  const firstLook = contentChecked && job.attempts === 1 && schedule === null;
   const claim = !payloads
     ? null
-    : contentChecked && duplicateOf?.kind === 'exact'
+    : firstLook && duplicateOf?.kind === 'exact'
       ? await payloads.awaitStored(digest, attemptId, job.signal)
-      : contentChecked && !duplicateOf
+      : firstLook && !duplicateOf
         ? ({ kind: 'original' } as const)
         : await payloads.claim(digest, attemptId, job.signal);
   let loc: WarcLocation;
@@ -515,6 +518,15 @@ export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause
     await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, 'error', { error: { code: 'INTERNAL_ERROR', message } }));
   } catch (err) {
     rt.log.error('index line for an internal error could not be written', { url: job.entry.url, error: String(err) });
+  }
+  // A revisit campaign keeps the URL on its schedule at its interval: the
+  // due-move took it off, and only a recorded visit puts it back.
+  const revisit = s.revisit?.enabled ? s.revisit : null;
+  if (revisit) {
+    const fp = urlFingerprint(job.entry.url);
+    const schedule = new RevisitSchedule(rt.deps.redis, job.campaign.key, job.host);
+    const plan = planRevisit(await schedule.meta(fp), { status: null }, revisit);
+    await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
   }
   await job.frontier.commit(job.member, 'failed', 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordError('INTERNAL_ERROR');

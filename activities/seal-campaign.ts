@@ -15,6 +15,8 @@ export interface SealCampaignOptions {
   /** Recorded in the manifest (why it was sealed, the campaign's status). */
   info?: Record<string, unknown>;
   onProgress?: () => void;
+  /** Also index the WARC files for replay (default true; the summary leaves it to `crawler cdxj` for very large WARCs). */
+  cdxj?: boolean;
 }
 
 /**
@@ -23,7 +25,11 @@ export interface SealCampaignOptions {
  * they say how many URLs were committed, so a committed URL without its
  * line shows as `missing`.
  */
-export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult }> {
+export async function sealCampaign(
+  redis: RedisLike,
+  campaignKey: string,
+  opts: SealCampaignOptions = {},
+): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null }> {
   const { settings } = await loadCampaignSettings(redis, campaignKey);
   const t = await new CampaignHosts(redis, campaignKey).totals();
   const outputDir = opts.outputDir ?? settings.output.dir;
@@ -31,7 +37,8 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
     outputDir,
     campaignId: settings.campaignId,
     committed: (host, fps) => new Frontier(redis, campaignKey, host).committedAttempts(fps),
-    expectedLines: t.fetched + t.failed + t.skipped,
+    // A revisit campaign counts every visit but seals a URL's last one: no expectation to check against.
+    expectedLines: settings.revisit?.enabled ? null : t.fetched + t.failed + t.skipped,
     info: { campaignKey, ...opts.info },
     onProgress: opts.onProgress,
   });
@@ -40,6 +47,6 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
   // The replay index covers every response and revisit record in the WARC
   // files, not only the sealed lines' own: a revisit may refer to a copy
   // written by an attempt whose commit did not count.
-  const cdxj = await writeCampaignCdxj(outputDir, settings.campaignId);
+  const cdxj = opts.cdxj === false ? null : await writeCampaignCdxj(outputDir, settings.campaignId);
   return { ...index, datasets, cdxj };
 }

@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
 import { surt } from './surt';
 import { StorageError, warcPrefixOf } from './warc-writer';
+import { randomBytes } from 'node:crypto';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
 // One line per response or revisit record:
@@ -161,7 +162,8 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
       }
     }
     await fsp.mkdir(path.dirname(path.resolve(out)), { recursive: true });
-    const tmp = `${out}.tmp`;
+    // Unique: a retried seal may still be writing the previous attempt's file.
+    const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     let lines: number;
     if (runs.length === 0) {
       buf.sort(byteOrder);

@@ -5,6 +5,7 @@
 // its commit lost to a retry) is dropped: every page's items appear once.
 // Streams line by line: a dataset can be larger than memory; only the set
 // of committed attempt ids (one short string per URL) is held.
+import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -60,7 +61,8 @@ export async function sealCampaignDatasets(outputDir: string, campaignId: string
     const dir = path.join(root, name);
     const files = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl')).sort();
     const target = sealedDatasetPath(outputDir, campaignId, name);
-    const tmp = `${target}.${process.pid}.tmp`;
+    // Unique: a retried seal may still be writing the previous attempt's file.
+    const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const fh = await fsp.open(tmp, 'w');
     let items = 0;
     let dropped = 0;

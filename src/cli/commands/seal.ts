@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { processSettings } from '../../config/env';
+import { clientEndpoints } from '../../stack/stack';
 import { createRedis } from '../../redis/client';
 import { CampaignConfigMissingError } from '../../redis/campaign-store';
 import { reconcileHostRecords } from '../../../activities/campaign-hosts';
@@ -40,7 +40,7 @@ export function registerSealCommand(program: Command): void {
       }
       // A running campaign's pages are still being committed: its seal would be out of date at once.
       if (status === 'RUNNING') throw new UsageError(`campaign ${campaignId} is still running: it seals its index when it completes (cancel it first to seal it now)`);
-      const redis = createRedis(processSettings().redisUrl);
+      const redis = createRedis(clientEndpoints().redisUrl);
       try {
         await reconcileHostRecords(redis, campaignKey);
         const r = await sealCampaign(redis, campaignKey, { outputDir: o.out, info: { by: 'crawler seal', workflowStatus: status } });
@@ -51,7 +51,7 @@ export function registerSealCommand(program: Command): void {
               `  raw lines ${r.rawLines}, left out ${r.dropped} (attempts whose commit did not count)${r.unreadable ? `, unreadable ${r.unreadable}` : ''}` +
               `${r.missing ? `, committed URLs without a line ${r.missing}` : ''}\n` +
               `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n` +
-              `  CDXJ ${r.cdxj.lines} lines in ${r.cdxj.file}\n` +
+              (r.cdxj ? `  CDXJ ${r.cdxj.lines} lines in ${r.cdxj.file}\n` : '') +
               r.datasets.map((d) => `  dataset ${d.name}: ${d.items} items in ${d.file} (left out ${d.dropped})\n`).join(''),
           );
       } catch (err) {
