@@ -24,7 +24,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -145,4 +145,16 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
   expect(index).toEqual([
     expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) }),
   ]);
+});
+
+test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revisit schedule', async () => {
+  const c = await prepared('five', { revisit: { enabled: true, minMs: 60_000, maxMs: 120_000 } });
+  fs.mkdirSync(c.dir, { recursive: true });
+  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
+  const indexed = async () => (await readIndex(path.join(c.dir, 'index'))).filter((e) => e.error?.code === 'INTERNAL_ERROR');
+  for (let i = 0; i < 10 && (await indexed()).length === 0; i++) await c.session().catch(() => undefined);
+  expect(await indexed()).toHaveLength(1);
+  // Taken off the schedule when it fell due, put back by the failure: it is tried again at its interval.
+  const scheduled = await (redis as unknown as { zrange(k: string, a: number, b: number): Promise<string[]> }).zrange(hostKeys(c.campaignKey, c.host).revisit, 0, -1);
+  expect(scheduled.map((m) => m.split('\t')[1])).toEqual([h.web.url('five.session.test', '/')]);
 });
