@@ -6,6 +6,7 @@
 import type { CampaignSnapshot, CampaignSummary, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+import { campaignCard } from './status-card';
 
 export interface CampaignCarry {
   campaignKey: string;
@@ -171,6 +172,13 @@ export class CampaignBook {
       },
       ...(this.settings.revisit?.enabled ? { revisit: true } : {}),
     };
+  }
+
+  /** The Web UI's status card: as of the last look at Redis, or the final summary's totals at the end. */
+  card(campaignId: string, summary?: CampaignSummary): string {
+    const view = this.statusView(campaignId);
+    if (!summary) return campaignCard(view, this.carry.snapshot?.problems ?? 0);
+    return campaignCard({ ...view, totals: { ...view.totals, ...summary.totals, activeHosts: summary.active, readyHosts: 0 } }, summary.problems.count);
   }
 
   result(campaignId: string, summary: CampaignSummary, now: number): CampaignResult {

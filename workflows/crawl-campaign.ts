@@ -19,12 +19,11 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { SteerChange } from '../activities/types';
+import type { CampaignSummary, SteerChange } from '../activities/types';
 import { acts, loadSeeds } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
-import { campaignCard } from './status-card';
 import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry } from './campaign-state';
 import {
   addSeedsUpdate,
@@ -172,7 +171,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   setHandler(resumeSignal, async () => void (await pauseOrResume('resume')));
 
   // The Web UI's status card: no history event, read with the workflow's metadata.
-  const showCard = () => setCurrentDetails(campaignCard(book.statusView(campaignId), book.carry.snapshot?.problems ?? 0));
+  const showCard = (summary?: CampaignSummary) => setCurrentDetails(book.card(campaignId, summary));
   const publishTotals = () => {
     showCard();
     const t = book.carry.snapshot?.totals;
@@ -287,8 +286,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       await finishRound();
     }
     const summary = await acts.summarizeCampaign({ campaignKey, problems: 100 });
-    const view = book.statusView(campaignId);
-    setCurrentDetails(campaignCard({ ...view, totals: { ...view.totals, ...summary.totals, activeHosts: summary.active, readyHosts: 0 } }, summary.problems.count));
+    showCard(summary);
     upsertSearchAttributes([
       { key: CrawlState, value: book.status },
       { key: CrawlPages, value: summary.totals.fetched },

@@ -92,3 +92,14 @@ test('a revisit campaign is never done on its own: only a cancel or a budget end
   expect(b.finalStatus()).toBe('cancelled');
   expect(new CampaignBook(settings, 'c.1', 0).statusView('c').revisit).toBeUndefined();
 });
+
+test("the Web UI's card shows the last look at Redis while running, and the summary's totals at the end", () => {
+  const b = new CampaignBook(settings, 'c.1', 0);
+  b.onSnapshot(snap({ active: 2, ready: 1, totals: { fetched: 7, failed: 1, skipped: 0, bytes: 10, hosts: 3, frontier: 5 } }), 1_000);
+  expect(b.card('c')).toContain('**Pages:** 7 fetched, 1 errors');
+  expect(b.card('c')).toContain('2 active, 1 waiting for a slot');
+  const final = b.card('c', { totals: { fetched: 9, failed: 1, skipped: 2, bytes: 20, hosts: 3, frontier: 0 }, active: 0, problems: { count: 4, list: [] } });
+  expect(final).toContain('**Pages:** 9 fetched, 1 errors, 2 skipped');
+  expect(final).toContain('0 active, 0 waiting');
+  expect(final).toContain('**Problems:** 4');
+});
