@@ -81,3 +81,29 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
     searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, INDEXED_TYPE[sa.cliType]])),
   });
 }
+
+/**
+ * Waits until the frontend serves every crawler search attribute: a server
+ * that has just registered them (or the namespace) answers from caches that
+ * refresh on their own schedule, and a workflow started meanwhile is refused
+ * ("Failed to start Workflow"). A visibility query naming each attribute
+ * passes only once both caches know them.
+ */
+export async function awaitSearchAttributesServed(client: Client, namespace: string, timeoutMs = 60_000): Promise<void> {
+  const probe = { Keyword: "'probe'", Int: '0', Datetime: "'2000-01-01T00:00:00Z'" } as const;
+  const query = CRAWL_SEARCH_ATTRIBUTES.map((sa) => `${sa.name} = ${probe[sa.cliType]}`).join(' OR ');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await client.connection.workflowService.countWorkflowExecutions({ namespace, query });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        throw new CrawlerError('SEARCH_ATTRIBUTES_NOT_SERVED', `the search attributes are not served on namespace ${namespace} after ${timeoutMs} ms: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}

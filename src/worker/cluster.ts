@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { Client, Connection } from '@temporalio/client';
-import { ensureSearchAttributes } from '../temporal/connect';
+import { awaitSearchAttributesServed, ensureSearchAttributes } from '../temporal/connect';
 import { ensureWorkerBundle, workerNodeArgs } from './worker-bundle';
 import { ensureWorkflowBundle } from './workflow-bundle';
 import { ManagedProcess } from '../stack/managed-process';
@@ -296,7 +296,10 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
       await ensureNamespace(state.temporalAddress);
       const connection = await Connection.connect({ address: state.temporalAddress });
       try {
-        await ensureSearchAttributes(new Client({ connection, namespace: NAMESPACE.name }), NAMESPACE.name);
+        const client = new Client({ connection, namespace: NAMESPACE.name });
+        await ensureSearchAttributes(client, NAMESPACE.name);
+        // Workers and campaigns may start the moment `up` returns.
+        await awaitSearchAttributesServed(client, NAMESPACE.name);
       } finally {
         await connection.close();
       }
