@@ -5,11 +5,8 @@
 // line has, so the sealed dataset keeps exactly the items of the attempt
 // whose index line survives sealing, however often workers died.
 import { promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { readIndex, type IndexEntry } from './index-writer';
-import { SerialQueue } from './serial-queue';
-import { StorageError, createUniqueFile, ensureWritableDir, writeFully } from './warc-writer';
+import { IndexWriter, readIndex, type IndexEntry } from './index-writer';
 
 export const DEFAULT_DATASET = 'default';
 
@@ -34,45 +31,25 @@ export function datasetDir(outputDir: string, name = DEFAULT_DATASET): string {
   return path.join(path.resolve(outputDir), 'datasets', name);
 }
 
+/** A raw dataset file of this process: the index's JSONL writer under another name. */
 export class DatasetWriter {
-  private readonly queue = new SerialQueue();
-  private closed = false;
-
-  private constructor(
-    private readonly fh: FileHandle,
-    readonly path: string,
-  ) {}
+  private constructor(private readonly w: IndexWriter) {}
 
   static async open(dir: string): Promise<DatasetWriter> {
-    await ensureWritableDir(dir);
-    const { path: full, fh } = await createUniqueFile(path.resolve(dir), 'dataset', '.jsonl');
-    return new DatasetWriter(fh, full);
+    return new DatasetWriter(await IndexWriter.open({ dir, prefix: 'dataset' }));
+  }
+
+  get path(): string {
+    return this.w.path;
   }
 
   /** A page's lines in one write: a crash leaves at most a partial last line, which readers skip. */
   appendAll(lines: DatasetLine[]): Promise<void> {
-    if (lines.length === 0) return Promise.resolve();
-    return this.queue.run(async () => {
-      if (this.closed) throw new StorageError('CLOSED', this.path, 'DatasetWriter is closed');
-      const buf = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(''), 'utf8');
-      try {
-        await writeFully(this.fh, buf, null);
-      } catch (err) {
-        throw new StorageError('WRITE_FAILED', this.path, `cannot append dataset items of ${lines[0].url}`, { cause: err });
-      }
-    });
+    return this.w.appendAll(lines, 'dataset items');
   }
 
   close(): Promise<void> {
-    return this.queue.run(async () => {
-      if (this.closed) return;
-      this.closed = true;
-      try {
-        await this.fh.sync();
-      } finally {
-        await this.fh.close();
-      }
-    });
+    return this.w.close();
   }
 }
 

@@ -125,16 +125,24 @@ export class IndexWriter {
   }
 
   append(e: IndexEntry): Promise<void> {
+    return this.appendAll([e], 'index entry');
+  }
+
+  /**
+   * Several lines in one write (a page's dataset items): JSON.stringify
+   * escapes every newline inside strings, so each object is exactly one
+   * line, and the lines go out in one write, so a crash leaves at most one
+   * partial last line, which readIndex skips.
+   */
+  appendAll(lines: readonly { url: string }[], what = 'index entry'): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
     return this.queue.run(async () => {
       if (this.closed) throw new StorageError('CLOSED', this.path, 'IndexWriter is closed');
-      // JSON.stringify escapes every newline inside strings, so the entry is
-      // exactly one line; line + '\n' go out in one write, so a crash leaves
-      // at most one partial last line, which readIndex skips.
-      const line = Buffer.from(`${JSON.stringify(e)}\n`, 'utf8');
+      const buf = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(''), 'utf8');
       try {
-        await writeFully(this.fh, line, null);
+        await writeFully(this.fh, buf, null);
       } catch (err) {
-        throw new StorageError('WRITE_FAILED', this.path, `cannot append index entry for ${e.url}`, { cause: err });
+        throw new StorageError('WRITE_FAILED', this.path, `cannot append ${what} for ${lines[0]!.url}`, { cause: err });
       }
     });
   }

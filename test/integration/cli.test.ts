@@ -5,11 +5,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { localTemporalPath } from '../../src/stack/tools';
 import { generateSites } from '../web/test-web';
-import { createHarness, type Harness } from '../support/harness';
+import { createHarness, startWithTemporalCli, type Harness } from '../support/harness';
 import { readIndex } from '../../src/storage/index-writer';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import type { CampaignInput } from '../../src/config/campaign';
 
 jest.setTimeout(240_000);
 const run = promisify(execFile);
@@ -73,31 +73,14 @@ test('a campaign started with the temporal CLI completes', async () => {
   await h.pool.start(1);
   const seed = h.web.url('w1.cli.test', '/');
   const id = `temporal-cli-${process.pid}`;
-  const input = {
+  const input: CampaignInput = {
     seeds: [seed],
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 50 },
     fetch: { resolve: h.web.resolveArgs() },
     output: { dir: path.join(h.outDir, id) },
   };
-  const start = spawnSync(
-    localTemporalPath(),
-    [
-      'workflow',
-      'start',
-      '--address',
-      process.env.TEMPORAL_ADDRESS!,
-      '--type',
-      'crawlCampaign',
-      '--task-queue',
-      h.taskQueue,
-      '--workflow-id',
-      id,
-      '--input',
-      JSON.stringify(input),
-    ],
-    { encoding: 'utf8' },
-  );
+  const start = startWithTemporalCli(h, id, input);
   expect(start.status).toBe(0);
   const result = await h.client.workflow.getHandle(id).result();
   const expected = h.web.expectedPages([seed], { hosts: [`w1.cli.test`] });

@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { localTemporalPath } from '../../src/stack/tools';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { attemptKey, datasetDir, readDataset, readRawDataset } from '../../src/storage/dataset-writer';
 import { readIndex } from '../../src/storage/index-writer';
@@ -15,7 +14,7 @@ import { sealedPaths } from '../../src/storage/seal';
 import { sealedDatasetPath } from '../../src/storage/seal-dataset';
 import { catalogueSite, type CatalogueSite } from '../web/catalogue-site';
 import { generateSites } from '../web/test-web';
-import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
+import { createHarness, startWithTemporalCli, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
 
 jest.setTimeout(300_000);
 
@@ -155,24 +154,7 @@ test('a campaign started with the temporal CLI naming a handler produces the sam
     fetch: { resolve: h.web.resolveArgs() },
     output: { dir: path.join(h.outDir, id) },
   };
-  const start = spawnSync(
-    process.env.TEMPORAL_CLI || localTemporalPath(),
-    [
-      'workflow',
-      'start',
-      '--address',
-      process.env.TEMPORAL_ADDRESS!,
-      '--type',
-      'crawlCampaign',
-      '--task-queue',
-      h.taskQueue,
-      '--workflow-id',
-      id,
-      '--input',
-      JSON.stringify(input),
-    ],
-    { encoding: 'utf8' },
-  );
+  const start = startWithTemporalCli(h, id, input);
   expect(start.status).toBe(0);
   const result = await h.client.workflow.getHandle(id).result();
   expect(result.status).toBe('completed');

@@ -1,3 +1,5 @@
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { localTemporalPath } from '../../src/stack/tools';
 // Shared plumbing of the integration tests: a test web, real worker
 // processes and a Temporal client against the stack from global-setup.
 import fs from 'node:fs';
@@ -117,3 +119,9 @@ export function fetchedUrls(index: IndexEntry[]): string[] {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts a campaign the way an operator without our CLI would: `temporal workflow start` with the JSON input. */
+export function startWithTemporalCli(h: Harness, workflowId: string, input: CampaignInput): SpawnSyncReturns<string> {
+  const args = ['workflow', 'start', '--address', process.env.TEMPORAL_ADDRESS!, '--type', 'crawlCampaign', '--task-queue', h.taskQueue, '--workflow-id', workflowId];
+  return spawnSync(process.env.TEMPORAL_CLI || localTemporalPath(), [...args, '--input', JSON.stringify(input)], { encoding: 'utf8' });
+}
