@@ -341,7 +341,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       fetchedAt,
       ip: res.remoteAddress ?? undefined,
       request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
-      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated, ...(digest ? { payloadDigest: digest } : {}) },
       metadata: warcMetadata(fetchMs, candidates, duplicateOf, canonical),
       ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
     });

@@ -172,6 +172,8 @@ export interface WarcExchange {
     bodyDecoded?: boolean;
     /** Why the body is incomplete, if it is: becomes WARC-Truncated. */
     truncated?: 'length' | 'time' | null;
+    /** payloadDigestOf(body), when the caller has it already (revisit detection does): not hashed again. */
+    payloadDigest?: string;
   };
   /** Written as a `metadata` record (application/warc-fields), e.g. outlinks, fetchTimeMs. */
   metadata?: Record<string, string | string[]>;
@@ -570,7 +572,9 @@ export class WarcWriter {
     );
 
     const records: { r: WARCRecord; payload: Uint8Array; payloadDigest?: string }[] = [
-      rv ? { r: response, payload: EMPTY, payloadDigest: rv.payloadDigest ?? sha1Base32(res.body) } : { r: response, payload: res.body },
+      rv
+        ? { r: response, payload: EMPTY, payloadDigest: rv.payloadDigest ?? res.payloadDigest ?? sha1Base32(res.body) }
+        : { r: response, payload: res.body, payloadDigest: res.payloadDigest },
       { r: request, payload: EMPTY },
     ];
     if (ex.metadata && Object.keys(ex.metadata).length > 0) {
