@@ -5,6 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -22,6 +23,7 @@ import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
 import { sealCampaign } from './seal-campaign';
+import { warmRobots } from './robots';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
@@ -29,17 +31,24 @@ import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignIn
 import { campaignWarcFiles } from '../src/storage/cdxj';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
-export const DISPATCH_BATCH = 250;
+export const DISPATCH_BATCH = 500;
 /** Workflow starts and signals in flight at once. */
 const CONCURRENCY = 50;
 /** Problems listed in the summary (all of them are counted). */
 const SUMMARY_PROBLEMS = 100;
 
+/** Runs `fn` over `items`, CONCURRENCY at a time: a new call starts as soon as one ends (no wave waits for its slowest call). */
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += CONCURRENCY) {
-    await Promise.all(items.slice(i, i + CONCURRENCY).map(fn));
-    heartbeat();
-  }
+  let next = 0;
+  let done = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      await fn(items[next++]);
+      if (++done % CONCURRENCY === 0) heartbeat();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, lane));
+  heartbeat();
 }
 
 /** These run as local activities (the campaign's bookkeeping), which have no heartbeat of their own; as regular ones they heartbeat. */
@@ -77,11 +86,14 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
         // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
         const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
         const batch = await hosts.readyBatch(free);
+        // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
+        const campaign = batch.length > 0 ? await rt.campaign(input.campaignKey, control.version).catch(() => null) : null;
         if (batch.length > 0) {
           const last = await hosts.nextGens(batch.length);
+          const known = await hosts.haveRecords(batch.map((b) => b.host));
           await inBatches(
-            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i })),
-            async ({ host, seq, gen }) => {
+            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i] })),
+            async ({ host, seq, gen, known }) => {
               if (await hosts.isGivenUp(host)) return;
               const args: DomainCrawlInput = {
                 campaignId: input.campaignId,
@@ -91,14 +103,10 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                 gen,
                 configVersion: control.version,
               };
-              // Starts the host's workflow, or wakes the one that runs: no race
-              // between "it is closing" and "it gets new URLs" to handle here.
-              await client.workflow.signalWithStart(DOMAIN_WORKFLOW, {
+              const start = {
                 workflowId: domainWorkflowId(input.campaignId, host),
                 taskQueue: input.taskQueue,
-                args: [args],
-                signal: wakeSignal,
-                signalArgs: [{ gen }],
+                args: [args] as [DomainCrawlInput],
                 typedSearchAttributes: [
                   { key: CrawlCampaign, value: input.campaignId },
                   { key: CrawlHost, value: host },
@@ -109,9 +117,26 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                 staticDetails: hostStaticDetails(host, input.campaignId),
                 // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
                 priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
-              });
+              };
+              // A host never crawled yet most likely has no workflow: start it
+              // eagerly, its first workflow task handed straight to this worker
+              // in the answer instead of through the task queue (hundreds of
+              // hosts starting at once are where a loaded server shows).
+              let started = false;
+              if (!known && rt.deps.eagerStart) {
+                try {
+                  await client.workflow.start(DOMAIN_WORKFLOW, { ...start, requestEagerStart: true, workflowIdConflictPolicy: 'FAIL' });
+                  started = true;
+                } catch (err) {
+                  if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+                }
+              }
+              // Otherwise start the host's workflow or wake the one that runs, in one call:
+              // no race between "it is closing" and "it gets new URLs" to handle here.
+              if (!started) await client.workflow.signalWithStart(DOMAIN_WORKFLOW, { ...start, signal: wakeSignal, signalArgs: [{ gen }] });
               await hosts.dispatched(host, seq, gen);
               dispatched++;
+              if (campaign) warmRobots(rt, campaign, host);
             },
           );
         }

@@ -37,21 +37,53 @@ export interface RobotsContext {
   /** Longest wait for a host clock spent inside the session. */
   maxWaitMs: number;
   signal: AbortSignal;
+  /** A dispatch's warm-up: it holds the clock under an owner of its own (a session with the session owner could take it over after the delay). */
+  warmUp?: boolean;
+}
+
+/**
+ * Fetches a host's robots.txt as soon as its workflow is dispatched, without
+ * waiting for its first session: on a loaded Temporal server a host's first
+ * session starts seconds after its dispatch, and the host's first page must
+ * wait its delay after robots.txt anyway, so the two waits now overlap
+ * instead of adding up. The request is an ordinary one (host clock, cache,
+ * sitemaps); it is skipped when the clock is busy, and the session on this
+ * worker takes its verdict instead of asking again. Never throws.
+ */
+export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string): void {
+  const key = `${campaign.key}|${host}`;
+  if (rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
+  const signal = AbortSignal.timeout(campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1));
+  const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal, warmUp: true }).catch((err: unknown): RobotsVerdict => {
+    rt.log.warn('robots.txt warm-up failed; the host session fetches it', { host, error: err instanceof Error ? err.message : String(err) });
+    return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
+  });
+  rt.robotsWarmups.set(key, p);
+  void p.finally(() => rt.robotsWarmups.delete(key));
 }
 
 export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promise<RobotsVerdict> {
   const { campaign, host } = ctx;
+  const warming = rt.robotsWarmups.get(`${campaign.key}|${host}`);
+  if (warming) {
+    const v = await warming;
+    // A busy clock (or a failed warm-up) is no verdict: ask as usual. A back-off is.
+    if (v.kind !== 'wait' || v.backingOff) return v;
+  }
   const s = campaign.settings;
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
   const refused = await redis.get(hk.refused);
   if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
   if (!s.politeness.respectRobots) return { kind: 'ok', allows: null, crawlDelaySec: null };
-  const [givenUp, causeRaw] = await redis.hmget(hk.robots, 'given-up', 'cause');
+  const [givenUp, causeRaw, retryAtRaw, failsRaw] = await redis.hmget(hk.robots, 'given-up', 'cause', 'retry-at', 'fails');
   if (givenUp === '1') {
     const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
     return { kind: 'unavailable', ...cause };
   }
+  // A failed fetch's back-off holds for whoever asks next (a warm-up's failure, a session on another worker).
+  const retryIn = Number(retryAtRaw ?? 0) - Date.now();
+  if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   const agent = s.politeness.userAgent;
   const url = await robotsUrl(rt, campaign.key, host);
   const cached = await rt.robots.get(host);
@@ -71,9 +103,20 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   for (let hop = 0; value === null; hop++) {
     const hopHost = hostKey(hopUrl);
     const clock = new HostClock(redis, await campaign.clockKeys.keyFor(hopHost));
-    const owner = `robots|${campaign.key}|${host}`;
+    const owner = `${ctx.warmUp ? 'robots-warm-up' : 'robots'}|${campaign.key}|${host}`;
     const wait = await acquireWithin(clock, owner, lease, minDelay, ctx.maxWaitMs, ctx.signal);
     if (wait > 0) return { kind: 'wait', waitMs: wait, why: `host clock of ${hopHost} busy (robots.txt)`, backingOff: false };
+    if (hop === 0) {
+      // Whoever held the clock may have been fetching this very file (a
+      // warm-up on another worker, another campaign): no second request.
+      const fresh = await rt.robots.get(host);
+      if (fresh?.parsed) {
+        await clock.abandon(owner);
+        await enqueueSitemapsOnce(rt, campaign, host, url, fresh.parsed.sitemaps);
+        const rules = fresh.parsed.rulesFor(agent);
+        return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+      }
+    }
     // robots.txt gets a shorter deadline than pages: a file that drips for
     // minutes must not hold its host (and a session slot) that long.
     const timeout = AbortSignal.timeout(s.fetch.robotsTimeoutMs);
@@ -130,9 +173,10 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
       return { kind: 'unavailable', code, detail: value.detail };
     }
     const waitMs = Math.max(minDelay, hostPause, 10_000 * 2 ** (fails - 1));
+    await redis.hset(hk.robots, 'retry-at', String(Date.now() + waitMs));
     return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   }
-  await redis.hdel(hk.robots, 'fails');
+  await redis.hdel(hk.robots, 'fails', 'retry-at');
   await rt.robots.put(host, value);
   await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
   const rules = robots!.rulesFor(agent);

@@ -11,6 +11,7 @@ import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
 import { OutputRegistry } from '../src/storage/output-registry';
 import { RobotsStore } from '../src/robots/robots-store';
+import type { RobotsVerdict } from './robots';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
@@ -18,6 +19,11 @@ import { EventLoopWatch } from '../src/handlers/runner';
 export interface ActivityDeps {
   redis: RedisLike;
   temporal: Client;
+  /**
+   * `temporal` rides the worker's own NativeConnection, so a workflow can be
+   * started eagerly on this worker (the SDK refuses an eager start otherwise).
+   */
+  eagerStart?: boolean;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;
@@ -54,6 +60,8 @@ export class WorkerRuntime {
   readonly loopWatch: EventLoopWatch;
   /** The worker is shutting down: sessions end after the page in flight, and Temporal hands their hosts to other workers. */
   draining = false;
+  /** robots.txt fetches a dispatch started ahead of a host's first session, by campaign key and host (activities/robots.ts). */
+  readonly robotsWarmups = new Map<string, Promise<RobotsVerdict>>();
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);

@@ -26,6 +26,10 @@ export interface LogFigures {
   pageViolations: number;
   /** Smallest gap between consecutive page requests to one host, in ms (how far below the delay a violation went); null with one page a host. */
   closestPageGapMs: number | null;
+  /** Start → each host's first request (robots.txt included), in s: first, median, 90th percentile and slowest host. How fast the crawl ramps up. */
+  firstRequestSeconds: { min: number; p50: number; p90: number; max: number };
+  /** Each host's first → last request, in s, averaged: the span a host itself took once started. */
+  meanHostSpanSeconds: number;
 }
 
 const NOT_PAGES = new Set(['/robots.txt', '/sitemap.xml']);
@@ -74,6 +78,9 @@ export function logFigures(log: RequestRecord[], port: number, expected: Set<str
       closest = Math.min(closest, g);
     }
   }
+  const firsts = [...all.values()].map((ts) => Math.min(...ts) - t0).sort((a, b) => a - b);
+  const spans = [...all.values()].map((ts) => Math.max(...ts) - Math.min(...ts));
+  const s1 = (ms: number): number => Number((ms / 1000).toFixed(1));
   return {
     pagesFetched: expected ? [...distinct].filter((k) => expected.has(k)).length : distinct.size,
     crawlSeconds: Number(((last - t0) / 1000).toFixed(1)),
@@ -81,6 +88,13 @@ export function logFigures(log: RequestRecord[], port: number, expected: Set<str
     politenessViolations: violations,
     pageViolations,
     closestPageGapMs: Number.isFinite(closest) ? Math.round(closest) : null,
+    firstRequestSeconds: {
+      min: s1(firsts[0] ?? 0),
+      p50: s1(firsts[Math.floor(firsts.length / 2)] ?? 0),
+      p90: s1(firsts[Math.floor(firsts.length * 0.9)] ?? 0),
+      max: s1(firsts[firsts.length - 1] ?? 0),
+    },
+    meanHostSpanSeconds: s1(spans.reduce((a, b) => a + b, 0) / Math.max(spans.length, 1)),
   };
 }
 
@@ -163,5 +177,7 @@ export function politenessFigures(fromLog: LogFigures, polite: ReturnType<typeof
     pageViolations: fromLog.pageViolations,
     closestPageGapMs: fromLog.closestPageGapMs,
     duplicateFetches: fromLog.duplicateFetches,
+    firstRequestSeconds: fromLog.firstRequestSeconds,
+    meanHostSpanSeconds: fromLog.meanHostSpanSeconds,
   };
 }

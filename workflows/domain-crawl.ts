@@ -14,6 +14,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
 import { CrawlDueDay, CrawlErrors, CrawlNextDue, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
@@ -28,17 +29,23 @@ const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
-const { crawlSession } = proxyActivities<CrawlerActivities>({
+const sessionOptions: ActivityOptions = {
   // A session is bounded by its time cap plus one page's fetch; the heartbeat
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
-  // Through the task queue, never handed straight back to this worker: the
-  // queue's fairness (one key per campaign) decides which campaign's session
-  // gets a free slot, so a large campaign cannot keep every slot to itself.
-  allowEagerDispatch: false,
-});
+};
+// Through the task queue, never handed straight back to this worker: the
+// queue's fairness (one key per campaign) decides which campaign's session
+// gets a free slot, so a large campaign cannot keep every slot to itself.
+const { crawlSession } = proxyActivities<CrawlerActivities>({ ...sessionOptions, allowEagerDispatch: false });
+// A host's very first session is the exception: it goes straight to the
+// worker that started the workflow (eagerly, from the dispatch) if that worker
+// has a free slot, saving a round through the task queue while hundreds of
+// hosts start at once. It is one session per host, and it takes a slot only
+// when one is free, so the queue still decides every session after it.
+const { crawlSession: firstCrawlSession } = proxyActivities<CrawlerActivities>({ ...sessionOptions, allowEagerDispatch: true });
 
 export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
   const book = new DomainBook(input);
@@ -91,7 +98,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     let next;
     try {
-      next = book.onSession(await crawlSession(book.sessionInput()));
+      next = book.onSession(await (book.firstSession ? firstCrawlSession : crawlSession)(book.sessionInput()));
     } catch (err) {
       if (isCancellation(err)) throw err;
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));

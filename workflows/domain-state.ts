@@ -100,6 +100,11 @@ export class DomainBook {
     this.configVersion = Math.max(this.configVersion, configVersion);
   }
 
+  /** No session has run in this workflow yet, in this run or a run before it continued as new. */
+  get firstSession(): boolean {
+    return this.sessions === 0 && this.failures === 0;
+  }
+
   /** Paused, and no settings version newer than the pause has been heard of. */
   get waitingForResume(): boolean {
     return this.pausedAt !== null && this.configVersion <= this.pausedAt;

@@ -187,6 +187,12 @@ export class CampaignHosts {
     return raw ? (JSON.parse(raw) as HostRecord) : null;
   }
 
+  /** For each host, whether it has a record (a session of its workflow has run). One call. */
+  async haveRecords(hosts: string[]): Promise<boolean[]> {
+    if (hosts.length === 0) return [];
+    return (await this.redis.hmget(this.k.hosts, ...hosts)).map((r) => r !== null);
+  }
+
   /** Hosts in order of attention, `offset` and `limit` bounding the work (a page of `crawler status`). */
   async page(offset: number, limit: number): Promise<(HostRecord & { host: string })[]> {
     if (limit <= 0) return [];

@@ -24,6 +24,11 @@ export class HostClock {
   async release(owner: string, delayMs: number): Promise<void> {
     await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)));
   }
+
+  /** The clock was taken but no request went out: free it without counting a request. */
+  async abandon(owner: string): Promise<void> {
+    await this.redis.crawlClockAbandon(this.key, owner);
+  }
 }
 
 /**

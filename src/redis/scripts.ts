@@ -145,6 +145,18 @@ redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'la
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
 return 1`,
   },
+  // KEYS: clock. ARGV: owner. A lease taken and not used (no request went
+  // out): the clock is free at once and `last` keeps the end of the host's
+  // real last request. Someone else's lease is left alone.
+  crawlClockAbandon: {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now), 'owner', '')
+return 1`,
+  },
   // KEYS: budget. ARGV: fingerprint, max. 1 = the URL holds a slot (idempotent per URL), 0 = budget spent.
   crawlBudgetReserve: {
     numberOfKeys: 1,
@@ -296,6 +308,7 @@ declare module 'ioredis' {
     ): Result<[number, number, number], Context>;
     crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
+    crawlClockAbandon(clock: string, owner: string): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;

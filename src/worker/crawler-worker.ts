@@ -45,7 +45,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // of a second one in JavaScript on the main thread.
   const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
-  const rt = new WorkerRuntime({ redis, temporal, metrics, log });
+  const rt = new WorkerRuntime({ redis, temporal, eagerStart: true, metrics, log });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
   const worker = await Worker.create({
     connection: nativeConnection,

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, WorkerRuntime } from '../../activities';
+import { warmRobots } from '../../activities/robots';
 import type { SessionInput, SessionResult } from '../../activities/types';
 import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
@@ -24,7 +25,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -157,4 +158,48 @@ test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revi
   // Taken off the schedule when it fell due, put back by the failure: it is tried again at its interval.
   const scheduled = await (redis as unknown as { zrange(k: string, a: number, b: number): Promise<string[]> }).zrange(hostKeys(c.campaignKey, c.host).revisit, 0, -1);
   expect(scheduled.map((m) => m.split('\t')[1])).toEqual([h.web.url('five.session.test', '/')]);
+});
+
+const robotsOf = (host: string) => h.web.requests().filter((r) => r.host === host.split(':')[0] && r.path === '/robots.txt');
+
+test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the session on the same worker takes its verdict", async () => {
+  const c = await prepared('six');
+  warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+  // The session starts while the warm-up is still in flight.
+  const r = await c.session();
+  expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
+  expect(robotsOf(c.host)).toHaveLength(1);
+  expect(rt.robotsWarmups.size).toBe(0);
+});
+
+test('a session on another worker that finds the host clock held by a warm-up waits for it and does not ask for robots.txt again', async () => {
+  const c = await prepared('seven', { politeness: { minDelayMs: 300 } });
+  const site = h.web.site(c.host.split(':')[0])!;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  // The warm-up's robots.txt stays in flight (and its clock held) until the other worker's session has looked.
+  site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  try {
+    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
+    const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
+    await new Promise((r) => setTimeout(r, 500));
+    release();
+    const r = await running;
+    expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
+    expect(robotsOf(c.host)).toHaveLength(1);
+    // And politely: robots.txt and the pages all at least the delay apart.
+    const times = h.web
+      .requests()
+      .filter((q) => q.host === c.host.split(':')[0])
+      .map((q) => q.t)
+      .sort((a, b) => a - b);
+    expect(times).toHaveLength(9);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(300);
+  } finally {
+    delete site.holdUntil;
+    release();
+    await other.close();
+  }
 });

@@ -22,7 +22,13 @@ const proxies = fs
         if (src[end] === '{') depth++;
         else if (src[end] === '}' && --depth === 0) break;
       }
-      out.push({ file: f, options: src.slice(m.index! + m[0].length - 1, end + 1) });
+      let options = src.slice(m.index! + m[0].length - 1, end + 1);
+      // Options shared by several proxies (`{ ...sessionOptions, … }`) count as written out.
+      for (const [, name] of options.matchAll(/\.\.\.(\w+)/g)) {
+        const decl = new RegExp(`const ${name}(?::[^=]+)? = (\\{[\\s\\S]*?\\n\\});`).exec(src);
+        if (decl) options += decl[1];
+      }
+      out.push({ file: f, options });
     }
     return out;
   });

@@ -33,6 +33,10 @@ describe('logFigures', () => {
       politenessViolations: 3,
       pageViolations: 1,
       closestPageGapMs: 800,
+      // a's first request 100 ms after the start, b's 600 ms.
+      firstRequestSeconds: { min: 0.1, p50: 0.6, p90: 0.6, max: 0.6 },
+      // a: 1000 → 5000, b: 1500 → 1600.
+      meanHostSpanSeconds: 2,
     });
   });
 
@@ -48,6 +52,8 @@ describe('logFigures', () => {
       politenessViolations: 0,
       pageViolations: 0,
       closestPageGapMs: null,
+      firstRequestSeconds: { min: 0, p50: 0, p90: 0, max: 0 },
+      meanHostSpanSeconds: 0,
     });
   });
 });

@@ -145,3 +145,17 @@ test('a revisit host publishes its queue when it changes, other hosts never', ()
   book.revisit = { scheduled: 5, nextDueAt: '2026-11-24T06:00:00.000Z', dueHour: 0, dueDay: 5 };
   expect(book.takeRevisitChange()).toEqual({ nextDueAt: '2026-11-24T06:00:00.000Z', dueDay: 5 });
 });
+
+test('only the first session of a host, in its first run, is the first session (it may be dispatched eagerly)', () => {
+  const b = new DomainBook(input);
+  expect(b.firstSession).toBe(true);
+  b.sessionInput();
+  b.onSessionFailed('worker died');
+  expect(b.firstSession).toBe(false);
+  const c = new DomainBook(input);
+  c.sessionInput();
+  c.onSession(session({ end: 'cap' }));
+  expect(c.firstSession).toBe(false);
+  // Continued as new: the sessions carried over say it is not the first.
+  expect(new DomainBook(c.carry()).firstSession).toBe(false);
+});

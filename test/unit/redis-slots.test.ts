@@ -146,6 +146,9 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     const rel = await cap.capture(1, () => clock.release('owner-1', 500));
     expect(rel.script).toBe('crawlClockRelease');
     expect(rel.keys).toEqual(acq.keys);
+    const ab = await cap.capture(1, () => clock.abandon('owner-1'));
+    expect(ab.script).toBe('crawlClockAbandon');
+    expect(ab.keys).toEqual(acq.keys);
     // The robots cache of a host sits with its clock.
     expect(slotOf(sharedHostKeys(host).robots)).toBe(slotOf(acq.keys[0]));
   });
