@@ -24,3 +24,27 @@ export const { loadSeeds } = proxyActivities<CrawlerActivities>({
   heartbeatTimeout: '2 minutes',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
 });
+
+/**
+ * The campaign's local activities, one at a time in call order. Two local
+ * activities in flight together (a dispatch round and an operator's update)
+ * resolve in the order they finish when the workflow runs, but in the order
+ * they were scheduled when it is replayed: the commands that follow them
+ * would then come in another order than the history's, a nondeterminism
+ * error (it happened: an addSeeds update at the first task of a run continued
+ * as new, beside that run's first dispatch). Queued, they cannot overlap.
+ * One per workflow execution (the queue is workflow state).
+ */
+export function oneAtATime(local: typeof acts): typeof acts {
+  let queue: Promise<unknown> = Promise.resolve();
+  return new Proxy(local, {
+    get(target, name: keyof typeof acts) {
+      const call = target[name] as (...args: unknown[]) => Promise<unknown>;
+      return (...args: unknown[]) => {
+        const run = queue.then(() => call(...args));
+        queue = run.catch(() => undefined);
+        return run;
+      };
+    },
+  });
+}

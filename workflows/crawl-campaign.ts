@@ -20,7 +20,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CampaignSummary, SteerChange } from '../activities/types';
-import { acts, loadSeeds } from './campaign-activities';
+import { acts as localActivities, loadSeeds, oneAtATime } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
@@ -58,6 +58,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   // Redis keys are namespaced by the first run, so re-using a campaign ID after it finished starts clean.
   const book = new CampaignBook(settings, `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`, Date.now(), input.carry);
   const campaignKey = book.carry.campaignKey;
+  const acts = oneAtATime(localActivities);
 
   setHandler(campaignNudgeSignal, () => book.onNudge());
   setHandler(campaignStatusQuery, () => book.statusView(campaignId));
