@@ -25,4 +25,6 @@ USER node
 STOPSIGNAL SIGTERM
 # `crawler worker` as one node process (no launcher in front), so SIGTERM reaches the
 # worker itself and it drains in-flight steps before exiting.
-CMD ["node", "dist/worker.cjs"]
+# With the worker's memory defaults (scripts/worker-bundle.cjs: DEFAULT_WORKER_NODE_ARGS, DEFAULT_WORKER_ENV).
+ENV MALLOC_ARENA_MAX=2
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=30", "dist/worker.cjs"]

@@ -136,6 +136,7 @@ if (argv[0] === '--lint') {
   // workers `crawl` starts do (scripts/worker-bundle.cjs). `worker --help`
   // still goes through the CLI below.
   const workerBundle = require('./worker-bundle.cjs');
+  for (const [k, v] of Object.entries(workerBundle.DEFAULT_WORKER_ENV)) process.env[k] ??= v;
   workerBundle.ensureWorkerBundle().then(
     (bundle) => run(process.execPath, [...workerBundle.workerNodeArgs(), bundle]),
     (err) => {

@@ -17,3 +17,5 @@ export class WorkerBundleError extends Error {
 /** node's options for a worker process: CRAWLER_WORKER_NODE_ARGS, or the default. */
 export function workerNodeArgs(env?: NodeJS.ProcessEnv): string[];
 export const DEFAULT_WORKER_NODE_ARGS: string;
+export function workerProcessEnv(env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+export const DEFAULT_WORKER_ENV: Readonly<Record<string, string>>;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { Client, Connection } from '@temporalio/client';
 import { awaitSearchAttributesServed, ensureSearchAttributes } from '../temporal/connect';
-import { ensureWorkerBundle, workerNodeArgs } from './worker-bundle';
+import { ensureWorkerBundle, workerNodeArgs, workerProcessEnv } from './worker-bundle';
 import { ensureWorkflowBundle } from './workflow-bundle';
 import { ManagedProcess } from '../stack/managed-process';
 import { freePort, portOpen, waitFor } from '../stack/ports';
@@ -104,7 +104,7 @@ async function startWorker(dir: string, index: number, metricsPort: number, stat
   const proc = ManagedProcess.start(`worker-${index}`, process.execPath, [...workerNodeArgs(), bundle], {
     logFile: path.join(dir, 'workers', `worker-${index}.log`),
     detached: true,
-    env: { ...process.env, ...env },
+    env: workerProcessEnv({ ...process.env, ...env }),
   });
   const ready: Readiness = { kind: 'http', url: `http://127.0.0.1:${metricsPort}/healthz` };
   try {

@@ -1,8 +1,8 @@
 // Worker processes run the prebuilt worker bundle with plain node (see
 // scripts/worker-bundle.cjs for what is in it and why).
-import { ensureWorkerBundle as buildWorkerBundle, workerNodeArgs } from '../../scripts/worker-bundle.cjs';
+import { ensureWorkerBundle as buildWorkerBundle, workerNodeArgs, workerProcessEnv } from '../../scripts/worker-bundle.cjs';
 
-export { workerNodeArgs };
+export { workerNodeArgs, workerProcessEnv };
 import fs from 'node:fs';
 import { LOCAL_DIR, PROJECT_ROOT } from '../stack/paths';
 

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { WORKER_READY_LINE } from './ready-line';
-import { workerCommand, workerNodeArgs } from './worker-bundle';
+import { workerCommand, workerNodeArgs, workerProcessEnv } from './worker-bundle';
 import { CrawlerError } from '../errors';
 
 export { WORKER_READY_LINE };
@@ -158,7 +158,7 @@ export class WorkerPool {
     let slot = 0;
     while (taken.has(slot)) slot++;
     const child = spawn(cmd.command, cmd.args, {
-      env: spreadPorts({ ...process.env, ...this.env }, slot),
+      env: spreadPorts(workerProcessEnv({ ...process.env, ...this.env }), slot),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const tail: string[] = [];

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { PROCESS_SETTINGS, processSettings } from '../../src/config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
+import { DEFAULT_WORKER_ENV, DEFAULT_WORKER_NODE_ARGS } from '../../scripts/worker-bundle.cjs';
 
 const ROOT = path.join(__dirname, '..', '..');
 const read = (f: string) => fs.readFileSync(path.join(ROOT, f), 'utf8');
@@ -354,6 +355,10 @@ describe('Dockerfile', () => {
       const copied = ops.findIndex((o) => new RegExp(`^COPY ${dir} `).test(o));
       expect({ dir, before: copied >= 0 && copied < build }).toEqual({ dir, before: true });
     }
+    // With the memory defaults the crawler's own worker processes get.
+    expect(cmd.slice(1, cmd.indexOf(bundle!))).toEqual(DEFAULT_WORKER_NODE_ARGS.split(' '));
+    const envs = all('ENV').map((e) => e.args);
+    for (const [k, v] of Object.entries(DEFAULT_WORKER_ENV)) expect(envs).toContain(`${k}=${v}`);
     // The bundle's entry, as the builder names it.
     expect(fs.readFileSync(path.join(ROOT, 'scripts/worker-bundle.cjs'), 'utf8')).toContain("path.join('src', 'worker', 'worker-main.ts')");
     expect(fs.existsSync(path.join(ROOT, 'src/worker/worker-main.ts'))).toBe(true);

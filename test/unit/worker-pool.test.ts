@@ -1,5 +1,6 @@
 // Workers of one pool share a machine: a fixed metrics port must become one
 // port per worker, or every worker but the first fails to bind.
+import fs from 'node:fs';
 import { spreadPorts, WORKER_READY_LINE, WorkerCrashLoopError, WorkerPool } from '../../src/worker/worker-pool';
 
 test('a fixed port becomes port + slot; 0 (any free port), unset and invalid values are left alone', () => {
@@ -122,5 +123,33 @@ describe('supervised pool', () => {
     expect(err).toBeInstanceOf(WorkerCrashLoopError);
     expect(err.exits).toBe(3);
     expect(pool.restarts).toBe(2);
+  });
+});
+
+describe('worker process environment', () => {
+  const envOf = (pid: number) =>
+    Object.fromEntries(
+      fs
+        .readFileSync(`/proc/${pid}/environ`, 'utf8')
+        .split('\0')
+        .filter(Boolean)
+        .map((kv: string) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    );
+  const stay = { command: process.execPath, args: ['-e', `console.log(${JSON.stringify(WORKER_READY_LINE)}); setInterval(() => {}, 1000)`] };
+
+  test('a pool worker gets at most two malloc arenas unless its environment says otherwise', async () => {
+    const saved = process.env.MALLOC_ARENA_MAX;
+    delete process.env.MALLOC_ARENA_MAX;
+    const plain = new WorkerPool({}, { command: stay });
+    const told = new WorkerPool({ MALLOC_ARENA_MAX: '8' }, { command: stay });
+    try {
+      await plain.start(1);
+      await told.start(1);
+      expect(envOf(plain.alive()[0].child.pid!).MALLOC_ARENA_MAX).toBe('2');
+      expect(envOf(told.alive()[0].child.pid!).MALLOC_ARENA_MAX).toBe('8');
+    } finally {
+      if (saved !== undefined) process.env.MALLOC_ARENA_MAX = saved;
+      await Promise.all([plain.stopAll(2000), told.stopAll(2000)]);
+    }
   });
 });
