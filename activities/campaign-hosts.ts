@@ -37,13 +37,20 @@ const CONCURRENCY = 50;
 /** Problems listed in the summary (all of them are counted). */
 const SUMMARY_PROBLEMS = 100;
 
-/** Runs `fn` over `items`, CONCURRENCY at a time: a new call starts as soon as one ends (no wave waits for its slowest call). */
+/** Runs `fn` over `items`, CONCURRENCY at a time: a new call starts as soon as one ends (no wave waits for its slowest call); the first failure stops it. */
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   let done = 0;
+  let failed = false;
   const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      await fn(items[next++]);
+    // After one call fails the round fails (and is retried): the other lanes take nothing more.
+    while (next < items.length && !failed) {
+      try {
+        await fn(items[next++]);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
       if (++done % CONCURRENCY === 0) heartbeat();
     }
   };

@@ -42,6 +42,41 @@ export interface RobotsContext {
 }
 
 /**
+ * What is already settled about the host's robots.txt without a request: an
+ * address this campaign refuses, a file given up on, a back-off after a
+ * failed fetch (it holds for whoever asks next: a warm-up's failure, a
+ * session on another worker), or the shared cache. Null: fetch it.
+ */
+async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, url: string): Promise<RobotsVerdict | null> {
+  const redis = rt.deps.redis;
+  const hk = hostKeys(campaign.key, host);
+  const [refused, [givenUp, causeRaw, retryAtRaw, failsRaw]] = await Promise.all([redis.get(hk.refused), redis.hmget(hk.robots, 'given-up', 'cause', 'retry-at', 'fails')]);
+  if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
+  if (givenUp === '1') {
+    const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
+    return { kind: 'unavailable', ...cause };
+  }
+  const retryIn = Number(retryAtRaw ?? 0) - Date.now();
+  if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
+  const cached = await rt.robots.get(host);
+  if (!cached?.parsed) return null;
+  await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
+  const rules = cached.parsed.rulesFor(campaign.settings.politeness.userAgent);
+  return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+}
+
+/** Rejects when `signal` aborts: a session cancelled while it waits for a warm-up stops waiting. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+/** Warm-ups in flight per worker at most: beyond it a host's first session fetches its robots.txt itself. */
+export const MAX_ROBOTS_WARMUPS = 500;
+
+/**
  * Fetches a host's robots.txt as soon as its workflow is dispatched, without
  * waiting for its first session: on a loaded Temporal server a host's first
  * session starts seconds after its dispatch, and the host's first page must
@@ -52,8 +87,8 @@ export interface RobotsContext {
  */
 export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string): void {
   const key = `${campaign.key}|${host}`;
-  if (rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
-  const signal = AbortSignal.timeout(campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1));
+  if (rt.draining || rt.robotsWarmups.size >= MAX_ROBOTS_WARMUPS || rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
+  const signal = AbortSignal.any([AbortSignal.timeout(campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1)), rt.closing.signal]);
   const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal, warmUp: true }).catch((err: unknown): RobotsVerdict => {
     rt.log.warn('robots.txt warm-up failed; the host session fetches it', { host, error: err instanceof Error ? err.message : String(err) });
     return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
@@ -66,32 +101,21 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   const { campaign, host } = ctx;
   const warming = rt.robotsWarmups.get(`${campaign.key}|${host}`);
   if (warming) {
-    const v = await warming;
+    const v = await Promise.race([warming, aborted(ctx.signal)]);
     // A busy clock (or a failed warm-up) is no verdict: ask as usual. A back-off is.
     if (v.kind !== 'wait' || v.backingOff) return v;
   }
   const s = campaign.settings;
+  if (!s.politeness.respectRobots) {
+    const refused = await rt.deps.redis.get(hostKeys(campaign.key, host).refused);
+    return { kind: 'ok', allows: null, crawlDelaySec: null, ...(refused ? { refused } : {}) };
+  }
+  const url = await robotsUrl(rt, campaign.key, host);
+  const known = await knownVerdict(rt, campaign, host, url);
+  if (known) return known;
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
-  const refused = await redis.get(hk.refused);
-  if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
-  if (!s.politeness.respectRobots) return { kind: 'ok', allows: null, crawlDelaySec: null };
-  const [givenUp, causeRaw, retryAtRaw, failsRaw] = await redis.hmget(hk.robots, 'given-up', 'cause', 'retry-at', 'fails');
-  if (givenUp === '1') {
-    const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
-    return { kind: 'unavailable', ...cause };
-  }
-  // A failed fetch's back-off holds for whoever asks next (a warm-up's failure, a session on another worker).
-  const retryIn = Number(retryAtRaw ?? 0) - Date.now();
-  if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   const agent = s.politeness.userAgent;
-  const url = await robotsUrl(rt, campaign.key, host);
-  const cached = await rt.robots.get(host);
-  if (cached?.parsed) {
-    await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
-    const rules = cached.parsed.rulesFor(agent);
-    return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
-  }
 
   const minDelay = s.politeness.minDelayMs;
   const lease = s.fetch.robotsTimeoutMs + minDelay;
@@ -108,13 +132,12 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
     if (wait > 0) return { kind: 'wait', waitMs: wait, why: `host clock of ${hopHost} busy (robots.txt)`, backingOff: false };
     if (hop === 0) {
       // Whoever held the clock may have been fetching this very file (a
-      // warm-up on another worker, another campaign): no second request.
-      const fresh = await rt.robots.get(host);
-      if (fresh?.parsed) {
+      // warm-up on another worker, another campaign) and settled it, or
+      // failed and set a back-off: no second request either way.
+      const settled = await knownVerdict(rt, campaign, host, url);
+      if (settled) {
         await clock.abandon(owner);
-        await enqueueSitemapsOnce(rt, campaign, host, url, fresh.parsed.sitemaps);
-        const rules = fresh.parsed.rulesFor(agent);
-        return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+        return settled;
       }
     }
     // robots.txt gets a shorter deadline than pages: a file that drips for

@@ -62,6 +62,8 @@ export class WorkerRuntime {
   draining = false;
   /** robots.txt fetches a dispatch started ahead of a host's first session, by campaign key and host (activities/robots.ts). */
   readonly robotsWarmups = new Map<string, Promise<RobotsVerdict>>();
+  /** Aborted by close(): what runs outside any activity (the warm-ups) stops with the worker. */
+  readonly closing = new AbortController();
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
@@ -135,6 +137,10 @@ export class WorkerRuntime {
 
   async close(): Promise<void> {
     this.loopWatch.stop();
+    // robots.txt warm-ups in flight stop (their lease on the host clock runs out by itself) before the clients go.
+    this.draining = true;
+    this.closing.abort();
+    await Promise.all([...this.robotsWarmups.values()]);
     const all = [...this.campaigns.values()];
     this.campaigns.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));

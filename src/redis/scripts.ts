@@ -153,7 +153,8 @@ return 1`,
     lua: `
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
+-- Rounded down, as crawlClockAcquire does: the clock is free now, not a millisecond from now.
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now), 'owner', '')
 return 1`,
   },

@@ -25,7 +25,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -162,14 +162,58 @@ test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revi
 
 const robotsOf = (host: string) => h.web.requests().filter((r) => r.host === host.split(':')[0] && r.path === '/robots.txt');
 
-test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the session on the same worker takes its verdict", async () => {
+test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the session on the same worker waits for it and takes its verdict", async () => {
   const c = await prepared('six');
-  warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
-  // The session starts while the warm-up is still in flight.
-  const r = await c.session();
-  expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
-  expect(robotsOf(c.host)).toHaveLength(1);
-  expect(rt.robotsWarmups.size).toBe(0);
+  const site = h.web.site(c.host.split(':')[0])!;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
+  try {
+    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+    expect(rt.robotsWarmups.size).toBe(1);
+    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
+    // The session starts while the warm-up's request is in flight, and asks nothing of its own.
+    const running = c.session();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(robotsOf(c.host)).toHaveLength(1);
+    expect(pagesOf(c.host)).toHaveLength(0);
+    release();
+    const r = await running;
+    expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
+    expect(robotsOf(c.host)).toHaveLength(1);
+    expect(rt.robotsWarmups.size).toBe(0);
+  } finally {
+    delete site.holdUntil;
+    release();
+  }
+});
+
+test("a warm-up's failed robots.txt sets a back-off that a session waiting on another worker keeps: no second request", async () => {
+  const c = await prepared('eight', { politeness: { minDelayMs: 300 } });
+  const site = h.web.site(c.host.split(':')[0])!;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
+  site.statusFor = (p) => (p === '/robots.txt' ? 503 : undefined);
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  try {
+    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
+    const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    const r = await running;
+    // The session waits out the back-off durably instead of asking again a delay later.
+    expect(r).toMatchObject({ end: 'wait', backingOff: true, pages: 0 });
+    expect(r.waitMs).toBeGreaterThan(5_000);
+    expect(robotsOf(c.host)).toHaveLength(1);
+    expect(pagesOf(c.host)).toHaveLength(0);
+  } finally {
+    delete site.holdUntil;
+    delete site.statusFor;
+    release();
+    await other.close();
+  }
 });
 
 test('a session on another worker that finds the host clock held by a warm-up waits for it and does not ask for robots.txt again', async () => {

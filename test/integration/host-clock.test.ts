@@ -53,6 +53,28 @@ test('a late release (its lease ran out) neither clears nor shortens the lease o
   expect(await c.acquire('c', 10_000, 100)).toBe(0);
 });
 
+test('a lease abandoned unused frees the clock at once and keeps the end of the real last request: the next caller still waits its delay from it', async () => {
+  const c = clock();
+  expect(await c.acquire('a', 10_000, 400)).toBe(0);
+  await c.release('a', 0);
+  await sleep(50);
+  // A caller with no delay of its own takes the clock, sends nothing and gives it back.
+  expect(await c.acquire('robots', 10_000, 0)).toBe(0);
+  await c.abandon('robots');
+  // Free again at once for a caller without a delay…
+  expect(await c.acquire('b', 10_000, 0)).toBe(0);
+  await c.abandon('b');
+  // …while a caller with a 400 ms delay waits 400 ms from a's request, not from the abandoned lease.
+  const wait = await c.acquire('d', 10_000, 400);
+  expect(wait).toBeGreaterThan(250);
+  expect(wait).toBeLessThanOrEqual(351);
+  // Abandoning someone else's lease changes nothing.
+  await sleep(wait);
+  expect(await c.acquire('d', 10_000, 400)).toBe(0);
+  await c.abandon('not-the-owner');
+  expect(await c.acquire('e', 10_000, 0)).toBeGreaterThan(0);
+});
+
 test('after a Redis restart a clock it did not grant itself is trusted only once the server has been up for the delay', async () => {
   const info = await redis.info('server');
   const upMs = Number(/uptime_in_seconds:(\d+)/.exec(info)![1]) * 1000;

@@ -774,7 +774,9 @@ describe('address policy', () => {
 
   it('refuses a hostname the system resolver maps to loopback (localhost)', async () => {
     const server = await startServer((_req, res) => res.end('secret'));
-    const err = await fetchError(guardedClient().fetch(`http://localhost:${server.port}/`));
+    // The connect timeout covers the name lookup, here getaddrinfo on libuv's thread pool: 1 s
+    // was once not enough on a machine busy with the whole suite (CONNECT_TIMEOUT instead).
+    const err = await fetchError(guardedClient({ connectTimeoutMs: 15_000 }).fetch(`http://localhost:${server.port}/`));
     expect(err.code).toBe('ADDRESS_REFUSED');
     expect(err.message).toContain('host localhost ');
     expect(err.message).toMatch(/127\.0\.0\.1|::1/);

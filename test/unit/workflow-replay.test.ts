@@ -115,6 +115,19 @@ test('the same change behind patched() replays every recorded history', async ()
   for (const [id, r] of results) expect({ id, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined }).toEqual({ id, error: undefined });
 });
 
+test("a campaign run whose addSeeds update ran its local activity beside the run's first dispatch (recorded before the campaign queued its local activities) replays", async () => {
+  // Recorded by the code before workflows/campaign-activities.ts's oneAtATime: that code failed
+  // to replay it (the upsert after the dispatch came before the update's completion).
+  const regressions = loadHistories(path.join(fixturesDir, 'regressions'));
+  expect(regressions.map((h) => h.type)).toEqual(['crawlCampaign']);
+  const events = regressions[0].history.events ?? [];
+  // Two local activities in the run's first workflow task: the update's and the dispatch's.
+  expect(updatesOf(regressions[0].history)).toContain('addSeeds');
+  expect(events.slice(0, 12).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length).toBeGreaterThanOrEqual(2);
+  const results = await replay(path.join(__dirname, '..', '..', 'workflows', 'index.ts'), regressions);
+  for (const [id, r] of results) expect({ id, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined }).toEqual({ id, error: undefined });
+});
+
 function uniq(xs: string[]): string[] {
   return [...new Set(xs)].sort();
 }
