@@ -162,46 +162,59 @@ test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revi
 
 const robotsOf = (host: string) => h.web.requests().filter((r) => r.host === host.split(':')[0] && r.path === '/robots.txt');
 
-test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the session on the same worker waits for it and takes its verdict", async () => {
-  const c = await prepared('six');
+/**
+ * Starts a warm-up of the host's robots.txt on `rt` and returns once its
+ * request has arrived, held in flight (and the host clock with it) until
+ * release(); `status` answers it with that status instead of the file.
+ */
+async function warmUpHeld(c: Awaited<ReturnType<typeof prepared>>, status?: number) {
   const site = h.web.site(c.host.split(':')[0])!;
   let release!: () => void;
   const held = new Promise<void>((r) => (release = r));
   site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
+  if (status) site.statusFor = (p) => (p === '/robots.txt' ? status : undefined);
+  warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+  const inFlight = rt.robotsWarmups.size;
+  while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
+  return {
+    inFlight,
+    release,
+    restore: () => {
+      delete site.holdUntil;
+      delete site.statusFor;
+      release();
+    },
+  };
+}
+
+test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the session on the same worker waits for it and takes its verdict", async () => {
+  const c = await prepared('six');
+  const warm = await warmUpHeld(c);
   try {
-    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
-    expect(rt.robotsWarmups.size).toBe(1);
-    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(warm.inFlight).toBe(1);
     // The session starts while the warm-up's request is in flight, and asks nothing of its own.
     const running = c.session();
     await new Promise((r) => setTimeout(r, 300));
     expect(robotsOf(c.host)).toHaveLength(1);
     expect(pagesOf(c.host)).toHaveLength(0);
-    release();
+    warm.release();
     const r = await running;
     expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
     expect(robotsOf(c.host)).toHaveLength(1);
     expect(rt.robotsWarmups.size).toBe(0);
   } finally {
-    delete site.holdUntil;
-    release();
+    warm.restore();
   }
 });
 
 test("a warm-up's failed robots.txt sets a back-off that a session waiting on another worker keeps: no second request", async () => {
   const c = await prepared('eight', { politeness: { minDelayMs: 300 } });
-  const site = h.web.site(c.host.split(':')[0])!;
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
-  site.statusFor = (p) => (p === '/robots.txt' ? 503 : undefined);
+  const warm = await warmUpHeld(c, 503);
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
-    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
     const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
     await new Promise((r) => setTimeout(r, 300));
-    release();
+    warm.release();
     const r = await running;
     // The session waits out the back-off durably instead of asking again a delay later.
     expect(r).toMatchObject({ end: 'wait', backingOff: true, pages: 0 });
@@ -209,27 +222,20 @@ test("a warm-up's failed robots.txt sets a back-off that a session waiting on an
     expect(robotsOf(c.host)).toHaveLength(1);
     expect(pagesOf(c.host)).toHaveLength(0);
   } finally {
-    delete site.holdUntil;
-    delete site.statusFor;
-    release();
+    warm.restore();
     await other.close();
   }
 });
 
 test('a session on another worker that finds the host clock held by a warm-up waits for it and does not ask for robots.txt again', async () => {
   const c = await prepared('seven', { politeness: { minDelayMs: 300 } });
-  const site = h.web.site(c.host.split(':')[0])!;
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
   // The warm-up's robots.txt stays in flight (and its clock held) until the other worker's session has looked.
-  site.holdUntil = (p) => (p === '/robots.txt' ? held : undefined);
+  const warm = await warmUpHeld(c);
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
-    while (robotsOf(c.host).length === 0) await new Promise((r) => setTimeout(r, 20));
     const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
     await new Promise((r) => setTimeout(r, 500));
-    release();
+    warm.release();
     const r = await running;
     expect(r).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
     expect(robotsOf(c.host)).toHaveLength(1);
@@ -242,8 +248,7 @@ test('a session on another worker that finds the host clock held by a warm-up wa
     expect(times).toHaveLength(9);
     for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(300);
   } finally {
-    delete site.holdUntil;
-    release();
+    warm.restore();
     await other.close();
   }
 });
