@@ -3,7 +3,7 @@
 // the campaign only keeps counters from its last look there, the operator's
 // settings and whether it must look again. Its size does not depend on the
 // number of hosts, and neither does what it carries through continue-as-new.
-import type { CampaignSnapshot, CampaignSummary, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
 import { campaignCard } from './status-card';
@@ -102,6 +102,18 @@ export class CampaignBook {
 
   watchedAt(now: number): void {
     this.carry.watchSince = Math.max(this.carry.startedAt, now - WATCH_MARGIN_MS);
+  }
+
+  /**
+   * A dispatch round's input. While running: free slots filled, the watch
+   * when due. Finishing: no host started, and the watch every round over
+   * the whole campaign (hosts whose workflow ended abnormally are named).
+   */
+  dispatchInput(workflow: { workflowId: string; taskQueue: string }, watch: boolean): DispatchInput {
+    const base = { campaignKey: this.carry.campaignKey, campaignId: this.settings.campaignId, campaignWorkflowId: workflow.workflowId, taskQueue: workflow.taskQueue };
+    return this.finishing
+      ? { ...base, maxActiveHosts: 0, watch: true, watchSince: new Date(this.carry.startedAt).toISOString() }
+      : { ...base, maxActiveHosts: this.carry.maxActiveHosts, watch, watchSince: new Date(this.carry.watchSince).toISOString() };
   }
 
   /**

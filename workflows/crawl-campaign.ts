@@ -185,15 +185,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   const dispatch = async () => {
     const now = Date.now();
     const watch = book.watchDue(now);
-    const snap = await acts.dispatchHosts({
-      campaignKey,
-      campaignId,
-      campaignWorkflowId: info.workflowId,
-      taskQueue: info.taskQueue,
-      maxActiveHosts: book.carry.maxActiveHosts,
-      watch,
-      watchSince: new Date(book.carry.watchSince).toISOString(),
-    });
+    const snap = await acts.dispatchHosts(book.dispatchInput(info, watch));
     if (watch) book.watchedAt(now);
     return snap;
   };
@@ -262,17 +254,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     // up, so the summary is exact and no host workflow is left waiting for
     // workers that are about to stop. The watch gives up hosts whose
     // workflow ended without releasing.
-    // Every round also runs the watch: hosts whose workflow ended abnormally are given up and named.
-    const finishRound = () =>
-      acts.dispatchHosts({
-        campaignKey,
-        campaignId,
-        campaignWorkflowId: info.workflowId,
-        taskQueue: info.taskQueue,
-        maxActiveHosts: 0,
-        watch: true,
-        watchSince: new Date(book.carry.startedAt).toISOString(),
-      });
+    // Every round also runs the watch (book.dispatchInput while finishing).
+    const finishRound = () => acts.dispatchHosts(book.dispatchInput(info, true));
     const deadline = Date.now() + FINISH_WAIT_MS;
     for (let round = 0; Date.now() < deadline; round++) {
       book.nudged = false;

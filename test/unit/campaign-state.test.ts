@@ -103,3 +103,22 @@ test("the Web UI's card shows the last look at Redis while running, and the summ
   expect(final).toContain('0 active, 0 waiting');
   expect(final).toContain('**Problems:** 4');
 });
+
+test('a dispatch round fills free slots and watches when due; while finishing it starts no host and always watches the whole campaign', () => {
+  const b = new CampaignBook(settings, 'c.1', 1_000);
+  const wf = { workflowId: 'c', taskQueue: 'q' };
+  b.carry.maxActiveHosts = 7;
+  b.watchedAt(600_000);
+  expect(b.dispatchInput(wf, false)).toEqual({
+    campaignKey: 'c.1',
+    campaignId: settings.campaignId,
+    campaignWorkflowId: 'c',
+    taskQueue: 'q',
+    maxActiveHosts: 7,
+    watch: false,
+    watchSince: new Date(b.carry.watchSince).toISOString(),
+  });
+  expect(b.carry.watchSince).toBeGreaterThan(1_000);
+  b.finishing = true;
+  expect(b.dispatchInput(wf, false)).toMatchObject({ maxActiveHosts: 0, watch: true, watchSince: new Date(1_000).toISOString() });
+});
