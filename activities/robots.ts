@@ -50,13 +50,17 @@ export interface RobotsContext {
 async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, url: string): Promise<RobotsVerdict | null> {
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
-  const [refused, [givenUp, causeRaw, retryAtRaw, failsRaw]] = await Promise.all([redis.get(hk.refused), redis.hmget(hk.robots, 'given-up', 'cause', 'retry-at', 'fails')]);
+  const [refused, [givenUp, causeRaw, failsRaw], retryIn] = await Promise.all([
+    redis.get(hk.refused),
+    redis.hmget(hk.robots, 'given-up', 'cause', 'fails'),
+    redis.pttl(hk.robotsRetry),
+  ]);
   if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
   if (givenUp === '1') {
     const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
     return { kind: 'unavailable', ...cause };
   }
-  const retryIn = Number(retryAtRaw ?? 0) - Date.now();
+  // PTTL: -2 without a back-off, -1 never (the key is always set with one).
   if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   const cached = await rt.robots.get(host);
   if (!cached?.parsed) return null;
@@ -196,10 +200,10 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
       return { kind: 'unavailable', code, detail: value.detail };
     }
     const waitMs = Math.max(minDelay, hostPause, 10_000 * 2 ** (fails - 1));
-    await redis.hset(hk.robots, 'retry-at', String(Date.now() + waitMs));
+    await redis.set(hk.robotsRetry, String(fails), 'PX', waitMs);
     return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   }
-  await redis.hdel(hk.robots, 'fails', 'retry-at');
+  await Promise.all([redis.hdel(hk.robots, 'fails'), redis.del(hk.robotsRetry)]);
   await rt.robots.put(host, value);
   await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
   const rules = robots!.rulesFor(agent);

@@ -27,6 +27,12 @@ export const hostKeys = (campaignKey: string, host: string) => {
     /** HASH fails (robots.txt attempts that failed in a row), cause (JSON), given-up (1 once RFC 9309 says crawl nothing). */
     robots: `${P}:${tag}:robots`,
     /**
+     * Set for as long as a failed robots.txt keeps the host backing off: its
+     * TTL is the back-off, so Redis times it and no worker's clock (they may
+     * disagree) decides when the next attempt is due.
+     */
+    robotsRetry: `${P}:${tag}:robots-retry`,
+    /**
      * Set while the host's workflow is consuming its frontier (its last claim
      * found an entry), so producers of new URLs know nobody has to wake it.
      */

@@ -25,7 +25,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -223,6 +223,36 @@ test("a warm-up's failed robots.txt sets a back-off that a session waiting on an
     expect(pagesOf(c.host)).toHaveLength(0);
   } finally {
     warm.restore();
+    await other.close();
+  }
+});
+
+test("the robots.txt back-off is timed by Redis, not by a worker's clock: a worker an hour ahead still keeps it", async () => {
+  const c = await prepared('nine', { politeness: { minDelayMs: 300 } });
+  const site = h.web.site(c.host.split(':')[0])!;
+  site.statusFor = (p) => (p === '/robots.txt' ? 503 : undefined);
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  const skew = jest.spyOn(Date, 'now');
+  try {
+    const first = await c.session();
+    expect(first).toMatchObject({ end: 'wait', backingOff: true, pages: 0 });
+    // Redis holds the back-off as a key that expires with it.
+    const ttl = await redis.pttl(hostKeys(c.campaignKey, c.host).robotsRetry);
+    expect(ttl).toBeGreaterThan(first.waitMs - 2_000);
+    expect(ttl).toBeLessThanOrEqual(first.waitMs);
+    // Another worker whose clock runs an hour ahead: the back-off has not
+    // passed for Redis, so it neither asks for robots.txt nor fetches a page.
+    const real = Date.now();
+    skew.mockImplementation(() => real + 3_600_000);
+    const second = (await new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input)) as SessionResult;
+    skew.mockRestore();
+    expect(second).toMatchObject({ end: 'wait', backingOff: true, pages: 0 });
+    expect(second.waitMs).toBeGreaterThan(first.waitMs - 5_000);
+    expect(robotsOf(c.host)).toHaveLength(1);
+    expect(pagesOf(c.host)).toHaveLength(0);
+  } finally {
+    skew.mockRestore();
+    delete site.statusFor;
     await other.close();
   }
 });
