@@ -181,3 +181,22 @@ export function politenessFigures(fromLog: LogFigures, polite: ReturnType<typeof
     meanHostSpanSeconds: fromLog.meanHostSpanSeconds,
   };
 }
+
+/**
+ * How long new host workflows waited for their first workflow task (started
+ * → first task started, in ms, one per host): the part of the ramp spent in
+ * Temporal's queue and the worker's workflow-task slots, before a host's
+ * first session can be scheduled. `eagerShare` is the share handed to the
+ * starting worker with the start itself (no wait at all).
+ */
+export function firstTaskFigures(waitsMs: number[]): { p50: number; p90: number; max: number; eagerShare: number } | null {
+  if (waitsMs.length === 0) return null;
+  const w = [...waitsMs].sort((a, b) => a - b);
+  const s = (ms: number): number => Number((ms / 1000).toFixed(2));
+  return {
+    p50: s(w[Math.floor(w.length / 2)]),
+    p90: s(w[Math.floor(w.length * 0.9)]),
+    max: s(w[w.length - 1]),
+    eagerShare: Number((w.filter((ms) => ms <= 1).length / w.length).toFixed(2)),
+  };
+}

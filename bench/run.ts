@@ -27,7 +27,7 @@ import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
-import { cpuSeconds, logFigures, peakRssMb, politeness, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
+import { cpuSeconds, firstTaskFigures, logFigures, peakRssMb, politeness, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
 
 interface Scenario {
   name: string;
@@ -102,7 +102,10 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
  * plus one per heartbeat sent (sessions heartbeat at most every 5 s: their
  * running time ÷ 5 s).
  */
-async function historyFigures(client: Client, campaignId: string): Promise<{ total: number; largest: number; actions: number; heartbeats: number; largestPayload: number }> {
+async function historyFigures(
+  client: Client,
+  campaignId: string,
+): Promise<{ total: number; largest: number; actions: number; heartbeats: number; largestPayload: number; firstTaskWaitsMs: number[] }> {
   const E = temporal.api.enums.v1.EventType;
   const billable = new Set([
     E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
@@ -120,6 +123,7 @@ async function historyFigures(client: Client, campaignId: string): Promise<{ tot
   let actions = 0;
   let heartbeats = 0;
   let largestPayload = 0;
+  const firstTaskWaitsMs: number[] = [];
   const seen = new Set<string>();
   const size = (p?: temporal.api.common.v1.IPayloads | null) => (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0), 0);
   for (const query of [`WorkflowId = '${campaignId}'`, `CrawlCampaign = '${campaignId}'`]) {
@@ -131,6 +135,7 @@ async function historyFigures(client: Client, campaignId: string): Promise<{ tot
       total += events.length;
       largest = Math.max(largest, events.length);
       const startedAt = new Map<number, number>();
+      let runStarted: number | null = null;
       for (const e of events) {
         if (billable.has(e.eventType!)) actions++;
         const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
@@ -141,11 +146,20 @@ async function historyFigures(client: Client, campaignId: string): Promise<{ tot
           if (from !== undefined) heartbeats += Math.floor((t - from) / 5_000);
           largestPayload = Math.max(largestPayload, size(a.result));
         }
-        if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) largestPayload = Math.max(largestPayload, size(e.workflowExecutionStartedEventAttributes!.input));
+        if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+          const a = e.workflowExecutionStartedEventAttributes!;
+          largestPayload = Math.max(largestPayload, size(a.input));
+          // A host's first run (not a continued one): how long its first workflow task waited.
+          if (a.workflowType?.name === 'domainCrawl' && !a.continuedExecutionRunId) runStarted = t;
+        }
+        if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED && runStarted !== null) {
+          firstTaskWaitsMs.push(t - runStarted);
+          runStarted = null;
+        }
       }
     }
   }
-  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload };
+  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs };
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -271,6 +285,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     heartbeatsPerPage: Number((history.heartbeats / Math.max(1, result.pages)).toFixed(2)),
     largestPayloadBytes: history.largestPayload,
     historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
+    firstTaskWaitSeconds: firstTaskFigures(history.firstTaskWaitsMs),
     temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
     // The cluster's Temporal keeps its data in PostgreSQL (the dev server's SQLite is inside its own process).
     ...(pids.server === 'cluster' ? { postgresCpuPercent: Math.round((databaseCpu / wall) * 100) } : {}),

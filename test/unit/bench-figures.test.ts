@@ -1,6 +1,6 @@
 // The benchmark judges our crawler and Crawlee by these figures alone, so
 // they are checked on a request log whose answers are known.
-import { logFigures, politeness } from '../../bench/figures';
+import { firstTaskFigures, logFigures, politeness } from '../../bench/figures';
 import type { RequestRecord } from '../web/test-web';
 
 const PORT = 8080;
@@ -67,5 +67,17 @@ describe('politeness', () => {
 
   test('no delay, no bound', () => {
     expect(politeness({ hosts: 100, pages: 50, delayMs: 0 }, 100, 10)).toEqual({ efficiency: null, boundPagesPerSec: null });
+  });
+});
+
+describe('firstTaskFigures', () => {
+  test('gives quantiles in seconds and the share of hosts whose first task came with the start', () => {
+    // Two eager starts (no wait), then hosts that waited in the queue.
+    expect(firstTaskFigures([1500, 0, 200, 1, 900, 2500, 400, 700, 1200, 2000])).toEqual({ p50: 0.9, p90: 2.5, max: 2.5, eagerShare: 0.2 });
+    expect(firstTaskFigures([0, 0, 0])).toEqual({ p50: 0, p90: 0, max: 0, eagerShare: 1 });
+  });
+
+  test('is null when no host workflow started (nothing to say, not zero)', () => {
+    expect(firstTaskFigures([])).toBeNull();
   });
 });
