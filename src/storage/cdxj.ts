@@ -122,12 +122,22 @@ export interface WriteCdxjOptions {
   tmpDir?: string;
   /** Bytes of lines kept in memory before a run is spilled. */
   runBytes?: number;
+  /**
+   * An index whose lines go into the new one too, except those whose
+   * `filename` `replaces` says the new files index again: a folder's index
+   * keeps the other campaigns' lines. A missing file keeps nothing; a line
+   * that is not CDXJ is kept as it is (nothing is lost for want of parsing).
+   */
+  keep?: { file: string; replaces: (filename: string) => boolean };
 }
 
 export interface CdxjResult {
   file: string;
+  /** Lines written: the new files' records plus the lines kept. */
   lines: number;
   warcFiles: number;
+  /** Lines taken over from `keep.file` (0 without one). */
+  keptLines: number;
 }
 
 const byteOrder = (a: Buffer, b: Buffer) => Buffer.compare(a, b);
@@ -152,14 +162,20 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
     buf = [];
     held = 0;
   };
+  const add = async (b: Buffer) => {
+    buf.push(b);
+    held += b.length;
+    if (held >= runBytes) await spill();
+  };
+  let keptLines = 0;
   try {
     for (const file of warcFiles) {
-      for await (const line of indexWarcFile(file)) {
-        const b = Buffer.from(formatCdxjLine(line), 'utf8');
-        buf.push(b);
-        held += b.length;
-        if (held >= runBytes) await spill();
-      }
+      for await (const line of indexWarcFile(file)) await add(Buffer.from(formatCdxjLine(line), 'utf8'));
+    }
+    // Kept lines are sorted again with the new ones, so an index edited by hand still comes out in order.
+    for await (const raw of keptLinesOf(opts.keep)) {
+      keptLines++;
+      await add(Buffer.from(`${raw}\n`, 'utf8'));
     }
     await fsp.mkdir(path.dirname(path.resolve(out)), { recursive: true });
     // Unique: a retried seal may still be writing the previous attempt's file.
@@ -173,12 +189,36 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
       lines = await mergeRuns(runs, tmp);
     }
     await fsp.rename(tmp, out);
-    return { file: out, lines, warcFiles: warcFiles.length };
+    return { file: out, lines, warcFiles: warcFiles.length, keptLines };
   } catch (err) {
     if (err instanceof StorageError) throw err;
     throw new StorageError('WRITE_FAILED', out, 'cannot write CDXJ index', { cause: err });
   } finally {
     if (spillDir) await fsp.rm(spillDir, { recursive: true, force: true });
+  }
+}
+
+/** The lines of `keep.file` that `keep.replaces` does not claim (none when the file does not exist). */
+async function* keptLinesOf(keep: WriteCdxjOptions['keep']): AsyncGenerator<string> {
+  if (!keep) return;
+  let input;
+  try {
+    input = createReadStream(keep.file);
+    await new Promise<void>((resolve, reject) => input!.once('open', () => resolve()).once('error', reject));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new StorageError('READ_FAILED', keep.file, 'cannot read the index to keep', { cause: err });
+  }
+  for await (const raw of readline.createInterface({ input, crlfDelay: Infinity })) {
+    if (!raw) continue;
+    let filename: string | null = null;
+    try {
+      filename = parseCdxjLine(raw).fields.filename ?? null;
+    } catch {
+      // Not CDXJ: kept, since nothing says whose it is.
+    }
+    if (filename !== null && keep.replaces(filename)) continue;
+    yield raw;
   }
 }
 
@@ -231,7 +271,11 @@ async function mergeRuns(runs: string[], out: string): Promise<number> {
   return n;
 }
 
-/** Where a campaign's CDXJ index goes in its output folder (beside `warc/` and `index/`). */
+/**
+ * The output folder's CDXJ index (beside `warc/` and `index/`). It covers
+ * every campaign indexed into the folder: campaigns may share one (a
+ * campaign started without --out writes into crawl-output itself).
+ */
 export const CDXJ_FILE = 'index.cdxj';
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -242,11 +286,69 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * several campaigns, and `a` must not take `a-b`'s files).
  */
 export async function campaignWarcFiles(outputDir: string, campaignId: string): Promise<string[]> {
-  const own = new RegExp(`^${escapeRe(warcPrefixOf(campaignId))}-\\d{17}-`);
-  return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own.test(path.basename(f)));
+  const own = ownsWarc(campaignId);
+  return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own(f));
 }
 
-/** Indexes a campaign's WARC files into `<outputDir>/index.cdxj` (or `out`); what sealing calls. */
+/** Whether a WARC file (a path or a CDXJ line's `filename`) is one the campaign's workers wrote. */
+function ownsWarc(campaignId: string): (file: string) => boolean {
+  const own = new RegExp(`^${escapeRe(warcPrefixOf(campaignId))}-\\d{17}-`);
+  return (file) => own.test(path.basename(file));
+}
+
+/**
+ * Indexes a campaign's WARC files into its output folder's `index.cdxj`
+ * (what sealing calls): the campaign's lines are written anew and every
+ * other campaign's lines in the folder's index are kept, under a lock, so
+ * campaigns sharing a folder never drop each other's captures. With `out`
+ * elsewhere, that file gets the campaign's lines alone.
+ */
 export async function writeCampaignCdxj(outputDir: string, campaignId: string, out = path.join(outputDir, CDXJ_FILE), opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
-  return writeCdxj(await campaignWarcFiles(outputDir, campaignId), out, { tmpDir: opts.tmpDir ?? outputDir, ...opts });
+  const files = await campaignWarcFiles(outputDir, campaignId);
+  const o = { tmpDir: opts.tmpDir ?? outputDir, ...opts };
+  if (path.resolve(out) !== path.resolve(outputDir, CDXJ_FILE)) return writeCdxj(files, out, o);
+  return withIndexLock(out, () => writeCdxj(files, out, { ...o, keep: { file: out, replaces: ownsWarc(campaignId) } }));
+}
+
+/** A lock no one has touched for this long is a dead holder's (a killed worker): it is taken over. */
+export const INDEX_LOCK_STALE_MS = 60_000;
+const INDEX_LOCK_TOUCH_MS = 10_000;
+/** Waiting longer than this for a lock that is kept alive fails with LOCKED instead of hanging. */
+const INDEX_LOCK_WAIT_MS = 30 * 60_000;
+
+/**
+ * Runs `fn` holding `<out>.lock` (created exclusively, its mtime renewed
+ * while held), so two seals of one folder do not each rename an index that
+ * lacks the other's lines. Ours rather than a library's: a lock file beside
+ * the index is all it takes, on any filesystem the WARCs live on.
+ */
+export async function withIndexLock<T>(out: string, fn: () => Promise<T>, waitMs = INDEX_LOCK_WAIT_MS): Promise<T> {
+  const lock = `${out}.lock`;
+  const deadline = Date.now() + waitMs;
+  await fsp.mkdir(path.dirname(lock), { recursive: true });
+  for (;;) {
+    try {
+      await fsp.writeFile(lock, `${process.pid}@${os.hostname()} ${new Date().toISOString()}\n`, { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StorageError('WRITE_FAILED', lock, 'cannot take the index lock', { cause: err });
+    }
+    const st = await fsp.stat(lock).catch(() => null);
+    if (st && Date.now() - st.mtimeMs > INDEX_LOCK_STALE_MS) {
+      await fsp.rm(lock, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new StorageError('LOCKED', lock, `the index is locked by another writer for more than ${Math.round(waitMs / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const touch = setInterval(() => {
+    const now = new Date();
+    fsp.utimes(lock, now, now).catch(() => undefined);
+  }, INDEX_LOCK_TOUCH_MS);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(touch);
+    await fsp.rm(lock, { force: true });
+  }
 }

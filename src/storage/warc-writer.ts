@@ -15,7 +15,7 @@ import { CrawlerError } from '../errors';
 // machines) write into the same folder, so each process owns its own files
 // and never appends to anybody else's.
 
-export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT';
+export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT' | 'LOCKED';
 
 /** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
 /**

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { crawlerCommand } from '../../src/cli/crawler-command';
-import { listWarcFiles, parseCdxjLine, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
+import { INDEX_LOCK_STALE_MS, listWarcFiles, parseCdxjLine, withIndexLock, writeCampaignCdxj, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { appendRevisit } from '../support/revisit';
 import { ensurePythonWarcio, run, VENV_PY } from '../support/warcio';
@@ -115,7 +115,7 @@ describe('writeCdxj', () => {
     const out = path.join(dir, 'out', 'index.cdxj');
     // A tiny run size forces the spill-and-merge path.
     const res = await writeCdxj(await listWarcFiles(dir), out, { runBytes: 400, tmpDir: dir });
-    expect(res).toEqual({ file: out, lines: 6, warcFiles: 2 });
+    expect(res).toEqual({ file: out, lines: 6, warcFiles: 2, keptLines: 0 });
     const text = fs.readFileSync(out, 'utf8');
     expect(fs.existsSync(`${out}.tmp`)).toBe(false);
     const lines = text.trimEnd().split('\n');
@@ -212,11 +212,76 @@ describe('writeCdxj', () => {
   it('writes an empty index for a folder without WARC files, and reports a broken file with its code', async () => {
     const dir = tmpDir();
     const out = path.join(dir, 'index.cdxj');
-    expect(await writeCdxj(await listWarcFiles(dir), out)).toEqual({ file: out, lines: 0, warcFiles: 0 });
+    expect(await writeCdxj(await listWarcFiles(dir), out)).toEqual({ file: out, lines: 0, warcFiles: 0, keptLines: 0 });
     expect(fs.readFileSync(out, 'utf8')).toBe('');
     const bad = path.join(dir, 'bad.warc.gz');
     fs.writeFileSync(bad, Buffer.from('not a warc at all\r\n\r\n'));
     await expect(writeCdxj([bad], out)).rejects.toMatchObject({ name: 'StorageError', code: 'CORRUPT' });
+  });
+});
+
+describe("an output folder's index shared by campaigns", () => {
+  async function campaignWarc(out: string, campaign: string, urls: string[], i0 = 0): Promise<void> {
+    const w = await WarcWriter.open({ dir: path.join(out, 'warc'), prefix: campaign });
+    for (const [i, u] of urls.entries()) await w.writeExchange(exchange(u, i0 + i, 200, 'text/html', Buffer.from(`<p>${u}</p>`), false));
+    await w.close();
+  }
+  const indexed = (out: string) => fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8').trimEnd().split('\n');
+  const urlsOf = (lines: string[], campaign: string) =>
+    lines
+      .map(parseCdxjLine)
+      .filter((l) => l.fields.filename.startsWith(`${campaign}-`))
+      .map((l) => l.fields.url)
+      .sort();
+
+  it("keeps the other campaigns' lines, replaces the campaign's own, and stays in byte order", async () => {
+    const out = tmpDir();
+    await campaignWarc(out, 'alpha', ['http://a.test/', 'http://z.test/']);
+    await campaignWarc(out, 'beta', ['http://m.test/']);
+    expect(await writeCampaignCdxj(out, 'alpha')).toMatchObject({ lines: 2, keptLines: 0 });
+    // Sealing beta used to leave alpha's captures out of the folder's index.
+    expect(await writeCampaignCdxj(out, 'beta')).toMatchObject({ lines: 3, keptLines: 2 });
+    let lines = indexed(out);
+    expect(urlsOf(lines, 'alpha')).toEqual(['http://a.test/', 'http://z.test/']);
+    expect(urlsOf(lines, 'beta')).toEqual(['http://m.test/']);
+    expect(lines).toEqual([...lines].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+
+    // alpha goes on and is indexed again: its lines are replaced (none twice), beta's kept.
+    await campaignWarc(out, 'alpha', ['http://b.test/'], 5);
+    expect(await writeCampaignCdxj(out, 'alpha')).toMatchObject({ lines: 4, keptLines: 1 });
+    lines = indexed(out);
+    expect(urlsOf(lines, 'alpha')).toEqual(['http://a.test/', 'http://b.test/', 'http://z.test/']);
+    expect(urlsOf(lines, 'beta')).toEqual(['http://m.test/']);
+
+    // Elsewhere than the folder's index, a campaign's own lines alone.
+    const own = path.join(out, 'beta-only.cdxj');
+    expect(await writeCampaignCdxj(out, 'beta', own)).toMatchObject({ lines: 1, keptLines: 0 });
+  });
+
+  it('two campaigns indexed into one folder at once both end up in it (the lock), and no lock is left behind', async () => {
+    const out = tmpDir();
+    await campaignWarc(out, 'alpha', ['http://a.test/', 'http://b.test/']);
+    await campaignWarc(out, 'beta', ['http://c.test/', 'http://d.test/']);
+    await Promise.all([writeCampaignCdxj(out, 'alpha'), writeCampaignCdxj(out, 'beta')]);
+    const lines = indexed(out);
+    expect(urlsOf(lines, 'alpha')).toEqual(['http://a.test/', 'http://b.test/']);
+    expect(urlsOf(lines, 'beta')).toEqual(['http://c.test/', 'http://d.test/']);
+    expect(fs.existsSync(path.join(out, 'index.cdxj.lock'))).toBe(false);
+  });
+
+  it("a live writer's lock is waited for, up to a limit (LOCKED); a dead writer's is taken over", async () => {
+    const out = path.join(tmpDir(), 'index.cdxj');
+    fs.writeFileSync(`${out}.lock`, 'someone\n');
+    await expect(withIndexLock(out, async () => 'ran', 600)).rejects.toMatchObject({ name: 'StorageError', code: 'LOCKED' });
+    // Released while we wait: we go on.
+    setTimeout(() => fs.rmSync(`${out}.lock`), 300);
+    expect(await withIndexLock(out, async () => 'ran', 5_000)).toBe('ran');
+    // Untouched for longer than a live holder allows: its holder died.
+    fs.writeFileSync(`${out}.lock`, 'dead\n');
+    const old = new Date(Date.now() - INDEX_LOCK_STALE_MS - 5_000);
+    fs.utimesSync(`${out}.lock`, old, old);
+    expect(await withIndexLock(out, async () => fs.readFileSync(`${out}.lock`, 'utf8'), 600)).toContain(`${process.pid}@`);
+    expect(fs.existsSync(`${out}.lock`)).toBe(false);
   });
 });
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { findOrInstallPyReplayTools } from '../../stack/tools';
-import { campaignWarcFiles, CDXJ_FILE, listWarcFiles, writeCdxj } from '../../storage/cdxj';
+import { campaignWarcFiles, CDXJ_FILE, listWarcFiles, writeCampaignCdxj, writeCdxj } from '../../storage/cdxj';
 import { pagesFromIndex, writeWacz } from '../../storage/wacz';
 import { UsageError } from '../usage-error';
 import { candidateOutputDirs, loadCampaignIndex } from './report';
@@ -32,13 +32,13 @@ async function findCampaignWarcs(campaignId: string, out: string | undefined): P
   throw new UsageError(`no WARC files of campaign ${campaignId} in ${dirs.map((d) => path.join(d, 'warc')).join(' or ')} (give its output folder with --out)`);
 }
 
-/** The CDXJ of the campaign's WARCs, written again when missing or older than one of them. */
-async function freshCdxj(dir: string, files: string[]): Promise<string> {
+/** The folder's CDXJ, the campaign's lines written again when it is missing or older than one of its WARCs (other campaigns' lines kept). */
+async function freshCdxj(dir: string, campaignId: string, files: string[]): Promise<string> {
   const cdxj = path.join(dir, CDXJ_FILE);
   const mtime = (f: string) => fs.statSync(f).mtimeMs;
   if (!fs.existsSync(cdxj) || files.some((f) => mtime(f) > mtime(cdxj))) {
-    const res = await writeCdxj(files, cdxj, { tmpDir: dir });
-    process.stderr.write(`indexed ${res.warcFiles} WARC files: ${res.lines} CDXJ lines in ${cdxj}\n`);
+    const res = await writeCampaignCdxj(dir, campaignId);
+    process.stderr.write(`indexed ${res.warcFiles} WARC files: ${res.lines - res.keptLines} CDXJ lines in ${cdxj}\n`);
   }
   return cdxj;
 }
@@ -52,6 +52,7 @@ export function registerArchiveCommands(program: Command): void {
     .action(async (target: string, o: { out?: string; output?: string }) => {
       let files: string[];
       let dest: string;
+      let campaign: { id: string; dir: string } | null = null;
       if (isDir(target) && o.out === undefined) {
         // A folder: its WARC files, or those of its warc/ folder (an output folder).
         const dir = path.resolve(target);
@@ -64,9 +65,13 @@ export function registerArchiveCommands(program: Command): void {
         const found = await findCampaignWarcs(target, o.out);
         files = found.files;
         dest = o.output ?? path.join(found.dir, CDXJ_FILE);
+        campaign = { id: target, dir: found.dir };
       }
-      const res = await writeCdxj(files, path.resolve(dest), { tmpDir: path.dirname(path.resolve(dest)) });
-      process.stderr.write(`${res.lines} CDXJ lines from ${res.warcFiles} WARC files\n`);
+      // A campaign into its folder's index keeps the other campaigns' lines there.
+      const res = campaign
+        ? await writeCampaignCdxj(campaign.dir, campaign.id, path.resolve(dest))
+        : await writeCdxj(files, path.resolve(dest), { tmpDir: path.dirname(path.resolve(dest)) });
+      process.stderr.write(`${res.lines} CDXJ lines from ${res.warcFiles} WARC files${res.keptLines ? ` (${res.keptLines} of them other campaigns', kept)` : ''}\n`);
       process.stdout.write(`${res.file}\n`);
     });
 
@@ -100,7 +105,7 @@ export function registerArchiveCommands(program: Command): void {
       const port = Number(o.port);
       if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a port number, got ${JSON.stringify(o.port)}`);
       const { dir, files } = await findCampaignWarcs(campaignId, o.out);
-      const cdxj = await freshCdxj(dir, files);
+      const cdxj = await freshCdxj(dir, campaignId, files);
       const tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`${m}\n`));
       // pywb reads config.yaml from its working folder: one collection, named after the campaign,
       // indexed by our CDXJ over the WARC folder as it is (nothing copied).
