@@ -28,7 +28,7 @@ import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
-import { campaignWarcFiles } from '../src/storage/cdxj';
+import { campaignWarcFiles, CDXJ_FILE } from '../src/storage/cdxj';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 500;
@@ -231,6 +231,10 @@ export const SEAL_IN_SUMMARY_MAX_BYTES = 2 * 1024 ** 3;
  * gunzipping every record): beyond it the summary says to run `crawler cdxj`.
  */
 export const CDXJ_IN_SUMMARY_MAX_BYTES = 8 * 1024 ** 3;
+/** Other campaigns' lines in a shared folder's index.cdxj are sorted in again: past this size, `crawler cdxj` does it. */
+const CDXJ_KEPT_IN_SUMMARY_MAX_BYTES = 1024 ** 3;
+/** The summary runs within a local activity's 5 minutes: it waits this long for another writer of the folder's index, then leaves it. */
+const SUMMARY_CDXJ_LOCK_WAIT_MS = 60_000;
 /** A campaign left unsealed keeps its Redis keys at least this long: `crawler seal` needs them. */
 const UNSEALED_RETENTION_MS = 7 * 24 * 3_600_000;
 
@@ -266,10 +270,19 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
         // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
         sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
       } else {
-        const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES;
-        const r = await sealCampaign(redis, input.campaignKey, { info: { stop: control.stop, by: 'campaign end' }, onProgress: heartbeat, cdxj });
+        // The folder's index.cdxj is rewritten with the other campaigns' lines (a shared folder): those count too.
+        const folderIndex = (await fsp.stat(path.join(settings.output.dir, CDXJ_FILE)).catch(() => ({ size: 0 }))).size;
+        const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES && folderIndex <= CDXJ_KEPT_IN_SUMMARY_MAX_BYTES;
+        const r = await sealCampaign(redis, input.campaignKey, {
+          info: { stop: control.stop, by: 'campaign end' },
+          onProgress: heartbeat,
+          cdxj,
+          cdxjLockWaitMs: SUMMARY_CDXJ_LOCK_WAIT_MS,
+        });
         sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits };
-        if (!cdxj) sealError = `the WARC files are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
+        if (!cdxj)
+          sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
+        else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`crawler cdxj ${settings.campaignId}\``;
       }
     } catch (err) {
       if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;

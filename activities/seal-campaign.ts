@@ -8,6 +8,7 @@ import type { RedisLike } from '../src/redis/scripts';
 import { sealCampaignIndex, type SealResult } from '../src/storage/seal';
 import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
 import { writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
+import { StorageError } from '../src/storage/warc-writer';
 
 export interface SealCampaignOptions {
   /** The output folder as this process sees it; default the campaign's (`output.dir`). */
@@ -17,6 +18,12 @@ export interface SealCampaignOptions {
   onProgress?: () => void;
   /** Also index the WARC files for replay (default true; the summary leaves it to `crawler cdxj` for very large WARCs). */
   cdxj?: boolean;
+  /**
+   * How long to wait for another writer of the folder's index.cdxj (a
+   * campaign sharing the folder); past it the seal goes on without the
+   * replay index and says so in `cdxjSkipped`. Default: wait (up to 30 min), then fail.
+   */
+  cdxjLockWaitMs?: number;
 }
 
 /**
@@ -29,7 +36,7 @@ export async function sealCampaign(
   redis: RedisLike,
   campaignKey: string,
   opts: SealCampaignOptions = {},
-): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null }> {
+): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null; cdxjSkipped?: string }> {
   const { settings } = await loadCampaignSettings(redis, campaignKey);
   const t = await new CampaignHosts(redis, campaignKey).totals();
   const outputDir = opts.outputDir ?? settings.output.dir;
@@ -47,6 +54,11 @@ export async function sealCampaign(
   // The replay index covers every response and revisit record in the WARC
   // files, not only the sealed lines' own: a revisit may refer to a copy
   // written by an attempt whose commit did not count.
-  const cdxj = opts.cdxj === false ? null : await writeCampaignCdxj(outputDir, settings.campaignId);
-  return { ...index, datasets, cdxj };
+  if (opts.cdxj === false) return { ...index, datasets, cdxj: null };
+  try {
+    return { ...index, datasets, cdxj: await writeCampaignCdxj(outputDir, settings.campaignId, undefined, { lockWaitMs: opts.cdxjLockWaitMs }) };
+  } catch (err) {
+    if (opts.cdxjLockWaitMs === undefined || !(err instanceof StorageError && err.code === 'LOCKED')) throw err;
+    return { ...index, datasets, cdxj: null, cdxjSkipped: err.message };
+  }
 }

@@ -201,24 +201,30 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
 /** The lines of `keep.file` that `keep.replaces` does not claim (none when the file does not exist). */
 async function* keptLinesOf(keep: WriteCdxjOptions['keep']): AsyncGenerator<string> {
   if (!keep) return;
-  let input;
+  const input = createReadStream(keep.file);
   try {
-    input = createReadStream(keep.file);
-    await new Promise<void>((resolve, reject) => input!.once('open', () => resolve()).once('error', reject));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new StorageError('READ_FAILED', keep.file, 'cannot read the index to keep', { cause: err });
-  }
-  for await (const raw of readline.createInterface({ input, crlfDelay: Infinity })) {
-    if (!raw) continue;
-    let filename: string | null = null;
     try {
-      filename = parseCdxjLine(raw).fields.filename ?? null;
-    } catch {
-      // Not CDXJ: kept, since nothing says whose it is.
+      await new Promise<void>((resolve, reject) => input.once('open', () => resolve()).once('error', reject));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
     }
-    if (filename !== null && keep.replaces(filename)) continue;
-    yield raw;
+    for await (const raw of readline.createInterface({ input, crlfDelay: Infinity })) {
+      if (!raw) continue;
+      let filename: string | null = null;
+      try {
+        filename = parseCdxjLine(raw).fields.filename ?? null;
+      } catch {
+        // Not CDXJ: kept, since nothing says whose it is.
+      }
+      if (filename !== null && keep.replaces(filename)) continue;
+      yield raw;
+    }
+  } catch (err) {
+    throw new StorageError('READ_FAILED', keep.file, 'cannot read the index to keep', { cause: err });
+  } finally {
+    // Also when the consumer stops early (a spill failed): no descriptor left open.
+    input.destroy();
   }
 }
 
@@ -303,11 +309,36 @@ function ownsWarc(campaignId: string): (file: string) => boolean {
  * campaigns sharing a folder never drop each other's captures. With `out`
  * elsewhere, that file gets the campaign's lines alone.
  */
-export async function writeCampaignCdxj(outputDir: string, campaignId: string, out = path.join(outputDir, CDXJ_FILE), opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
+export async function writeCampaignCdxj(
+  outputDir: string,
+  campaignId: string,
+  out = path.join(outputDir, CDXJ_FILE),
+  opts: WriteCdxjOptions & { lockWaitMs?: number } = {},
+): Promise<CdxjResult> {
   const files = await campaignWarcFiles(outputDir, campaignId);
-  const o = { tmpDir: opts.tmpDir ?? outputDir, ...opts };
+  const { lockWaitMs, ...rest } = opts;
+  const o = { tmpDir: opts.tmpDir ?? outputDir, ...rest };
   if (path.resolve(out) !== path.resolve(outputDir, CDXJ_FILE)) return writeCdxj(files, out, o);
-  return withIndexLock(out, () => writeCdxj(files, out, { ...o, keep: { file: out, replaces: ownsWarc(campaignId) } }));
+  return withIndexLock(out, () => writeCdxj(files, out, { ...o, keep: { file: out, replaces: ownsWarc(campaignId) } }), { waitMs: lockWaitMs });
+}
+
+/** Whether the index has lines of every one of these WARC files (a file with no response or revisit record makes it false: indexing again is then only redundant). */
+export async function indexCovers(cdxj: string, warcFiles: string[]): Promise<boolean> {
+  const missing = new Set(warcFiles.map((f) => path.basename(f)));
+  let input;
+  try {
+    input = createReadStream(cdxj);
+    for await (const raw of readline.createInterface({ input, crlfDelay: Infinity })) {
+      const m = /"filename":\s*"([^"]+)"/.exec(raw);
+      if (m) missing.delete(m[1]!);
+      if (missing.size === 0) return true;
+    }
+  } catch {
+    return false;
+  } finally {
+    input?.destroy();
+  }
+  return missing.size === 0;
 }
 
 /** A lock no one has touched for this long is a dead holder's (a killed worker): it is taken over. */
@@ -317,26 +348,39 @@ const INDEX_LOCK_TOUCH_MS = 10_000;
 const INDEX_LOCK_WAIT_MS = 30 * 60_000;
 
 /**
- * Runs `fn` holding `<out>.lock` (created exclusively, its mtime renewed
- * while held), so two seals of one folder do not each rename an index that
- * lacks the other's lines. Ours rather than a library's: a lock file beside
- * the index is all it takes, on any filesystem the WARCs live on.
+ * Runs `fn` holding `<out>.lock`, so two writers of one folder's index do
+ * not each rename an index that lacks the other's lines. Ours rather than a
+ * library's: a file beside the index is all it takes, on any filesystem the
+ * WARCs live on. The lock holds a token of its own, so a holder only ever
+ * removes its own lock; its mtime is renewed while held. A waiter takes a
+ * lock over only after seeing it unchanged for INDEX_LOCK_STALE_MS by its
+ * own clock (machines sharing the folder may disagree on the time), and
+ * moves it aside before checking that it moved the very lock it judged dead
+ * (two waiters judging the same dead lock: the second puts the first's new
+ * lock back).
  */
-export async function withIndexLock<T>(out: string, fn: () => Promise<T>, waitMs = INDEX_LOCK_WAIT_MS): Promise<T> {
+export async function withIndexLock<T>(out: string, fn: () => Promise<T>, opts: { waitMs?: number; staleMs?: number } = {}): Promise<T> {
+  const { waitMs = INDEX_LOCK_WAIT_MS, staleMs = INDEX_LOCK_STALE_MS } = opts;
   const lock = `${out}.lock`;
+  const token = `${process.pid}@${os.hostname()} ${randomBytes(6).toString('hex')}\n`;
   const deadline = Date.now() + waitMs;
   await fsp.mkdir(path.dirname(lock), { recursive: true });
+  let seen = null as { what: string; since: number } | null;
   for (;;) {
     try {
-      await fsp.writeFile(lock, `${process.pid}@${os.hostname()} ${new Date().toISOString()}\n`, { flag: 'wx' });
+      await fsp.writeFile(lock, token, { flag: 'wx' });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StorageError('WRITE_FAILED', lock, 'cannot take the index lock', { cause: err });
     }
-    const st = await fsp.stat(lock).catch(() => null);
-    if (st && Date.now() - st.mtimeMs > INDEX_LOCK_STALE_MS) {
-      await fsp.rm(lock, { force: true });
-      continue;
+    const held = await lockState(lock);
+    if (held !== null) {
+      if (seen?.what !== held) seen = { what: held, since: Date.now() };
+      else if (Date.now() - seen.since > staleMs) {
+        await takeOverDeadLock(lock, held.slice(held.indexOf(' ') + 1));
+        seen = null;
+        continue;
+      }
     }
     if (Date.now() > deadline) throw new StorageError('LOCKED', lock, `the index is locked by another writer for more than ${Math.round(waitMs / 1000)} s`);
     await new Promise((r) => setTimeout(r, 200));
@@ -349,6 +393,26 @@ export async function withIndexLock<T>(out: string, fn: () => Promise<T>, waitMs
     return await fn();
   } finally {
     clearInterval(touch);
-    await fsp.rm(lock, { force: true });
+    if ((await fsp.readFile(lock, 'utf8').catch(() => null)) === token) await fsp.rm(lock, { force: true });
   }
+}
+
+/** What identifies a lock as it stands: its mtime, then its token; null when there is none. */
+async function lockState(lock: string): Promise<string | null> {
+  const [st, token] = await Promise.all([fsp.stat(lock).catch(() => null), fsp.readFile(lock, 'utf8').catch(() => null)]);
+  return st && token !== null ? `${st.mtimeMs} ${token}` : null;
+}
+
+async function takeOverDeadLock(lock: string, deadToken: string): Promise<void> {
+  const aside = `${lock}.${randomBytes(6).toString('hex')}.dead`;
+  try {
+    await fsp.rename(lock, aside);
+  } catch {
+    return; // gone already: someone else took it over
+  }
+  if ((await fsp.readFile(aside, 'utf8').catch(() => null)) !== deadToken) {
+    // Moved a live lock (another waiter's, taken a moment ago): put it back unless someone holds the name by now.
+    await fsp.link(aside, lock).catch(() => undefined);
+  }
+  await fsp.rm(aside, { force: true });
 }

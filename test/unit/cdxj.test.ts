@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { crawlerCommand } from '../../src/cli/crawler-command';
-import { INDEX_LOCK_STALE_MS, listWarcFiles, parseCdxjLine, withIndexLock, writeCampaignCdxj, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
+import { indexCovers, listWarcFiles, parseCdxjLine, withIndexLock, writeCampaignCdxj, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { appendRevisit } from '../support/revisit';
 import { ensurePythonWarcio, run, VENV_PY } from '../support/warcio';
@@ -269,19 +269,62 @@ describe("an output folder's index shared by campaigns", () => {
     expect(fs.existsSync(path.join(out, 'index.cdxj.lock'))).toBe(false);
   });
 
-  it("a live writer's lock is waited for, up to a limit (LOCKED); a dead writer's is taken over", async () => {
+  it("a campaign whose ID begins another's keeps that one's lines (a and a-b)", async () => {
+    const out = tmpDir();
+    await campaignWarc(out, 'a', ['http://a.test/']);
+    await campaignWarc(out, 'a-b', ['http://b.test/']);
+    await writeCampaignCdxj(out, 'a-b');
+    expect(await writeCampaignCdxj(out, 'a')).toMatchObject({ lines: 2, keptLines: 1 });
+    expect(await writeCampaignCdxj(out, 'a')).toMatchObject({ lines: 2, keptLines: 1 });
+    expect(urlsOf(indexed(out), 'a-b')).toEqual(['http://b.test/']);
+    // Which campaigns the folder's index covers (replay indexes again when its campaign is missing).
+    const cdxj = path.join(out, 'index.cdxj');
+    expect(await indexCovers(cdxj, await listWarcFiles(path.join(out, 'warc')))).toBe(true);
+    await campaignWarc(out, 'c', ['http://c.test/']);
+    expect(await indexCovers(cdxj, await listWarcFiles(path.join(out, 'warc')))).toBe(false);
+  });
+
+  it("a live writer's lock is waited for, up to a limit (LOCKED); released, it is taken; one that fails still gives it up", async () => {
     const out = path.join(tmpDir(), 'index.cdxj');
     fs.writeFileSync(`${out}.lock`, 'someone\n');
-    await expect(withIndexLock(out, async () => 'ran', 600)).rejects.toMatchObject({ name: 'StorageError', code: 'LOCKED' });
-    // Released while we wait: we go on.
+    await expect(withIndexLock(out, async () => 'ran', { waitMs: 600 })).rejects.toMatchObject({ name: 'StorageError', code: 'LOCKED' });
     setTimeout(() => fs.rmSync(`${out}.lock`), 300);
-    expect(await withIndexLock(out, async () => 'ran', 5_000)).toBe('ran');
-    // Untouched for longer than a live holder allows: its holder died.
-    fs.writeFileSync(`${out}.lock`, 'dead\n');
-    const old = new Date(Date.now() - INDEX_LOCK_STALE_MS - 5_000);
-    fs.utimesSync(`${out}.lock`, old, old);
-    expect(await withIndexLock(out, async () => fs.readFileSync(`${out}.lock`, 'utf8'), 600)).toContain(`${process.pid}@`);
+    expect(await withIndexLock(out, async () => 'ran', { waitMs: 5_000 })).toBe('ran');
     expect(fs.existsSync(`${out}.lock`)).toBe(false);
+    await expect(
+      withIndexLock(out, async () => {
+        throw new Error('disk full');
+      }),
+    ).rejects.toThrow('disk full');
+    expect(fs.existsSync(`${out}.lock`)).toBe(false);
+  });
+
+  it("a lock seen unchanged for the stale time is a dead writer's: taken over once, by one waiter at a time", async () => {
+    const out = path.join(tmpDir(), 'index.cdxj');
+    for (let round = 0; round < 5; round++) {
+      // Its mtime is now: only the waiters' own watching tells it is dead.
+      fs.writeFileSync(`${out}.lock`, 'dead 123\n');
+      let inside = 0;
+      let most = 0;
+      const critical = async () => {
+        most = Math.max(most, ++inside);
+        await new Promise((r) => setTimeout(r, 150));
+        inside--;
+      };
+      await Promise.all([1, 2, 3].map(() => withIndexLock(out, critical, { staleMs: 300, waitMs: 10_000 })));
+      expect(most).toBe(1);
+      expect(fs.existsSync(`${out}.lock`)).toBe(false);
+      expect(fs.readdirSync(path.dirname(out)).filter((f) => f.endsWith('.dead'))).toEqual([]);
+    }
+  });
+
+  it("a writer whose lock was taken over does not remove the new holder's", async () => {
+    const out = path.join(tmpDir(), 'index.cdxj');
+    await withIndexLock(out, async () => {
+      // Someone decided we were dead and holds the lock now.
+      fs.writeFileSync(`${out}.lock`, 'other 456\n');
+    });
+    expect(fs.readFileSync(`${out}.lock`, 'utf8')).toBe('other 456\n');
   });
 });
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { findOrInstallPyReplayTools } from '../../stack/tools';
-import { campaignWarcFiles, CDXJ_FILE, listWarcFiles, writeCampaignCdxj, writeCdxj } from '../../storage/cdxj';
+import { campaignWarcFiles, CDXJ_FILE, indexCovers, listWarcFiles, withIndexLock, writeCampaignCdxj, writeCdxj } from '../../storage/cdxj';
 import { pagesFromIndex, writeWacz } from '../../storage/wacz';
 import { UsageError } from '../usage-error';
 import { candidateOutputDirs, loadCampaignIndex } from './report';
@@ -32,11 +32,15 @@ async function findCampaignWarcs(campaignId: string, out: string | undefined): P
   throw new UsageError(`no WARC files of campaign ${campaignId} in ${dirs.map((d) => path.join(d, 'warc')).join(' or ')} (give its output folder with --out)`);
 }
 
-/** The folder's CDXJ, the campaign's lines written again when it is missing or older than one of its WARCs (other campaigns' lines kept). */
+/**
+ * The folder's CDXJ, the campaign's lines written again (other campaigns'
+ * kept) when it is missing, older than one of the campaign's WARCs, or
+ * lacks one of them: another campaign's seal makes it newer without them.
+ */
 async function freshCdxj(dir: string, campaignId: string, files: string[]): Promise<string> {
   const cdxj = path.join(dir, CDXJ_FILE);
   const mtime = (f: string) => fs.statSync(f).mtimeMs;
-  if (!fs.existsSync(cdxj) || files.some((f) => mtime(f) > mtime(cdxj))) {
+  if (!fs.existsSync(cdxj) || files.some((f) => mtime(f) > mtime(cdxj)) || !(await indexCovers(cdxj, files))) {
     const res = await writeCampaignCdxj(dir, campaignId);
     process.stderr.write(`indexed ${res.warcFiles} WARC files: ${res.lines - res.keptLines} CDXJ lines in ${cdxj}\n`);
   }
@@ -70,7 +74,8 @@ export function registerArchiveCommands(program: Command): void {
       // A campaign into its folder's index keeps the other campaigns' lines there.
       const res = campaign
         ? await writeCampaignCdxj(campaign.dir, campaign.id, path.resolve(dest))
-        : await writeCdxj(files, path.resolve(dest), { tmpDir: path.dirname(path.resolve(dest)) });
+        : // A whole folder: every WARC, so nothing to keep, but the lock all the same (a seal may be writing it).
+          await withIndexLock(path.resolve(dest), () => writeCdxj(files, path.resolve(dest), { tmpDir: path.dirname(path.resolve(dest)) }));
       process.stderr.write(`${res.lines} CDXJ lines from ${res.warcFiles} WARC files${res.keptLines ? ` (${res.keptLines} of them other campaigns', kept)` : ''}\n`);
       process.stdout.write(`${res.file}\n`);
     });
