@@ -12,7 +12,7 @@ import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/cam
 import { Frontier } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
-import { CampaignNudger } from './nudge';
+import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { ensureRobots } from './robots';
 import type { WorkerRuntime } from './runtime';
@@ -107,6 +107,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         end: how,
         waitMs,
         backingOff: more.backingOff ?? false,
+        ...(more.wakeable ? { wakeable: true } : {}),
         released: more.released ?? false,
         stop: more.stop ?? control.stop,
         configVersion: Math.max(campaign.version, control.version),
@@ -137,7 +138,10 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       const owner = `${campaign.key}|${host}`;
       const lease = s.fetch.totalTimeoutMs + delay.ms + 5_000;
       const wake = async (hs: string[]) => {
-        if ((await hosts.markReady(hs)) > 0) nudger.nudge();
+        let marked = await hosts.markReady(hs);
+        // A revisit host holding its slot may be asleep until its next due URL: wake it.
+        if (revisits) marked += await wakeSleepingHolders(rt, input.campaignKey, input.campaignWorkflowId, hs);
+        if (marked > 0) nudger.nudge();
       };
 
       for (;;) {
@@ -188,7 +192,8 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           if (due.moved > 0) continue;
           if (due.nextInMs === null) return await drained();
           const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
-          if (due.nextInMs >= threshold) return await end('wait', { waitMs: due.nextInMs, reason });
+          // New URLs for this host end that sleep early (wakeSleepingHolders).
+          if (due.nextInMs >= threshold) return await end('wait', { waitMs: due.nextInMs, reason, wakeable: true });
           await sleep(due.nextInMs, undefined, { signal });
           continue;
         }

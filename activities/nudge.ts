@@ -3,8 +3,11 @@
 // most once a second per session: the campaign then looks at Redis, where
 // the news is. The signal carries nothing, so nudges cannot be lost or
 // stale, only early.
+import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { hostKeys } from '../src/redis/keys';
 import { signalIfRunning } from '../src/temporal/signal';
-import { campaignNudgeSignal } from '../workflows/messages';
+import { domainWorkflowId } from '../workflows/ids';
+import { campaignNudgeSignal, wakeSignal } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 
 const NUDGE_EVERY_MS = 1_000;
@@ -43,4 +46,39 @@ export class CampaignNudger {
       this.rt.log.warn('could not nudge the campaign', { campaign: this.campaignWorkflowId, error: String(err) }),
     );
   }
+}
+
+/**
+ * Revisit campaigns: new URLs for hosts that hold their slot while they sleep
+ * until their next due URL (which may be days away). markReady leaves a
+ * slot holder alone, so without this the URLs would wait for that wake-up:
+ * the host's workflow is woken instead (its revisit sleep ends on a wake).
+ * Marking the host awake first, only if nobody did, sends one wake per sleep
+ * however many sessions find URLs for it; a host that is consuming its
+ * frontier is awake already. A workflow that is gone gets its host marked
+ * ready instead. Returns how many hosts were marked ready that way.
+ */
+export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string, campaignWorkflowId: string, hosts: string[]): Promise<number> {
+  if (hosts.length === 0) return 0;
+  const redis = rt.deps.redis;
+  const holders = new CampaignHosts(redis, campaignKey);
+  const gens = await holders.slotGens(hosts);
+  let marked = 0;
+  for (const [i, host] of hosts.entries()) {
+    const gen = gens[i];
+    if (gen === null) continue;
+    const awake = hostKeys(campaignKey, host).awake;
+    if ((await redis.set(awake, '1', 'NX')) !== 'OK') continue;
+    let sent = false;
+    try {
+      sent = await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignWorkflowId, host), wakeSignal, { gen });
+    } catch (err) {
+      rt.log.warn('could not wake a sleeping host', { host, error: String(err) });
+    }
+    if (!sent) {
+      await redis.del(awake);
+      marked += await holders.markReady([host]);
+    }
+  }
+  return marked;
 }

@@ -3,7 +3,7 @@
 // paused-hosts set and per-host delays, and the stored settings (budgets).
 // Sessions read the control between pages, so a change reaches them within
 // about a second; a host workflow waiting on a pause is woken by a signal.
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
@@ -13,6 +13,7 @@ import { signalIfRunning } from '../src/temporal/signal';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { domainWorkflowId } from '../workflows/ids';
 import { FailureType, steerSignal } from '../workflows/messages';
+import { wakeSleepingHolders } from './nudge';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { AddCampaignSeedsInput, AddCampaignSeedsResult, SteerCampaignInput, SteerCampaignResult } from './types';
@@ -154,6 +155,9 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
     }
     const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost);
     await new CampaignHosts(redis, input.campaignKey).markReady(wake);
+    // A revisit host may hold its slot asleep until its next due URL: the seeds wake it (this runs in the campaign's workflow).
+    const campaignWorkflowId = Context.current().info.workflowExecution?.workflowId;
+    if (campaign.settings.revisit?.enabled && campaignWorkflowId) await wakeSleepingHolders(rt, input.campaignKey, campaignWorkflowId, wake);
     return { accepted, rejected, hosts: added.size };
   };
 }

@@ -85,6 +85,8 @@ export interface SessionResult {
   waitMs: number;
   /** For wait: a back-off (the host is failing or asked us to slow down), not a plain crawl-delay. */
   backingOff: boolean;
+  /** For wait: a revisit host waiting for its next due URL, whose sleep a wake (new URLs) may end early. */
+  wakeable?: boolean;
   released: boolean;
   stop: 'budget' | 'cancelled' | 'drained' | null;
   /** Settings version in force when the session ended. */

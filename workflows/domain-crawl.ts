@@ -104,7 +104,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));
     }
     if (next.kind === 'done') break;
-    if (next.kind === 'sleep') await waitFor(next.ms, sleepSummary(book.delayReason, next.ms));
+    if (next.kind === 'sleep') await waitFor(next.ms, sleepSummary(book.delayReason, next.ms), () => next.wakeable === true && book.wakePending);
     else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
     else publish();
   }

@@ -35,7 +35,8 @@ export interface DomainCrawlResult {
 }
 
 /** What the workflow does after a session. */
-export type DomainNext = { kind: 'continue' } | { kind: 'sleep'; ms: number } | { kind: 'await-wake'; ms: number } | { kind: 'done' };
+/** `wakeable`: a wake (new URLs) ends the sleep early; only a revisit host's wait for its next due URL is. */
+export type DomainNext = { kind: 'continue' } | { kind: 'sleep'; ms: number; wakeable?: boolean } | { kind: 'await-wake'; ms: number } | { kind: 'done' };
 
 /** A paused host looks again this often even without a signal (a lost one costs this much, never a stuck host). */
 export const PAUSE_RECHECK_MS = 10 * 60_000;
@@ -148,7 +149,7 @@ export class DomainBook {
     switch (r.end) {
       case 'wait':
         this.state = r.backingOff ? 'backing-off' : 'sleeping';
-        return { kind: 'sleep', ms: r.waitMs };
+        return r.wakeable ? { kind: 'sleep', ms: r.waitMs, wakeable: true } : { kind: 'sleep', ms: r.waitMs };
       case 'paused':
         this.state = 'paused';
         this.pausedAt = r.configVersion;

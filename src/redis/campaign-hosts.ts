@@ -103,6 +103,12 @@ export class CampaignHosts {
     return this.redis.crawlMarkReady(this.k.ready, this.k.readySeq, this.k.givenUp, this.k.active, ...hosts);
   }
 
+  /** The dispatch generation of each host's slot, null for a host that holds none. */
+  async slotGens(hosts: string[]): Promise<(number | null)[]> {
+    if (hosts.length === 0) return [];
+    return (await this.redis.hmget(this.k.active, ...hosts)).map((g) => (g === null ? null : Number(g)));
+  }
+
   /** The oldest ready hosts, with the sequence number each was read at. */
   async readyBatch(limit: number): Promise<{ host: string; seq: string }[]> {
     if (limit <= 0) return [];

@@ -10,7 +10,7 @@ import { hostKey } from '../../src/url/normalize';
 import { hostKeys } from '../../src/redis/keys';
 import { domainWorkflowId } from '../../workflows/ids';
 import { CrawlDueDay, CrawlNextDue } from '../../src/temporal/search-attributes';
-import { campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
 import { changingSite } from '../web/changing-site';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -174,6 +174,87 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   const members = [...(await h.redis.zrange(keys.revisit, 0, -1)), ...(await h.redis.zrange(keys.frontier, 0, -1))];
   const scheduled = [...new Set(members.map((m) => m.split('\t')[1]))];
   expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/listed', '/new', '/sitemap.xml'].map((p) => h.web.url(HOST, p)).sort());
+});
+
+test("a link to a host that sleeps until its next revisit wakes it: the new page is fetched at once, not when the host's revisits fall due", async () => {
+  const news = 'news.wake.test';
+  const shop = 'shop.wake.test';
+  let linked = false;
+  let linkServedAt: number | null = null;
+  let edition = 0;
+  const page = (title: string, links: string[], extra = '') =>
+    `<!doctype html><html><head><title>${title}</title></head><body>${extra}${links.map((l) => `<a href="${l}">${l}</a>`).join(' ')}</body></html>`;
+  // The news front page changes on every visit (it comes back at the shortest interval) and, once told, links to a new page of the shop.
+  h.web.addSite({
+    host: news,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (ctx.path !== '/') return false;
+      if (linked) linkServedAt ??= performance.timeOrigin + performance.now();
+      ctx.send(200, 'text/html; charset=utf-8', page('news', linked ? [h.web.url(shop, '/new')] : [], `<p>edition ${++edition}</p>`));
+      return true;
+    },
+  });
+  // The shop never changes: after its first visits it sleeps for tens of seconds between revisits.
+  h.web.addSite({
+    host: shop,
+    pages: 1,
+    fanOut: 0,
+    handler: (ctx) => {
+      if (!['/', '/new', '/seeded'].includes(ctx.path)) return false;
+      const etag = `"${ctx.path}-1"`;
+      if (ctx.req.headers['if-none-match'] === etag) ctx.send(304, 'text/html; charset=utf-8', '', { ETag: etag });
+      else ctx.send(200, 'text/html; charset=utf-8', page(ctx.path, []), { ETag: etag });
+      return true;
+    },
+  });
+  const handle = await launch(h, {
+    seeds: [h.web.url(news, '/'), h.web.url(shop, '/')],
+    scope: { mode: 'same-domain' },
+    politeness: { minDelayMs: 100 },
+    sitemaps: 'off',
+    session: { durableSleepMs: 1_000 },
+    // The shop's first interval is √(1 s × 400 s) = 20 s, then 30 s, 45 s…
+    revisit: { enabled: true, minMs: 1_000, maxMs: 400_000 },
+  });
+  const visits = (host: string, p: string) => pageRequests(h.web.requests()).filter((r) => r.host === host && r.path === p);
+  const now = () => performance.timeOrigin + performance.now();
+  const shopStatus = () => h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(shop, '/')))).query(domainStatusQuery);
+  /** The shop asleep, its next revisit at least 10 s away: what it is woken from. Returns when it would wake. */
+  const shopAsleep = async (): Promise<number> => {
+    let wakeAt = 0;
+    await until('the shop asleep for a while', async () => {
+      const d = await shopStatus();
+      wakeAt = d.nextWakeAt === null ? 0 : Date.parse(d.nextWakeAt);
+      return d.state === 'sleeping' && wakeAt - Date.now() >= 10_000;
+    });
+    return wakeAt;
+  };
+
+  await until('the news page visited twice', () => visits(news, '/').length >= 2);
+  let wakeAt = await shopAsleep();
+  const shopVisits = visits(shop, '/').length;
+  linked = true;
+  await until('the new shop page fetched', () => visits(shop, '/new').length > 0, 30_000);
+  const fetchedAt = visits(shop, '/new')[0]!.t;
+  // Seconds after the news page linked it, before the shop's own revisit was due.
+  expect(fetchedAt - linkServedAt!).toBeLessThan(5_000);
+  expect(fetchedAt).toBeLessThan(wakeAt);
+  expect(visits(shop, '/').length).toBe(shopVisits);
+
+  // Asleep again, the shop gets a seed from an operator: that wakes it too.
+  wakeAt = await shopAsleep();
+  const seededAt = now();
+  const added = await handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: [h.web.url(shop, '/seeded')] }] });
+  expect(added.accepted).toHaveLength(1);
+  await until('the seed fetched', () => visits(shop, '/seeded').length > 0, 30_000);
+  expect(visits(shop, '/seeded')[0]!.t - seededAt).toBeLessThan(5_000);
+  expect(visits(shop, '/seeded')[0]!.t).toBeLessThan(wakeAt);
+  await handle.signal(cancelSignal, { reason: 'test' });
+  expect((await handle.result()).status).toBe('cancelled');
+  // Polite throughout: the shop's requests never closer than the delay.
+  expect(minGapsByHost(h.web.requests()).get(shop)).toBeGreaterThanOrEqual(100);
 });
 
 test('every worker stopped while the host waits for its revisits: once one is back, every due revisit happens, none twice', async () => {

@@ -135,6 +135,23 @@ test('a revisit wait sleeps until the earliest due URL, and the status shows the
   expect(new DomainBook(input).status().revisit).toBeUndefined();
 });
 
+test('only a revisit wait may be ended early by a wake; a crawl-delay or a back-off is slept in full', () => {
+  const b = new DomainBook(input);
+  b.sessionInput();
+  expect(b.onSession(session({ end: 'wait', waitMs: 3_600_000, released: false, wakeable: true, reason: 'revisits: 2 URL(s) scheduled, the next due in 3600 s' }))).toEqual({
+    kind: 'sleep',
+    ms: 3_600_000,
+    wakeable: true,
+  });
+  // The wake that ends it is consumed by the session that follows.
+  b.onWake(1);
+  expect(b.wakePending).toBe(true);
+  b.sessionInput();
+  expect(b.wakePending).toBe(false);
+  expect(b.onSession(session({ end: 'wait', waitMs: 30_000, reason: 'robots.txt Crawl-delay 30 s' }))).toEqual({ kind: 'sleep', ms: 30_000 });
+  expect(b.onSession(session({ end: 'wait', waitMs: 120_000, backingOff: true, reason: 'HTTP 503 with Retry-After 120 s' }))).toEqual({ kind: 'sleep', ms: 120_000 });
+});
+
 test('a revisit host publishes its queue when it changes, other hosts never', () => {
   const plain = new DomainBook({ campaignId: 'c', campaignKey: 'c.k', campaignWorkflowId: 'c', host: 'a.test', gen: 1, configVersion: 1 });
   expect(plain.takeRevisitChange()).toBeNull();
