@@ -93,6 +93,11 @@ describe('the fixtures cover', () => {
     expect(campaigns.flatMap((h) => activityResults<LoadSeedsResult>(h.history, 'loadSeeds')).filter((r) => r.seeds > 0).length).toBeGreaterThan(0);
   });
 
+  test("a revisit host's sleep for its next due URL ended early by a wake (new URLs for it)", () => {
+    expect(domains.flatMap((h) => activityResults<SessionResult>(h.history, 'crawlSession')).some((s) => s.wakeable)).toBe(true);
+    expect(coverage.revisitSleepsWoken).toBeGreaterThan(0);
+  });
+
   test('the domain watch giving up a host whose workflow was terminated by hand', () => {
     const rounds = campaigns.flatMap((h) => activityResults<CampaignSnapshot>(h.history, 'dispatchHosts'));
     expect(rounds.filter((s) => s.givenUp >= 1).length).toBeGreaterThan(0);
