@@ -140,7 +140,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       const wake = async (hs: string[]) => {
         let marked = await hosts.markReady(hs);
         // A revisit host holding its slot may be asleep until its next due URL: wake it.
-        if (revisits) marked += await wakeSleepingHolders(rt, input.campaignKey, input.campaignWorkflowId, hs);
+        if (revisits) marked += await wakeSleepingHolders(rt, input.campaignKey, s.campaignId, hs);
         if (marked > 0) nudger.nudge();
       };
 

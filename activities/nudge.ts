@@ -55,10 +55,14 @@ export class CampaignNudger {
  * the host's workflow is woken instead (its revisit sleep ends on a wake).
  * Marking the host awake first, only if nobody did, sends one wake per sleep
  * however many sessions find URLs for it; a host that is consuming its
- * frontier is awake already. A workflow that is gone gets its host marked
- * ready instead. Returns how many hosts were marked ready that way.
+ * frontier is awake already. The mark expires unless a claim renews it, so
+ * a wake lost on the way (a worker killed between the two) is sent again by
+ * a later enqueue. A workflow that is gone gets its host marked ready; a
+ * signal that fails otherwise is logged, and the URLs wait for the host's
+ * own wake-up. `campaignId` names the host workflows (workflows/ids.ts).
+ * Returns how many hosts were marked ready.
  */
-export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string, campaignWorkflowId: string, hosts: string[]): Promise<number> {
+export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string, campaignId: string, hosts: string[]): Promise<number> {
   if (hosts.length === 0) return 0;
   const redis = rt.deps.redis;
   const holders = new CampaignHosts(redis, campaignKey);
@@ -68,17 +72,18 @@ export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string
     const gen = gens[i];
     if (gen === null) continue;
     const awake = hostKeys(campaignKey, host).awake;
-    if ((await redis.set(awake, '1', 'NX')) !== 'OK') continue;
-    let sent = false;
+    if ((await redis.set(awake, '1', 'PX', WAKE_MARK_MS, 'NX')) !== 'OK') continue;
     try {
-      sent = await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignWorkflowId, host), wakeSignal, { gen });
-    } catch (err) {
-      rt.log.warn('could not wake a sleeping host', { host, error: String(err) });
-    }
-    if (!sent) {
+      if (await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignId, host), wakeSignal, { gen })) continue;
       await redis.del(awake);
       marked += await holders.markReady([host]);
+    } catch (err) {
+      await redis.del(awake).catch(() => undefined);
+      rt.log.warn('could not wake a sleeping host: its new URLs wait for its next revisit', { host, error: String(err) });
     }
   }
   return marked;
 }
+
+/** How long a wake's awake mark lasts without a claim to renew it. */
+const WAKE_MARK_MS = 120_000;

@@ -3,7 +3,7 @@
 // paused-hosts set and per-host delays, and the stored settings (budgets).
 // Sessions read the control between pages, so a change reaches them within
 // about a second; a host workflow waiting on a pause is woken by a signal.
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
@@ -155,9 +155,8 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
     }
     const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost);
     await new CampaignHosts(redis, input.campaignKey).markReady(wake);
-    // A revisit host may hold its slot asleep until its next due URL: the seeds wake it (this runs in the campaign's workflow).
-    const campaignWorkflowId = Context.current().info.workflowExecution?.workflowId;
-    if (campaign.settings.revisit?.enabled && campaignWorkflowId) await wakeSleepingHolders(rt, input.campaignKey, campaignWorkflowId, wake);
+    // A revisit host may hold its slot asleep until its next due URL: the seeds wake it.
+    if (campaign.settings.revisit?.enabled) await wakeSleepingHolders(rt, input.campaignKey, campaign.settings.campaignId, wake);
     return { accepted, rejected, hosts: added.size };
   };
 }

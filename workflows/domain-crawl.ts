@@ -7,6 +7,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -22,6 +23,9 @@ import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal }
 import { hostCard, sleepSummary } from './status-card';
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
+
+/** A revisit host's sleep for its next due URL ends on a wake (new URLs for it). */
+const REVISIT_WAKE_PATCH = 'revisit-wake';
 
 /** Giving the slot up when the workflow ends without a session that did: one short Redis call. */
 const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
@@ -77,12 +81,17 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
           ]),
     ]);
   };
-  /** A durable wait that a finish (and `also`) cuts short; its timer is named after its reason in the Web UI. */
-  const waitFor = async (ms: number, summary: string, also: () => boolean = () => false) => {
-    book.sleeping(Date.now(), ms);
+  /**
+   * A durable wait that a finish (and `also`) cuts short; its timer is named
+   * after its reason in the Web UI. `sleptAsLong`: report the time actually
+   * slept when cut short (a woken revisit sleep), not the planned one.
+   */
+  const waitFor = async (ms: number, summary: string, also: () => boolean = () => false, sleptAsLong = false) => {
+    const from = Date.now();
+    book.sleeping(from, ms);
     publish(ms);
-    await condition(() => book.finish !== null || also(), ms, { summary });
-    book.slept(ms);
+    const early = await condition(() => book.finish !== null || also(), ms, { summary });
+    book.slept(early && sleptAsLong ? Math.min(ms, Date.now() - from) : ms);
   };
 
   while (book.finish === null) {
@@ -104,8 +113,12 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));
     }
     if (next.kind === 'done') break;
-    if (next.kind === 'sleep') await waitFor(next.ms, sleepSummary(book.delayReason, next.ms), () => next.wakeable === true && book.wakePending);
-    else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
+    if (next.kind === 'sleep') {
+      // Behind a patch: a worker of the release before, replaying a history
+      // in which a wake ended such a sleep, would otherwise sleep on.
+      const wakeable = next.wakeable === true && patched(REVISIT_WAKE_PATCH);
+      await waitFor(next.ms, sleepSummary(book.delayReason, next.ms), () => wakeable && book.wakePending, wakeable);
+    } else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
     else publish();
   }
   book.state = 'done';
