@@ -114,8 +114,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     if (next.kind === 'done') break;
     if (next.kind === 'sleep') {
-      // Behind a patch: a worker of the release before, replaying a history
-      // in which a wake ended such a sleep, would otherwise sleep on.
+      // Behind a patch: a history in which a worker of the release before
+      // slept through a wake (it had no such rule) must replay the same here.
       const wakeable = next.wakeable === true && patched(REVISIT_WAKE_PATCH);
       await waitFor(next.ms, sleepSummary(book.delayReason, next.ms), () => wakeable && book.wakePending, wakeable);
     } else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
