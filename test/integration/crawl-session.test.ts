@@ -7,6 +7,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, WorkerRuntime } from '../../activities';
 import { warmRobots } from '../../activities/robots';
+import { sealCampaign } from '../../activities/seal-campaign';
 import type { SessionInput, SessionResult } from '../../activities/types';
 import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
@@ -25,7 +26,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -81,6 +82,22 @@ test('one session crawls the host, commits every page, gives its slot up and rec
   expect(await c.hosts.get(c.host)).toMatchObject({ state: 'done', fetched: 8, frontier: 0 });
   expect(await c.hosts.totals()).toMatchObject({ fetched: 8, hosts: 1 });
   expect((await readIndex(path.join(c.dir, 'index'))).filter((e) => e.outcome === 'fetched')).toHaveLength(8);
+});
+
+test("the campaign's summary seals its index even when another writer holds the folder's index.cdxj: the replay index is skipped, and says so", async () => {
+  const c = await prepared('ten');
+  await c.session();
+  const lock = path.join(c.dir, 'index.cdxj.lock');
+  fs.writeFileSync(lock, 'another writer\n');
+  const skipped = await sealCampaign(redis, c.campaignKey, { cdxjLockWaitMs: 300 });
+  expect(skipped).toMatchObject({ lines: 8, cdxj: null, cdxjSkipped: expect.stringMatching(/locked by another writer/) });
+  expect(fs.existsSync(path.join(c.dir, 'index.cdxj'))).toBe(false);
+  expect(fs.readFileSync(lock, 'utf8')).toBe('another writer\n');
+  fs.rmSync(lock);
+  const sealed = await sealCampaign(redis, c.campaignKey, { cdxjLockWaitMs: 300 });
+  expect(sealed.cdxjSkipped).toBeUndefined();
+  expect(sealed.cdxj).toMatchObject({ keptLines: 0, lines: expect.any(Number) });
+  expect(sealed.cdxj!.lines).toBeGreaterThanOrEqual(8);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
