@@ -23,6 +23,7 @@ import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
 import { sealCampaign } from './seal-campaign';
+import { wakeSleepingHolders } from './nudge';
 import { warmRobots } from './robots';
 import type { WorkerRuntime } from './runtime';
 import { CampaignNudger } from './nudge';
@@ -89,10 +90,14 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     let dispatched = 0;
     if (!control.stop && !control.paused)
       await hosts.exclusiveDispatch(async () => {
+        // Revisit hosts that gave their slot up (parked) and are due now queue for one again.
+        await hosts.unparkDue();
         const c = await hosts.counts();
         // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
         const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
         const batch = await hosts.readyBatch(free);
+        // No slot free while hosts wait: revisit hosts asleep on theirs are woken, and give them up (park) when nothing is due.
+        if (free <= 0 && c.ready > 0) await wakeSleepingForSlots(rt, hosts, input, c.ready);
         // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
         const campaign = batch.length > 0 ? await rt.campaign(input.campaignKey, control.version).catch(() => null) : null;
         if (batch.length > 0) {
@@ -151,6 +156,25 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
     return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
   };
+}
+
+/**
+ * Hosts wait for a slot and none is free: up to `wanted` revisit hosts that
+ * sleep on theirs until a revisit is due are woken. Their session finds
+ * nothing due, sees hosts waiting, and parks (gives the slot up); without
+ * this a host could wait the sleeper's whole revisit interval, days.
+ * Revisit campaigns only; the scan is over the slots, which maxActiveHosts bounds.
+ */
+async function wakeSleepingForSlots(rt: WorkerRuntime, hosts: CampaignHosts, input: DispatchInput, wanted: number): Promise<void> {
+  const campaign = await rt.campaign(input.campaignKey, 0).catch(() => null);
+  if (!campaign?.settings.revisit?.enabled) return;
+  const sleeping: string[] = [];
+  for await (const page of hosts.activeHosts()) {
+    const records = await Promise.all(page.map(({ host }) => hosts.get(host)));
+    page.forEach(({ host }, i) => records[i]?.state === 'sleeping' && sleeping.push(host));
+    if (sleeping.length >= wanted) break;
+  }
+  await wakeSleepingHolders(rt, input.campaignKey, input.campaignId, sleeping.slice(0, wanted));
 }
 
 /**

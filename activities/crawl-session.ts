@@ -97,11 +97,13 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
               : 'crawling'
           : how === 'paused'
             ? 'paused'
-            : how === 'stopped' || (how === 'drained' && more.released)
-              ? 'done'
-              : 'crawling';
+            : how === 'drained' && more.released && waitMs > 0
+              ? 'sleeping' // parked: its workflow ends, a dispatch starts it again when a revisit is due
+              : how === 'stopped' || (how === 'drained' && more.released)
+                ? 'done'
+                : 'crawling';
       if (revisits) queue = await revisits.queue();
-      const r = await writeRecord(state, { reason, nextWakeAt: how === 'wait' ? new Date(Date.now() + waitMs).toISOString() : null });
+      const r = await writeRecord(state, { reason, nextWakeAt: waitMs > 0 ? new Date(Date.now() + waitMs).toISOString() : null });
       await nudger.flush();
       return {
         end: how,
@@ -192,8 +194,19 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           if (due.moved > 0) continue;
           if (due.nextInMs === null) return await drained();
           const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
-          // New URLs for this host end that sleep early (wakeSleepingHolders).
-          if (due.nextInMs >= threshold) return await end('wait', { waitMs: due.nextInMs, reason, wakeable: true });
+          if (due.nextInMs >= threshold) {
+            // Hosts wait for a slot (maxActiveHosts): give this one up until
+            // its next revisit is due rather than hold it asleep.
+            if (s.politeness.maxActiveHosts !== null && (await hosts.readyCount()) > 0) {
+              const p = await hosts.park(host, input.gen, due.nextInMs);
+              if (p.parked) {
+                nudger.nudge();
+                return await end('drained', { released: true, waitMs: due.nextInMs, reason: `parked, its slot given to a host waiting for one: ${reason}` });
+              }
+            }
+            // New URLs for this host end that sleep early (wakeSleepingHolders).
+            return await end('wait', { waitMs: due.nextInMs, reason, wakeable: true });
+          }
           await sleep(due.nextInMs, undefined, { signal });
           continue;
         }

@@ -28,10 +28,10 @@ const DESCRIBE_CONCURRENCY = 20;
 /** Glob metacharacters of SCAN's MATCH, escaped so a campaign ID is matched literally. */
 const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
-/** Hosts of the campaign whose frontier holds URLs (a sorted set exists only while it has members). */
-export async function hostsWithFrontier(redis: RedisLike, campaignKey: string): Promise<string[]> {
+/** Hosts of the campaign whose frontier (or revisit schedule) holds URLs (a sorted set exists only while it has members). */
+export async function hostsWithFrontier(redis: RedisLike, campaignKey: string, key: 'frontier' | 'revisit' = 'frontier'): Promise<string[]> {
   const prefix = `crawl:{${campaignKey}|`;
-  const suffix = '}:frontier';
+  const suffix = `}:${key}`;
   const match = `${globEscape(prefix)}*${globEscape(suffix)}`;
   const nodes: RedisLike[] = redis instanceof Cluster ? redis.nodes('master') : [redis];
   const hosts = new Set<string>();
@@ -82,7 +82,9 @@ export async function sweepAfterRedisLoss(rt: WorkerRuntime, hosts: CampaignHost
   }
   let woken: string[] = [];
   if (wake) {
-    const left = await hostsWithFrontier(rt.deps.redis, hosts.campaignKey);
+    // Revisit hosts too (a revisit schedule and nothing queued): one parked
+    // (slot given up until due) whose park was lost would never come back.
+    const left = [...new Set([...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey)), ...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey, 'revisit'))])].sort();
     // markReady skips hosts that hold a slot (their session takes the URLs) and hosts given up.
     const marked = await Promise.all(left.map(async (h) => ((await hosts.markReady([h])) > 0 ? h : null)));
     woken = marked.filter((h): h is string => h !== null);

@@ -152,6 +152,26 @@ export class CampaignHosts {
     return { released: released === 1, active, ready };
   }
 
+  /**
+   * A revisit host with nothing due for `dueInMs` gives its slot up to the
+   * hosts waiting for one, parked until then (only if generation `gen` still
+   * holds the slot).
+   */
+  async park(host: string, gen: number, dueInMs: number): Promise<{ parked: boolean; active: number; ready: number }> {
+    const [parked, active, ready] = await this.redis.crawlPark(this.k.active, this.k.ready, this.k.parked, host, gen, Math.max(0, Math.round(dueInMs)));
+    return { parked: parked === 1, active, ready };
+  }
+
+  /** Parked hosts whose revisits are due go back in line for a slot (at most `limit` a call); how many did. */
+  async unparkDue(limit = 1_000): Promise<number> {
+    return this.redis.crawlUnpark(this.k.parked, this.k.ready, this.k.readySeq, this.k.givenUp, this.k.active, limit);
+  }
+
+  /** How many hosts wait for a slot. */
+  async readyCount(): Promise<number> {
+    return this.redis.zcard(this.k.ready);
+  }
+
   async counts(): Promise<{ active: number; ready: number; pausedHosts: number }> {
     const [active, ready, paused] = await Promise.all([this.redis.hlen(this.k.active), this.redis.zcard(this.k.ready), this.redis.scard(this.k.pausedHosts)]);
     return { active, ready, pausedHosts: paused };

@@ -66,6 +66,12 @@ export const campaignKeys = (campaignKey: string) => {
     readySeq: `${P}:${tag}:ready-seq`,
     /** HASH host → dispatch generation of the host workflow that holds the host's slot. */
     active: `${P}:${tag}:active`,
+    /**
+     * ZSET host → when its next revisit is due (epoch ms, Redis clock): revisit
+     * hosts that gave their slot up to hosts waiting for one (maxActiveHosts);
+     * each dispatch round puts those now due back in `ready`.
+     */
+    parked: `${P}:${tag}:parked`,
     /** Dispatch generation counter. */
     gen: `${P}:${tag}:gen`,
     /** Held by the dispatch round running now (a round run again after its workflow task timed out waits for it). */

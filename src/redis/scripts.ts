@@ -211,6 +211,43 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 end
 return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
   },
+  // KEYS: active, ready, parked. ARGV: host, gen, due in ms. A revisit host
+  // with nothing due for a while gives its slot up while hosts wait for one
+  // (generation `gen` must still hold it), parked until its next revisit is
+  // due by the Redis clock. Returns {parked, active hosts left, ready hosts}.
+  crawlPark: {
+    numberOfKeys: 3,
+    lua: `
+local parked = 0
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3]), ARGV[1])
+  parked = 1
+end
+return {parked, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
+  },
+  // KEYS: parked, ready, readySeq, givenUp, active. ARGV: most to move.
+  // Parked hosts whose revisit is due (Redis clock) leave the parked set for
+  // ready, behind the hosts already waiting; one that holds a slot again
+  // (new URLs got it dispatched) or was given up just leaves. Returns how
+  // many became ready.
+  crawlUnpark: {
+    numberOfKeys: 5,
+    lua: `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local n = 0
+for _, h in ipairs(due) do
+  redis.call('ZREM', KEYS[1], h)
+  if redis.call('SISMEMBER', KEYS[4], h) == 0 and redis.call('HEXISTS', KEYS[5], h) == 0 and not redis.call('ZSCORE', KEYS[2], h) then
+    redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[3]), h)
+    n = n + 1
+  end
+end
+return n`,
+  },
   // KEYS: hosts, totals, attention. ARGV: host, record JSON, attention
   // score (ignored for a host given up, which keeps its place). Replaces the host's record and moves the campaign totals by the
   // difference, so writing the same record twice changes nothing. A record
@@ -314,6 +351,8 @@ declare module 'ioredis' {
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
+    crawlPark(active: string, ready: string, parked: string, host: string, gen: number, dueInMs: number): Result<[number, number, number], Context>;
+    crawlUnpark(parked: string, ready: string, readySeq: string, givenUp: string, active: string, limit: number): Result<number, Context>;
     crawlRevisitDue(revisit: string, frontier: string, seq: string, limit: number, hourMs: number, dayMs: number): Result<[number, number, number, number, number], Context>;
     crawlRevisitSet(revisit: string, meta: string, stats: string, member: string, fp: string, intervalMs: number, metaJson: string, counter: string): Result<number, Context>;
     crawlExpireKeys(numKeys: number, ...keysThenMs: (string | number)[]): Result<number, Context>;

@@ -100,6 +100,28 @@ test("the campaign's summary seals its index even when another writer holds the 
   expect(sealed.cdxj!.lines).toBeGreaterThanOrEqual(8);
 });
 
+test('a parked host gives its slot up only under its own generation, and queues again once due by the Redis clock, behind the hosts already waiting', async () => {
+  const hosts = new CampaignHosts(redis, `park-${process.pid}-${n++}`);
+  await hosts.dispatched('a.test', '0', 4);
+  // A newer dispatch holds the slot: nothing parked.
+  expect(await hosts.park('a.test', 3, 0)).toMatchObject({ parked: false, active: 1 });
+  expect(await hosts.park('a.test', 4, 300)).toEqual({ parked: true, active: 0, ready: 0 });
+  await hosts.markReady(['b.test']);
+  // Not due yet.
+  expect(await hosts.unparkDue()).toBe(0);
+  await new Promise((r) => setTimeout(r, 400));
+  expect(await hosts.unparkDue()).toBe(1);
+  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
+  // Gone from the parked set: nothing the next round moves again.
+  expect(await hosts.unparkDue()).toBe(0);
+  // A parked host that holds a slot again by the time it is due (new URLs got it dispatched) is only dropped.
+  await hosts.dispatched('c.test', '0', 5);
+  expect((await hosts.park('c.test', 5, 0)).parked).toBe(true);
+  await hosts.dispatched('c.test', '0', 6);
+  expect(await hosts.unparkDue()).toBe(0);
+  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
+});
+
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
   const c = await prepared('two', { session: { maxPages: 3 } });
   // The page cap stands in for a session cut short: three pages committed.

@@ -235,6 +235,9 @@ describe('after a Redis restart', () => {
       await new Frontier(redis, other, 'd.test').enqueue([item('http://d.test/1')]);
       await new Frontier(redis, `${mine}x`, 'e.test').enqueue([item('http://e.test/1')]);
       expect(await hostsWithFrontier(redis, mine)).toEqual(['a.test:80', 'b.test']);
+      // Revisit schedules too: what the sweep after a Redis loss puts back in line (a lost park).
+      await redis.zadd(hostKeys(mine, 'f.test').revisit, Date.now() + 60_000, 'due-later');
+      expect(await hostsWithFrontier(redis, mine, 'revisit')).toEqual(['f.test']);
     } finally {
       await redis.quit();
     }

@@ -257,6 +257,41 @@ test("a link to a host that sleeps until its next revisit wakes it: the new page
   expect(minGapsByHost(h.web.requests()).get(shop)).toBeGreaterThanOrEqual(100);
 });
 
+test('with maxActiveHosts, revisit hosts take turns: one asleep on the only slot gives it up to a host waiting for one, and queues again when due', async () => {
+  const [first, second] = ['first.turns.test', 'second.turns.test'];
+  for (const [i, host] of [first, second].entries())
+    for (const spec of generateSites({ count: 1, pages: 2, fanOut: 1, crossPerPage: 0, hostPattern: () => host, seed: 20 + i })) h.web.addSite(spec);
+  const handle = await launch(h, {
+    seeds: [h.web.url(first, '/')],
+    // The second host is added later by an operator: in scope from the start.
+    scope: { mode: 'domains', domains: ['turns.test'] },
+    politeness: { minDelayMs: 100, maxActiveHosts: 1 },
+    sitemaps: 'off',
+    session: { durableSleepMs: 1_000 },
+    // First interval √(1 s × 400 s) = 20 s: the first host sleeps that long on the only slot.
+    revisit: { enabled: true, minMs: 1_000, maxMs: 400_000 },
+  });
+  const homeVisits = (host: string) => pageRequests(h.web.requests()).filter((r) => r.host === host && r.path === '/');
+  const firstStatus = () => h.client.workflow.getHandle(domainWorkflowId(handle.workflowId, hostKey(h.web.url(first, '/')))).query(domainStatusQuery);
+  await until('the first host asleep on the slot', async () => {
+    const d = await firstStatus().catch(() => null); // not started yet
+    return d?.state === 'sleeping' && d.nextWakeAt !== null && Date.parse(d.nextWakeAt) - Date.now() >= 10_000;
+  });
+  const wakeAt = Date.parse((await firstStatus()).nextWakeAt!);
+  // A second host arrives: the sleeper is woken, finds nothing due and gives the slot up.
+  const seededAt = performance.timeOrigin + performance.now();
+  expect((await handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: [h.web.url(second, '/')] }] })).accepted).toHaveLength(1);
+  await until('the second host crawled', () => homeVisits(second).length >= 1, 30_000);
+  expect(homeVisits(second)[0]!.t - seededAt).toBeLessThan(10_000);
+  expect(homeVisits(second)[0]!.t).toBeLessThan(wakeAt);
+  // Its revisit due, the first host gets the slot back (the second, asleep on it now, gives it up) and is revisited.
+  await until('the first host revisited', () => homeVisits(first).length >= 2, 90_000);
+  await handle.signal(cancelSignal, { reason: 'test' });
+  expect((await handle.result()).status).toBe('cancelled');
+  // Each host stays polite throughout.
+  for (const n of [first, second]) expect(minGapsByHost(h.web.requests()).get(n)).toBeGreaterThanOrEqual(100);
+});
+
 test('every worker stopped while the host waits for its revisits: once one is back, every due revisit happens, none twice', async () => {
   const host = 'still.revisit.test';
   for (const spec of generateSites({ count: 1, pages: 4, fanOut: 2, crossPerPage: 0, hostPattern: () => host, seed: 7 })) h.web.addSite(spec);
