@@ -90,6 +90,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     let dispatched = 0;
     if (!control.stop && !control.paused)
       await hosts.exclusiveDispatch(async () => {
+        // The cap in force (setConcurrency changes it here), for sessions deciding whether to park.
+        if (control.maxActiveHosts !== input.maxActiveHosts) await hosts.setControl({ maxActiveHosts: input.maxActiveHosts });
         // Revisit hosts that gave their slot up (parked) and are due now queue for one again.
         await hosts.unparkDue();
         const c = await hosts.counts();
@@ -172,9 +174,9 @@ async function wakeSleepingForSlots(rt: WorkerRuntime, hosts: CampaignHosts, inp
   for await (const page of hosts.activeHosts()) {
     const records = await Promise.all(page.map(({ host }) => hosts.get(host)));
     page.forEach(({ host }, i) => records[i]?.state === 'sleeping' && sleeping.push(host));
-    if (sleeping.length >= wanted) break;
   }
-  await wakeSleepingHolders(rt, input.campaignKey, input.campaignId, sleeping.slice(0, wanted));
+  // All candidates, at most `wanted` woken: one asleep on a Crawl-delay, or woken already, sends nothing.
+  await wakeSleepingHolders(rt, input.campaignKey, input.campaignId, sleeping, wanted);
 }
 
 /**
@@ -214,6 +216,13 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
       await inBatches(page, async ({ host }) => {
         if (await signalIfRunning(rt.deps.temporal, domainWorkflowId(input.campaignId, host), finishSignal, { reason: stop ?? input.reason })) signalled++;
       });
+    }
+    // Parked revisit hosts have no workflow to tell: their records stop saying they sleep.
+    for await (const page of hosts.parkedHosts()) {
+      for (const host of page) {
+        const r = await hosts.get(host);
+        if (r?.state === 'sleeping') await hosts.record(host, { ...r, state: 'done', nextWakeAt: null, updatedAt: new Date().toISOString() });
+      }
     }
     return { signalled };
   };

@@ -195,14 +195,16 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           if (due.nextInMs === null) return await drained();
           const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
           if (due.nextInMs >= threshold) {
-            // Hosts wait for a slot (maxActiveHosts): give this one up until
-            // its next revisit is due rather than hold it asleep.
-            if (s.politeness.maxActiveHosts !== null && (await hosts.readyCount()) > 0) {
-              const p = await hosts.park(host, input.gen, due.nextInMs);
-              if (p.parked) {
-                nudger.nudge();
-                return await end('drained', { released: true, waitMs: due.nextInMs, reason: `parked, its slot given to a host waiting for one: ${reason}` });
-              }
+            // Hosts wait for a slot (maxActiveHosts, as the last dispatch
+            // round saw it): give this one up until its next revisit is due
+            // rather than hold it asleep. A host that holds no slot parks too.
+            const cap = control.maxActiveHosts !== undefined ? control.maxActiveHosts : s.politeness.maxActiveHosts;
+            const p = await hosts.park(host, input.gen, due.nextInMs, cap !== null);
+            if (p.parked) {
+              // URLs enqueued since the empty claim found the host holding its slot: in line for one now.
+              if ((await frontier.size()) > 0) await hosts.markReady([host]);
+              if (p.parked === 'released') nudger.nudge();
+              return await end('drained', { released: true, waitMs: due.nextInMs, reason: `parked until a revisit is due, its slot free for a host waiting for one: ${reason}` });
             }
             // New URLs for this host end that sleep early (wakeSleepingHolders).
             return await end('wait', { waitMs: due.nextInMs, reason, wakeable: true });

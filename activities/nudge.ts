@@ -59,22 +59,26 @@ export class CampaignNudger {
  * a wake lost on the way (a worker killed between the two) is sent again by
  * a later enqueue. A workflow that is gone gets its host marked ready; a
  * signal that fails otherwise is logged, and the URLs wait for the host's
- * own wake-up. `campaignId` names the host workflows (workflows/ids.ts).
- * Returns how many hosts were marked ready.
+ * own wake-up. `campaignId` names the host workflows (workflows/ids.ts); at
+ * most `most` are woken. Returns how many hosts were marked ready.
  */
-export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string, campaignId: string, hosts: string[]): Promise<number> {
+export async function wakeSleepingHolders(rt: WorkerRuntime, campaignKey: string, campaignId: string, hosts: string[], most = Infinity): Promise<number> {
   if (hosts.length === 0) return 0;
   const redis = rt.deps.redis;
   const holders = new CampaignHosts(redis, campaignKey);
   const gens = await holders.slotGens(hosts);
   let marked = 0;
+  let sent = 0;
   for (const [i, host] of hosts.entries()) {
     const gen = gens[i];
-    if (gen === null) continue;
+    if (gen === null || sent >= most) continue;
     const awake = hostKeys(campaignKey, host).awake;
     if ((await redis.set(awake, '1', 'PX', WAKE_MARK_MS, 'NX')) !== 'OK') continue;
     try {
-      if (await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignId, host), wakeSignal, { gen })) continue;
+      if (await signalIfRunning(rt.deps.temporal, domainWorkflowId(campaignId, host), wakeSignal, { gen })) {
+        sent++;
+        continue;
+      }
       await redis.del(awake);
       marked += await holders.markReady([host]);
     } catch (err) {

@@ -17,6 +17,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Cluster } from 'ioredis';
 import type { CampaignHosts } from '../src/redis/campaign-hosts';
+import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { domainWorkflowId } from '../workflows/ids';
 import type { WorkerRuntime } from './runtime';
@@ -82,9 +83,14 @@ export async function sweepAfterRedisLoss(rt: WorkerRuntime, hosts: CampaignHost
   }
   let woken: string[] = [];
   if (wake) {
-    // Revisit hosts too (a revisit schedule and nothing queued): one parked
-    // (slot given up until due) whose park was lost would never come back.
-    const left = [...new Set([...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey)), ...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey, 'revisit'))])].sort();
+    const left = await hostsWithFrontier(rt.deps.redis, hosts.campaignKey);
+    // A revisit host whose park was lost (its slot given up, nothing queued)
+    // would never come back: parked again at its next revisit, unless it
+    // holds a slot, waits for one or is parked.
+    for (const host of await hostsWithFrontier(rt.deps.redis, hosts.campaignKey, 'revisit')) {
+      const [, due] = await rt.deps.redis.zrange(hostKeys(hosts.campaignKey, host).revisit, 0, 0, 'WITHSCORES');
+      if (due !== undefined) await hosts.parkIfIdle(host, Number(due));
+    }
     // markReady skips hosts that hold a slot (their session takes the URLs) and hosts given up.
     const marked = await Promise.all(left.map(async (h) => ((await hosts.markReady([h])) > 0 ? h : null)));
     woken = marked.filter((h): h is string => h !== null);

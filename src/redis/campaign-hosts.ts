@@ -56,6 +56,11 @@ export interface CampaignControl {
   stop: 'budget' | 'cancelled' | 'drained' | null;
   /** Operator's campaign-wide minimum delay, null = the settings'. */
   minDelayMs: number | null;
+  /**
+   * The slot cap in force (setConcurrency included), as the last dispatch
+   * round wrote it: null = unlimited, undefined = not written yet (the settings' then).
+   */
+  maxActiveHosts?: number | null;
 }
 
 /**
@@ -153,13 +158,31 @@ export class CampaignHosts {
   }
 
   /**
-   * A revisit host with nothing due for `dueInMs` gives its slot up to the
-   * hosts waiting for one, parked until then (only if generation `gen` still
-   * holds the slot).
+   * A revisit host with nothing due for `dueInMs` is parked until then:
+   * under its own generation `gen` when hosts wait for a slot and `capped`
+   * (it gives the slot up); again when it holds no slot and is parked
+   * already (a wake made its workflow run on after parking: it must not
+   * sleep slotless, out of the campaign's sight). Not when a newer dispatch
+   * holds the slot, nor before its dispatch recorded it.
    */
-  async park(host: string, gen: number, dueInMs: number): Promise<{ parked: boolean; active: number; ready: number }> {
-    const [parked, active, ready] = await this.redis.crawlPark(this.k.active, this.k.ready, this.k.parked, host, gen, Math.max(0, Math.round(dueInMs)));
-    return { parked: parked === 1, active, ready };
+  async park(host: string, gen: number, dueInMs: number, capped: boolean): Promise<{ parked: 'released' | 'slotless' | null; active: number; ready: number }> {
+    const [how, active, ready] = await this.redis.crawlPark(this.k.active, this.k.ready, this.k.parked, host, gen, Math.max(0, Math.round(dueInMs)), capped ? 1 : 0);
+    return { parked: how === 1 ? 'released' : how === 2 ? 'slotless' : null, active, ready };
+  }
+
+  /** After a lost write (the sweep): parks a revisit host at `dueAt` (Redis clock) unless it holds a slot, waits for one or is parked. */
+  async parkIfIdle(host: string, dueAt: number): Promise<boolean> {
+    return (await this.redis.crawlParkIfIdle(this.k.active, this.k.ready, this.k.parked, host, Math.round(dueAt))) === 1;
+  }
+
+  /** Parked hosts, a page at a time. */
+  async *parkedHosts(): AsyncGenerator<string[]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.zscan(this.k.parked, cursor, 'COUNT', 500);
+      cursor = next;
+      yield flat.filter((_, i) => i % 2 === 0);
+    } while (cursor !== '0');
   }
 
   /** Parked hosts whose revisits are due go back in line for a slot (at most `limit` a call); how many did. */
@@ -253,12 +276,13 @@ export class CampaignHosts {
   }
 
   async control(): Promise<CampaignControl> {
-    const [version, paused, stop, minDelayMs] = await this.redis.hmget(this.k.control, 'version', 'paused', 'stop', 'minDelayMs');
+    const [version, paused, stop, minDelayMs, cap] = await this.redis.hmget(this.k.control, 'version', 'paused', 'stop', 'minDelayMs', 'maxActiveHosts');
     return {
       version: Number(version ?? 1),
       paused: paused === '1',
       stop: stop === 'budget' || stop === 'cancelled' || stop === 'drained' ? stop : null,
       minDelayMs: minDelayMs ? Number(minDelayMs) : null,
+      ...(cap === null ? {} : { maxActiveHosts: cap === '' ? null : Number(cap) }),
     };
   }
 
@@ -268,7 +292,7 @@ export class CampaignHosts {
     return { ...c, hostPaused: hostPaused === 1, hostDelayMs: hostDelay ? Number(hostDelay) : null };
   }
 
-  async setControl(fields: Partial<{ version: number; paused: boolean; stop: CampaignControl['stop']; minDelayMs: number | null }>): Promise<void> {
+  async setControl(fields: Partial<{ version: number; paused: boolean; stop: CampaignControl['stop']; minDelayMs: number | null; maxActiveHosts: number | null }>): Promise<void> {
     const flat: string[] = [];
     for (const [f, v] of Object.entries(fields)) flat.push(f, v === null ? '' : typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
     if (flat.length) await this.redis.hset(this.k.control, ...flat);

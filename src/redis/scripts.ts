@@ -211,21 +211,42 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 end
 return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: active, ready, parked. ARGV: host, gen, due in ms. A revisit host
-  // with nothing due for a while gives its slot up while hosts wait for one
-  // (generation `gen` must still hold it), parked until its next revisit is
-  // due by the Redis clock. Returns {parked, active hosts left, ready hosts}.
+  // KEYS: active, ready, parked. ARGV: host, gen, due in ms, capped (1/0).
+  // A revisit host with nothing due for a while is parked until its next
+  // revisit is due by the Redis clock: 1 when generation ARGV[2] holds its
+  // slot, the campaign is capped and hosts wait (the slot is given up); 2
+  // when it holds none and is parked already (a wake made its workflow run
+  // on after parking: parked again, never asleep out of sight); 0 otherwise
+  // (it keeps its slot; a newer dispatch holds it; or its dispatch has not
+  // recorded the slot yet, as crawlRelease). Returns {how, active, ready}.
   crawlPark: {
     numberOfKeys: 3,
     lua: `
-local parked = 0
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+local how = 0
+if cur == ARGV[2] then
+  if ARGV[4] == '1' and redis.call('ZCARD', KEYS[2]) > 0 then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    how = 1
+  end
+elseif not cur and redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+  how = 2
+end
+if how > 0 then
   local t = redis.call('TIME')
   redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3]), ARGV[1])
-  parked = 1
 end
-return {parked, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
+return {how, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
+  },
+  // KEYS: active, ready, parked. ARGV: host, due (epoch ms, Redis clock).
+  // The sweep after a lost write: a revisit host neither holding a slot,
+  // waiting for one nor parked is parked at its next revisit. 1 if it was.
+  crawlParkIfIdle: {
+    numberOfKeys: 3,
+    lua: `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('ZSCORE', KEYS[2], ARGV[1]) or redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+return 1`,
   },
   // KEYS: parked, ready, readySeq, givenUp, active. ARGV: most to move.
   // Parked hosts whose revisit is due (Redis clock) leave the parked set for
@@ -351,7 +372,8 @@ declare module 'ioredis' {
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
-    crawlPark(active: string, ready: string, parked: string, host: string, gen: number, dueInMs: number): Result<[number, number, number], Context>;
+    crawlPark(active: string, ready: string, parked: string, host: string, gen: number, dueInMs: number, capped: number): Result<[number, number, number], Context>;
+    crawlParkIfIdle(active: string, ready: string, parked: string, host: string, dueAt: number): Result<number, Context>;
     crawlUnpark(parked: string, ready: string, readySeq: string, givenUp: string, active: string, limit: number): Result<number, Context>;
     crawlRevisitDue(revisit: string, frontier: string, seq: string, limit: number, hourMs: number, dayMs: number): Result<[number, number, number, number, number], Context>;
     crawlRevisitSet(revisit: string, meta: string, stats: string, member: string, fp: string, intervalMs: number, metaJson: string, counter: string): Result<number, Context>;

@@ -100,26 +100,43 @@ test("the campaign's summary seals its index even when another writer holds the 
   expect(sealed.cdxj!.lines).toBeGreaterThanOrEqual(8);
 });
 
-test('a parked host gives its slot up only under its own generation, and queues again once due by the Redis clock, behind the hosts already waiting', async () => {
+test('a revisit host parks only under its own generation, while the campaign is capped and hosts wait (or when it holds no slot), and queues again once due by the Redis clock', async () => {
   const hosts = new CampaignHosts(redis, `park-${process.pid}-${n++}`);
+  const after = (ms: number) => new Promise((r) => setTimeout(r, ms));
   await hosts.dispatched('a.test', '0', 4);
-  // A newer dispatch holds the slot: nothing parked.
-  expect(await hosts.park('a.test', 3, 0)).toMatchObject({ parked: false, active: 1 });
-  expect(await hosts.park('a.test', 4, 300)).toEqual({ parked: true, active: 0, ready: 0 });
+  // Nobody waits for a slot: it keeps its own.
+  expect(await hosts.park('a.test', 4, 0, true)).toEqual({ parked: null, active: 1, ready: 0 });
   await hosts.markReady(['b.test']);
+  // Not capped, or a newer dispatch holds the slot: kept.
+  expect((await hosts.park('a.test', 4, 0, false)).parked).toBeNull();
+  expect((await hosts.park('a.test', 3, 0, true)).parked).toBeNull();
+  expect(await hosts.park('a.test', 4, 300, true)).toEqual({ parked: 'released', active: 0, ready: 1 });
   // Not due yet.
   expect(await hosts.unparkDue()).toBe(0);
-  await new Promise((r) => setTimeout(r, 400));
+  await after(400);
   expect(await hosts.unparkDue()).toBe(1);
   expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
-  // Gone from the parked set: nothing the next round moves again.
   expect(await hosts.unparkDue()).toBe(0);
-  // A parked host that holds a slot again by the time it is due (new URLs got it dispatched) is only dropped.
+  // No slot recorded and not parked: its dispatch has not recorded the slot yet, nothing parked.
+  expect((await hosts.park('z.test', 9, 60_000, true)).parked).toBeNull();
+  // Parked, then run on by a wake without a slot: parked again, whatever the cap.
+  await hosts.dispatched('z.test', '0', 9);
+  expect((await hosts.park('z.test', 9, 60_000, true)).parked).toBe('released');
+  expect((await hosts.park('z.test', 9, 60_000, false)).parked).toBe('slotless');
+  // One dispatched again by the time it is due (new URLs) is only dropped.
   await hosts.dispatched('c.test', '0', 5);
-  expect((await hosts.park('c.test', 5, 0)).parked).toBe(true);
+  expect((await hosts.park('c.test', 5, 0, true)).parked).toBe('released');
   await hosts.dispatched('c.test', '0', 6);
+  await after(20);
   expect(await hosts.unparkDue()).toBe(0);
   expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
+  // The sweep after a lost write parks a revisit host that has none of slot, place in line or park.
+  expect(await hosts.parkIfIdle('b.test', 0)).toBe(false);
+  expect(await hosts.parkIfIdle('c.test', 0)).toBe(false);
+  expect(await hosts.parkIfIdle('z.test', 0)).toBe(false);
+  expect(await hosts.parkIfIdle('q.test', 0)).toBe(true);
+  expect(await hosts.unparkDue()).toBe(1);
+  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test', 'q.test']);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {

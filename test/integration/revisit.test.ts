@@ -10,7 +10,7 @@ import { hostKey } from '../../src/url/normalize';
 import { hostKeys } from '../../src/redis/keys';
 import { domainWorkflowId } from '../../workflows/ids';
 import { CrawlDueDay, CrawlNextDue } from '../../src/temporal/search-attributes';
-import { addSeedsUpdate, campaignStatusQuery, cancelSignal, domainStatusQuery } from '../../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, cancelSignal, domainStatusQuery, setConcurrencyUpdate } from '../../workflows/messages';
 import { changingSite } from '../web/changing-site';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -265,7 +265,8 @@ test('with maxActiveHosts, revisit hosts take turns: one asleep on the only slot
     seeds: [h.web.url(first, '/')],
     // The second host is added later by an operator: in scope from the start.
     scope: { mode: 'domains', domains: ['turns.test'] },
-    politeness: { minDelayMs: 100, maxActiveHosts: 1 },
+    // Unlimited at the start: the cap comes from an operator below (setConcurrency), as sessions must see.
+    politeness: { minDelayMs: 100 },
     sitemaps: 'off',
     session: { durableSleepMs: 1_000 },
     // First interval √(1 s × 400 s) = 20 s: the first host sleeps that long on the only slot.
@@ -277,6 +278,7 @@ test('with maxActiveHosts, revisit hosts take turns: one asleep on the only slot
     const d = await firstStatus().catch(() => null); // not started yet
     return d?.state === 'sleeping' && d.nextWakeAt !== null && Date.parse(d.nextWakeAt) - Date.now() >= 10_000;
   });
+  expect(await handle.executeUpdate(setConcurrencyUpdate, { args: [{ maxActiveHosts: 1 }] })).toEqual({ maxActiveHosts: 1 });
   const wakeAt = Date.parse((await firstStatus()).nextWakeAt!);
   // A second host arrives: the sleeper is woken, finds nothing due and gives the slot up.
   const seededAt = performance.timeOrigin + performance.now();

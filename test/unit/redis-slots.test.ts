@@ -181,7 +181,8 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       ['crawlMarkReady', 2, () => hosts.markReady(['a.test', 'b.test:8080'])],
       ['crawlDispatched', 1, () => hosts.dispatched('a.test', '7', 3)],
       ['crawlRelease', [1, 0, 0], () => hosts.release('a.test', 3)],
-      ['crawlPark', [1, 0, 1], () => hosts.park('a.test', 3, 60_000)],
+      ['crawlPark', [1, 0, 1], () => hosts.park('a.test', 3, 60_000, true)],
+      ['crawlParkIfIdle', 1, () => hosts.parkIfIdle('a.test', 1_800_000_000_000)],
       ['crawlUnpark', 1, () => hosts.unparkDue()],
       ['crawlHostRecord', 1, () => hosts.record('a.test', record)],
     ] as const) {
