@@ -8,6 +8,10 @@ export type RedisLike = Redis | Cluster;
 // in one step. The base (priority and depth, frontierScoreBase in
 // src/redis/frontier.ts) plus the host's discovery counter is the score:
 // integers below 2^53, exact in Lua's doubles and in the zset's.
+/** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
+const NOW_MS = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
 const ENQUEUE_BODY = `
 local added = 0
 for i = FIRST, #ARGV, 3 do
@@ -92,8 +96,7 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   crawlClockAcquire: {
     numberOfKeys: 1,
     lua: `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${NOW_MS}
 local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last', 'epoch')
 local info = redis.call('INFO', 'server')
 local run = string.match(info, 'run_id:(%w+)') or ''
@@ -233,8 +236,8 @@ elseif not cur and redis.call('ZSCORE', KEYS[3], ARGV[1]) then
   how = 2
 end
 if how > 0 then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3]), ARGV[1])
+  ${NOW_MS}
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[1])
 end
 return {how, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
   },
@@ -256,8 +259,7 @@ return 1`,
   crawlUnpark: {
     numberOfKeys: 5,
     lua: `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${NOW_MS}
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local n = 0
 for _, h in ipairs(due) do
@@ -305,8 +307,7 @@ return 1`,
   crawlRevisitDue: {
     numberOfKeys: 3,
     lua: `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${NOW_MS}
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local moved = 0
 for _, m in ipairs(due) do
@@ -329,8 +330,7 @@ return {moved, wait, redis.call('ZCOUNT', KEYS[1], '-inf', now + tonumber(ARGV[2
   crawlRevisitSet: {
     numberOfKeys: 3,
     lua: `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${NOW_MS}
 local i = tonumber(ARGV[3])
 if i < 0 then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], string.format('%.0f', now + i), ARGV[1]) end
 if ARGV[4] == '' then redis.call('HDEL', KEYS[2], ARGV[2]) else redis.call('HSET', KEYS[2], ARGV[2], ARGV[4]) end
