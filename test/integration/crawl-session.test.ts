@@ -117,26 +117,32 @@ test('a revisit host parks only under its own generation, while the campaign is 
   expect(await hosts.unparkDue()).toBe(1);
   expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
   expect(await hosts.unparkDue()).toBe(0);
-  // No slot recorded and not parked: its dispatch has not recorded the slot yet, nothing parked.
+  // No slot recorded, but in line for one: a dispatch may be on its way, nothing parked.
+  await hosts.markReady(['z.test']);
   expect((await hosts.park('z.test', 9, 60_000, true)).parked).toBeNull();
-  // Parked, then run on by a wake without a slot: parked again, whatever the cap.
-  await hosts.dispatched('z.test', '0', 9);
+  // Dispatched, parked, then run on by a wake without a slot: parked again, whatever the cap.
+  const [zEntry] = (await hosts.readyBatch(10)).filter((r) => r.host === 'z.test');
+  await hosts.dispatched('z.test', zEntry!.seq, 9);
   expect((await hosts.park('z.test', 9, 60_000, true)).parked).toBe('released');
   expect((await hosts.park('z.test', 9, 60_000, false)).parked).toBe('slotless');
+  // Releasing a slot nobody holds: released, unless a dispatch may be on its way.
+  expect((await hosts.release('z.test', 9)).released).toBe(true);
+  await hosts.markReady(['y.test']);
+  expect((await hosts.release('y.test', 9)).released).toBe(false);
   // One dispatched again by the time it is due (new URLs) is only dropped.
   await hosts.dispatched('c.test', '0', 5);
   expect((await hosts.park('c.test', 5, 0, true)).parked).toBe('released');
   await hosts.dispatched('c.test', '0', 6);
   await after(20);
   expect(await hosts.unparkDue()).toBe(0);
-  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test']);
+  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test', 'y.test']);
   // The sweep after a lost write parks a revisit host that has none of slot, place in line or park.
   expect(await hosts.parkIfIdle('b.test', 0)).toBe(false);
   expect(await hosts.parkIfIdle('c.test', 0)).toBe(false);
   expect(await hosts.parkIfIdle('z.test', 0)).toBe(false);
   expect(await hosts.parkIfIdle('q.test', 0)).toBe(true);
   expect(await hosts.unparkDue()).toBe(1);
-  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test', 'q.test']);
+  expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test', 'y.test', 'q.test']);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
