@@ -160,10 +160,10 @@ export class CampaignHosts {
   /**
    * A revisit host with nothing due for `dueInMs` is parked until then:
    * under its own generation `gen` when hosts wait for a slot and `capped`
-   * (it gives the slot up); also when nobody holds its slot and no dispatch
-   * is on its way (a wake made its workflow run on after the slot was given
-   * up: it must not sleep slotless, out of the campaign's sight). Not when a
-   * dispatch holds the slot or is on its way (the host is in ready).
+   * (it gives the slot up); again when it is parked already, nobody holds
+   * its slot and no dispatch is on its way (a wake made its workflow run on
+   * after parking: it must not sleep slotless, out of the campaign's sight).
+   * Not when a dispatch holds the slot or is on its way (the host is in ready).
    */
   async park(host: string, gen: number, dueInMs: number, capped: boolean): Promise<{ parked: 'released' | 'slotless' | null; active: number; ready: number }> {
     const [how, active, ready] = await this.redis.crawlPark(this.k.active, this.k.ready, this.k.parked, host, gen, Math.max(0, Math.round(dueInMs)), capped ? 1 : 0);

@@ -203,20 +203,13 @@ return 1`,
   },
   // KEYS: active, ready. ARGV: host, gen. A host workflow whose frontier
   // ran dry gives its slot up, unless a newer dispatch (a wake it has not
-  // seen yet) holds it. With no slot recorded at all it counts as released
-  // too, unless the host is in ready (a dispatch that has not recorded the
-  // slot yet may be on its way): nobody else will wake it, and waiting for a
-  // wake would only repeat (a lost dispatch record, a wake of its own
-  // generation that made it run on). Returns {released, active hosts left, ready hosts}.
+  // seen yet) holds it. Returns {released, active hosts left, ready hosts}.
   crawlRelease: {
     numberOfKeys: 2,
     lua: `
 local released = 0
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if cur == ARGV[2] then
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
   redis.call('HDEL', KEYS[1], ARGV[1])
-  released = 1
-elseif not cur and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   released = 1
 end
 return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
@@ -225,10 +218,11 @@ return {released, redis.call('HLEN', KEYS[1]), redis.call('ZCARD', KEYS[2])}`,
   // A revisit host with nothing due for a while is parked until its next
   // revisit is due by the Redis clock: 1 when generation ARGV[2] holds its
   // slot, the campaign is capped and hosts wait (the slot is given up); 2
-  // when nobody holds it and no dispatch is on its way (not in ready: a
-  // wake made its workflow run on after its slot was given up; parked, it
-  // never sleeps out of the campaign's sight); 0 otherwise (it keeps its
-  // slot, or a dispatch holds it or is on its way). Returns {how, active, ready}.
+  // when it is parked already, nobody holds its slot and no dispatch is on
+  // its way (not in ready): a wake made its workflow run on after parking,
+  // and parked again it never sleeps out of the campaign's sight; 0
+  // otherwise (it keeps its slot, or a dispatch holds it or is on its way,
+  // as crawlRelease). Returns {how, active, ready}.
   crawlPark: {
     numberOfKeys: 3,
     lua: `
@@ -239,7 +233,7 @@ if cur == ARGV[2] then
     redis.call('HDEL', KEYS[1], ARGV[1])
     how = 1
   end
-elseif not cur and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+elseif not cur and redis.call('ZSCORE', KEYS[3], ARGV[1]) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   how = 2
 end
 if how > 0 then
