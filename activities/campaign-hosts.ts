@@ -172,7 +172,7 @@ async function wakeSleepingForSlots(rt: WorkerRuntime, hosts: CampaignHosts, inp
   if (!campaign?.settings.revisit?.enabled) return;
   const sleeping: string[] = [];
   for await (const page of hosts.activeHosts()) {
-    const records = await Promise.all(page.map(({ host }) => hosts.get(host)));
+    const records = await hosts.getMany(page.map(({ host }) => host));
     page.forEach(({ host }, i) => records[i]?.state === 'sleeping' && sleeping.push(host));
   }
   // All candidates, at most `wanted` woken: one asleep on a Crawl-delay, or woken already, sends nothing.
@@ -219,8 +219,9 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
     }
     // Parked revisit hosts have no workflow to tell: their records stop saying they sleep.
     for await (const page of hosts.parkedHosts()) {
-      for (const host of page) {
-        const r = await hosts.get(host);
+      const records = await hosts.getMany(page);
+      for (const [i, host] of page.entries()) {
+        const r = records[i];
         if (r?.state === 'sleeping') await hosts.record(host, { ...r, state: 'done', nextWakeAt: null, updatedAt: new Date().toISOString() });
       }
     }

@@ -236,6 +236,12 @@ export class CampaignHosts {
     return raw ? (JSON.parse(raw) as HostRecord) : null;
   }
 
+  /** The records of these hosts (null where there is none), in one call. */
+  async getMany(hosts: string[]): Promise<(HostRecord | null)[]> {
+    if (hosts.length === 0) return [];
+    return (await this.redis.hmget(this.k.hosts, ...hosts)).map((raw) => (raw ? (JSON.parse(raw) as HostRecord) : null));
+  }
+
   /** For each host, whether it has a record (a session of its workflow has run). One call. */
   async haveRecords(hosts: string[]): Promise<boolean[]> {
     if (hosts.length === 0) return [];
@@ -247,8 +253,8 @@ export class CampaignHosts {
     if (limit <= 0) return [];
     const hosts = await this.redis.zrange(this.k.attention, offset, offset + limit - 1);
     if (hosts.length === 0) return [];
-    const raw = await this.redis.hmget(this.k.hosts, ...hosts);
-    return hosts.flatMap((host, i) => (raw[i] ? [{ host, ...(JSON.parse(raw[i]!) as HostRecord) }] : []));
+    const records = await this.getMany(hosts);
+    return hosts.flatMap((host, i) => (records[i] ? [{ host, ...records[i] }] : []));
   }
 
   /** Every host record, a page at a time (HSCAN: bounded work per call, stable under concurrent writes). */
