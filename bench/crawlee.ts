@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { LOCAL_DIR, PROJECT_ROOT } from '../src/stack/paths';
 import type { TestWeb } from '../test/web/test-web';
 import type { ChildMessage, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
-import { logFigures, peakRssMb, politeness, politenessFigures, treeRssMb, type PolitenessTarget } from './figures';
+import { logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeRssMb, type PolitenessTarget } from './figures';
 
 export type CrawleeStorage = 'memory' | 'disk';
 
@@ -45,6 +45,8 @@ export interface CrawleeFigures {
   pagesPerSec: number;
   politenessEfficiency: number | null;
   politenessBoundPagesPerSec: number | null;
+  /** What a perfect polite crawler reaches on these requests (figures.ts politenessCeiling). */
+  politenessCeiling: number | null;
   politenessViolations: number;
   pageViolations: number;
   closestPageGapMs: number | null;
@@ -54,6 +56,10 @@ export interface CrawleeFigures {
   /** Its RSS once loaded, before crawling. */
   readyRssMb: number;
   cpuMsPerPage: number;
+  /** The bench process, which serves the test web, during the crawl. */
+  testWebCpuMsPerPage: number;
+  /** Crawlee's process and the test web together: on a saturated machine, pages/s ≈ cores ÷ this. */
+  allCpuMsPerPage: number;
   /** Crawlee's own counters. */
   requestsFinished: number;
   requestsFailed: number;
@@ -140,14 +146,19 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     await ready;
     rssTimer = setInterval(() => (sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!))), 500);
     const finished = message('done');
+    // This process serves the test web.
+    const benchCpu0 = process.cpuUsage();
     const t0 = performance.timeOrigin + performance.now();
     child.send({ type: 'go' } satisfies ParentMessage);
     const done = (await finished) as CrawleeChildDone;
+    const benchCpuUs = process.cpuUsage(benchCpu0);
+    const benchCpuMs = (benchCpuUs.user + benchCpuUs.system) / 1000;
     clearInterval(rssTimer);
     const peak = Math.max(sampledPeak, done.peakRssMb, peakRssMb(child.pid!));
     await exited;
     const fromLog = logFigures(web.requests(), web.port, target.expected, t0, target.delayMs);
     const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
+    const perPage = (ms: number): number => Number((ms / Math.max(1, fromLog.pagesFetched)).toFixed(2));
     return {
       crawler: 'crawlee',
       storage: opts.storage,
@@ -159,9 +170,12 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       crawlSeconds: fromLog.crawlSeconds,
       pagesPerSec: Number((fromLog.pagesFetched / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
       ...politenessFigures(fromLog, polite),
+      politenessCeiling: politenessCeiling(web.requests(), target, web.meanLatencyMs(), (host, path, nth) => web.latencyFor(host, path, nth)),
       peakRssMb: Math.round(peak),
       readyRssMb: done.readyRssMb,
-      cpuMsPerPage: Number((done.cpuMs / Math.max(1, fromLog.pagesFetched)).toFixed(2)),
+      cpuMsPerPage: perPage(done.cpuMs),
+      testWebCpuMsPerPage: perPage(benchCpuMs),
+      allCpuMsPerPage: perPage(done.cpuMs + benchCpuMs),
       requestsFinished: done.requestsFinished,
       requestsFailed: done.requestsFailed,
       meanConcurrency: done.meanConcurrency,

@@ -113,6 +113,47 @@ export function politeness(t: PolitenessTarget, meanLatencyMs: number, crawlSeco
   };
 }
 
+/**
+ * The efficiency a perfect polite crawler would reach on this run's requests:
+ * every host started at once, each request sent exactly the delay after the
+ * previous response to its host, with the latency the test web drew for it.
+ * A host's last request then goes out Σ (delay + latency) over its earlier
+ * requests after the start, and the slowest host ends the crawl. With random
+ * latency that slowest host is above the mean the ideal counts, so this is
+ * below 1 however fast the crawler itself is: what `politenessEfficiency`
+ * can reach at best (the gap between the two is the crawler's own ramp and
+ * overhead). The draws depend on host, target and repeat count only, so the
+ * same requests in any order give the same ceiling. Null without a delay.
+ */
+export function politenessCeiling(
+  log: RequestRecord[],
+  t: PolitenessTarget,
+  meanLatencyMs: number,
+  latencyMs: (host: string, target: string, nth: number) => number,
+): number | null {
+  if (t.delayMs <= 0 || log.length === 0) return null;
+  const byHost = new Map<string, RequestRecord[]>();
+  for (const r of log) {
+    const rs = byHost.get(r.host);
+    if (rs) rs.push(r);
+    else byHost.set(r.host, [r]);
+  }
+  let slowestMs = 0;
+  for (const [host, rs] of byHost) {
+    rs.sort((a, b) => a.t - b.t);
+    const nth = new Map<string, number>();
+    let lastGoesOutMs = 0;
+    for (let i = 0; i < rs.length; i++) {
+      const n = (nth.get(rs[i].path) ?? 0) + 1;
+      nth.set(rs[i].path, n);
+      if (i < rs.length - 1) lastGoesOutMs += t.delayMs + latencyMs(host, rs[i].path, n);
+    }
+    slowestMs = Math.max(slowestMs, lastGoesOutMs);
+  }
+  const idealMs = t.pages * (t.delayMs + meanLatencyMs);
+  return Number((idealMs / Math.max(slowestMs, 1)).toFixed(3));
+}
+
 /** RSS of a process and its descendants, in MB. */
 export function treeRssMb(pid: number): number {
   let kb = 0;

@@ -1,6 +1,6 @@
 // The benchmark judges our crawler and Crawlee by these figures alone, so
 // they are checked on a request log whose answers are known.
-import { firstTaskFigures, logFigures, politeness } from '../../bench/figures';
+import { firstTaskFigures, logFigures, politeness, politenessCeiling } from '../../bench/figures';
 import type { RequestRecord } from '../web/test-web';
 
 const PORT = 8080;
@@ -67,6 +67,45 @@ describe('politeness', () => {
 
   test('no delay, no bound', () => {
     expect(politeness({ hosts: 100, pages: 50, delayMs: 0 }, 100, 10)).toEqual({ efficiency: null, boundPagesPerSec: null });
+  });
+});
+
+describe('politenessCeiling', () => {
+  // Latency by target, and the second request of a target slower than its first.
+  const latency = (host: string, target: string, nth: number): number => (host === 'a.test' ? 100 : 0) + (target === '/slow' ? 900 : 100) + (nth > 1 ? 1000 : 0);
+
+  test('the slowest host, each request the delay after the previous response, decides it', () => {
+    const twoHosts: RequestRecord[] = [
+      // a: robots.txt 200 ms, / 200 ms, /slow 1000 ms, then the last request (its own latency does not count).
+      rec('a.test', '/slow', 9000),
+      rec('a.test', '/robots.txt', 1000),
+      rec('a.test', '/', 3000),
+      rec('a.test', '/last', 12000),
+      // b: three requests at 100 ms each, the last one not counted.
+      rec('b.test', '/robots.txt', 1000),
+      rec('b.test', '/', 2000),
+      rec('b.test', '/x', 3000),
+    ];
+    // a's last request goes out (1000 + 200) + (1000 + 200) + (1000 + 1000) = 4400 ms after the start.
+    // The ideal is 3 pages × (1000 + 300) = 3900 ms.
+    expect(politenessCeiling(twoHosts, { hosts: 2, pages: 3, delayMs: 1000 }, 300, latency)).toBe(0.886);
+  });
+
+  test('a repeated target takes its own latency draw', () => {
+    const again = [rec('b.test', '/', 0), rec('b.test', '/', 2000), rec('b.test', '/end', 5000)];
+    // (1000 + 100) + (1000 + 1100) = 3200 ms against 2 × 1000 + 2 × 100.
+    expect(politenessCeiling(again, { hosts: 1, pages: 2, delayMs: 1000 }, 100, latency)).toBe(0.688);
+  });
+
+  test('fixed latency and one interval a page: a perfect crawler reaches 1', () => {
+    const fixed = (): number => 100;
+    const oneHost = [rec('c.test', '/robots.txt', 0), rec('c.test', '/', 1100), rec('c.test', '/2', 2200)];
+    expect(politenessCeiling(oneHost, { hosts: 1, pages: 2, delayMs: 1000 }, 100, fixed)).toBe(1);
+  });
+
+  test('no delay or no requests, no ceiling', () => {
+    expect(politenessCeiling(log, { hosts: 2, pages: 3, delayMs: 0 }, 0, latency)).toBeNull();
+    expect(politenessCeiling([], { hosts: 2, pages: 3, delayMs: 1000 }, 0, latency)).toBeNull();
   });
 });
 
