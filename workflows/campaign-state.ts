@@ -18,6 +18,8 @@ export interface CampaignCarry {
   pausedHosts: number;
   paused: boolean;
   watchSince: number;
+  /** When the watch last looked (absent in carries from before it was kept: the watch is then due). */
+  watchedAt?: number;
   snapshot: { totals: CampaignTotals; problems: number; at: number } | null;
   /** How far the seed list has been read into the frontiers (null: no seed list). */
   seeds: { next: SeedListPosition; done: boolean; read: number; error?: string } | null;
@@ -95,12 +97,19 @@ export class CampaignBook {
     return this.nudged || this.stopReason !== null;
   }
 
-  /** Is the watch due at `now`, and from when does it look. */
+  /**
+   * Is the watch due at `now`: a minute after the campaign started, then a
+   * minute after its last look. Timed from the last look, not from
+   * `watchSince`, which reaches back WATCH_MARGIN_MS and would make every
+   * round a watch (a visibility query per nudge).
+   */
   watchDue(now: number): boolean {
-    return now - this.carry.watchSince >= 2 * TICK_MS;
+    return now - (this.carry.watchedAt ?? this.carry.watchSince) >= 2 * TICK_MS;
   }
 
+  /** The watch looked at `now`: the next one lists hosts closed since shortly before. */
   watchedAt(now: number): void {
+    this.carry.watchedAt = now;
     this.carry.watchSince = Math.max(this.carry.startedAt, now - WATCH_MARGIN_MS);
   }
 

@@ -1,7 +1,7 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook } from '../../workflows/campaign-state';
+import { CampaignBook, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
@@ -102,6 +102,21 @@ test("the Web UI's card shows the last look at Redis while running, and the summ
   expect(final).toContain('**Pages:** 9 fetched, 1 errors, 2 skipped');
   expect(final).toContain('0 active, 0 waiting');
   expect(final).toContain('**Problems:** 4');
+});
+
+test('the watch is due a minute after the start, then a minute after its last look, not on every round', () => {
+  const b = new CampaignBook(settings, 'c.1', 1_000);
+  expect(b.watchDue(1_000 + 59_999)).toBe(false);
+  expect(b.watchDue(1_000 + 60_000)).toBe(true);
+  b.watchedAt(600_000);
+  // It still looks back over the margin (visibility lags), but that does not make it due again.
+  expect(b.carry.watchSince).toBe(600_000 - WATCH_MARGIN_MS);
+  expect(b.watchDue(600_001)).toBe(false);
+  expect(b.watchDue(659_999)).toBe(false);
+  expect(b.watchDue(660_000)).toBe(true);
+  // A carry from before the last look was kept: due, as it was then.
+  const old = new CampaignBook(settings, 'c.1', 1_000, { ...b.carry, watchedAt: undefined });
+  expect(old.watchDue(600_001)).toBe(true);
 });
 
 test('a dispatch round fills free slots and watches when due; while finishing it starts no host and always watches the whole campaign', () => {
