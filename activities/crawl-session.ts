@@ -184,7 +184,8 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         if (wait > 0) return await end('wait', { waitMs: wait, reason: wait <= delay.ms ? delay.reason : 'host clock: another request to this host is too recent' });
         const claim = await frontier.claim(token);
         if (!claim) {
-          await clock.release(owner, 0);
+          // No request went out: the host's delay still counts from its real last request.
+          await clock.abandon(owner);
           if (!revisits) return await drained();
           // Nothing queued: what is due for a revisit comes into the frontier;
           // with nothing due the host keeps its slot and sleeps until the
@@ -218,6 +219,14 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           clockHeld = false;
           await clock.release(owner, pauseMs);
         };
+        // A URL recorded without a request (robots.txt disallows it, a budget is
+        // spent): the lease is given back unused, so a host with thousands of
+        // disallowed links does not wait its delay once for each of them.
+        const abandonClock = async () => {
+          if (!clockHeld) return;
+          clockHeld = false;
+          await clock.abandon(owner);
+        };
         const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wake, releaseClock, signal };
         let res: PageResult;
         try {
@@ -229,12 +238,13 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           res = await recordInternalError(rt, job, err);
         }
         if (res.kind === 'budget') {
-          await releaseClock(0);
+          await abandonClock();
           await hosts.requestStop('budget');
           nudger.nudge();
           return await stopped();
         }
-        await releaseClock(res.hostPauseMs);
+        if (res.kind === 'done' && !res.requested) await abandonClock();
+        else await releaseClock(res.hostPauseMs);
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {

@@ -145,7 +145,9 @@ if owner and owner ~= '' and owner ~= ARGV[1] then
 end
 if owner ~= ARGV[1] then nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0')) end
 redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', now))
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 60000)
+-- Kept as long as the next allowed time it holds: a late release after a
+-- long Retry-After must not let that wait expire with the key.
+redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
 return 1`,
   },
   // KEYS: clock. ARGV: owner. A lease taken and not used (no request went

@@ -144,6 +144,23 @@ test('a revisit host parks only under its own generation, while the campaign is 
   expect((await hosts.readyBatch(10)).map((r) => r.host)).toEqual(['b.test', 'a.test', 'y.test', 'q.test']);
 });
 
+test('URLs robots.txt disallows are recorded without a request, and without a delay each: the host clock counts only real requests', async () => {
+  for (const spec of generateSites({ count: 1, pages: 3, fanOut: 2, hostPattern: () => 'private.session.test', seed: 3 })) h.web.addSite({ ...spec, robots: { disallow: ['/private/'] } });
+  const disallowed = [1, 2, 3, 4, 5].map((i) => h.web.url('private.session.test', `/private/${i}`));
+  // Every wait of the delay is handed back as a durable sleep (the delay is above the threshold).
+  const c = await prepared('private', { seeds: disallowed, politeness: { minDelayMs: 2_000 }, session: { durableSleepMs: 1_000 } });
+  const first = await c.session();
+  // robots.txt went out; the next request must wait the delay.
+  expect(first).toMatchObject({ end: 'wait', pages: 0 });
+  await new Promise((r) => setTimeout(r, first.waitMs! + 50));
+  // No request for any of them, so no delay between them: one session records all five
+  // (before, each recorded URL counted as a request, and the session ended after the first).
+  expect(await c.session()).toMatchObject({ end: 'drained', pages: 5, frontier: 0 });
+  expect(pagesOf(c.host)).toHaveLength(0);
+  const lines = await readIndex(path.join(c.dir, 'index'));
+  expect(lines.map((e) => e.outcome)).toEqual(Array(5).fill('robots-disallowed'));
+});
+
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
   const c = await prepared('two', { session: { maxPages: 3 } });
   // The page cap stands in for a session cut short: three pages committed.

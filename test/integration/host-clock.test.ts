@@ -2,6 +2,7 @@
 // host goes through, whichever worker or campaign sends it.
 import { createRedis } from '../../src/redis/client';
 import { HostClock } from '../../src/redis/host-clock';
+import { sharedHostKeys } from '../../src/redis/keys';
 import type { RedisLike } from '../../src/redis/scripts';
 
 let redis: RedisLike;
@@ -73,6 +74,18 @@ test('a lease abandoned unused frees the clock at once and keeps the end of the 
   expect(await c.acquire('d', 10_000, 400)).toBe(0);
   await c.abandon('not-the-owner');
   expect(await c.acquire('e', 10_000, 0)).toBeGreaterThan(0);
+});
+
+test('a late second release after a long Retry-After keeps the clock as long as that wait: the key does not expire with a minute left', async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const c = new HostClock(redis, host);
+  expect(await c.acquire('a', 10_000, 100)).toBe(0);
+  // The server said Retry-After: one hour.
+  await c.release('a', 3_600_000);
+  // The same request's release again, late (a retried attempt that had been given up on).
+  await c.release('a', 0);
+  expect(await c.acquire('b', 10_000, 100)).toBeGreaterThan(3_500_000);
+  expect(await redis.pttl(sharedHostKeys(host).clock)).toBeGreaterThan(3_600_000);
 });
 
 test('after a Redis restart a clock it did not grant itself is trusted only once the server has been up for the delay', async () => {
