@@ -31,6 +31,13 @@ export const TICK_MS = 30_000;
 export const WATCH_MARGIN_MS = 5 * 60_000;
 /** Continue as new well before Temporal's limits. */
 export const MAX_HISTORY_EVENTS = 8_000;
+/**
+ * A dispatch round that failed past its local activity's retries (Redis or
+ * Temporal unreachable for minutes, a fault in the round) is tried again
+ * after this long: failing the campaign would leave its host workflows
+ * crawling with nobody to stop them, and its output unsealed.
+ */
+export const DISPATCH_RETRY_MS = 10_000;
 /** How long a finishing campaign waits for its hosts to stop before it gives the rest up. */
 export const FINISH_WAIT_MS = 2 * 60_000;
 
@@ -44,6 +51,8 @@ export class CampaignBook {
   /** Operator requests in flight that may add work (add-seeds): the campaign is not done while one runs. */
   inflight = 0;
   finishing = false;
+  /** The last dispatch round's failure, until a round succeeds (the status shows it). */
+  dispatchError: { message: string; at: number; failures: number } | null = null;
   readonly carry: CampaignCarry;
 
   constructor(
@@ -131,6 +140,7 @@ export class CampaignBook {
    * could still add work.
    */
   onSnapshot(s: CampaignSnapshot, now: number): 'done' | 'again' | 'wait' {
+    this.dispatchError = null;
     this.carry.snapshot = { totals: { ...s.totals, activeHosts: s.active, readyHosts: s.ready }, problems: s.problems, at: now };
     this.carry.configVersion = Math.max(this.carry.configVersion, s.configVersion);
     if (s.stop === 'budget' || s.stop === 'cancelled') this.requestStop(s.stop);
@@ -140,6 +150,13 @@ export class CampaignBook {
     // A full batch went out and more hosts wait: another round at once.
     if (s.dispatched > 0 && s.ready > 0) this.nudged = true;
     return this.nudged ? 'again' : 'wait';
+  }
+
+  /** A dispatch round failed: look again after DISPATCH_RETRY_MS (returned). */
+  onDispatchFailed(message: string, now: number): number {
+    this.dispatchError = { message: message.slice(0, 500), at: now, failures: (this.dispatchError?.failures ?? 0) + 1 };
+    this.nudged = true;
+    return DISPATCH_RETRY_MS;
   }
 
   /**
@@ -192,6 +209,9 @@ export class CampaignBook {
         pausedHosts: this.carry.pausedHosts,
       },
       ...(this.settings.revisit?.enabled ? { revisit: true } : {}),
+      ...(this.dispatchError
+        ? { dispatchError: { message: this.dispatchError.message, at: new Date(this.dispatchError.at).toISOString(), failures: this.dispatchError.failures } }
+        : {}),
     };
   }
 

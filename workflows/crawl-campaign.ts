@@ -235,7 +235,19 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
       book.nudged = false;
-      const next = book.onSnapshot(await dispatch(), Date.now());
+      let snap;
+      try {
+        snap = await dispatch();
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const message = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+        const waitMs = book.onDispatchFailed(message, Date.now());
+        log.warn('dispatch round failed; trying again', { campaignId, failures: book.dispatchError!.failures, error: message });
+        showCard();
+        await condition(() => book.stopReason !== null, waitMs);
+        continue;
+      }
+      const next = book.onSnapshot(snap, Date.now());
       publishTotals();
       if (next === 'done') break;
     }

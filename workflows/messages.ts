@@ -85,6 +85,11 @@ export interface CampaignStatus {
   steering: CampaignSteering;
   /** A revisit campaign (continuous crawling): `crawler status` shows its revisit queue. */
   revisit?: boolean;
+  /**
+   * The last dispatch rounds failed (Redis or Temporal unreachable past their
+   * retries): the campaign tries again every 10 s and shows why until one works.
+   */
+  dispatchError?: { message: string; at: string; failures: number };
 }
 
 export interface CampaignSteering {

@@ -93,5 +93,6 @@ export function campaignCard(s: CampaignStatus, problems: number): string {
     `**Frontier:** ${t.frontier} URLs waiting`,
     `**Problems:** ${problems}`,
     `**As of:** ${s.updatedAt}`,
+    ...(s.dispatchError ? [`**Dispatch failing** (${s.dispatchError.failures}×, since ${s.dispatchError.at}, retried every 10 s): ${s.dispatchError.message}`] : []),
   ].join('\n\n');
 }

@@ -145,7 +145,8 @@ test('a revisit host parks only under its own generation, while the campaign is 
 });
 
 test('URLs robots.txt disallows are recorded without a request, and without a delay each: the host clock counts only real requests', async () => {
-  for (const spec of generateSites({ count: 1, pages: 3, fanOut: 2, hostPattern: () => 'private.session.test', seed: 3 })) h.web.addSite({ ...spec, robots: { disallow: ['/private/'] } });
+  for (const spec of generateSites({ count: 1, pages: 3, fanOut: 2, hostPattern: () => 'private.session.test', seed: 3 }))
+    h.web.addSite({ ...spec, robots: { disallow: ['/private/'] } });
   const disallowed = [1, 2, 3, 4, 5].map((i) => h.web.url('private.session.test', `/private/${i}`));
   // Every wait of the delay is handed back as a durable sleep (the delay is above the threshold).
   const c = await prepared('private', { seeds: disallowed, politeness: { minDelayMs: 2_000 }, session: { durableSleepMs: 1_000 } });

@@ -1,7 +1,7 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { CampaignBook, DISPATCH_RETRY_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
@@ -102,6 +102,18 @@ test("the Web UI's card shows the last look at Redis while running, and the summ
   expect(final).toContain('**Pages:** 9 fetched, 1 errors, 2 skipped');
   expect(final).toContain('0 active, 0 waiting');
   expect(final).toContain('**Problems:** 4');
+});
+
+test('a failed dispatch round is tried again after a pause and shown in the status until a round succeeds', () => {
+  const b = new CampaignBook(settings, 'c.1', 1_000);
+  b.nudged = false;
+  expect(b.onDispatchFailed('redis: connection refused', 5_000)).toBe(DISPATCH_RETRY_MS);
+  expect(b.due).toBe(true);
+  b.onDispatchFailed('redis: connection refused again', 20_000);
+  expect(b.statusView('c').dispatchError).toEqual({ message: 'redis: connection refused again', at: new Date(20_000).toISOString(), failures: 2 });
+  expect(b.card('c')).toContain('**Dispatch failing** (2×');
+  b.onSnapshot(snap({ active: 1 }), 30_000);
+  expect(b.statusView('c').dispatchError).toBeUndefined();
 });
 
 test('the watch is due a minute after the start, then a minute after its last look, not on every round', () => {

@@ -110,6 +110,9 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
     `pages ${t.fetched}, failed ${t.failed}, skipped ${t.skipped}, bytes ${t.bytes}, hosts ${t.hosts} (${t.activeHosts} active, ${t.readyHosts} waiting for a slot), frontier ${t.frontier}` +
       (s.problems ? `, problems ${s.problems}` : ''),
   ];
+  if (s.dispatchError) {
+    lines.push(`dispatch failing ${s.dispatchError.failures}× since ${s.dispatchError.at} (tried again every 10 s; hosts already running go on): ${s.dispatchError.message}`);
+  }
   if (revisits) {
     lines.push(
       `revisits: ${revisits.scheduled} scheduled, due now ${revisits.dueNow}, within an hour ${revisits.dueHour}, within a day ${revisits.dueDay}` +
