@@ -96,7 +96,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
         await hosts.unparkDue();
         const c = await hosts.counts();
         // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
-        const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedHosts));
+        const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedActive));
         const batch = await hosts.readyBatch(free);
         // No slot free while hosts wait: revisit hosts asleep on theirs are woken, and give them up (park) when nothing is due.
         if (free <= 0 && c.ready > 0) await wakeSleepingForSlots(rt, hosts, input, c.ready);

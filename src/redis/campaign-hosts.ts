@@ -195,9 +195,15 @@ export class CampaignHosts {
     return this.redis.zcard(this.k.ready);
   }
 
-  async counts(): Promise<{ active: number; ready: number; pausedHosts: number }> {
-    const [active, ready, paused] = await Promise.all([this.redis.hlen(this.k.active), this.redis.zcard(this.k.ready), this.redis.scard(this.k.pausedHosts)]);
-    return { active, ready, pausedHosts: paused };
+  /**
+   * Hosts holding a slot, hosts waiting for one, and how many of the slot
+   * holders an operator paused (`pausedActive`): a paused host that holds no
+   * slot (parked, waiting in line, done) frees none.
+   */
+  async counts(): Promise<{ active: number; ready: number; pausedActive: number }> {
+    const [active, ready, paused] = await Promise.all([this.redis.hlen(this.k.active), this.redis.zcard(this.k.ready), this.redis.smembers(this.k.pausedHosts)]);
+    const held = paused.length === 0 ? [] : await this.redis.hmget(this.k.active, ...paused);
+    return { active, ready, pausedActive: held.filter((g) => g !== null).length };
   }
 
   /** Active hosts and their generations, a page at a time (HSCAN: bounded work per call). */

@@ -162,6 +162,16 @@ test('URLs robots.txt disallows are recorded without a request, and without a de
   expect(lines.map((e) => e.outcome)).toEqual(Array(5).fill('robots-disallowed'));
 });
 
+test('only paused hosts that hold a slot count as freeing one: a paused host parked, in line or done frees none', async () => {
+  const c = await prepared('nine');
+  // The prepared host holds a slot; two others are paused without holding one.
+  await c.hosts.setHostPaused('in-line.session.test', true);
+  await c.hosts.setHostPaused('done.session.test', true);
+  expect(await c.hosts.counts()).toMatchObject({ active: 1, pausedActive: 0 });
+  await c.hosts.setHostPaused(c.host, true);
+  expect(await c.hosts.counts()).toMatchObject({ active: 1, pausedActive: 1 });
+});
+
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
   const c = await prepared('two', { session: { maxPages: 3 } });
   // The page cap stands in for a session cut short: three pages committed.
