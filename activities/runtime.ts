@@ -44,6 +44,15 @@ export interface CampaignRuntime {
 
 /** A campaign's runtime (settings, HTTP agents) not used for this long is closed at the next lookup. */
 const CAMPAIGN_IDLE_MS = 10 * 60_000;
+/**
+ * A campaign runtime replaced by newer settings, or evicted, may still serve
+ * sessions that took it earlier: a page in flight, a wait on the host clock
+ * before the next one (a session sees the new version only between pages).
+ * Its HTTP client is closed this long after, when they have surely moved on,
+ * instead of at once under them (a fetch on a closed client fails, and on a
+ * URL's last attempt that was the URL lost).
+ */
+const RETIRED_CLOSE_MS = 10 * 60_000;
 
 export class WorkerRuntime {
   readonly outputs = new OutputRegistry();
@@ -85,7 +94,7 @@ export class WorkerRuntime {
     if (cached) {
       const rt = await cached.catch(() => null);
       if (rt && rt.version >= minVersion) return rt;
-      if (rt) void rt.http.close().catch(() => undefined);
+      if (rt) this.retire(rt.http);
       this.campaigns.delete(campaignKey);
     }
     const p = this.build(campaignKey, minVersion);
@@ -103,8 +112,20 @@ export class WorkerRuntime {
       this.usedAt.delete(key);
       const p = this.campaigns.get(key);
       this.campaigns.delete(key);
-      void p?.then((rt) => rt.http.close()).catch(() => undefined);
+      void p?.then((rt) => this.retire(rt.http)).catch(() => undefined);
     }
+  }
+
+  private readonly retired = new Map<HttpClient, NodeJS.Timeout>();
+
+  private retire(http: HttpClient): void {
+    if (this.retired.has(http)) return;
+    const timer = setTimeout(() => {
+      this.retired.delete(http);
+      void http.close().catch(() => undefined);
+    }, RETIRED_CLOSE_MS);
+    timer.unref();
+    this.retired.set(http, timer);
   }
 
   private async build(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
@@ -144,6 +165,14 @@ export class WorkerRuntime {
     const all = [...this.campaigns.values()];
     this.campaigns.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));
+    const retired = [...this.retired];
+    this.retired.clear();
+    await Promise.all(
+      retired.map(([http, timer]) => {
+        clearTimeout(timer);
+        return http.close().catch(() => undefined);
+      }),
+    );
     await this.outputs.closeAll();
   }
 }

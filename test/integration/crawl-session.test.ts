@@ -26,7 +26,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -163,13 +163,23 @@ test('URLs robots.txt disallows are recorded without a request, and without a de
 });
 
 test('only paused hosts that hold a slot count as freeing one: a paused host parked, in line or done frees none', async () => {
-  const c = await prepared('nine');
+  const c = await prepared('eleven');
   // The prepared host holds a slot; two others are paused without holding one.
   await c.hosts.setHostPaused('in-line.session.test', true);
   await c.hosts.setHostPaused('done.session.test', true);
   expect(await c.hosts.counts()).toMatchObject({ active: 1, pausedActive: 0 });
   await c.hosts.setHostPaused(c.host, true);
   expect(await c.hosts.counts()).toMatchObject({ active: 1, pausedActive: 1 });
+});
+
+test('new settings do not close the HTTP client of the old ones under the sessions still holding it: it fetches until they end', async () => {
+  const c = await prepared('twelve');
+  const old = await rt.campaign(c.campaignKey, 1);
+  await c.hosts.setControl({ version: 2 });
+  const fresh = await rt.campaign(c.campaignKey, 2);
+  expect(fresh).not.toBe(old);
+  // A session that took the old runtime before the change, fetching its next page.
+  expect((await old.http.fetch(h.web.url('twelve.session.test', '/'))).status).toBe(200);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
