@@ -234,7 +234,8 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         } catch (err) {
           // A request may have gone out: the host gets its delay either way.
           await releaseClock(delay.ms);
-          if (signal.aborted || claim.attempts < MAX_PAGE_ATTEMPTS) throw err;
+          // Claims that ended in a retry (a 503, a reset connection) are not processing failures.
+          if (signal.aborted || claim.attempts - claim.retried < MAX_PAGE_ATTEMPTS) throw err;
           res = await recordInternalError(rt, job, err);
         }
         if (res.kind === 'budget') {
@@ -248,6 +249,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {
+          await frontier.noteRetry(claim.member);
           if (res.waitMs >= threshold) return await end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
           rt.deps.metrics?.recordPolitenessWait(res.waitMs);
           await sleep(res.waitMs, undefined, { signal });

@@ -41,6 +41,8 @@ export interface PageJob {
   entry: FrontierEntry;
   /** Claims of this entry so far, this one included. */
   attempts: number;
+  /** Of the earlier claims, those that ended in a deliberate retry (5xx, 429, a network error). */
+  retried: number;
   /** The host's pause between requests now; a Retry-After may lengthen it. */
   delayMs: number;
   /** Robots rules for the host, null when robots.txt is not respected. */
@@ -512,7 +514,7 @@ export async function recordWithoutFetch(
  */
 export async function recordInternalError(rt: WorkerRuntime, job: PageJob, cause: unknown): Promise<PageResult> {
   const s = job.campaign.settings;
-  const message = `processing failed ${job.attempts} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
+  const message = `processing failed ${job.attempts - job.retried} times: ${cause instanceof Error ? cause.message : String(cause)}`.slice(0, 2000);
   const attemptId = newAttemptId();
   try {
     await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, 'error', { error: { code: 'INTERNAL_ERROR', message } }));

@@ -118,13 +118,23 @@ export class Frontier {
 
   /**
    * The entry to work on (the one claimed before and not yet committed,
-   * else the head) and how often it has been claimed, this time included.
+   * else the head), how often it has been claimed, this time included, and
+   * how many of those claims ended in a deliberate retry (`retried`).
    */
-  async claim(session = ''): Promise<{ member: string; entry: FrontierEntry; attempts: number } | null> {
+  async claim(session = ''): Promise<{ member: string; entry: FrontierEntry; attempts: number; retried: number } | null> {
     const k = this.keys;
     const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, session);
     if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
-    return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]) } : null;
+    return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
+  }
+
+  /**
+   * This claim of `member` ends in a deliberate retry (the server was
+   * overloaded, the network failed): the claims left for processing
+   * failures (attempts − retried) are not used up by it.
+   */
+  async noteRetry(member: string): Promise<void> {
+    await this.redis.hincrby(this.keys.attempts, `${member}\0r`, 1);
   }
 
   /** Makes `session` the host's owner: claims by any other session attempt fail from now on. */

@@ -54,7 +54,8 @@ if not (cur and redis.call('ZSCORE', KEYS[1], cur)) then
   redis.call('SET', KEYS[2], cur)
 end
 redis.call('SET', KEYS[3], '1')
-return {cur, redis.call('HINCRBY', KEYS[4], cur, 1)}`,
+-- Claims so far, this one included, and how many of them ended in a deliberate retry (a 5xx, a 429, a network error: field member.."\0r").
+return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET', KEYS[4], cur .. '\0r') or '0')}`,
   },
   // KEYS: seen, frontier, seq, current, stats, attempts, committed. ARGV:
   // member, statField, bytes, fp, attempt id, then enqueue triples. Removes
@@ -69,7 +70,7 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1)}`,
     lua: `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
-redis.call('HDEL', KEYS[6], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1], ARGV[1] .. '\0r')
 if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
@@ -357,7 +358,7 @@ type ScriptArgs = (string | number)[];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
-    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number] | null, Context>;
+    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number, number] | null, Context>;
     crawlCommit(
       seen: string,
       frontier: string,

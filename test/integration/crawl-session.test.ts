@@ -26,7 +26,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -244,6 +244,30 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
   const index = await readIndex(path.join(c.dir, 'index'));
   expect(index).toEqual([
     expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) }),
+  ]);
+});
+
+test("claims that ended in a retry (503) do not count among a page's processing attempts: it still gets three", async () => {
+  const c = await prepared('thirteen');
+  h.web.site('thirteen.session.test')!.statusFor = (p, n) => (p === '/' && n <= 2 ? 503 : undefined);
+  fs.mkdirSync(c.dir, { recursive: true });
+  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
+  const errors: unknown[] = [];
+  let last: SessionResult | null = null;
+  for (let i = 0; i < 10 && last?.end !== 'drained'; i++) {
+    try {
+      last = await c.session();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  // 503, 503, then three answers that cannot be stored: two failed sessions, the third records the URL.
+  expect(pagesOf(c.host).filter((r) => r.path === '/')).toHaveLength(5);
+  expect(errors).toHaveLength(2);
+  expect(last).toMatchObject({ end: 'drained', stats: { fetched: 0, failed: 1 } });
+  const index = await readIndex(path.join(c.dir, 'index'));
+  expect(index).toEqual([
+    expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times/) }) }),
   ]);
 });
 
