@@ -396,7 +396,8 @@ class UndiciHttpClient implements HttpClient {
   }
 
   #redirectTarget(response: Dispatcher.ResponseData<ConnectionProbe>, current: URL): URL {
-    const location = headerValue(response.headers.location);
+    const raw = headerValue(response.headers.location);
+    const location = raw === undefined ? undefined : utf8IfValid(raw);
     if (location === undefined || location.trim() === '') {
       discard(response.body);
       throw new FetchError('INVALID_REDIRECT', current.href, { detail: `${response.statusCode} without a Location header` });
@@ -423,6 +424,23 @@ function parseHttpUrl(input: string, errorUrl: string, code: 'INVALID_URL' | 'IN
   // Fragments never reach the server; dropping them keeps loop detection honest.
   parsed.hash = '';
   return parsed;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * undici hands header values over as Latin-1, one character per byte. Servers
+ * send Location paths as raw UTF-8 (PHP, IIS, rewrite rules), and browsers
+ * read them as UTF-8: so do we when the bytes are valid UTF-8, else they stay
+ * Latin-1 (and are percent-encoded as such).
+ */
+function utf8IfValid(value: string): string {
+  if (!/[\x80-\xff]/.test(value)) return value;
+  try {
+    return strictUtf8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

@@ -623,6 +623,17 @@ describe('redirects', () => {
     expect(server.connections()).toBe(1);
   });
 
+  it('reads a Location sent as raw UTF-8 bytes as UTF-8, as browsers do; bytes that are not UTF-8 stay Latin-1', async () => {
+    // Node writes header strings as Latin-1: these are the UTF-8 bytes of the paths.
+    const raw = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+    const server = await redirectServer({ '/from': [301, raw('/café/日本')], '/latin': [302, '/caf\xe9'] });
+    const result = await client().fetch(`${server.base}/from`);
+    expect(result.finalUrl).toBe(`${server.base}/caf%C3%A9/%E6%97%A5%E6%9C%AC`);
+    expect(result.body.toString()).toBe('final /caf%C3%A9/%E6%97%A5%E6%9C%AC');
+    // A lone 0xE9 is not UTF-8: it stays the Latin-1 é (percent-encoded as its UTF-8, as the URL parser does).
+    expect((await client().fetch(`${server.base}/latin`)).finalUrl).toBe(`${server.base}/caf%C3%A9`);
+  });
+
   it('resolves relative Location against the current URL', async () => {
     const server = await redirectServer({ '/dir/sub/page': [302, '../other?q=1#frag'], '/dir/other?q=1': [303, 'final'] });
     const result = await client().fetch(`${server.base}/dir/sub/page`);
