@@ -175,6 +175,15 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
         code = 'ROBOTS_TIMEOUT';
       } else {
         if (!isFetchError(err)) throw err;
+        if (err.code === 'ADDRESS_REFUSED' && hop > 0) {
+          // The host's robots.txt redirects to an address this campaign
+          // refuses (a misconfigured proxy, a redirect to localhost): a
+          // redirect it cannot follow, so RFC 9309 treats robots.txt as
+          // unavailable as in "not found" (allow all). The host itself is
+          // fine. Not cached: another campaign's policy may follow it.
+          await clock.release(owner, minDelay);
+          return { kind: 'ok', allows: null, crawlDelaySec: null };
+        }
         if (err.code === 'ADDRESS_REFUSED') {
           // This campaign may not talk to the host at all: its URLs are
           // recorded as refused. Nothing goes in the shared robots cache,

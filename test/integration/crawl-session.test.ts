@@ -26,7 +26,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -180,6 +180,19 @@ test('new settings do not close the HTTP client of the old ones under the sessio
   expect(fresh).not.toBe(old);
   // A session that took the old runtime before the change, fetching its next page.
   expect((await old.http.fetch(h.web.url('twelve.session.test', '/'))).status).toBe(200);
+});
+
+test("a robots.txt that redirects to an address the campaign refuses is a redirect it cannot follow (allow all): the host's own pages are crawled, not refused", async () => {
+  const site = h.web.site('fourteen.session.test')!;
+  site.handler = ({ req, res }) => {
+    if (req.url !== '/robots.txt') return false;
+    res.writeHead(301, { location: `http://127.0.0.1:${h.web.port}/robots.txt` }).end();
+    return true;
+  };
+  const c = await prepared('fourteen');
+  expect(await c.session()).toMatchObject({ end: 'drained', stats: { fetched: 8, failed: 0 } });
+  expect(pagesOf(c.host)).toHaveLength(8);
+  expect((await readIndex(path.join(c.dir, 'index'))).filter((e) => e.outcome !== 'fetched')).toEqual([]);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
