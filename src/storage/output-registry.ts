@@ -23,18 +23,26 @@ export class OutputRegistry {
 
   constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
 
+  /**
+   * One per folder and campaign: campaigns started without `--out` share a
+   * folder, and a WARC file's name says whose records it holds (the seal's
+   * replay index and WACZ pick a campaign's files by it).
+   */
   warc(dir: string, campaignId: string): Promise<WarcWriter> {
     const prefix = warcPrefixOf(campaignId);
-    return this.lookup(this.warcs, path.join(path.resolve(dir), 'warc'), (d) => WarcWriter.open({ dir: d, prefix, isPartOf: campaignId }));
+    const warcDir = path.join(path.resolve(dir), 'warc');
+    return this.lookup(this.warcs, `${warcDir}\0${prefix}`, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId }));
   }
 
   index(dir: string): Promise<IndexWriter> {
-    return this.lookup(this.indexes, path.join(path.resolve(dir), 'index'), (d) => IndexWriter.open({ dir: d }));
+    const indexDir = path.join(path.resolve(dir), 'index');
+    return this.lookup(this.indexes, indexDir, () => IndexWriter.open({ dir: indexDir }));
   }
 
   /** The default dataset's raw file of this process (items a handler returned). */
   dataset(dir: string): Promise<DatasetWriter> {
-    return this.lookup(this.datasets, datasetDir(dir), (d) => DatasetWriter.open(d));
+    const d = datasetDir(dir);
+    return this.lookup(this.datasets, d, () => DatasetWriter.open(d));
   }
 
   /** How many writers are open (for tests of the eviction). */
@@ -42,12 +50,12 @@ export class OutputRegistry {
     return this.warcs.size + this.indexes.size + this.datasets.size;
   }
 
-  private lookup<T extends { close(): Promise<void> }>(map: Map<string, Entry<T>>, key: string, open: (dir: string) => Promise<T>): Promise<T> {
+  private lookup<T extends { close(): Promise<void> }>(map: Map<string, Entry<T>>, key: string, open: () => Promise<T>): Promise<T> {
     const now = Date.now();
     this.sweep(now);
     let e = map.get(key);
     if (!e) {
-      const writer = open(key);
+      const writer = open();
       writer.catch(() => map.delete(key));
       e = { writer, usedAt: now };
       map.set(key, e);

@@ -10,6 +10,7 @@ import { WorkerRuntime } from '../../activities/runtime';
 import { resolveCampaignSettings } from '../../src/config/campaign';
 import { campaignKeys } from '../../src/redis/keys';
 import type { RedisLike } from '../../src/redis/scripts';
+import { campaignWarcFiles } from '../../src/storage/cdxj';
 import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
 import { IDLE_CLOSE_MS, OutputRegistry } from '../../src/storage/output-registry';
 
@@ -41,7 +42,28 @@ test('output writers idle for IDLE_CLOSE_MS are closed at the next lookup; what 
   expect((await readIndex(path.join(a, 'index'))).map((e) => e.url).sort()).toEqual(['http://a.test/1', 'http://a.test/2']);
 });
 
-test('a campaign runtime (settings, HTTP agent) unused for 10 minutes is closed at the next lookup of any campaign', async () => {
+test("campaigns sharing an output folder each write their own WARC files: the seal finds a campaign's records by its files' names", async () => {
+  const reg = new OutputRegistry();
+  const dir = tmp();
+  const shop = await reg.warc(dir, 'shop');
+  const news = await reg.warc(dir, 'news');
+  expect(news).not.toBe(shop);
+  const exchange = (url: string) => ({
+    url,
+    fetchedAt: new Date(now),
+    request: { method: 'GET', headers: { host: 'x.test' } },
+    response: { status: 200, statusText: 'OK', headers: { 'content-type': 'text/html' }, body: Buffer.from('<p>hi</p>') },
+  });
+  await shop.writeExchange(exchange('http://shop.test/'));
+  await news.writeExchange(exchange('http://news.test/'));
+  await reg.closeAll();
+  expect((await campaignWarcFiles(dir, 'news')).length).toBe(1);
+  expect((await campaignWarcFiles(dir, 'shop')).length).toBe(1);
+});
+
+test('a campaign runtime (settings, HTTP agent) unused for 10 minutes is dropped at the next lookup of any campaign, its HTTP agent closed 10 minutes later (a session may still hold it)', async () => {
+  // Timers fake (the agent's delayed close), Date.now stepped as above.
+  jest.useFakeTimers({ doNotFake: ['Date', 'nextTick', 'setImmediate', 'queueMicrotask'] });
   // Only the settings read goes to "Redis".
   const stored = (id: string) => JSON.stringify({ version: 1, settings: resolveCampaignSettings({ seeds: [`http://${id}.test/`], output: { dir: tmp() } }, id) });
   const redis = {
@@ -57,10 +79,18 @@ test('a campaign runtime (settings, HTTP agent) unused for 10 minutes is closed 
   expect(closeA).not.toHaveBeenCalled();
   now += 1;
   const b = await rt.campaign('b.1', 1);
-  expect(closeA).toHaveBeenCalledTimes(1);
   // b was used just now: kept; a comes back as a new runtime.
   const a2 = await rt.campaign('a.1', 1);
   expect(a2).not.toBe(a);
   expect(await rt.campaign('b.1', 1)).toBe(b);
+  // The old agent goes ten minutes after it was dropped, not under a session still using it.
+  expect(closeA).not.toHaveBeenCalled();
+  jest.advanceTimersByTime(10 * 60_000 - 1);
+  expect(closeA).not.toHaveBeenCalled();
+  jest.advanceTimersByTime(1);
+  expect(closeA).toHaveBeenCalledTimes(1);
+  const closeA2 = jest.spyOn(a2.http, 'close');
   await rt.close();
+  expect(closeA2).toHaveBeenCalledTimes(1);
+  jest.useRealTimers();
 });
