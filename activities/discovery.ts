@@ -114,8 +114,10 @@ export function sitemapCandidatesOf(
   contentType: string | null,
   entryKind: EntryKind,
   depth: number,
+  /** The fetch cut the body (its size or time limit). */
+  cut = false,
 ): { candidates: Candidate[]; summary: NonNullable<IndexEntry['sitemap']>; hints: { url: string; lastmod?: string; changefreq?: string }[] } {
-  const parsed = parseSitemap(body, { url: sitemapUrl, contentType });
+  const parsed = parseSitemap(body, { url: sitemapUrl, contentType, incomplete: cut });
   const candidates: Candidate[] = [];
   // What the sitemap says of how often its pages change: a revisit campaign's first intervals (src/revisit/adapt.ts).
   const hints: { url: string; lastmod?: string; changefreq?: string }[] = [];

@@ -255,7 +255,7 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
     // The 3xx is archived; its target is not followed.
   } else if (kind === 'sitemap' || kind === 'sitemap-child') {
     if (ok) {
-      const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth);
+      const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth, res.truncated !== null);
       candidates = listed.candidates;
       sitemap = listed.summary;
       // A revisit campaign takes the sitemap's word for how often its pages change, until it has seen for itself.

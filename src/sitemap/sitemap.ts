@@ -83,6 +83,11 @@ export interface ParseSitemapOptions {
   maxUncompressedBytes?: number;
   /** Entries collected (default DEFAULT_MAX_SITEMAP_URLS). */
   maxUrls?: number;
+  /**
+   * The body was cut before it reached the parser (the fetch's size or time
+   * limit): its last entry may be cut mid-URL, and it is reported truncated.
+   */
+  incomplete?: boolean;
 }
 
 export function parseSitemap(body: Uint8Array, opts: ParseSitemapOptions): SitemapParseResult {
@@ -93,6 +98,7 @@ export function parseSitemap(body: Uint8Array, opts: ParseSitemapOptions): Sitem
     const gzipped = body.length >= 2 && body[0] === 0x1f && body[1] === 0x8b;
     const raw = gzipped ? gunzipLimited(body, maxBytes, out) : cut(body, maxBytes, out);
     if (raw === null) return out.result('invalid');
+    if (opts.incomplete && !out.truncated) out.truncated = 'bytes';
     const incomplete = out.truncated === 'bytes' || out.gzipTruncated;
 
     if (raw.length === 0) {

@@ -244,6 +244,26 @@ describe('parseSitemap: sitemapindex', () => {
   });
 });
 
+describe('a sitemap the fetch cut short (its size or time limit)', () => {
+  it('drops the last text line, which may be cut mid-URL, and says truncated', () => {
+    const r = parse('https://e.com/a\nhttps://e.com/products/12345', { incomplete: true });
+    expect(r.urls.map((u) => u.loc)).toEqual(['https://e.com/a']);
+    expect(r.truncated).toBe('bytes');
+  });
+
+  it('keeps the complete XML entries and says truncated instead of reporting a broken file', () => {
+    const r = parse('<urlset><url><loc>https://e.com/a</loc></url><url><loc>https://e.com/prod', { incomplete: true });
+    expect(r.urls.map((u) => u.loc)).toEqual(['https://e.com/a']);
+    expect(r.truncated).toBe('bytes');
+  });
+
+  it('reaches the sitemap summary of the page that fetched it', () => {
+    const cut = sitemapCandidatesOf(Buffer.from('https://e.com/a\nhttps://e.com/products/12345'), 'https://e.com/sitemap.txt', 'text/plain', 'sitemap', 0, true);
+    expect(cut.candidates.map((c) => c.url)).toEqual(['https://e.com/a']);
+    expect(cut.summary).toMatchObject({ truncated: 'bytes' });
+  });
+});
+
 describe('parseSitemap: count limit', () => {
   it('stops at 50,000 URLs by default and reports truncated "count"', () => {
     const r = parse(manyUrls(50_001));
