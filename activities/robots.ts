@@ -9,7 +9,7 @@ import { parseRetryAfter } from '../src/http/retry-after';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { Frontier } from '../src/redis/frontier';
 import { hostKeys } from '../src/redis/keys';
-import { parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
+import { allowedInAnyQueryOrder, parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
 import type { StoredRobots } from '../src/robots/robots-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey } from '../src/url/normalize';
@@ -66,7 +66,7 @@ async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: 
   if (!cached?.parsed) return null;
   await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
   const rules = cached.parsed.rulesFor(campaign.settings.politeness.userAgent);
-  return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+  return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
 }
 
 /** Rejects when `signal` aborts: a session cancelled while it waits for a warm-up stops waiting. */
@@ -216,7 +216,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   await rt.robots.put(host, value);
   await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
   const rules = robots!.rulesFor(agent);
-  return { kind: 'ok', allows: (u) => rules.isAllowed(u), crawlDelaySec: rules.crawlDelaySec ?? null };
+  return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
 }
 
 /**

@@ -303,6 +303,34 @@ class CompiledRobotsRules implements RobotsRules {
   }
 }
 
+/** Most query parameters tried first by allowedInAnyQueryOrder: bounds its cost on a URL with hundreds. */
+const MAX_QUERY_ORDERS = 20;
+
+/**
+ * `rules.isAllowed` for a URL whose query parameters the crawler sorted
+ * (src/url/normalize.ts): a site writes its robots.txt for the order of its
+ * own links, so `Disallow: /?s=` must still stop `/?post_type=product&s=shoes`,
+ * which the site linked as `/?s=shoes&post_type=product`. The URL is allowed
+ * only if it is allowed as given and with each of its first
+ * MAX_QUERY_ORDERS parameters moved to the front. Where the site's own order
+ * is unknown, the polite mistake is to skip a URL, not to fetch it.
+ */
+export function allowedInAnyQueryOrder(rules: Pick<RobotsRules, 'isAllowed'>, url: string): boolean {
+  if (!rules.isAllowed(url)) return false;
+  const hash = url.indexOf('#');
+  const noFragment = hash < 0 ? url : url.slice(0, hash);
+  const q = noFragment.indexOf('?');
+  if (q < 0) return true;
+  const params = noFragment.slice(q + 1).split('&');
+  if (params.length < 2) return true;
+  const base = noFragment.slice(0, q + 1);
+  for (let i = 1; i < Math.min(params.length, MAX_QUERY_ORDERS); i++) {
+    const reordered = [params[i], ...params.slice(0, i), ...params.slice(i + 1)];
+    if (!rules.isAllowed(base + reordered.join('&'))) return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Parsing
 

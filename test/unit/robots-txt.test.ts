@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, normalisePath, parseRobotsTxt, productToken } from '../../src/robots/robots-txt';
+import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, allowedInAnyQueryOrder, normalisePath, parseRobotsTxt, productToken } from '../../src/robots/robots-txt';
 import { RobotsStore } from '../../src/robots/robots-store';
 import type { RedisLike } from '../../src/redis/scripts';
 import { sharedHostKeys } from '../../src/redis/keys';
@@ -52,6 +52,21 @@ describe('conformance fixture', () => {
       const robots = parseRobotsTxt(new TextEncoder().encode(c.robots));
       for (const [url, expected] of c.checks) expect(verdict(robots, c.agent, url)).toBe(expected);
     });
+  });
+});
+
+describe("allowedInAnyQueryOrder: our URLs have their query sorted, robots.txt rules follow the site's order", () => {
+  const rules = parseRobotsTxt('User-agent: *\nDisallow: /?s=\nDisallow: /search?q=\nAllow: /search?page=\n').rulesFor('durablecrawler');
+  it('a rule on a parameter that sorting moved from the front still applies', () => {
+    // The site linked /?s=shoes&post_type=product; we fetch it sorted.
+    expect(rules.isAllowed('http://shop.example/?post_type=product&s=shoes')).toBe(true);
+    expect(allowedInAnyQueryOrder(rules, 'http://shop.example/?post_type=product&s=shoes')).toBe(false);
+    expect(allowedInAnyQueryOrder(rules, 'http://shop.example/search?page=2&q=a')).toBe(false);
+  });
+  it('URLs no order of theirs disallows stay allowed', () => {
+    expect(allowedInAnyQueryOrder(rules, 'http://shop.example/?a=1&b=2')).toBe(true);
+    expect(allowedInAnyQueryOrder(rules, 'http://shop.example/search?page=2')).toBe(true);
+    expect(allowedInAnyQueryOrder(rules, 'http://shop.example/page#s=1')).toBe(true);
   });
 });
 
