@@ -101,11 +101,19 @@ export class IndexWriter {
   // close() knows when the last one has landed.
   private readonly queue = new SerialQueue();
   private closed = false;
+  /**
+   * Bytes of whole lines in the current file: every append is written at
+   * this offset (not at the descriptor's position, which a failed write has
+   * moved past a fragment), and a failed append is cut back to it.
+   */
+  private size = 0;
 
   private constructor(
-    private readonly fh: FileHandle,
-    /** Absolute path of this process's index file. */
-    readonly path: string,
+    private readonly dir: string,
+    private readonly prefix: string,
+    /** The current file; null after a failed write that could not be cut back (the next append starts a new file). */
+    private fh: FileHandle | null,
+    private currentPath: string,
   ) {}
 
   static async open(opts: IndexWriterOptions): Promise<IndexWriter> {
@@ -114,9 +122,19 @@ export class IndexWriter {
     if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
       throw new StorageError('INVALID_INPUT', null, `index prefix must match [A-Za-z0-9._-]+, got ${JSON.stringify(prefix)}`);
     }
-    await ensureWritableDir(opts.dir);
-    const { path: full, fh } = await createUniqueFile(path.resolve(opts.dir), prefix, '.jsonl');
-    return new IndexWriter(fh, full);
+    const dir = path.resolve(opts.dir);
+    await ensureWritableDir(dir);
+    const { path: full, fh } = await createUniqueFile(dir, prefix, '.jsonl');
+    return new IndexWriter(dir, prefix, fh, full);
+  }
+
+  /**
+   * Absolute path of this process's index file: the one being written, or
+   * last written. A failed write that cannot be cut back off abandons its
+   * file (see recoverFromFailedWrite), so a writer may leave several.
+   */
+  get path(): string {
+    return this.currentPath;
   }
 
   /** Basename of the index file. */
@@ -132,18 +150,24 @@ export class IndexWriter {
    * Several lines in one write (a page's dataset items): JSON.stringify
    * escapes every newline inside strings, so each object is exactly one
    * line, and the lines go out in one write, so a crash leaves at most one
-   * partial last line, which readIndex skips.
+   * partial last line, which readIndex skips. A write that fails (disk
+   * full) is cut back off before the error is raised, so the next append
+   * starts on a line boundary and no committed line is glued to a fragment.
    */
   appendAll(lines: readonly { url: string }[], what = 'index entry'): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return this.queue.run(async () => {
       if (this.closed) throw new StorageError('CLOSED', this.path, 'IndexWriter is closed');
       const buf = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(''), 'utf8');
+      const fh = this.fh ?? (await this.startFile());
+      const offset = this.size;
       try {
-        await writeFully(this.fh, buf, null);
+        await writeFully(fh, buf, offset);
       } catch (err) {
+        await this.recoverFromFailedWrite(fh, offset);
         throw new StorageError('WRITE_FAILED', this.path, `cannot append ${what} for ${lines[0]!.url}`, { cause: err });
       }
+      this.size = offset + buf.length;
     });
   }
 
@@ -152,14 +176,38 @@ export class IndexWriter {
     return this.queue.run(async () => {
       if (this.closed) return;
       this.closed = true;
+      const fh = this.fh;
+      this.fh = null;
+      if (!fh) return;
       try {
-        await this.fh.sync();
+        await fh.sync();
       } catch (err) {
-        await this.fh.close().catch(() => undefined);
+        await fh.close().catch(() => undefined);
         throw new StorageError('CLOSE_FAILED', this.path, 'cannot flush index file', { cause: err });
       }
-      await this.fh.close();
+      await fh.close();
     });
+  }
+
+  // Cut a partial write back off so the next line starts at a line boundary
+  // (as the WARC writer does); if even that fails, abandon the file: its
+  // fragment stays an unterminated last line, which readers skip, and the
+  // next append goes to a new file.
+  private async recoverFromFailedWrite(fh: FileHandle, goodSize: number): Promise<void> {
+    try {
+      await fh.truncate(goodSize);
+    } catch {
+      this.fh = null;
+      await fh.close().catch(() => undefined);
+    }
+  }
+
+  private async startFile(): Promise<FileHandle> {
+    const { path: full, fh } = await createUniqueFile(this.dir, this.prefix, '.jsonl');
+    this.fh = fh;
+    this.currentPath = full;
+    this.size = 0;
+    return fh;
   }
 }
 

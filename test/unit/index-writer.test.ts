@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { DatasetWriter, readRawDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import { IndexWriter, contentHashOf, readIndex } from '../../src/storage/index-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import { StorageError } from '../../src/storage/warc-writer';
@@ -37,6 +39,29 @@ function entry(i: number, over: Partial<IndexEntry> = {}): IndexEntry {
 }
 
 const NAME_RE = new RegExp(`^index-\\d{17}-.+-${process.pid}-\\d{5}\\.jsonl$`);
+
+/**
+ * The disk fills up in the middle of the writer's next append: one write
+ * lands half its bytes, the one after fails with ENOSPC; later writes
+ * succeed again (space was freed). With `truncateFails`, cutting the file
+ * back fails too.
+ */
+function fillDiskOnNextAppend(w: IndexWriter, opts: { truncateFails?: boolean } = {}): void {
+  const fh = (w as unknown as { fh: FileHandle }).fh;
+  const realWrite = fh.write.bind(fh) as (buf: Uint8Array, off: number, len: number, pos: number | null) => Promise<{ bytesWritten: number }>;
+  let step = 0;
+  Object.assign(fh, {
+    write: (buf: Uint8Array, off: number, len: number, pos: number | null) => {
+      step++;
+      if (step === 1) return realWrite(buf, off, Math.floor(len / 2), pos);
+      if (step === 2) return Promise.reject(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+      return realWrite(buf, off, len, pos);
+    },
+  });
+  if (opts.truncateFails) {
+    Object.assign(fh, { truncate: () => Promise.reject(Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' })) });
+  }
+}
 
 describe('IndexWriter', () => {
   it('round-trips entries, including awkward strings and optional fields', async () => {
@@ -125,6 +150,63 @@ describe('IndexWriter', () => {
     expect(w.file.startsWith('idx-')).toBe(true);
     await w.close();
     await expect(w.append(entry(0))).rejects.toMatchObject({ code: 'CLOSED', file: w.path });
+  });
+
+  it('cuts a failed half-written append back off, so the next line is not glued to its fragment', async () => {
+    const dir = tmpDir();
+    const w = await IndexWriter.open({ dir });
+    await w.append(entry(1));
+    fillDiskOnNextAppend(w);
+    await expect(w.append(entry(2, { attemptId: 'a2' }))).rejects.toMatchObject({ code: 'WRITE_FAILED', file: w.path, cause: { code: 'ENOSPC' } });
+    // Space again: another page commits, then the failed one is retried.
+    await w.append(entry(3));
+    await w.append(entry(2, { attemptId: 'a2b' }));
+    await w.close();
+    const committed = [entry(1), entry(3), entry(2, { attemptId: 'a2b' })];
+    expect(fs.readFileSync(w.path, 'utf8')).toBe(committed.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    expect(await readIndex(dir)).toEqual(committed);
+  });
+
+  it('abandons the file for a new one when a failed append cannot be cut back', async () => {
+    const dir = tmpDir();
+    const w = await IndexWriter.open({ dir });
+    const first = w.path;
+    await w.append(entry(1));
+    fillDiskOnNextAppend(w, { truncateFails: true });
+    await expect(w.append(entry(2))).rejects.toMatchObject({ code: 'WRITE_FAILED', cause: { code: 'ENOSPC' } });
+    await w.append(entry(3));
+    await w.append(entry(2));
+    await w.close();
+    expect(w.path).not.toBe(first);
+    expect(w.file).toMatch(NAME_RE);
+    // The abandoned file ends in the fragment, an unterminated last line readers skip.
+    const old = fs.readFileSync(first, 'utf8');
+    expect(old.startsWith(`${JSON.stringify(entry(1))}\n`)).toBe(true);
+    expect(old.endsWith('\n')).toBe(false);
+    expect(fs.readFileSync(w.path, 'utf8')).toBe(`${JSON.stringify(entry(3))}\n${JSON.stringify(entry(2))}\n`);
+    const got = await readIndex(dir);
+    expect(got.map((e) => e.fp).sort()).toEqual(['fp1', 'fp2', 'fp3']);
+  });
+
+  it('keeps dataset lines whole after a failed half-written append', async () => {
+    const dir = tmpDir();
+    const dw = await DatasetWriter.open(dir);
+    const item = (i: number): DatasetLine => ({
+      url: `https://example.test/p/${i}`,
+      fp: `fp${i}`,
+      campaignId: 'c1',
+      label: null,
+      fetchedAt: entry(i).fetchedAt,
+      warc: { file: 'crawl-x.warc.gz', offset: i * 1000 },
+      item: { title: `page ${i}`, n: i },
+    });
+    await dw.appendAll([item(1), item(2)]);
+    fillDiskOnNextAppend((dw as unknown as { w: IndexWriter }).w);
+    await expect(dw.appendAll([item(3), item(4)])).rejects.toMatchObject({ code: 'WRITE_FAILED' });
+    await dw.appendAll([item(5)]);
+    await dw.appendAll([item(3), item(4)]);
+    await dw.close();
+    expect((await readRawDataset(dir)).map((l) => l.item.n)).toEqual([1, 2, 5, 3, 4]);
   });
 
   it('hashes bodies as sha256:hex', () => {
