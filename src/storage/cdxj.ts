@@ -2,7 +2,8 @@ import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { finished } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
 import { surt } from './surt';
 import { StorageError, warcPrefixOf } from './warc-writer';
@@ -168,6 +169,7 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
     if (held >= runBytes) await spill();
   };
   let keptLines = 0;
+  let tmp: string | null = null;
   try {
     for (const file of warcFiles) {
       for await (const line of indexWarcFile(file)) await add(Buffer.from(formatCdxjLine(line), 'utf8'));
@@ -179,7 +181,7 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
     }
     await fsp.mkdir(path.dirname(path.resolve(out)), { recursive: true });
     // Unique: a retried seal may still be writing the previous attempt's file.
-    const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     let lines: number;
     if (runs.length === 0) {
       buf.sort(byteOrder);
@@ -189,8 +191,12 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
       lines = await mergeRuns(runs, tmp);
     }
     await fsp.rename(tmp, out);
+    tmp = null;
     return { file: out, lines, warcFiles: warcFiles.length, keptLines };
   } catch (err) {
+    // A half-written index (disk full, file size limit) is never renamed into
+    // place; removed here, it does not fill the folder attempt after attempt.
+    if (tmp) await fsp.rm(tmp, { force: true }).catch(() => undefined);
     if (err instanceof StorageError) throw err;
     throw new StorageError('WRITE_FAILED', out, 'cannot write CDXJ index', { cause: err });
   } finally {
@@ -233,47 +239,69 @@ export async function writeCdxjForDir(warcDir: string, out: string, opts: WriteC
   return writeCdxj(await listWarcFiles(warcDir), out, opts);
 }
 
+// Both writers go through pipeline() rather than write() and 'drain': a
+// write error (ENOSPC, or EFBIG past a file size limit) then rejects the
+// promise, where a bare write stream emits an 'error' event that nothing
+// listens to yet, which kills the process (a worker sealing a campaign, its
+// index lock and temporary file left behind), and a loop waiting for a
+// 'drain' that never comes would hang. pipeline() also stops the source
+// (the generator's finally runs) and destroys the file stream on error, and
+// keeps the stream's backpressure: at most a high-water mark of lines is
+// held, whatever the index's size.
+
+/** Writes sorted lines to `file`, each distinct line once; the number written. */
 async function writeLines(file: string, lines: Iterable<Buffer>): Promise<number> {
-  const ws = createWriteStream(file);
   let n = 0;
-  let last: Buffer | null = null;
-  for (const l of lines) {
-    if (last && last.equals(l)) continue;
-    last = l;
-    n++;
-    if (!ws.write(l)) await new Promise<void>((r) => ws.once('drain', () => r()));
+  function* distinct(): Generator<Buffer> {
+    let last: Buffer | null = null;
+    for (const l of lines) {
+      if (last && last.equals(l)) continue;
+      last = l;
+      n++;
+      yield l;
+    }
   }
-  ws.end();
-  await finished(ws);
+  await pipeline(Readable.from(distinct()), createWriteStream(file));
   return n;
 }
 
 /** k-way merge of sorted runs (a linear scan for the smallest head: runs are few, each up to runBytes). */
 async function mergeRuns(runs: string[], out: string): Promise<number> {
-  const readers = runs.map((r) => readline.createInterface({ input: createReadStream(r), crlfDelay: Infinity })[Symbol.asyncIterator]());
-  const heads: (Buffer | null)[] = [];
-  const next = async (i: number) => {
-    const r = await readers[i]!.next();
-    heads[i] = r.done ? null : Buffer.from(`${r.value}\n`, 'utf8');
-  };
-  for (let i = 0; i < readers.length; i++) await next(i);
-  const ws = createWriteStream(out);
+  const inputs = runs.map((r) => createReadStream(r));
   let n = 0;
-  let last: Buffer | null = null;
-  for (;;) {
-    let min = -1;
-    for (let i = 0; i < heads.length; i++) if (heads[i] && (min < 0 || Buffer.compare(heads[i]!, heads[min]!) < 0)) min = i;
-    if (min < 0) break;
-    const l = heads[min]!;
-    if (!last || !last.equals(l)) {
-      n++;
-      if (!ws.write(l)) await new Promise<void>((r) => ws.once('drain', () => r()));
+  async function* merged(): AsyncGenerator<Buffer> {
+    const readers = inputs.map((input) => readline.createInterface({ input, crlfDelay: Infinity }));
+    try {
+      const iters = readers.map((rl) => rl[Symbol.asyncIterator]());
+      const heads: (Buffer | null)[] = [];
+      const next = async (i: number) => {
+        const r = await iters[i]!.next();
+        heads[i] = r.done ? null : Buffer.from(`${r.value}\n`, 'utf8');
+      };
+      for (let i = 0; i < iters.length; i++) await next(i);
+      let last: Buffer | null = null;
+      for (;;) {
+        let min = -1;
+        for (let i = 0; i < heads.length; i++) if (heads[i] && (min < 0 || Buffer.compare(heads[i]!, heads[min]!) < 0)) min = i;
+        if (min < 0) break;
+        const l = heads[min]!;
+        if (!last || !last.equals(l)) {
+          n++;
+          yield l;
+        }
+        last = l;
+        await next(min);
+      }
+    } finally {
+      // Also when the write failed part way: no run's descriptor left open.
+      for (const rl of readers) rl.close();
     }
-    last = l;
-    await next(min);
   }
-  ws.end();
-  await finished(ws);
+  try {
+    await pipeline(Readable.from(merged()), createWriteStream(out));
+  } finally {
+    for (const input of inputs) input.destroy();
+  }
   return n;
 }
 

@@ -6,7 +6,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { PROJECT_ROOT } from '../../src/stack/paths';
 import { indexCovers, listWarcFiles, parseCdxjLine, withIndexLock, writeCampaignCdxj, writeCdxj, type CdxjLine } from '../../src/storage/cdxj';
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { appendRevisit } from '../support/revisit';
@@ -315,6 +317,63 @@ describe("an output folder's index shared by campaigns", () => {
       expect(most).toBe(1);
       expect(fs.existsSync(`${out}.lock`)).toBe(false);
       expect(fs.readdirSync(path.dirname(out)).filter((f) => f.endsWith('.dead'))).toEqual([]);
+    }
+  });
+
+  it('a write that fails (file size limit: EFBIG) rejects with WRITE_FAILED, leaving no temporary file, spill folder or lock, the index as it was', async () => {
+    // In a child process under `ulimit -f`: writing past the limit fails with
+    // EFBIG (node ignores SIGXFSZ), as a full disk fails with ENOSPC. Such an
+    // error used to be an 'error' event nobody listened to: the process died
+    // mid-seal, its lock and temporary file left in the folder.
+    const LIMIT_KIB = 512;
+    // Each in a folder of its own: the final write, the merge of spilled runs, and a spill itself past the limit.
+    const cases = [{}, { runBytes: 64 * 1024 }, { runBytes: 1024 * 1024 }];
+    // Another campaign's lines, kept by alpha's seal: the new index is about 3 times the limit.
+    const kept = Array.from({ length: 10_000 }, (_, i) => {
+      const url = `http://b.test/page/${String(i).padStart(5, '0')}`;
+      return `test,b)/page/${String(i).padStart(5, '0')} 20250506070809 ${JSON.stringify({ url, mime: 'text/html', status: '200', length: '100', offset: String(i * 100), filename: 'beta-20250506070809000-0.warc.gz' })}\n`;
+    }).join('');
+    expect(kept.length).toBeGreaterThan(2 * LIMIT_KIB * 1024);
+    const folders: string[] = [];
+    for (const _ of cases) {
+      const out = tmpDir();
+      await campaignWarc(out, 'alpha', ['http://a.test/']);
+      fs.writeFileSync(path.join(out, 'index.cdxj'), kept);
+      folders.push(out);
+    }
+    const script = path.join(tmpDir(), 'seal.ts');
+    fs.writeFileSync(
+      script,
+      `import { writeCampaignCdxj } from ${JSON.stringify(path.join(PROJECT_ROOT, 'src', 'storage', 'cdxj'))};
+const cases = ${JSON.stringify(cases)};
+(async () => {
+  for (const [i, out] of process.argv.slice(2).entries()) {
+    try {
+      await writeCampaignCdxj(out, 'alpha', undefined, cases[i]);
+      console.log(JSON.stringify({ ok: true }));
+    } catch (err) {
+      const e = err as { name: string; code: string; cause?: { code?: string } };
+      console.log(JSON.stringify({ ok: false, name: e.name, code: e.code, cause: e.cause?.code }));
+    }
+  }
+})();
+`,
+    );
+    const tsxDir = path.join(PROJECT_ROOT, 'node_modules', 'tsx', 'dist');
+    const node = [process.execPath, '--require', path.join(tsxDir, 'preflight.cjs'), '--import', pathToFileURL(path.join(tsxDir, 'loader.mjs')).href, script, ...folders];
+    const res = spawnSync('bash', ['-c', `ulimit -f ${LIMIT_KIB} && exec "$@"`, 'bash', ...node], { encoding: 'utf8', timeout: 120_000 });
+    // Exited by itself, having caught each rejection: no crash, no hang.
+    expect({ status: res.status, signal: res.signal, stderr: res.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+    expect(
+      res.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual(cases.map(() => ({ ok: false, name: 'StorageError', code: 'WRITE_FAILED', cause: 'EFBIG' })));
+    for (const out of folders) {
+      // The index untouched, and nothing else left beside it: no index.cdxj.<pid>.<hex>.tmp, no lock, no cdxj-* spill folder.
+      expect(fs.readdirSync(out).sort()).toEqual(['index.cdxj', 'warc']);
+      expect(fs.readFileSync(path.join(out, 'index.cdxj'), 'utf8') === kept).toBe(true);
     }
   });
 
