@@ -112,6 +112,13 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       // URL, which at worst adapts its interval twice; never loses it.
       await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
       change = plan.verdict;
+    } else if (schedule && (outcome === 'robots-disallowed' || outcome === 'refused')) {
+      // Not requested this time, but robots.txt and a host's addresses
+      // change (a site's `Disallow: /` for an hour of maintenance): the URL
+      // stays on its schedule at its interval. The due-move took it off, and
+      // the seen-set would never let it back. A budget's skip is final.
+      const plan = planRevisit(previous, { status: null }, s.revisit);
+      await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
     }
     await index.append(indexLine(job, attemptId, outcome, change ? { ...extra, change } : extra));
     const status = extra.status ?? null;

@@ -26,7 +26,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -282,6 +282,19 @@ test("claims that ended in a retry (503) do not count among a page's processing 
   expect(index).toEqual([
     expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times/) }) }),
   ]);
+});
+
+test('in a revisit campaign, a URL robots.txt disallows for now stays on its revisit schedule: robots.txt changes', async () => {
+  h.web.site('fifteen.session.test')!.handler = ({ req, res }) => {
+    if (req.url !== '/robots.txt') return false;
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nDisallow: /\n');
+    return true;
+  };
+  const c = await prepared('fifteen', { revisit: { enabled: true, minMs: 60_000, maxMs: 120_000 } });
+  expect(await c.session()).toMatchObject({ stats: { fetched: 0, skipped: 1 } });
+  expect(pagesOf(c.host)).toHaveLength(0);
+  const scheduled = await (redis as unknown as { zrange(k: string, a: number, b: number): Promise<string[]> }).zrange(hostKeys(c.campaignKey, c.host).revisit, 0, -1);
+  expect(scheduled.map((m) => m.split('\t')[1])).toEqual([h.web.url('fifteen.session.test', '/')]);
 });
 
 test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revisit schedule', async () => {
