@@ -151,6 +151,31 @@ export function sitemapCandidatesOf(
   };
 }
 
+/**
+ * A redirect's target as a frontier URL: normalised as links are (credentials
+ * dropped, the host lower-cased and without a trailing dot, tracking
+ * parameters stripped, the query sorted), so trap rules, fingerprints and
+ * politeness keys see one spelling whether a URL came by link or redirect.
+ * When that spelling is the URL that redirected (the server insists on its
+ * own order or case), the target is kept as sent, minus credentials and
+ * fragment, or the redirect could never be followed. Null: not a crawlable
+ * http(s) URL.
+ */
+export function redirectTargetOf(to: string, from: string, maxLength?: number): string | null {
+  let normalized: string;
+  try {
+    normalized = normalizeUrl(to, undefined, maxLength === undefined ? {} : { maxLength });
+  } catch {
+    return null;
+  }
+  if (normalized !== from) return normalized;
+  const raw = new URL(to);
+  raw.username = '';
+  raw.password = '';
+  raw.hash = '';
+  return raw.href === from ? null : raw.href;
+}
+
 /** Sitemap URLs to enqueue for a host once its robots.txt is known. */
 export function sitemapSeeds(s: CampaignSettings, origin: string, robotsSitemaps: readonly string[]): string[] {
   if (s.sitemaps === 'off') return [];

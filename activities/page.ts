@@ -19,7 +19,7 @@ import { loadHandler } from '../src/handlers/loader';
 import { runHook, type HookRun } from '../src/handlers/runner';
 import type { DatasetLine } from '../src/storage/dataset-writer';
 import { normalizeUrl } from '../src/url/normalize';
-import { routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
+import { redirectTargetOf, routeCandidates, sitemapCandidatesOf, type Candidate } from './discovery';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
 
@@ -257,7 +257,8 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
   const tooManyRedirects = res.stoppedRedirect !== undefined && hops > s.fetch.maxRedirects;
   if (res.stoppedRedirect && !tooManyRedirects) {
     // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
-    candidates = [{ url: res.stoppedRedirect.to, depth: entry.depth, kind: entry.kind, redirects: hops, label: entry.label }];
+    const target = redirectTargetOf(res.stoppedRedirect.to, url, OVERLONG_LINK_CHARS);
+    candidates = target === null ? [] : [{ url: target, depth: entry.depth, kind: entry.kind, redirects: hops, label: entry.label }];
   } else if (res.stoppedRedirect) {
     // The 3xx is archived; its target is not followed.
   } else if (kind === 'sitemap' || kind === 'sitemap-child') {
