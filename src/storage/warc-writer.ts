@@ -237,11 +237,31 @@ const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
 const DEFAULT_SOFTWARE = 'durable-crawler (warcio.js)';
 
 // warcio.js's header map splits any value containing ",,," (its internal
-// multi-value join marker) into several header lines when serialising. Our
-// input has one value per name, so turn that off to keep values verbatim.
+// multi-value join marker) into several header lines when serialising, so a
+// server's value with ",,," would be cut up. Here the only marker is LF,
+// which headerSafe removes from every name and value: a name holds several
+// lines only when they were appended as separate values (a repeated
+// Set-Cookie), and each is written as its own header line, in order.
+const LINE_JOIN = '\n';
 class VerbatimHeaders extends HeadersMultiMap {
-  override isMultiValue(): boolean {
-    return false;
+  override isMultiValue(_name: string, value: string): boolean {
+    return value.includes(LINE_JOIN);
+  }
+
+  override getMultiple(name: string): string[] | undefined {
+    return this.get(name)?.split(LINE_JOIN);
+  }
+
+  override append(name: string, value: string): void {
+    const prev = this.get(name);
+    this.set(name, prev === undefined ? value : `${prev}${LINE_JOIN}${value}`);
+  }
+
+  override *[Symbol.iterator](): IterableIterator<[string, string]> {
+    // Map's own entries: HeadersMultiMap's iterator splits on ",,,".
+    for (const [name, value] of this.entries()) {
+      for (const v of value.split(LINE_JOIN)) yield [name, v];
+    }
   }
 }
 
@@ -314,6 +334,10 @@ export function storedResponseHeaders(headers: Record<string, string>, storedByt
       out.push(['X-Crawler-Original-Transfer-Encoding', headerValue(value)]);
     } else if (lower === 'content-length') {
       out.push(['X-Crawler-Original-Content-Length', headerValue(value)]);
+    } else if (lower === 'set-cookie') {
+      // The client joins repeated Set-Cookie headers with LF (a cookie's
+      // Expires holds ', '): one line each, as the server sent them.
+      for (const cookie of value.split('\n')) out.push([name, headerValue(cookie)]);
     } else {
       out.push([name, headerValue(value)]);
     }
@@ -324,7 +348,11 @@ export function storedResponseHeaders(headers: Record<string, string>, storedByt
 
 function verbatim(entries: [string, string][]): VerbatimHeaders {
   const h = new VerbatimHeaders();
-  for (const [n, v] of entries) h.set(n, v);
+  // Repeated Set-Cookie lines are kept, each its own line; any other name keeps one value.
+  for (const [n, v] of entries) {
+    if (n.toLowerCase() === 'set-cookie') h.append(n, v);
+    else h.set(n, v);
+  }
   return h;
 }
 

@@ -70,6 +70,16 @@ describe('storedResponseHeaders', () => {
     ]);
   });
 
+  it('gives each of the LF-joined Set-Cookie values its own entry, in order', () => {
+    const h = storedResponseHeaders({ 'Set-Cookie': 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT\nb=2', 'X-Other': 'p\nq' }, 0, true);
+    expect(h).toEqual([
+      ['Set-Cookie', 'a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT'],
+      ['Set-Cookie', 'b=2'],
+      ['X-Other', 'p q'],
+      ['Content-Length', '0'],
+    ]);
+  });
+
   it('keeps Content-Encoding when the body is still encoded', () => {
     const h = storedResponseHeaders({ 'Content-Encoding': 'gzip' }, 3, false);
     expect(h).toEqual([
@@ -427,6 +437,106 @@ describe('independent check with Python warcio', () => {
     const ours = await readWarcDir(dir, { truncatedTail: 'throw' });
     expect(ours.map((r) => [r.file, r.offset, r.length, r.recordId, r.type])).toEqual(py.map((r) => [r.file, r.offset, r.length, r.id, r.type]));
   });
+});
+
+// Every Set-Cookie header line of each response/revisit as warcio parses it, digests checked.
+const PY_SET_COOKIES = String.raw`
+import sys, json
+from warcio.archiveiterator import ArchiveIterator
+out = []
+for path in sys.argv[1:]:
+    with open(path, 'rb') as fh:
+        for rec in ArchiveIterator(fh, check_digests=True):
+            if rec.rec_type not in ('response', 'revisit'):
+                continue
+            rec.content_stream().read()
+            out.append({'id': rec.rec_headers.get_header('WARC-Record-ID'), 'setCookie': [v for k, v in rec.http_headers.headers if k.lower() == 'set-cookie'],
+                        'injected': rec.http_headers.get_header('X-Injected'), 'passed': rec.digest_checker.passed})
+print(json.dumps(out))
+`;
+
+describe('repeated Set-Cookie headers', () => {
+  const COOKIE_1 = 'sid=abc; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly';
+  const COOKIE_2 = 'lang=en; Path=/';
+
+  // The HTTP header block of a record, as written: its lines up to the blank line.
+  function httpHeaderLines(file: string, loc: WarcLocation): { lines: string[]; block: Buffer; warc: string } {
+    const member = gunzipSync(fs.readFileSync(file).subarray(loc.offset, loc.offset + loc.length));
+    const end = member.indexOf('\r\n\r\n');
+    const warc = member.subarray(0, end).toString('latin1');
+    const declared = Number(/\r\nContent-Length: (\d+)/.exec(warc)![1]);
+    const block = member.subarray(end + 4, end + 4 + declared);
+    // The record ends with CRLFCRLF right after the declared block.
+    expect(member.length).toBe(end + 4 + declared + 4);
+    const httpEnd = block.indexOf('\r\n\r\n');
+    return { lines: block.subarray(0, httpEnd).toString('latin1').split('\r\n'), block, warc };
+  }
+
+  it('writes each Set-Cookie value as its own header line, in order, with a block digest of those bytes', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const headers = {
+      'Content-Type': 'text/html',
+      // How the HTTP client hands over two Set-Cookie headers.
+      'set-cookie': `${COOKIE_1}\n${COOKIE_2}`,
+      'X-After': 'kept',
+    };
+    const loc = await w.writeExchange(exchange(1, { headers }));
+    const rv = await w.writeExchange(exchange(2, { headers }, { revisit: { uri: exchange(1).url, date: exchange(1).fetchedAt.toISOString(), recordId: loc.recordId } }));
+    await w.close();
+    const file = path.join(dir, loc.file);
+
+    for (const l of [loc, rv]) {
+      const { lines, block, warc } = httpHeaderLines(file, l);
+      expect(lines.slice(1)).toEqual([
+        'Content-Type: text/html',
+        `set-cookie: ${COOKIE_1}`,
+        `set-cookie: ${COOKIE_2}`,
+        'X-After: kept',
+        `Content-Length: ${exchange(1).response.body.length}`,
+      ]);
+      // Content-Length and the block digest cover exactly the bytes written.
+      expect(warc).toContain(`\r\nWARC-Block-Digest: ${sha1b32(block)}\r\n`);
+      expect(l.blockDigest).toBe(sha1b32(block));
+    }
+
+    const recs = byId(await readWarcDir(dir, { truncatedTail: 'throw' }));
+    expect(recs.get(loc.recordId)).toMatchObject({ blockDigestOk: true, payloadDigestOk: true });
+    expect(recs.get(rv.recordId)).toMatchObject({ blockDigestOk: true });
+  });
+
+  it('keeps CR/LF inside a cookie from starting a header line of its own', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const loc = await w.writeExchange(exchange(1, { headers: { 'Set-Cookie': `a=1\r\nX-Injected: yes\r\n\r\n<html>`, 'X-Evil': 'x\nX-Injected: yes' } }));
+    await w.close();
+    const { lines } = httpHeaderLines(path.join(dir, loc.file), loc);
+    // LF separates cookies; a CR left in one is neutralised, other headers stay on one line.
+    expect(lines.slice(1)).toEqual([
+      'Set-Cookie: a=1 ',
+      'Set-Cookie: X-Injected: yes ',
+      'Set-Cookie:  ',
+      'Set-Cookie: <html>',
+      'X-Evil: x X-Injected: yes',
+      expect.stringMatching(/^Content-Length: \d+$/),
+    ]);
+    expect(lines.some((l) => /^x-injected:/i.test(l))).toBe(false);
+    expect(byId(await readWarcDir(dir)).get(loc.recordId)).toMatchObject({ blockDigestOk: true, payloadDigestOk: true });
+  });
+
+  it('reads back as two Set-Cookie headers with Python warcio, digests verified', async () => {
+    await ensurePythonWarcio();
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const loc = await w.writeExchange(exchange(1, { headers: { 'Content-Type': 'text/html', 'set-cookie': `${COOKIE_1}\n${COOKIE_2}` } }));
+    await w.close();
+    const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
+    const check = run(VENV_PY, ['-m', 'warcio.cli', 'check', '-v', ...files]);
+    expect({ status: check.status, out: `${check.stdout}${check.stderr}` }).toMatchObject({ status: 0 });
+    const py = run(VENV_PY, ['-c', PY_SET_COOKIES, ...files]);
+    expect({ status: py.status, stderr: py.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(py.stdout)).toEqual([{ id: loc.recordId, setCookie: [COOKIE_1, COOKIE_2], injected: null, passed: true }]);
+  }, 300_000);
 });
 
 const PY_REVISITS = String.raw`
