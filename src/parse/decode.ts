@@ -1,44 +1,54 @@
-import { TextDecoder } from 'node:util';
-// Turns a response body into text for parsing: a BOM wins (as in the
-// WHATWG encoding sniffing order), else the Content-Type charset, else a
-// <meta charset> in the first kilobytes, else UTF-8. Node's TextDecoder (full ICU) knows the WHATWG
-// encodings (Shift_JIS, windows-1251, …).
+// Turns a response body into text for parsing, in the WHATWG encoding
+// sniffing order: a BOM wins, else the Content-Type charset, else a <meta>
+// found by the HTML prescan, else the default. The prescan (comments and
+// other tags' attributes skipped, `content` read only with
+// http-equiv="content-type", a meta-declared UTF-16 meaning UTF-8) is
+// encoding-sniffer's, the parser's own (cheerio uses it); decoding is
+// iconv-lite's, which knows every WHATWG encoding and, unlike Node 20's
+// TextDecoder since 20.18.3, maps windows-1252's 0x80–0x9F to € “ ” ™.
+import { isUtf8 } from 'node:buffer';
+import { getEncoding } from 'encoding-sniffer';
+import iconv from 'iconv-lite';
 
-function charsetFromContentType(ct: string | null | undefined): string | null {
+/**
+ * How much of the body the <meta> prescan reads. The spec prescans 1024
+ * bytes; browsers still honour a later <meta> in the head (Firefox reloads),
+ * so a crawler reads a little further.
+ */
+const PRESCAN_BYTES = 4096;
+
+function charsetFromContentType(ct: string | null | undefined): string | undefined {
   const m = ct ? /charset\s*=\s*["']?([\w.:-]+)/i.exec(ct) : null;
-  return m ? m[1].toLowerCase() : null;
+  return m ? m[1] : undefined;
 }
 
-function charsetFromBom(body: Uint8Array): string | null {
-  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return 'utf-8';
-  if (body[0] === 0xfe && body[1] === 0xff) return 'utf-16be';
-  if (body[0] === 0xff && body[1] === 0xfe) return 'utf-16le';
-  return null;
-}
-
-function charsetFromMeta(body: Uint8Array): string | null {
-  const head = Buffer.from(body.subarray(0, 4096)).toString('latin1');
-  const m = /<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)/i.exec(head);
-  return m ? m[1].toLowerCase() : null;
-}
-
-function decoderFor(label: string | null): TextDecoder | null {
-  if (!label) return null;
-  try {
-    return new TextDecoder(label);
-  } catch {
-    return null;
+/** Valid UTF-8, allowing one character cut off at the end (a body truncated at the size cap). */
+function isUtf8Body(body: Uint8Array): boolean {
+  let end = body.length;
+  for (let i = end - 1; i >= 0 && i >= end - 3; i--) {
+    const c = body[i];
+    if (c < 0x80) break;
+    if (c >= 0xc0) {
+      if (end - i < (c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2)) end = i;
+      break;
+    }
   }
+  return isUtf8(body.subarray(0, end));
 }
 
+/**
+ * `charset` is the encoding used, lower-cased (`utf-8`, `shift_jis`,
+ * `windows-1252`). With nothing declared, an HTML body that is not valid
+ * UTF-8 is read as windows-1252, as browsers do for a Western locale; any
+ * other body as UTF-8.
+ */
 export function decodeBody(body: Uint8Array, contentType: string | null | undefined): { text: string; charset: string } {
-  const bom = charsetFromBom(body);
-  const candidates = [bom, charsetFromContentType(contentType), charsetFromMeta(body), 'utf-8'];
-  for (const label of candidates) {
-    const dec = decoderFor(label);
-    if (dec) return { text: dec.decode(body), charset: dec.encoding };
-  }
-  return { text: new TextDecoder().decode(body), charset: 'utf-8' };
+  const buf = Buffer.from(body.buffer, body.byteOffset, body.length);
+  const transport = charsetFromContentType(contentType);
+  const fallback = isHtml(contentType) && !isUtf8Body(body) ? 'windows-1252' : 'UTF-8';
+  let encoding = getEncoding(buf, { maxBytes: PRESCAN_BYTES, defaultEncoding: fallback, ...(transport ? { transportLayerEncodingLabel: transport } : {}) });
+  if (!iconv.encodingExists(encoding)) encoding = fallback;
+  return { text: iconv.decode(buf, encoding), charset: encoding.toLowerCase() };
 }
 
 export function isHtml(contentType: string | null | undefined): boolean {
