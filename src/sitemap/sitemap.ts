@@ -235,7 +235,10 @@ function contentTypeFor(raw: Uint8Array, contentType: string | null | undefined)
 function xmlCharset(raw: Uint8Array): string | null {
   const head = Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.length, 256)).toString('latin1');
   const m = /^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\bencoding\s*=\s*["']([\w.:-]+)["']/.exec(head);
-  return m ? `application/xml; charset=${m[1]}` : null;
+  if (!m) return null;
+  // This declaration was readable as ASCII, so the bytes are not UTF-16,
+  // whatever it says (a real UTF-16 file starts with a BOM, which wins).
+  return `application/xml; charset=${/^utf-?16/i.test(m[1]) ? 'utf-8' : m[1]}`;
 }
 
 // XML and text sitemaps are both text; NULs or a head full of control

@@ -244,6 +244,13 @@ describe('parseSitemap: sitemapindex', () => {
   });
 });
 
+describe('an XML declaration that says UTF-16 on a sitemap readable as ASCII', () => {
+  it('is read as UTF-8, since its own bytes show it is not UTF-16', () => {
+    const r = parse('<?xml version="1.0" encoding="UTF-16"?><urlset><url><loc>https://e.com/a</loc></url></urlset>');
+    expect(r.urls.map((u) => u.loc)).toEqual(['https://e.com/a']);
+  });
+});
+
 describe('a sitemap the fetch cut short (its size or time limit)', () => {
   it('drops the last text line, which may be cut mid-URL, and says truncated', () => {
     const r = parse('https://e.com/a\nhttps://e.com/products/12345', { incomplete: true });
