@@ -71,6 +71,25 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
     session: (env = new MockActivityEnvironment()) => env.run(acts.crawlSession, input) as Promise<SessionResult>,
   };
 }
+/**
+ * Sessions run as Temporal would retry them, until one drains the host, with
+ * a file where the WARC folder should be: every WARC write fails (a real
+ * storage failure, not a hook in the product).
+ */
+async function sessionsWithUnwritableWarc(c: Awaited<ReturnType<typeof prepared>>) {
+  fs.mkdirSync(c.dir, { recursive: true });
+  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
+  const errors: unknown[] = [];
+  let last: SessionResult | null = null;
+  for (let i = 0; i < 10 && last?.end !== 'drained'; i++) {
+    try {
+      last = await c.session();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  return { last, errors };
+}
 const pagesOf = (host: string) => pageRequests(h.web.requests()).filter((r) => r.host === host.split(':')[0]);
 
 test('one session crawls the host, commits every page, gives its slot up and records the host', async () => {
@@ -238,19 +257,7 @@ test('a pause in the campaign control ends a running session between pages; a ne
 
 test('a page that can never be stored ends as INTERNAL_ERROR after a bounded number of attempts, and the host goes on', async () => {
   const c = await prepared('four');
-  // A file where the WARC folder should be: every WARC write fails (a real
-  // storage failure, not a hook in the product).
-  fs.mkdirSync(c.dir, { recursive: true });
-  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
-  const errors: unknown[] = [];
-  let last: SessionResult | null = null;
-  for (let i = 0; i < 10 && last?.end !== 'drained'; i++) {
-    try {
-      last = await c.session();
-    } catch (err) {
-      errors.push(err);
-    }
-  }
+  const { last, errors } = await sessionsWithUnwritableWarc(c);
   expect(last).toMatchObject({ end: 'drained', stats: { fetched: 0, failed: 1 } });
   // Two failed sessions (Temporal would retry them), the third records the URL.
   expect(errors).toHaveLength(2);
@@ -263,17 +270,7 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
 test("claims that ended in a retry (503) do not count among a page's processing attempts: it still gets three", async () => {
   const c = await prepared('thirteen');
   h.web.site('thirteen.session.test')!.statusFor = (p, n) => (p === '/' && n <= 2 ? 503 : undefined);
-  fs.mkdirSync(c.dir, { recursive: true });
-  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
-  const errors: unknown[] = [];
-  let last: SessionResult | null = null;
-  for (let i = 0; i < 10 && last?.end !== 'drained'; i++) {
-    try {
-      last = await c.session();
-    } catch (err) {
-      errors.push(err);
-    }
-  }
+  const { last, errors } = await sessionsWithUnwritableWarc(c);
   // 503, 503, then three answers that cannot be stored: two failed sessions, the third records the URL.
   expect(pagesOf(c.host).filter((r) => r.path === '/')).toHaveLength(5);
   expect(errors).toHaveLength(2);

@@ -6,68 +6,42 @@
 // round is made to fail at once (a non-retryable failure skips the local
 // activity's minutes of retries), the host session is the stand-in.
 import path from 'node:path';
-import type { Redis } from 'ioredis';
-import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createActivities, WorkerRuntime } from '../../activities';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { DispatchInput } from '../../activities/types';
-import { createRedis } from '../../src/redis/client';
-import { connectClient } from '../../src/temporal/connect';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { campaignStatusQuery, type CampaignStatus } from '../../workflows/messages';
 import { TASK_QUEUE_PREFIX } from '../support/harness';
+import { startInProcessWorker, type InProcessWorker } from '../support/in-process-worker';
 import { standInSession } from '../support/stand-in-session';
 
 jest.setTimeout(180_000);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
-let client: Client;
-let redis: Redis;
-let connection: NativeConnection;
-let worker: Worker;
-let running: Promise<void>;
+let worker: InProcessWorker;
 let failuresLeft = 0;
 const taskQueue = `${TASK_QUEUE_PREFIX}-dispatch-failure-${process.pid}`;
 
 beforeAll(async () => {
-  client = await connectClient(process.env.TEMPORAL_ADDRESS!);
-  redis = createRedis(process.env.REDIS_URL!) as Redis;
-  connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
-  const rt = new WorkerRuntime({ redis, temporal: client });
-  const acts = createActivities(rt);
-  worker = await Worker.create({
-    connection,
-    taskQueue,
-    workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'index.ts'),
-    activities: {
-      ...acts,
-      crawlSession: standInSession(rt),
-      dispatchHosts: async (input: DispatchInput) => {
-        if (failuresLeft > 0) {
-          failuresLeft--;
-          throw ApplicationFailure.nonRetryable('Redis unreachable (made to fail by the test)', 'RedisDown');
-        }
-        return acts.dispatchHosts(input);
-      },
+  worker = await startInProcessWorker(taskQueue, (rt, real) => ({
+    crawlSession: standInSession(rt),
+    dispatchHosts: async (input: DispatchInput) => {
+      if (failuresLeft > 0) {
+        failuresLeft--;
+        throw ApplicationFailure.nonRetryable('Redis unreachable (made to fail by the test)', 'RedisDown');
+      }
+      return real.dispatchHosts(input);
     },
-  });
-  running = worker.run();
+  }));
 }, 120_000);
 
-afterAll(async () => {
-  if (worker && worker.getState() === 'RUNNING') worker.shutdown();
-  await running?.catch(() => undefined);
-  await connection?.close();
-  await client?.connection.close();
-  redis?.disconnect();
-});
+afterAll(() => worker?.stop());
 
 test('a failed dispatch round is shown in the status and tried again; the campaign then completes with every host', async () => {
   failuresLeft = 2;
   const hosts = ['a.dispatch.test', 'b.dispatch.test', 'c.dispatch.test'];
   const campaignId = `dispatch-failure-${process.pid}-${Date.now().toString(36)}`;
-  const handle = await startCampaign(client, taskQueue, {
+  const handle = await startCampaign(worker.client, taskQueue, {
     campaignId,
     seeds: hosts.map((h) => `http://${h}/`),
     scope: { mode: 'any' },

@@ -9,15 +9,13 @@
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { defaultPayloadConverter, type Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
-import { createActivities, WorkerRuntime } from '../../activities';
-import { createRedis } from '../../src/redis/client';
 import { Frontier } from '../../src/redis/frontier';
-import { connectClient } from '../../src/temporal/connect';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { campaignStatusQuery } from '../../workflows/messages';
 import { TASK_QUEUE_PREFIX } from '../support/harness';
+import { startInProcessWorker, type InProcessWorker } from '../support/in-process-worker';
 import { standInSession } from '../support/stand-in-session';
 
 jest.setTimeout(600_000);
@@ -29,35 +27,17 @@ const SIZE_BOUND = 64 * 1024;
 const EventType = temporal.api.enums.v1.EventType;
 const hostName = (i: number) => `h${String(i).padStart(4, '0')}.many.test`;
 
+let worker: InProcessWorker;
 let client: Client;
 let redis: Redis;
-let connection: NativeConnection;
-let worker: Worker;
-let running: Promise<void>;
 const taskQueue = `${TASK_QUEUE_PREFIX}-many-hosts-${process.pid}`;
 
 beforeAll(async () => {
-  client = await connectClient(process.env.TEMPORAL_ADDRESS!);
-  redis = createRedis(process.env.REDIS_URL!) as Redis;
-  connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
-  const rt = new WorkerRuntime({ redis, temporal: client });
-  worker = await Worker.create({
-    connection,
-    taskQueue,
-    workflowsPath: path.join(__dirname, '..', '..', 'workflows', 'index.ts'),
-    activities: { ...createActivities(rt), crawlSession: standInSession(rt) },
-    maxConcurrentActivityTaskExecutions: 200,
-  });
-  running = worker.run();
+  worker = await startInProcessWorker(taskQueue, (rt) => ({ crawlSession: standInSession(rt) }), { maxConcurrentActivityTaskExecutions: 200 });
+  ({ client, redis } = worker);
 }, 180_000);
 
-afterAll(async () => {
-  if (worker && worker.getState() === 'RUNNING') worker.shutdown();
-  await running?.catch(() => undefined);
-  await connection?.close();
-  await client?.connection.close();
-  redis?.disconnect();
-});
+afterAll(() => worker?.stop());
 
 test('a campaign over 2,000 hosts starts each, counts each once, completes, and holds the same small state throughout', async () => {
   const hosts = Array.from({ length: HOSTS }, (_, i) => hostName(i));
