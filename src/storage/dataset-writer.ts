@@ -6,7 +6,7 @@
 // whose index line survives sealing, however often workers died.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { IndexWriter, readIndex, type IndexEntry } from './index-writer';
+import { IndexWriter, forEachIndexEntry, readIndex, type IndexEntry, type JsonlReadOptions } from './index-writer';
 
 export const DEFAULT_DATASET = 'default';
 
@@ -80,55 +80,118 @@ export async function sealDataset(rawDir: string, committed: (line: DatasetLine)
  * location) among those that stored a response. Any one attempt's items are
  * a complete answer for the page; what matters is that only one counts.
  */
-export function committedAttempts(index: IndexEntry[]): Set<string> {
-  const best = new Map<string, IndexEntry>();
-  for (const e of index) {
-    if (!e.warc || e.kind) continue;
-    const cur = best.get(e.fp);
-    if (!cur || attemptOrder(e, cur) > 0) best.set(e.fp, e);
-  }
-  return new Set([...best.values()].map(attemptKey));
+export function committedAttempts(index: Iterable<IndexEntry>): Set<string> {
+  const picker = attemptPicker();
+  for (const e of index) picker.add(e);
+  return picker.keys();
 }
 
-function attemptOrder(a: IndexEntry, b: IndexEntry): number {
-  return a.fetchedAt.localeCompare(b.fetchedAt) || a.warc!.file.localeCompare(b.warc!.file) || a.warc!.offset - b.warc!.offset;
+type Attempt = { fp: string; fetchedAt: string; warc: { file: string; offset: number } };
+
+/** committedAttempts one entry at a time, holding only what an attempt's key needs. */
+function attemptPicker(): { add(e: IndexEntry): void; keys(): Set<string> } {
+  const best = new Map<string, Attempt>();
+  return {
+    add(e) {
+      if (!e.warc || e.kind) return;
+      const cur = best.get(e.fp);
+      if (!cur || attemptOrder(e as Attempt, cur) > 0) best.set(e.fp, { fp: e.fp, fetchedAt: e.fetchedAt, warc: { file: e.warc.file, offset: e.warc.offset } });
+    },
+    keys: () => new Set([...best.values()].map(attemptKey)),
+  };
+}
+
+function attemptOrder(a: Attempt, b: Attempt): number {
+  return a.fetchedAt.localeCompare(b.fetchedAt) || a.warc.file.localeCompare(b.warc.file) || a.warc.offset - b.warc.offset;
+}
+
+/**
+ * Where a campaign's dataset is read from, decided once (so reading it
+ * twice, as the CSV export does, reads the same lines): the sealed copy
+ * once the campaign has been sealed, else (while it runs) the raw lines of
+ * the raw index's latest attempts, as they were when this was opened.
+ */
+export interface DatasetSource {
+  sealed: boolean;
+  /** Every line, in file order, streamed; a promise returned by `fn` is awaited before the next line. */
+  forEach(fn: (line: DatasetLine) => void | Promise<void>): Promise<void>;
+}
+
+/** The campaign's dataset (see DatasetSource), ready to be read once or more. */
+export async function openDataset(outputDir: string, name = DEFAULT_DATASET, opts: JsonlReadOptions = {}): Promise<DatasetSource> {
+  const sealedDir = path.join(path.resolve(outputDir), 'sealed');
+  const sealed = (await fsp.readdir(sealedDir).catch(() => [] as string[])).filter((f) => f.endsWith(`.dataset-${name}.jsonl`));
+  if (sealed.length === 1) {
+    return { sealed: true, forEach: (fn) => forEachIndexEntry(sealedDir, fn as unknown as (e: IndexEntry) => void | Promise<void>, (f) => f === sealed[0], opts) };
+  }
+  const picker = attemptPicker();
+  await forEachIndexEntry(path.join(path.resolve(outputDir), 'index'), (e) => picker.add(e), undefined, opts);
+  const keys = picker.keys();
+  const raw = datasetDir(outputDir, name);
+  return {
+    sealed: false,
+    forEach: (fn) =>
+      forEachIndexEntry(
+        raw,
+        (e) => {
+          const l = e as unknown as DatasetLine;
+          if (keys.has(attemptKey(l))) return fn(l);
+        },
+        undefined,
+        opts,
+      ),
+  };
 }
 
 /**
  * The campaign's dataset: its sealed copy once the campaign has been sealed,
- * else (while it runs) the raw lines reduced by the raw index's latest attempts.
+ * else (while it runs) the raw lines reduced by the raw index's latest
+ * attempts. All in memory; openDataset streams it.
  */
 export async function readDataset(outputDir: string, name = DEFAULT_DATASET): Promise<DatasetLine[]> {
-  const sealed = (await fsp.readdir(path.join(path.resolve(outputDir), 'sealed')).catch(() => [] as string[])).filter((f) => f.endsWith(`.dataset-${name}.jsonl`));
-  if (sealed.length === 1) return (await readIndex(path.join(path.resolve(outputDir), 'sealed'), (f) => f === sealed[0])) as unknown as DatasetLine[];
-  const keys = committedAttempts(await readIndex(path.join(path.resolve(outputDir), 'index')));
-  return sealDataset(datasetDir(outputDir, name), (l) => keys.has(attemptKey(l)));
+  const out: DatasetLine[] = [];
+  await (await openDataset(outputDir, name)).forEach((l) => void out.push(l));
+  return out;
+}
+
+/** The item fields of dataset CSV columns, in the order first seen: `add` every line, then read `fields`. */
+export function datasetCsvFields(): { add(line: DatasetLine): void; readonly fields: string[] } {
+  const fields: string[] = [];
+  const known = new Set<string>();
+  return {
+    add(l) {
+      for (const k of Object.keys(l.item))
+        if (!known.has(k)) {
+          known.add(k);
+          fields.push(k);
+        }
+    },
+    fields,
+  };
+}
+
+const CSV_TAGS = ['url', 'fetchedAt', 'warcFile', 'warcOffset', 'label'];
+
+function csvCell(v: unknown): string {
+  const s = v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** The header line of dataset CSV with these item fields, CRLF included. */
+export function datasetCsvHeader(fields: string[]): string {
+  return `${[...CSV_TAGS, ...fields.map((f) => (CSV_TAGS.includes(f) ? `item.${f}` : f))].map(csvCell).join(',')}\r\n`;
+}
+
+/** One line's row of dataset CSV, CRLF included. */
+export function datasetCsvRow(l: DatasetLine, fields: string[]): string {
+  return `${[l.url, l.fetchedAt, l.warc.file, l.warc.offset, l.label, ...fields.map((f) => l.item[f])].map(csvCell).join(',')}\r\n`;
 }
 
 /** CSV (RFC 4180) of dataset lines: url, fetchedAt, warcFile, warcOffset, label, then every item field seen (objects as JSON). */
 export function datasetCsv(lines: DatasetLine[]): string {
-  const fields: string[] = [];
-  const known = new Set<string>();
-  for (const l of lines)
-    for (const k of Object.keys(l.item))
-      if (!known.has(k)) {
-        known.add(k);
-        fields.push(k);
-      }
-  const cell = (v: unknown): string => {
-    const s = v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  const head = [
-    'url',
-    'fetchedAt',
-    'warcFile',
-    'warcOffset',
-    'label',
-    ...fields.map((f) => (['url', 'fetchedAt', 'warcFile', 'warcOffset', 'label'].includes(f) ? `item.${f}` : f)),
-  ];
-  const rows = lines.map((l) => [l.url, l.fetchedAt, l.warc.file, l.warc.offset, l.label, ...fields.map((f) => l.item[f])].map(cell).join(','));
-  return [head.map(cell).join(','), ...rows].join('\r\n') + '\r\n';
+  const cols = datasetCsvFields();
+  for (const l of lines) cols.add(l);
+  return datasetCsvHeader(cols.fields) + lines.map((l) => datasetCsvRow(l, cols.fields)).join('');
 }
 
 /** Whether a folder holds a campaign's output (an index folder). */

@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -211,43 +212,141 @@ export class IndexWriter {
   }
 }
 
+/** How JSONL files are read; internal, for tests. */
+export interface JsonlReadOptions {
+  /** Bytes read at a time (default 1 MiB). */
+  chunkSize?: number;
+  /** A longer line (in bytes) is not decoded and counts as a bad line (default: the longest string Node can hold). */
+  maxLineBytes?: number;
+}
+
+const READ_CHUNK = 1 << 20;
+
 /**
- * All entries of all `*.jsonl` files in `dir` (files in name order). A last
- * line without its newline is what a killed writer leaves: it is kept if it
- * is still complete JSON and skipped otherwise. A bad line anywhere else is
- * real corruption and raises CORRUPT.
+ * Calls `fn` with every line of `file`, split on '\n' and decoded as UTF-8
+ * one line at a time: memory holds a chunk and a line, so a file of any
+ * size can be read (one string for a whole file fails beyond ~512 MiB).
+ * `line` counts from 1, blank lines included; `terminated` is false only
+ * for a last line without its '\n'; `text` is null for a line too long to
+ * decode. A promise returned by `fn` is awaited before the next line.
  */
-export async function readIndex(dir: string, accept: (fileName: string) => boolean = () => true): Promise<IndexEntry[]> {
-  let names: string[];
+export async function forEachJsonlLine(
+  file: string,
+  fn: (text: string | null, line: number, terminated: boolean) => void | Promise<void>,
+  opts: JsonlReadOptions = {},
+): Promise<void> {
+  const chunkSize = Math.max(1, opts.chunkSize ?? READ_CHUNK);
+  const maxLineBytes = opts.maxLineBytes ?? bufferConstants.MAX_STRING_LENGTH;
+  let fh: FileHandle;
   try {
-    names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl') && accept(n)).sort();
+    fh = await fsp.open(file, 'r');
+  } catch (err) {
+    throw new StorageError('READ_FAILED', file, 'cannot read index file', { cause: err });
+  }
+  try {
+    const buf = Buffer.allocUnsafe(chunkSize);
+    // The start of a line that goes on in the next chunk (copied: buf is reused), unless it is already too long.
+    let carry: Buffer[] = [];
+    let carryBytes = 0;
+    let overlong = false;
+    let line = 0;
+    const decode = (last: Buffer): string | null => {
+      if (overlong || carryBytes + last.length > maxLineBytes) return null;
+      try {
+        return carry.length === 0 ? last.toString('utf8') : Buffer.concat([...carry, last], carryBytes + last.length).toString('utf8');
+      } catch {
+        return null; // longer than a string can be
+      }
+    };
+    for (;;) {
+      let n: number;
+      try {
+        n = (await fh.read(buf, 0, chunkSize, null)).bytesRead;
+      } catch (err) {
+        throw new StorageError('READ_FAILED', file, 'cannot read index file', { cause: err });
+      }
+      if (n === 0) break;
+      const chunk = buf.subarray(0, n);
+      let start = 0;
+      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        const text = decode(chunk.subarray(start, nl));
+        carry = [];
+        carryBytes = 0;
+        overlong = false;
+        start = nl + 1;
+        const r = fn(text, ++line, true);
+        if (r) await r;
+      }
+      if (start < n && !overlong) {
+        if (carryBytes + n - start > maxLineBytes) {
+          overlong = true;
+          carry = [];
+          carryBytes = 0;
+        } else {
+          carry.push(Buffer.from(chunk.subarray(start)));
+          carryBytes += n - start;
+        }
+      }
+    }
+    if (carryBytes > 0 || overlong) {
+      const r = fn(decode(Buffer.alloc(0)), ++line, false);
+      if (r) await r;
+    }
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/** The `*.jsonl` files of `dir` that `accept` takes, in name order; none for a missing `dir`. */
+async function jsonlFiles(dir: string, accept: (fileName: string) => boolean): Promise<string[]> {
+  try {
+    return (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl') && accept(n)).sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw new StorageError('READ_FAILED', dir, 'cannot list index directory', { cause: err });
   }
-  const out: IndexEntry[] = [];
-  for (const name of names) {
+}
+
+/**
+ * Every entry of all `*.jsonl` files in `dir` (files in name order), one at
+ * a time, with readIndex's rules; streamed, so the files can be larger than
+ * memory. Entries before a CORRUPT line have been passed to `fn` when it is
+ * raised. A promise returned by `fn` is awaited before the next entry.
+ */
+export async function forEachIndexEntry(
+  dir: string,
+  fn: (entry: IndexEntry) => void | Promise<void>,
+  accept: (fileName: string) => boolean = () => true,
+  opts: JsonlReadOptions = {},
+): Promise<void> {
+  for (const name of await jsonlFiles(dir, accept)) {
     const file = path.join(dir, name);
-    let text: string;
-    try {
-      text = await fsp.readFile(file, 'utf8');
-    } catch (err) {
-      throw new StorageError('READ_FAILED', file, 'cannot read index file', { cause: err });
-    }
-    const lines = text.split('\n');
-    // After the final '\n' split() yields '' ; anything else there is an unterminated line.
-    const tail = lines.pop() ?? '';
-    lines.forEach((line, i) => {
-      if (line.trim() === '') return;
-      const entry = parseEntry(line);
-      if (!entry) throw new StorageError('CORRUPT', file, `line ${i + 1} is not an index entry`);
-      out.push(entry);
-    });
-    if (tail.trim() !== '') {
-      const entry = parseEntry(tail);
-      if (entry) out.push(entry);
-    }
+    await forEachJsonlLine(
+      file,
+      (text, line, terminated) => {
+        if (text !== null && text.trim() === '') return;
+        const entry = text === null ? null : parseEntry(text);
+        if (entry) return fn(entry);
+        // An unterminated last line is what a killed writer leaves: skipped.
+        if (terminated) throw new StorageError('CORRUPT', file, `line ${line} is not an index entry`);
+      },
+      opts,
+    );
   }
+}
+
+/**
+ * All entries of all `*.jsonl` files in `dir` (files in name order). A last
+ * line without its newline is what a killed writer leaves: it is kept if it
+ * is still complete JSON and skipped otherwise. A bad line anywhere else is
+ * real corruption and raises CORRUPT. Lines are split on '\n' only (a '\r'
+ * before it is whitespace to JSON). Files are read line by line, so each can
+ * be larger than the longest string (~512 MiB); see forEachIndexEntry to
+ * avoid holding all entries.
+ */
+export async function readIndex(dir: string, accept: (fileName: string) => boolean = () => true, opts: JsonlReadOptions = {}): Promise<IndexEntry[]> {
+  const out: IndexEntry[] = [];
+  await forEachIndexEntry(dir, (e) => void out.push(e), accept, opts);
   return out;
 }
 

@@ -1,7 +1,9 @@
-import { promises as fsp } from 'node:fs';
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { datasetCsv, isOutputDir, readDataset } from '../../storage/dataset-writer';
+import { datasetCsvFields, datasetCsvHeader, datasetCsvRow, isOutputDir, openDataset } from '../../storage/dataset-writer';
 import { UsageError } from '../usage-error';
 import { candidateOutputDirs } from './report';
 
@@ -19,6 +21,96 @@ async function outputDirOf(target: string): Promise<string> {
   throw new UsageError(`no campaign output at ${JSON.stringify(target)} (give a campaign ID under crawl-output/, or the folder given to crawl --out)`);
 }
 
+/** Text handed to a stream in writes of about `batch` characters, waiting whenever it asks to. */
+class BatchedOutput {
+  private pending: string[] = [];
+  private size = 0;
+  private failed: Error | null = null;
+  private readonly onError = (err: Error): void => {
+    this.failed ??= err;
+  };
+
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    private readonly batch: number,
+  ) {
+    out.on('error', this.onError);
+  }
+
+  /** A promise only when the batch was handed over: await it before writing more. */
+  write(text: string): Promise<void> | undefined {
+    this.pending.push(text);
+    this.size += text.length;
+    return this.size >= this.batch ? this.flush() : undefined;
+  }
+
+  private async flush(): Promise<void> {
+    if (this.failed) throw this.failed;
+    if (this.size === 0) return;
+    const text = this.pending.join('');
+    this.pending = [];
+    this.size = 0;
+    // once() rejects if the stream fails while it waits.
+    if (!this.out.write(text)) await once(this.out, 'drain');
+    if (this.failed) throw this.failed;
+  }
+
+  /** Hands over the rest; with `end`, also ends the stream and waits until it has closed. */
+  async close(end: boolean): Promise<void> {
+    try {
+      await this.flush();
+      if (end) {
+        this.out.end();
+        await finished(this.out);
+      }
+      if (this.failed) throw this.failed;
+    } finally {
+      this.out.off('error', this.onError);
+    }
+  }
+}
+
+export interface ExportDatasetOptions {
+  csv?: boolean;
+  /** Write to this file (created after the dataset was found, and ended) instead of `stdout`. */
+  file?: string;
+  /** Characters per write (default 1 MiB); internal, for tests. */
+  batch?: number;
+}
+
+/**
+ * Writes the dataset of output folder `dir` as it is read, a batch at a
+ * time, never the whole text in one string (a dataset can be larger than
+ * memory, and than the longest string): JSON lines, or CSV, which reads the
+ * dataset twice (first for its columns). Output is the same as one string
+ * of JSON.stringify lines or datasetCsv of readDataset. A read error
+ * after the first batch leaves the output written so far. Returns the
+ * number of items.
+ */
+export async function exportDataset(dir: string, o: ExportDatasetOptions = {}, stdout: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const source = await openDataset(dir);
+  let fields: string[] | null = null;
+  if (o.csv) {
+    const cols = datasetCsvFields();
+    await source.forEach((l) => cols.add(l));
+    fields = cols.fields;
+  }
+  const w = new BatchedOutput(o.file === undefined ? stdout : createWriteStream(o.file), o.batch ?? 1 << 20);
+  let items = 0;
+  try {
+    if (fields) await w.write(datasetCsvHeader(fields));
+    await source.forEach((l) => {
+      items++;
+      return w.write(fields ? datasetCsvRow(l, fields) : `${JSON.stringify(l)}\n`);
+    });
+  } catch (err) {
+    await w.close(o.file !== undefined).catch(() => undefined);
+    throw err;
+  }
+  await w.close(o.file !== undefined);
+  return items;
+}
+
 export function registerDatasetCommand(program: Command): void {
   program
     .command('dataset <campaign-or-dir>')
@@ -27,11 +119,8 @@ export function registerDatasetCommand(program: Command): void {
     .option('--file <path>', 'write to this file instead of standard output')
     .action(async (target: string, o: DatasetOptions) => {
       const dir = await outputDirOf(target);
-      const lines = await readDataset(dir);
-      const text = o.csv ? datasetCsv(lines) : lines.map((l) => `${JSON.stringify(l)}\n`).join('');
-      if (o.file) {
-        await fsp.writeFile(path.resolve(o.file), text, 'utf8');
-        process.stderr.write(`${lines.length} item(s) from ${dir} to ${path.resolve(o.file)}\n`);
-      } else process.stdout.write(text);
+      const file = o.file === undefined ? undefined : path.resolve(o.file);
+      const items = await exportDataset(dir, { csv: o.csv, file });
+      if (file) process.stderr.write(`${items} item(s) from ${dir} to ${file}\n`);
     });
 }

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { readIndex, type IndexEntry } from '../../storage/index-writer';
+import { forEachIndexEntry, type IndexEntry } from '../../storage/index-writer';
 import { buildReportData } from '../../report/report-data';
 import { sealedPaths } from '../../storage/seal';
 import { renderReportHtml } from '../../report/html-report';
@@ -26,6 +26,24 @@ export function candidateOutputDirs(campaignId: string, out: string | undefined,
 }
 
 /**
+ * The entries of `campaignId` in the index files of `dir`, read one line at a
+ * time so that neither a file's text nor other campaigns' entries are held;
+ * the IDs of other campaigns met go to `others`.
+ */
+async function campaignEntries(dir: string, campaignId: string, accept?: (fileName: string) => boolean, others?: Set<string>): Promise<IndexEntry[]> {
+  const entries: IndexEntry[] = [];
+  await forEachIndexEntry(
+    dir,
+    (e) => {
+      if (e.campaignId === campaignId) entries.push(e);
+      else others?.add(String(e.campaignId));
+    },
+    accept,
+  );
+  return entries;
+}
+
+/**
  * The entries of one campaign: its sealed index (<dir>/sealed, one line per
  * URL) when it was sealed, else the raw files in <dir>/index (or <dir> when
  * it is the index folder itself), which may hold a URL twice.
@@ -40,15 +58,13 @@ export async function loadCampaignIndex(campaignId: string, dirs: string[]): Pro
         () => false,
       )
     ) {
-      return { dir: sealed, entries: (await readIndex(path.dirname(sealed), (f) => f === path.basename(sealed))).filter((e) => e.campaignId === campaignId), sealed: true };
+      return { dir: sealed, entries: await campaignEntries(path.dirname(sealed), campaignId, (f) => f === path.basename(sealed)), sealed: true };
     }
   }
   for (const dir of dirs) {
     for (const indexDir of [path.join(dir, 'index'), dir]) {
-      const all = await readIndex(indexDir);
       // One folder can be shared by several campaigns' workers.
-      const entries = all.filter((e) => e.campaignId === campaignId);
-      all.forEach((e) => e.campaignId !== campaignId && others.add(String(e.campaignId)));
+      const entries = await campaignEntries(indexDir, campaignId, undefined, others);
       if (entries.length) return { dir: indexDir, entries };
     }
   }
@@ -68,7 +84,7 @@ export function registerReportCommand(program: Command): void {
       const dirs = candidateOutputDirs(campaignId, o.out);
       const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
       // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
-      const visits = sealed ? (await readIndex(path.join(path.dirname(path.dirname(dir)), 'index'))).filter((e) => e.campaignId === campaignId) : entries;
+      const visits = sealed ? await campaignEntries(path.join(path.dirname(path.dirname(dir)), 'index'), campaignId) : entries;
       const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits });
       const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
       const file = path.resolve(o.file ?? path.join(outputDir, 'report.html'));
