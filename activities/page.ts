@@ -11,7 +11,7 @@ import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
 import { simhash64, simhashToHex } from '../src/dedup/simhash';
 import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
-import { conditionalHeaders, planRevisit, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
+import { conditionalHeaders, planNotRequested, planRevisit, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
 import { hostKey } from '../src/url/normalize';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf, type WarcLocation } from '../src/storage/warc-writer';
@@ -114,11 +114,11 @@ export async function processPage(rt: WorkerRuntime, job: PageJob): Promise<Page
       change = plan.verdict;
     } else if (schedule && (outcome === 'robots-disallowed' || outcome === 'refused')) {
       // Not requested this time, but robots.txt and a host's addresses
-      // change (a site's `Disallow: /` for an hour of maintenance): the URL
-      // stays on its schedule at its interval. The due-move took it off, and
+      // change (a site's `Disallow: /` for an hour of maintenance): a URL
+      // visited before stays on its schedule. The due-move took it off, and
       // the seen-set would never let it back. A budget's skip is final.
-      const plan = planRevisit(previous, { status: null }, s.revisit);
-      await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
+      const plan = planNotRequested(previous, s.revisit);
+      if (plan) await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
     }
     await index.append(indexLine(job, attemptId, outcome, change ? { ...extra, change } : extra));
     const status = extra.status ?? null;
@@ -510,6 +510,13 @@ export async function recordWithoutFetch(
   const s = job.campaign.settings;
   const attemptId = newAttemptId();
   await (await rt.outputs.index(s.output.dir)).append(indexLine(job, attemptId, outcome, { error }));
+  // A revisit URL stays on its schedule (a refusal and robots.txt's state both expire).
+  if (s.revisit?.enabled) {
+    const fp = urlFingerprint(job.entry.url);
+    const schedule = new RevisitSchedule(rt.deps.redis, job.campaign.key, job.host);
+    const plan = planNotRequested(await schedule.meta(fp), s.revisit);
+    if (plan) await schedule.set(job.member, fp, plan.intervalMs, plan.meta, plan.verdict);
+  }
   await job.frontier.commit(job.member, counted, 0, [], { fp: urlFingerprint(job.entry.url), id: attemptId });
   rt.deps.metrics?.recordFetch({ outcome, status: null });
 }

@@ -271,7 +271,15 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     const deadline = Date.now() + FINISH_WAIT_MS;
     for (let round = 0; Date.now() < deadline; round++) {
       book.nudged = false;
-      const snap = await finishRound();
+      let snap;
+      try {
+        snap = await finishRound();
+      } catch (err) {
+        // Redis or Temporal unreachable past the round's retries: try again until the deadline.
+        const message = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+        await sleep(book.onDispatchFailed(message, Date.now()));
+        continue;
+      }
       if (snap.active === 0) break;
       await condition(() => book.nudged, round === 0 ? '5 seconds' : '15 seconds');
     }
@@ -279,7 +287,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     // visibility yet: look once more, so the summary names it.
     if (book.stopReason === 'cancelled') {
       await sleep('2 seconds');
-      await finishRound();
+      await finishRound().catch(() => undefined);
     }
     const summary = await acts.summarizeCampaign({ campaignKey, problems: 100 });
     showCard(summary);

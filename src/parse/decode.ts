@@ -9,6 +9,7 @@
 import { isUtf8 } from 'node:buffer';
 import { getEncoding } from 'encoding-sniffer';
 import iconv from 'iconv-lite';
+import { TextDecoder } from 'node:util';
 
 /**
  * How much of the body the <meta> prescan reads. The spec prescans 1024
@@ -20,6 +21,18 @@ const PRESCAN_BYTES = 4096;
 function charsetFromContentType(ct: string | null | undefined): string | undefined {
   const m = ct ? /charset\s*=\s*["']?([\w.:-]+)/i.exec(ct) : null;
   return m ? m[1] : undefined;
+}
+
+function hasBom(b: Uint8Array): boolean {
+  return (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) || (b[0] === 0xfe && b[1] === 0xff) || (b[0] === 0xff && b[1] === 0xfe);
+}
+
+function nodeDecoder(label: string): TextDecoder | null {
+  try {
+    return new TextDecoder(label);
+  } catch {
+    return null;
+  }
 }
 
 /** Valid UTF-8, allowing one character cut off at the end (a body truncated at the size cap). */
@@ -45,10 +58,20 @@ function isUtf8Body(body: Uint8Array): boolean {
 export function decodeBody(body: Uint8Array, contentType: string | null | undefined): { text: string; charset: string } {
   const buf = Buffer.from(body.buffer, body.byteOffset, body.length);
   const transport = charsetFromContentType(contentType);
+  // A WHATWG encoding iconv-lite lacks (ISO-8859-8-I, ISO-2022-JP,
+  // x-mac-cyrillic) would be dropped by the sniffer as unknown: Node's own
+  // decoder has it. (A BOM still wins.) Declared only in a <meta>, such an
+  // encoding is not seen: the page falls back as undeclared.
+  if (transport && !iconv.encodingExists(transport) && !hasBom(buf)) {
+    const decoder = nodeDecoder(transport);
+    if (decoder) return { text: decoder.decode(buf), charset: decoder.encoding };
+  }
   const fallback = isHtml(contentType) && !isUtf8Body(body) ? 'windows-1252' : 'UTF-8';
-  let encoding = getEncoding(buf, { maxBytes: PRESCAN_BYTES, defaultEncoding: fallback, ...(transport ? { transportLayerEncodingLabel: transport } : {}) });
-  if (!iconv.encodingExists(encoding)) encoding = fallback;
-  return { text: iconv.decode(buf, encoding), charset: encoding.toLowerCase() };
+  const encoding = getEncoding(buf, { maxBytes: PRESCAN_BYTES, defaultEncoding: fallback, ...(transport ? { transportLayerEncodingLabel: transport } : {}) });
+  if (iconv.encodingExists(encoding)) return { text: iconv.decode(buf, encoding), charset: encoding.toLowerCase() };
+  const decoder = nodeDecoder(encoding);
+  if (decoder) return { text: decoder.decode(buf), charset: decoder.encoding };
+  return { text: iconv.decode(buf, fallback), charset: fallback.toLowerCase() };
 }
 
 export function isHtml(contentType: string | null | undefined): boolean {

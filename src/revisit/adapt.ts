@@ -42,7 +42,7 @@ export interface Observation {
  * on the schedule for another try. gone: dropped after goneAfter of those.
  * kept: anything else (a redirect, another error): the interval stays.
  */
-export type RevisitVerdict = 'new' | 'changed' | 'unchanged' | 'missing' | 'gone' | 'kept';
+export type RevisitVerdict = 'new' | 'changed' | 'unchanged' | 'missing' | 'gone' | 'kept' | 'not-requested';
 
 export interface RevisitPlan {
   verdict: RevisitVerdict;
@@ -129,6 +129,20 @@ export function planRevisit(prev: RevisitMeta | null, obs: Observation, s: Revis
   }
   // A redirect, an empty body, another error or no response: nothing learnt about change.
   return { verdict: 'kept', intervalMs: current, meta: { ...base, i: current } };
+}
+
+/**
+ * A URL on the schedule that came due but was not requested (robots.txt
+ * disallows it for now, its host resolves to a refused address, robots.txt
+ * is unavailable): robots.txt and addresses change, so it stays, at a
+ * longer interval each time (× factor, at most maxMs), no visit counted.
+ * Null for a URL never visited: a link that was disallowed from the start
+ * does not join the schedule.
+ */
+export function planNotRequested(prev: RevisitMeta | null, s: RevisitSettings): RevisitPlan | null {
+  if (prev === null) return null;
+  const i = clamp(Math.round(prev.i * s.factor), s);
+  return { verdict: 'not-requested', intervalMs: i, meta: { ...prev, i } };
 }
 
 const HOUR = 60 * 60_000;

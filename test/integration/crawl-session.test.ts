@@ -12,9 +12,11 @@ import type { SessionInput, SessionResult } from '../../activities/types';
 import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
-import { hostKeys } from '../../src/redis/keys';
+import { Frontier } from '../../src/redis/frontier';
+import { hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import type { RedisLike } from '../../src/redis/scripts';
 import { readIndex } from '../../src/storage/index-writer';
+import { urlFingerprint } from '../../src/url/fingerprint';
 import { hostKey } from '../../src/url/normalize';
 import { generateSites } from '../web/test-web';
 import { createHarness, pageRequests, type Harness } from '../support/harness';
@@ -281,17 +283,45 @@ test("claims that ended in a retry (503) do not count among a page's processing 
   ]);
 });
 
-test('in a revisit campaign, a URL robots.txt disallows for now stays on its revisit schedule: robots.txt changes', async () => {
+test('in a revisit campaign, a URL robots.txt disallows when it falls due stays on its schedule at a longer interval, nothing requested; one never visited does not join it', async () => {
+  let disallow = false;
   h.web.site('fifteen.session.test')!.handler = ({ req, res }) => {
-    if (req.url !== '/robots.txt') return false;
+    if (req.url !== '/robots.txt' || !disallow) return false;
     res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nDisallow: /\n');
     return true;
   };
-  const c = await prepared('fifteen', { revisit: { enabled: true, minMs: 60_000, maxMs: 120_000 } });
-  expect(await c.session()).toMatchObject({ stats: { fetched: 0, skipped: 1 } });
-  expect(pagesOf(c.host)).toHaveLength(0);
-  const scheduled = await (redis as unknown as { zrange(k: string, a: number, b: number): Promise<string[]> }).zrange(hostKeys(c.campaignKey, c.host).revisit, 0, -1);
-  expect(scheduled.map((m) => m.split('\t')[1])).toEqual([h.web.url('fifteen.session.test', '/')]);
+  const c = await prepared('fifteen', { revisit: { enabled: true, minMs: 60_000, maxMs: 600_000 } });
+  expect(await c.session()).toMatchObject({ stats: { fetched: 8 } });
+  const k = hostKeys(c.campaignKey, c.host);
+  const r = redis as unknown as {
+    zrange(k: string, a: number, b: number): Promise<string[]>;
+    zadd(k: string, score: number, m: string): Promise<number>;
+    zscore(k: string, m: string): Promise<string | null>;
+    hget(k: string, f: string): Promise<string | null>;
+  };
+  const home = h.web.url('fifteen.session.test', '/');
+  const member = (await r.zrange(k.revisit, 0, -1)).find((m) => m.split('\t')[1] === home)!;
+  const interval = async () => (JSON.parse((await r.hget(k.revisitMeta, urlFingerprint(home)))!) as { i: number; v: number }).i;
+  const before = await interval();
+  // robots.txt now says Disallow: / (asked again: a new worker, the cached copy gone), and the home page is due.
+  disallow = true;
+  await redis.del(sharedHostKeys(c.host).robots);
+  await r.zadd(k.revisit, 0, member);
+  // And a link found now, never visited: disallowed from the start.
+  const fresh = h.web.url('fifteen.session.test', '/found-later');
+  await new Frontier(redis, c.campaignKey, c.host).enqueue([{ url: fresh, depth: 1, referrer: home, fp: urlFingerprint(fresh) }]);
+  const requested = pagesOf(c.host).length;
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  try {
+    expect(await new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input)).toMatchObject({ stats: { skipped: 2 } });
+  } finally {
+    await other.close();
+  }
+  expect(pagesOf(c.host)).toHaveLength(requested);
+  // Back on the schedule, due later than before, at a longer interval.
+  expect(Number(await r.zscore(k.revisit, member))).toBeGreaterThan(Date.now() + before);
+  expect(await interval()).toBeGreaterThan(before);
+  expect((await r.zrange(k.revisit, 0, -1)).map((m) => m.split('\t')[1])).not.toContain(fresh);
 });
 
 test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revisit schedule', async () => {

@@ -159,3 +159,12 @@ describe('isHtml', () => {
     expect(isHtml(null)).toBe(false);
   });
 });
+
+describe('encodings iconv-lite lacks', () => {
+  it('named by the Content-Type are decoded by Node: ISO-8859-8-I (Hebrew), ISO-2022-JP', () => {
+    const hebrew = decodeBody(Buffer.concat([Buffer.from('<p>'), Buffer.from([0xf9, 0xec, 0xe5, 0xed]), Buffer.from('</p>')]), 'text/html; charset=iso-8859-8-i');
+    expect(hebrew).toEqual({ text: '<p>\u05e9\u05dc\u05d5\u05dd</p>', charset: 'iso-8859-8-i' });
+    const jis = decodeBody(Buffer.from('<p>\x1b$B$3$s\x1b(B</p>', 'latin1'), 'text/html; charset=iso-2022-jp');
+    expect(jis).toEqual({ text: '<p>\u3053\u3093</p>', charset: 'iso-2022-jp' });
+  });
+});

@@ -1,5 +1,5 @@
 import { resolveCampaignSettings, type RevisitSettings } from '../../src/config/campaign';
-import { changed, conditionalHeaders, firstInterval, hexDistance, planRevisit, sitemapHintMs, type RevisitMeta } from '../../src/revisit/adapt';
+import { changed, conditionalHeaders, firstInterval, hexDistance, planNotRequested, planRevisit, sitemapHintMs, type RevisitMeta } from '../../src/revisit/adapt';
 
 const S: RevisitSettings = { enabled: true, minMs: 1_000, maxMs: 16_000, factor: 2, minChangeDistance: 3, goneAfter: 3 };
 const ref = { u: 'http://a.test/', t: '2026-01-01T00:00:00.000Z', id: '<urn:uuid:1>' };
@@ -93,4 +93,11 @@ test('a sitemap seeds the first interval: changefreq first, else the age of last
   expect(sitemapHintMs({}, now, bounds)).toBeNull();
   // A hint stored before the first visit is the interval that visit schedules.
   expect(planRevisit({ i: 86_400_000 }, full('sha1:A'), { ...S, ...bounds })).toMatchObject({ verdict: 'new', intervalMs: 86_400_000 });
+});
+
+test('a URL due but not requested (robots.txt, a refused address) stays at a longer interval each time, no visit counted; one never visited is not scheduled', () => {
+  const prev: RevisitMeta = { i: 4_000, v: 3, d: 'abc' };
+  expect(planNotRequested(prev, S)).toEqual({ verdict: 'not-requested', intervalMs: 8_000, meta: { i: 8_000, v: 3, d: 'abc' } });
+  expect(planNotRequested({ ...prev, i: 12_000 }, S)!.intervalMs).toBe(16_000);
+  expect(planNotRequested(null, S)).toBeNull();
 });
