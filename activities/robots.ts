@@ -10,7 +10,7 @@ import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { Frontier } from '../src/redis/frontier';
 import { hostKeys } from '../src/redis/keys';
 import { allowedInAnyQueryOrder, parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
-import type { StoredRobots } from '../src/robots/robots-store';
+import { ROBOTS_TTL_MS, type StoredRobots } from '../src/robots/robots-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey } from '../src/url/normalize';
 import { sitemapSeeds } from './discovery';
@@ -50,12 +50,14 @@ export interface RobotsContext {
 async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, url: string): Promise<RobotsVerdict | null> {
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
-  const [refused, [givenUp, causeRaw, failsRaw], retryIn] = await Promise.all([
+  const [refused, [givenUp, causeRaw, failsRaw], retryIn, redirectRefused] = await Promise.all([
     redis.get(hk.refused),
     redis.hmget(hk.robots, 'given-up', 'cause', 'fails'),
     redis.pttl(hk.robotsRetry),
+    redis.exists(hk.robotsRedirectRefused),
   ]);
   if (refused) return { kind: 'ok', allows: null, crawlDelaySec: null, refused };
+  if (redirectRefused) return { kind: 'ok', allows: null, crawlDelaySec: null };
   if (givenUp === '1') {
     const cause = causeRaw ? (JSON.parse(causeRaw) as { code: string; detail: string }) : { code: 'ROBOTS_UNAVAILABLE', detail: 'robots.txt kept failing' };
     return { kind: 'unavailable', ...cause };
@@ -180,8 +182,9 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
           // refuses (a misconfigured proxy, a redirect to localhost): a
           // redirect it cannot follow, so RFC 9309 treats robots.txt as
           // unavailable as in "not found" (allow all). The host itself is
-          // fine. Not cached: another campaign's policy may follow it.
+          // fine. Cached for this campaign only: another one's policy may follow it.
           await clock.release(owner, minDelay);
+          await redis.set(hk.robotsRedirectRefused, err.message, 'PX', ROBOTS_TTL_MS);
           return { kind: 'ok', allows: null, crawlDelaySec: null };
         }
         if (err.code === 'ADDRESS_REFUSED') {

@@ -39,6 +39,12 @@ export const hostKeys = (campaignKey: string, host: string) => {
     awake: `${P}:${tag}:awake`,
     /** Set when the host's address is refused by this campaign's address policy (SSRF guard). */
     refused: `${P}:${tag}:refused`,
+    /**
+     * Set (for a day, as the shared robots.txt cache) when the host's
+     * robots.txt redirects to an address this campaign refuses: allow all,
+     * without asking again. Per campaign: another one's policy may follow it.
+     */
+    robotsRedirectRefused: `${P}:${tag}:robots-redirect-refused`,
     /** ZSET frontier member → when it is due again (epoch ms, Redis clock): the revisit schedule (src/redis/revisit.ts). */
     revisit: `${P}:${tag}:revisit`,
     /** HASH URL fingerprint → JSON RevisitMeta (interval, validators, digest, last capture): beside the schedule. */

@@ -214,6 +214,17 @@ test("a robots.txt that redirects to an address the campaign refuses is a redire
   expect(await c.session()).toMatchObject({ end: 'drained', stats: { fetched: 8, failed: 0 } });
   expect(pagesOf(c.host)).toHaveLength(8);
   expect((await readIndex(path.join(c.dir, 'index'))).filter((e) => e.outcome !== 'fetched')).toEqual([]);
+  // The verdict is kept for the campaign: a later session (another worker) does not ask again.
+  const robotsRequests = () => h.web.requests().filter((r) => r.host === 'fourteen.session.test' && r.path === '/robots.txt').length;
+  expect(robotsRequests()).toBe(1);
+  await c.hosts.dispatched(c.host, '2', 2);
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  try {
+    await new MockActivityEnvironment().run(createActivities(other).crawlSession, { ...c.input, gen: 2 });
+  } finally {
+    await other.close();
+  }
+  expect(robotsRequests()).toBe(1);
 });
 
 test('a session that died mid-run is followed by one that goes on from Redis: nothing committed twice, at most the page in flight fetched again', async () => {
