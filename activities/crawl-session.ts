@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
 import { operatorDelayReason } from '../src/config/steering';
 import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/campaign-hosts';
-import { Frontier } from '../src/redis/frontier';
+import { Frontier, SessionSupersededError } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
@@ -133,7 +133,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       const robots = await ensureRobots(rt, { campaign, host, maxWaitMs: threshold, signal });
       if (robots.kind === 'wait') return await end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
       delay = delayFor(s, control, robots.kind === 'ok' ? robots.crawlDelaySec : null);
-      const clock = new HostClock(redis, await campaign.clockKeys.keyFor(host));
+      const clock = new HostClock(redis, await campaign.clockKeys.keyFor(host), token);
       // One owner per campaign and host: a session retried after its worker
       // died may take the clock once the delay has passed since the dead
       // attempt took it (crawlClockAcquire), never sooner.
@@ -182,7 +182,15 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         const wait = await acquireWithin(clock, owner, lease, delay.ms, threshold, signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
         // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
         if (wait > 0) return await end('wait', { waitMs: wait, reason: wait <= delay.ms ? delay.reason : 'host clock: another request to this host is too recent' });
-        const claim = await frontier.claim(token);
+        let claim;
+        try {
+          claim = await frontier.claim(token);
+        } catch (err) {
+          // A newer attempt took the host over: this one sends nothing, and
+          // gives back the lease it just took (only if it still holds it).
+          if (err instanceof SessionSupersededError) await clock.abandon(owner).catch(() => undefined);
+          throw err;
+        }
         if (!claim) {
           // No request went out: the host's delay still counts from its real last request.
           await clock.abandon(owner);

@@ -8,26 +8,33 @@ import type { RedisLike } from './scripts';
 export class HostClock {
   private readonly key: string;
 
+  /**
+   * `holder`: which attempt of an owner this is (a session's attempt token).
+   * Attempts of one owner may take its lease over after the delay (a retried
+   * session whose first attempt died); a holder's late release or abandon
+   * then leaves the lease of the attempt that holds it now alone.
+   */
   constructor(
     private readonly redis: RedisLike,
     host: string,
+    private readonly holder = '',
   ) {
     this.key = sharedHostKeys(host).clock;
   }
 
   /** 0 when the caller may send a request now (it then holds the clock for leaseMs), else ms to wait. */
   acquire(owner: string, leaseMs: number, delayMs: number): Promise<number> {
-    return this.redis.crawlClockAcquire(this.key, owner, Math.max(1, Math.round(leaseMs)), Math.max(0, Math.round(delayMs)));
+    return this.redis.crawlClockAcquire(this.key, owner, Math.max(1, Math.round(leaseMs)), Math.max(0, Math.round(delayMs)), this.holder);
   }
 
   /** The request is over: the next one may start delayMs from now. */
   async release(owner: string, delayMs: number): Promise<void> {
-    await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)));
+    await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)), this.holder);
   }
 
   /** The clock was taken but no request went out: free it without counting a request. */
   async abandon(owner: string): Promise<void> {
-    await this.redis.crawlClockAbandon(this.key, owner);
+    await this.redis.crawlClockAbandon(this.key, owner, this.holder);
   }
 }
 

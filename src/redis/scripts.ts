@@ -79,7 +79,7 @@ end
 ${ENQUEUE_BODY.replace('FIRST', '6')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: clock. ARGV: owner, leaseMs, delayMs. Returns 0 when the caller
+  // KEYS: clock. ARGV: owner, leaseMs, delayMs, holder. Returns 0 when the caller
   // may send a request now (it then holds the clock for leaseMs), else ms to
   // wait. A retry of the same step (same owner) whose earlier attempt died
   // holding the lease may go once delayMs have passed since that attempt
@@ -121,11 +121,11 @@ if now < nxt then
   if now < ok then return ok - now end
 end
 local lease = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now), 'epoch', run)
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now), 'epoch', run, 'holder', ARGV[4] or '')
 redis.call('PEXPIRE', KEYS[1], lease + 60000)
 return 0`,
   },
-  // KEYS: clock. ARGV: owner, delayMs. The next request may go out delayMs
+  // KEYS: clock. ARGV: owner, delayMs, holder. The next request may go out delayMs
   // from now; `last` keeps when this request ended, so a caller with a longer
   // delay of its own waits that long from it (crawlClockAcquire).
   crawlClockRelease: {
@@ -135,8 +135,13 @@ local t = redis.call('TIME')
 -- Rounded up here and down in crawlClockAcquire: the gap is never a fraction of a millisecond short.
 local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
 local nxt = now + tonumber(ARGV[2])
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if owner and owner ~= '' and owner ~= ARGV[1] then
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'holder')
+local owner = cur[1]
+-- The same owner's lease taken over by another attempt (a session retried
+-- while the first still ran): this late end is not the holder's either.
+-- (No holder field: granted before holders were kept.)
+local superseded = owner == ARGV[1] and cur[2] and cur[2] ~= (ARGV[3] or '')
+if (owner and owner ~= '' and owner ~= ARGV[1]) or superseded then
   -- Our lease expired and someone else holds the clock now: their lease is
   -- neither cleared nor shortened; our late end only pushes the next request back.
   nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
@@ -151,13 +156,16 @@ redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'la
 redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
 return 1`,
   },
-  // KEYS: clock. ARGV: owner. A lease taken and not used (no request went
+  // KEYS: clock. ARGV: owner, holder. A lease taken and not used (no request went
   // out): the clock is free at once and `last` keeps the end of the host's
   // real last request. Someone else's lease is left alone.
   crawlClockAbandon: {
     numberOfKeys: 1,
     lua: `
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'holder')
+if cur[1] ~= ARGV[1] then return 0 end
+-- Another attempt of the same owner holds it now (see crawlClockRelease).
+if cur[2] and cur[2] ~= (ARGV[2] or '') then return 0 end
 local t = redis.call('TIME')
 -- Rounded down, as crawlClockAcquire does: the clock is free now, not a millisecond from now.
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -369,9 +377,9 @@ declare module 'ioredis' {
       committed: string,
       ...argv: ScriptArgs
     ): Result<[number, number, number], Context>;
-    crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number): Result<number, Context>;
-    crawlClockRelease(clock: string, owner: string, delayMs: number): Result<number, Context>;
-    crawlClockAbandon(clock: string, owner: string): Result<number, Context>;
+    crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number, holder: string): Result<number, Context>;
+    crawlClockRelease(clock: string, owner: string, delayMs: number, holder: string): Result<number, Context>;
+    crawlClockAbandon(clock: string, owner: string, holder: string): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;

@@ -88,6 +88,26 @@ test('a late second release after a long Retry-After keeps the clock as long as 
   expect(await redis.pttl(sharedHostKeys(host).clock)).toBeGreaterThan(3_600_000);
 });
 
+test("attempts of one owner: a superseded attempt's late release or abandon leaves the lease of the attempt that holds it now", async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const first = new HostClock(redis, host, 'attempt-1');
+  const second = new HostClock(redis, host, 'attempt-2');
+  const otherCampaign = new HostClock(redis, host);
+  expect(await first.acquire('c|h', 10_000, 100)).toBe(0);
+  // The first attempt stalled; its retry (same owner) takes the clock over once the delay has passed.
+  await sleep(120);
+  expect(await second.acquire('c|h', 10_000, 100)).toBe(0);
+  // The stalled attempt wakes up and ends late, or gives its lease back: the second one's request is still in flight.
+  await first.release('c|h', 100);
+  await first.abandon('c|h');
+  await sleep(150);
+  expect(await otherCampaign.acquire('other|h', 10_000, 100)).toBeGreaterThan(0);
+  // The holder's own release frees it.
+  await second.release('c|h', 100);
+  await sleep(120);
+  expect(await otherCampaign.acquire('other|h', 10_000, 100)).toBe(0);
+});
+
 test('after a Redis restart a clock it did not grant itself is trusted only once the server has been up for the delay', async () => {
   const info = await redis.info('server');
   const upMs = Number(/uptime_in_seconds:(\d+)/.exec(info)![1]) * 1000;
