@@ -4,7 +4,6 @@
 // URL, type and payload digest. The order is `LC_ALL=C sort`'s.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { crawlerCommand } from '../../src/cli/crawler-command';
@@ -13,18 +12,11 @@ import { indexCovers, listWarcFiles, parseCdxjLine, withIndexLock, writeCampaign
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { appendRevisit } from '../support/revisit';
 import { ensurePythonWarcio, run, VENV_PY } from '../support/warcio';
+import { tempDirs } from '../support/temp-dirs';
 
 jest.setTimeout(180_000);
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cdxj-test-'));
-  tmpDirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = tempDirs('cdxj-test-');
 
 const T0 = Date.UTC(2025, 4, 6, 7, 8, 9, 500);
 

@@ -1,21 +1,13 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { DatasetWriter, readRawDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import { IndexWriter, contentHashOf, readIndex } from '../../src/storage/index-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import { StorageError } from '../../src/storage/warc-writer';
+import { tempDirs } from '../support/temp-dirs';
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'index-writer-test-'));
-  tmpDirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = tempDirs('index-writer-test-');
 
 function entry(i: number, over: Partial<IndexEntry> = {}): IndexEntry {
   const body = Buffer.from(`body ${i}`);

@@ -8,7 +8,6 @@
 // output a batch at a time, byte for byte as before.
 import { constants as bufferConstants } from 'node:buffer';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { registerDatasetCommand } from '../../src/cli/commands/dataset';
@@ -16,18 +15,11 @@ import { loadCampaignIndex } from '../../src/cli/commands/report';
 import { datasetCsv, readDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
 import { StorageError } from '../../src/storage/warc-writer';
+import { tempDirs } from '../support/temp-dirs';
 
 jest.setTimeout(60_000);
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'jsonl-reading-test-'));
-  tmpDirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = tempDirs('jsonl-reading-test-');
 
 /** readIndex as it was: each file in one string, split on '\n'. The reference for its rules. */
 async function wholeFileReadIndex(dir: string, accept: (fileName: string) => boolean = () => true): Promise<IndexEntry[]> {

@@ -6,23 +6,15 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { listWarcFiles } from '../../src/storage/cdxj';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import { pagesFromIndex, writeWacz } from '../../src/storage/wacz';
 import { WarcWriter } from '../../src/storage/warc-writer';
 import { StoredZipWriter } from '../../src/storage/zip-store';
+import { tempDirs } from '../support/temp-dirs';
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'wacz-test-'));
-  tmpDirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = tempDirs('wacz-test-');
 
 function python(script: string, args: string[]): unknown {
   const res = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });

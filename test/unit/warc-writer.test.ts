@@ -9,6 +9,7 @@ import { readWarcDir } from '../../src/storage/warc-reader';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
 import { ensurePythonWarcio, PY_DUMP, run, VENV, VENV_PY, WARCIO_VERSION, type PyRecord } from '../support/warcio';
 import { TOOLS_DIR } from '../../src/stack/paths';
+import { tempDirs } from '../support/temp-dirs';
 
 const NAME_RE = new RegExp(
   `^crawl-\\d{17}-${os
@@ -17,15 +18,7 @@ const NAME_RE = new RegExp(
     .replace(/\./g, '\\.')}-${process.pid}-\\d{5}\\.warc\\.gz$`,
 );
 
-const tmpDirs: string[] = [];
-function tmpDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'warc-writer-test-'));
-  tmpDirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpDir = tempDirs('warc-writer-test-');
 
 function exchange(i: number, over: Partial<WarcExchange['response']> = {}, extra: Partial<WarcExchange> = {}): WarcExchange {
   return {
