@@ -19,7 +19,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CampaignSummary, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, SteerChange } from '../activities/types';
 import { acts as localActivities, loadSeeds, oneAtATime } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
@@ -44,6 +44,9 @@ import {
 } from './messages';
 
 export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
+
+/** What an activity's failure says (its cause), for the status and the summary. */
+const failureMessage = (err: unknown): string => (err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -189,6 +192,18 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     if (watch) book.watchedAt(now);
     return snap;
   };
+  // A round failed past its retries (Redis or Temporal down for minutes): shown, retried after a pause (null).
+  const guarded = async (round: () => Promise<CampaignSnapshot>, until: () => boolean): Promise<CampaignSnapshot | null> => {
+    try {
+      return await round();
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const waitMs = book.onDispatchFailed(failureMessage(err), Date.now());
+      log.warn('dispatch round failed; trying again', { campaignId, ...book.dispatchError });
+      showCard();
+      return condition(until, waitMs).then(() => null);
+    }
+  };
 
   try {
     if (!input.carry) {
@@ -221,7 +236,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       } catch (err) {
         if (isCancellation(err)) throw err;
         // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.
-        book.seedListFailed(err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
+        book.seedListFailed(failureMessage(err));
       } finally {
         book.inflight--;
       }
@@ -235,18 +250,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
       book.nudged = false;
-      let snap;
-      try {
-        snap = await dispatch();
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        const message = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
-        const waitMs = book.onDispatchFailed(message, Date.now());
-        log.warn('dispatch round failed; trying again', { campaignId, failures: book.dispatchError!.failures, error: message });
-        showCard();
-        await condition(() => book.stopReason !== null, waitMs);
-        continue;
-      }
+      const snap = await guarded(dispatch, () => book.stopReason !== null);
+      if (!snap) continue;
       const next = book.onSnapshot(snap, Date.now());
       publishTotals();
       if (next === 'done') break;
@@ -260,26 +265,17 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   book.finishing = true;
   book.status = book.finalStatus();
   const result = await CancellationScope.nonCancellable(async () => {
-    const reason = book.stopReason ?? 'drained';
-    await acts.finishCampaign({ campaignKey, campaignId, reason });
+    await acts.finishCampaign({ campaignKey, campaignId, reason: book.stopReason ?? 'drained' });
     // Wait (bounded) for every host to end its session and give its slot
     // up, so the summary is exact and no host workflow is left waiting for
-    // workers that are about to stop. The watch gives up hosts whose
-    // workflow ended without releasing.
-    // Every round also runs the watch (book.dispatchInput while finishing).
+    // workers that are about to stop. Every round runs the watch, which
+    // gives up hosts whose workflow ended without releasing.
     const finishRound = () => acts.dispatchHosts(book.dispatchInput(info, true));
     const deadline = Date.now() + FINISH_WAIT_MS;
     for (let round = 0; Date.now() < deadline; round++) {
       book.nudged = false;
-      let snap;
-      try {
-        snap = await finishRound();
-      } catch (err) {
-        // Redis or Temporal unreachable past the round's retries: try again until the deadline.
-        const message = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
-        await sleep(book.onDispatchFailed(message, Date.now()));
-        continue;
-      }
+      const snap = await guarded(finishRound, () => false);
+      if (!snap) continue;
       if (snap.active === 0) break;
       await condition(() => book.nudged, round === 0 ? '5 seconds' : '15 seconds');
     }
