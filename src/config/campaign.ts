@@ -33,6 +33,14 @@ export interface CampaignInput {
     maxDepth?: number | null;
     /** Requests per host (robots.txt and sitemaps excluded); null = unlimited. The guard against infinite sites. */
     maxPagesPerHost?: number | null;
+    /**
+     * Links taken from one page (its own, a sitemap's, a handler's); the
+     * rest are dropped and counted in the index line (`linksDropped`). A
+     * link bomb of 600,000 links otherwise floods Redis in one call.
+     */
+    maxLinksPerPage?: number;
+    /** Sitemap and sitemap-index fetches per host; those beyond it are recorded skipped, not requested. */
+    maxSitemapsPerHost?: number;
   };
   politeness?: {
     /** Floor for the pause between two requests to one host. */
@@ -49,6 +57,12 @@ export interface CampaignInput {
      * Crawl-delay assumes it. Steerable while running (setConcurrency).
      */
     maxActiveHosts?: number | null;
+    /**
+     * Requests in flight to one IP address at once, whatever the politeness
+     * key (null = unlimited): wildcard subdomains of one server are many
+     * hosts, each with its own clock, but one machine answers them all.
+     */
+    maxInFlightPerAddress?: number | null;
   };
   fetch?: {
     /** curl-style HOST:PORT:ADDR overrides (at most MAX_RESOLVE_ENTRIES: they travel in the workflow input). */
@@ -88,6 +102,8 @@ export interface CampaignInput {
     dedup?: DedupMode;
     /** Largest SimHash Hamming distance that still counts as a near-duplicate (0–15). */
     maxSimhashDistance?: number;
+    /** Time limit of parsing one page for links; a page past it is recorded with outcome `parse-timeout`. */
+    maxParseMs?: number;
   };
   sitemaps?: SitemapMode;
   /** `dir` may contain `{campaign}`, replaced by the campaign ID (how each run of a schedule gets its own folder). */
@@ -151,8 +167,16 @@ export interface CampaignSettings {
   seeds: string[];
   seedsFile: string | null;
   scope: { mode: ScopeMode; domains: string[] };
-  budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null };
-  politeness: { minDelayMs: number; maxDelayMs: number; userAgent: string; respectRobots: boolean; key: 'host' | 'domain' | 'ip'; maxActiveHosts: number | null };
+  budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null; maxLinksPerPage: number; maxSitemapsPerHost: number };
+  politeness: {
+    minDelayMs: number;
+    maxDelayMs: number;
+    userAgent: string;
+    respectRobots: boolean;
+    key: 'host' | 'domain' | 'ip';
+    maxActiveHosts: number | null;
+    maxInFlightPerAddress: number | null;
+  };
   fetch: {
     resolve: string[];
     maxBodyBytes: number;
@@ -168,7 +192,7 @@ export interface CampaignSettings {
   };
   session: { durableSleepMs: number; maxPages: number; maxMs: number };
   traps: TrapLimits;
-  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number };
+  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number; maxParseMs: number };
   sitemaps: SitemapMode;
   output: { dir: string };
   handler: string | null;
@@ -221,8 +245,20 @@ export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durab
 
 export const CAMPAIGN_DEFAULTS = {
   scope: { mode: 'same-domain' as ScopeMode, domains: [] as string[] },
-  budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null },
-  politeness: { minDelayMs: 1000, maxDelayMs: 60_000, userAgent: DEFAULT_USER_AGENT, respectRobots: true, key: 'host' as 'host' | 'domain' | 'ip', maxActiveHosts: null },
+  // 3,000 links a page: a site's largest ordinary index pages (a book index,
+  // a sitemap-like HTML page) stay whole; a link bomb does not reach Redis.
+  // 50 sitemaps a host: 2.5 million URLs at the protocol's 50,000 a file.
+  budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50 },
+  // 8 requests at once to one address, as Heritrix's and Nutch's defaults.
+  politeness: {
+    minDelayMs: 1000,
+    maxDelayMs: 60_000,
+    userAgent: DEFAULT_USER_AGENT,
+    respectRobots: true,
+    key: 'host' as 'host' | 'domain' | 'ip',
+    maxActiveHosts: null,
+    maxInFlightPerAddress: 8 as number | null,
+  },
   fetch: {
     resolve: [] as string[],
     maxBodyBytes: 10 * 1024 * 1024,
@@ -241,7 +277,7 @@ export const CAMPAIGN_DEFAULTS = {
   // about 9 ms of CPU and five history events.
   session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
   traps: DEFAULT_TRAP_LIMITS,
-  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3 },
+  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3, maxParseMs: 10_000 },
   sitemaps: 'robots+root' as SitemapMode,
   output: { dir: 'crawl-output' },
   handler: null,
@@ -324,6 +360,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       maxPages: optionalLimit(problems, 'budgets.maxPages', input.budgets?.maxPages),
       maxDepth: optionalLimit(problems, 'budgets.maxDepth', input.budgets?.maxDepth),
       maxPagesPerHost: optionalLimit(problems, 'budgets.maxPagesPerHost', input.budgets?.maxPagesPerHost),
+      maxLinksPerPage: nonNegInt(problems, 'budgets.maxLinksPerPage', input.budgets?.maxLinksPerPage, d.budgets.maxLinksPerPage),
+      maxSitemapsPerHost: nonNegInt(problems, 'budgets.maxSitemapsPerHost', input.budgets?.maxSitemapsPerHost, d.budgets.maxSitemapsPerHost),
     },
     politeness: {
       minDelayMs: nonNegInt(problems, 'politeness.minDelayMs', p.minDelayMs, d.politeness.minDelayMs),
@@ -332,6 +370,8 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       respectRobots: p.respectRobots ?? d.politeness.respectRobots,
       key: p.key ?? d.politeness.key,
       maxActiveHosts: optionalLimit(problems, 'politeness.maxActiveHosts', p.maxActiveHosts),
+      maxInFlightPerAddress:
+        p.maxInFlightPerAddress === undefined ? d.politeness.maxInFlightPerAddress : optionalLimit(problems, 'politeness.maxInFlightPerAddress', p.maxInFlightPerAddress),
     },
     fetch: {
       resolve: f.resolve ?? [],
@@ -361,6 +401,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
       nonHtml: input.content?.nonHtml ?? d.content.nonHtml,
       dedup: input.content?.dedup ?? d.content.dedup,
       maxSimhashDistance: nonNegInt(problems, 'content.maxSimhashDistance', input.content?.maxSimhashDistance, d.content.maxSimhashDistance),
+      maxParseMs: positiveInt(problems, 'content.maxParseMs', input.content?.maxParseMs, d.content.maxParseMs),
     },
     sitemaps: input.sitemaps ?? d.sitemaps,
     // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
@@ -391,6 +432,7 @@ export function resolveCampaignSettings(input: CampaignInput, fallbackId: string
   if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
   // The same range set-concurrency enforces while the campaign runs.
   const maxActive = settings.politeness.maxActiveHosts;
+  if (settings.politeness.maxInFlightPerAddress === 0) problems.push('politeness.maxInFlightPerAddress must be at least 1, or null for unlimited');
   if (maxActive !== null && (maxActive < 1 || maxActive > MAX_ACTIVE_HOSTS)) {
     problems.push(`politeness.maxActiveHosts must be a whole number from 1 to ${MAX_ACTIVE_HOSTS}, or null for unlimited`);
   }

@@ -39,6 +39,10 @@ export interface CrawlOptions {
   userAgent?: string;
   ignoreRobots?: boolean;
   maxPagesPerHost?: number;
+  maxLinksPerPage?: number;
+  maxSitemapsPerHost?: number;
+  /** A number, or null for `none`. */
+  maxInFlightPerAddress?: number | null;
   maxActiveHosts?: number;
   allowAddresses?: string;
   allowPrivate?: boolean;
@@ -172,13 +176,20 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
               .filter(Boolean),
           }
         : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
-    budgets: { maxPages: o.maxPages ?? null, maxDepth: o.maxDepth ?? null, maxPagesPerHost: o.maxPagesPerHost ?? null },
+    budgets: {
+      maxPages: o.maxPages ?? null,
+      maxDepth: o.maxDepth ?? null,
+      maxPagesPerHost: o.maxPagesPerHost ?? null,
+      ...(o.maxLinksPerPage !== undefined ? { maxLinksPerPage: o.maxLinksPerPage } : {}),
+      ...(o.maxSitemapsPerHost !== undefined ? { maxSitemapsPerHost: o.maxSitemapsPerHost } : {}),
+    },
     politeness: {
       ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
       ...(o.ignoreRobots ? { respectRobots: false } : {}),
       ...(o.politenessKey !== undefined ? { key: o.politenessKey as 'host' } : {}),
       ...(o.maxActiveHosts !== undefined ? { maxActiveHosts: o.maxActiveHosts } : {}),
+      ...(o.maxInFlightPerAddress !== undefined ? { maxInFlightPerAddress: o.maxInFlightPerAddress } : {}),
     },
     fetch: { resolve: o.resolve, allowAddresses, ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}) },
     ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
@@ -257,6 +268,11 @@ export function campaignOptions(command: Command): Command {
     .option('--user-agent <ua>', 'User-Agent header; its product token is matched against robots.txt')
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
     .option('--max-pages-per-host <n>', 'at most this many requests per host (guards against infinite sites)', wholeNumber('--max-pages-per-host'))
+    .option('--max-links-per-page <n>', 'take at most this many links from one page; the rest are counted as dropped (default 3000)', wholeNumber('--max-links-per-page'))
+    .option('--max-sitemaps-per-host <n>', 'fetch at most this many sitemaps and sitemap indexes per host (default 50)', wholeNumber('--max-sitemaps-per-host'))
+    .option('--max-in-flight-per-address <n>', 'at most this many requests in flight to one IP address, whatever the politeness key (default 8; none: unlimited)', (v: string) =>
+      v === 'none' ? null : wholeNumber('--max-in-flight-per-address')(v),
+    )
     .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
     .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
     .option('--allow-private', 'fetch loopback/private/link-local addresses too (default: refused)')
