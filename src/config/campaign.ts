@@ -1,215 +1,28 @@
-// The campaign's settings: one plain-JSON input type (so `temporal workflow
-// start --input '{…}'` works), one place for defaults, one validator.
+// The campaign's settings, declared once as a schema: the input type
+// (plain JSON, so `temporal workflow start --input '{…}'` works), the
+// resolved settings type, the defaults, the validation and the settings
+// table of docs/settings.md all come from it.
 // Pure module: the campaign workflow imports it, so no Node APIs here and no
-// URL parsing (seeds are validated by the prepareCampaign activity and the CLI).
+// URL parsing (seeds are validated by the prepareCampaign activity and the
+// CLI). zod is plain JavaScript and bundles into the workflow.
 
-import { DEFAULT_TRAP_LIMITS, type TrapLimits } from '../url/traps';
+import { z } from 'zod';
+import { DEFAULT_TRAP_LIMITS } from '../url/traps';
 import { MAX_ACTIVE_HOSTS } from './steering';
 import { CrawlerError } from '../errors';
 
-export type ScopeMode = 'same-domain' | 'same-host' | 'domains' | 'any';
+export const SCOPE_MODES = ['same-domain', 'same-host', 'domains', 'any'] as const;
+export type ScopeMode = (typeof SCOPE_MODES)[number];
 /** Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root. */
-export type SitemapMode = 'robots+root' | 'robots' | 'off';
+export const SITEMAP_MODES = ['robots+root', 'robots', 'off'] as const;
+export type SitemapMode = (typeof SITEMAP_MODES)[number];
 /** off: no content dedup; exact: identical bodies; near: identical or SimHash within maxDistance. */
-export type DedupMode = 'near' | 'exact' | 'off';
-
-export interface CampaignInput {
-  /** Defaults to the workflow ID. */
-  campaignId?: string;
-  /** Seed URLs inline, for short lists (they travel in the workflow input). Optional when seedsFile is given. */
-  seeds?: string[];
-  /**
-   * A seed list too long for the input: an absolute path every worker can
-   * read (the output folder is shared by all of them) or an http(s) URL;
-   * one URL per line, `#` comments, plain or gzip. Read in batches by
-   * src/seeds/seed-source.ts. Both this and seeds may be given.
-   */
-  seedsFile?: string | null;
-  scope?: { mode?: ScopeMode; domains?: string[] };
-  budgets?: {
-    /** Page requests across the whole campaign, whatever their outcome (robots.txt and sitemaps excluded); null = unlimited. */
-    maxPages?: number | null;
-    /** Link hops from a seed; seeds are depth 0; null = unlimited. */
-    maxDepth?: number | null;
-    /** Requests per host (robots.txt and sitemaps excluded); null = unlimited. The guard against infinite sites. */
-    maxPagesPerHost?: number | null;
-    /**
-     * Links taken from one page (its own, a sitemap's, a handler's); the
-     * rest are dropped and counted in the index line (`linksDropped`). A
-     * link bomb of 600,000 links otherwise floods Redis in one call.
-     */
-    maxLinksPerPage?: number;
-    /** Sitemap and sitemap-index fetches per host; those beyond it are recorded skipped, not requested. */
-    maxSitemapsPerHost?: number;
-  };
-  politeness?: {
-    /** Floor for the pause between two requests to one host. */
-    minDelayMs?: number;
-    /** Ceiling applied to a robots.txt Crawl-delay, so a hostile value cannot stall a host forever. */
-    maxDelayMs?: number;
-    userAgent?: string;
-    respectRobots?: boolean;
-    /** What shares one politeness clock: each host (default), each registrable domain, or each IP address. */
-    key?: 'host' | 'domain' | 'ip';
-    /**
-     * Most hosts crawled at once (the campaign's concurrency; null =
-     * unlimited). One host always has one request at a time: robots.txt's
-     * Crawl-delay assumes it. Steerable while running (setConcurrency).
-     */
-    maxActiveHosts?: number | null;
-    /**
-     * Requests in flight to one IP address at once, whatever the politeness
-     * key (null = unlimited): wildcard subdomains of one server are many
-     * hosts, each with its own clock, but one machine answers them all.
-     */
-    maxInFlightPerAddress?: number | null;
-  };
-  fetch?: {
-    /** curl-style HOST:PORT:ADDR overrides (at most MAX_RESOLVE_ENTRIES: they travel in the workflow input). */
-    resolve?: string[];
-    maxBodyBytes?: number;
-    connectTimeoutMs?: number;
-    headersTimeoutMs?: number;
-    bodyTimeoutMs?: number;
-    totalTimeoutMs?: number;
-    maxRedirects?: number;
-    /** How many times a 5xx / 429 / network failure is retried before the URL is recorded as failed. */
-    maxRetries?: number;
-    /** Refuse hosts that resolve to loopback, private, link-local or metadata addresses (default true). */
-    refusePrivateAddresses?: boolean;
-    /** CIDRs fetched even though private (e.g. "10.1.0.0/16"); --resolve pins are always allowed. */
-    allowAddresses?: string[];
-    /** Deadline of one robots.txt fetch; one that keeps missing it makes the host robots-unavailable. */
-    robotsTimeoutMs?: number;
-  };
-  /** Host sessions: one activity fetches a run of a host's URLs (docs/architecture.md). */
-  session?: {
-    /**
-     * Waits at least this long (a long Crawl-delay, Retry-After, a back-off)
-     * end the session and become a durable timer in the host's workflow;
-     * shorter gaps are paced inside the session by the host clock.
-     */
-    durableSleepMs?: number;
-    /** A session ends after this many URLs or this long, so its progress lands in history. */
-    maxPages?: number;
-    maxMs?: number;
-  };
-  /** Spider-trap URL rules applied to every discovered link. */
-  traps?: Partial<TrapLimits>;
-  content?: {
-    /** Non-HTML responses: store them in WARC (never parsed for links), or record them in the index only. */
-    nonHtml?: 'store' | 'skip';
-    dedup?: DedupMode;
-    /** Largest SimHash Hamming distance that still counts as a near-duplicate (0–15). */
-    maxSimhashDistance?: number;
-    /** Time limit of parsing one page for links; a page past it is recorded with outcome `parse-timeout`. */
-    maxParseMs?: number;
-  };
-  sitemaps?: SitemapMode;
-  /** `dir` may contain `{campaign}`, replaced by the campaign ID (how each run of a schedule gets its own folder). */
-  output?: { dir?: string };
-  /**
-   * The user's code run on every fetched page (docs/handlers.md): an
-   * absolute path to a .ts/.mts/.js/.mjs module every worker can read (the
-   * crawl command makes a relative path absolute), or a package name
-   * resolvable from the workers. null or absent: no handler.
-   */
-  handler?: string | null;
-  /** Time limit of one handler hook call; a hook past it fails that attempt. */
-  handlerTimeoutMs?: number;
-  frontier?: {
-    /**
-     * Within a host's frontier, higher priority first, then depth, then
-     * discovery. The first rule whose pattern (a JavaScript regular
-     * expression, unanchored, matched against the normalised URL) matches
-     * gives a URL its priority; no match = 0. Integers from
-     * FRONTIER_PRIORITY_MIN to FRONTIER_PRIORITY_MAX.
-     */
-    priorities?: FrontierPriorityRule[];
-  };
-  /**
-   * How long the campaign's Redis keys (frontiers, seen-sets, content index,
-   * host records…) are kept once it has ended (completed, stopped by a
-   * budget, cancelled); null = until `crawler purge`. The summary, the WARC
-   * and the index do not depend on them.
-   */
-  retention?: { redisMs?: number | null };
-  /**
-   * Continuous crawling (docs/continuous-crawling.md): every URL fetched is
-   * scheduled for another visit between minMs and maxMs later, the interval
-   * adapting to how often the page changes. Such a campaign never completes
-   * on its own: only a cancel or a budget ends it.
-   */
-  revisit?: {
-    enabled?: boolean;
-    minMs?: number;
-    maxMs?: number;
-    /** An interval is divided by it after a change, multiplied after none (> 1). */
-    factor?: number;
-    /**
-     * A page whose payload digest changed but whose SimHash moved this many
-     * bits or fewer counts as unchanged (boilerplate that differs on every
-     * request: a clock, a token); 0 = the digest alone decides.
-     */
-    minChangeDistance?: number;
-    /** A URL answering 404/410 this many visits in a row leaves the schedule (index outcome `gone`). */
-    goneAfter?: number;
-  };
-}
-
-export interface FrontierPriorityRule {
-  pattern: string;
-  priority: number;
-}
-
-export interface CampaignSettings {
-  campaignId: string;
-  seeds: string[];
-  seedsFile: string | null;
-  scope: { mode: ScopeMode; domains: string[] };
-  budgets: { maxPages: number | null; maxDepth: number | null; maxPagesPerHost: number | null; maxLinksPerPage: number; maxSitemapsPerHost: number };
-  politeness: {
-    minDelayMs: number;
-    maxDelayMs: number;
-    userAgent: string;
-    respectRobots: boolean;
-    key: 'host' | 'domain' | 'ip';
-    maxActiveHosts: number | null;
-    maxInFlightPerAddress: number | null;
-  };
-  fetch: {
-    resolve: string[];
-    maxBodyBytes: number;
-    connectTimeoutMs: number;
-    headersTimeoutMs: number;
-    bodyTimeoutMs: number;
-    totalTimeoutMs: number;
-    maxRedirects: number;
-    maxRetries: number;
-    refusePrivateAddresses: boolean;
-    allowAddresses: string[];
-    robotsTimeoutMs: number;
-  };
-  session: { durableSleepMs: number; maxPages: number; maxMs: number };
-  traps: TrapLimits;
-  content: { nonHtml: 'store' | 'skip'; dedup: DedupMode; maxSimhashDistance: number; maxParseMs: number };
-  sitemaps: SitemapMode;
-  output: { dir: string };
-  handler: string | null;
-  handlerTimeoutMs: number;
-  frontier: { priorities: FrontierPriorityRule[] };
-  retention: { redisMs: number | null };
-  revisit: RevisitSettings;
-}
-
-export interface RevisitSettings {
-  enabled: boolean;
-  minMs: number;
-  maxMs: number;
-  factor: number;
-  minChangeDistance: number;
-  goneAfter: number;
-}
+export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
+export type DedupMode = (typeof DEDUP_MODES)[number];
+export const POLITENESS_KEYS = ['host', 'domain', 'ip'] as const;
+export type PolitenessKey = (typeof POLITENESS_KEYS)[number];
+export const NON_HTML_POLICIES = ['store', 'skip'] as const;
+export type NonHtmlPolicy = (typeof NON_HTML_POLICIES)[number];
 
 /**
  * Bounds of a frontier priority. The frontier score holds priority, depth
@@ -223,16 +36,16 @@ export const FRONTIER_PRIORITY_MAX = 8;
 export const MAX_PRIORITY_RULES = 50;
 export const MAX_PRIORITY_PATTERN_LENGTH = 500;
 /**
- * The settings ride in the workflow input, the prepareCampaign input and
- * every continue-as-new: Temporal refuses payloads over 2 MB by default. 10,000
- * pins of ~40 bytes are ~400 KB; longer lists want DNS, not pins.
- */
-/**
  * What a campaign ID may be: safe in Redis keys, file names and URLs. The
  * colon is there for scheduled runs, whose workflow IDs (their campaign IDs)
  * end in the RFC 3339 time Temporal appends.
  */
 export const CAMPAIGN_ID_PATTERN = /^[A-Za-z0-9._:-]{1,80}$/;
+/**
+ * The settings ride in the workflow input, the prepareCampaign input and
+ * every continue-as-new: Temporal refuses payloads over 2 MB by default. 10,000
+ * pins of ~40 bytes are ~400 KB; longer lists want DNS, not pins.
+ */
 export const MAX_RESOLVE_ENTRIES = 10_000;
 /** Replaced by the campaign ID in output.dir. */
 export const CAMPAIGN_PLACEHOLDER = '{campaign}';
@@ -240,57 +53,20 @@ export const MAX_SEEDS_FILE_LENGTH = 4096;
 /** Shortest retention: the campaign's last bookkeeping step (its summary) may be retried within it and still find the keys. */
 export const MIN_RETENTION_MS = 60_000;
 export const MAX_HANDLER_LENGTH = 4096;
+/**
+ * Longest delay Node's timers keep (2^31 − 1 ms, about 24.8 days): a longer
+ * one is taken as 1 ms, so a timeout of 2^31 ms would fire at once. Every
+ * setting that ends in a setTimeout (fetch and handler timeouts, pauses,
+ * the parse limit) is held to it.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/**
+ * Largest fetch.maxBodyBytes: 1 GiB. A body is held in a worker's memory
+ * whole (to hash, parse and write it), next to the other sessions' bodies.
+ */
+export const MAX_BODY_BYTES = 1024 * 1024 * 1024;
 
 export const DEFAULT_USER_AGENT = 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)';
-
-export const CAMPAIGN_DEFAULTS = {
-  scope: { mode: 'same-domain' as ScopeMode, domains: [] as string[] },
-  // 3,000 links a page: a site's largest ordinary index pages (a book index,
-  // a sitemap-like HTML page) stay whole; a link bomb does not reach Redis.
-  // 50 sitemaps a host: 2.5 million URLs at the protocol's 50,000 a file.
-  budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50 },
-  // 8 requests at once to one address, as Heritrix's and Nutch's defaults.
-  politeness: {
-    minDelayMs: 1000,
-    maxDelayMs: 60_000,
-    userAgent: DEFAULT_USER_AGENT,
-    respectRobots: true,
-    key: 'host' as 'host' | 'domain' | 'ip',
-    maxActiveHosts: null,
-    maxInFlightPerAddress: 8 as number | null,
-  },
-  fetch: {
-    resolve: [] as string[],
-    maxBodyBytes: 10 * 1024 * 1024,
-    connectTimeoutMs: 10_000,
-    headersTimeoutMs: 30_000,
-    bodyTimeoutMs: 30_000,
-    totalTimeoutMs: 120_000,
-    maxRedirects: 5,
-    maxRetries: 3,
-    refusePrivateAddresses: true,
-    allowAddresses: [] as string[],
-    robotsTimeoutMs: 30_000,
-  },
-  // Chosen by measurement (docs/benchmarks.md): a host session costs a
-  // worker nothing while it waits, a durable timer costs the Temporal server
-  // about 9 ms of CPU and five history events.
-  session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
-  traps: DEFAULT_TRAP_LIMITS,
-  content: { nonHtml: 'store' as 'store' | 'skip', dedup: 'near' as DedupMode, maxSimhashDistance: 3, maxParseMs: 10_000 },
-  sitemaps: 'robots+root' as SitemapMode,
-  output: { dir: 'crawl-output' },
-  handler: null,
-  handlerTimeoutMs: 30_000,
-  frontier: { priorities: [] as FrontierPriorityRule[] },
-  // A week: long enough to look at a finished campaign's hosts with
-  // `crawler status` and to resume work on it by hand; the keys of a
-  // large campaign are gigabytes (docs/operations.md, sizing).
-  retention: { redisMs: (7 * 24 * 60 * 60_000) as number | null },
-  // Nutch's AdaptiveFetchSchedule uses 1.5-ish steps; an hour to a month
-  // keeps a news front page fresh and a dormant page cheap.
-  revisit: { enabled: false, minMs: 60 * 60_000, maxMs: 30 * 24 * 60 * 60_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
-} as const;
 
 export class CampaignInputError extends CrawlerError<'INVALID_CAMPAIGN_INPUT'> {
   constructor(readonly problems: string[]) {
@@ -299,169 +75,75 @@ export class CampaignInputError extends CrawlerError<'INVALID_CAMPAIGN_INPUT'> {
   }
 }
 
-const SCOPE_MODES: ScopeMode[] = ['same-domain', 'same-host', 'domains', 'any'];
+// ---- Building blocks: each field's type, bounds, default and description, and the words of its error.
 
-function nonNegInt(problems: string[], name: string, v: unknown, fallback: number): number {
-  if (v === undefined) return fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
-    problems.push(`${name} must be a whole number ≥ 0 (got ${JSON.stringify(v)})`);
-    return fallback;
-  }
-  return v;
-}
+/** A value as the user wrote it, for "(got …)". */
+const shown = (v: unknown): string => (typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v)));
+const got = (iss: { input?: unknown }): string => ` (got ${shown(iss.input)})`;
 
-function positiveInt(problems: string[], name: string, v: unknown, fallback: number): number {
-  const n = nonNegInt(problems, name, v, fallback);
-  if (n === 0) problems.push(`${name} must be at least 1`);
-  return n;
-}
-
-function optionalLimit(problems: string[], name: string, v: unknown): number | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
-    problems.push(`${name} must be a whole number ≥ 0 or null (got ${JSON.stringify(v)})`);
-    return null;
-  }
-  return v;
+interface WholeOptions {
+  min: number;
+  max?: number;
+  /** After the maximum, why it is there (" ms, the longest timer Node keeps"). */
+  unit?: string;
+  /** Set when null is allowed: what it means (", or null for unlimited"). */
+  orNull?: string;
+  /** One message for every failure, when the field has words of its own (shared with set-concurrency, say). */
+  message?: string;
 }
 
 /**
- * Applies defaults and checks everything but URL syntax. Throws
- * CampaignInputError listing every problem at once.
+ * A whole number within [min, max]. One message per kind of failure, each
+ * naming the range, so the user sees what would have been accepted.
  */
-export function resolveCampaignSettings(input: CampaignInput, fallbackId: string): CampaignSettings {
-  const problems: string[] = [];
-  if (!input || typeof input !== 'object') throw new CampaignInputError(['input must be an object']);
-  const seeds = Array.isArray(input.seeds) ? input.seeds : [];
-  const seedsFile = seedsFileOf(problems, input.seedsFile);
-  if (input.seeds !== undefined && !Array.isArray(input.seeds)) problems.push('seeds must be a list of URLs');
-  else if (seeds.length === 0 && (input.seedsFile === undefined || input.seedsFile === null))
-    problems.push('seeds must be a non-empty list of URLs, or seedsFile must name a seed list');
-  if (seeds.some((s) => typeof s !== 'string')) problems.push('every seed must be a string');
-  const mode = input.scope?.mode ?? CAMPAIGN_DEFAULTS.scope.mode;
-  if (!SCOPE_MODES.includes(mode)) problems.push(`scope.mode must be one of ${SCOPE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
-  const domains = input.scope?.domains ?? [];
-  if (mode === 'domains' && domains.length === 0) problems.push('scope.domains must list at least one domain when scope.mode is "domains"');
-  const p = input.politeness ?? {};
-  const f = input.fetch ?? {};
-  const d = CAMPAIGN_DEFAULTS;
-  const userAgent = p.userAgent ?? d.politeness.userAgent;
-  if (typeof userAgent !== 'string' || !/^[\x21-\x7e][\x20-\x7e]*$/.test(userAgent)) problems.push('politeness.userAgent must be printable ASCII');
-  const campaignId = input.campaignId ?? fallbackId;
-  if (typeof campaignId !== 'string' || !CAMPAIGN_ID_PATTERN.test(campaignId)) {
-    problems.push('campaignId must be 1–80 characters of letters, digits, dot, dash, underscore or colon');
-  }
-  const settings: CampaignSettings = {
-    campaignId,
-    seeds,
-    seedsFile,
-    scope: { mode, domains },
-    budgets: {
-      maxPages: optionalLimit(problems, 'budgets.maxPages', input.budgets?.maxPages),
-      maxDepth: optionalLimit(problems, 'budgets.maxDepth', input.budgets?.maxDepth),
-      maxPagesPerHost: optionalLimit(problems, 'budgets.maxPagesPerHost', input.budgets?.maxPagesPerHost),
-      maxLinksPerPage: nonNegInt(problems, 'budgets.maxLinksPerPage', input.budgets?.maxLinksPerPage, d.budgets.maxLinksPerPage),
-      maxSitemapsPerHost: nonNegInt(problems, 'budgets.maxSitemapsPerHost', input.budgets?.maxSitemapsPerHost, d.budgets.maxSitemapsPerHost),
-    },
-    politeness: {
-      minDelayMs: nonNegInt(problems, 'politeness.minDelayMs', p.minDelayMs, d.politeness.minDelayMs),
-      maxDelayMs: nonNegInt(problems, 'politeness.maxDelayMs', p.maxDelayMs, d.politeness.maxDelayMs),
-      userAgent,
-      respectRobots: p.respectRobots ?? d.politeness.respectRobots,
-      key: p.key ?? d.politeness.key,
-      maxActiveHosts: optionalLimit(problems, 'politeness.maxActiveHosts', p.maxActiveHosts),
-      maxInFlightPerAddress:
-        p.maxInFlightPerAddress === undefined ? d.politeness.maxInFlightPerAddress : optionalLimit(problems, 'politeness.maxInFlightPerAddress', p.maxInFlightPerAddress),
-    },
-    fetch: {
-      resolve: f.resolve ?? [],
-      maxBodyBytes: nonNegInt(problems, 'fetch.maxBodyBytes', f.maxBodyBytes, d.fetch.maxBodyBytes),
-      connectTimeoutMs: nonNegInt(problems, 'fetch.connectTimeoutMs', f.connectTimeoutMs, d.fetch.connectTimeoutMs),
-      headersTimeoutMs: nonNegInt(problems, 'fetch.headersTimeoutMs', f.headersTimeoutMs, d.fetch.headersTimeoutMs),
-      bodyTimeoutMs: nonNegInt(problems, 'fetch.bodyTimeoutMs', f.bodyTimeoutMs, d.fetch.bodyTimeoutMs),
-      totalTimeoutMs: nonNegInt(problems, 'fetch.totalTimeoutMs', f.totalTimeoutMs, d.fetch.totalTimeoutMs),
-      maxRedirects: nonNegInt(problems, 'fetch.maxRedirects', f.maxRedirects, d.fetch.maxRedirects),
-      maxRetries: nonNegInt(problems, 'fetch.maxRetries', f.maxRetries, d.fetch.maxRetries),
-      refusePrivateAddresses: f.refusePrivateAddresses ?? d.fetch.refusePrivateAddresses,
-      allowAddresses: f.allowAddresses ?? [],
-      robotsTimeoutMs: positiveInt(problems, 'fetch.robotsTimeoutMs', f.robotsTimeoutMs, d.fetch.robotsTimeoutMs),
-    },
-    session: {
-      durableSleepMs: positiveInt(problems, 'session.durableSleepMs', input.session?.durableSleepMs, d.session.durableSleepMs),
-      maxPages: positiveInt(problems, 'session.maxPages', input.session?.maxPages, d.session.maxPages),
-      maxMs: positiveInt(problems, 'session.maxMs', input.session?.maxMs, d.session.maxMs),
-    },
-    traps: {
-      maxUrlLength: positiveInt(problems, 'traps.maxUrlLength', input.traps?.maxUrlLength, d.traps.maxUrlLength),
-      maxQueryParams: nonNegInt(problems, 'traps.maxQueryParams', input.traps?.maxQueryParams, d.traps.maxQueryParams),
-      maxRepeatedSegment: positiveInt(problems, 'traps.maxRepeatedSegment', input.traps?.maxRepeatedSegment, d.traps.maxRepeatedSegment),
-      maxPathDepth: positiveInt(problems, 'traps.maxPathDepth', input.traps?.maxPathDepth, d.traps.maxPathDepth),
-    },
-    content: {
-      nonHtml: input.content?.nonHtml ?? d.content.nonHtml,
-      dedup: input.content?.dedup ?? d.content.dedup,
-      maxSimhashDistance: nonNegInt(problems, 'content.maxSimhashDistance', input.content?.maxSimhashDistance, d.content.maxSimhashDistance),
-      maxParseMs: positiveInt(problems, 'content.maxParseMs', input.content?.maxParseMs, d.content.maxParseMs),
-    },
-    sitemaps: input.sitemaps ?? d.sitemaps,
-    // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
-    output: { dir: (input.output?.dir ?? d.output.dir).replaceAll(CAMPAIGN_PLACEHOLDER, campaignId) },
-    handler: handlerOf(problems, input.handler),
-    handlerTimeoutMs: positiveInt(problems, 'handlerTimeoutMs', input.handlerTimeoutMs, d.handlerTimeoutMs),
-    frontier: { priorities: priorityRules(problems, input.frontier) },
-    retention: { redisMs: input.retention?.redisMs === undefined ? d.retention.redisMs : optionalLimit(problems, 'retention.redisMs', input.retention.redisMs) },
-    revisit: revisitSettings(problems, input.revisit),
+function whole(o: WholeOptions) {
+  const nullPart = o.orNull ?? '';
+  const range = o.max === undefined ? `≥ ${o.min}` : `from ${o.min} to ${o.max}${o.unit ?? ''}`;
+  const error = (iss: z.core.$ZodRawIssue): string => {
+    if (o.message) return o.message + got(iss);
+    // Past the safe-integer range with no maximum of our own: not a usable whole number.
+    if (iss.code === 'invalid_type' || (iss.code === 'too_big' && o.max === undefined)) return `must be a whole number ${range}${nullPart}${got(iss)}`;
+    if (o.max === undefined) return `must be at least ${o.min}${nullPart}${got(iss)}`;
+    return `must be at least ${o.min} and at most ${o.max}${o.unit ?? ''}${nullPart}${got(iss)}`;
   };
-  if (settings.retention.redisMs !== null && settings.retention.redisMs < MIN_RETENTION_MS) {
-    problems.push(`retention.redisMs must be at least ${MIN_RETENTION_MS} (a minute), or null to keep the keys until \`crawler purge\``);
-  }
-  if (!Array.isArray(settings.fetch.resolve) || settings.fetch.resolve.some((r) => typeof r !== 'string')) {
-    problems.push('fetch.resolve must be a list of HOST:PORT:ADDR strings');
-  } else if (settings.fetch.resolve.length > MAX_RESOLVE_ENTRIES) {
-    problems.push(`fetch.resolve has ${settings.fetch.resolve.length} entries; at most ${MAX_RESOLVE_ENTRIES} (they travel in the workflow input)`);
-  }
-  if (!Array.isArray(settings.fetch.allowAddresses) || settings.fetch.allowAddresses.some((r) => typeof r !== 'string')) {
-    problems.push('fetch.allowAddresses must be a list of CIDR strings such as "10.0.0.0/8"');
-  }
-  if (typeof settings.fetch.refusePrivateAddresses !== 'boolean') problems.push('fetch.refusePrivateAddresses must be true or false');
-  if (settings.content.nonHtml !== 'store' && settings.content.nonHtml !== 'skip') problems.push('content.nonHtml must be "store" or "skip"');
-  if (!['near', 'exact', 'off'].includes(settings.content.dedup)) problems.push('content.dedup must be "near", "exact" or "off"');
-  if (settings.content.maxSimhashDistance > 15) problems.push('content.maxSimhashDistance must be at most 15');
-  if (!['host', 'domain', 'ip'].includes(settings.politeness.key)) problems.push('politeness.key must be "host", "domain" or "ip"');
-  if (!['robots+root', 'robots', 'off'].includes(settings.sitemaps)) problems.push('sitemaps must be "robots+root", "robots" or "off"');
-  if (settings.politeness.maxDelayMs < settings.politeness.minDelayMs) problems.push('politeness.maxDelayMs must be ≥ politeness.minDelayMs');
-  // The same range set-concurrency enforces while the campaign runs.
-  const maxActive = settings.politeness.maxActiveHosts;
-  if (settings.politeness.maxInFlightPerAddress === 0) problems.push('politeness.maxInFlightPerAddress must be at least 1, or null for unlimited');
-  if (maxActive !== null && (maxActive < 1 || maxActive > MAX_ACTIVE_HOSTS)) {
-    problems.push(`politeness.maxActiveHosts must be a whole number from 1 to ${MAX_ACTIVE_HOSTS}, or null for unlimited`);
-  }
-  if (problems.length) throw new CampaignInputError(problems);
-  return settings;
+  const n = z.int({ error }).min(o.min, { error });
+  return o.max === undefined ? n : n.max(o.max, { error });
 }
 
-function revisitSettings(problems: string[], r: CampaignInput['revisit'] | undefined): RevisitSettings {
-  const d = CAMPAIGN_DEFAULTS.revisit;
-  if (r === undefined || r === null) return { ...d };
-  if (typeof r !== 'object' || Array.isArray(r)) {
-    problems.push('revisit must be an object such as {"enabled": true, "minMs": 3600000, "maxMs": 2592000000}');
-    return { ...d };
-  }
-  const enabled = r.enabled ?? true;
-  if (typeof enabled !== 'boolean') problems.push('revisit.enabled must be true or false');
-  const out: RevisitSettings = {
-    enabled: enabled === true,
-    minMs: positiveInt(problems, 'revisit.minMs', r.minMs, d.minMs),
-    maxMs: positiveInt(problems, 'revisit.maxMs', r.maxMs, d.maxMs),
-    factor: r.factor ?? d.factor,
-    minChangeDistance: nonNegInt(problems, 'revisit.minChangeDistance', r.minChangeDistance, d.minChangeDistance),
-    goneAfter: positiveInt(problems, 'revisit.goneAfter', r.goneAfter, d.goneAfter),
-  };
-  if (out.maxMs < out.minMs) problems.push('revisit.maxMs must be ≥ revisit.minMs');
-  if (typeof out.factor !== 'number' || !Number.isFinite(out.factor) || out.factor <= 1 || out.factor > 10) problems.push('revisit.factor must be a number above 1 and at most 10');
-  if (out.minChangeDistance > 64) problems.push('revisit.minChangeDistance must be at most 64 (bits of a SimHash)');
-  return out;
+/** Milliseconds that end in a Node timer: at most MAX_TIMER_MS. */
+const timerMs = (min: 0 | 1) => whole({ min, max: MAX_TIMER_MS, unit: ' ms, the longest timer Node keeps' });
+
+/** The user's choice among `values`; they are listed in the error. */
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: (iss) => `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}${got(iss)}` });
+
+const flag = () => z.boolean({ error: (iss) => `must be true or false${got(iss)}` });
+
+/** A section of the input: absent means every default; anything but an object is named with an example. */
+const section = <S extends z.core.$ZodLooseShape>(shape: S, example?: string) =>
+  z.object(shape, { error: (iss) => `must be an object${example ? ` such as ${example}` : ''}${got(iss)}` });
+
+/** A check that runs on whatever the fields hold, so a cross-field rule is reported with the fields' own problems. */
+const always = { when: () => true };
+
+/** A string checked by `problem` (null: fine); `shape` is the message for anything else. */
+function text(shape: string, problem: (v: string) => string | null) {
+  return z.string({ error: (iss) => `${shape}${got(iss)}` }).superRefine((v, ctx) => {
+    const p = v.trim() === '' ? `${shape}${got({ input: v })}` : problem(v);
+    if (p) ctx.addIssue({ code: 'custom', message: p, input: v });
+  });
 }
+
+/** A list of strings, capped at `max` entries (the cap is a check, not `.max()`, so the other fields are still reported with it). */
+function stringList(shape: string, max?: { n: number; message: (length: number) => string }) {
+  const list = z.array(z.string({ error: (iss) => `must be a string${got(iss)}` }), { error: (iss) => `${shape}${got(iss)}` });
+  if (!max) return list;
+  return list.superRefine((v, ctx) => {
+    if (v.length > max.n) ctx.addIssue({ code: 'custom', message: max.message(v.length), input: v });
+  });
+}
+
+// ---- Field rules that are more than a type and a range.
 
 /**
  * No Node APIs here (the workflow imports this module), so "absolute" is
@@ -469,19 +151,14 @@ function revisitSettings(problems: string[], r: CampaignInput['revisit'] | undef
  * Relative paths are refused because workers resolve them against their own
  * working directories, which need not be the caller's.
  */
-function seedsFileOf(problems: string[], v: unknown): string | null {
-  if (v === undefined || v === null) return null;
-  const shape = 'seedsFile must be an absolute path or an http(s) URL of a seed list';
-  if (typeof v !== 'string' || v.trim() === '') {
-    problems.push(`${shape} (got ${JSON.stringify(v)})`);
-    return null;
-  }
-  if (v.length > MAX_SEEDS_FILE_LENGTH) problems.push(`seedsFile is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`);
-  else if (/[\0\r\n]/.test(v)) problems.push('seedsFile must not contain NUL or line breaks');
-  else if (v === '-') problems.push('seedsFile "-" (standard input) is for the crawl command, which copies it to a file; name that file here');
-  else if (!/^(\/|[A-Za-z]:[\\/]|\\\\|https?:\/\/[^/?#\s]+)/i.test(v)) problems.push(`${shape} (got ${JSON.stringify(v)})`);
-  return v;
-}
+const SEEDS_FILE_SHAPE = 'must be an absolute path or an http(s) URL of a seed list';
+const seedsFileProblem = (v: string): string | null => {
+  if (v.length > MAX_SEEDS_FILE_LENGTH) return `is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`;
+  if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
+  if (v === '-') return '"-" (standard input) is for the crawl command, which copies it to a file; name that file here';
+  if (!/^(\/|[A-Za-z]:[\\/]|\\\\|https?:\/\/[^/?#\s]+)/i.test(v)) return `${SEEDS_FILE_SHAPE}${got({ input: v })}`;
+  return null;
+};
 
 /**
  * An absolute path or a package name (`name`, `@scope/name`, with an
@@ -489,62 +166,285 @@ function seedsFileOf(problems: string[], v: unknown): string | null {
  * refuses them; whether the module loads is checked by the CLI and by
  * prepareCampaign, which run Node.
  */
-function handlerOf(problems: string[], v: unknown): string | null {
-  if (v === undefined || v === null) return null;
-  const shape = 'handler must be an absolute path to a handler module or a package name';
-  if (typeof v !== 'string' || v.trim() === '') {
-    problems.push(`${shape} (got ${JSON.stringify(v)})`);
-    return null;
-  }
-  if (v.length > MAX_HANDLER_LENGTH) problems.push(`handler is ${v.length} characters long; at most ${MAX_HANDLER_LENGTH}`);
-  else if (/[\0\r\n]/.test(v)) problems.push('handler must not contain NUL or line breaks');
-  else if (/^\.\.?([\\/]|$)/.test(v)) problems.push(`handler ${JSON.stringify(v)} is a relative path: workers need it absolute (the crawl command makes it so)`);
-  else if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v) && !/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w.@/-]+)?$/i.test(v)) problems.push(`${shape} (got ${JSON.stringify(v)})`);
-  return v;
+const HANDLER_SHAPE = 'must be an absolute path to a handler module or a package name';
+const handlerProblem = (v: string): string | null => {
+  if (v.length > MAX_HANDLER_LENGTH) return `is ${v.length} characters long; at most ${MAX_HANDLER_LENGTH}`;
+  if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
+  if (/^\.\.?([\\/]|$)/.test(v)) return `${JSON.stringify(v)} is a relative path: workers need it absolute (the crawl command makes it so)`;
+  if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v) && !/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(\/[\w.@/-]+)?$/i.test(v)) return `${HANDLER_SHAPE}${got({ input: v })}`;
+  return null;
+};
+
+const RULE_SHAPE = '{"pattern": "<regular expression>", "priority": <integer>}';
+const PATTERN_SHAPE = 'must be a non-empty regular expression';
+const priorityRule = z.object(
+  {
+    pattern: text(PATTERN_SHAPE, (v) => {
+      if (v.length > MAX_PRIORITY_PATTERN_LENGTH) return `is ${v.length} characters long; at most ${MAX_PRIORITY_PATTERN_LENGTH}`;
+      try {
+        new RegExp(v);
+      } catch (err) {
+        return `${JSON.stringify(v)} is not a valid regular expression: ${(err as Error).message}`;
+      }
+      return null;
+    }),
+    priority: whole({
+      min: FRONTIER_PRIORITY_MIN,
+      max: FRONTIER_PRIORITY_MAX,
+      message: `must be a whole number from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX}`,
+    }),
+  },
+  { error: () => `must be ${RULE_SHAPE}` },
+);
+export type FrontierPriorityRule = z.output<typeof priorityRule>;
+
+// ---- The schema. Every field's default and description are here; docs/settings.md is generated from it.
+
+const WEEK_MS = 7 * 24 * 60 * 60_000;
+
+const revisitSection = section(
+  {
+    enabled: flag().default(true).describe('Revisit every URL fetched (true when a revisit section is given; no section: false).'),
+    minMs: whole({ min: 1 })
+      .default(60 * 60_000)
+      .describe('Shortest revisit interval. A due time kept in Redis, not a timer.'),
+    maxMs: whole({ min: 1 })
+      .default(30 * 24 * 60 * 60_000)
+      .describe('Longest revisit interval.'),
+    factor: z
+      .number({ error: (iss) => `must be a number above 1 and at most 10${got(iss)}` })
+      .gt(1, { error: (iss) => `must be a number above 1 and at most 10${got(iss)}` })
+      .lte(10, { error: (iss) => `must be a number above 1 and at most 10${got(iss)}` })
+      .default(1.5)
+      .describe('An interval is divided by it after a change, multiplied after none.'),
+    minChangeDistance: whole({ min: 0, max: 64, unit: ' (bits of a SimHash)' })
+      .default(3)
+      .describe(
+        'A page whose payload digest changed but whose SimHash moved this many bits or fewer counts as unchanged (boilerplate that differs on every request: a clock, a token); 0 = the digest alone decides.',
+      ),
+    goneAfter: whole({ min: 1 }).default(3).describe('A URL answering 404/410 this many visits in a row leaves the schedule (index outcome `gone`).'),
+  },
+  '{"enabled": true, "minMs": 3600000, "maxMs": 2592000000}',
+).superRefine((r, ctx) => {
+  if (typeof r.minMs === 'number' && typeof r.maxMs === 'number' && r.maxMs < r.minMs)
+    ctx.addIssue({ code: 'custom', message: 'must be ≥ revisit.minMs', path: ['maxMs'], input: r.maxMs });
+}, always);
+
+const campaignFields = {
+  campaignId: z
+    .string({ error: () => 'must be 1–80 characters of letters, digits, dot, dash, underscore or colon' })
+    .regex(CAMPAIGN_ID_PATTERN, { error: () => 'must be 1–80 characters of letters, digits, dot, dash, underscore or colon' })
+    .describe('Defaults to the workflow ID.'),
+  seeds: stringList('must be a list of URLs').default([]).describe('Seed URLs inline, for short lists (they travel in the workflow input). Optional when seedsFile is given.'),
+  seedsFile: text(SEEDS_FILE_SHAPE, seedsFileProblem)
+    .nullable()
+    .default(null)
+    .describe(
+      'A seed list too long for the input: an absolute path every worker can read (the output folder is shared by all of them) or an http(s) URL; one URL per line, `#` comments, plain or gzip. Read in batches by src/seeds/seed-source.ts. Both this and seeds may be given.',
+    ),
+  scope: section({
+    mode: oneOf(SCOPE_MODES).default('same-domain').describe("Which links are followed: the seeds' registrable domains, their hosts, the listed domains, or anywhere."),
+    domains: stringList('must be a list of domains').default([]).describe('The domains (and their subdomains) of mode "domains".'),
+  })
+    .superRefine((s, ctx) => {
+      if (s.mode === 'domains' && Array.isArray(s.domains) && s.domains.length === 0)
+        ctx.addIssue({ code: 'custom', message: 'must list at least one domain when scope.mode is "domains"', path: ['domains'], input: s.domains });
+    }, always)
+    .prefault({}),
+  budgets: section({
+    maxPages: whole({ min: 0, orNull: ' or null' })
+      .nullable()
+      .default(null)
+      .describe('Page requests across the whole campaign, whatever their outcome (robots.txt and sitemaps excluded); null = unlimited.'),
+    maxDepth: whole({ min: 0, orNull: ' or null' }).nullable().default(null).describe('Link hops from a seed; seeds are depth 0; null = unlimited.'),
+    maxPagesPerHost: whole({ min: 0, orNull: ' or null' })
+      .nullable()
+      .default(null)
+      .describe('Requests per host (robots.txt and sitemaps excluded); null = unlimited. The guard against infinite sites.'),
+    // 3,000 links a page: a site's largest ordinary index pages (a book index,
+    // a sitemap-like HTML page) stay whole; a link bomb does not reach Redis.
+    maxLinksPerPage: whole({ min: 0 })
+      .default(3_000)
+      .describe(
+        "Links taken from one page (its own, a sitemap's, a handler's); the rest are dropped and counted in the index line (`linksDropped`). A link bomb of 600,000 links otherwise floods Redis in one call.",
+      ),
+    // 50 sitemaps a host: 2.5 million URLs at the protocol's 50,000 a file.
+    maxSitemapsPerHost: whole({ min: 0 }).default(50).describe('Sitemap and sitemap-index fetches per host; those beyond it are recorded skipped, not requested.'),
+  }).prefault({}),
+  politeness: section({
+    minDelayMs: timerMs(0).default(1000).describe('Floor for the pause between two requests to one host.'),
+    maxDelayMs: timerMs(0).default(60_000).describe('Ceiling applied to a robots.txt Crawl-delay, so a hostile value cannot stall a host forever.'),
+    userAgent: z
+      .string({ error: () => 'must be printable ASCII' })
+      .regex(/^[\x21-\x7e][\x20-\x7e]*$/, { error: () => 'must be printable ASCII' })
+      .default(DEFAULT_USER_AGENT)
+      .describe('User-Agent header; its product token is matched against robots.txt.'),
+    respectRobots: flag().default(true).describe('Fetch and obey robots.txt.'),
+    key: oneOf(POLITENESS_KEYS).default('host').describe('What shares one politeness clock: each host, each registrable domain, or each IP address.'),
+    // The same range set-concurrency enforces while the campaign runs, in the same words.
+    maxActiveHosts: whole({ min: 1, max: MAX_ACTIVE_HOSTS, message: `must be a whole number from 1 to ${MAX_ACTIVE_HOSTS}, or null for unlimited` })
+      .nullable()
+      .default(null)
+      .describe(
+        "Most hosts crawled at once (the campaign's concurrency; null = unlimited). One host always has one request at a time: robots.txt's Crawl-delay assumes it. Steerable while running (setConcurrency).",
+      ),
+    // 8 requests at once to one address, as Heritrix's and Nutch's defaults.
+    maxInFlightPerAddress: whole({ min: 1, orNull: ', or null for unlimited' })
+      .nullable()
+      .default(8)
+      .describe(
+        'Requests in flight to one IP address at once, whatever the politeness key (null = unlimited): wildcard subdomains of one server are many hosts, each with its own clock, but one machine answers them all.',
+      ),
+  })
+    .superRefine((p, ctx) => {
+      if (typeof p.minDelayMs === 'number' && typeof p.maxDelayMs === 'number' && p.maxDelayMs < p.minDelayMs)
+        ctx.addIssue({ code: 'custom', message: 'must be ≥ politeness.minDelayMs', path: ['maxDelayMs'], input: p.maxDelayMs });
+    }, always)
+    .prefault({}),
+  fetch: section({
+    resolve: stringList('must be a list of HOST:PORT:ADDR strings', {
+      n: MAX_RESOLVE_ENTRIES,
+      message: (n) => `has ${n} entries; at most ${MAX_RESOLVE_ENTRIES} (they travel in the workflow input)`,
+    })
+      .default([])
+      .describe(`curl-style HOST:PORT:ADDR overrides (at most ${MAX_RESOLVE_ENTRIES}: they travel in the workflow input).`),
+    maxBodyBytes: whole({ min: 1, max: MAX_BODY_BYTES, unit: ' (1 GiB: a body is held in memory whole)' })
+      .default(10 * 1024 * 1024)
+      .describe('Bytes of a body read (on the wire and decoded); a longer one is stored cut, `truncated: "length"`.'),
+    connectTimeoutMs: timerMs(1).default(10_000).describe('Deadline of one TCP (and TLS) connection.'),
+    headersTimeoutMs: timerMs(1).default(30_000).describe("Deadline of a response's headers."),
+    bodyTimeoutMs: timerMs(1).default(30_000).describe('Longest silence while a body is read.'),
+    totalTimeoutMs: timerMs(1).default(120_000).describe('Deadline of one request, redirects included.'),
+    maxRedirects: whole({ min: 0 }).default(5).describe('Redirects followed within one fetch.'),
+    maxRetries: whole({ min: 0 }).default(3).describe('How many times a 5xx / 429 / network failure is retried before the URL is recorded as failed.'),
+    refusePrivateAddresses: flag().default(true).describe('Refuse hosts that resolve to loopback, private, link-local or metadata addresses.'),
+    allowAddresses: stringList('must be a list of CIDR strings such as "10.0.0.0/8"')
+      .default([])
+      .describe('CIDRs fetched even though private (e.g. "10.1.0.0/16"); --resolve pins are always allowed.'),
+    robotsTimeoutMs: timerMs(1).default(30_000).describe('Deadline of one robots.txt fetch; one that keeps missing it makes the host robots-unavailable.'),
+  }).prefault({}),
+  // Chosen by measurement (docs/benchmarks.md): a host session costs a
+  // worker nothing while it waits, a durable timer costs the Temporal server
+  // about 9 ms of CPU and five history events.
+  session: section({
+    durableSleepMs: timerMs(1)
+      .default(5_000)
+      .describe(
+        "Waits at least this long (a long Crawl-delay, Retry-After, a back-off) end the host session (docs/architecture.md) and become a durable timer in the host's workflow; shorter gaps are paced inside the session.",
+      ),
+    maxPages: whole({ min: 1 }).default(1_000).describe('A session ends after this many URLs, so its progress lands in history.'),
+    maxMs: timerMs(1).default(120_000).describe('A session ends after this long.'),
+  }).prefault({}),
+  traps: section({
+    maxUrlLength: whole({ min: 1 }).default(DEFAULT_TRAP_LIMITS.maxUrlLength).describe('Longest discovered link followed, in characters.'),
+    maxQueryParams: whole({ min: 0 }).default(DEFAULT_TRAP_LIMITS.maxQueryParams).describe('Most non-empty query parameters of a link followed.'),
+    maxRepeatedSegment: whole({ min: 1 })
+      .default(DEFAULT_TRAP_LIMITS.maxRepeatedSegment)
+      .describe('Most times one path segment (or a block of two) may repeat in a link followed.'),
+    maxPathDepth: whole({ min: 1 }).default(DEFAULT_TRAP_LIMITS.maxPathDepth).describe('Most path segments of a link followed.'),
+  }).prefault({}),
+  content: section({
+    nonHtml: oneOf(NON_HTML_POLICIES).default('store').describe('Non-HTML responses: store them in WARC (never parsed for links), or record them in the index only.'),
+    dedup: oneOf(DEDUP_MODES).default('near').describe('Content dedup: identical bodies or SimHash near-duplicates (near), identical bodies only (exact), none (off).'),
+    maxSimhashDistance: whole({ min: 0, max: 15 }).default(3).describe('Largest SimHash Hamming distance that still counts as a near-duplicate.'),
+    maxParseMs: timerMs(1).default(10_000).describe('Time limit of parsing one page for links; a page past it is recorded with outcome `parse-timeout`.'),
+  }).prefault({}),
+  sitemaps: oneOf(SITEMAP_MODES).default('robots+root').describe('Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root; off: none.'),
+  output: section({
+    dir: z
+      .string({ error: (iss) => `must be a folder${got(iss)}` })
+      .default('crawl-output')
+      .describe(`The output folder; \`${CAMPAIGN_PLACEHOLDER}\` in it is replaced by the campaign ID (how each run of a schedule gets its own folder).`),
+  }).prefault({}),
+  handler: text(HANDLER_SHAPE, handlerProblem)
+    .nullable()
+    .default(null)
+    .describe(
+      "The user's code run on every fetched page (docs/handlers.md): an absolute path to a .ts/.mts/.js/.mjs module every worker can read (the crawl command makes a relative path absolute), or a package name resolvable from the workers. null: no handler.",
+    ),
+  handlerTimeoutMs: timerMs(1).default(30_000).describe('Time limit of one handler hook call; a hook past it fails that attempt.'),
+  frontier: section(
+    {
+      priorities: z
+        .array(priorityRule, { error: () => `must be a list of ${RULE_SHAPE}` })
+        .superRefine((rules, ctx) => {
+          if (rules.length > MAX_PRIORITY_RULES) ctx.addIssue({ code: 'custom', message: `has ${rules.length} rules; at most ${MAX_PRIORITY_RULES}`, input: rules });
+        })
+        .default([])
+        .describe(
+          `Within a host's frontier, higher priority first, then depth, then discovery. The first rule whose pattern (a JavaScript regular expression, unanchored, matched against the normalised URL) matches gives a URL its priority; no match = 0. Integers from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX}, at most ${MAX_PRIORITY_RULES} rules.`,
+        ),
+    },
+    '{"priorities": [{"pattern": "/products/", "priority": 5}]}',
+  )
+    .nullish()
+    .transform((f) => f ?? { priorities: [] }),
+  retention: section({
+    // A week: long enough to look at a finished campaign's hosts with
+    // `crawler status` and to resume work on it by hand; the keys of a
+    // large campaign are gigabytes (docs/operations.md, sizing).
+    redisMs: whole({ min: MIN_RETENTION_MS, orNull: ' (a minute), or null to keep the keys until `crawler purge`' })
+      .nullable()
+      .default(WEEK_MS)
+      .describe(
+        "How long the campaign's Redis keys (frontiers, seen-sets, content index, host records…) are kept once it has ended (completed, stopped by a budget, cancelled); null = until `crawler purge`. The summary, the WARC and the index do not depend on them. An expiry in Redis, not a timer.",
+      ),
+  }).prefault({}),
+  // Nutch's AdaptiveFetchSchedule uses 1.5-ish steps; an hour to a month
+  // keeps a news front page fresh and a dormant page cheap.
+  revisit: revisitSection
+    .nullish()
+    .transform((r) => r ?? REVISIT_OFF)
+    .describe(
+      'Continuous crawling (docs/continuous-crawling.md): every URL fetched is scheduled for another visit between minMs and maxMs later, the interval adapting to how often the page changes. Such a campaign never completes on its own: only a cancel or a budget ends it.',
+    ),
+};
+
+/** No revisit section: the defaults, switched off. */
+const REVISIT_OFF = revisitSection.parse({ enabled: false });
+
+/** The whole campaign input; `campaignSchema.shape` is what docs/settings.md is generated from. */
+export const campaignSchema = z
+  .object(campaignFields, { error: () => 'input must be an object' })
+  .superRefine((c, ctx) => {
+    const noFile = c.seedsFile === undefined || c.seedsFile === null;
+    if (Array.isArray(c.seeds) && c.seeds.length === 0 && noFile)
+      ctx.addIssue({ code: 'custom', message: 'must be a non-empty list of URLs, or seedsFile must name a seed list', path: ['seeds'], input: c.seeds });
+  }, always)
+  // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
+  .transform((c) => ({ ...c, output: { dir: c.output.dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId) } }));
+
+/** What a campaign is started with (plain JSON): every field but seeds or seedsFile may be left out. */
+export interface CampaignInput extends Omit<z.input<typeof campaignSchema>, 'campaignId'> {
+  /** Defaults to the workflow ID. */
+  campaignId?: string;
+}
+/** The resolved settings: every default applied, every field checked. */
+export type CampaignSettings = z.output<typeof campaignSchema>;
+export type RevisitSettings = CampaignSettings['revisit'];
+
+/** The defaults of every section, read from the schema (campaignId and the seeds have none). */
+export const CAMPAIGN_DEFAULTS = (() => {
+  const { campaignId: _id, seeds: _seeds, seedsFile: _file, ...sections } = campaignFields;
+  return z.object(sections).parse({});
+})();
+
+/** A problem as the user reads it: the field's path, then what is wrong with it. */
+function problemOf(issue: z.core.$ZodIssue): string {
+  const path = issue.path.reduce<string>((p, k) => (typeof k === 'number' ? `${p}[${k}]` : p ? `${p}.${String(k)}` : String(k)), '');
+  return path ? `${path} ${issue.message}` : issue.message;
 }
 
-function priorityRules(problems: string[], frontier: CampaignInput['frontier'] | undefined): FrontierPriorityRule[] {
-  if (frontier === undefined || frontier === null) return [];
-  if (typeof frontier !== 'object' || Array.isArray(frontier)) {
-    problems.push('frontier must be an object such as {"priorities": [{"pattern": "/products/", "priority": 5}]}');
-    return [];
-  }
-  const raw = frontier.priorities ?? [];
-  if (!Array.isArray(raw)) {
-    problems.push('frontier.priorities must be a list of {"pattern": "<regular expression>", "priority": <integer>}');
-    return [];
-  }
-  if (raw.length > MAX_PRIORITY_RULES) problems.push(`frontier.priorities has ${raw.length} rules; at most ${MAX_PRIORITY_RULES}`);
-  const rules: FrontierPriorityRule[] = [];
-  raw.forEach((r: unknown, i) => {
-    const name = `frontier.priorities[${i}]`;
-    if (!r || typeof r !== 'object') {
-      problems.push(`${name} must be {"pattern": "<regular expression>", "priority": <integer>}`);
-      return;
-    }
-    const { pattern, priority } = r as Partial<FrontierPriorityRule>;
-    let ok = true;
-    if (typeof pattern !== 'string' || pattern === '') {
-      problems.push(`${name}.pattern must be a non-empty regular expression (got ${JSON.stringify(pattern)})`);
-      ok = false;
-    } else if (pattern.length > MAX_PRIORITY_PATTERN_LENGTH) {
-      problems.push(`${name}.pattern is ${pattern.length} characters long; at most ${MAX_PRIORITY_PATTERN_LENGTH}`);
-      ok = false;
-    } else {
-      try {
-        new RegExp(pattern);
-      } catch (err) {
-        problems.push(`${name}.pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`);
-        ok = false;
-      }
-    }
-    if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < FRONTIER_PRIORITY_MIN || priority > FRONTIER_PRIORITY_MAX) {
-      problems.push(`${name}.priority must be a whole number from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX} (got ${JSON.stringify(priority)})`);
-      ok = false;
-    }
-    if (ok) rules.push({ pattern: pattern!, priority: priority! });
-  });
-  return rules;
+/**
+ * Applies defaults and checks everything but URL syntax. Throws
+ * CampaignInputError listing every problem at once, each naming its field.
+ */
+export function resolveCampaignSettings(input: CampaignInput, fallbackId: string): CampaignSettings {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw new CampaignInputError(['input must be an object']);
+  const r = campaignSchema.safeParse({ ...input, campaignId: input.campaignId ?? fallbackId });
+  if (r.success) return r.data;
+  // One field may fail two checks with the same words (a huge number is both unsafe and too big).
+  throw new CampaignInputError([...new Set(r.error.issues.map(problemOf))]);
 }
 
 const compiledRules = new WeakMap<readonly FrontierPriorityRule[], { re: RegExp; priority: number }[]>();
