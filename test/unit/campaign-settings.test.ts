@@ -1,6 +1,22 @@
-// Start-time settings: the concurrency range set-concurrency also enforces, and where seeds come from.
-import { parseRetention } from '../../src/cli/commands/crawl';
-import { CampaignInputError, MAX_RESOLVE_ENTRIES, MIN_RETENTION_MS, resolveCampaignSettings } from '../../src/config/campaign';
+// Start-time settings: the concurrency range set-concurrency also enforces, where seeds come from, the
+// bounds of every setting, and the one schema the input type, the defaults and the docs table come from.
+import { Command } from 'commander';
+import { campaignOptions, parseRetention } from '../../src/cli/commands/crawl';
+import {
+  CAMPAIGN_DEFAULTS,
+  CampaignInputError,
+  DEDUP_MODES,
+  MAX_BODY_BYTES,
+  MAX_RESOLVE_ENTRIES,
+  MAX_TIMER_MS,
+  MIN_RETENTION_MS,
+  NON_HTML_POLICIES,
+  POLITENESS_KEYS,
+  resolveCampaignSettings,
+  SCOPE_MODES,
+  SITEMAP_MODES,
+  type CampaignInput,
+} from '../../src/config/campaign';
 import { MAX_ACTIVE_HOSTS, validateSetConcurrency } from '../../src/config/steering';
 
 const settingsWith = (maxActiveHosts: number | null) => resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
@@ -94,5 +110,159 @@ describe('retention of the Redis keys after the campaign ends', () => {
 
   test.each(['7', '1w', '-1d', '1.5h', ''])('crawl --retention %j is refused with the accepted forms', (flag) => {
     expect(() => parseRetention(flag)).toThrow(/m, h or d .* or never/);
+  });
+});
+
+/** The problems `input` is refused with (none: accepted). */
+const problemsOf = (input: object): string[] => {
+  try {
+    resolveCampaignSettings({ seeds: ['http://a.test/'], output: { dir: '/tmp/x' }, ...input } as CampaignInput, 'c1');
+  } catch (err) {
+    if (err instanceof CampaignInputError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+/** `{ a: { b: v } }` for the path "a.b". */
+const at = (dotted: string, v: unknown): object => dotted.split('.').reduceRight<unknown>((inner, key) => ({ [key]: inner }), v) as object;
+
+describe('bounds: no setting is taken that the crawler cannot honour', () => {
+  // Node takes a timer past 2^31 − 1 ms as 1 ms: such a "timeout" would fire at once.
+  const timers = [
+    'handlerTimeoutMs',
+    'fetch.connectTimeoutMs',
+    'fetch.headersTimeoutMs',
+    'fetch.bodyTimeoutMs',
+    'fetch.totalTimeoutMs',
+    'fetch.robotsTimeoutMs',
+    'content.maxParseMs',
+    'session.durableSleepMs',
+    'session.maxMs',
+  ];
+
+  test.each(timers)('%s: 0 and 2^31 ms are refused, naming the field and the range; 1 and 2^31 − 1 are taken', (field) => {
+    const range = `must be at least 1 and at most ${MAX_TIMER_MS} ms, the longest timer Node keeps`;
+    expect(problemsOf(at(field, 0))).toEqual([`${field} ${range} (got 0)`]);
+    expect(problemsOf(at(field, 2 ** 31))).toEqual([`${field} ${range} (got ${2 ** 31})`]);
+    expect(problemsOf(at(field, 1))).toEqual([]);
+    expect(problemsOf(at(field, MAX_TIMER_MS))).toEqual([]);
+  });
+
+  test.each(['politeness.minDelayMs', 'politeness.maxDelayMs'])('%s: 0 (no pause) is taken, 2^31 ms is refused', (field) => {
+    expect(problemsOf({ politeness: { minDelayMs: 0, maxDelayMs: 0 } })).toEqual([]);
+    expect(problemsOf({ politeness: { minDelayMs: 0, maxDelayMs: MAX_TIMER_MS } })).toEqual([]);
+    expect(problemsOf(at(field, 2 ** 31)).join('\n')).toContain(`${field} must be at least 0 and at most ${MAX_TIMER_MS} ms, the longest timer Node keeps (got ${2 ** 31})`);
+  });
+
+  test(`fetch.maxBodyBytes: from 1 byte to ${MAX_BODY_BYTES} (1 GiB)`, () => {
+    const range = `must be at least 1 and at most ${MAX_BODY_BYTES} (1 GiB: a body is held in memory whole)`;
+    expect(problemsOf({ fetch: { maxBodyBytes: 0 } })).toEqual([`fetch.maxBodyBytes ${range} (got 0)`]);
+    expect(problemsOf({ fetch: { maxBodyBytes: MAX_BODY_BYTES + 1 } })).toEqual([`fetch.maxBodyBytes ${range} (got ${MAX_BODY_BYTES + 1})`]);
+    expect(problemsOf({ fetch: { maxBodyBytes: 1 } })).toEqual([]);
+    expect(problemsOf({ fetch: { maxBodyBytes: MAX_BODY_BYTES } })).toEqual([]);
+  });
+
+  test('not-a-number, fractions and unsafe integers are named as such', () => {
+    expect(problemsOf({ fetch: { maxRetries: '3' } })).toEqual(['fetch.maxRetries must be a whole number ≥ 0 (got "3")']);
+    expect(problemsOf({ fetch: { maxRedirects: 1.5 } })).toEqual(['fetch.maxRedirects must be a whole number ≥ 0 (got 1.5)']);
+    expect(problemsOf({ budgets: { maxPages: 2 ** 60 } })).toEqual([`budgets.maxPages must be a whole number ≥ 0 or null (got ${2 ** 60})`]);
+    expect(problemsOf({ handlerTimeoutMs: Number.NaN })).toEqual([`handlerTimeoutMs must be a whole number from 1 to ${MAX_TIMER_MS} ms, the longest timer Node keeps (got NaN)`]);
+  });
+});
+
+test('every problem at once, each naming its field; cross-field rules are reported with the fields', () => {
+  expect(
+    problemsOf({
+      seeds: [],
+      scope: { mode: 'domains' },
+      politeness: { minDelayMs: 5_000, maxDelayMs: 1_000, userAgent: 'bad\nagent', key: 'port' },
+      fetch: { connectTimeoutMs: 0, resolve: ['h:80:127.0.0.1', 7] },
+      content: { dedup: 'sometimes', maxSimhashDistance: 16 },
+      sitemaps: 'all',
+      revisit: 'daily',
+    }).sort(),
+  ).toEqual(
+    [
+      'seeds must be a non-empty list of URLs, or seedsFile must name a seed list',
+      'scope.domains must list at least one domain when scope.mode is "domains"',
+      'politeness.userAgent must be printable ASCII',
+      'politeness.key must be one of "host", "domain", "ip" (got "port")',
+      'politeness.maxDelayMs must be ≥ politeness.minDelayMs',
+      `fetch.connectTimeoutMs must be at least 1 and at most ${MAX_TIMER_MS} ms, the longest timer Node keeps (got 0)`,
+      'fetch.resolve[1] must be a string (got 7)',
+      'content.dedup must be one of "near", "exact", "off" (got "sometimes")',
+      'content.maxSimhashDistance must be at least 0 and at most 15 (got 16)',
+      'sitemaps must be one of "robots+root", "robots", "off" (got "all")',
+      'revisit must be an object such as {"enabled": true, "minMs": 3600000, "maxMs": 2592000000} (got "daily")',
+    ].sort(),
+  );
+});
+
+describe('one schema', () => {
+  test('the defaults are what an input without settings resolves to, and what they were before the schema', () => {
+    const s = resolveCampaignSettings({ seeds: ['http://a.test/'] }, 'c1');
+    const { campaignId, seeds, seedsFile, ...sections } = s;
+    expect({ campaignId, seeds, seedsFile }).toEqual({ campaignId: 'c1', seeds: ['http://a.test/'], seedsFile: null });
+    expect(sections).toEqual(CAMPAIGN_DEFAULTS);
+    expect(CAMPAIGN_DEFAULTS).toEqual({
+      scope: { mode: 'same-domain', domains: [] },
+      budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50 },
+      politeness: {
+        minDelayMs: 1000,
+        maxDelayMs: 60_000,
+        userAgent: 'DurableCrawler/0.1 (+https://github.com/durable-crawler/durable-crawler)',
+        respectRobots: true,
+        key: 'host',
+        maxActiveHosts: null,
+        maxInFlightPerAddress: 8,
+      },
+      fetch: {
+        resolve: [],
+        maxBodyBytes: 10 * 1024 * 1024,
+        connectTimeoutMs: 10_000,
+        headersTimeoutMs: 30_000,
+        bodyTimeoutMs: 30_000,
+        totalTimeoutMs: 120_000,
+        maxRedirects: 5,
+        maxRetries: 3,
+        refusePrivateAddresses: true,
+        allowAddresses: [],
+        robotsTimeoutMs: 30_000,
+      },
+      session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
+      traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
+      content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
+      sitemaps: 'robots+root',
+      output: { dir: 'crawl-output' },
+      handler: null,
+      handlerTimeoutMs: 30_000,
+      frontier: { priorities: [] },
+      retention: { redisMs: 7 * 86_400_000 },
+      revisit: { enabled: false, minMs: 3_600_000, maxMs: 30 * 86_400_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
+    });
+  });
+
+  test('a revisit section switches revisiting on; {campaign} in the output folder is the campaign ID', () => {
+    const s = resolveCampaignSettings({ seeds: ['http://a.test/'], revisit: { maxMs: 86_400_000 }, output: { dir: '/srv/{campaign}/out' } }, 'nightly-1');
+    expect(s.revisit).toEqual({ ...CAMPAIGN_DEFAULTS.revisit, enabled: true, maxMs: 86_400_000 });
+    expect(s.output.dir).toBe('/srv/nightly-1/out');
+  });
+
+  test.each([
+    ['--politeness-key', POLITENESS_KEYS],
+    ['--sitemaps', SITEMAP_MODES],
+    ['--dedup', DEDUP_MODES],
+    ['--non-html', NON_HTML_POLICIES],
+  ])('the CLI takes the values the settings declare for %s, and no other', (flag, values) => {
+    const parse = (value: string) =>
+      campaignOptions(new Command().exitOverride().configureOutput({ writeErr: () => undefined }))
+        .parse(['node', 'crawler', flag, value])
+        .opts();
+    for (const v of values) expect(Object.values(parse(v))).toContain(v);
+    expect(() => parse('sometimes')).toThrow(`${flag} must be one of ${values.join(', ')} (got "sometimes")`);
+  });
+
+  test('scope modes are listed from their one declaration', () => {
+    expect(problemsOf({ scope: { mode: 'everywhere' } })).toEqual([`scope.mode must be one of ${SCOPE_MODES.map((m) => JSON.stringify(m)).join(', ')} (got "everywhere")`]);
   });
 });

@@ -2,7 +2,20 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
-import { CampaignInputError, resolveCampaignSettings, type CampaignInput } from '../../config/campaign';
+import {
+  CAMPAIGN_DEFAULTS,
+  CampaignInputError,
+  DEDUP_MODES,
+  NON_HTML_POLICIES,
+  POLITENESS_KEYS,
+  resolveCampaignSettings,
+  SITEMAP_MODES,
+  type CampaignInput,
+  type DedupMode,
+  type NonHtmlPolicy,
+  type PolitenessKey,
+  type SitemapMode,
+} from '../../config/campaign';
 import { explicitSetting, processSettings, settingVariable, temporalIsRemote } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
@@ -46,12 +59,12 @@ export interface CrawlOptions {
   maxActiveHosts?: number;
   allowAddresses?: string;
   allowPrivate?: boolean;
-  sitemaps?: string;
-  dedup?: string;
+  sitemaps?: SitemapMode;
+  dedup?: DedupMode;
   simhashDistance?: number;
-  nonHtml?: string;
+  nonHtml?: NonHtmlPolicy;
   maxUrlLength?: number;
-  politenessKey?: string;
+  politenessKey?: PolitenessKey;
   priority: string[];
   /** ms, or null for `never`. */
   retention?: number | null;
@@ -70,6 +83,16 @@ export const wholeNumber = (name: string) => (raw: string) => {
   return n;
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
+
+/** A flag taking one of a setting's values (declared once, in src/config/campaign.ts). */
+export const choice =
+  <T extends string>(name: string, values: readonly T[]) =>
+  (raw: string): T => {
+    if (!values.includes(raw as T)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})`);
+    return raw as T;
+  };
+/** "a (default), b, c" for a flag's help. */
+const choices = (values: readonly string[], fallback: string) => values.map((v) => (v === fallback ? `${v} (default)` : v)).join(', ');
 
 const DURATION_UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -187,18 +210,18 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
       ...(o.ignoreRobots ? { respectRobots: false } : {}),
-      ...(o.politenessKey !== undefined ? { key: o.politenessKey as 'host' } : {}),
+      ...(o.politenessKey !== undefined ? { key: o.politenessKey } : {}),
       ...(o.maxActiveHosts !== undefined ? { maxActiveHosts: o.maxActiveHosts } : {}),
       ...(o.maxInFlightPerAddress !== undefined ? { maxInFlightPerAddress: o.maxInFlightPerAddress } : {}),
     },
     fetch: { resolve: o.resolve, allowAddresses, ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}) },
     ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
     content: {
-      ...(o.dedup !== undefined ? { dedup: o.dedup as 'near' } : {}),
+      ...(o.dedup !== undefined ? { dedup: o.dedup } : {}),
       ...(o.simhashDistance !== undefined ? { maxSimhashDistance: o.simhashDistance } : {}),
-      ...(o.nonHtml !== undefined ? { nonHtml: o.nonHtml as 'store' } : {}),
+      ...(o.nonHtml !== undefined ? { nonHtml: o.nonHtml } : {}),
     },
-    ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps as 'robots' } : {}),
+    ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
@@ -276,11 +299,23 @@ export function campaignOptions(command: Command): Command {
     .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
     .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
     .option('--allow-private', 'fetch loopback/private/link-local addresses too (default: refused)')
-    .option('--politeness-key <key>', 'what shares one politeness clock: host (default), domain, ip')
-    .option('--sitemaps <mode>', 'robots+root (robots.txt Sitemap: lines and /sitemap.xml, default), robots, off')
-    .option('--dedup <mode>', 'content dedup: near (default), exact, off')
+    .option(
+      '--politeness-key <key>',
+      `what shares one politeness clock: ${choices(POLITENESS_KEYS, CAMPAIGN_DEFAULTS.politeness.key)}`,
+      choice('--politeness-key', POLITENESS_KEYS),
+    )
+    .option(
+      '--sitemaps <mode>',
+      `${choices(SITEMAP_MODES, CAMPAIGN_DEFAULTS.sitemaps)}: robots.txt Sitemap: lines, and /sitemap.xml with robots+root`,
+      choice('--sitemaps', SITEMAP_MODES),
+    )
+    .option('--dedup <mode>', `content dedup: ${choices(DEDUP_MODES, CAMPAIGN_DEFAULTS.content.dedup)}`, choice('--dedup', DEDUP_MODES))
     .option('--simhash-distance <n>', 'largest SimHash distance counted as a near-duplicate (default 3)', wholeNumber('--simhash-distance'))
-    .option('--non-html <policy>', 'store (default) or skip the bodies of non-HTML responses')
+    .option(
+      '--non-html <policy>',
+      `${choices(NON_HTML_POLICIES, CAMPAIGN_DEFAULTS.content.nonHtml)}: what becomes of the bodies of non-HTML responses`,
+      choice('--non-html', NON_HTML_POLICIES),
+    )
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
