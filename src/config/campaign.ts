@@ -312,9 +312,9 @@ const campaignFields = {
       .default(10 * 1024 * 1024)
       .describe('Bytes of a body read (on the wire and decoded); a longer one is stored cut, `truncated: "length"`.'),
     connectTimeoutMs: timerMs(1).default(10_000).describe('Deadline of one TCP (and TLS) connection.'),
-    headersTimeoutMs: timerMs(1).default(30_000).describe("Deadline of a response's headers."),
-    bodyTimeoutMs: timerMs(1).default(30_000).describe('Longest silence while a body is read.'),
-    totalTimeoutMs: timerMs(1).default(120_000).describe('Deadline of one request, redirects included.'),
+    headersTimeoutMs: timerMs(1).default(30_000).describe("From the request sent to the response's complete headers (undici's timer wheel: about 1 s resolution)."),
+    bodyTimeoutMs: timerMs(1).default(30_000).describe('Longest idle gap between two chunks of a body.'),
+    totalTimeoutMs: timerMs(1).default(120_000).describe('Hard cap on one fetch, redirects and body included.'),
     maxRedirects: whole({ min: 0 }).default(5).describe('Redirects followed within one fetch.'),
     maxRetries: whole({ min: 0 }).default(3).describe('How many times a 5xx / 429 / network failure is retried before the URL is recorded as failed.'),
     refusePrivateAddresses: flag().default(true).describe('Refuse hosts that resolve to loopback, private, link-local or metadata addresses.'),

@@ -1,5 +1,7 @@
 // Start-time settings: the concurrency range set-concurrency also enforces, where seeds come from, the
 // bounds of every setting, and the one schema the input type, the defaults and the docs table come from.
+import fs from 'node:fs';
+import path from 'node:path';
 import { Command } from 'commander';
 import { campaignOptions, parseRetention } from '../../src/cli/commands/crawl';
 import {
@@ -17,6 +19,7 @@ import {
   SITEMAP_MODES,
   type CampaignInput,
 } from '../../src/config/campaign';
+import { settingsTable } from '../../src/config/settings-table';
 import { MAX_ACTIVE_HOSTS, validateSetConcurrency } from '../../src/config/steering';
 
 const settingsWith = (maxActiveHosts: number | null) => resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
@@ -265,4 +268,19 @@ describe('one schema', () => {
   test('scope modes are listed from their one declaration', () => {
     expect(problemsOf({ scope: { mode: 'everywhere' } })).toEqual([`scope.mode must be one of ${SCOPE_MODES.map((m) => JSON.stringify(m)).join(', ')} (got "everywhere")`]);
   });
+});
+
+test('docs/settings.md holds the settings table as the schema generates it: every field, its default, its bounds', () => {
+  const table = settingsTable();
+  // The table is the schema's: a default or a bound changed in the code shows here.
+  expect(table).toContain(`| \`fetch.connectTimeoutMs\` | \`10000\` (10 s) | whole number 1 to ${MAX_TIMER_MS} |`);
+  expect(table).toContain(`| \`fetch.maxBodyBytes\` | \`10485760\` (10 MiB) | whole number 1 to ${MAX_BODY_BYTES} |`);
+  expect(table).toContain('| `content.dedup` | `"near"` | `near`, `exact`, `off` |');
+  // One row per setting of a resolved campaign (sections walked into, lists and values are settings).
+  const paths = (o: object, prefix = ''): string[] =>
+    Object.entries(o).flatMap(([k, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? paths(v as object, `${prefix}${k}.`) : [`${prefix}${k}`]));
+  const rows = table.trim().split('\n').slice(2);
+  expect(rows.map((r) => /^\| `([^`]+)`/.exec(r)?.[1])).toEqual(paths(resolveCampaignSettings({ seeds: ['http://a.test/'] }, 'c1')));
+  const doc = fs.readFileSync(path.join(__dirname, '../../docs/settings.md'), 'utf8');
+  expect(doc).toContain(table);
 });
