@@ -14,6 +14,7 @@ import { ROBOTS_TTL_MS, type StoredRobots } from '../src/robots/robots-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey } from '../src/url/normalize';
 import { sitemapSeeds } from './discovery';
+import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
 /** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
@@ -22,14 +23,6 @@ const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
 export const ROBOTS_ATTEMPTS = 3;
 /** RFC 9309 allows following at least five redirects for robots.txt. */
 const ROBOTS_MAX_HOPS = 5;
-
-export type RobotsVerdict =
-  /** `allows` is null when robots.txt is not respected; `refused` when the host's address is refused. */
-  | { kind: 'ok'; allows: ((url: string) => boolean) | null; crawlDelaySec: number | null; refused?: string }
-  /** Not now: the clock is busy for longer than a session waits, or a failed fetch is retried after `waitMs`. */
-  | { kind: 'wait'; waitMs: number; why: string; backingOff: boolean }
-  /** Failed ROBOTS_ATTEMPTS times: every URL of the host is recorded, none fetched. */
-  | { kind: 'unavailable'; code: string; detail: string };
 
 export interface RobotsContext {
   campaign: CampaignRuntime;
