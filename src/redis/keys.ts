@@ -130,15 +130,5 @@ export const MAX_CONTENT_BANDS = 16;
 export const sharedHostKeys = (host: string) => ({
   /** HASH next (epoch ms, Redis clock), owner: one politeness clock per host for every worker and campaign. */
   clock: `${P}:clock:{${host}}`,
+  robots: `${P}:robots:{${host}}`,
 });
-
-/**
- * STRING: a cached robots.txt, shared by all campaigns (src/robots/robots-store.ts).
- * One per scheme, host and port, since RFC 9309 §2.3 scopes a file to
- * exactly those, and, when a campaign pins the host to an address
- * (fetch.resolve), per address: that campaign reads another server's file,
- * which must never be served to campaigns that let DNS answer. Tagged with
- * the host key (hostname[:port]), as the host's clock.
- */
-export const robotsCacheKey = (source: { scheme: string; host: string; port: number; pinnedAddress: string | null }) =>
-  `${P}:robots:{${source.host}}:${source.scheme}:${source.port}${source.pinnedAddress === null ? '' : `:pinned:${source.pinnedAddress}`}`;

@@ -2,7 +2,7 @@
 // Redis for 24 h (RFC 9309 §2.4 allows caching up to a day) and in each
 // worker for a minute, so a robots check costs nothing on the hot path.
 import { findOverride, type ResolveOverrides } from '../http/resolve-overrides';
-import { robotsCacheKey } from '../redis/keys';
+import { sharedHostKeys } from '../redis/keys';
 import type { RedisLike } from '../redis/scripts';
 import { RobotsError, RobotsTxt, type RobotsTxtJson } from './robots-txt';
 
@@ -34,6 +34,16 @@ export function robotsSource(robotsUrl: string, pins: ResolveOverrides): RobotsS
   const scheme = u.protocol === 'https:' ? 'https' : 'http';
   const port = u.port ? Number(u.port) : scheme === 'https' ? 443 : 80;
   return { scheme, host: u.host, port, pinnedAddress: findOverride(pins, u.hostname, port)?.address ?? null };
+}
+
+/**
+ * The Redis key of a cached robots.txt: the host's robots key (tagged with
+ * the host key, as its clock), then the scheme, the port and the pinned
+ * address, if any.
+ */
+export function robotsCacheKey(source: RobotsSource): string {
+  const pin = source.pinnedAddress === null ? '' : `:pinned:${source.pinnedAddress}`;
+  return `${sharedHostKeys(source.host).robots}:${source.scheme}:${source.port}${pin}`;
 }
 
 export class RobotsStore {

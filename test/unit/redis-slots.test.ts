@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ContentIndex } from '../../src/dedup/content-index';
-import { campaignKeys, contentKeys, hostKeys, robotsCacheKey, sharedHostKeys } from '../../src/redis/keys';
+import { campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { robotsCacheKey } from '../../src/robots/robots-store';
 import { campaignKeyNames, campaignKeyPatterns, hostKeyNames } from '../../src/redis/retention';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';

@@ -1,8 +1,7 @@
 import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, allowedInAnyQueryOrder, normalisePath, parseRobotsTxt, productToken } from '../../src/robots/robots-txt';
-import { RobotsStore, robotsSource, type StoredRobots } from '../../src/robots/robots-store';
+import { RobotsStore, robotsCacheKey, robotsSource, type StoredRobots } from '../../src/robots/robots-store';
 import { parseResolveEntries } from '../../src/http/resolve-overrides';
 import type { RedisLike } from '../../src/redis/scripts';
-import { robotsCacheKey } from '../../src/redis/keys';
 import fixtures from '../fixtures/robots-conformance.json';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 
