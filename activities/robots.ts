@@ -10,10 +10,11 @@ import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { Frontier } from '../src/redis/frontier';
 import { hostKeys } from '../src/redis/keys';
 import { allowedInAnyQueryOrder, parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
-import { ROBOTS_TTL_MS, type StoredRobots } from '../src/robots/robots-store';
+import { ROBOTS_TTL_MS, robotsSource, type StoredRobots } from '../src/robots/robots-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey } from '../src/url/normalize';
 import { sitemapSeeds } from './discovery';
+import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
 /** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
@@ -22,14 +23,6 @@ const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
 export const ROBOTS_ATTEMPTS = 3;
 /** RFC 9309 allows following at least five redirects for robots.txt. */
 const ROBOTS_MAX_HOPS = 5;
-
-export type RobotsVerdict =
-  /** `allows` is null when robots.txt is not respected; `refused` when the host's address is refused. */
-  | { kind: 'ok'; allows: ((url: string) => boolean) | null; crawlDelaySec: number | null; refused?: string }
-  /** Not now: the clock is busy for longer than a session waits, or a failed fetch is retried after `waitMs`. */
-  | { kind: 'wait'; waitMs: number; why: string; backingOff: boolean }
-  /** Failed ROBOTS_ATTEMPTS times: every URL of the host is recorded, none fetched. */
-  | { kind: 'unavailable'; code: string; detail: string };
 
 export interface RobotsContext {
   campaign: CampaignRuntime;
@@ -64,7 +57,7 @@ async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: 
   }
   // PTTL: -2 without a back-off, -1 never (the key is always set with one).
   if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
-  const cached = await rt.robots.get(host);
+  const cached = await rt.robots.get(robotsSource(url, campaign.resolve));
   if (!cached?.parsed) return null;
   await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
   const rules = cached.parsed.rulesFor(campaign.settings.politeness.userAgent);
@@ -216,7 +209,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
     return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   }
   await Promise.all([redis.hdel(hk.robots, 'fails'), redis.del(hk.robotsRetry)]);
-  await rt.robots.put(host, value);
+  await rt.robots.put(robotsSource(url, campaign.resolve), value);
   await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
   const rules = robots!.rulesFor(agent);
   return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };

@@ -5,13 +5,13 @@ import { createLogger, type Logger } from '../src/log/logger';
 import type { CrawlMetrics } from '../src/metrics/crawl-metrics';
 import type { CampaignSettings } from '../src/config/campaign';
 import { createHttpClient, type HttpClient } from '../src/http/http-client';
-import { parseResolveEntries } from '../src/http/resolve-overrides';
+import { parseResolveEntries, type ResolveOverrides } from '../src/http/resolve-overrides';
 import { PolitenessKeys } from '../src/politeness/politeness-key';
 import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
 import { OutputRegistry } from '../src/storage/output-registry';
 import { RobotsStore } from '../src/robots/robots-store';
-import type { RobotsVerdict } from './robots';
+import type { RobotsVerdict } from './robots-verdict';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
@@ -38,6 +38,8 @@ export interface CampaignRuntime {
   /** The campaign's scope for a batch of URLs, seed-list roots included (one Redis round trip for roots not cached). */
   inScope(urls: string[]): Promise<boolean[]>;
   http: HttpClient;
+  /** The campaign's address pins (fetch.resolve): whose robots.txt it reads depends on them. */
+  resolve: ResolveOverrides;
   /** Politeness clock key of a host under the campaign's politeness.key. */
   clockKeys: PolitenessKeys;
 }
@@ -132,6 +134,7 @@ export class WorkerRuntime {
     const { version, settings } = await loadCampaignSettings(this.deps.redis, campaignKey);
     const f = settings.fetch;
     const scope = inlineScope(settings);
+    const resolve = parseResolveEntries(f.resolve);
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -140,7 +143,8 @@ export class WorkerRuntime {
       settings,
       scope,
       inScope: seedListScope(this.deps.redis, campaignKey, settings, scope),
-      clockKeys: new PolitenessKeys(settings.politeness.key, parseResolveEntries(f.resolve)),
+      resolve,
+      clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
         resolve: f.resolve,

@@ -8,7 +8,7 @@ import type { RedisLike } from '../src/redis/scripts';
 import { sealCampaignIndex, type SealResult } from '../src/storage/seal';
 import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
 import { writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
-import { StorageError } from '../src/storage/warc-writer';
+import { StorageError } from '../src/storage/storage-error';
 
 export interface SealCampaignOptions {
   /** The output folder as this process sees it; default the campaign's (`output.dir`). */

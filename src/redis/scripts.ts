@@ -87,12 +87,18 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   // whole lease. Uses the Redis clock so all machines agree on "now".
   //
   // A Redis crash may take the clock's last stamps with it (appendfsync
-  // everysec: about the last second), and the clock would then let a request
-  // go too early. `epoch` keeps the run ID of the server that last granted the
-  // clock: a clock from an earlier server (or none: first use, expired, or
-  // lost) is trusted only once the server has been up for the delay, since
-  // any stamp it lost was made before it started. Costs nothing but in the
-  // first delay after a restart (INFO SERVER is read inside the script: on a
+  // everysec: about the last second), and so may a failover (replication is
+  // asynchronous: the promoted replica lacks the stream's tail); the clock
+  // would then let a request go too early. `epoch` keeps the run ID of the
+  // server that last granted the clock, and the run ID tells servers apart:
+  // new on every start, a replica's own once promoted. A clock granted by
+  // another server is trusted again a delay after this one first sees it: any
+  // stamp lost was made before that. Not the server's uptime: a promoted
+  // replica has been up for long, but not as the server that granted the clock.
+  // A clock that is not there at all (first use, expired, or lost whole) has
+  // no run ID to compare: it is trusted once the server has been up for the
+  // delay, which covers a restart. Costs nothing but one delay per host after
+  // a restart or failover (INFO SERVER is read inside the script: on a
   // cluster, from the node that holds the clock).
   crawlClockAcquire: {
     numberOfKeys: 1,
@@ -101,7 +107,17 @@ ${NOW_MS}
 local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last', 'epoch')
 local info = redis.call('INFO', 'server')
 local run = string.match(info, 'run_id:(%w+)') or ''
-if h[5] ~= run then
+if h[5] ~= run and tonumber(ARGV[3]) > 0 then
+  if h[5] then
+    -- Another server granted it: no request before a delay from now (a
+    -- lease still running keeps its own end if later). 'since' too, so a
+    -- retry of the lease's owner is held as long.
+    local hold = math.max(tonumber(h[1] or '0'), now + tonumber(ARGV[3]))
+    local last = math.max(tonumber(h[4] or '0'), now)
+    redis.call('HSET', KEYS[1], 'next', string.format('%.0f', hold), 'since', string.format('%.0f', now), 'last', string.format('%.0f', last), 'epoch', run)
+    if redis.call('PTTL', KEYS[1]) < hold - now + 60000 then redis.call('PEXPIRE', KEYS[1], hold - now + 60000) end
+    return tonumber(ARGV[3])
+  end
   -- Whole seconds of uptime: up * 1000 is at most the time since the start.
   local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)') or '0') * 1000
   if up < tonumber(ARGV[3]) then return tonumber(ARGV[3]) - up end

@@ -1,6 +1,7 @@
-// robots.txt per host, shared by all campaigns: parsed once, cached in Redis
-// for 24 h (RFC 9309 §2.4 allows caching up to a day) and in each worker for
-// a minute, so a robots check costs nothing on the hot path.
+// robots.txt per origin, shared by all campaigns: parsed once, cached in
+// Redis for 24 h (RFC 9309 §2.4 allows caching up to a day) and in each
+// worker for a minute, so a robots check costs nothing on the hot path.
+import { findOverride, type ResolveOverrides } from '../http/resolve-overrides';
 import { sharedHostKeys } from '../redis/keys';
 import type { RedisLike } from '../redis/scripts';
 import { RobotsError, RobotsTxt, type RobotsTxtJson } from './robots-txt';
@@ -12,15 +13,49 @@ const LOCAL_TTL_MS = 60_000;
 
 export type StoredRobots = { state: 'ok'; robots: RobotsTxtJson; status: number | null; fetchedAt: string } | { state: 'unavailable'; detail: string; fetchedAt: string };
 
+/**
+ * Whose robots.txt a cache entry holds: the file covers one scheme, host and
+ * port (RFC 9309 §2.3), and a campaign that pins the host to an address
+ * (fetch.resolve, e.g. a staging box under the production name) reads that
+ * address's file, not the one everybody else gets from DNS.
+ */
+export interface RobotsSource {
+  scheme: 'http' | 'https';
+  /** The host key: hostname, and the port when it is not the scheme's default. */
+  host: string;
+  port: number;
+  /** The address the campaign pins this host and port to; null when DNS answers. */
+  pinnedAddress: string | null;
+}
+
+/** The cache entry a robots.txt URL fetched under a campaign's pins (fetch.resolve) belongs to. */
+export function robotsSource(robotsUrl: string, pins: ResolveOverrides): RobotsSource {
+  const u = new URL(robotsUrl);
+  const scheme = u.protocol === 'https:' ? 'https' : 'http';
+  const port = u.port ? Number(u.port) : scheme === 'https' ? 443 : 80;
+  return { scheme, host: u.host, port, pinnedAddress: findOverride(pins, u.hostname, port)?.address ?? null };
+}
+
+/**
+ * The Redis key of a cached robots.txt: the host's robots key (tagged with
+ * the host key, as its clock), then the scheme, the port and the pinned
+ * address, if any.
+ */
+export function robotsCacheKey(source: RobotsSource): string {
+  const pin = source.pinnedAddress === null ? '' : `:pinned:${source.pinnedAddress}`;
+  return `${sharedHostKeys(source.host).robots}:${source.scheme}:${source.port}${pin}`;
+}
+
 export class RobotsStore {
   private readonly local = new Map<string, { at: number; value: StoredRobots; parsed: RobotsTxt | null }>();
 
   constructor(private readonly redis: RedisLike) {}
 
-  async get(host: string): Promise<{ value: StoredRobots; parsed: RobotsTxt | null } | null> {
-    const hit = this.local.get(host);
+  async get(source: RobotsSource): Promise<{ value: StoredRobots; parsed: RobotsTxt | null } | null> {
+    const key = robotsCacheKey(source);
+    const hit = this.local.get(key);
     if (hit && Date.now() - hit.at < LOCAL_TTL_MS) return hit;
-    const raw = await this.redis.get(sharedHostKeys(host).robots);
+    const raw = await this.redis.get(key);
     if (!raw) return null;
     const value = JSON.parse(raw) as StoredRobots;
     let parsed: RobotsTxt | null;
@@ -32,18 +67,19 @@ export class RobotsStore {
       throw err;
     }
     const entry = { at: Date.now(), value, parsed };
-    this.remember(host, entry);
+    this.remember(key, entry);
     return entry;
   }
 
-  async put(host: string, value: StoredRobots): Promise<void> {
+  async put(source: RobotsSource, value: StoredRobots): Promise<void> {
+    const key = robotsCacheKey(source);
     const ttl = value.state === 'ok' ? ROBOTS_TTL_MS : ROBOTS_UNAVAILABLE_TTL_MS;
-    await this.redis.set(sharedHostKeys(host).robots, JSON.stringify(value), 'PX', ttl);
-    this.remember(host, { at: Date.now(), value, parsed: value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null });
+    await this.redis.set(key, JSON.stringify(value), 'PX', ttl);
+    this.remember(key, { at: Date.now(), value, parsed: value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null });
   }
 
-  private remember(host: string, entry: { at: number; value: StoredRobots; parsed: RobotsTxt | null }): void {
+  private remember(key: string, entry: { at: number; value: StoredRobots; parsed: RobotsTxt | null }): void {
     if (this.local.size > 10_000) this.local.clear();
-    this.local.set(host, entry);
+    this.local.set(key, entry);
   }
 }

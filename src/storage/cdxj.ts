@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
 import { surt } from './surt';
-import { StorageError, warcPrefixOf } from './warc-writer';
+import { StorageError } from './storage-error';
+import { warcPrefixOf } from './warc-writer';
 import { randomBytes } from 'node:crypto';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.

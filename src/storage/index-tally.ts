@@ -9,7 +9,7 @@ import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { IndexEntry, IndexOutcome } from './index-writer';
-import { StorageError } from './warc-writer';
+import { StorageError } from './storage-error';
 
 /** How a URL's outcome is counted in Redis (Frontier.commit's stat field), mirrored from activities/page.ts. */
 export type CountedAs = 'fetched' | 'failed' | 'skipped';

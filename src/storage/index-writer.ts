@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { StorageError, createUniqueFile, ensureWritableDir, writeFully } from './warc-writer';
+import { createUniqueFile, ensureWritableDir, writeFully } from './files';
+import { StorageError } from './storage-error';
 import { SerialQueue } from './serial-queue';
 
 // The crawl index: one JSON object per line, one file per process (same

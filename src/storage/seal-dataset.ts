@@ -10,7 +10,8 @@ import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { sealedPaths } from './seal';
-import { StorageError, writeFully } from './warc-writer';
+import { writeFully } from './files';
+import { StorageError } from './storage-error';
 
 export interface SealedDataset {
   name: string;

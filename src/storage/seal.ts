@@ -20,7 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { StorageError, ensureWritableDir, writeFully } from './warc-writer';
+import { ensureWritableDir, writeFully } from './files';
+import { StorageError } from './storage-error';
 
 /** Bucket size aimed at in pass 2 (one bucket's lines are in memory at a time). */
 export const DEFAULT_BUCKET_BYTES = 16 * 1024 * 1024;

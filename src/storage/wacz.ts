@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { writeCdxj } from './cdxj';
 import type { IndexEntry } from './index-writer';
-import { StorageError } from './warc-writer';
+import { StorageError } from './storage-error';
 import { StoredZipWriter } from './zip-store';
 
 // WACZ 1.1.1 (https://specs.webrecorder.net/wacz/1.1.1/): one ZIP holding

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { WARCParser } from 'warcio';
-import { StorageError, base32 } from './warc-writer';
+import { StorageError } from './storage-error';
+import { base32 } from './warc-writer';
 
 // Reads WARC files back (tests, audits, re-processing). Parsing is warcio.js's;
 // digests are recomputed here with node:crypto rather than trusted, so this is

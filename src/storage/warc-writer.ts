@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,16 +8,14 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
 import { SerialQueue } from './serial-queue';
-import { CrawlerError } from '../errors';
+import { createUniqueFile, ensureWritableDir, writeFully } from './files';
+import { StorageError } from './storage-error';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
 // machines) write into the same folder, so each process owns its own files
 // and never appends to anybody else's.
 
-export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT' | 'LOCKED';
-
-/** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
 /**
  * The file-name prefix of a campaign's WARCs. A scheduled run's ID has
  * colons (the time Temporal appends); in a file name a colon makes a
@@ -26,99 +24,6 @@ export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' |
  */
 export function warcPrefixOf(campaignId: string): string {
   return campaignId.replaceAll(':', '');
-}
-
-export class StorageError extends CrawlerError<StorageErrorCode> {
-  readonly file: string | null;
-  constructor(code: StorageErrorCode, file: string | null, message: string, options?: { cause?: unknown }) {
-    super(code, file ? `${message} (${file})` : message, options);
-    this.name = 'StorageError';
-    this.file = file;
-  }
-}
-
-export function isStorageError(err: unknown): err is StorageError {
-  return err instanceof StorageError;
-}
-
-// ---------------------------------------------------------------------------
-// Unique file names
-
-// One counter per process, shared by every writer in it, so two writers opened
-// in the same millisecond still get different names.
-let fileSerial = 0;
-
-function utcStamp(d: Date): string {
-  const p = (n: number, w: number) => String(n).padStart(w, '0');
-  return (
-    p(d.getUTCFullYear(), 4) +
-    p(d.getUTCMonth() + 1, 2) +
-    p(d.getUTCDate(), 2) +
-    p(d.getUTCHours(), 2) +
-    p(d.getUTCMinutes(), 2) +
-    p(d.getUTCSeconds(), 2) +
-    p(d.getUTCMilliseconds(), 3)
-  );
-}
-
-// Host names are normally [A-Za-z0-9.-] already; anything else would make an
-// awkward (or, with '/', impossible) file name.
-function safeHostname(): string {
-  return os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'unknown-host';
-}
-
-/**
- * `<prefix>-<UTC yyyymmddHHMMSSmmm>-<hostname>-<pid>-<5-digit serial>`: host +
- * pid separate processes and machines, the per-process serial separates files
- * of one process. Callers still create with O_EXCL, which turns the remaining
- * risk (two machines sharing a host name) into a retry rather than a clobber.
- */
-export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
-  fileSerial += 1;
-  return `${prefix}-${utcStamp(now)}-${safeHostname()}-${process.pid}-${String(fileSerial).padStart(5, '0')}`;
-}
-
-const MAX_NAME_ATTEMPTS = 20;
-
-/** Creates a new file that did not exist before (O_EXCL), retrying with a fresh name on collision. */
-export async function createUniqueFile(dir: string, prefix: string, suffix: string): Promise<{ name: string; path: string; fh: FileHandle }> {
-  let lastErr: unknown;
-  for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
-    const name = `${uniqueFileStem(prefix)}${suffix}`;
-    const full = path.join(dir, name);
-    try {
-      const fh = await fsp.open(full, 'wx');
-      return { name, path: full, fh };
-    } catch (err) {
-      lastErr = err;
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new StorageError('OPEN_FAILED', full, 'cannot create storage file', { cause: err });
-      }
-    }
-  }
-  throw new StorageError('OPEN_FAILED', dir, `no unused ${prefix}*${suffix} name after ${MAX_NAME_ATTEMPTS} attempts`, {
-    cause: lastErr,
-  });
-}
-
-/** Makes `dir` (recursively) and checks that this process may create files in it. */
-export async function ensureWritableDir(dir: string): Promise<void> {
-  try {
-    await fsp.mkdir(dir, { recursive: true });
-    await fsp.access(dir, fsConstants.W_OK | fsConstants.X_OK);
-  } catch (err) {
-    throw new StorageError('OPEN_FAILED', dir, 'storage directory is not writable', { cause: err });
-  }
-}
-
-/** Writes all of `buf` at `position`, looping over short writes. */
-export async function writeFully(fh: FileHandle, buf: Uint8Array, position: number | null): Promise<void> {
-  let done = 0;
-  while (done < buf.length) {
-    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position === null ? null : position + done);
-    if (bytesWritten <= 0) throw new Error('write returned 0 bytes');
-    done += bytesWritten;
-  }
 }
 
 // ---------------------------------------------------------------------------

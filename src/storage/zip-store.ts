@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import { writeFully } from './warc-writer';
+import { writeFully } from './files';
 
 // A ZIP writer for WACZ: every entry STORED (no compression), as WACZ wants
 // for WARCs and gzipped indexes so a reader can seek into them by byte range,

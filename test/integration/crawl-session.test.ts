@@ -13,7 +13,9 @@ import { resolveCampaignSettings, type CampaignInput } from '../../src/config/ca
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
 import { Frontier } from '../../src/redis/frontier';
-import { hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { parseResolveEntries } from '../../src/http/resolve-overrides';
+import { hostKeys } from '../../src/redis/keys';
+import { robotsCacheKey, robotsSource } from '../../src/robots/robots-store';
 import type { RedisLike } from '../../src/redis/scripts';
 import { readIndex } from '../../src/storage/index-writer';
 import { urlFingerprint } from '../../src/url/fingerprint';
@@ -316,7 +318,7 @@ test('in a revisit campaign, a URL robots.txt disallows when it falls due stays 
   const before = await interval();
   // robots.txt now says Disallow: / (asked again: a new worker, the cached copy gone), and the home page is due.
   disallow = true;
-  await redis.del(sharedHostKeys(c.host).robots);
+  await redis.del(robotsCacheKey(robotsSource(`http://${c.host}/robots.txt`, parseResolveEntries(h.web.resolveArgs()))));
   await r.zadd(k.revisit, 0, member);
   // And a link found now, never visited: disallowed from the start.
   const fresh = h.web.url('fifteen.session.test', '/found-later');

@@ -120,14 +120,39 @@ test('after a Redis restart a clock it did not grant itself is trusted only once
   const wait = await c.acquire('a', 10_000, delay);
   expect(wait).toBeGreaterThan(delay - upMs - 2_000);
   expect(wait).toBeLessThanOrEqual(delay - upMs);
-  // A clock last granted by an earlier server: the same.
+  // A clock last granted by an earlier server: a delay from now.
   await redis.hset(key, 'epoch', 'an-earlier-server', 'last', '0', 'owner', '');
-  expect(await c.acquire('a', 10_000, delay)).toBeGreaterThan(0);
+  expect(await c.acquire('a', 10_000, delay)).toBe(delay);
   // Granted by this server: its stamps count as they are (none due here).
-  await redis.hset(key, 'epoch', runId);
+  await redis.hset(key, 'epoch', runId, 'next', '0', 'last', '0');
   expect(await c.acquire('a', 10_000, delay)).toBe(0);
   expect(await redis.hget(key, 'epoch')).toBe(runId);
   // Short delays, the server up longer than them: nothing changes.
   const d = clock();
   expect(await d.acquire('a', 10_000, 300)).toBe(0);
+});
+
+test('after a failover the promoted replica, up for long, trusts a clock the old master granted only a delay after it first sees it', async () => {
+  // A replica's uptime is its own: make sure this server has been up longer than the delay, as a promoted replica would be.
+  const upSeconds = async () => Number(/uptime_in_seconds:(\d+)/.exec(await redis.info('server'))![1]);
+  while ((await upSeconds()) < 2) await sleep(200);
+  const runId = /run_id:(\w+)/.exec(await redis.info('server'))![1];
+  const delay = 1_000;
+  const host = `clock-${process.pid}-${n++}.test`;
+  const key = sharedHostKeys(host).clock;
+  const c = new HostClock(redis, host);
+  // What the replica holds of the clock: the old master's run ID, and stamps
+  // that say the host is free (the master's last grant, after them, never
+  // reached the replica).
+  await redis.hset(key, 'epoch', 'the-old-master', 'next', '0', 'last', '0', 'owner', '');
+  await redis.pexpire(key, 60_000);
+  expect(await c.acquire('a', 10_000, delay)).toBe(delay);
+  // Asked again at once, by anyone (the same owner too): still not.
+  expect(await c.acquire('b', 10_000, delay)).toBeGreaterThan(0);
+  expect(await c.acquire('a', 10_000, delay)).toBeGreaterThan(0);
+  expect(await redis.hget(key, 'epoch')).toBe(runId);
+  // A delay after this server first saw the clock, it is trusted again, as this server's clock.
+  await sleep(delay + 50);
+  expect(await c.acquire('b', 10_000, delay)).toBe(0);
+  expect(await redis.hget(key, 'epoch')).toBe(runId);
 });

@@ -12,8 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CampaignInput } from '../../src/config/campaign';
-import { sharedHostKeys } from '../../src/redis/keys';
-import { ROBOTS_TTL_MS } from '../../src/robots/robots-store';
+import { parseResolveEntries } from '../../src/http/resolve-overrides';
+import { ROBOTS_TTL_MS, robotsCacheKey, robotsSource } from '../../src/robots/robots-store';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import { hostKey, normalizeUrl } from '../../src/url/normalize';
 import type { CampaignResult } from '../../workflows/messages';
@@ -151,7 +151,7 @@ beforeAll(async () => {
   // robots.txt of a host the main campaign crawled is in the shared cache; a
   // later campaign on that host must use it instead of asking again.
   const garbageHost = hostKey(h.web.url(site('robots-garbage').host));
-  const pttlMs = await h.redis.pttl(sharedHostKeys(garbageHost).robots);
+  const pttlMs = await h.redis.pttl(robotsCacheKey(robotsSource(`http://${garbageHost}/robots.txt`, parseResolveEntries(h.web.resolveArgs()))));
   const before = h.web.requests().length;
   await crawl({ seeds: [h.web.url(site('robots-garbage').host, '/')], budgets: { maxPages: 1 }, politeness: { minDelayMs: DELAY_MS } });
   robotsCache = {

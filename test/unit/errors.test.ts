@@ -18,7 +18,7 @@ import { RobotsFileError } from '../../src/robots/robots-check';
 import { RobotsError } from '../../src/robots/robots-txt';
 import { SeedSourceError } from '../../src/seeds/seed-source';
 import { StackError } from '../../src/stack/stack-error';
-import { StorageError } from '../../src/storage/warc-writer';
+import { StorageError } from '../../src/storage/storage-error';
 import { TemporalUnavailableError } from '../../src/temporal/connect';
 import { ScheduleError } from '../../src/temporal/schedules';
 import { ScopeError } from '../../src/url/scope';

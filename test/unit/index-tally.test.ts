@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { countedAs, readIndexLatest, tallyIndex } from '../../src/storage/index-tally';
 import type { IndexEntry } from '../../src/storage/index-writer';
-import { StorageError } from '../../src/storage/warc-writer';
+import { StorageError } from '../../src/storage/storage-error';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));

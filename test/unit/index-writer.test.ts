@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DatasetWriter, readRawDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import { IndexWriter, contentHashOf, readIndex } from '../../src/storage/index-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
-import { StorageError } from '../../src/storage/warc-writer';
+import { StorageError } from '../../src/storage/storage-error';
 import { tempDirs } from '../support/temp-dirs';
 
 const tmpDir = tempDirs('index-writer-test-');

@@ -14,7 +14,7 @@ import { registerDatasetCommand } from '../../src/cli/commands/dataset';
 import { loadCampaignIndex } from '../../src/cli/commands/report';
 import { datasetCsv, readDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
-import { StorageError } from '../../src/storage/warc-writer';
+import { StorageError } from '../../src/storage/storage-error';
 import { tempDirs } from '../support/temp-dirs';
 
 jest.setTimeout(60_000);

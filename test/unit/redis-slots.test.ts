@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ContentIndex } from '../../src/dedup/content-index';
 import { campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { robotsCacheKey } from '../../src/robots/robots-store';
 import { campaignKeyNames, campaignKeyPatterns, hostKeyNames } from '../../src/redis/retention';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
@@ -149,8 +150,10 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     const ab = await cap.capture(1, () => clock.abandon('owner-1'));
     expect(ab.script).toBe('crawlClockAbandon');
     expect(ab.keys).toEqual(acq.keys);
-    // The robots cache of a host sits with its clock.
-    expect(slotOf(sharedHostKeys(host).robots)).toBe(slotOf(acq.keys[0]));
+    // The robots cache of a host sits with its clock, whatever its scheme and address pin.
+    for (const pinnedAddress of [null, '127.0.0.1', '::1']) {
+      expect(slotOf(robotsCacheKey({ scheme: 'https', host, port: 443, pinnedAddress }))).toBe(slotOf(acq.keys[0]));
+    }
   });
 
   it.each(CAMPAIGN_KEYS)('budget script: campaign %j', async (ck) => {
@@ -241,7 +244,9 @@ test.each(CAMPAIGN_KEYS.filter((ck) => !/[|]/.test(ck)))('purge patterns match c
   for (const other of [`${ck}.0badf00d`, `${ck}x`, `x${ck}`]) {
     for (const k of [...campaignKeyNames(other), ...hostKeyNames(other, 'example.com')]) expect({ k, matched: match(k) }).toEqual({ k, matched: false });
   }
-  for (const k of Object.values(sharedHostKeys('example.com'))) expect(match(k)).toBe(false);
+  for (const k of [...Object.values(sharedHostKeys('example.com')), robotsCacheKey({ scheme: 'http', host: 'example.com', port: 80, pinnedAddress: null })]) {
+    expect(match(k)).toBe(false);
+  }
 });
 
 describe('the slot check itself', () => {

@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, allowedInAnyQueryOrder, normalisePath, parseRobotsTxt, productToken } from '../../src/robots/robots-txt';
-import { RobotsStore } from '../../src/robots/robots-store';
+import { RobotsStore, robotsCacheKey, robotsSource, type StoredRobots } from '../../src/robots/robots-store';
+import { parseResolveEntries } from '../../src/http/resolve-overrides';
 import type { RedisLike } from '../../src/redis/scripts';
-import { sharedHostKeys } from '../../src/redis/keys';
 import fixtures from '../fixtures/robots-conformance.json';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 
@@ -398,29 +398,73 @@ describe('toJSON / fromJSON', () => {
   });
 });
 
-describe('RobotsStore and older cached JSON', () => {
-  // Only get and set are used by the store; a Map stands in for Redis here.
-  function mapRedis(data: Map<string, string>): RedisLike {
-    return {
-      get: async (key: string) => data.get(key) ?? null,
-      set: async (key: string, value: string) => {
-        data.set(key, value);
-        return 'OK';
-      },
-    } as unknown as RedisLike;
-  }
+// Only get and set are used by the store; a Map stands in for Redis here.
+function mapRedis(data: Map<string, string>): RedisLike {
+  return {
+    get: async (key: string) => data.get(key) ?? null,
+    set: async (key: string, value: string) => {
+      data.set(key, value);
+      return 'OK';
+    },
+  } as unknown as RedisLike;
+}
 
+describe('RobotsStore and older cached JSON', () => {
   it('treats a version 1 entry as a miss, so robots.txt is fetched again', async () => {
     const data = new Map<string, string>();
+    const old = robotsSource('http://old.test/robots.txt', new Map());
     const v1 = { v: 1, groups: [{ agents: ['*', 'durablecrawler'], rules: [], crawlDelaySec: 10 }], sitemaps: [] };
-    data.set(sharedHostKeys('old.test').robots, JSON.stringify({ state: 'ok', robots: v1, status: 200, fetchedAt: 'x' }));
+    data.set(robotsCacheKey(old), JSON.stringify({ state: 'ok', robots: v1, status: 200, fetchedAt: 'x' }));
     const store = new RobotsStore(mapRedis(data));
-    expect(await store.get('old.test')).toBeNull();
+    expect(await store.get(old)).toBeNull();
 
     const fresh = parseRobotsTxt('User-agent: *\nCrawl-delay: 10\n\nUser-agent: DurableCrawler\nDisallow: /x\n');
-    await store.put('old.test', { state: 'ok', robots: fresh.toJSON(), status: 200, fetchedAt: 'y' });
-    const again = await new RobotsStore(mapRedis(data)).get('old.test');
+    await store.put(old, { state: 'ok', robots: fresh.toJSON(), status: 200, fetchedAt: 'y' });
+    const again = await new RobotsStore(mapRedis(data)).get(old);
     expect(again?.parsed?.rulesFor(UA).crawlDelaySec).toBeUndefined();
     expect(again?.parsed?.rulesFor('OtherBot').crawlDelaySec).toBe(10);
+  });
+});
+
+describe('RobotsStore keys an entry by scheme, host, port and address pin', () => {
+  const stored = (text: string): StoredRobots => ({ state: 'ok', robots: parseRobotsTxt(text).toJSON(), status: 200, fetchedAt: 'x' });
+  const NO_PINS = parseResolveEntries([]);
+  /** What a store on this worker (its local cache warm) and one on another worker (Redis only) answer. */
+  const lookUp = async (data: Map<string, string>, warm: RobotsStore, url: string, pins = NO_PINS) => {
+    const source = robotsSource(url, pins);
+    const here = await warm.get(source);
+    const elsewhere = await new RobotsStore(mapRedis(data)).get(source);
+    expect(elsewhere?.value ?? null).toEqual(here?.value ?? null);
+    return here?.parsed?.rulesFor(UA).isAllowed('/private') ?? 'miss';
+  };
+
+  it('http and https (and another port) of one host are separate entries', async () => {
+    const data = new Map<string, string>();
+    const store = new RobotsStore(mapRedis(data));
+    await store.put(robotsSource('http://shop.test/robots.txt', NO_PINS), stored('User-agent: *\nDisallow: /private\n'));
+    expect(await lookUp(data, store, 'http://shop.test/robots.txt')).toBe(false);
+    expect(await lookUp(data, store, 'http://shop.test:80/robots.txt')).toBe(false);
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt')).toBe('miss');
+    expect(await lookUp(data, store, 'http://shop.test:8080/robots.txt')).toBe('miss');
+
+    await store.put(robotsSource('https://shop.test/robots.txt', NO_PINS), stored('User-agent: *\nAllow: /\n'));
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt')).toBe(true);
+    expect(await lookUp(data, store, 'http://shop.test/robots.txt')).toBe(false);
+    expect(data.size).toBe(2);
+  });
+
+  it('a campaign that pins the host to an address never serves its robots.txt to one that does not (or pins elsewhere)', async () => {
+    const data = new Map<string, string>();
+    const store = new RobotsStore(mapRedis(data));
+    const staging = parseResolveEntries(['shop.test:443:127.0.0.2']);
+    // The staging box forbids everything: were it served to the production campaign, that one would crawl nothing for a day.
+    await store.put(robotsSource('https://shop.test/robots.txt', staging), stored('User-agent: *\nDisallow: /\n'));
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt', staging)).toBe(false);
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt')).toBe('miss');
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt', parseResolveEntries(['shop.test:443:127.0.0.3']))).toBe('miss');
+    // A pin for another port or another host is not a pin of this origin: the campaign reads what DNS gives everybody.
+    await store.put(robotsSource('https://shop.test/robots.txt', NO_PINS), stored('User-agent: *\nAllow: /\n'));
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt', parseResolveEntries(['shop.test:80:127.0.0.2', 'other.test:443:127.0.0.2']))).toBe(true);
+    expect(await lookUp(data, store, 'https://shop.test/robots.txt', staging)).toBe(false);
   });
 });
