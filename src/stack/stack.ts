@@ -244,12 +244,12 @@ function outsideStack(endpoints: StackEndpoints): RunningStack {
 
 /**
  * What `crawler crawl` uses: explicit env first, then the project's embedded
- * stack when it runs, then a running `cluster up` (both of its endpoints,
- * never one of them beside an embedded server), then whatever answers on the
- * default Temporal port; only what is still missing is started, on the
- * default ports when they are free, and recorded in stack.json for the next
- * crawl to join. All of it under the stack lock, so two crawls starting at
- * once cannot both start a server. stop() leaves the stack (leaveStack).
+ * stack when it runs (stack.json), then a running `cluster up` (both of its
+ * endpoints, never one of them beside an embedded server); only what is
+ * still missing is started, on the default ports when they are free, and
+ * recorded in stack.json for the next crawl to join. All of it under the
+ * stack lock, so two crawls starting at once cannot both start a server.
+ * stop() leaves the stack (leaveStack).
  */
 export async function connectOrStartStack(opts: { log?: (msg: string) => void; dataDir?: string } = {}): Promise<RunningStack> {
   const dataDir = opts.dataDir ?? STACK_DIR;
@@ -283,9 +283,8 @@ export async function connectOrStartStack(opts: { log?: (msg: string) => void; d
         return outsideStack({ ...cluster, uiUrl: null });
       }
     }
-    if (!temporal && (await temporalReachable(`127.0.0.1:${DEFAULT_TEMPORAL_PORT}`))) {
-      temporal = { address: `127.0.0.1:${DEFAULT_TEMPORAL_PORT}`, uiUrl: `http://127.0.0.1:${DEFAULT_UI_PORT}` };
-    }
+    // A Temporal server that merely answers on the default port is not taken: it may be another
+    // project folder's stack, which that folder's last crawl stops while this one would still use it.
     if (!temporal) {
       const port = (await portOpen(DEFAULT_TEMPORAL_PORT)) ? await freePort() : DEFAULT_TEMPORAL_PORT;
       const ui = port === DEFAULT_TEMPORAL_PORT && !(await portOpen(DEFAULT_UI_PORT)) ? DEFAULT_UI_PORT : await freePort();

@@ -49,7 +49,7 @@ describe('the users of a stack', () => {
     // Not a user record: left alone.
     fs.writeFileSync(path.join(usersDir(dir), 'notes.txt'), 'x');
 
-    expect(liveStackUsers(dir)).toEqual([a.pid, b.pid].sort((x, y) => x - y));
+    expect(liveStackUsers(dir)).toEqual([a.pid!, b.pid!].sort((x, y) => x - y));
     expect(fs.readdirSync(usersDir(dir)).sort()).toEqual([`${a.pid}.json`, `${b.pid}.json`, 'notes.txt'].sort());
 
     removeStackUser(dir, a.pid);
