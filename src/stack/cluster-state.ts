@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LOCAL_DIR } from './paths';
 import type { RedisClusterNode } from './redis-cluster';
-import { processIdentity, type ProcessIdentity } from './stack';
+import { processIdentity, type ProcessIdentity } from './process-identity';
 import type { TemporalPortVar } from './topology';
 
 export const CLUSTER_DIR = path.join(LOCAL_DIR, 'cluster');

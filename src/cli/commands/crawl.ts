@@ -345,17 +345,20 @@ export function registerCrawlCommand(program: Command): void {
       const input = await prepareCrawlInput(seeds, o, { stdin: process.stdin, log });
       const cfg = processSettings();
       let stack: RunningStack | null = null;
+      // Joining the project's stack may take a while (starting its servers): an interrupt then
+      // waits for it, and leaves it, so no server is left running with no crawl to stop it.
+      let joining: Promise<RunningStack> | null = null;
       let pool: WorkerPool | null = null;
       let interrupted = false;
       const cleanup = async () => {
         await pool?.stopAll();
-        await stack?.stop();
+        await (stack ?? (await joining?.catch(() => null)))?.stop();
       };
       const onSignal = () => {
         if (interrupted) process.exit(130);
         interrupted = true;
         log(
-          `\ninterrupted: stopping workers${stack?.started.length ? ' and the servers this command started' : ''}. ` +
+          `\ninterrupted: stopping workers${stack?.embedded.length ? ' (the embedded servers stop too unless another crawl uses them)' : ''}. ` +
             `Campaign ${input.campaignId} is durable: it continues when workers run again (npm run crawler -- worker).`,
         );
         void cleanup().then(() => process.exit(130));
@@ -380,7 +383,8 @@ export function registerCrawlCommand(program: Command): void {
           });
         const namedAddress = explicitSetting('temporalAddress');
         const named = namedAddress ? await connect(namedAddress) : null;
-        stack = await connectOrStartStack({ log });
+        joining = connectOrStartStack({ log });
+        stack = await joining;
         const client = named ?? (await connect(stack.temporalAddress));
         await ensureSearchAttributes(client, cfg.temporalNamespace);
         if (o.workers > 0) {
@@ -416,8 +420,8 @@ export function registerCrawlCommand(program: Command): void {
           result = await (pool ? Promise.race([handle.result(), pool.failed()]) : handle.result());
         } catch (err) {
           if (err instanceof WorkerCrashLoopError) {
-            // The servers this command started stop with it; `worker` does not start them.
-            const servers = stack?.started.length ? 'bring the servers up (npm run crawler -- stack up), ' : '';
+            // The embedded servers stop with the last crawl using them; `worker` does not start them.
+            const servers = stack?.embedded.length ? 'bring the servers up (npm run crawler -- stack up), ' : '';
             throw new Error(
               `${err.message}\nCampaign ${input.campaignId} is intact in Temporal: fix the cause, then ${servers}run workers ` +
                 `(npm run crawler -- worker) and follow it with npm run crawler -- status ${input.campaignId}.`,

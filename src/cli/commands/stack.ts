@@ -12,7 +12,7 @@ export function registerStackCommands(program: Command): void {
     });
   stack
     .command('down')
-    .description('stop what `stack up` started (data is kept)')
+    .description('stop the embedded servers, whether `stack up` or a crawl started them (data is kept)')
     .action(async () => {
       const stopped = await stackDown();
       process.stdout.write(stopped.length ? `stopped ${stopped.join(', ')}\n` : 'nothing was running\n');
