@@ -110,6 +110,10 @@ test('a seed list too long for one run is read over several, continuing as new b
   expect(new Set(fetchedUrls(await outputOf(h, campaignId).index()))).toEqual(new Set(hosts.map((x) => h.web.url(x, '/'))));
 
   const runs = await runsOf(h, campaignId, handle.firstExecutionRunId);
+  // Each run's history: the threshold plus what one loop turn, the batch in flight and nudges meanwhile add.
+  const lengths = runs.map((r) => r.history.events!.length);
+  process.stderr.write(`long seed list: ${runs.length} runs, history lengths ${lengths.join(', ')}\n`);
+  expect({ lengths, over: lengths.filter((n) => n > maxHistoryEvents + 40) }).toEqual({ lengths, over: [] });
   // Runs that began with the list still being read, from where the run before stopped.
   const whileSeeding = runs.filter((r) => r.input.carry?.seeds && !r.input.carry.seeds.done);
   expect(whileSeeding.length).toBeGreaterThanOrEqual(2);
@@ -121,9 +125,6 @@ test('a seed list too long for one run is read over several, continuing as new b
   const calls = runs.flatMap((r) => activityResults<{ seeds: number }>(r.history, 'loadSeeds'));
   expect(calls.reduce((n, c) => n + c.seeds, 0)).toBe(LONG);
   expect(Math.max(...calls.map((c) => c.seeds))).toBe(2);
-  // Each run's history: the threshold plus what one loop turn, the batch in flight and nudges meanwhile add.
-  const lengths = runs.map((r) => r.history.events!.length);
-  expect({ lengths, over: lengths.filter((n) => n > maxHistoryEvents + 40) }).toEqual({ lengths, over: [] });
 });
 
 test('crawlMarkReady counts the hosts that became ready, not those already waiting', async () => {
