@@ -251,6 +251,8 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         book.continuing = true;
         await seeding;
         await condition(allHandlersFinished);
+        // A cancel taken meanwhile (the batch may take minutes) is not in the carry: it ends this run instead.
+        if (book.stopReason !== null) break;
         // Only the settings and small counters travel: seeds are in Redis already.
         return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
