@@ -23,10 +23,9 @@ import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
 import { sealCampaign } from './seal-campaign';
-import { wakeSleepingHolders } from './nudge';
 import { warmRobots } from './robots';
 import type { WorkerRuntime } from './runtime';
-import { CampaignNudger } from './nudge';
+import { CampaignNudger, nudgesSeen, wakeSleepingHolders } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 import { campaignWarcFiles, CDXJ_FILE } from '../src/storage/cdxj';
@@ -69,6 +68,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
   return async function dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot> {
     const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
     const client = rt.deps.temporal;
+    // Before anything is read: news written from here on is nudged again (activities/nudge.ts).
+    await nudgesSeen(rt.deps.redis, input.campaignKey);
     let givenUp = 0;
     if (input.watch) {
       // Host workflows terminated by an operator, failed or timed out never
@@ -372,7 +373,7 @@ export function releaseHostActivity(rt: WorkerRuntime) {
     const rec = await hosts.get(input.host);
     if (rec && rec.state !== 'done') await hosts.record(input.host, { ...rec, state: 'done', nextWakeAt: null, updatedAt: new Date().toISOString() });
     if (r.released && (r.active === 0 || r.ready > 0)) {
-      const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
+      const nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
       nudger.nudge();
       await nudger.flush();
     }

@@ -49,7 +49,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     const token = `${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}/${ctx.info.attempt}`;
     await frontier.takeOver(token);
     const threshold = s.session.durableSleepMs;
-    const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
+    const nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     const started = Date.now();
     const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     let pages = 0;

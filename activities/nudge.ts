@@ -1,16 +1,47 @@
 // Sessions tell the campaign that something changed for it (hosts became
-// ready, a slot was freed, a budget was reached) with one small signal, at
-// most once a second per session: the campaign then looks at Redis, where
-// the news is. The signal carries nothing, so nudges cannot be lost or
-// stale, only early.
+// ready, a slot was freed, a budget was reached) with one small signal: the
+// campaign then looks at Redis, where the news is. The signal carries
+// nothing, so nudges cannot be stale, only early.
+//
+// Every signal is an event in the campaign's history, and every one that
+// finds the campaign idle one more workflow task: thousands of sessions
+// nudging once a second each would fill the history in minutes. So nudges
+// are coalesced across all the campaign's sessions: a nudge is sent only by
+// the session that sets the campaign's `nudged` key, which the next dispatch
+// round deletes before it reads Redis. A session that finds the key set
+// wrote its news before looking, and a round is on its way that starts
+// after that look: it sees the news, and the session sends nothing. At most
+// one nudge per dispatch round (and per NUDGE_HOLD_MS, should a round never
+// come) reaches the history, however many sessions there are.
 import { CampaignHosts } from '../src/redis/campaign-hosts';
-import { hostKeys } from '../src/redis/keys';
+import { campaignKeys, hostKeys } from '../src/redis/keys';
+import type { RedisLike } from '../src/redis/scripts';
 import { signalIfRunning } from '../src/temporal/signal';
 import { domainWorkflowId } from '../workflows/ids';
 import { campaignNudgeSignal, wakeSignal } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 
+/** A session sends at most one nudge per this long (its own news gathered in between). */
 const NUDGE_EVERY_MS = 1_000;
+/**
+ * How long a sent nudge holds the key if no dispatch round deletes it (the
+ * campaign continuing as new, finishing, or gone): then nudges go out again.
+ */
+export const NUDGE_HOLD_MS = 10_000;
+
+/**
+ * Takes the campaign's nudge: true when the caller is to send the signal
+ * (nobody's is on its way), false when a round that starts later will see
+ * the caller's news anyway.
+ */
+export async function takeNudge(redis: RedisLike, campaignKey: string): Promise<boolean> {
+  return (await redis.set(campaignKeys(campaignKey).nudged, '1', 'PX', NUDGE_HOLD_MS, 'NX')) === 'OK';
+}
+
+/** A dispatch round starts: nudges sent from now on are news for the next one. */
+export async function nudgesSeen(redis: RedisLike, campaignKey: string): Promise<void> {
+  await redis.del(campaignKeys(campaignKey).nudged);
+}
 
 export class CampaignNudger {
   private pending = false;
@@ -20,6 +51,7 @@ export class CampaignNudger {
   constructor(
     private readonly rt: WorkerRuntime,
     private readonly campaignWorkflowId: string,
+    private readonly campaignKey: string,
   ) {}
 
   nudge(): void {
@@ -41,10 +73,18 @@ export class CampaignNudger {
   private async send(): Promise<void> {
     if (!this.pending) return;
     this.pending = false;
-    // A campaign that is over has nobody to tell (signalIfRunning ignores that).
-    await signalIfRunning(this.rt.deps.temporal, this.campaignWorkflowId, campaignNudgeSignal).catch((err: unknown) =>
-      this.rt.log.warn('could not nudge the campaign', { campaign: this.campaignWorkflowId, error: String(err) }),
-    );
+    const redis = this.rt.deps.redis;
+    try {
+      if (!(await takeNudge(redis, this.campaignKey))) return;
+      // A campaign that is over has nobody to tell (signalIfRunning ignores that).
+      await signalIfRunning(this.rt.deps.temporal, this.campaignWorkflowId, campaignNudgeSignal).catch(async (err: unknown) => {
+        // Not sent: the next session's nudge must not count on this one.
+        await nudgesSeen(redis, this.campaignKey);
+        throw err;
+      });
+    } catch (err) {
+      this.rt.log.warn('could not nudge the campaign', { campaign: this.campaignWorkflowId, error: String(err) });
+    }
   }
 }
 

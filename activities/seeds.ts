@@ -102,8 +102,11 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
     const from = (ctx.info.heartbeatDetails as SeedPosition | undefined) ?? input.from;
     let result: LoadSeedsResult = { next: from, done: false, hosts: 0, seeds: 0, rejected: 0 };
     let calls = 0;
+    // One call reads a bounded part of the list: its answer is a few history events, whatever the list's size.
+    const batchSize = Math.max(1, Math.min(SEED_BATCH, input.maxSeeds ?? SEED_BATCH));
+    const batches = input.maxSeeds ? Math.max(1, Math.ceil(input.maxSeeds / batchSize)) : SEED_BATCHES_PER_CALL;
     try {
-      for await (const b of readSeedBatches(s.seedsFile, { batchSize: SEED_BATCH, from, signal: ctx.cancellationSignal })) {
+      for await (const b of readSeedBatches(s.seedsFile, { batchSize, from, signal: ctx.cancellationSignal })) {
         const { byHost, rejected } = groupSeeds(b.seeds);
         // The list's seeds define the scope of same-host and same-domain campaigns.
         const roots = [
@@ -126,7 +129,7 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
         for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
         result = { next: b.next, done: b.done, hosts: result.hosts + added.size, seeds: result.seeds + b.seeds.length, rejected: result.rejected + rejected.length };
         ctx.heartbeat(b.next);
-        if (b.done || ++calls >= SEED_BATCHES_PER_CALL) break;
+        if (b.done || ++calls >= batches) break;
       }
     } catch (err) {
       if (err instanceof SeedSourceError) throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: !err.retryable });

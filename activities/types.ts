@@ -26,6 +26,8 @@ export interface SeedListPosition {
 export interface LoadSeedsInput {
   campaignKey: string;
   from: SeedListPosition;
+  /** Seeds read in this call at most (test-only: CampaignTestLimits.seedsPerCall); default SEED_BATCH × SEED_BATCHES_PER_CALL. */
+  maxSeeds?: number;
 }
 
 export interface LoadSeedsResult {

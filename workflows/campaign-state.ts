@@ -3,7 +3,7 @@
 // the campaign only keeps counters from its last look there, the operator's
 // settings and whether it must look again. Its size does not depend on the
 // number of hosts, and neither does what it carries through continue-as-new.
-import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
 import { campaignCard } from './status-card';
@@ -31,6 +31,19 @@ export const TICK_MS = 30_000;
 export const WATCH_MARGIN_MS = 5 * 60_000;
 /** Continue as new well before Temporal's limits. */
 export const MAX_HISTORY_EVENTS = 8_000;
+
+/**
+ * Test-only limits (a workflow input field, never set by the CLI or the
+ * client library): small values make a short test continue as new several
+ * times while it reads its seed list. Absent: MAX_HISTORY_EVENTS, and
+ * loadSeeds' own batch (activities/seeds.ts).
+ */
+export interface CampaignTestLimits {
+  /** Continue as new past this many history events (Temporal's own suggestion still counts). */
+  maxHistoryEvents?: number;
+  /** Seeds read per loadSeeds call. */
+  seedsPerCall?: number;
+}
 /**
  * A dispatch round that failed past its local activity's retries (Redis or
  * Temporal unreachable for minutes, a fault in the round) is tried again
@@ -48,8 +61,13 @@ export class CampaignBook {
   stopReason: 'budget' | 'cancelled' | null = null;
   /** Something changed in Redis (or an operator acted): look again. */
   nudged = true;
-  /** Operator requests in flight that may add work (add-seeds): the campaign is not done while one runs. */
+  /** Operator requests in flight that may add work (add-seeds): the campaign is not done while one runs, nor continues as new. */
   inflight = 0;
+  /**
+   * The run is about to continue as new: no further loadSeeds call starts
+   * (the one in flight, at most one batch, is awaited and its cursor carried).
+   */
+  continuing = false;
   finishing = false;
   /** The last dispatch round's failure, until a round succeeds (the status shows it). */
   dispatchError: { message: string; at: number; failures: number } | null = null;
@@ -60,6 +78,7 @@ export class CampaignBook {
     campaignKey: string,
     now: number,
     carry?: CampaignCarry,
+    private readonly limits: CampaignTestLimits = {},
   ) {
     this.status = carry ? 'running' : 'starting';
     this.carry = carry ?? {
@@ -80,6 +99,21 @@ export class CampaignBook {
   /** Seeds still to read from the list. */
   get seeding(): boolean {
     return this.carry.seeds !== null && !this.carry.seeds.done;
+  }
+
+  /**
+   * Whether to start another loadSeeds call: seeds left, the campaign open
+   * and this run not about to continue as new (the next run reads on from
+   * the cursor in the carry).
+   */
+  get seedCallDue(): boolean {
+    return this.seeding && this.open && !this.continuing;
+  }
+
+  /** The next loadSeeds call: one bounded batch from the cursor (one activity, a few history events). */
+  seedInput(): LoadSeedsInput {
+    const next = this.carry.seeds?.next ?? { line: 0, byte: 0, seeds: 0 };
+    return { campaignKey: this.carry.campaignKey, from: next, ...(this.limits.seedsPerCall ? { maxSeeds: this.limits.seedsPerCall } : {}) };
   }
 
   seeded(r: LoadSeedsResult): void {
@@ -146,7 +180,8 @@ export class CampaignBook {
     if (s.stop === 'budget' || s.stop === 'cancelled') this.requestStop(s.stop);
     if (this.stopReason !== null) return 'done';
     // A revisit campaign keeps its sites fresh until cancelled or out of budget: it is never done on its own.
-    if (s.active === 0 && s.ready === 0 && this.inflight === 0 && !s.paused && !this.settings.revisit?.enabled) return 'done';
+    // Nor while its seed list is still being read: the hosts of the rest are not in Redis yet.
+    if (s.active === 0 && s.ready === 0 && this.inflight === 0 && !this.seeding && !s.paused && !this.settings.revisit?.enabled) return 'done';
     // A full batch went out and more hosts wait: another round at once.
     if (s.dispatched > 0 && s.ready > 0) this.nudged = true;
     return this.nudged ? 'again' : 'wait';
@@ -182,8 +217,13 @@ export class CampaignBook {
     return !this.finishing && this.stopReason === null;
   }
 
+  /**
+   * Past the history limit and no operator request in flight. Reading the
+   * seed list does not hold it off: the list's cursor is in the carry, so a
+   * list of millions is read over as many runs as it takes.
+   */
   shouldContinueAsNew(info: { historyLength: number; continueAsNewSuggested: boolean }): boolean {
-    return this.inflight === 0 && (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS);
+    return this.inflight === 0 && (info.continueAsNewSuggested || info.historyLength > (this.limits.maxHistoryEvents ?? MAX_HISTORY_EVENTS));
   }
 
   finalStatus(): CampaignRunStatus {

@@ -24,7 +24,7 @@ import { acts as localActivities, loadSeeds, oneAtATime } from './campaign-activ
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
-import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry } from './campaign-state';
+import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry, type CampaignTestLimits } from './campaign-state';
 import {
   addSeedsUpdate,
   campaignNudgeSignal,
@@ -43,7 +43,11 @@ import {
   type CampaignResult,
 } from './messages';
 
-export type CrawlCampaignInput = CampaignInput & { carry?: CampaignCarry };
+export type CrawlCampaignInput = CampaignInput & {
+  carry?: CampaignCarry;
+  /** Test-only (CampaignTestLimits): small limits so a test continues as new while seeding. Carried through continue-as-new. */
+  testLimits?: CampaignTestLimits;
+};
 
 /** What an activity's failure says (its cause), for the status and the summary. */
 const failureMessage = (err: unknown): string => (err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
@@ -59,7 +63,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   }
   const { campaignId } = settings;
   // Redis keys are namespaced by the first run, so re-using a campaign ID after it finished starts clean.
-  const book = new CampaignBook(settings, `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`, Date.now(), input.carry);
+  const book = new CampaignBook(settings, `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`, Date.now(), input.carry, input.testLimits);
   const campaignKey = book.carry.campaignKey;
   const acts = oneAtATime(localActivities);
 
@@ -226,26 +230,29 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     }
     book.status = 'running';
     showCard();
-    // A seed list is read into the frontiers in bounded calls while the
-    // first hosts already crawl; until it is read the campaign is not done.
+    // A seed list is read into the frontiers one bounded batch (one
+    // activity) at a time while the first hosts already crawl; the cursor is
+    // in the carry, so the run may continue as new between two batches and
+    // the next run reads on. Until it is read the campaign is not done.
     const seeding = (async () => {
-      if (!book.seeding) return;
-      book.inflight++;
       try {
-        while (book.seeding && book.open) book.seeded(await loadSeeds({ campaignKey, from: book.carry.seeds!.next }));
+        while (book.seedCallDue) book.seeded(await loadSeeds(book.seedInput()));
       } catch (err) {
         if (isCancellation(err)) throw err;
         // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.
         book.seedListFailed(failureMessage(err));
-      } finally {
-        book.inflight--;
       }
     })();
     for (;;) {
       await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
       if (book.stopReason !== null) break;
       if (book.shouldContinueAsNew(workflowInfo())) {
+        // The batch being read (if any) finishes first, so its cursor is the one carried.
+        book.continuing = true;
+        await seeding;
         await condition(allHandlersFinished);
+        // A cancel taken meanwhile (the batch may take minutes) is not in the carry: it ends this run instead.
+        if (book.stopReason !== null) break;
         // Only the settings and small counters travel: seeds are in Redis already.
         return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }

@@ -7,7 +7,6 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -23,9 +22,6 @@ import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal }
 import { hostCard, sleepSummary } from './status-card';
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
-
-/** A revisit host's sleep for its next due URL ends on a wake (new URLs for it). */
-const REVISIT_WAKE_PATCH = 'revisit-wake';
 
 /** Giving the slot up when the workflow ends without a session that did: one short Redis call. */
 const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
@@ -114,9 +110,8 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     if (next.kind === 'done') break;
     if (next.kind === 'sleep') {
-      // Behind a patch: a history in which a worker of the release before
-      // slept through a wake (it had no such rule) must replay the same here.
-      const wakeable = next.wakeable === true && patched(REVISIT_WAKE_PATCH);
+      // A revisit host's sleep for its next due URL ends on a wake (new URLs for it).
+      const wakeable = next.wakeable === true;
       await waitFor(next.ms, sleepSummary(book.delayReason, next.ms), () => wakeable && book.wakePending, wakeable);
     } else if (next.kind === 'await-wake') await waitFor(next.ms, 'waiting for the wake of a newer dispatch', () => book.wakePending);
     else publish();

@@ -102,7 +102,11 @@ export class CampaignHosts {
     this.k = campaignKeys(campaignKey);
   }
 
-  /** Hosts whose frontier got URLs while nobody consumed it. */
+  /**
+   * Hosts whose frontier got URLs while nobody consumed it. Returns how many
+   * became ready; a host already ready only moves to a newer sequence
+   * number (crawlDispatched) and is not counted.
+   */
   async markReady(hosts: string[]): Promise<number> {
     if (hosts.length === 0) return 0;
     return this.redis.crawlMarkReady(this.k.ready, this.k.readySeq, this.k.givenUp, this.k.active, ...hosts);

@@ -80,6 +80,12 @@ export const campaignKeys = (campaignKey: string) => {
     parked: `${P}:${tag}:parked`,
     /** Dispatch generation counter. */
     gen: `${P}:${tag}:gen`,
+    /**
+     * Set by the session whose nudge is on its way to the campaign, deleted
+     * when the next dispatch round starts: other sessions' news is seen by
+     * that round, so they send nothing (activities/nudge.ts).
+     */
+    nudged: `${P}:${tag}:nudged`,
     /** Held by the dispatch round running now (a round run again after its workflow task timed out waits for it). */
     dispatching: `${P}:${tag}:dispatching`,
     /** SET of hosts given up (their workflow ended without releasing): never dispatched again. */

@@ -203,15 +203,17 @@ return 1`,
   // dispatch in flight that it must not drop the host (crawlDispatched).
   // Hosts given up are not marked, nor hosts that hold a slot: their session
   // will claim the URLs, or (if it drained meanwhile) finds them when it
-  // gives the slot up and marks the host itself. Returns how many were marked.
+  // gives the slot up and marks the host itself. Returns how many became
+  // ready (were not ready already): callers nudge the campaign on that, and a
+  // session that links to hosts already waiting has no news to give.
   crawlMarkReady: {
     numberOfKeys: 4,
     lua: `
 local n = 0
 for i = 1, #ARGV do
   if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 and redis.call('HEXISTS', KEYS[4], ARGV[i]) == 0 then
+    if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then n = n + 1 end
     redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[2]), ARGV[i])
-    n = n + 1
   end
 end
 return n`,

@@ -34,7 +34,7 @@ export function standInSession(rt: WorkerRuntime) {
       updatedAt: new Date().toISOString(),
     });
     const r = await hosts.release(input.host, input.gen);
-    const nudger = new CampaignNudger(rt, input.campaignWorkflowId);
+    const nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     if (r.released && (r.ready > 0 || r.active === 0)) nudger.nudge();
     await nudger.flush();
     return {

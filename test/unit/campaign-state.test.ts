@@ -1,7 +1,7 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook, DISPATCH_RETRY_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
@@ -148,4 +148,75 @@ test('a dispatch round fills free slots and watches when due; while finishing it
   expect(b.carry.watchSince).toBeGreaterThan(1_000);
   b.finishing = true;
   expect(b.dispatchInput(wf, false)).toMatchObject({ maxActiveHosts: 0, watch: true, watchSince: new Date(1_000).toISOString() });
+});
+
+describe('a seed list', () => {
+  const listed = resolveCampaignSettings({ seedsFile: '/lists/seeds.txt.gz' }, 'c');
+  const read = (next: number, done = false) => ({ next: { line: next, byte: next * 20, seeds: next }, done, hosts: 10, seeds: 10, rejected: 0 });
+
+  test('keeps the campaign from being done until it is read, but not from continuing as new', () => {
+    const b = new CampaignBook(listed, 'c.1', 0);
+    expect(b.seeding).toBe(true);
+    b.nudged = false;
+    // Nothing in Redis yet: the rest of the list is still to come.
+    expect(b.onSnapshot(snap({}), 1)).toBe('wait');
+    // Past the history limit while the list is read: the run continues as new.
+    expect(b.shouldContinueAsNew({ historyLength: 9_000, continueAsNewSuggested: false })).toBe(true);
+    expect(b.shouldContinueAsNew({ historyLength: 100, continueAsNewSuggested: true })).toBe(true);
+    expect(b.shouldContinueAsNew({ historyLength: 100, continueAsNewSuggested: false })).toBe(false);
+    // An operator's addSeeds in flight still holds it off.
+    b.inflight = 1;
+    expect(b.shouldContinueAsNew({ historyLength: 9_000, continueAsNewSuggested: true })).toBe(false);
+    b.inflight = 0;
+    b.seeded(read(50, true));
+    expect(b.seeding).toBe(false);
+    expect(b.onSnapshot(snap({}), 2)).toBe('done');
+  });
+
+  test('is read one bounded call at a time from a cursor that continue-as-new carries', () => {
+    const b = new CampaignBook(listed, 'c.1', 0, undefined, { seedsPerCall: 3 });
+    expect(b.seedInput()).toEqual({ campaignKey: 'c.1', from: { line: 0, byte: 0, seeds: 0 }, maxSeeds: 3 });
+    b.seeded(read(3));
+    expect(b.seedCallDue).toBe(true);
+    // The run is about to continue as new: no further call starts in it.
+    b.continuing = true;
+    expect(b.seedCallDue).toBe(false);
+    const next = new CampaignBook(listed, 'ignored', 0, JSON.parse(JSON.stringify(b.carry)) as typeof b.carry, { seedsPerCall: 3 });
+    expect(next.seedCallDue).toBe(true);
+    expect(next.seedInput()).toEqual({ campaignKey: 'c.1', from: { line: 3, byte: 60, seeds: 3 }, maxSeeds: 3 });
+    expect(next.carry.seeds?.read).toBe(10);
+    // Without test limits the activity decides the batch.
+    expect(new CampaignBook(listed, 'c.1', 0).seedInput()).toEqual({ campaignKey: 'c.1', from: { line: 0, byte: 0, seeds: 0 } });
+    // A stopping campaign starts no call either.
+    next.requestStop('cancelled');
+    expect(next.seedCallDue).toBe(false);
+  });
+
+  test("test limits lower the history threshold; without them it is Temporal's suggestion or MAX_HISTORY_EVENTS", () => {
+    const small = new CampaignBook(listed, 'c.1', 0, undefined, { maxHistoryEvents: 50 });
+    expect(small.shouldContinueAsNew({ historyLength: 51, continueAsNewSuggested: false })).toBe(true);
+    expect(small.shouldContinueAsNew({ historyLength: 50, continueAsNewSuggested: false })).toBe(false);
+    const plain = new CampaignBook(listed, 'c.1', 0);
+    expect(plain.shouldContinueAsNew({ historyLength: MAX_HISTORY_EVENTS, continueAsNewSuggested: false })).toBe(false);
+    expect(plain.shouldContinueAsNew({ historyLength: MAX_HISTORY_EVENTS + 1, continueAsNewSuggested: false })).toBe(true);
+  });
+
+  test('a list of millions leaves the carry the same size', () => {
+    const b = new CampaignBook(listed, 'c.1', 0);
+    b.seeded(read(10));
+    const first = JSON.stringify(b.carry).length;
+    for (let i = 2; i <= 500_000; i++) b.seeded(read(i * 10));
+    expect(b.carry.seeds).toMatchObject({ read: 5_000_000, done: false });
+    // Only the cursor's digits grow.
+    expect(JSON.stringify(b.carry).length - first).toBeLessThan(40);
+  });
+
+  test('an unreadable list ends the reading with the reason; the campaign may then be done', () => {
+    const b = new CampaignBook(listed, 'c.1', 0);
+    b.seedListFailed('SEEDS_NOT_FOUND: gone');
+    expect(b.seeding).toBe(false);
+    expect(b.seedCallDue).toBe(false);
+    b.nudged = false;
+    expect(b.onSnapshot(snap({}), 1)).toBe('done');
+  });
 });

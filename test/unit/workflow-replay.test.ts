@@ -3,6 +3,7 @@
 // break crawls already running fails here: then version the change with
 // patched() instead (docs/operations.md, "Upgrading workflow code").
 import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
 import {
   acceptedUpdates,
@@ -12,12 +13,14 @@ import {
   definedMessages,
   endedAs,
   loadHistories,
+  seedListCarried,
   signalsOf,
   updatesOf,
   type RecordedHistory,
 } from '../fixtures/histories/coverage';
 import type { CampaignSnapshot, LoadSeedsResult, SessionResult } from '../../activities/types';
 import type { SetPolitenessRequest } from '../../src/config/steering';
+import type { CrawlCampaignInput } from '../../workflows/crawl-campaign';
 import type { CampaignResult } from '../../workflows/messages';
 
 jest.setTimeout(300_000);
@@ -93,6 +96,18 @@ describe('the fixtures cover', () => {
     expect(campaigns.flatMap((h) => activityResults<LoadSeedsResult>(h.history, 'loadSeeds')).filter((r) => r.seeds > 0).length).toBeGreaterThan(0);
   });
 
+  test('a campaign run that continued as new while reading its seed list, and the run that read on from its cursor', () => {
+    const carried = campaigns.filter((h) => seedListCarried(h.history));
+    expect(carried.length).toBeGreaterThan(0);
+    expect(coverage.seedListCarried).toBe(carried.length);
+    // The next run started from that cursor and read more of the list.
+    const resumed = campaigns.filter((h) => {
+      const seeds = startInput(h)?.carry?.seeds;
+      return seeds && !seeds.done && seeds.next.seeds > 0 && activityResults<LoadSeedsResult>(h.history, 'loadSeeds').some((r) => r.seeds > 0);
+    });
+    expect(resumed.length).toBeGreaterThan(0);
+  });
+
   test("a revisit host's sleep for its next due URL ended early by a wake (new URLs for it)", () => {
     expect(domains.flatMap((h) => activityResults<SessionResult>(h.history, 'crawlSession')).some((s) => s.wakeable)).toBe(true);
     expect(coverage.revisitSleepsWoken).toBeGreaterThan(0);
@@ -132,6 +147,12 @@ test("a campaign run whose addSeeds update ran its local activity beside the run
   const results = await replay(path.join(__dirname, '..', '..', 'workflows', 'index.ts'), regressions);
   for (const [id, r] of results) expect({ id, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined }).toEqual({ id, error: undefined });
 });
+
+/** A run's input, as its first event recorded it. */
+function startInput(h: RecordedHistory): CrawlCampaignInput | undefined {
+  const p = h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  return p ? defaultPayloadConverter.fromPayload<CrawlCampaignInput>(p as Parameters<typeof defaultPayloadConverter.fromPayload>[0]) : undefined;
+}
 
 function uniq(xs: string[]): string[] {
   return [...new Set(xs)].sort();
