@@ -275,6 +275,15 @@ async function runPage(rt: WorkerRuntime, job: PageJob, c: { clock: HostClock; o
   const { clock, owner } = c;
   // Processing attempts: claims that ended in a retry (a 503, a reset connection) are not processing failures.
   const processing = job.attempts - job.retried;
+  if (processing > MAX_PAGE_ATTEMPTS) {
+    // Claimed again and again without a commit and without an error to
+    // catch: its processing killed the worker (out of memory, a crash) or
+    // blocked it past the heartbeat timeout. Not requested again, or it
+    // would take its host (and worker after worker) down forever.
+    await clock.abandon(owner);
+    const message = `claimed ${job.attempts} times without finishing: ${processing - 1} processing attempts ended without a commit (the worker died or was blocked past its heartbeat timeout); not requested again`;
+    return recordInternalError(rt, job, message);
+  }
   try {
     const page = await fetchPage(rt, job).catch(async (err: unknown) => {
       // A request may have gone out: the host gets its delay either way.
