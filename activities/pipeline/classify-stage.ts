@@ -177,9 +177,25 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   };
 }
 
-/** A Location as the crawl sees it: the frontier URL it leads to (null: not crawlable, or the URL itself) and how the index shows it. */
+/**
+ * A Location as the crawl sees it: the frontier URL it leads to (null: not
+ * crawlable, or the URL itself) and how the index shows it. Both without
+ * credentials: a `user:pass@` a server put in a Location must never reach
+ * the index (redirectTo, an error message) nor the frontier.
+ */
 function redirectOf(to: string, from: string): { target: string | null; shown: string } {
-  return { target: redirectTargetOf(to, from, OVERLONG_LINK_CHARS), shown: to };
+  const target = redirectTargetOf(to, from, OVERLONG_LINK_CHARS);
+  // Pointing back at itself: shown normalised. Not crawlable (mailto:, ftp:): as sent, unless it names credentials.
+  return { target, shown: target ?? redirectTargetOf(to, '', OVERLONG_LINK_CHARS) ?? uncrawlableShown(to) };
+}
+
+function uncrawlableShown(to: string): string {
+  try {
+    const u = new URL(to);
+    return u.username || u.password ? `${u.protocol}(credentials removed)` : to;
+  } catch {
+    return to;
+  }
 }
 
 /**

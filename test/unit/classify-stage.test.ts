@@ -55,6 +55,34 @@ test('a redirect is not a link hop: its target keeps the depth and counts the ho
   });
 });
 
+test('credentials in a Location reach neither the frontier nor the index', async () => {
+  const c = await classify(redirect('https://admin:s3cret@a.test/next'));
+  expect(c).toMatchObject({
+    kind: 'page',
+    redirectTo: 'https://a.test/next',
+    candidates: [{ url: 'https://a.test/next', depth: 2, redirects: 1 }],
+    verdict: { outcome: 'redirect', counted: 'fetched' },
+  });
+  expect(JSON.stringify(c)).not.toContain('s3cret');
+});
+
+test('one redirect too many is an error whose message names the target without its credentials', async () => {
+  const c = await classify(redirect('https://admin:s3cret@a.test/next', 3));
+  expect(c).toMatchObject({
+    kind: 'page',
+    candidates: [],
+    redirectTo: 'https://a.test/next',
+    verdict: { outcome: 'error', counted: 'failed', error: { code: 'TOO_MANY_REDIRECTS', message: expect.stringContaining('to https://a.test/next') } },
+  });
+  expect(JSON.stringify(c)).not.toContain('s3cret');
+});
+
+test('a redirect to what cannot be crawled keeps its target on record, unless it names credentials', async () => {
+  expect(await classify(redirect('mailto:someone@example.com'))).toMatchObject({ redirectTo: 'mailto:someone@example.com', candidates: [] });
+  const ftp = await classify(redirect('ftp://user:pw@files.test/x'));
+  expect(JSON.stringify(ftp)).not.toContain('pw@');
+});
+
 test('a 304 to a conditional request is not modified; a non-HTML body the campaign skips is only indexed', async () => {
   expect(await classify({ response: fakeResponse(PAGE, { status: 304 }), lastCapture: true })).toEqual({ kind: 'not-modified' });
   const pdf = fakeResponse(PAGE, { headers: { 'content-type': 'application/pdf' }, body: Buffer.from('%PDF') });
