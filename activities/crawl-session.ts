@@ -28,7 +28,7 @@ const RECORD_EVERY_MS = 2_000;
 /** The SDK throttles heartbeats to 80 % of the heartbeat timeout; this only keeps them coming while a page takes long. */
 const HEARTBEAT_EVERY_MS = 1_000;
 /** A URL whose processing failed this many times for a reason other than the network is recorded as INTERNAL_ERROR. */
-export const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
+const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {

@@ -25,12 +25,12 @@ import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf } from '../src/storage/warc-writer';
 import { loadHandler } from '../src/handlers/loader';
 import { runHook, type HookRun } from '../src/handlers/runner';
-import { routeCandidates } from './discovery';
-import { classifyStage, MIN_SIMHASH_WORDS } from './pipeline/classify-stage';
+import { routeCandidates, type Candidate, type Routed } from './discovery';
+import { classifyStage, MIN_SIMHASH_WORDS, type Classified } from './pipeline/classify-stage';
 import { commitPage, type CommitDeps, type CommitTarget, type PageRecord } from './pipeline/commit-stage';
 import { fetchStage, type FetchStageResult } from './pipeline/fetch-stage';
 import { OUTCOME, PAGE_CODE, type IndexOutcome } from './pipeline/outcome';
-import { storeNotModified, storeStage } from './pipeline/store-stage';
+import { storeNotModified, storeStage, type Stored } from './pipeline/store-stage';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
 
@@ -146,6 +146,7 @@ export async function processPage(rt: WorkerRuntime, page: FetchedPage): Promise
   }
 }
 
+/** A response through the rest of the pipeline: classify → route → store → commit. */
 async function respond(
   rt: WorkerRuntime,
   job: PageJob,
@@ -154,26 +155,40 @@ async function respond(
   hostRequests: number | undefined,
   commit: (rec: PageRecord) => Promise<Committed>,
 ): Promise<PageResult> {
-  const { campaign, entry, host } = job;
-  const s = campaign.settings;
-  const { url } = entry;
-  const log = rt.log.child({ campaign: s.campaignId, host, url });
-  const validators = { etag: res.headers.etag ?? null, lastModified: res.headers['last-modified'] ?? null };
-  const last = attempt.previous?.r;
-  const classified = await classifyStage(
+  const classified = await classify(rt, job, attempt, res);
+  switch (classified.kind) {
+    case 'not-modified':
+      return done(job, await commit(await storeNotModifiedOf(rt, job, attempt, res)));
+    case 'skipped-content-type':
+      return done(job, await commit({ outcome: OUTCOME.skippedContentType, counted: 'fetched', requested: true, fields: classified.common }));
+    case 'page': {
+      if (attempt.schedule) await hintSitemapRevisits(rt, job, classified.sitemapHints);
+      const routed = await route(rt, job, classified.candidates, hostRequests);
+      const stored = await store(rt, job, attempt, res, classified);
+      return done(job, await commit(pageRecord(job, attempt, res, classified, routed, stored)));
+    }
+  }
+}
+
+/** The classify stage, its duplicate check and handler from the runtime. */
+function classify(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchResult): Promise<Classified> {
+  const s = job.campaign.settings;
+  const url = job.entry.url;
+  return classifyStage(
     {
-      entry,
+      entry: job.entry,
       response: res,
       nonHtml: s.content.nonHtml,
       dedup: s.content.dedup,
       maxRedirects: s.fetch.maxRedirects,
       handler: Boolean(s.handler),
       revisit: attempt.schedule !== null,
-      lastCapture: last !== undefined,
+      lastCapture: attempt.previous?.r !== undefined,
     },
     {
-      checkDuplicate: (hash, text) => checkDuplicate(rt, campaign, url, hash, text),
+      checkDuplicate: (hash, text) => checkDuplicate(rt, job.campaign, url, hash, text),
       runHandler: async (text) => {
+        const log = rt.log.child({ campaign: s.campaignId, host: job.host, url });
         const hook = await runHandler(rt, job, s.handler!, s.handlerTimeoutMs, { res, contentType: res.headers['content-type'] ?? null, text, log });
         // null: the handler has no hook for this page's label (nor onPage).
         if (hook) rt.deps.metrics?.recordHandlerRun(hook.ok ? 'ok' : 'failed');
@@ -181,107 +196,122 @@ async function respond(
       },
     },
   );
+}
 
-  if (classified.kind === 'not-modified') {
-    // Not modified since the capture the conditional request named: a revisit record referring to it, no body.
-    const of = { uri: last!.u, date: last!.t, recordId: last!.id, ...(attempt.previous!.d ? { payloadDigest: attempt.previous!.d } : {}) };
-    const loc = await storeNotModified(res, url, of, await rt.outputs.warc(s.output.dir, s.campaignId));
-    const c = await commit({
-      outcome: OUTCOME.notModified,
-      counted: 'fetched',
-      requested: true,
-      fields: {
-        status: res.status,
-        contentType: res.headers['content-type'] ?? null,
-        bytes: res.body.length,
-        fetchedAt: new Date(res.startedAt).toISOString(),
-        fetchMs: res.endedAt - res.startedAt,
-        warc: { file: loc.file, offset: loc.offset, length: loc.length },
-        revisit: { url: of.uri, date: of.date, recordId: of.recordId },
-      },
-      seen: { status: 304, ...validators },
-    });
-    return done(job, c);
-  }
-  if (classified.kind === 'skipped-content-type') {
-    return done(job, await commit({ outcome: OUTCOME.skippedContentType, counted: 'fetched', requested: true, fields: classified.common }));
-  }
+/** Not modified since the capture the conditional request named: a revisit record referring to it, no body. */
+async function storeNotModifiedOf(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchResult): Promise<PageRecord> {
+  const s = job.campaign.settings;
+  const prev = attempt.previous!;
+  const of = { uri: prev.r!.u, date: prev.r!.t, recordId: prev.r!.id, ...(prev.d ? { payloadDigest: prev.d } : {}) };
+  const loc = await storeNotModified(res, job.entry.url, of, await rt.outputs.warc(s.output.dir, s.campaignId));
+  return {
+    outcome: OUTCOME.notModified,
+    counted: 'fetched',
+    requested: true,
+    fields: {
+      status: res.status,
+      contentType: res.headers['content-type'] ?? null,
+      bytes: res.body.length,
+      fetchedAt: new Date(res.startedAt).toISOString(),
+      fetchMs: res.endedAt - res.startedAt,
+      warc: { file: loc.file, offset: loc.offset, length: loc.length },
+      revisit: { url: of.uri, date: of.date, recordId: of.recordId },
+    },
+    seen: { status: 304, ...validatorsOf(res) },
+  };
+}
 
-  // A revisit campaign takes a sitemap's word for how often its pages change, until it has seen for itself.
-  if (attempt.schedule && classified.sitemapHints.length) {
-    const now = Date.now();
-    const hints = classified.sitemapHints.flatMap((h) => {
-      const ms = hostKey(h.url) === host ? sitemapHintMs(h, now, s.revisit) : null;
-      return ms === null ? [] : [{ fp: urlFingerprint(h.url), intervalMs: ms }];
-    });
-    await hintRevisits(rt.deps.redis, campaign.key, host, hints);
-  }
-  const hostBudgetLeft = s.budgets.maxPagesPerHost === null ? undefined : s.budgets.maxPagesPerHost - (hostRequests ?? 0) - 1;
-  // Other hosts' URLs are enqueued now; the hosts nobody is consuming go back to the session, which marks them ready.
-  const routed = await routeCandidates(rt, campaign, host, url, classified.candidates, async (hs) => void job.wokenHosts.push(...hs), {
-    ownHostBudgetLeft: hostBudgetLeft,
+/** A revisit campaign takes a sitemap's word for how often its pages change, until it has seen for itself. */
+async function hintSitemapRevisits(rt: WorkerRuntime, job: PageJob, listed: { url: string; lastmod?: string; changefreq?: string }[]): Promise<void> {
+  if (listed.length === 0) return;
+  const now = Date.now();
+  const hints = listed.flatMap((h) => {
+    const ms = hostKey(h.url) === job.host ? sitemapHintMs(h, now, job.campaign.settings.revisit) : null;
+    return ms === null ? [] : [{ fp: urlFingerprint(h.url), intervalMs: ms }];
   });
-  const sitemap = classified.sitemap ? { ...classified.sitemap, added: routed.own.length } : undefined;
-  const hook = classified.hook;
-  const items = hook?.ok ? hook.output.items : [];
-  const stored = await storeStage(
+  await hintRevisits(rt.deps.redis, job.campaign.key, job.host, hints);
+}
+
+/**
+ * The page's candidates through depth, scope and trap rules: other hosts'
+ * URLs are enqueued now (the hosts nobody is consuming go into
+ * job.wokenHosts, for the session to mark ready), its own come back for
+ * the commit.
+ */
+function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<Routed> {
+  const max = job.campaign.settings.budgets.maxPagesPerHost;
+  const ownHostBudgetLeft = max === null ? undefined : max - (hostRequests ?? 0) - 1;
+  return routeCandidates(rt, job.campaign, job.host, job.entry.url, candidates, async (hs) => void job.wokenHosts.push(...hs), { ownHostBudgetLeft });
+}
+
+/** The store stage, its writers and payload index from the runtime. */
+async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchResult, c: ClassifiedPage): Promise<Stored> {
+  const s = job.campaign.settings;
+  return storeStage(
     {
-      url,
+      url: job.entry.url,
       fp: attempt.target.fp,
       attemptId: attempt.target.attemptId,
       campaignId: s.campaignId,
-      label: entry.label ?? null,
+      label: job.entry.label ?? null,
       response: res,
-      candidates: classified.candidates,
-      duplicateOf: classified.duplicateOf,
-      canonical: classified.canonical,
+      candidates: c.candidates,
+      duplicateOf: c.duplicateOf,
+      canonical: c.canonical,
       // The content index's verdict is kept per URL: only a first visit's first attempt may rely on it.
-      firstLook: classified.contentChecked && job.attempts === 1 && attempt.schedule === null,
-      items,
+      firstLook: c.contentChecked && job.attempts === 1 && attempt.schedule === null,
+      items: c.hook?.ok ? c.hook.output.items : [],
     },
     {
       warc: await rt.outputs.warc(s.output.dir, s.campaignId),
-      payloads: s.content.dedup !== 'off' ? new PayloadIndex(rt.deps.redis, campaign.key) : null,
+      payloads: s.content.dedup !== 'off' ? new PayloadIndex(rt.deps.redis, job.campaign.key) : null,
       dataset: () => rt.outputs.dataset(s.output.dir),
       signal: job.signal,
     },
   );
+}
+
+/** What a stored response commits: its verdict, its index fields, its own links and, for a revisit, what it saw. */
+function pageRecord(job: PageJob, attempt: Attempt, res: FetchResult, c: ClassifiedPage, routed: Routed, stored: Stored): PageRecord {
   const { loc, revisitOf } = stored;
-  const fetchedAt = new Date(res.startedAt).toISOString();
+  const { verdict, hook } = c;
   // The full capture a later 304 refers to: this response, or the record an identical-payload revisit points at.
   const seen: Observation | undefined = attempt.schedule
     ? {
         status: res.status,
-        ...validators,
-        digest: classified.ok && res.body.length > 0 && !res.truncated ? stored.digest || payloadDigestOf(res.body) : null,
-        simhash: classified.simhash,
-        ref: revisitOf ? { u: revisitOf.uri, t: revisitOf.date, id: revisitOf.recordId } : { u: url, t: fetchedAt, id: loc.recordId },
+        ...validatorsOf(res),
+        digest: c.ok && res.body.length > 0 && !res.truncated ? stored.digest || payloadDigestOf(res.body) : null,
+        simhash: c.simhash,
+        ref: revisitOf ? { u: revisitOf.uri, t: revisitOf.date, id: revisitOf.recordId } : { u: job.entry.url, t: new Date(res.startedAt).toISOString(), id: loc.recordId },
       }
     : undefined;
-  const { verdict } = classified;
-  const c = await commit({
+  return {
     outcome: verdict.outcome,
     counted: verdict.counted,
     requested: true,
     fields: {
-      ...classified.common,
-      ...(classified.redirectTo !== undefined ? { redirectTo: classified.redirectTo } : {}),
+      ...c.common,
+      ...(c.redirectTo !== undefined ? { redirectTo: c.redirectTo } : {}),
       ...(verdict.error ? { error: verdict.error } : {}),
       warc: { file: loc.file, offset: loc.offset, length: loc.length },
       ...(revisitOf ? { revisit: { url: revisitOf.uri, date: revisitOf.date, recordId: revisitOf.recordId } } : {}),
-      ...(hook ? { items: items.length } : {}),
-      ...(classified.canonical ? { canonical: classified.canonical } : {}),
-      ...(classified.duplicateOf ? { duplicateOf: classified.duplicateOf } : {}),
+      ...(hook ? { items: hook.ok ? hook.output.items.length : 0 } : {}),
+      ...(c.canonical ? { canonical: c.canonical } : {}),
+      ...(c.duplicateOf ? { duplicateOf: c.duplicateOf } : {}),
       ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
-      ...(sitemap ? { sitemap } : {}),
+      ...(c.sitemap ? { sitemap: { ...c.sitemap, added: routed.own.length } } : {}),
     },
     links: routed.own,
     seen,
-  });
-  return done(job, c);
+  };
+}
+
+function validatorsOf(res: FetchResult): { etag: string | null; lastModified: string | null } {
+  return { etag: res.headers.etag ?? null, lastModified: res.headers['last-modified'] ?? null };
 }
 
 type Committed = Awaited<ReturnType<typeof commitPage>>;
+type ClassifiedPage = Extract<Classified, { kind: 'page' }>;
 
 function done(job: PageJob, c: Committed): PageResult {
   return { kind: 'done', url: job.entry.url, ...c };
