@@ -23,7 +23,15 @@ const ROOT = path.dirname(fileURLToPath(import.meta.url));
  * ending in '/'. src/url/traps.ts comes in through src/config/campaign.ts,
  * src/errors.ts through both config modules.
  */
-const PURE_SRC = ['src/config/campaign.ts', 'src/config/steering.ts', 'src/errors.ts', 'src/temporal/search-attributes.ts', 'src/url/traps.ts', 'src/state/'];
+const PURE_SRC = [
+  'src/config/campaign.ts',
+  'src/config/retry-policy.ts',
+  'src/config/steering.ts',
+  'src/errors.ts',
+  'src/temporal/search-attributes.ts',
+  'src/url/traps.ts',
+  'src/state/',
+];
 
 /** Packages (and their subpaths) nothing deterministic may load. */
 const IMPURE_PACKAGES = ['undici', 'ioredis', 'cheerio', '@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing'];

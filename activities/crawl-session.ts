@@ -13,7 +13,10 @@ import { Frontier, SessionSupersededError } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
-import { processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
+import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
+import { httpFetcher } from '../src/http/fetcher';
+import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
+import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
 import type { WorkerRuntime } from './runtime';
 import type { SessionEnd, SessionInput, SessionResult } from './types';
@@ -25,9 +28,7 @@ const RECORD_EVERY_MS = 2_000;
 /** The SDK throttles heartbeats to 80 % of the heartbeat timeout; this only keeps them coming while a page takes long. */
 const HEARTBEAT_EVERY_MS = 1_000;
 /** A URL whose processing failed this many times for a reason other than the network is recorded as INTERNAL_ERROR. */
-export const MAX_PAGE_ATTEMPTS = 3;
-/** A wait at least this long shows as `sleeping` rather than `crawling` (operators filter on it). */
-const LONG_SLEEP_MS = 10_000;
+const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {
@@ -139,6 +140,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       // attempt took it (crawlClockAcquire), never sooner.
       const owner = `${campaign.key}|${host}`;
       const lease = s.fetch.totalTimeoutMs + delay.ms + 5_000;
+      const fetcher = httpFetcher(campaign.http);
       const wake = async (hs: string[]) => {
         let marked = await hosts.markReady(hs);
         // A revisit host holding its slot may be asleep until its next due URL: wake it.
@@ -163,15 +165,15 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         if (robots.kind === 'unavailable' || robots.refused) {
           const claim = await frontier.claim(token);
           if (!claim) return await drained();
-          const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wake, releaseClock: async () => undefined, signal };
+          const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wokenHosts: [], signal };
           if (robots.kind === 'unavailable') {
-            await recordWithoutFetch(rt, job, 'robots-unavailable', 'skipped', {
+            await recordWithoutFetch(rt, job, OUTCOME.robotsUnavailable, 'skipped', {
               code: robots.code,
               message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing`,
             });
           } else {
-            await recordWithoutFetch(rt, job, 'refused', 'failed', {
-              code: 'ADDRESS_REFUSED',
+            await recordWithoutFetch(rt, job, OUTCOME.refused, 'failed', {
+              code: PAGE_CODE.addressRefused,
               message: `${host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}`,
             });
           }
@@ -221,39 +223,14 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           await sleep(due.nextInMs, undefined, { signal });
           continue;
         }
-        let clockHeld = true;
-        const releaseClock = async (pauseMs: number) => {
-          if (!clockHeld) return;
-          clockHeld = false;
-          await clock.release(owner, pauseMs);
-        };
-        // A URL recorded without a request (robots.txt disallows it, a budget is
-        // spent): the lease is given back unused, so a host with thousands of
-        // disallowed links does not wait its delay once for each of them.
-        const abandonClock = async () => {
-          if (!clockHeld) return;
-          clockHeld = false;
-          await clock.abandon(owner);
-        };
-        const job: PageJob = { campaign, frontier, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wake, releaseClock, signal };
-        let res: PageResult;
-        try {
-          res = await processPage(rt, job);
-        } catch (err) {
-          // A request may have gone out: the host gets its delay either way.
-          await releaseClock(delay.ms);
-          // Claims that ended in a retry (a 503, a reset connection) are not processing failures.
-          if (signal.aborted || claim.attempts - claim.retried < MAX_PAGE_ATTEMPTS) throw err;
-          res = await recordInternalError(rt, job, err);
-        }
+        const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wokenHosts: [], signal };
+        const res = await runPage(rt, job, { clock, owner, delayMs: delay.ms });
         if (res.kind === 'budget') {
-          await abandonClock();
           await hosts.requestStop('budget');
           nudger.nudge();
           return await stopped();
         }
-        if (res.kind === 'done' && !res.requested) await abandonClock();
-        else await releaseClock(res.hostPauseMs);
+        if (job.wokenHosts.length > 0) await wake(job.wokenHosts);
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {
@@ -287,6 +264,44 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       return end('drained', { released: r.released });
     }
   };
+}
+
+/**
+ * One claimed URL through the page pipeline, the host clock held by this
+ * session alone: the fetch stage runs under it, and the session gives it
+ * back from what the stage returned before the rest of the pipeline runs.
+ */
+async function runPage(rt: WorkerRuntime, job: PageJob, c: { clock: HostClock; owner: string; delayMs: number }): Promise<PageResult> {
+  const { clock, owner } = c;
+  // Processing attempts: claims that ended in a retry (a 503, a reset connection) are not processing failures.
+  const processing = job.attempts - job.retried;
+  if (processing > MAX_PAGE_ATTEMPTS) {
+    // Claimed again and again without a commit and without an error to
+    // catch: its processing killed the worker (out of memory, a crash) or
+    // blocked it past the heartbeat timeout. Not requested again, or it
+    // would take its host (and worker after worker) down forever.
+    await clock.abandon(owner);
+    const message = `claimed ${job.attempts} times without finishing: ${processing - 1} processing attempts ended without a commit (the worker died or was blocked past its heartbeat timeout); not requested again`;
+    return recordInternalError(rt, job, message);
+  }
+  try {
+    const page = await fetchPage(rt, job).catch(async (err: unknown) => {
+      // A request may have gone out: the host gets its delay either way.
+      await clock.release(owner, c.delayMs);
+      throw err;
+    });
+    // The clock goes back as soon as the response is in (parsing and
+    // storing are not the host's business). A URL recorded without a
+    // request (robots.txt disallows it, a budget is spent) gives the lease
+    // back unused, so a host with thousands of disallowed links does not
+    // wait its delay once for each of them.
+    if (page.hostPauseMs === null) await clock.abandon(owner);
+    else await clock.release(owner, page.hostPauseMs);
+    return await processPage(rt, page);
+  } catch (err) {
+    if (job.signal.aborted || processing < MAX_PAGE_ATTEMPTS) throw err;
+    return recordInternalError(rt, job, `processing failed ${processing} times: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /** What operators see of a host's revisit queue (host record, domainStatus query). */

@@ -2,6 +2,7 @@
 // Results are small summaries: page bodies never enter workflow history.
 import type { CampaignSettings } from '../src/config/campaign';
 import type { RevisitView } from '../src/redis/campaign-hosts';
+import type { IndexOutcome } from '../src/storage/index-writer';
 
 export interface PrepareCampaignInput {
   settings: CampaignSettings;
@@ -42,8 +43,8 @@ export interface LoadSeedsResult {
 /** How a URL ended, as a session reports it and the index records it. */
 export interface Outcome {
   url: string;
-  /** The index outcome: 'fetched', 'duplicate', 'redirect', 'sitemap', 'error', 'refused', 'robots-disallowed', … */
-  outcome: string;
+  /** The index outcome (a closed union: activities/pipeline/outcome.ts). */
+  outcome: IndexOutcome;
   /** How it counts in the host's stats: a page fetched, a URL failed, or neither. */
   counted: 'fetched' | 'failed' | 'skipped';
   status: number | null;

@@ -2,6 +2,7 @@
 // and bounded retries declared once.
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
+import { ACTIVITY_RETRY } from '../src/config/retry-policy';
 import { FailureType } from './messages';
 
 // The campaign's bookkeeping (seeding, dispatch rounds, steering, the
@@ -11,9 +12,7 @@ import { FailureType } from './messages';
 export const acts = proxyLocalActivities<CrawlerActivities>({
   startToCloseTimeout: '5 minutes',
   retry: {
-    initialInterval: '1 second',
-    maximumInterval: '30 seconds',
-    maximumAttempts: 10,
+    ...ACTIVITY_RETRY.bookkeeping,
     nonRetryableErrorTypes: [FailureType.invalidCampaignInput, FailureType.steeringRefused],
   },
 });
@@ -22,7 +21,7 @@ export const acts = proxyLocalActivities<CrawlerActivities>({
 export const { loadSeeds } = proxyActivities<CrawlerActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
+  retry: { ...ACTIVITY_RETRY.loadSeeds, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
 });
 
 /**

@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
+import { ACTIVITY_RETRY } from '../src/config/retry-policy';
 import { CrawlDueDay, CrawlErrors, CrawlNextDue, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
 import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal } from './messages';
@@ -26,7 +27,7 @@ export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
 /** Giving the slot up when the workflow ends without a session that did: one short Redis call. */
 const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+  retry: ACTIVITY_RETRY.bookkeeping,
 });
 
 const sessionOptions: ActivityOptions = {
@@ -34,7 +35,7 @@ const sessionOptions: ActivityOptions = {
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '15 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
+  retry: { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
 };
 // Through the task queue, never handed straight back to this worker: the
 // queue's fairness (one key per campaign) decides which campaign's session

@@ -4,6 +4,7 @@
 // workflows/domain-crawl.ts only registers handlers, waits and calls
 // activities around it.
 import type { HostStats, SessionInput, SessionResult } from '../activities/types';
+import { hostFailureBackoffMs, LONG_SLEEP_MS } from '../src/config/retry-policy';
 import type { RevisitView } from '../src/redis/campaign-hosts';
 import type { DomainState, DomainStatus } from './messages';
 
@@ -44,11 +45,6 @@ export const PAUSE_RECHECK_MS = 10 * 60_000;
 export const AWAIT_WAKE_MS = 60_000;
 /** Continue as new well before Temporal's history limits (a session is 6 to 11 events). */
 export const MAX_HISTORY_EVENTS = 2_000;
-/** The workflow's own back-off when a session fails for good (Redis down, a bug): durable, growing, capped. */
-const FAILURE_BACKOFF_MS = 30_000;
-const FAILURE_BACKOFF_MAX_MS = 10 * 60_000;
-/** A sleep this long shows as `sleeping` to operators; shorter ones stay `crawling` so the state does not flap per page. */
-export const LONG_SLEEP_MS = 10_000;
 
 export class DomainBook {
   readonly input: DomainCrawlInput;
@@ -176,7 +172,8 @@ export class DomainBook {
     this.failures++;
     this.state = 'backing-off';
     this.delayReason = `session failed ${this.failures} time(s) in a row: ${error.slice(0, 300)}`;
-    return { kind: 'sleep', ms: Math.min(FAILURE_BACKOFF_MS * 2 ** (this.failures - 1), FAILURE_BACKOFF_MAX_MS) };
+    // The workflow's own back-off when a session fails for good (Redis down, a bug): durable, growing, capped.
+    return { kind: 'sleep', ms: hostFailureBackoffMs(this.failures) };
   }
 
   /** A durable sleep begins (`now` from the workflow clock) or ended after `ms`. */

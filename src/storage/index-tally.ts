@@ -14,14 +14,28 @@ import { StorageError } from './storage-error';
 /** How a URL's outcome is counted in Redis (Frontier.commit's stat field), mirrored from activities/page.ts. */
 export type CountedAs = 'fetched' | 'failed' | 'skipped';
 
-const FETCHED = new Set<IndexOutcome>(['fetched', 'duplicate', 'redirect', 'skipped-content-type']);
-const SKIPPED = new Set<IndexOutcome>(['sitemap', 'robots-disallowed', 'robots-unavailable', 'host-budget-exhausted', 'budget-exhausted']);
+/** Every outcome, as the commit counts it: a new outcome does not compile until it is listed here. */
+const COUNTED: Readonly<Record<IndexOutcome, CountedAs>> = {
+  fetched: 'fetched',
+  duplicate: 'fetched',
+  redirect: 'fetched',
+  'skipped-content-type': 'fetched',
+  // A revisit's 304: the page is there, unchanged.
+  'not-modified': 'fetched',
+  sitemap: 'skipped',
+  'robots-disallowed': 'skipped',
+  'robots-unavailable': 'skipped',
+  'host-budget-exhausted': 'skipped',
+  'budget-exhausted': 'skipped',
+  error: 'failed',
+  'http-error': 'failed',
+  refused: 'failed',
+  gone: 'failed',
+};
 
-/** fetched: a response that counts as a page; skipped: no request, or a sitemap; failed: everything else ('error', 'http-error', 'refused', unknown). */
-export function countedAs(outcome: IndexOutcome): CountedAs {
-  if (FETCHED.has(outcome)) return 'fetched';
-  if (SKIPPED.has(outcome)) return 'skipped';
-  return 'failed';
+/** fetched: a response that counts as a page; skipped: no request, or a sitemap; failed: a failure, or an outcome of another version. */
+export function countedAs(outcome: string): CountedAs {
+  return Object.prototype.hasOwnProperty.call(COUNTED, outcome) ? COUNTED[outcome as IndexOutcome] : 'failed';
 }
 
 /** The fields of a URL's last line that the tally and a sealed index need. */

@@ -13,11 +13,15 @@ import { SerialQueue } from './serial-queue';
 // entry points at its response record through `warc`.
 
 /**
- * What happened to a URL taken from a frontier (docs/crawling-rules.md).
- * Failures ('error', 'refused', 'http-error', 'robots-unavailable',
- * 'host-budget-exhausted') carry `error.code`; an 'http-error' is a final
- * 4xx/5xx response, stored in the WARC, with code `HTTP_<status>`. Other
- * strings are tolerated when reading indexes of other versions.
+ * What happened to a URL taken from a frontier (docs/crawling-rules.md), a
+ * closed union: a new outcome is a compile error until every switch over
+ * outcomes handles it (activities/pipeline/outcome.ts holds the constants
+ * call sites use). Failures ('error', 'refused', 'http-error',
+ * 'robots-unavailable', 'host-budget-exhausted', 'budget-exhausted') carry
+ * `error.code`; an 'http-error' is a final 4xx/5xx response, stored in the
+ * WARC, with code `HTTP_<status>`. Revisit campaigns add 'not-modified' (a
+ * 304) and 'gone' (a page that kept answering 404/410). Indexes of other
+ * versions may hold other strings: readers count those as failed.
  */
 export type IndexOutcome =
   | 'fetched'
@@ -30,8 +34,10 @@ export type IndexOutcome =
   | 'robots-disallowed'
   | 'robots-unavailable'
   | 'host-budget-exhausted'
+  | 'budget-exhausted'
   | 'skipped-content-type'
-  | (string & {});
+  | 'not-modified'
+  | 'gone';
 
 export interface IndexEntry {
   url: string;

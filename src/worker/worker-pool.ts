@@ -5,6 +5,7 @@ import readline from 'node:readline';
 import { WORKER_READY_LINE } from './ready-line';
 import { workerCommand, workerNodeArgs, workerProcessEnv } from './worker-bundle';
 import { CrawlerError } from '../errors';
+import { workerRestartBackoffMs } from '../config/retry-policy';
 
 export { WORKER_READY_LINE };
 
@@ -107,7 +108,7 @@ export class WorkerPool {
     return {
       maxRestarts: o.maxRestarts ?? 5,
       windowMs: o.windowMs ?? 120_000,
-      backoffMs: o.backoffMs ?? ((n) => Math.min(15_000, 1000 * 2 ** (n - 1))),
+      backoffMs: o.backoffMs ?? workerRestartBackoffMs,
     };
   }
 

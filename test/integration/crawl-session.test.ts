@@ -30,7 +30,7 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen']) {
+  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -279,6 +279,30 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
   const index = await readIndex(path.join(c.dir, 'index'));
   expect(index).toEqual([
     expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) }),
+  ]);
+});
+
+test('a page claimed past its processing attempts without a commit (its processing killed the worker each time) is recorded INTERNAL_ERROR without another request', async () => {
+  const c = await prepared('sixteen');
+  const seed = h.web.url('sixteen.session.test', '/');
+  const frontier = new Frontier(redis, c.campaignKey, c.host);
+  // Three session attempts that each took the host over, claimed the seed and
+  // died before committing (out of memory, killed, blocked past the heartbeat
+  // timeout): no error was ever caught for it.
+  for (const token of ['dead/1', 'dead/2', 'dead/3']) {
+    await frontier.takeOver(token);
+    expect(await frontier.claim(token)).toMatchObject({ entry: { url: seed }, retried: 0 });
+  }
+  const r = await c.session();
+  expect(r).toMatchObject({ end: 'drained', stats: { fetched: 0, failed: 1 } });
+  expect(pagesOf(c.host)).toEqual([]);
+  const index = await readIndex(path.join(c.dir, 'index'));
+  expect(index).toEqual([
+    expect.objectContaining({
+      url: seed,
+      outcome: 'error',
+      error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/claimed 4 times without finishing/) }),
+    }),
   ]);
 });
 

@@ -194,7 +194,7 @@ test('every index entry has an outcome the crawler defines; failures carry an er
   expect(wrong).toEqual([]);
   // These failures did occur, so the checks above were not vacuous.
   const seen = new Set([main, variant, taxonomy].flatMap((c) => c.index.map((e) => e.outcome)));
-  expect(['http-error', 'error', 'refused', 'host-budget-exhausted'].filter((o) => !seen.has(o))).toEqual([]);
+  expect((['http-error', 'error', 'refused', 'host-budget-exhausted'] as const).filter((o) => !seen.has(o))).toEqual([]);
 });
 
 test("index verdicts match each site's expectation", () => {

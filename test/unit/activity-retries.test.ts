@@ -1,10 +1,13 @@
 // Every activity the workflows call has a bounded retry policy (issue: a
 // robots.txt or page step retried without limit kept its host from ever
-// finishing). Read from the workflow sources: each proxyActivities /
-// proxyLocalActivities call must name maximumAttempts, so an activity added
-// with Temporal's default (unlimited attempts) fails here.
+// finishing), taken from the one retry table (src/config/retry-policy.ts).
+// Read from the workflow sources: each proxyActivities /
+// proxyLocalActivities call must take its retry policy from
+// ACTIVITY_RETRY, so an activity added with Temporal's default (unlimited
+// attempts) or a policy of its own fails here.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ACTIVITY_RETRY } from '../../src/config/retry-policy';
 
 const DIR = path.join(__dirname, '..', '..', 'workflows');
 
@@ -37,8 +40,15 @@ test('the workflows proxy their activities in several places', () => {
   expect(proxies.length).toBeGreaterThanOrEqual(4);
 });
 
-test.each(proxies.map((p, i) => [`${p.file} #${i}`, p] as const))('%s has a bounded retry policy', (_name, p) => {
-  const attempts = /maximumAttempts:\s*(\d+)/.exec(p.options);
-  expect({ file: p.file, maximumAttempts: attempts ? Number(attempts[1]) : null }).toEqual({ file: p.file, maximumAttempts: expect.any(Number) });
-  expect(Number(attempts![1])).toBeGreaterThan(0);
+test.each(proxies.map((p, i) => [`${p.file} #${i}`, p] as const))('%s takes its retry policy from the retry table, bounded', (_name, p) => {
+  const ref = /retry:\s*(?:\{\s*\.\.\.)?ACTIVITY_RETRY\.(\w+)/.exec(p.options);
+  expect({ file: p.file, policy: ref?.[1] ?? null }).toEqual({ file: p.file, policy: expect.any(String) });
+  // No field of the policy written beside the table's (only which errors are final is the call's own).
+  expect(p.options).not.toMatch(/maximumAttempts|initialInterval|maximumInterval|backoffCoefficient/);
+  const policy = (ACTIVITY_RETRY as Record<string, { maximumAttempts: number }>)[ref![1]];
+  expect(policy.maximumAttempts).toBeGreaterThan(0);
+});
+
+test('every policy in the table is bounded', () => {
+  for (const [name, p] of Object.entries(ACTIVITY_RETRY)) expect({ name, bounded: Number.isInteger(p.maximumAttempts) && p.maximumAttempts > 0 }).toEqual({ name, bounded: true });
 });

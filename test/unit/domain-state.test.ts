@@ -1,6 +1,7 @@
 // The host workflow's rules, without a server: what it does after each kind of session.
 import type { SessionResult } from '../../activities/types';
-import { AWAIT_WAKE_MS, DomainBook, LONG_SLEEP_MS, type DomainCrawlInput } from '../../workflows/domain-state';
+import { LONG_SLEEP_MS } from '../../src/config/retry-policy';
+import { AWAIT_WAKE_MS, DomainBook, type DomainCrawlInput } from '../../workflows/domain-state';
 
 const input: DomainCrawlInput = { campaignId: 'c', campaignKey: 'c.1', campaignWorkflowId: 'c', host: 'a.test', gen: 1, configVersion: 1 };
 const session = (over: Partial<SessionResult>): SessionResult => ({

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { countedAs, readIndexLatest, tallyIndex } from '../../src/storage/index-tally';
-import type { IndexEntry } from '../../src/storage/index-writer';
+import type { IndexEntry, IndexOutcome } from '../../src/storage/index-writer';
 import { StorageError } from '../../src/storage/storage-error';
 
 const dirs: string[] = [];
@@ -20,14 +20,14 @@ const line = (url: string, outcome: string, at: number, bytes = 10): string =>
     url,
     fp: `fp:${url}`,
     host: new URL(url).host,
-    outcome,
+    outcome: outcome as IndexOutcome,
     bytes,
     fetchedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, at)).toISOString(),
   } satisfies Partial<IndexEntry>) + '\n';
 
 test('each outcome is counted as the commit in activities/page.ts counts it', () => {
-  for (const o of ['fetched', 'duplicate', 'redirect', 'skipped-content-type']) expect([o, countedAs(o)]).toEqual([o, 'fetched']);
-  for (const o of ['error', 'http-error', 'refused']) expect([o, countedAs(o)]).toEqual([o, 'failed']);
+  for (const o of ['fetched', 'duplicate', 'redirect', 'skipped-content-type', 'not-modified']) expect([o, countedAs(o)]).toEqual([o, 'fetched']);
+  for (const o of ['error', 'http-error', 'refused', 'gone', 'an-outcome-of-another-version']) expect([o, countedAs(o)]).toEqual([o, 'failed']);
   for (const o of ['sitemap', 'robots-disallowed', 'robots-unavailable', 'host-budget-exhausted', 'budget-exhausted']) expect([o, countedAs(o)]).toEqual([o, 'skipped']);
 });
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { IndexEntry } from '../../src/storage/index-writer';
+import type { IndexEntry, IndexOutcome } from '../../src/storage/index-writer';
 import { buildReportData, bucketWidthMs, classify, median, mediaType, type ReportData } from '../../src/report/report-data';
 import { esc, jsonForScript, renderReportHtml } from '../../src/report/html-report';
 import { candidateOutputDirs, loadCampaignIndex } from '../../src/cli/commands/report';
@@ -313,7 +313,7 @@ describe("classify agrees with the crawler's own counters", () => {
     host: 'a.test',
     campaignId: 'c',
     status: 200,
-    outcome,
+    outcome: outcome as IndexOutcome,
     contentType: null,
     bytes: 0,
     contentHash: null,

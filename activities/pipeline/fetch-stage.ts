@@ -1,0 +1,111 @@
+// Stage 1 of a page: may the URL be requested (robots.txt, the host's and the
+// campaign's budgets), the request, and whether a failure is retried. It
+// runs while the session holds the host clock and returns what the clock
+// needs (`hostPauseMs`, null when nothing was requested); it never touches
+// the clock itself (activities/crawl-session.ts owns it).
+import type { Fetcher } from '../../src/http/fetcher';
+import type { FetchResult } from '../../src/http/http-client';
+import { parseRetryAfter } from '../../src/http/retry-after';
+import { PAGE_RETRY, pageBackoffMs } from '../../src/config/retry-policy';
+import type { EntryKind } from '../../src/redis/frontier';
+import { OUTCOME, PAGE_CODE, httpCode } from './outcome';
+
+export interface FetchStageInput {
+  url: string;
+  kind: EntryKind;
+  /** Claims of the entry so far, this one included. */
+  attempt: number;
+  /** The host's pause between requests now. */
+  delayMs: number;
+  /** Robots rules for the host, null when robots.txt is not respected. */
+  allowedByRobots: ((url: string) => boolean) | null;
+  maxPagesPerHost: number | null;
+  maxPages: number | null;
+  /** fetch.maxRetries of the campaign. */
+  maxRetries: number;
+  /** Conditional headers of a revisit. */
+  headers?: Record<string, string>;
+}
+
+export interface FetchStageDeps {
+  fetcher: Fetcher;
+  /** Requests made to the host so far (its fetched and failed URLs). */
+  hostRequests(): Promise<number>;
+  /** Takes one of the campaign's page requests (keyed by the URL, so a retry takes none); false when they are spent. */
+  reserveCampaignBudget(): Promise<boolean>;
+  signal: AbortSignal;
+}
+
+type Failure = { code: string; message: string };
+
+/**
+ * `hostPauseMs`: how long the host clock keeps the host quiet after this
+ * step (the delay, or a longer Retry-After); null when no request went out,
+ * so the lease is given back unused.
+ */
+export type FetchStageResult =
+  /** Not requested on purpose: a budget or robots.txt. `budget-exhausted` also ends the campaign. */
+  | { kind: 'skipped'; hostPauseMs: null; outcome: typeof OUTCOME.robotsDisallowed | typeof OUTCOME.hostBudgetExhausted | typeof OUTCOME.budgetExhausted; error?: Failure }
+  /** A transient failure: the URL stays claimed, the session waits `waitMs` (≥ the delay, ≥ Retry-After) before its next attempt. */
+  | { kind: 'retry'; hostPauseMs: number; waitMs: number; reason: string; status: number | null; code: string }
+  /** A failure without a response, final. A refused address sent nothing (`requested` false). */
+  | { kind: 'failed'; hostPauseMs: number; outcome: typeof OUTCOME.error | typeof OUTCOME.refused; requested: boolean; error: Failure }
+  /** A response to classify and store. `hostRequests`: the host's requests before this one, when its budget is counted. */
+  | { kind: 'response'; hostPauseMs: number; response: FetchResult; hostRequests?: number };
+
+export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): Promise<FetchStageResult> {
+  const { url, attempt, delayMs } = input;
+  if (input.allowedByRobots && !input.allowedByRobots(url)) return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.robotsDisallowed };
+
+  // Budgets count pages; sitemaps are requests but not pages.
+  let hostRequests: number | undefined;
+  if (input.maxPagesPerHost !== null && input.kind === 'page') {
+    hostRequests = await deps.hostRequests();
+    if (hostRequests >= input.maxPagesPerHost) {
+      const error = { code: PAGE_CODE.hostBudget, message: `host reached its budget of ${input.maxPagesPerHost} pages` };
+      return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.hostBudgetExhausted, error };
+    }
+  }
+  if (input.maxPages !== null && input.kind === 'page' && !(await deps.reserveCampaignBudget())) {
+    const error = { code: PAGE_CODE.pageBudget, message: `the campaign reached its budget of ${input.maxPages} page requests` };
+    return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.budgetExhausted, error };
+  }
+
+  const got = await deps.fetcher.fetch({ url, headers: input.headers }, { signal: deps.signal });
+  if (!got.ok) {
+    const err = got.failure;
+    if (err.retryable && attempt <= input.maxRetries) {
+      return {
+        kind: 'retry',
+        hostPauseMs: delayMs,
+        waitMs: pageBackoffMs(attempt, delayMs),
+        reason: `${err.code} on ${url}, retry ${attempt}/${input.maxRetries}`,
+        status: null,
+        code: err.code,
+      };
+    }
+    // A refused address got no request: nothing reached the host (the delay is still kept, as for any failure).
+    const refused = err.code === PAGE_CODE.addressRefused;
+    return { kind: 'failed', hostPauseMs: delayMs, outcome: refused ? OUTCOME.refused : OUTCOME.error, requested: !refused, error: { code: err.code, message: err.message } };
+  }
+
+  const res = got.response;
+  const retryAfter = parseRetryAfter(res.headers['retry-after']);
+  const overloaded = res.status === 429 || res.status >= 500;
+  // Retry-After applies to the whole host: it goes on the shared clock.
+  const hostPauseMs = overloaded && retryAfter !== null ? Math.max(delayMs, retryAfter) : delayMs;
+  // A 429 is the server pacing us, not the URL failing: it gets a few attempts more before the URL is given up.
+  const maxAttempts = res.status === 429 ? input.maxRetries + PAGE_RETRY.throttleExtraAttempts : input.maxRetries;
+  if (overloaded && attempt <= maxAttempts) {
+    const why = retryAfter !== null ? `HTTP ${res.status} with Retry-After ${Math.round(hostPauseMs / 1000)} s` : `HTTP ${res.status}`;
+    return {
+      kind: 'retry',
+      hostPauseMs,
+      waitMs: Math.max(hostPauseMs, pageBackoffMs(attempt, delayMs)),
+      reason: `${why} on ${url}, retry ${attempt}/${maxAttempts}`,
+      status: res.status,
+      code: httpCode(res.status),
+    };
+  }
+  return { kind: 'response', hostPauseMs, response: res, ...(hostRequests !== undefined ? { hostRequests } : {}) };
+}

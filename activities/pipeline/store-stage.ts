@@ -1,0 +1,136 @@
+// Stage 3 of a page: the response into the WARC (in full, or as a revisit
+// record when its payload was stored before), and the handler's dataset
+// items. Plain data in, where it landed out; the writers and the payload
+// index come in as `deps`.
+import type { FetchResult } from '../../src/http/http-client';
+import type { PayloadClaim } from '../../src/dedup/payload-index';
+import type { DatasetLine } from '../../src/storage/dataset-writer';
+import type { IndexEntry } from '../../src/storage/index-writer';
+import { payloadDigestOf, type RevisitOf, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
+import type { Candidate } from '../discovery';
+
+/** Outlinks listed in a WARC metadata record. */
+const MAX_METADATA_OUTLINKS = 1000;
+
+export interface StoreDeps {
+  warc: { writeExchange(exchange: WarcExchange): Promise<WarcLocation> };
+  /** The campaign's payload index (src/dedup/payload-index.ts); null when dedup is off. */
+  payloads: {
+    claim(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
+    awaitStored(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
+    confirm(digest: string, stored: RevisitOf): Promise<unknown>;
+    abandon(digest: string, attempt: string): Promise<void>;
+  } | null;
+  dataset(): Promise<{ appendAll(lines: DatasetLine[]): Promise<unknown> }>;
+  signal: AbortSignal;
+}
+
+export interface StoreInput {
+  url: string;
+  fp: string;
+  attemptId: string;
+  campaignId: string;
+  label: string | null;
+  response: FetchResult;
+  /** The page's candidates (outlinks in the metadata record). */
+  candidates: Candidate[];
+  duplicateOf?: IndexEntry['duplicateOf'];
+  canonical?: string | null;
+  /**
+   * The content index already settled, atomically, which URL first had these
+   * exact bytes (the first look of a first visit's first attempt): that page
+   * stores them without a claim of its own, its exact duplicates wait for its
+   * copy. Otherwise (a retry, a revisit, no content check) the payload is claimed.
+   */
+  firstLook: boolean;
+  /** Dataset items the handler returned. */
+  items: DatasetLine['item'][];
+}
+
+export interface Stored {
+  loc: WarcLocation;
+  /** The record a revisit record refers to (the payload was stored before). */
+  revisitOf: RevisitOf | null;
+  /** The payload digest, when the payload index took part. */
+  digest: string;
+}
+
+export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<Stored> {
+  const res = input.response;
+  const ok = res.status >= 200 && res.status < 300;
+  const fetchedAt = new Date(res.startedAt);
+  // A payload the campaign stored before becomes a revisit record referring
+  // to that copy; the first one is claimed, written in full and only then
+  // offered to revisits. Only complete 2xx payloads take part: an error page
+  // or a redirect's body stays in full with its URL.
+  const payloads = ok && res.body.length > 0 && !res.truncated ? deps.payloads : null;
+  const digest = payloads ? payloadDigestOf(res.body) : '';
+  const claim = await claimPayload(payloads, digest, input, deps.signal);
+  let loc: WarcLocation;
+  try {
+    loc = await deps.warc.writeExchange({
+      url: input.url,
+      fetchedAt,
+      ip: res.remoteAddress ?? undefined,
+      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(input.url) },
+      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated, ...(digest ? { payloadDigest: digest } : {}) },
+      metadata: warcMetadata(res.endedAt - res.startedAt, input.candidates, input.duplicateOf, input.canonical),
+      ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
+    });
+  } catch (err) {
+    if (claim?.kind === 'original') await payloads!.abandon(digest, input.attemptId).catch(() => undefined);
+    throw err;
+  }
+  if (claim?.kind === 'original') await payloads!.confirm(digest, { uri: input.url, date: fetchedAt.toISOString(), recordId: loc.recordId });
+  if (input.items.length > 0) {
+    // Before the index line: an attempt whose index line never lands has its items dropped at sealing.
+    const tag = {
+      url: input.url,
+      fp: input.fp,
+      attemptId: input.attemptId,
+      campaignId: input.campaignId,
+      label: input.label,
+      fetchedAt: fetchedAt.toISOString(),
+      warc: { file: loc.file, offset: loc.offset },
+    };
+    await (await deps.dataset()).appendAll(input.items.map((item): DatasetLine => ({ ...tag, item })));
+  }
+  return { loc, revisitOf: claim?.kind === 'revisit' ? claim.of : null, digest };
+}
+
+async function claimPayload(payloads: StoreDeps['payloads'], digest: string, input: StoreInput, signal: AbortSignal): Promise<PayloadClaim | null> {
+  if (!payloads) return null;
+  if (input.firstLook && input.duplicateOf?.kind === 'exact') return payloads.awaitStored(digest, input.attemptId, signal);
+  if (input.firstLook && !input.duplicateOf) return { kind: 'original' };
+  return payloads.claim(digest, input.attemptId, signal);
+}
+
+/**
+ * A 304 to a revisit's conditional request: a revisit record (profile
+ * server-not-modified) referring to the capture the request named, no body.
+ */
+export async function storeNotModified(res: FetchResult, url: string, of: RevisitOf & { payloadDigest?: string }, warc: StoreDeps['warc']): Promise<WarcLocation> {
+  return warc.writeExchange({
+    url,
+    fetchedAt: new Date(res.startedAt),
+    ip: res.remoteAddress ?? undefined,
+    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+    metadata: { fetchTimeMs: String(res.endedAt - res.startedAt) },
+    revisit: { ...of, profile: 'server-not-modified' },
+  });
+}
+
+/** The WARC metadata record of an exchange: what a replay or analysis tool needs that the response does not say. */
+function warcMetadata(fetchMs: number, candidates: Candidate[], duplicateOf: IndexEntry['duplicateOf'], canonical: string | null | undefined): Record<string, string | string[]> {
+  const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs) };
+  if (candidates.length) m.outlink = candidates.slice(0, MAX_METADATA_OUTLINKS).map((c) => c.url.slice(0, 2048));
+  if (canonical) m.canonical = canonical;
+  if (duplicateOf) m.duplicateOf = `${duplicateOf.kind} ${duplicateOf.distance} ${duplicateOf.url}`;
+  return m;
+}
+
+function pathOf(url: string): string {
+  const u = new URL(url);
+  return `${u.pathname}${u.search}`;
+}

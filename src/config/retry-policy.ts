@@ -1,0 +1,61 @@
+// Every retry and back-off setting of the crawler, in one table (like
+// undici's retryOpts): the Temporal retry policies the workflows give their
+// activities, a page's own retries inside a session, the host workflow's
+// back-off after a failed session and the worker pool's restart back-off.
+// Pure data (workflows import it): no Node built-ins, no I/O. How often a
+// page may be fetched again is the campaign's `fetch.maxRetries`; the rest
+// is here.
+
+/** Temporal's retry policy fields we use (durations as Temporal strings). */
+export interface ActivityRetry {
+  initialInterval: string;
+  backoffCoefficient?: number;
+  maximumInterval: string;
+  /** Always bounded: an activity retried without limit kept its host from ever finishing. */
+  maximumAttempts: number;
+}
+
+/** The retry policy of each activity group the workflows proxy (test/unit/activity-retries.test.ts checks every proxy uses one). */
+export const ACTIVITY_RETRY = {
+  /** The campaign's bookkeeping (local activities: seeding, dispatch, steering, summary) and releaseHost: short Redis and Temporal calls. */
+  bookkeeping: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+  /** Reading a seed list: a long call that resumes from its heartbeat. */
+  loadSeeds: { initialInterval: '1 second', maximumInterval: '1 minute', maximumAttempts: 10 },
+  /** A host session: a retry resumes the claimed URL; past these the host workflow backs off durably (HOST_FAILURE_BACKOFF). */
+  session: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+} as const satisfies Record<string, ActivityRetry>;
+
+/** A page's retries inside its host session (activities/pipeline/fetch-stage.ts). */
+export const PAGE_RETRY = {
+  /** Processing attempts (claims minus claims that ended in a deliberate retry) before a URL is recorded INTERNAL_ERROR. */
+  maxProcessingAttempts: 3,
+  /** Attempts a URL answered with 429 gets beyond fetch.maxRetries: a 429 is the server pacing us, not the URL failing. */
+  throttleExtraAttempts: 5,
+  /** Back-off after a retryable failure: base × 2^attempt, capped, never below the host's delay. */
+  backoffBaseMs: 1_000,
+  backoffMaxMs: 5 * 60_000,
+} as const;
+
+/** The host workflow's own durable back-off when a session fails for good (Redis down, a bug): growing, capped. */
+export const HOST_FAILURE_BACKOFF = { initialMs: 30_000, maxMs: 10 * 60_000 } as const;
+
+/** The worker pool's wait before restarting a crashed worker process (n = crashes in its window). */
+export const WORKER_RESTART_BACKOFF = { initialMs: 1_000, maxMs: 15_000 } as const;
+
+/** A wait at least this long shows as `sleeping` rather than `crawling` (operators filter on it; the state does not flap per page). */
+export const LONG_SLEEP_MS = 10_000;
+
+/** A page's back-off before its next attempt: exponential, capped, never undercutting the host's crawl-delay. */
+export function pageBackoffMs(attempt: number, delayMs: number): number {
+  return Math.max(delayMs, Math.min(PAGE_RETRY.backoffBaseMs * 2 ** attempt, PAGE_RETRY.backoffMaxMs));
+}
+
+/** The host workflow's back-off after its `failures`-th failed session in a row. */
+export function hostFailureBackoffMs(failures: number): number {
+  return Math.min(HOST_FAILURE_BACKOFF.initialMs * 2 ** (failures - 1), HOST_FAILURE_BACKOFF.maxMs);
+}
+
+/** The worker pool's restart back-off after `crashes` crashes. */
+export function workerRestartBackoffMs(crashes: number): number {
+  return Math.min(WORKER_RESTART_BACKOFF.maxMs, WORKER_RESTART_BACKOFF.initialMs * 2 ** (crashes - 1));
+}

@@ -1,0 +1,127 @@
+// The classify stage: what a response is, what it adds to the crawl and its
+// final outcome, from plain data (the duplicate check and the handler are
+// fakes here).
+import { classifyStage, finalVerdict, type ClassifyDeps, type ClassifyInput, type Hook, type ResponseFacts } from '../../activities/pipeline/classify-stage';
+import type { IndexEntry } from '../../src/storage/index-writer';
+import { fakeResponse } from '../support/fake-response';
+
+const PAGE = 'https://a.test/page';
+
+function classify(over: Partial<ClassifyInput> = {}, deps: Partial<ClassifyDeps> = {}) {
+  const input: ClassifyInput = {
+    entry: { url: PAGE, depth: 1, referrer: null },
+    response: fakeResponse(PAGE, { html: '<a href="/one">1</a> <a href="https://b.test/two">2</a>' }),
+    nonHtml: 'store',
+    dedup: 'exact',
+    maxRedirects: 3,
+    handler: false,
+    revisit: false,
+    lastCapture: false,
+    ...over,
+  };
+  return classifyStage(input, { checkDuplicate: async () => undefined, runHandler: async () => null, ...deps });
+}
+
+const redirect = (to: string, redirects = 0) => ({
+  entry: { url: PAGE, depth: 2, referrer: null, redirects },
+  response: fakeResponse(PAGE, { status: 301, headers: { location: to }, stoppedRedirect: { from: PAGE, to, status: 301 } }),
+});
+
+test("an HTML page's links become candidates one hop deeper; its verdict is fetched", async () => {
+  const c = await classify();
+  expect(c).toMatchObject({
+    kind: 'page',
+    candidates: [
+      { url: 'https://a.test/one', depth: 2 },
+      { url: 'https://b.test/two', depth: 2 },
+    ],
+    verdict: { outcome: 'fetched', counted: 'fetched' },
+  });
+});
+
+test('a duplicate keeps its links and is counted as a page fetched', async () => {
+  const of: IndexEntry['duplicateOf'] = { url: 'https://a.test/first', kind: 'exact', distance: 0 };
+  const c = await classify({}, { checkDuplicate: async () => of });
+  expect(c).toMatchObject({ kind: 'page', duplicateOf: of, contentChecked: true, verdict: { outcome: 'duplicate', counted: 'fetched' } });
+  expect(c.kind === 'page' && c.candidates).toHaveLength(2);
+});
+
+test('a redirect is not a link hop: its target keeps the depth and counts the hop; its 3xx counts as a page fetched', async () => {
+  expect(await classify(redirect('https://a.test/next'))).toMatchObject({
+    kind: 'page',
+    redirectTo: 'https://a.test/next',
+    candidates: [{ url: 'https://a.test/next', depth: 2, redirects: 1 }],
+    verdict: { outcome: 'redirect', counted: 'fetched' },
+  });
+});
+
+test('credentials in a Location reach neither the frontier nor the index', async () => {
+  const c = await classify(redirect('https://admin:s3cret@a.test/next'));
+  expect(c).toMatchObject({
+    kind: 'page',
+    redirectTo: 'https://a.test/next',
+    candidates: [{ url: 'https://a.test/next', depth: 2, redirects: 1 }],
+    verdict: { outcome: 'redirect', counted: 'fetched' },
+  });
+  expect(JSON.stringify(c)).not.toContain('s3cret');
+});
+
+test('one redirect too many is an error whose message names the target without its credentials', async () => {
+  const c = await classify(redirect('https://admin:s3cret@a.test/next', 3));
+  expect(c).toMatchObject({
+    kind: 'page',
+    candidates: [],
+    redirectTo: 'https://a.test/next',
+    verdict: { outcome: 'error', counted: 'failed', error: { code: 'TOO_MANY_REDIRECTS', message: expect.stringContaining('to https://a.test/next') } },
+  });
+  expect(JSON.stringify(c)).not.toContain('s3cret');
+});
+
+test('a redirect to what cannot be crawled keeps its target on record, unless it names credentials', async () => {
+  expect(await classify(redirect('mailto:someone@example.com'))).toMatchObject({ redirectTo: 'mailto:someone@example.com', candidates: [] });
+  const ftp = await classify(redirect('ftp://user:pw@files.test/x'));
+  expect(JSON.stringify(ftp)).not.toContain('pw@');
+});
+
+test('a 304 to a conditional request is not modified; a non-HTML body the campaign skips is only indexed', async () => {
+  expect(await classify({ response: fakeResponse(PAGE, { status: 304 }), lastCapture: true })).toEqual({ kind: 'not-modified' });
+  const pdf = fakeResponse(PAGE, { headers: { 'content-type': 'application/pdf' }, body: Buffer.from('%PDF') });
+  expect(await classify({ response: pdf, nonHtml: 'skip' })).toMatchObject({ kind: 'skipped-content-type', common: { status: 200, contentType: 'application/pdf' } });
+});
+
+test("a handler's links go first and keep their label; a handler that fails makes the page an error", async () => {
+  const hook = { ok: true, attempts: 1, output: { items: [{ a: 1 }], links: [{ url: 'https://a.test/from-hook', label: 'detail' }], skipDefaultLinks: false } } as unknown as Hook;
+  const c = await classify({ handler: true }, { runHandler: async () => hook });
+  expect(c.kind === 'page' && c.candidates.map((x) => [x.url, x.label ?? null])).toEqual([
+    ['https://a.test/from-hook', 'detail'],
+    ['https://a.test/one', null],
+    ['https://b.test/two', null],
+  ]);
+  const failed = { ok: false, attempts: 3, message: 'boom' } as unknown as Hook;
+  expect(await classify({ handler: true }, { runHandler: async () => failed })).toMatchObject({
+    verdict: { outcome: 'error', counted: 'failed', error: { code: 'HANDLER_ERROR', message: 'boom' } },
+  });
+});
+
+test('a final 4xx is an http-error with its code; a sitemap keeps its outcome whatever its status and counts as no page', async () => {
+  const gone = await classify({ response: fakeResponse(PAGE, { status: 404, statusText: 'Not Found', html: 'no' }) });
+  expect(gone).toMatchObject({ verdict: { outcome: 'http-error', counted: 'failed', error: { code: 'HTTP_404', message: 'HTTP 404 Not Found' } } });
+  const sitemap = await classify({ entry: { url: PAGE, depth: 0, referrer: null, kind: 'sitemap' }, response: fakeResponse(PAGE, { status: 404 }) });
+  expect(sitemap).toMatchObject({ verdict: { outcome: 'sitemap', counted: 'skipped' } });
+});
+
+test('the final outcome: the first rule that applies wins', () => {
+  const base: ResponseFacts = { redirect: null, handlerFailed: false, sitemap: false, status: 200, duplicate: false };
+  const cases: [Partial<ResponseFacts>, string, string][] = [
+    [{}, 'fetched', 'fetched'],
+    [{ duplicate: true }, 'duplicate', 'fetched'],
+    [{ status: 500, duplicate: true }, 'http-error', 'failed'],
+    [{ sitemap: true, status: 404 }, 'sitemap', 'skipped'],
+    [{ redirect: 'followed', status: 301, sitemap: true }, 'redirect', 'skipped'],
+    [{ redirect: 'followed', status: 301 }, 'redirect', 'fetched'],
+    [{ redirect: 'too-many', status: 301 }, 'error', 'failed'],
+    [{ redirect: 'too-many', status: 301, sitemap: true }, 'error', 'skipped'],
+    [{ handlerFailed: true, duplicate: true }, 'error', 'failed'],
+  ];
+  for (const [facts, outcome, counted] of cases) expect([facts, finalVerdict({ ...base, ...facts })]).toEqual([facts, { outcome, counted }]);
+});

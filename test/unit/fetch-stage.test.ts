@@ -1,0 +1,77 @@
+// The fetch stage: what may be requested, the request, the retry decision,
+// and what the host clock needs (the session owns the clock; the stage only
+// says how long the host must stay quiet, or that nothing was requested).
+import { fetchStage, type FetchStageDeps, type FetchStageInput } from '../../activities/pipeline/fetch-stage';
+import { PAGE_RETRY } from '../../src/config/retry-policy';
+import { FetchError } from '../../src/http/fetch-error';
+import type { FetchOutcome, FetchRequest } from '../../src/http/fetcher';
+import { fakeResponse } from '../support/fake-response';
+
+const URL_ = 'https://a.test/page';
+
+function setup(answer: FetchOutcome | (() => FetchOutcome), over: Partial<FetchStageInput> = {}, budget = { hostRequests: 0, campaignLeft: true }) {
+  const requests: FetchRequest[] = [];
+  const deps: FetchStageDeps = {
+    fetcher: {
+      fetch: async (req) => {
+        requests.push(req);
+        return typeof answer === 'function' ? answer() : answer;
+      },
+    },
+    hostRequests: async () => budget.hostRequests,
+    reserveCampaignBudget: async () => budget.campaignLeft,
+    signal: new AbortController().signal,
+  };
+  const input: FetchStageInput = { url: URL_, kind: 'page', attempt: 1, delayMs: 1_000, allowedByRobots: null, maxPagesPerHost: null, maxPages: null, maxRetries: 2, ...over };
+  return { run: () => fetchStage(input, deps), requests };
+}
+const ok = (status = 200, headers: Record<string, string> = {}): FetchOutcome => ({ ok: true, response: fakeResponse(URL_, { status, headers }) });
+
+test('a response is handed on, the host quiet for its delay after it', async () => {
+  const s = setup(ok(), { headers: { 'if-none-match': '"x"' } });
+  expect(await s.run()).toMatchObject({ kind: 'response', hostPauseMs: 1_000, response: { status: 200 } });
+  expect(s.requests).toEqual([{ url: URL_, headers: { 'if-none-match': '"x"' } }]);
+});
+
+test('robots.txt, the host budget and the campaign budget stop a URL before its request: nothing for the clock to wait for', async () => {
+  const robots = setup(ok(), { allowedByRobots: () => false });
+  expect(await robots.run()).toEqual({ kind: 'skipped', hostPauseMs: null, outcome: 'robots-disallowed' });
+  const host = setup(ok(), { maxPagesPerHost: 5 }, { hostRequests: 5, campaignLeft: true });
+  expect(await host.run()).toMatchObject({ kind: 'skipped', hostPauseMs: null, outcome: 'host-budget-exhausted', error: { code: 'HOST_BUDGET' } });
+  const campaign = setup(ok(), { maxPages: 10 }, { hostRequests: 0, campaignLeft: false });
+  expect(await campaign.run()).toMatchObject({ kind: 'skipped', hostPauseMs: null, outcome: 'budget-exhausted', error: { code: 'PAGE_BUDGET' } });
+  expect([...robots.requests, ...host.requests, ...campaign.requests]).toEqual([]);
+});
+
+test('budgets count pages: a sitemap is requested whatever they say', async () => {
+  const s = setup(ok(), { kind: 'sitemap', maxPagesPerHost: 1, maxPages: 1 }, { hostRequests: 9, campaignLeft: false });
+  expect(await s.run()).toMatchObject({ kind: 'response' });
+});
+
+test('a retryable network failure is retried up to fetch.maxRetries, then fails the URL', async () => {
+  const reset: FetchOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
+  const first = await setup(reset, { attempt: 1 }).run();
+  expect(first).toMatchObject({ kind: 'retry', hostPauseMs: 1_000, status: null, code: 'CONNECTION_RESET' });
+  expect(first.kind === 'retry' && first.waitMs).toBeGreaterThanOrEqual(1_000);
+  expect(await setup(reset, { attempt: 3 }).run()).toMatchObject({ kind: 'failed', outcome: 'error', requested: true, error: { code: 'CONNECTION_RESET' } });
+});
+
+test('a refused address is a failure with no request sent', async () => {
+  const refused: FetchOutcome = { ok: false, failure: new FetchError('ADDRESS_REFUSED', URL_) };
+  expect(await setup(refused).run()).toMatchObject({ kind: 'failed', outcome: 'refused', requested: false, error: { code: 'ADDRESS_REFUSED' } });
+});
+
+test("a 503's Retry-After goes on the host clock and into the wait; a 429 gets extra attempts beyond maxRetries", async () => {
+  expect(await setup(ok(503, { 'retry-after': '30' })).run()).toMatchObject({ kind: 'retry', hostPauseMs: 30_000, waitMs: 30_000, status: 503, code: 'HTTP_503' });
+  const throttled = setup(ok(429), { attempt: 2 + PAGE_RETRY.throttleExtraAttempts });
+  expect(await throttled.run()).toMatchObject({ kind: 'retry', status: 429 });
+  // Past its attempts, a 503 is a response like any other: classified (http-error) and stored.
+  expect(await setup(ok(503), { attempt: 3 }).run()).toMatchObject({ kind: 'response', response: { status: 503 } });
+});
+
+test('a cancelled fetch is not a failure of the URL: it rethrows', async () => {
+  const s = setup(() => {
+    throw new Error('cancelled');
+  });
+  await expect(s.run()).rejects.toThrow('cancelled');
+});

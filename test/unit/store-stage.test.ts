@@ -1,0 +1,102 @@
+// The store stage: a response into the WARC, in full or as a revisit of a
+// payload stored before, and the handler's items after it. The WARC writer,
+// the payload index and the dataset are fakes recording what they were asked.
+import { storeStage, type StoreDeps, type StoreInput } from '../../activities/pipeline/store-stage';
+import type { PayloadClaim } from '../../src/dedup/payload-index';
+import type { DatasetLine } from '../../src/storage/dataset-writer';
+import type { WarcExchange } from '../../src/storage/warc-writer';
+import { fakeResponse } from '../support/fake-response';
+
+const PAGE = 'https://a.test/page';
+
+function setup(claim: PayloadClaim = { kind: 'original' }, opts: { failWrite?: boolean; dedup?: boolean } = {}) {
+  const log: string[] = [];
+  const written: WarcExchange[] = [];
+  const lines: DatasetLine[] = [];
+  const deps: StoreDeps = {
+    warc: {
+      writeExchange: async (ex) => {
+        if (opts.failWrite) throw new Error('disk full');
+        written.push(ex);
+        log.push('warc');
+        return { type: ex.revisit ? 'revisit' : 'response', file: 'a.warc.gz', offset: 10, length: 20, recordId: '<urn:uuid:1>', payloadDigest: 'sha1:P', blockDigest: 'sha1:B' };
+      },
+    },
+    payloads:
+      opts.dedup === false
+        ? null
+        : {
+            claim: async () => (log.push('claim'), claim),
+            awaitStored: async () => (log.push('await'), claim),
+            confirm: async () => void log.push('confirm'),
+            abandon: async () => void log.push('abandon'),
+          },
+    dataset: async () => ({ appendAll: async (l: DatasetLine[]) => void lines.push(...l) }),
+    signal: new AbortController().signal,
+  };
+  const input: StoreInput = {
+    url: PAGE,
+    fp: 'fp1',
+    attemptId: 'att1',
+    campaignId: 'c',
+    label: null,
+    response: fakeResponse(PAGE, { html: '<p>hello</p>' }),
+    candidates: [],
+    firstLook: false,
+    items: [],
+  };
+  return { deps, input, log, written, lines };
+}
+
+test('a payload claimed as the original is written in full, then offered to later copies', async () => {
+  const s = setup();
+  const stored = await storeStage(s.input, s.deps);
+  expect(s.log).toEqual(['claim', 'warc', 'confirm']);
+  expect(stored).toMatchObject({ loc: { file: 'a.warc.gz', offset: 10 }, revisitOf: null, digest: expect.stringMatching(/^sha1:/) });
+  expect(s.written[0]).toMatchObject({ url: PAGE, response: { status: 200 }, metadata: { fetchTimeMs: '25' } });
+});
+
+test('a payload stored before becomes a revisit record referring to it', async () => {
+  const of = { uri: 'https://a.test/first', date: '2026-01-01T00:00:00Z', recordId: '<urn:uuid:0>' };
+  const s = setup({ kind: 'revisit', of });
+  expect(await storeStage(s.input, s.deps)).toMatchObject({ revisitOf: of });
+  expect(s.written[0].revisit).toEqual(of);
+});
+
+test("a first look the content index settled needs no claim of its own; its exact duplicate waits for the original's copy", async () => {
+  const first = setup();
+  await storeStage({ ...first.input, firstLook: true }, first.deps);
+  expect(first.log).toEqual(['warc', 'confirm']);
+  const dup = setup();
+  await storeStage({ ...dup.input, firstLook: true, duplicateOf: { url: 'https://a.test/first', kind: 'exact', distance: 0 } }, dup.deps);
+  expect(dup.log[0]).toBe('await');
+});
+
+test('an error page is stored in full with its URL, never offered as a payload', async () => {
+  const s = setup();
+  await storeStage({ ...s.input, response: fakeResponse(PAGE, { status: 404, html: 'nope' }) }, s.deps);
+  expect(s.log).toEqual(['warc']);
+});
+
+test('a WARC write that fails gives the payload claim back', async () => {
+  const s = setup({ kind: 'original' }, { failWrite: true });
+  await expect(storeStage(s.input, s.deps)).rejects.toThrow('disk full');
+  expect(s.log).toEqual(['claim', 'abandon']);
+});
+
+test("the handler's items are written after the record, tagged with the attempt and the record", async () => {
+  const s = setup({ kind: 'original' }, { dedup: false });
+  await storeStage({ ...s.input, items: [{ title: 'x' }], label: 'detail' }, s.deps);
+  expect(s.lines).toEqual([
+    {
+      url: PAGE,
+      fp: 'fp1',
+      attemptId: 'att1',
+      campaignId: 'c',
+      label: 'detail',
+      fetchedAt: '2026-01-01T00:00:00.000Z',
+      warc: { file: 'a.warc.gz', offset: 10 },
+      item: { title: 'x' },
+    },
+  ]);
+});
