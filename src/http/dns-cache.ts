@@ -237,10 +237,10 @@ class HostsFile {
   ) {}
 
   async lookup(name: string): Promise<dns.LookupAddress[] | undefined> {
-    if (this.now() - this.#checkedAt >= this.recheckMs) {
-      this.#refreshing ??= this.#refresh().finally(() => (this.#refreshing = null));
-      await this.#refreshing;
-    }
+    if (!this.#refreshing && this.now() - this.#checkedAt >= this.recheckMs) this.#refreshing = this.#refresh().finally(() => (this.#refreshing = null));
+    // Every name asked while the file is being read waits for it: the names
+    // it holds are not known before (the first read holds none yet).
+    if (this.#refreshing) await this.#refreshing;
     return this.#names.get(name);
   }
 

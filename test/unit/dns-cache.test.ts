@@ -203,6 +203,14 @@ describe('the hosts file', () => {
     await expect(cache.resolve('alias.test')).rejects.toMatchObject({ code: 'ENOTFOUND' });
   });
 
+  test('names asked while the file is first read wait for it', async () => {
+    const file = hostsFile(Array.from({ length: 50 }, (_, i) => `192.0.2.${i + 1} n${i}.test`).join('\n'));
+    const cache = cacheWith({ hostsFile: file });
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => cache.resolve(`n${i}.test`)));
+    expect(answers.map((a) => a[0].address)).toEqual(Array.from({ length: 50 }, (_, i) => `192.0.2.${i + 1}`));
+    expect(dns.queries).toEqual([]);
+  });
+
   test('a missing hosts file lists nothing', async () => {
     const cache = cacheWith({ hostsFile: path.join(dirs(), 'absent') });
     expect(await cache.resolve('site.test')).toHaveLength(3);
