@@ -50,7 +50,7 @@ const RETRYABLE: Readonly<Record<FetchErrorCode, boolean>> = {
   ABORTED: false, // the caller asked us to stop; retrying would defy it
   CLIENT_CLOSED: true, // local shutdown, the fetch itself never got a verdict
   ADDRESS_REFUSED: false, // policy, not luck: see address-policy.ts
-  ADDRESS_BUSY: true, // the address had its cap of requests in flight all along: later it will not
+  ADDRESS_BUSY: true, // the address was full for the whole fetch (maxInFlightPerAddress): a later attempt finds it freer
   NETWORK_ERROR: true,
 };
 

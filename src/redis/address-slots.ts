@@ -11,6 +11,7 @@
 // timeout), so a live request never loses its slot under it.
 import { randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
+import type { AddressGate } from '../http/http-client';
 import { addressKeys } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -48,7 +49,6 @@ declare module 'ioredis' {
   }
 }
 
-/** What the HTTP client needs (src/http/http-client.ts AddressGate): a slot per request, released when it is over. */
 export interface AddressSlotsOptions {
   /** Requests in flight to one address at once, over all workers. */
   limit: number;
@@ -60,7 +60,8 @@ export interface AddressSlotsOptions {
   maxPollMs?: number;
 }
 
-export class AddressSlots {
+/** The HTTP client's gate (src/http/http-client.ts): a slot per request, given back when it is over. */
+export class AddressSlots implements AddressGate {
   readonly limit: number;
   readonly #leaseMs: number;
   readonly #minPollMs: number;
