@@ -7,6 +7,7 @@ import type { CampaignSettings } from '../src/config/campaign';
 import { createHttpClient, type HttpClient } from '../src/http/http-client';
 import { parseResolveEntries, type ResolveOverrides } from '../src/http/resolve-overrides';
 import { PolitenessKeys } from '../src/politeness/politeness-key';
+import { AddressSlots } from '../src/redis/address-slots';
 import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
 import { OutputRegistry } from '../src/storage/output-registry';
@@ -55,6 +56,8 @@ const CAMPAIGN_IDLE_MS = 10 * 60_000;
  * URL's last attempt that was the URL lost).
  */
 const RETIRED_CLOSE_MS = 10 * 60_000;
+/** A slot of an address outlives the fetch that took it by this much at most: only a dead worker's slot expires. */
+const ADDRESS_LEASE_SLACK_MS = 10_000;
 
 export class WorkerRuntime {
   readonly outputs = new OutputRegistry();
@@ -133,6 +136,7 @@ export class WorkerRuntime {
   private async build(campaignKey: string, minVersion: number): Promise<CampaignRuntime> {
     const { version, settings } = await loadCampaignSettings(this.deps.redis, campaignKey);
     const f = settings.fetch;
+    const perAddress = settings.politeness.maxInFlightPerAddress;
     const scope = inlineScope(settings);
     const resolve = parseResolveEntries(f.resolve);
     return {
@@ -156,6 +160,9 @@ export class WorkerRuntime {
         maxRedirects: f.maxRedirects,
         refusePrivateAddresses: f.refusePrivateAddresses,
         allowAddresses: f.allowAddresses,
+        // Shared by every worker through Redis; idle connections are capped per process.
+        addressGate: perAddress === null ? undefined : new AddressSlots(this.deps.redis, { limit: perAddress, leaseMs: f.totalTimeoutMs + ADDRESS_LEASE_SLACK_MS }),
+        keepAliveOriginsPerAddress: perAddress,
       }),
     };
   }

@@ -46,6 +46,8 @@ export interface ProcessSettings {
   redisServer: string | null;
   /** `npm run bench`: show every worker's log lines. */
   benchVerbose: boolean;
+  /** Hosts file read before the DNS for every name a worker resolves (src/http/dns-cache.ts). */
+  hostsFile: string;
 }
 
 interface Field<K extends keyof ProcessSettings> {
@@ -129,6 +131,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'crawlerHome', env: 'CRAWLER_HOME', default: null, parse: str, doc: "Folder for tools, the embedded stack's data and bundles (default: .crawler at the project root)" },
   { key: 'temporalCli', env: 'TEMPORAL_CLI', default: null, parse: str, doc: '`temporal` binary for the embedded dev server (default: found or installed)' },
   { key: 'redisServer', env: 'REDIS_SERVER', default: null, parse: str, doc: '`redis-server` binary for the embedded Redis (default: found or installed)' },
+  {
+    key: 'hostsFile',
+    env: 'CRAWLER_HOSTS_FILE',
+    default: '/etc/hosts',
+    parse: str,
+    doc: 'Hosts file whose names workers resolve before asking the DNS (re-read when it changes)',
+  },
   { key: 'benchVerbose', env: 'CRAWLER_BENCH_VERBOSE', default: false, parse: bool('CRAWLER_BENCH_VERBOSE'), doc: "npm run bench: show every worker's log lines" },
 ] as Field<keyof ProcessSettings>[];
 

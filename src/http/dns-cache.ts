@@ -17,8 +17,18 @@
 // (net.connect's `lookup`), so pooling, pins and the address policy (which
 // wraps this lookup and checks every address it returns, cached or not) are
 // unchanged.
+//
+// Names are looked up as the system would for the sources that matter: the
+// hosts file first (read here, re-read when it changes: a name it holds never
+// reaches the DNS, whose NXDOMAIN would otherwise be final), then the DNS.
+// getaddrinfo (dns.lookup) is asked only for what the DNS cannot answer
+// (single-label names, localhost, name servers that cannot be asked), at most
+// a couple at a time, so a burst of such names cannot take the thread pool
+// from WARC compression and file writes.
 import * as dns from 'node:dns';
+import { promises as fsp } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
+import { processSetting } from '../config/env';
 
 /** The part of dns.promises.Resolver the cache uses (tests point one at a DNS server on loopback). */
 export interface DnsResolver {
@@ -30,11 +40,25 @@ export interface DnsCacheOptions {
   /** Default: a c-ares resolver using the system's name servers (/etc/resolv.conf). */
   resolver?: DnsResolver;
   /**
+   * A hosts file (`/etc/hosts` format) asked before anything else; null =
+   * none. The shared cache uses CRAWLER_HOSTS_FILE (default /etc/hosts).
+   */
+  hostsFile?: string | null;
+  /** How often the hosts file is checked for changes (by its size and modification time). Default 5 s. */
+  hostsRecheckMs?: number;
+  /**
    * For names the DNS does not answer: single-label names (a container's
-   * service name, a hosts-file entry), `localhost`, and any name when the
-   * name servers cannot be asked at all. Default dns.lookup (getaddrinfo).
+   * service name), `localhost`, and any name when the name servers cannot
+   * be asked at all. Default dns.lookup (getaddrinfo).
    */
   systemLookup?: LookupFunction;
+  /**
+   * systemLookup calls at once; the rest wait their turn. dns.lookup blocks
+   * one of libuv's four threads for each call. Default 2.
+   */
+  systemConcurrency?: number;
+  /** How long a systemLookup failure other than "no such name" is remembered. Default 5 s. */
+  failureTtlMs?: number;
   /** A TTL longer than this is cut to it, so a moved site is followed within it. Default 1 h. */
   maxTtlMs?: number;
   /** How long "no such name" is remembered (the answer carries no TTL we see). Default 30 s. */
@@ -60,6 +84,9 @@ const NOT_FOUND = new Set(['ENOTFOUND', 'ENODATA', 'NOTFOUND', 'NODATA', 'EBADNA
 export class DnsCache {
   readonly #resolver: DnsResolver;
   readonly #systemLookup: LookupFunction;
+  readonly #hosts: HostsFile | null;
+  readonly #systemSlots: Limiter;
+  readonly #failureTtlMs: number;
   readonly #maxTtlMs: number;
   readonly #negativeTtlMs: number;
   readonly #systemTtlMs: number;
@@ -74,6 +101,9 @@ export class DnsCache {
     // would otherwise eat most of a connect timeout.
     this.#resolver = opts.resolver ?? new dns.promises.Resolver({ timeout: 2500, tries: 2 });
     this.#systemLookup = opts.systemLookup ?? (dns.lookup as LookupFunction);
+    this.#hosts = opts.hostsFile ? new HostsFile(opts.hostsFile, opts.hostsRecheckMs ?? 5_000, opts.now ?? Date.now) : null;
+    this.#systemSlots = new Limiter(opts.systemConcurrency ?? 2);
+    this.#failureTtlMs = opts.failureTtlMs ?? 5_000;
     this.#maxTtlMs = opts.maxTtlMs ?? 3_600_000;
     this.#negativeTtlMs = opts.negativeTtlMs ?? 30_000;
     this.#systemTtlMs = opts.systemTtlMs ?? 60_000;
@@ -147,6 +177,8 @@ export class DnsCache {
 
   /** The addresses and how long to keep them; a failure rejects with an Unresolved. */
   async #query(name: string): Promise<{ addresses: dns.LookupAddress[]; ttlMs: number }> {
+    const listed = await this.#hosts?.lookup(name);
+    if (listed) return { addresses: listed, ttlMs: this.#systemTtlMs };
     if (!name.includes('.') || name === 'localhost' || name.endsWith('.localhost')) return this.#fromSystem(name);
     const [v4, v6] = await Promise.allSettled([this.#resolver.resolve4(name, { ttl: true }), this.#resolver.resolve6(name, { ttl: true })]);
     const records: (dns.RecordWithTtl & { family: 4 | 6 })[] = [
@@ -168,10 +200,15 @@ export class DnsCache {
   }
 
   #fromSystem(name: string): Promise<{ addresses: dns.LookupAddress[]; ttlMs: number }> {
+    return this.#systemSlots.run(() => this.#systemLookupOnce(name));
+  }
+
+  #systemLookupOnce(name: string): Promise<{ addresses: dns.LookupAddress[]; ttlMs: number }> {
     return new Promise((resolve, reject) => {
       this.#systemLookup(name, { all: true }, (err, result) => {
-        // A failure is not remembered: the next connection asks again.
-        if (err) reject(new Unresolved(err, 0));
+        // Remembered briefly, so the sessions of many hosts under one
+        // failing name do not each queue a lookup for the same answer.
+        if (err) reject(new Unresolved(err, NOT_FOUND.has(err.code ?? '') || err.code === 'EAI_NONAME' ? this.#negativeTtlMs : this.#failureTtlMs));
         else {
           const all = typeof result === 'string' ? [{ address: result, family: isIP(result) }] : [...result];
           all.sort((a, b) => a.family - b.family);
@@ -179,6 +216,89 @@ export class DnsCache {
         }
       });
     });
+  }
+}
+
+/**
+ * The hosts file, parsed into name → addresses (IPv4 first). Read when first
+ * asked and again when its size or modification time has changed, checked
+ * at most every `recheckMs`; a missing or unreadable file holds no names.
+ */
+class HostsFile {
+  #names = new Map<string, dns.LookupAddress[]>();
+  #version = '';
+  #checkedAt = -Infinity;
+  #refreshing: Promise<void> | null = null;
+
+  constructor(
+    private readonly path: string,
+    private readonly recheckMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  async lookup(name: string): Promise<dns.LookupAddress[] | undefined> {
+    if (!this.#refreshing && this.now() - this.#checkedAt >= this.recheckMs) this.#refreshing = this.#refresh().finally(() => (this.#refreshing = null));
+    // Every name asked while the file is being read waits for it: the names
+    // it holds are not known before (the first read holds none yet).
+    if (this.#refreshing) await this.#refreshing;
+    return this.#names.get(name);
+  }
+
+  async #refresh(): Promise<void> {
+    this.#checkedAt = this.now();
+    try {
+      const st = await fsp.stat(this.path);
+      const version = `${st.size}:${st.mtimeMs}`;
+      if (version === this.#version) return;
+      const text = await fsp.readFile(this.path, 'utf8');
+      this.#names = parseHostsFile(text);
+      this.#version = version;
+    } catch {
+      this.#names = new Map();
+      this.#version = '';
+    }
+  }
+}
+
+/** `/etc/hosts` format: an address, then its names, `#` to the end of the line a comment. */
+export function parseHostsFile(text: string): Map<string, dns.LookupAddress[]> {
+  const names = new Map<string, dns.LookupAddress[]>();
+  for (const line of text.split('\n')) {
+    const hash = line.indexOf('#');
+    const fields = (hash < 0 ? line : line.slice(0, hash)).trim().split(/\s+/);
+    if (fields.length < 2) continue;
+    const address = fields[0];
+    const family = isIP(address.replace(/%.*$/, ''));
+    if (family === 0) continue;
+    for (const raw of fields.slice(1)) {
+      const name = raw.toLowerCase().replace(/\.$/, '');
+      const known = names.get(name) ?? [];
+      if (!known.some((a) => a.address === address)) known.push({ address, family });
+      names.set(name, known);
+    }
+  }
+  for (const all of names.values()) all.sort((a, b) => a.family - b.family);
+  return names;
+}
+
+/** Runs at most `max` tasks at once, the others in arrival order. */
+class Limiter {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    // A finishing task hands its place straight to the next in line.
+    if (this.#running < this.max) this.#running++;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
   }
 }
 
@@ -199,6 +319,6 @@ let shared: DnsCache | null = null;
 
 /** The process's cache: every HTTP client (every campaign) of a worker shares its answers. */
 export function sharedDnsCache(): DnsCache {
-  shared ??= new DnsCache();
+  shared ??= new DnsCache({ hostsFile: processSetting('hostsFile') });
   return shared;
 }

@@ -25,6 +25,7 @@ export type FetchErrorCode =
   | 'ABORTED'
   | 'CLIENT_CLOSED'
   | 'ADDRESS_REFUSED'
+  | 'ADDRESS_BUSY'
   | 'NETWORK_ERROR';
 
 // The default verdict per code. Transient network trouble is worth another
@@ -49,6 +50,7 @@ const RETRYABLE: Readonly<Record<FetchErrorCode, boolean>> = {
   ABORTED: false, // the caller asked us to stop; retrying would defy it
   CLIENT_CLOSED: true, // local shutdown, the fetch itself never got a verdict
   ADDRESS_REFUSED: false, // policy, not luck: see address-policy.ts
+  ADDRESS_BUSY: true, // the address was full for the whole fetch (maxInFlightPerAddress): a later attempt finds it freer
   NETWORK_ERROR: true,
 };
 
@@ -72,6 +74,7 @@ const DESCRIPTIONS: Readonly<Record<FetchErrorCode, string>> = {
   ABORTED: 'Request aborted',
   CLIENT_CLOSED: 'HTTP client closed',
   ADDRESS_REFUSED: 'Address refused',
+  ADDRESS_BUSY: 'Address busy',
   NETWORK_ERROR: 'Network error',
 };
 

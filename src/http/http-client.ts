@@ -6,19 +6,34 @@
 // connects to loopback, private, link-local, metadata or other non-public
 // addresses (address-policy.ts); the connector enforces that per socket.
 // Names are resolved through a TTL-honouring cache (dns-cache.ts), not
-// dns.lookup's thread pool.
-import type { LookupFunction } from 'node:net';
+// dns.lookup's thread pool. An optional gate caps requests in flight per IP
+// address (politeness.maxInFlightPerAddress), whatever host names lead there.
+import type { LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
-import { createAddressPolicy } from './address-policy';
+import { createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
-import { createResolvingConnector, parseResolveEntries } from './resolve-overrides';
+import { createResolvingConnector, defaultPort, findOverride, parseResolveEntries, type ResolveOverrides } from './resolve-overrides';
 
 export const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8';
 // Only what node:zlib can decode on Node 20 (zstd arrived in Node 22).
 export const ACCEPT_ENCODING = 'gzip, deflate, br';
+
+/**
+ * A cap on requests in flight per IP address. The crawler's is a Redis
+ * semaphore shared by all workers (src/redis/address-slots.ts).
+ */
+export interface AddressGate {
+  /**
+   * Resolves once a request to `address` may go, with the function that
+   * frees its slot; while the address is full it waits, and rejects with
+   * `signal`'s reason if that aborts first.
+   */
+  acquire(address: string, signal: AbortSignal): Promise<() => Promise<void>>;
+}
 
 export interface HttpClientOptions {
   userAgent: string;
@@ -77,6 +92,23 @@ export interface HttpClientOptions {
   maxRedirects?: number;
   /** Max parallel connections per origin. Default: unlimited (undici's default). */
   connectionsPerOrigin?: number;
+  /**
+   * Taken for the address each request (each redirect hop) is about to be
+   * sent to, and given back once its response is over (read, failed or
+   * aborted). A fetch that cannot get a slot before its total timeout fails
+   * with the retryable FetchError 'ADDRESS_BUSY'. The address is the one the
+   * connection dials: the --resolve pin, the IP literal, or the first DNS
+   * answer the address policy allows. Default: no cap.
+   */
+  addressGate?: AddressGate;
+  /**
+   * Origins that may keep an idle keep-alive connection open to one address
+   * at once, in this client; requests of other origins to that address close
+   * their connection after the response. Wildcard subdomains of one server
+   * are one origin each: without this each would leave an idle socket open
+   * on that server. Default: unlimited.
+   */
+  keepAliveOriginsPerAddress?: number | null;
   acceptLanguage?: string;
 }
 
@@ -154,6 +186,12 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 // What a redirect response body may cost us to keep the connection reusable;
 // beyond that undici destroys the socket instead.
 const REDIRECT_DRAIN_LIMIT = 64 * 1024;
+
+// How long undici keeps an idle connection at most (its own default is 10
+// minutes, or what the server's Keep-Alive header says, less a second). It
+// bounds how long an origin counts as holding an idle connection at its
+// address (keepAliveOriginsPerAddress).
+const KEEP_ALIVE_MAX_MS = 30_000;
 
 export function createHttpClient(opts: HttpClientOptions): HttpClient {
   return new UndiciHttpClient(opts);
@@ -255,8 +293,50 @@ class FetchDeadline {
   }
 }
 
+/**
+ * Which origins may leave an idle connection open at each address: at most
+ * `limit` per address, those that used it last (a claim lasts while a
+ * request is in flight and KEEP_ALIVE_MAX_MS after, as long as undici can
+ * keep the connection idle).
+ */
+class KeepAliveOrigins {
+  readonly #byAddress = new Map<string, Map<string, number>>();
+
+  constructor(private readonly limit: number) {}
+
+  /** Whether a request to `origin` at `address` may keep its connection; claims it until `until`. */
+  claim(address: string, origin: string, until: number): boolean {
+    const now = Date.now();
+    if (this.#byAddress.size > 10_000) for (const a of [...this.#byAddress.keys()]) this.#sweep(a, now);
+    const origins = this.#sweep(address, now) ?? new Map<string, number>();
+    if (!origins.has(origin) && origins.size >= this.limit) return false;
+    origins.set(origin, Math.max(until, origins.get(origin) ?? 0));
+    this.#byAddress.set(address, origins);
+    return true;
+  }
+
+  /** The request is over: its idle connection may last KEEP_ALIVE_MAX_MS from now. */
+  done(address: string, origin: string): void {
+    const origins = this.#byAddress.get(address);
+    if (origins?.has(origin)) origins.set(origin, Date.now() + KEEP_ALIVE_MAX_MS);
+  }
+
+  #sweep(address: string, now: number): Map<string, number> | undefined {
+    const origins = this.#byAddress.get(address);
+    if (!origins) return undefined;
+    for (const [origin, until] of origins) if (until <= now) origins.delete(origin);
+    if (origins.size === 0) this.#byAddress.delete(address);
+    return origins;
+  }
+}
+
 class UndiciHttpClient implements HttpClient {
   readonly #agent: Agent;
+  readonly #overrides: ResolveOverrides;
+  readonly #policy: AddressPolicy | null;
+  readonly #lookup: LookupFunction;
+  readonly #gate: AddressGate | null;
+  readonly #keepAlive: KeepAliveOrigins | null;
   readonly #userAgent: string;
   readonly #acceptLanguage: string | undefined;
   readonly #totalTimeoutMs: number;
@@ -273,15 +353,17 @@ class UndiciHttpClient implements HttpClient {
     this.#totalTimeoutMs = opts.totalTimeoutMs ?? DEFAULTS.totalTimeoutMs;
     this.#maxBodyBytes = opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
     this.#maxRedirects = opts.maxRedirects ?? DEFAULTS.maxRedirects;
+    this.#overrides = overrides;
+    this.#policy = opts.refusePrivateAddresses === false ? null : policy;
+    this.#lookup = opts.lookup ?? (opts.dnsCache ?? sharedDnsCache()).lookup;
+    this.#gate = opts.addressGate ?? null;
+    this.#keepAlive = opts.keepAliveOriginsPerAddress != null ? new KeepAliveOrigins(opts.keepAliveOriginsPerAddress) : null;
     this.#agent = new Agent({
       // The policy lives in the connector rather than in fetch() so that it
       // sees the address of each socket as it is opened: redirect targets and
       // DNS answers that change between requests included.
-      connect: createResolvingConnector(
-        overrides,
-        { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
-        { policy: opts.refusePrivateAddresses === false ? null : policy, lookup: opts.lookup ?? (opts.dnsCache ?? sharedDnsCache()).lookup },
-      ),
+      connect: createResolvingConnector(overrides, { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs }, { policy: this.#policy, lookup: this.#lookup }),
+      keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
       headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
       bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
       connections: opts.connectionsPerOrigin ?? null,
@@ -302,84 +384,155 @@ class UndiciHttpClient implements HttpClient {
     try {
       for (;;) {
         deadline.check(current.href);
-        const requestHeaders = this.#requestHeaders(current, opts);
-        const probe = new ConnectionProbe();
-        let response: Dispatcher.ResponseData<ConnectionProbe>;
+        const hop = await this.#openHop(current, deadline);
         try {
-          response = await this.#agent.request({
-            origin: current.origin,
-            path: current.pathname + current.search,
-            method: 'GET',
-            headers: requestHeaders,
-            signal: deadline.signal,
-            opaque: probe,
-          });
-        } catch (err) {
-          throw deadline.classify(err, current.href);
-        }
-
-        const status = response.statusCode;
-        let stoppedRedirect: FetchResult['stoppedRedirect'];
-        if (REDIRECT_STATUSES.has(status)) {
-          const target = this.#redirectTarget(response, current);
-          if (opts.followRedirect && !opts.followRedirect(current.href, target.href)) {
-            stoppedRedirect = { from: current.href, to: target.href, status };
-          } else {
-            if (seen.has(target.href)) {
-              discard(response.body);
-              throw new FetchError('REDIRECT_LOOP', current.href, {
-                detail: `${current.href} redirects back to ${target.href} after ${redirects.length} redirect(s)`,
-              });
-            }
-            if (redirects.length >= this.#maxRedirects) {
-              discard(response.body);
-              throw new FetchError('TOO_MANY_REDIRECTS', current.href, {
-                detail: `more than ${this.#maxRedirects} redirects, last ${current.href} -> ${target.href}`,
-              });
-            }
-            // Drain rather than destroy so the keep-alive connection survives
-            // (same-origin redirects are the common case).
-            await response.body.dump({ limit: REDIRECT_DRAIN_LIMIT }).catch(() => undefined);
-            await connectionReleased();
-            redirects.push({ url: current.href, status, location: target.href });
-            seen.add(target.href);
-            current = target;
+          const result = await this.#sendHop(url, current, opts, deadline, redirects, seen, hop.keepAlive, startedAt);
+          if (result instanceof URL) {
+            current = result;
             continue;
           }
+          return result;
+        } finally {
+          await hop.close();
         }
-
-        const contentEncoding = headerValue(response.headers['content-encoding']);
-        const codings = parseContentCodings(contentEncoding, response.body, current.href);
-        const read = await readBody(response.body, codings, this.#maxBodyBytes, current.href, deadline);
-        // A cut body destroyed its socket; only a complete one can be reused.
-        if (read.truncated === null) await connectionReleased();
-        const connection = probe.connection?.current ?? null;
-        const result: FetchResult = {
-          url,
-          finalUrl: current.href,
-          status,
-          statusText: response.statusText,
-          headers: flattenHeaders(response.headers),
-          body: read.body,
-          rawBytes: read.rawBytes,
-          truncated: read.truncated,
-          contentEncoding: contentEncoding ?? null,
-          redirects,
-          remoteAddress: connection?.remoteAddress ?? null,
-          requestHeaders,
-          // undici's h1 parser does not surface the status-line version and
-          // we never offer h2 (allowH2 off), so the only other possibility is
-          // a server-negotiated ALPN we did not ask for.
-          httpVersion: connection?.alpnProtocol === 'h2' ? '2' : '1.1',
-          startedAt,
-          endedAt: Date.now(),
-        };
-        if (stoppedRedirect) result.stoppedRedirect = stoppedRedirect;
-        return result;
       }
     } finally {
       deadline.dispose();
     }
+  }
+
+  /**
+   * Before a request goes to `target`: its address's slot (addressGate),
+   * and whether its connection may stay open afterwards. `close` ends both;
+   * call it once the response is over, whatever the outcome.
+   */
+  async #openHop(target: URL, deadline: FetchDeadline): Promise<{ keepAlive: boolean; close: () => Promise<void> }> {
+    if (!this.#gate && !this.#keepAlive) return { keepAlive: true, close: async () => undefined };
+    const address = await this.#addressOf(target);
+    // No address: the connect fails with its own typed error (DNS, refused).
+    if (address === null) return { keepAlive: true, close: async () => undefined };
+    let release: (() => Promise<void>) | null = null;
+    if (this.#gate) {
+      try {
+        release = await this.#gate.acquire(address, deadline.signal);
+      } catch (err) {
+        if (deadline.timedOut) {
+          throw new FetchError('ADDRESS_BUSY', target.href, {
+            detail: `${address} had as many requests in flight as politeness.maxInFlightPerAddress allows for the whole total timeout`,
+          });
+        }
+        if (deadline.signal.aborted) throw deadline.classify(err, target.href);
+        // Not the page's failure (the semaphore's store is down): the caller's to handle.
+        throw err;
+      }
+    }
+    const keepAlive = this.#keepAlive?.claim(address, target.origin, Date.now() + this.#totalTimeoutMs + KEEP_ALIVE_MAX_MS) ?? true;
+    return {
+      keepAlive,
+      close: async () => {
+        if (keepAlive) this.#keepAlive?.done(address, target.origin);
+        // A slot that cannot be given back (the store is down) frees itself when its lease ends.
+        await release?.().catch(() => undefined);
+      },
+    };
+  }
+
+  /** The IP address a connection to `target` dials: its pin, its literal, or the first DNS answer the policy allows. */
+  async #addressOf(target: URL): Promise<string | null> {
+    const hostname = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const pin = findOverride(this.#overrides, hostname, target.port ? Number(target.port) : defaultPort(target.protocol));
+    if (pin) return pin.address;
+    if (isIP(hostname) !== 0) return hostname;
+    const answers = await lookupAll(this.#lookup, hostname).catch(() => []);
+    return answers.find((a) => this.#policy === null || this.#policy.check(a.address).allowed)?.address ?? null;
+  }
+
+  /** One request of a fetch: the result, or the redirect target to go to next. */
+  async #sendHop(
+    url: string,
+    current: URL,
+    opts: FetchOptions,
+    deadline: FetchDeadline,
+    redirects: RedirectHop[],
+    seen: Set<string>,
+    keepAlive: boolean,
+    startedAt: number,
+  ): Promise<FetchResult | URL> {
+    const requestHeaders = this.#requestHeaders(current, opts);
+    const probe = new ConnectionProbe();
+    let response: Dispatcher.ResponseData<ConnectionProbe>;
+    try {
+      response = await this.#agent.request({
+        origin: current.origin,
+        path: current.pathname + current.search,
+        method: 'GET',
+        headers: requestHeaders,
+        signal: deadline.signal,
+        opaque: probe,
+        // `connection: close`: the socket goes away with the response.
+        ...(keepAlive ? {} : { reset: true }),
+      });
+    } catch (err) {
+      throw deadline.classify(err, current.href);
+    }
+
+    const status = response.statusCode;
+    let stoppedRedirect: FetchResult['stoppedRedirect'];
+    if (REDIRECT_STATUSES.has(status)) {
+      const target = this.#redirectTarget(response, current);
+      if (opts.followRedirect && !opts.followRedirect(current.href, target.href)) {
+        stoppedRedirect = { from: current.href, to: target.href, status };
+      } else {
+        if (seen.has(target.href)) {
+          discard(response.body);
+          throw new FetchError('REDIRECT_LOOP', current.href, {
+            detail: `${current.href} redirects back to ${target.href} after ${redirects.length} redirect(s)`,
+          });
+        }
+        if (redirects.length >= this.#maxRedirects) {
+          discard(response.body);
+          throw new FetchError('TOO_MANY_REDIRECTS', current.href, {
+            detail: `more than ${this.#maxRedirects} redirects, last ${current.href} -> ${target.href}`,
+          });
+        }
+        // Drain rather than destroy so the keep-alive connection survives
+        // (same-origin redirects are the common case).
+        await response.body.dump({ limit: REDIRECT_DRAIN_LIMIT }).catch(() => undefined);
+        await connectionReleased();
+        redirects.push({ url: current.href, status, location: target.href });
+        seen.add(target.href);
+        return target;
+      }
+    }
+
+    const contentEncoding = headerValue(response.headers['content-encoding']);
+    const codings = parseContentCodings(contentEncoding, response.body, current.href);
+    const read = await readBody(response.body, codings, this.#maxBodyBytes, current.href, deadline);
+    // A cut body destroyed its socket; only a complete one can be reused.
+    if (read.truncated === null) await connectionReleased();
+    const connection = probe.connection?.current ?? null;
+    const result: FetchResult = {
+      url,
+      finalUrl: current.href,
+      status,
+      statusText: response.statusText,
+      headers: flattenHeaders(response.headers),
+      body: read.body,
+      rawBytes: read.rawBytes,
+      truncated: read.truncated,
+      contentEncoding: contentEncoding ?? null,
+      redirects,
+      remoteAddress: connection?.remoteAddress ?? null,
+      requestHeaders,
+      // undici's h1 parser does not surface the status-line version and
+      // we never offer h2 (allowH2 off), so the only other possibility is
+      // a server-negotiated ALPN we did not ask for.
+      httpVersion: connection?.alpnProtocol === 'h2' ? '2' : '1.1',
+      startedAt,
+      endedAt: Date.now(),
+    };
+    if (stoppedRedirect) result.stoppedRedirect = stoppedRedirect;
+    return result;
   }
 
   #requestHeaders(target: URL, opts: FetchOptions): Record<string, string> {
@@ -409,6 +562,15 @@ class UndiciHttpClient implements HttpClient {
       throw err;
     }
   }
+}
+
+function lookupAll(lookup: LookupFunction, hostname: string): Promise<LookupAddress[]> {
+  return new Promise((resolve, reject) => {
+    lookup(hostname, { all: true }, (err, result, family) => {
+      if (err) reject(err);
+      else resolve(typeof result === 'string' ? [{ address: result, family: family ?? isIP(result) }] : result);
+    });
+  });
 }
 
 function parseHttpUrl(input: string, errorUrl: string, code: 'INVALID_URL' | 'INVALID_REDIRECT', base?: URL): URL {

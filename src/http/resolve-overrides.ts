@@ -145,7 +145,7 @@ export function createLookup(overrides: ResolveOverrides, port: number, fallback
   };
 }
 
-function defaultPort(protocol: string): number {
+export function defaultPort(protocol: string): number {
   return protocol === 'https:' ? 443 : 80;
 }
 

@@ -33,8 +33,10 @@ export class PolitenessKeys {
     return key;
   }
 
-  private async resolve(hostname: string, port: number, hostKey: string): Promise<string> {
-    const pinned = findOverride(this.overrides, hostname, port);
+  private async resolve(hostname: string, port: number | null, hostKey: string): Promise<string> {
+    // A host key without a port stands for the scheme's default port, and it
+    // names the host whatever the scheme: a pin for either default port counts.
+    const pinned = port !== null ? findOverride(this.overrides, hostname, port) : (findOverride(this.overrides, hostname, 443) ?? findOverride(this.overrides, hostname, 80));
     if (pinned) return `ip:${pinned.address}`;
     if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return `ip:${hostname}`;
     try {
@@ -52,9 +54,10 @@ export class PolitenessKeys {
   }
 }
 
-function splitHostKey(hostKey: string): { hostname: string; port: number } {
+/** `port` null: the host key has none (a default port: 80 for http, 443 for https). */
+function splitHostKey(hostKey: string): { hostname: string; port: number | null } {
   const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostKey);
   const hostname = (m?.[1] ?? hostKey).replace(/^\[|\]$/g, '');
-  const port = m?.[2] ? Number(m[2]) : 80;
+  const port = m?.[2] ? Number(m[2]) : null;
   return { hostname, port };
 }

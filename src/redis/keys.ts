@@ -138,3 +138,13 @@ export const sharedHostKeys = (host: string) => ({
   clock: `${P}:clock:{${host}}`,
   robots: `${P}:robots:{${host}}`,
 });
+
+/**
+ * State of one IP address shared by all workers and campaigns (its own hash
+ * tag: one key per address, so a script touching it stays on one node of a
+ * Redis Cluster).
+ */
+export const addressKeys = (address: string) => ({
+  /** ZSET holder → lease expiry (epoch ms, Redis clock): the requests in flight to the address (src/redis/address-slots.ts). */
+  slots: `${P}:addr:{${address}}:slots`,
+});

@@ -79,6 +79,9 @@ export async function launch(h: Harness, input: Omit<CampaignInput, 'output'> & 
   return startCampaign(h.client, h.taskQueue, {
     ...input,
     campaignId,
+    // The test web's hosts all live on 127.0.0.1 but stand for distinct
+    // servers: no cap per address unless a test sets one.
+    politeness: { maxInFlightPerAddress: null, ...input.politeness },
     fetch: { resolve: h.web.resolveArgs(), ...input.fetch },
     output: { dir: path.join(h.outDir, campaignId) },
   });

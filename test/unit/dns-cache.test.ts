@@ -2,9 +2,12 @@
 // loopback (test/support/dns-server.ts) through node's own resolver. Time is
 // a clock the tests move, so TTLs expire without waiting.
 import type { LookupAddress } from 'node:dns';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { LookupFunction } from 'node:net';
 import { DnsCache, type DnsCacheOptions } from '../../src/http/dns-cache';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
+import { tempDirs } from '../support/temp-dirs';
 
 let dns: TestDnsServer;
 let now = 1_000_000;
@@ -136,7 +139,7 @@ describe('the system lookup', () => {
     expect(dns.queries).toEqual([]);
   });
 
-  test('takes over when the name servers refuse; its failures are not remembered', async () => {
+  test('takes over when the name servers refuse; its failures are remembered for failureTtlMs', async () => {
     const sys = systemLookup(['192.0.2.60']);
     const cache = cacheWith({ systemLookup: sys.fn });
     expect(await cache.resolve('refused.test')).toEqual([{ address: '192.0.2.60', family: 4 }]);
@@ -144,10 +147,73 @@ describe('the system lookup', () => {
     expect(sys.calls).toEqual(['refused.test']);
 
     const failing = systemLookup(Object.assign(new Error('getaddrinfo EAI_AGAIN x'), { code: 'EAI_AGAIN' }));
-    const cache2 = cacheWith({ systemLookup: failing.fn });
+    const cache2 = cacheWith({ systemLookup: failing.fn, failureTtlMs: 2_000 });
     await expect(cache2.resolve('refused.test')).rejects.toMatchObject({ code: 'EAI_AGAIN' });
+    await expect(cache2.resolve('refused.test')).rejects.toMatchObject({ code: 'EAI_AGAIN' });
+    expect(failing.calls).toHaveLength(1);
+    now += 2_001;
     await expect(cache2.resolve('refused.test')).rejects.toMatchObject({ code: 'EAI_AGAIN' });
     expect(failing.calls).toHaveLength(2);
+  });
+
+  test('at most systemConcurrency lookups at once (each holds a libuv thread), the others queued', async () => {
+    let running = 0;
+    let most = 0;
+    const slow: LookupFunction = (_hostname, _options, callback) => {
+      running++;
+      most = Math.max(most, running);
+      setTimeout(() => {
+        running--;
+        callback(null, [{ address: '192.0.2.61', family: 4 }]);
+      }, 5);
+    };
+    const cache = cacheWith({ systemLookup: slow, systemConcurrency: 2 });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => cache.resolve(`box${i}`)));
+    expect(answers.every((a) => a[0].address === '192.0.2.61')).toBe(true);
+    expect(most).toBe(2);
+  });
+});
+
+describe('the hosts file', () => {
+  const dirs = tempDirs('dns-hosts-');
+  function hostsFile(text: string): string {
+    const file = path.join(dirs(), 'hosts');
+    fs.writeFileSync(file, text);
+    return file;
+  }
+
+  test('answers the names it lists before the DNS is asked (the DNS would say NXDOMAIN), and follows changes', async () => {
+    const file = hostsFile('# comment\n127.0.0.1 localhost\n192.0.2.90  listed.test  Alias.test. # trailing\n::1 listed.test\n\n');
+    const sys = { calls: [] as string[] };
+    const cache = cacheWith({ hostsFile: file, systemTtlMs: 1_000, hostsRecheckMs: 500, systemLookup: (h, _o, cb) => (sys.calls.push(h), cb(null, '192.0.2.1', 4)) });
+    expect(await cache.resolve('listed.test')).toEqual([
+      { address: '192.0.2.90', family: 4 },
+      { address: '::1', family: 6 },
+    ]);
+    expect(await cache.resolve('alias.test')).toEqual([{ address: '192.0.2.90', family: 4 }]);
+    expect(await cache.resolve('localhost')).toEqual([{ address: '127.0.0.1', family: 4 }]);
+    expect(dns.queries).toEqual([]);
+    expect(sys.calls).toEqual([]);
+    // Not listed: the DNS's NXDOMAIN stands.
+    await expect(cache.resolve('unlisted.test')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+
+    fs.writeFileSync(file, '192.0.2.91 listed.test\n');
+    now += 1_001;
+    expect(await cache.resolve('listed.test')).toEqual([{ address: '192.0.2.91', family: 4 }]);
+    await expect(cache.resolve('alias.test')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+  });
+
+  test('names asked while the file is first read wait for it', async () => {
+    const file = hostsFile(Array.from({ length: 50 }, (_, i) => `192.0.2.${i + 1} n${i}.test`).join('\n'));
+    const cache = cacheWith({ hostsFile: file });
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => cache.resolve(`n${i}.test`)));
+    expect(answers.map((a) => a[0].address)).toEqual(Array.from({ length: 50 }, (_, i) => `192.0.2.${i + 1}`));
+    expect(dns.queries).toEqual([]);
+  });
+
+  test('a missing hosts file lists nothing', async () => {
+    const cache = cacheWith({ hostsFile: path.join(dirs(), 'absent') });
+    expect(await cache.resolve('site.test')).toHaveLength(3);
   });
 });
 

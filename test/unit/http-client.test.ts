@@ -9,7 +9,7 @@ import * as zlib from 'node:zlib';
 import { AddressPolicyError } from '../../src/http/address-policy';
 import { FetchError, classifyError } from '../../src/http/fetch-error';
 import { DnsCache } from '../../src/http/dns-cache';
-import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
+import { createHttpClient, type AddressGate, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
 import { Agent, request as undiciRequest } from 'undici';
 import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import { pseudoRandomBytes } from '../support/pseudo-random';
@@ -1039,5 +1039,142 @@ describe('classifyError', () => {
     expect(err.name).toBe('FetchError');
     expect(err.retryable).toBe(true);
     expect(err).toBeInstanceOf(Error);
+  });
+});
+
+describe('requests in flight per address (addressGate) and idle connections per address', () => {
+  /** An in-memory stand-in for the Redis semaphore (src/redis/address-slots.ts): `limit` slots per address. */
+  function memoryGate(limit: number) {
+    const held = new Map<string, number>();
+    const asked: string[] = [];
+    const gate: AddressGate = {
+      async acquire(address, signal) {
+        asked.push(address);
+        while ((held.get(address) ?? 0) >= limit) {
+          signal.throwIfAborted();
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        held.set(address, (held.get(address) ?? 0) + 1);
+        let done = false;
+        return async () => {
+          if (done) return;
+          done = true;
+          held.set(address, held.get(address)! - 1);
+        };
+      },
+    };
+    return { gate, asked, held: (address: string) => held.get(address) ?? 0 };
+  }
+
+  /** A slow server counting the requests it is answering at once, and the sockets open to it. */
+  async function countingServer(delayMs: number, handle?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean) {
+    let inFlight = 0;
+    let most = 0;
+    const server = await startServer((req, res) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      res.on('close', () => inFlight--);
+      if (handle?.(req, res)) return;
+      setTimeout(() => res.end(`page of ${req.headers.host}`), delayMs);
+    });
+    return { server, most: () => most, inFlight: () => inFlight };
+  }
+
+  const pins = (port: number, n: number) => Array.from({ length: n }, (_, i) => `h${i}.gate.test:${port}:127.0.0.1`);
+
+  test('never more than the limit in flight at one address, whatever the host names; every slot given back', async () => {
+    const counting = await countingServer(40);
+    const { gate, asked, held } = memoryGate(3);
+    const c = client({ addressGate: gate, resolve: pins(counting.server.port, 12) });
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => c.fetch(`http://h${i}.gate.test:${counting.server.port}/`)));
+    expect(results.map((r) => r.body.toString())).toEqual(Array.from({ length: 12 }, (_, i) => `page of h${i}.gate.test:${counting.server.port}`));
+    expect(counting.most()).toBe(3);
+    expect(new Set(asked)).toEqual(new Set(['127.0.0.1']));
+    expect(asked).toHaveLength(12);
+    expect(held('127.0.0.1')).toBe(0);
+  });
+
+  test('a slot is given back when the response fails or the caller aborts, and each redirect hop takes its own', async () => {
+    const counting = await countingServer(0, (req, res) => {
+      if (req.url === '/reset') req.socket.destroy();
+      else if (req.url === '/hang') return true;
+      else if (req.url === '/moved') res.writeHead(301, { location: '/' }).end();
+      else return false;
+      return true;
+    });
+    const { gate, asked, held } = memoryGate(1);
+    const c = client({ addressGate: gate });
+    expect((await fetchError(c.fetch(`${counting.server.base}/reset`))).code).toBe('CONNECTION_RESET');
+    expect(held('127.0.0.1')).toBe(0);
+    const abort = new AbortController();
+    const hanging = fetchError(c.fetch(`${counting.server.base}/hang`, { signal: abort.signal }));
+    while (counting.inFlight() === 0) await new Promise((r) => setTimeout(r, 5));
+    abort.abort();
+    expect((await hanging).code).toBe('ABORTED');
+    expect(held('127.0.0.1')).toBe(0);
+    asked.length = 0;
+    const moved = await c.fetch(`${counting.server.base}/moved`);
+    expect(moved.status).toBe(200);
+    expect(asked).toEqual(['127.0.0.1', '127.0.0.1']);
+    expect(held('127.0.0.1')).toBe(0);
+  });
+
+  test('an address full for the whole total timeout fails the fetch with the retryable ADDRESS_BUSY; an abort while waiting is ABORTED', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    const { gate } = memoryGate(1);
+    const taken = await gate.acquire('127.0.0.1', new AbortController().signal);
+    const c = client({ addressGate: gate, totalTimeoutMs: 300 });
+    const busy = await fetchError(c.fetch(`${server.base}/`));
+    expect(busy.code).toBe('ADDRESS_BUSY');
+    expect(busy.retryable).toBe(true);
+    const abort = new AbortController();
+    const waiting = fetchError(client({ addressGate: gate }).fetch(`${server.base}/`, { signal: abort.signal }));
+    setTimeout(() => abort.abort(), 50);
+    expect((await waiting).code).toBe('ABORTED');
+    await taken();
+    expect((await c.fetch(`${server.base}/`)).status).toBe(200);
+  });
+
+  test('the gate is asked for the address the connection dials: the first DNS answer the address policy allows', async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    const lookup: LookupFunction = (_hostname, _options, callback) =>
+      callback(null, [
+        { address: '10.0.0.1', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ]);
+    const { gate, asked } = memoryGate(2);
+    const c = guardedClient({ addressGate: gate, lookup, allowAddresses: ['127.0.0.1/32'] });
+    expect((await c.fetch(`http://named.gate.test:${server.port}/`)).status).toBe(200);
+    expect(asked).toEqual(['127.0.0.1']);
+  });
+
+  test('keepAliveOriginsPerAddress: idle connections to one address stay within the limit however many hosts it serves', async () => {
+    // Its own server: the test counts the sockets open to it, not only those ever opened.
+    const seen = http.createServer((req, res) => res.end(`page of ${req.headers.host}`));
+    let open = 0;
+    let opened = 0;
+    seen.on('connection', (s: net.Socket) => {
+      open++;
+      opened++;
+      s.on('close', () => open--);
+    });
+    seen.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => seen.listen(0, '127.0.0.1', resolve));
+    const port = (seen.address() as AddressInfo).port;
+    try {
+      const c = client({ keepAliveOriginsPerAddress: 2, resolve: pins(port, 8) });
+      for (let i = 0; i < 8; i++) expect((await c.fetch(`http://h${i}.gate.test:${port}/`)).status).toBe(200);
+      // The two kept-alive origins reuse their connections.
+      const before = opened;
+      for (let i = 0; i < 2; i++) expect((await c.fetch(`http://h${i}.gate.test:${port}/again`)).status).toBe(200);
+      expect(opened).toBe(before);
+      // The others' connections closed with their responses.
+      for (let i = 0; i < 100 && open > 2; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(open).toBe(2);
+      expect(opened).toBe(8);
+    } finally {
+      seen.closeAllConnections();
+      await new Promise<void>((resolve) => seen.close(() => resolve()));
+    }
   });
 });

@@ -8,8 +8,9 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ContentIndex } from '../../src/dedup/content-index';
-import { campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
+import { addressKeys, campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import { robotsCacheKey } from '../../src/robots/robots-store';
+import { AddressSlots } from '../../src/redis/address-slots';
 import { campaignKeyNames, campaignKeyPatterns, hostKeyNames } from '../../src/redis/retention';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
@@ -154,6 +155,18 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     for (const pinnedAddress of [null, '127.0.0.1', '::1']) {
       expect(slotOf(robotsCacheKey({ scheme: 'https', host, port: 443, pinnedAddress }))).toBe(slotOf(acq.keys[0]));
     }
+  });
+
+  it.each(['192.0.2.7', '2001:db8::1', '::ffff:10.0.0.1'])('address slot scripts: address %j', async (address) => {
+    const slots = new AddressSlots(cap.redis, { limit: 2, leaseMs: 1000 });
+    let release: () => Promise<void> = async () => undefined;
+    const acq = await cap.capture(0, async () => {
+      release = await slots.acquire(address, new AbortController().signal);
+    });
+    expect(acq.keys).toEqual([addressKeys(address).slots]);
+    expectOneSlot(acq, address);
+    const rel = await cap.capture(1, () => release());
+    expect(rel.keys).toEqual(acq.keys);
   });
 
   it.each(CAMPAIGN_KEYS)('budget script: campaign %j', async (ck) => {
