@@ -1,6 +1,7 @@
 // Hostile pages for link extraction (issue 23): nesting that makes a tree
 // builder quadratic, link bombs, and pages whose parsing outlasts its time
 // limit. Jest's timeout bounds a hang; nothing here asserts a speed.
+import { capCandidates } from '../../activities/discovery';
 import { extractLinks } from '../../src/parse/links';
 
 const PAGE = 'https://example.com/dir/page.html';
@@ -104,5 +105,15 @@ describe('extractLinks: what the page text leaves out', () => {
     expect(page.text).toBe('onetwo & three');
     // An iframe's content is text to a browser, never markup.
     expect(page.links).toEqual([]);
+  });
+});
+
+describe('capCandidates (routeCandidates with maxLinks: a page and its handler together)', () => {
+  it('keeps the first max distinct URLs in order, with their repeats, and counts the distinct rest', () => {
+    const c = (url: string, label?: string) => ({ url, ...(label ? { label } : {}) });
+    const { kept, dropped } = capCandidates([c('a', 'hook'), c('b'), c('a'), c('c'), c('d'), c('c'), c('b')], 2);
+    expect(kept).toEqual([c('a', 'hook'), c('b'), c('a'), c('b')]);
+    expect(dropped).toBe(2);
+    expect(capCandidates([c('a'), c('b')], undefined)).toEqual({ kept: [c('a'), c('b')], dropped: 0 });
   });
 });
