@@ -91,8 +91,11 @@ export async function routeCandidates(
   candidates = capped.kept;
   // Sitemaps do not count against the page budget, but once it is spent
   // they could only list URLs nobody will request.
-  if (candidates.some((c) => isSitemapKind(c.kind)) && (await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages))) {
-    candidates = candidates.filter((c) => !isSitemapKind(c.kind));
+  if (candidates.some((c) => isSitemapKind(c.kind))) {
+    const spent = await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages);
+    // No more from one index than the host may ever have; the enqueue's bound counts them against the host's earlier ones.
+    let maps = 0;
+    candidates = candidates.filter((c) => !isSitemapKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
   }
   const byHost = new Map<string, EnqueueItem[]>();
   const counts: Record<string, number> = {};
