@@ -4,6 +4,10 @@
 // listing 5,000 sitemaps that all 404 does not keep a 10-page campaign busy.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { routeCandidates, type Candidate } from '../../activities/discovery';
+import type { CampaignRuntime, WorkerRuntime } from '../../activities/runtime';
+import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
+import { reserveBudget } from '../../src/redis/campaign-store';
 import { createRedis } from '../../src/redis/client';
 import { Frontier, MAX_ENQUEUE_BATCH, type EnqueueItem, type EntryKind } from '../../src/redis/frontier';
 import { hostKeys } from '../../src/redis/keys';
@@ -97,6 +101,55 @@ describe('frontier bounds on Redis', () => {
     expect(await b.stats()).toMatchObject({ sitemaps: 50 });
     // Pages are not sitemaps: they still go in.
     expect((await b.enqueue(many('maps.test', 5), bounds)).added).toBe(5);
+  });
+});
+
+describe('routeCandidates with the campaign bounds', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  /** The parts of the runtimes routing reads: Redis, settings, scope (everything in scope). */
+  function runtimes(budgets: CampaignInput['budgets']): { rt: WorkerRuntime; campaign: CampaignRuntime } {
+    const settings = resolveCampaignSettings({ seeds: ['http://own.test/'], budgets }, `c-${randomUUID()}`);
+    const campaign = { key: `route-${randomUUID()}`, settings, inScope: (urls: string[]) => Promise.resolve(urls.map(() => true)) };
+    return { rt: { deps: { redis } } as unknown as WorkerRuntime, campaign: campaign as unknown as CampaignRuntime };
+  }
+  const links = (host: string, n: number, kind?: EntryKind): Candidate[] =>
+    Array.from({ length: n }, (_, i) => ({ url: `http://${host}/${kind ?? 'l'}/${i}`, depth: 1, ...(kind ? { kind } : {}) }));
+
+  it('takes the first maxLinks distinct links of a page, holds other hosts to their page budget and returns its own', async () => {
+    const { rt, campaign } = runtimes({ maxLinksPerPage: 100, maxPagesPerHost: 30 });
+    const woken: string[] = [];
+    const r = await routeCandidates(
+      rt,
+      campaign,
+      'own.test',
+      'http://own.test/',
+      [...links('own.test', 60), ...links('other.test', 600)],
+      async (hosts) => {
+        woken.push(...hosts);
+      },
+      { maxLinks: campaign.settings.budgets.maxLinksPerPage },
+    );
+    expect(r.linksDropped).toBe(560);
+    expect(r.own).toHaveLength(60);
+    expect(woken).toEqual(['other.test']);
+    expect(await new Frontier(redis, campaign.key, 'other.test').size()).toBe(30);
+  });
+
+  it('drops sitemaps once the page budget is spent, and takes no more from one index than a host may have', async () => {
+    const { rt, campaign } = runtimes({ maxPages: 1, maxSitemapsPerHost: 5 });
+    const children = links('own.test', 100, 'sitemap-child');
+    const before = await routeCandidates(rt, campaign, 'own.test', 'http://own.test/index.xml', children, async () => {});
+    expect(before.own).toHaveLength(5);
+    expect(await reserveBudget(redis, campaign.key, 'a-page', 1)).toBe(true);
+    const after = await routeCandidates(rt, campaign, 'own.test', 'http://own.test/index.xml', [...children, ...links('own.test', 3)], async () => {});
+    expect(after.own.map((c) => c.kind ?? 'page')).toEqual(['page', 'page', 'page']);
   });
 });
 
