@@ -70,8 +70,11 @@ export interface ExtractedPage {
    * Set when parsing outlasted `maxParseMs`: everything above is what the
    * part of the page parsed in time gave. The index line's error as is.
    */
-  timeout?: { code: 'PARSE_TIMEOUT'; message: string };
+  timeout?: { code: typeof PARSE_TIMEOUT; message: string };
 }
+
+/** The code of a page whose parsing outlasted its time limit (ExtractedPage.timeout; the index line's error). */
+export const PARSE_TIMEOUT = 'PARSE_TIMEOUT';
 
 const NOFOLLOW_RELS = new Set(['nofollow', 'ugc', 'sponsored']);
 /** Characters handed to the tokenizer between two looks at the clock. */
@@ -191,7 +194,7 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
   if (opts.withText) result.text = collapse(scan.text.join('')) ?? '';
   if (timedOut) {
     result.timeout = {
-      code: 'PARSE_TIMEOUT',
+      code: PARSE_TIMEOUT,
       message: `parsing for links took longer than ${opts.maxParseMs} ms; the links of the part parsed in time (${links.length}) are kept`,
     };
   }
@@ -326,7 +329,9 @@ class Scan implements Callbacks {
         break;
       case 'title':
         // The tokenizer reads a title's content as text; only the first
-        // outside SVG/MathML is the document's title.
+        // outside SVG/MathML is the document's title. (A self-closed one,
+        // which the tokenizer does not read as text, has none.)
+        if (selfClosed) break;
         this.inTitle = true;
         if (this.titleText === null && this.foreign === 0) {
           this.titleText = '';

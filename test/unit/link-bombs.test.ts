@@ -117,3 +117,12 @@ describe('capCandidates (routeCandidates with maxLinks: a page and its handler t
     expect(capCandidates([c('a'), c('b')], undefined)).toEqual({ kept: [c('a'), c('b')], dropped: 0 });
   });
 });
+
+describe('extractLinks: foreign content', () => {
+  it('reads a self-closed SVG title as no title, and the text after it', () => {
+    const page = extractLinks('<svg><title/><a href="/in-svg"/></svg><p>text</p><title>Doc</title>', PAGE, { withText: true });
+    expect(page.title).toBe('Doc');
+    expect(page.text).toBe('text');
+    expect(page.links.map((l) => l.url)).toEqual(['https://example.com/in-svg']);
+  });
+});
