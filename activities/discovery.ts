@@ -3,7 +3,9 @@
 // it goes through the same gates (scope, depth, spider-trap rules) and the
 // same mark-seen-and-enqueue path, so a URL found three ways is fetched once.
 import { frontierPriority, type CampaignSettings } from '../src/config/campaign';
-import { Frontier, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
+import { Frontier, frontierBounds, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
+import { campaignKeys } from '../src/redis/keys';
+import type { RedisLike } from '../src/redis/scripts';
 import { parseSitemap, sitemapMayList } from '../src/sitemap/sitemap';
 import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
@@ -32,12 +34,48 @@ export interface Routed {
   /** Hosts that got new URLs and nobody consuming them: marked ready for the campaign to dispatch. */
   discoveredHosts: number;
   rejectedLinks?: IndexEntry['rejectedLinks'];
+  /** Distinct candidate URLs past `maxLinks`, not routed. */
+  linksDropped: number;
 }
 
 /**
- * Applies depth, scope and trap rules to candidates, enqueues other hosts'
- * URLs now (handing hosts that are not consuming their frontier to `wake`)
- * and returns the page's own-host URLs for its commit.
+ * Whether the campaign's page budget is spent (every slot reserved): its
+ * last pages are being fetched, and a sitemap fetched now could only list
+ * URLs nobody will request.
+ */
+export async function pageBudgetSpent(redis: RedisLike, campaignKey: string, maxPages: number | null): Promise<boolean> {
+  return maxPages !== null && (await redis.scard(campaignKeys(campaignKey).budget)) >= maxPages;
+}
+
+const isSitemapKind = (kind: EntryKind | undefined) => kind === 'sitemap' || kind === 'sitemap-child';
+
+/**
+ * The first `max` distinct URLs of `candidates` in order (repeats of a kept
+ * URL stay, for the seen-set to drop), and how many distinct URLs were cut.
+ */
+export function capCandidates<T extends { url: string }>(candidates: T[], max: number | undefined): { kept: T[]; dropped: number } {
+  if (max === undefined || candidates.length <= max) return { kept: candidates, dropped: 0 };
+  const kept: T[] = [];
+  const keptUrls = new Set<string>();
+  const droppedUrls = new Set<string>();
+  for (const c of candidates) {
+    if (keptUrls.has(c.url)) kept.push(c);
+    else if (keptUrls.size < max) {
+      keptUrls.add(c.url);
+      kept.push(c);
+    } else droppedUrls.add(c.url);
+  }
+  return { kept, dropped: droppedUrls.size };
+}
+
+/**
+ * Applies the links cap, depth, scope and trap rules to candidates, enqueues
+ * other hosts' URLs now within the campaign's frontier bounds (handing
+ * hosts that are not consuming their frontier to `wake`) and returns the
+ * page's own-host URLs for its commit, which must pass the same bounds
+ * (`frontierBounds(settings.budgets)`). `maxLinks`: budgets.maxLinksPerPage
+ * for a page's links (its own and its handler's); `ownHostBudgetLeft`: pages
+ * the host may still request after this one.
  */
 export async function routeCandidates(
   rt: WorkerRuntime,
@@ -46,9 +84,19 @@ export async function routeCandidates(
   referrer: string,
   candidates: Candidate[],
   wake: (hosts: string[]) => Promise<void>,
-  opts: { ownHostBudgetLeft?: number } = {},
+  opts: { ownHostBudgetLeft?: number; maxLinks?: number } = {},
 ): Promise<Routed> {
   const s = campaign.settings;
+  const capped = capCandidates(candidates, opts.maxLinks);
+  candidates = capped.kept;
+  // Sitemaps do not count against the page budget, but once it is spent
+  // they could only list URLs nobody will request.
+  if (candidates.some((c) => isSitemapKind(c.kind))) {
+    const spent = await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages);
+    // No more from one index than the host may ever have; the enqueue's bound counts them against the host's earlier ones.
+    let maps = 0;
+    candidates = candidates.filter((c) => !isSitemapKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
+  }
   const byHost = new Map<string, EnqueueItem[]>();
   const counts: Record<string, number> = {};
   const samples: { code: string; url: string; length: number }[] = [];
@@ -87,20 +135,23 @@ export async function routeCandidates(
   }
   let own = byHost.get(ownHost) ?? [];
   byHost.delete(ownHost);
-  // A host at its page budget gains nothing from more of its own URLs.
-  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => i.kind && i.kind !== 'page');
+  // A host at its page budget gains nothing from more of its own pages.
+  // Short of it, the commit's bound decides: it knows which links are new
+  // and how many pages the host has queued.
+  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => isSitemapKind(i.kind));
+  const bounds = frontierBounds(s.budgets);
   const woken: string[] = [];
   await Promise.all(
     [...byHost].map(async ([host, items]) => {
       // A host whose workflow is consuming its frontier needs no wake: most
       // cross-host links land there, and each wake costs the campaign and the
       // host workflow history events.
-      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items))) woken.push(host);
+      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items, bounds))) woken.push(host);
     }),
   );
   if (woken.length > 0) await wake(woken.sort());
   const rejected = samples.length > 0 ? { counts, samples } : undefined;
-  return { own, discoveredHosts: woken.length, rejectedLinks: rejected };
+  return { own, discoveredHosts: woken.length, rejectedLinks: rejected, linksDropped: capped.dropped };
 }
 
 /**
@@ -176,19 +227,26 @@ export function redirectTargetOf(to: string, from: string, maxLength?: number): 
   return raw.href === from ? null : raw.href;
 }
 
-/** Sitemap URLs to enqueue for a host once its robots.txt is known. */
+/**
+ * Sitemap URLs to enqueue for a host once its robots.txt is known: the
+ * first budgets.maxSitemapsPerHost distinct ones, robots.txt's in its order,
+ * then /sitemap.xml (a robots.txt of 5,000 Sitemap: lines is read no further
+ * than needed; the enqueue's bound in Redis holds the host to the same number).
+ */
 export function sitemapSeeds(s: CampaignSettings, origin: string, robotsSitemaps: readonly string[]): string[] {
   if (s.sitemaps === 'off') return [];
-  const out: string[] = [];
+  const max = s.budgets.maxSitemapsPerHost;
+  const out = new Set<string>();
   for (const raw of robotsSitemaps) {
+    if (out.size >= max) break;
     try {
       const url = normalizeUrl(raw);
       // Sitemaps hosted elsewhere (a CDN) would need that host's politeness and scope; not followed.
-      if (sitemapMayList(origin + '/', url)) out.push(url);
+      if (sitemapMayList(origin + '/', url)) out.add(url);
     } catch {
       /* a bad Sitemap: line is ignored, like any bad robots.txt line */
     }
   }
-  if (s.sitemaps === 'robots+root') out.push(normalizeUrl(`${origin}/sitemap.xml`));
-  return [...new Set(out)];
+  if (s.sitemaps === 'robots+root' && out.size < max) out.add(normalizeUrl(`${origin}/sitemap.xml`));
+  return [...out];
 }

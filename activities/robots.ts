@@ -7,13 +7,13 @@ import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
 import { isFetchError } from '../src/http/fetch-error';
 import { parseRetryAfter } from '../src/http/retry-after';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
-import { Frontier } from '../src/redis/frontier';
+import { Frontier, frontierBounds } from '../src/redis/frontier';
 import { hostKeys } from '../src/redis/keys';
 import { allowedInAnyQueryOrder, parseRobotsTxt, RobotsTxt } from '../src/robots/robots-txt';
 import { ROBOTS_TTL_MS, robotsSource, type StoredRobots } from '../src/robots/robots-store';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey } from '../src/url/normalize';
-import { sitemapSeeds } from './discovery';
+import { pageBudgetSpent, sitemapSeeds } from './discovery';
 import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
@@ -225,13 +225,18 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
 async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, robotsTxtUrl: string, listed: readonly string[]): Promise<void> {
   const hk = hostKeys(campaign.key, host);
   if ((await rt.deps.redis.hget(hk.robots, 'sitemaps')) !== null) return;
+  const s = campaign.settings;
+  // Past the page budget a sitemap could only list URLs nobody will request.
+  if (await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages)) return;
   const origin = new URL(robotsTxtUrl).origin;
-  const candidates = sitemapSeeds(campaign.settings, origin, listed);
+  const candidates = sitemapSeeds(s, origin, listed);
   const allowed = await campaign.inScope(candidates);
   const urls = candidates.filter((_, i) => allowed[i]);
   if (urls.length > 0) {
+    // The bounds count these against budgets.maxSitemapsPerHost in Redis, with the index children they lead to.
     await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
-      urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, campaign.settings) })),
+      urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, s) })),
+      frontierBounds(s.budgets),
     );
   }
   await rt.deps.redis.hset(hk.robots, 'sitemaps', '1');

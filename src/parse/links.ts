@@ -1,7 +1,18 @@
 // Link extraction from fetched HTML: outgoing links (normalised, so the
 // frontier can dedupe them directly), plus the page-level signals that decide
 // what the crawler may do with them (<base>, canonical, meta robots).
-import * as cheerio from 'cheerio';
+//
+// A streaming tokenizer (htmlparser2's), not a tree builder: a page that
+// nests 400,000 <div>s makes a browser-grade tree builder (parse5) walk its
+// stack of open elements at every tag, quadratic in the depth, and
+// htmlparser2's own Parser keeps its stack with Array#unshift, just as
+// quadratic. The crawler needs no tree: the elements it reads (a, area,
+// iframe, frame, base, meta, link, title) are found from the tags alone, and
+// the few nestings that matter (raw-text elements, SVG/MathML for <title>,
+// what the page text leaves out) are counted per element name, O(1) a tag.
+// The body is fed in chunks and the clock looked at between them, so a page
+// whose parsing outlasts content.maxParseMs ends with what it gave so far.
+import { Tokenizer, type TokenizerCallbacks as Callbacks } from 'htmlparser2';
 import { normalizeUrl, type NormalizeOptions } from '../url/normalize';
 import { UrlError } from '../url/url-error';
 
@@ -10,6 +21,15 @@ export interface ExtractOptions extends NormalizeOptions {
   includeFrames?: boolean;
   /** Also return the page's visible text (for near-duplicate detection). */
   withText?: boolean;
+  /**
+   * Distinct links kept, the first in document order (budgets.maxLinksPerPage);
+   * the others are counted in `linksDropped` (and not in `invalid`). Default: all.
+   */
+  maxLinks?: number;
+  /** Time limit of the whole extraction (content.maxParseMs); past it the result has `timeout`. Default: none. */
+  maxParseMs?: number;
+  /** The clock the time limit is read from (milliseconds); tests give their own. */
+  now?: () => number;
 }
 
 export interface ExtractedLink {
@@ -25,8 +45,13 @@ export interface ExtractedLink {
 }
 
 export interface ExtractedPage {
-  /** Normalised, de-duplicated, in document order of first occurrence. */
+  /** Normalised, de-duplicated, in document order of first occurrence; at most `maxLinks`. */
   links: ExtractedLink[];
+  /**
+   * Links past `maxLinks`, not in `links`: their distinct spellings in the
+   * page that do not spell a kept link (they are not normalised).
+   */
+  linksDropped: number;
   /**
    * hrefs/srcs that could not become crawlable URLs: unparsable, empty,
    * too long, or another scheme (mailto:, javascript:, tel:, data:, …).
@@ -41,32 +66,76 @@ export interface ExtractedPage {
   title: string | null;
   /** Whitespace-collapsed text of the body without scripts and styles; only with `withText`. */
   text?: string;
+  /**
+   * Set when parsing outlasted `maxParseMs`: everything above is what the
+   * part of the page parsed in time gave. The index line's error as is.
+   */
+  timeout?: { code: typeof PARSE_TIMEOUT; message: string };
 }
 
-/** Minimal structural view of a cheerio element, to avoid a domhandler dependency. */
-interface El {
-  tagName: string;
-  attribs: Record<string, string>;
-  namespace?: string;
-}
+/** The code of a page whose parsing outlasted its time limit (ExtractedPage.timeout; the index line's error). */
+export const PARSE_TIMEOUT = 'PARSE_TIMEOUT';
 
-const HTML_NS = 'http://www.w3.org/1999/xhtml';
 const NOFOLLOW_RELS = new Set(['nofollow', 'ugc', 'sponsored']);
+/** Characters handed to the tokenizer between two looks at the clock. */
+const CHUNK_CHARS = 64 * 1024;
+/** Links normalised between two looks at the clock. */
+const NORMALIZE_BATCH = 1024;
+
+/** The elements whose attributes are read, and which attributes. */
+const WANTED: Record<string, readonly string[]> = {
+  a: ['href', 'rel'],
+  area: ['href', 'rel'],
+  iframe: ['src'],
+  frame: ['src'],
+  base: ['href'],
+  meta: ['name', 'content'],
+  link: ['rel', 'href'],
+};
+/**
+ * Elements whose content a browser reads as text, not markup, and that the
+ * tokenizer does not already treat so (it does for script, style, title,
+ * textarea and xmp): their tags are ignored until the element's end tag.
+ */
+const RAW_TEXT = new Set(['iframe', 'noembed', 'noframes']);
+/** Elements whose text is not the page's text (scripting is off, so <noscript> is, for links, ordinary markup). */
+const NOT_TEXT = new Set(['script', 'style', 'noscript', 'template', 'title']);
+/** Foreign content: a <title> inside is an SVG/MathML tooltip, not the document title. */
+const FOREIGN = new Set(['svg', 'math']);
+
+interface RawLink {
+  raw: string;
+  tag: string;
+  relNofollow: boolean;
+}
 
 /**
  * Extract links and page signals. Throws UrlError only when `pageUrl` itself
- * is not an http(s) URL; any HTML, however malformed, yields a result.
+ * is not an http(s) URL; any HTML, however malformed, yields a result, in
+ * time linear in its length.
  */
 export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions = {}): ExtractedPage {
   const page = parsePageUrl(pageUrl);
-  // parse5 (cheerio's default HTML parser) builds the same tree a browser
-  // would, so malformed markup and <base> placement behave as in a browser.
-  // Scripting is off because the crawler does not run scripts: links inside
-  // <noscript> are real links for us.
-  const $ = cheerio.load(html, { scriptingEnabled: false });
+  const now = opts.now ?? Date.now;
+  const started = now();
+  const overTime = () => opts.maxParseMs !== undefined && now() - started > opts.maxParseMs;
+  const scan = new Scan(html, opts.includeFrames !== false, opts.withText === true);
+  const tokenizer = new Tokenizer({ decodeEntities: true }, scan);
+  let timedOut = false;
+  for (let at = 0; at < html.length; at += CHUNK_CHARS) {
+    tokenizer.write(html.slice(at, at + CHUNK_CHARS));
+    if (at + CHUNK_CHARS < html.length && overTime()) {
+      timedOut = true;
+      break;
+    }
+  }
+  if (!timedOut) tokenizer.end();
 
-  const { baseHref, base } = resolveBase($, page);
-  const metaRobots = readMetaRobots($);
+  // Browsers use the first <base> that has an href, wherever it sits, for
+  // every relative URL in the document, including those that precede it:
+  // hence links are resolved only once the whole page is read.
+  const { baseHref, base } = resolveBase(scan.baseHref, page);
+  const metaRobots = scan.metaRobots;
 
   // One normalisation per distinct raw value: pages repeat the same hrefs in
   // navigation and footers many times.
@@ -85,36 +154,215 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
     return out;
   };
 
-  const selector = opts.includeFrames === false ? 'a[href], area[href]' : 'a[href], area[href], iframe[src], frame[src]';
+  const maxLinks = opts.maxLinks ?? Infinity;
   const links: ExtractedLink[] = [];
   const indexByUrl = new Map<string, number>();
+  // Spellings past the cap: counted, not normalised (normalising what is
+  // dropped would spend a link bomb's time for a number).
+  const dropped = new Set<string>();
   let invalid = 0;
-  for (const el of $(selector).toArray() as El[]) {
-    const tag = el.tagName.toLowerCase();
-    const isAnchor = tag === 'a' || tag === 'area';
-    const url = normalize(isAnchor ? el.attribs.href : el.attribs.src);
+  for (const [i, l] of scan.links.entries()) {
+    if (i % NORMALIZE_BATCH === NORMALIZE_BATCH - 1 && !timedOut && overTime()) {
+      timedOut = true;
+      break;
+    }
+    if (links.length >= maxLinks && !cache.has(l.raw)) {
+      // Without its fragment, the commonest second spelling of one URL.
+      const spelling = withoutFragment(l.raw);
+      if (!cache.has(spelling)) dropped.add(spelling);
+      continue;
+    }
+    const url = normalize(l.raw);
     if (url === null) {
       invalid++;
       continue;
     }
-    const nofollow = metaRobots.nofollow || (isAnchor && hasNofollowRel(el.attribs.rel));
+    const nofollow = metaRobots.nofollow || l.relNofollow;
     const seen = indexByUrl.get(url);
     if (seen === undefined) {
       indexByUrl.set(url, links.length);
-      links.push({ url, nofollow, tag });
+      links.push({ url, nofollow, tag: l.tag });
     } else if (!nofollow) {
       // One followable occurrence is enough to follow the URL.
       links[seen].nofollow = false;
     }
   }
+  const linksDropped = dropped.size;
 
-  const result: ExtractedPage = { links, invalid, baseHref, canonical: readCanonical($, normalize), metaRobots, title: readTitle($) };
-  if (opts.withText) {
-    // Last, because it mutates the tree: <noscript> links were real links above.
-    $('script, style, noscript, template').remove();
-    result.text = $('body').text().replace(/\s+/g, ' ').trim();
+  const canonical = scan.canonicalHref === null ? null : normalize(scan.canonicalHref);
+  const result: ExtractedPage = { links, linksDropped, invalid, baseHref, canonical, metaRobots, title: collapse(scan.titleText) };
+  if (opts.withText) result.text = collapse(scan.text.join('')) ?? '';
+  if (timedOut) {
+    result.timeout = {
+      code: PARSE_TIMEOUT,
+      message: `parsing for links took longer than ${opts.maxParseMs} ms; the links of the part parsed in time (${links.length}) are kept`,
+    };
   }
   return result;
+}
+
+/**
+ * The tokenizer's listener: keeps the raw values of the attributes the
+ * crawler reads and the few counters it needs. Positions are in the whole
+ * page (the tokenizer counts across chunks), so values are sliced from it.
+ */
+class Scan implements Callbacks {
+  readonly links: RawLink[] = [];
+  baseHref: string | null = null;
+  canonicalHref: string | null = null;
+  readonly metaRobots = { noindex: false, nofollow: false };
+  /** null: no document title seen yet. */
+  titleText: string | null = null;
+  readonly text: string[] = [];
+
+  /** Open elements by name, for the few whose nesting matters (never a stack: see the file's head). */
+  private readonly open = new Map<string, number>();
+  /** Inside a raw-text element (RAW_TEXT): its name; tags are text until its end tag. */
+  private rawUntil: string | null = null;
+  /** Open elements that hide their text (NOT_TEXT). */
+  private hidden = 0;
+  /** Open <svg>/<math>. */
+  private foreign = 0;
+  private inTitle = false;
+  private readingTitle = false;
+  private tagName = '';
+  private wanted: readonly string[] | null = null;
+  private attribs: Record<string, string> = {};
+  private attribName = '';
+  private attribValue = '';
+
+  constructor(
+    private readonly html: string,
+    private readonly frames: boolean,
+    private readonly withText: boolean,
+  ) {}
+
+  onopentagname(start: number, end: number): void {
+    this.tagName = this.html.slice(start, end).toLowerCase();
+    this.wanted = this.rawUntil === null ? (WANTED[this.tagName] ?? null) : null;
+    this.attribs = {};
+  }
+
+  onattribname(start: number, end: number): void {
+    this.attribName = this.wanted ? this.html.slice(start, end).toLowerCase() : '';
+    this.attribValue = '';
+  }
+
+  onattribdata(start: number, end: number): void {
+    if (this.attribName) this.attribValue += this.html.slice(start, end);
+  }
+
+  onattribentity(codepoint: number): void {
+    if (this.attribName) this.attribValue += String.fromCodePoint(codepoint);
+  }
+
+  onattribend(): void {
+    // The first of a repeated attribute counts, as in a browser.
+    if (this.attribName && this.wanted!.includes(this.attribName) && !(this.attribName in this.attribs)) this.attribs[this.attribName] = this.attribValue;
+    this.attribName = '';
+  }
+
+  onopentagend(): void {
+    this.openTag(false);
+  }
+
+  onselfclosingtag(): void {
+    // In HTML a "/>" closes only void and foreign elements; what matters
+    // here is that a self-closed <svg/> or <math/> opens nothing.
+    this.openTag(FOREIGN.has(this.tagName) || this.foreign > 0);
+  }
+
+  onclosetag(start: number, end: number): void {
+    const name = this.html.slice(start, end).toLowerCase();
+    if (this.rawUntil !== null) {
+      if (name === this.rawUntil) this.rawUntil = null;
+      return;
+    }
+    if (name === 'title' && this.inTitle) {
+      this.inTitle = false;
+      this.readingTitle = false;
+    }
+    this.close(name);
+  }
+
+  ontext(start: number, end: number): void {
+    this.addText(this.html.slice(start, end));
+  }
+
+  ontextentity(codepoint: number): void {
+    this.addText(String.fromCodePoint(codepoint));
+  }
+
+  oncdata(): void {}
+  oncomment(): void {}
+  ondeclaration(): void {}
+  onprocessinginstruction(): void {}
+  onend(): void {}
+
+  private openTag(selfClosed: boolean): void {
+    if (this.rawUntil !== null) return;
+    const name = this.tagName;
+    const a = this.attribs;
+    switch (name) {
+      case 'a':
+      case 'area':
+        if (a.href !== undefined) this.links.push({ raw: a.href, tag: name, relNofollow: hasNofollowRel(a.rel) });
+        break;
+      case 'iframe':
+      case 'frame':
+        if (this.frames && a.src !== undefined) this.links.push({ raw: a.src, tag: name, relNofollow: false });
+        break;
+      case 'base':
+        if (this.baseHref === null && a.href !== undefined) this.baseHref = a.href;
+        break;
+      case 'meta':
+        // Several robots metas combine: the most restrictive directive wins.
+        if (a.name !== undefined && a.content !== undefined && a.name.trim().toLowerCase() === 'robots') {
+          for (const token of a.content.toLowerCase().split(/[\s,]+/)) {
+            if (token === 'noindex' || token === 'none') this.metaRobots.noindex = true;
+            if (token === 'nofollow' || token === 'none') this.metaRobots.nofollow = true;
+          }
+        }
+        break;
+      case 'link':
+        if (this.canonicalHref === null && a.rel !== undefined && a.href !== undefined && relTokens(a.rel).includes('canonical')) this.canonicalHref = a.href;
+        break;
+      case 'title':
+        // The tokenizer reads a title's content as text; only the first
+        // outside SVG/MathML is the document's title. (A self-closed one,
+        // which the tokenizer does not read as text, has none.)
+        if (selfClosed) break;
+        this.inTitle = true;
+        if (this.titleText === null && this.foreign === 0) {
+          this.titleText = '';
+          this.readingTitle = true;
+        }
+        break;
+    }
+    if (selfClosed) return;
+    if (RAW_TEXT.has(name)) {
+      this.rawUntil = name;
+      return;
+    }
+    if (FOREIGN.has(name)) this.foreign++;
+    if (NOT_TEXT.has(name)) this.hidden++;
+    if (FOREIGN.has(name) || NOT_TEXT.has(name)) this.open.set(name, (this.open.get(name) ?? 0) + 1);
+  }
+
+  private close(name: string): void {
+    const n = this.open.get(name);
+    if (!n) return;
+    this.open.set(name, n - 1);
+    if (FOREIGN.has(name)) this.foreign--;
+    if (NOT_TEXT.has(name)) this.hidden--;
+  }
+
+  private addText(s: string): void {
+    if (this.rawUntil !== null) return;
+    if (this.readingTitle) this.titleText += s;
+    // A title's text is in no body, whichever element holds it.
+    if (this.withText && this.hidden === 0 && !this.inTitle) this.text.push(s);
+  }
 }
 
 function parsePageUrl(pageUrl: string): URL {
@@ -132,13 +380,10 @@ function parsePageUrl(pageUrl: string): URL {
   return page;
 }
 
-// Browsers use the first <base> that has an href, wherever it sits, for
-// every relative URL in the document, including those that precede it.
-function resolveBase($: cheerio.CheerioAPI, page: URL): { baseHref: string | null; base: string } {
-  const el = $('base[href]').toArray()[0] as El | undefined;
-  if (el) {
+function resolveBase(href: string | null, page: URL): { baseHref: string | null; base: string } {
+  if (href !== null) {
     try {
-      const resolved = new URL(el.attribs.href.trim(), page);
+      const resolved = new URL(href.trim(), page);
       if (resolved.protocol === 'http:' || resolved.protocol === 'https:') {
         resolved.hash = '';
         return { baseHref: resolved.href, base: resolved.href };
@@ -150,34 +395,15 @@ function resolveBase($: cheerio.CheerioAPI, page: URL): { baseHref: string | nul
   return { baseHref: null, base: page.href };
 }
 
-function readMetaRobots($: cheerio.CheerioAPI): { noindex: boolean; nofollow: boolean } {
-  const robots = { noindex: false, nofollow: false };
-  for (const el of $('meta[name][content]').toArray() as El[]) {
-    if (el.attribs.name.trim().toLowerCase() !== 'robots') continue;
-    // Several robots metas combine: the most restrictive directive wins.
-    for (const token of el.attribs.content.toLowerCase().split(/[\s,]+/)) {
-      if (token === 'noindex' || token === 'none') robots.noindex = true;
-      if (token === 'nofollow' || token === 'none') robots.nofollow = true;
-    }
-  }
-  return robots;
+function collapse(text: string | null): string | null {
+  if (text === null) return null;
+  const out = text.replace(/\s+/g, ' ').trim();
+  return out === '' ? null : out;
 }
 
-function readCanonical($: cheerio.CheerioAPI, normalize: (raw: string) => string | null): string | null {
-  for (const el of $('link[rel][href]').toArray() as El[]) {
-    if (relTokens(el.attribs.rel).includes('canonical')) return normalize(el.attribs.href);
-  }
-  return null;
-}
-
-function readTitle($: cheerio.CheerioAPI): string | null {
-  // Skip <svg><title>, which is a tooltip, not the document title.
-  const title = $('title')
-    .filter((_i, el) => el.namespace === undefined || el.namespace === HTML_NS)
-    .first();
-  if (title.length === 0) return null;
-  const text = title.text().replace(/\s+/g, ' ').trim();
-  return text === '' ? null : text;
+function withoutFragment(raw: string): string {
+  const hash = raw.indexOf('#');
+  return (hash === -1 ? raw : raw.slice(0, hash)).trim();
 }
 
 function hasNofollowRel(rel: string | undefined): boolean {

@@ -69,10 +69,43 @@ export function decodeEntry(member: string): FrontierEntry {
   return entry;
 }
 
-function enqueueArgs(items: EnqueueItem[]): (string | number)[] {
-  const argv: (string | number)[] = [];
-  for (const it of items) argv.push(it.fp, frontierScoreBase(it.priority ?? 0, it.depth), encodeEntry(it));
+/**
+ * What a host's frontier may still take (the enqueue script's bounds, see
+ * src/redis/scripts.ts): pages up to `budgets.maxPagesPerHost` less the
+ * host's requests so far and the pages it has queued; sitemaps and
+ * sitemap-index children up to `budgets.maxSitemapsPerHost` ever. Null or
+ * absent: no bound.
+ */
+export interface FrontierBounds {
+  maxPagesPerHost?: number | null;
+  maxSitemapsPerHost?: number | null;
+}
+
+/** A campaign's bounds, for every enqueue and commit of its frontiers. */
+export function frontierBounds(budgets: FrontierBounds): FrontierBounds {
+  return { maxPagesPerHost: budgets.maxPagesPerHost, maxSitemapsPerHost: budgets.maxSitemapsPerHost };
+}
+
+/**
+ * URLs per script call at most: each call holds Redis (every worker's) for
+ * its whole run, so a page's thousands of links go in several short calls.
+ */
+export const MAX_ENQUEUE_BATCH = 1000;
+
+function enqueueArgs(items: EnqueueItem[], bounds: FrontierBounds): (string | number)[] {
+  const argv: (string | number)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1];
+  for (const it of items) {
+    const sitemap = it.kind === 'sitemap' || it.kind === 'sitemap-child';
+    argv.push(it.fp, frontierScoreBase(it.priority ?? 0, it.depth), encodeEntry(it), sitemap ? 's' : 'p');
+  }
   return argv;
+}
+
+/** `items` in batches of MAX_ENQUEUE_BATCH; one empty batch for no items (the call still reports the frontier). */
+function batches<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += MAX_ENQUEUE_BATCH) out.push(items.slice(i, i + MAX_ENQUEUE_BATCH));
+  return out.length > 0 ? out : [[]];
 }
 
 /** Longer than any session (its time cap) plus its retries. */
@@ -98,14 +131,20 @@ export class Frontier {
   }
 
   /**
-   * Marks URLs seen and enqueues the new ones. `added`: how many were new;
+   * Marks URLs seen and enqueues the new ones, within `bounds`, in batches
+   * of MAX_ENQUEUE_BATCH. `added`: how many were new (and fitted);
    * `awake`: the host's workflow is consuming its frontier and will find them
    * without being woken; `queued`: frontier size afterwards.
    */
-  async enqueue(items: EnqueueItem[]): Promise<{ added: number; awake: boolean; queued: number }> {
+  async enqueue(items: EnqueueItem[], bounds: FrontierBounds = {}): Promise<{ added: number; awake: boolean; queued: number }> {
     const k = this.keys;
-    const [added, awake, queued] = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, ...enqueueArgs(items));
-    return { added, awake: awake === 1, queued };
+    let added = 0;
+    let last: [number, number, number] = [0, 0, 0];
+    for (const batch of batches(items)) {
+      last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds));
+      added += last[0];
+    }
+    return { added, awake: last[1] === 1, queued: last[2] };
   }
 
   /** Whether someone must wake the host's workflow for URLs in its frontier. */
@@ -144,7 +183,8 @@ export class Frontier {
 
   /**
    * Finishes an entry: removes it, counts the outcome once, enqueues
-   * same-host links. `attempt`: the URL's fingerprint and the id the
+   * same-host links (within `bounds`; past MAX_ENQUEUE_BATCH, the first
+   * batches just before the commit). `attempt`: the URL's fingerprint and the id the
    * attempt wrote into its index line; the commit that counts records it
    * (`removed`), so the sealed index keeps exactly that line.
    */
@@ -154,8 +194,16 @@ export class Frontier {
     bytes: number,
     links: EnqueueItem[],
     attempt: { fp: string; id: string } | null = null,
+    bounds: FrontierBounds = {},
   ): Promise<{ removed: boolean; added: number; remaining: number }> {
     const k = this.keys;
+    // All but the last batch go ahead of the commit: a worker that dies
+    // between them leaves the entry claimed, and its retry finds those
+    // links in the seen-set (nothing is lost, nothing doubled).
+    const parts = batches(links);
+    const last = parts.pop()!;
+    let before = 0;
+    for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds)))[0];
     const [removed, added, remaining] = await this.redis.crawlCommit(
       k.seen,
       k.frontier,
@@ -169,9 +217,9 @@ export class Frontier {
       bytes,
       attempt?.fp ?? '',
       attempt?.id ?? '',
-      ...enqueueArgs(links),
+      ...enqueueArgs(last, bounds),
     );
-    return { removed: removed === 1, added, remaining };
+    return { removed: removed === 1, added: before + added, remaining };
   }
 
   /** For each fingerprint, the id of the attempt whose commit counted, or null (not committed, or committed before ids were recorded). */

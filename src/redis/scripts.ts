@@ -3,34 +3,68 @@ import type { Cluster, Redis, Result } from 'ioredis';
 
 export type RedisLike = Redis | Cluster;
 
-// ARGV triples: fingerprint, score base, member. A URL enters the frontier
-// only if its fingerprint is new to the host's seen-set: mark-seen-and-enqueue
-// in one step. The base (priority and depth, frontierScoreBase in
-// src/redis/frontier.ts) plus the host's discovery counter is the score:
-// integers below 2^53, exact in Lua's doubles and in the zset's.
+// ARGV quadruples: fingerprint, score base, member, class. A URL enters the
+// frontier only if its fingerprint is new to the host's seen-set:
+// mark-seen-and-enqueue in one step. The base (priority and depth,
+// frontierScoreBase in src/redis/frontier.ts) plus the host's discovery
+// counter is the score: integers below 2^53, exact in Lua's doubles and in
+// the zset's.
+//
+// Before the quadruples, two bounds (-1: none). Pages (class 'p'): a host
+// whose page budget is set never queues more pages than it may still fetch,
+// budget − (fetched + failed) − pages queued, so a link bomb or a sitemap
+// flood grows neither its frontier nor its seen-set past what the budget can
+// use. Queued pages are the frontier's size less the sitemaps ever enqueued
+// (stats field `sitemaps`): a sitemap already fetched makes the bound that
+// much looser, never tighter. Sitemaps and sitemap-index children (class
+// 's'): at most the bound per host, counted in the host's stats, so it holds
+// across sessions and workers. A URL turned away is not marked seen: found
+// again once there is room, it is queued then.
 /** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 const ENQUEUE_BODY = `
 local added = 0
-for i = FIRST, #ARGV, 3 do
-  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+local pageLimit = tonumber(ARGV[BOUNDS])
+local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
+local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps')
+local sitemaps = tonumber(counts[3] or '0')
+local room = 0
+if pageLimit >= 0 then
+  local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps, 0)
+  room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
+end
+for i = BOUNDS + 2, #ARGV, 4 do
+  local isSitemap = ARGV[i + 3] == 's'
+  local fits
+  if isSitemap then fits = sitemapLimit < 0 or sitemaps < sitemapLimit else fits = pageLimit < 0 or room > 0 end
+  if fits and redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     local n = redis.call('INCR', KEYS[3])
     redis.call('ZADD', KEYS[2], string.format('%.0f', tonumber(ARGV[i + 1]) + n), ARGV[i + 2])
     added = added + 1
+    if isSitemap then
+      sitemaps = sitemaps + 1
+      redis.call('HINCRBY', STATS, 'sitemaps', 1)
+    else
+      room = room - 1
+    end
   end
 end
 `;
 
+/** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1] and the host's stats at `stats`. */
+const enqueueBody = (bounds: number, stats: string) => ENQUEUE_BODY.replaceAll('BOUNDS', String(bounds)).replaceAll('STATS', stats);
+
 export const SCRIPTS = {
-  // KEYS: seen, frontier, seq, awake. Returns {added, awake, queued}: when
+  // KEYS: seen, frontier, seq, awake, stats. ARGV: page bound, sitemap
+  // bound, then enqueue quadruples. Returns {added, awake, queued}: when
   // the host's workflow is awake, its next claim sees these URLs and nobody
   // needs to wake it. Reading the flag in the same script as the enqueue is
   // what makes skipping the wake safe (see crawlClaim).
   crawlEnqueue: {
-    numberOfKeys: 4,
-    lua: `${ENQUEUE_BODY.replace('FIRST', '1')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
+    numberOfKeys: 5,
+    lua: `${enqueueBody(1, 'KEYS[5]')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: frontier, current, awake, attempts, session. ARGV: the session
   // attempt's token ('' = no fencing). {'', -1} when another session attempt
@@ -58,7 +92,8 @@ redis.call('SET', KEYS[3], '1')
 return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET', KEYS[4], cur .. '\0r') or '0')}`,
   },
   // KEYS: seen, frontier, seq, current, stats, attempts, committed. ARGV:
-  // member, statField, bytes, fp, attempt id, then enqueue triples. Removes
+  // member, statField, bytes, fp, attempt id, page bound, sitemap bound,
+  // then enqueue quadruples. Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
   // same-host links. The commit that removes the entry is the one that
   // counts: it records its attempt's id under the URL's fingerprint, which
@@ -76,7 +111,7 @@ if removed == 1 then
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
   if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[4], ARGV[5]) end
 end
-${ENQUEUE_BODY.replace('FIRST', '6')}
+${enqueueBody(6, 'KEYS[5]')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
   // KEYS: clock. ARGV: owner, leaseMs, delayMs, holder. Returns 0 when the caller
@@ -383,7 +418,7 @@ type ScriptArgs = (string | number)[];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
     crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number, number] | null, Context>;
     crawlCommit(
       seen: string,

@@ -85,6 +85,8 @@ export interface IndexEntry {
   change?: string;
   /** Discovered links dropped by the spider-trap rules: counts by code, plus a few samples (URLs cut to 200 characters). */
   rejectedLinks?: { counts: Record<string, number>; samples: { code: string; url: string; length: number }[] };
+  /** Links of the page (its own and its handler's) past budgets.maxLinksPerPage, not followed. */
+  linksDropped?: number;
   /** The handler route the page was enqueued with (absent: the default route). */
   label?: string;
   /** Dataset items the campaign's handler returned for this page (absent without a handler). */

@@ -675,6 +675,19 @@ describe('sitemapSeeds', () => {
     expect(sitemapSeeds(settings('robots+root'), 'https://example.com', [])).toEqual(['https://example.com/sitemap.xml']);
   });
 
+  it('keeps the first budgets.maxSitemapsPerHost distinct ones of a robots.txt listing 5,000', () => {
+    const s = resolveCampaignSettings({ seeds: ['https://example.com/'], budgets: { maxSitemapsPerHost: 3 } }, 'c');
+    const listed = [
+      'https://example.com/a.xml',
+      'https://example.com/a.xml',
+      'https://cdn.example.net/x.xml',
+      ...Array.from({ length: 5000 }, (_, i) => `https://example.com/s/${i}.xml`),
+    ];
+    expect(sitemapSeeds(s, 'https://example.com', listed)).toEqual(['https://example.com/a.xml', 'https://example.com/s/0.xml', 'https://example.com/s/1.xml']);
+    // /sitemap.xml only when there is room left.
+    expect(sitemapSeeds(s, 'https://example.com', ['https://example.com/a.xml'])).toEqual(['https://example.com/a.xml', 'https://example.com/sitemap.xml']);
+  });
+
   it('leaves out /sitemap.xml in robots mode and everything when off', () => {
     expect(sitemapSeeds(settings('robots'), 'https://example.com', ['https://example.com/s1.xml'])).toEqual(['https://example.com/s1.xml']);
     expect(sitemapSeeds(settings('robots'), 'https://example.com', [])).toEqual([]);

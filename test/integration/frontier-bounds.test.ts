@@ -1,0 +1,184 @@
+// Issue 23 on real Redis: a link bomb reaches a host's frontier in short
+// script calls and no further than its page budget can use; sitemaps stay
+// within budgets.maxSitemapsPerHost whoever enqueues them; and a robots.txt
+// listing 5,000 sitemaps that all 404 does not keep a 10-page campaign busy.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { routeCandidates, type Candidate } from '../../activities/discovery';
+import type { CampaignRuntime, WorkerRuntime } from '../../activities/runtime';
+import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
+import { reserveBudget } from '../../src/redis/campaign-store';
+import { createRedis } from '../../src/redis/client';
+import { Frontier, MAX_ENQUEUE_BATCH, type EnqueueItem, type EntryKind } from '../../src/redis/frontier';
+import { hostKeys } from '../../src/redis/keys';
+import { urlFingerprint } from '../../src/url/fingerprint';
+import { createHarness, launch, outputOf, type Harness } from '../support/harness';
+
+jest.setTimeout(180_000);
+
+const item = (url: string, kind?: EntryKind): EnqueueItem => ({ url, fp: urlFingerprint(url), depth: 1, referrer: null, ...(kind ? { kind } : {}) });
+const many = (host: string, n: number, kind?: EntryKind) => Array.from({ length: n }, (_, i) => item(`http://${host}/${kind ?? 'p'}/${i}`, kind));
+
+describe('frontier bounds on Redis', () => {
+  let redis: Redis;
+  /** URLs per call of the enqueue and commit scripts (each item is four arguments; a commit has seven before them). */
+  let perCall: number[];
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+    const enqueue = redis.crawlEnqueue.bind(redis);
+    const commit = redis.crawlCommit.bind(redis);
+    redis.crawlEnqueue = ((...args: Parameters<typeof enqueue>) => {
+      perCall.push((args.length - 7) / 4);
+      return enqueue(...args);
+    }) as typeof redis.crawlEnqueue;
+    redis.crawlCommit = ((...args: Parameters<typeof commit>) => {
+      perCall.push((args.length - 14) / 4);
+      return commit(...args);
+    }) as typeof redis.crawlCommit;
+  });
+  beforeEach(() => {
+    perCall = [];
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('enqueues a link bomb in calls of at most MAX_ENQUEUE_BATCH URLs', async () => {
+    const f = new Frontier(redis, `bounds-${randomUUID()}`, 'bomb.test');
+    expect(await f.enqueue(many('bomb.test', 2500))).toEqual({ added: 2500, awake: false, queued: 2500 });
+    expect(perCall).toEqual([MAX_ENQUEUE_BATCH, MAX_ENQUEUE_BATCH, 500]);
+  });
+
+  it('commits a page with thousands of links in calls of at most MAX_ENQUEUE_BATCH, the entry last', async () => {
+    const f = new Frontier(redis, `bounds-${randomUUID()}`, 'bomb.test');
+    await f.enqueue([item('http://bomb.test/')]);
+    const c = (await f.claim())!;
+    perCall = [];
+    const r = await f.commit(c.member, 'fetched', 10, many('bomb.test', 2100));
+    expect(r).toEqual({ removed: true, added: 2100, remaining: 2100 });
+    expect(perCall).toEqual([MAX_ENQUEUE_BATCH, MAX_ENQUEUE_BATCH, 100]);
+    expect(await f.stats()).toMatchObject({ fetched: 1, bytes: 10 });
+  });
+
+  it('holds a host to the pages its budget can still fetch: budget − requests − pages queued', async () => {
+    const ck = `bounds-${randomUUID()}`;
+    const f = new Frontier(redis, ck, 'budget.test');
+    const bounds = { maxPagesPerHost: 10, maxSitemapsPerHost: 50 };
+    await f.enqueue([item('http://budget.test/')], bounds);
+    // Three requests so far.
+    for (const outcome of ['fetched', 'failed', 'fetched'] as const) {
+      await f.enqueue([item(`http://budget.test/${outcome}-${Math.random()}`)], bounds);
+      const c = (await f.claim())!;
+      await f.commit(c.member, outcome, 0, [], null, bounds);
+    }
+    const queuedBefore = await f.size();
+    expect(await f.stats()).toMatchObject({ fetched: 2, failed: 1 });
+    const c = (await f.claim())!;
+    // This request makes four; its commit offers 500 links.
+    const r = await f.commit(c.member, 'fetched', 0, many('budget.test', 500), null, bounds);
+    expect(r.added).toBe(10 - 4 - (queuedBefore - 1));
+    expect(r.remaining).toBe(10 - 4);
+    // Turned-away URLs are not marked seen: found again with room, they are queued.
+    expect(await redis.sismember(hostKeys(ck, 'budget.test').seen, urlFingerprint('http://budget.test/p/499'))).toBe(0);
+    // Other hosts' frontiers (routeCandidates' enqueue) are held the same way.
+    expect((await new Frontier(redis, ck, 'other.test').enqueue(many('other.test', 500), bounds)).added).toBe(10);
+    // Sitemaps take no page room, and without bounds nothing is held back.
+    expect((await f.enqueue(many('budget.test', 3, 'sitemap'), bounds)).added).toBe(3);
+    expect((await new Frontier(redis, ck, 'free.test').enqueue(many('free.test', 500))).added).toBe(500);
+  });
+
+  it('counts sitemaps and index children against maxSitemapsPerHost across calls, whoever makes them', async () => {
+    const ck = `bounds-${randomUUID()}`;
+    const bounds = { maxPagesPerHost: null, maxSitemapsPerHost: 50 };
+    const a = new Frontier(redis, ck, 'maps.test');
+    expect((await a.enqueue(many('maps.test', 30, 'sitemap'), bounds)).added).toBe(30);
+    // Another worker's session, later: a sitemap index's children through the commit.
+    const b = new Frontier(redis, ck, 'maps.test');
+    const c = (await b.claim())!;
+    const r = await b.commit(c.member, 'skipped', 0, many('maps.test', 5000, 'sitemap-child'), null, bounds);
+    expect(r.added).toBe(20);
+    expect((await b.enqueue(many('maps.test', 10, 'sitemap'), bounds)).added).toBe(0);
+    expect(await b.stats()).toMatchObject({ sitemaps: 50 });
+    // Pages are not sitemaps: they still go in.
+    expect((await b.enqueue(many('maps.test', 5), bounds)).added).toBe(5);
+  });
+});
+
+describe('routeCandidates with the campaign bounds', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  /** The parts of the runtimes routing reads: Redis, settings, scope (everything in scope). */
+  function runtimes(budgets: CampaignInput['budgets']): { rt: WorkerRuntime; campaign: CampaignRuntime } {
+    const settings = resolveCampaignSettings({ seeds: ['http://own.test/'], budgets }, `c-${randomUUID()}`);
+    const campaign = { key: `route-${randomUUID()}`, settings, inScope: (urls: string[]) => Promise.resolve(urls.map(() => true)) };
+    return { rt: { deps: { redis } } as unknown as WorkerRuntime, campaign: campaign as unknown as CampaignRuntime };
+  }
+  const links = (host: string, n: number, kind?: EntryKind): Candidate[] =>
+    Array.from({ length: n }, (_, i) => ({ url: `http://${host}/${kind ?? 'l'}/${i}`, depth: 1, ...(kind ? { kind } : {}) }));
+
+  it('takes the first maxLinks distinct links of a page, holds other hosts to their page budget and returns its own', async () => {
+    const { rt, campaign } = runtimes({ maxLinksPerPage: 100, maxPagesPerHost: 30 });
+    const woken: string[] = [];
+    const r = await routeCandidates(
+      rt,
+      campaign,
+      'own.test',
+      'http://own.test/',
+      [...links('own.test', 60), ...links('other.test', 600)],
+      async (hosts) => {
+        woken.push(...hosts);
+      },
+      { maxLinks: campaign.settings.budgets.maxLinksPerPage },
+    );
+    expect(r.linksDropped).toBe(560);
+    expect(r.own).toHaveLength(60);
+    expect(woken).toEqual(['other.test']);
+    expect(await new Frontier(redis, campaign.key, 'other.test').size()).toBe(30);
+  });
+
+  it('drops sitemaps once the page budget is spent, and takes no more from one index than a host may have', async () => {
+    const { rt, campaign } = runtimes({ maxPages: 1, maxSitemapsPerHost: 5 });
+    const children = links('own.test', 100, 'sitemap-child');
+    const before = await routeCandidates(rt, campaign, 'own.test', 'http://own.test/index.xml', children, async () => {});
+    expect(before.own).toHaveLength(5);
+    expect(await reserveBudget(redis, campaign.key, 'a-page', 1)).toBe(true);
+    const after = await routeCandidates(rt, campaign, 'own.test', 'http://own.test/index.xml', [...children, ...links('own.test', 3)], async () => {});
+    expect(after.own.map((c) => c.kind ?? 'page')).toEqual(['page', 'page', 'page']);
+  });
+});
+
+describe('a robots.txt listing 5,000 sitemaps that all 404', () => {
+  let h: Harness;
+  const HOST = 'maps.flood.test';
+  const MAX_SITEMAPS = 5;
+  beforeAll(async () => {
+    h = await createHarness('sitemap-flood', { workers: 1 });
+    const lines = Array.from({ length: 5000 }, (_, i) => `Sitemap: ${h.web.url(HOST, `/maps/${i}.xml`)}`);
+    h.web.addSite({ host: HOST, pages: 30, fanOut: 3, robots: { raw: `User-agent: *\nAllow: /\n${lines.join('\n')}\n` } });
+  });
+  afterAll(() => h?.close());
+
+  it('requests the first maxSitemapsPerHost of them only, and the 10-page campaign ends on its budget', async () => {
+    const handle = await launch(h, {
+      seeds: [h.web.url(HOST, '/')],
+      budgets: { maxPages: 10, maxSitemapsPerHost: MAX_SITEMAPS },
+      politeness: { minDelayMs: 20 },
+    });
+    const result = await handle.result();
+    expect(result.status).toBe('budget-exhausted');
+    const maps = h.web
+      .requests()
+      .filter((r) => r.host === HOST && (r.path.startsWith('/maps/') || r.path === '/sitemap.xml'))
+      .map((r) => r.path);
+    // Sitemaps wait at the seed's depth, ahead of its links: the first ones robots.txt lists, each once, and no more.
+    expect(maps).toEqual(Array.from({ length: MAX_SITEMAPS }, (_, i) => `/maps/${i}.xml`));
+    const index = await outputOf(h, result.campaignId).index();
+    expect(index.filter((e) => e.kind === 'sitemap').length).toBeLessThanOrEqual(MAX_SITEMAPS);
+  });
+});
