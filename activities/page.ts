@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Fetcher } from '../src/http/fetcher';
 import type { FetchResult } from '../src/http/http-client';
 import { reserveBudget } from '../src/redis/campaign-store';
-import type { Frontier, FrontierEntry } from '../src/redis/frontier';
+import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/frontier';
 import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
@@ -181,6 +181,8 @@ function classify(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchR
       nonHtml: s.content.nonHtml,
       dedup: s.content.dedup,
       maxRedirects: s.fetch.maxRedirects,
+      maxLinks: s.budgets.maxLinksPerPage,
+      maxParseMs: s.content.maxParseMs,
       handler: Boolean(s.handler),
       revisit: attempt.schedule !== null,
       lastCapture: attempt.previous?.r !== undefined,
@@ -241,7 +243,9 @@ async function hintSitemapRevisits(rt: WorkerRuntime, job: PageJob, listed: { ur
 function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<Routed> {
   const max = job.campaign.settings.budgets.maxPagesPerHost;
   const ownHostBudgetLeft = max === null ? undefined : max - (hostRequests ?? 0) - 1;
-  return routeCandidates(rt, job.campaign, job.host, job.entry.url, candidates, async (hs) => void job.wokenHosts.push(...hs), { ownHostBudgetLeft });
+  // A page's links (its own and its handler's) are capped; a sitemap's are held by the per-host frontier bound instead.
+  const maxLinks = (job.entry.kind ?? 'page') === 'page' ? job.campaign.settings.budgets.maxLinksPerPage : undefined;
+  return routeCandidates(rt, job.campaign, job.host, job.entry.url, candidates, async (hs) => void job.wokenHosts.push(...hs), { ownHostBudgetLeft, maxLinks });
 }
 
 /** The store stage, its writers and payload index from the runtime. */
@@ -299,6 +303,7 @@ function pageRecord(job: PageJob, attempt: Attempt, res: FetchResult, c: Classif
       ...(c.canonical ? { canonical: c.canonical } : {}),
       ...(c.duplicateOf ? { duplicateOf: c.duplicateOf } : {}),
       ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
+      ...(c.linksDropped + routed.linksDropped > 0 ? { linksDropped: c.linksDropped + routed.linksDropped } : {}),
       ...(c.sitemap ? { sitemap: { ...c.sitemap, added: routed.own.length } } : {}),
     },
     links: routed.own,
@@ -336,7 +341,10 @@ function commitDeps(rt: WorkerRuntime, job: PageJob, attempt: Attempt): CommitDe
   const schedule = attempt.schedule;
   return {
     index: { append: async (e) => (await rt.outputs.index(s.output.dir)).append(e) },
-    frontier: job.frontier,
+    frontier: {
+      // Links enter a host's frontier only while its budgets can still fetch them (src/redis/frontier.ts).
+      commit: (member, counted, bytes, links, at) => job.frontier.commit(member, counted, bytes, links, at, frontierBounds(s.budgets)),
+    },
     revisit: schedule ? { settings: s.revisit, previous: attempt.previous, set: (member, fp, plan) => schedule.set(member, fp, plan.intervalMs, plan.meta, plan.verdict) } : null,
     metrics: rt.deps.metrics,
     log: rt.log.child({ campaign: s.campaignId, host: job.host, url: job.entry.url }),

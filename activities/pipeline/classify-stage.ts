@@ -6,7 +6,7 @@
 import type { FetchResult } from '../../src/http/http-client';
 import type { HookRun } from '../../src/handlers/runner';
 import { decodeBody, isHtml } from '../../src/parse/decode';
-import { extractLinks } from '../../src/parse/links';
+import { extractLinks, type ExtractedPage } from '../../src/parse/links';
 import type { FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
 import { simhash64, simhashToHex } from '../../src/dedup/simhash';
@@ -27,6 +27,10 @@ export interface ClassifyInput {
   nonHtml: 'store' | 'skip';
   dedup: 'off' | 'exact' | 'near';
   maxRedirects: number;
+  /** budgets.maxLinksPerPage: links taken from one page; the rest are counted in the index line. */
+  maxLinks: number;
+  /** content.maxParseMs: the time limit of one page's link extraction. */
+  maxParseMs: number;
   /** The campaign has a handler (it runs on 2xx page responses). */
   handler: boolean;
   /** Continuous crawling: the page's SimHash is kept to tell boilerplate churn from a change; a 304 may answer a conditional request. */
@@ -44,7 +48,13 @@ export interface ClassifyDeps {
 
 /** A final outcome a response can have (a failure without a response, a skip and `gone` come from elsewhere). */
 export type ResponseOutcome =
-  typeof OUTCOME.fetched | typeof OUTCOME.duplicate | typeof OUTCOME.redirect | typeof OUTCOME.sitemap | typeof OUTCOME.httpError | typeof OUTCOME.error;
+  | typeof OUTCOME.fetched
+  | typeof OUTCOME.duplicate
+  | typeof OUTCOME.redirect
+  | typeof OUTCOME.sitemap
+  | typeof OUTCOME.httpError
+  | typeof OUTCOME.error
+  | typeof OUTCOME.parseTimeout;
 
 export interface Verdict {
   outcome: ResponseOutcome;
@@ -74,6 +84,8 @@ export type Classified =
       hook: Hook | null;
       /** For a redirect: where it pointed, without credentials. */
       redirectTo?: string;
+      /** Links of the page past budgets.maxLinksPerPage, not taken (the index line counts them with those routing drops). */
+      linksDropped: number;
       verdict: Verdict;
     };
 
@@ -108,6 +120,8 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   let simhash: string | null = null;
   let sitemap: NonNullable<IndexEntry['sitemap']> | undefined;
   let sitemapHints: { url: string; lastmod?: string; changefreq?: string }[] = [];
+  let parseTimeout: ExtractedPage['timeout'];
+  let linksDropped = 0;
   // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
   const hops = (entry.redirects ?? 0) + 1;
   const redirect = res.stoppedRedirect ? redirectOf(res.stoppedRedirect.to, entry.url) : null;
@@ -126,7 +140,16 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     }
   } else if (ok && html) {
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
-    const page = extractLinks(text(), res.finalUrl, { withText: input.dedup === 'near' || input.revisit, maxLength: OVERLONG_LINK_CHARS });
+    // Linear in the body and bounded in time (src/parse/links.ts): a page past
+    // the limit keeps the links found until then and is recorded parse-timeout.
+    const page = extractLinks(text(), res.finalUrl, {
+      withText: input.dedup === 'near' || input.revisit,
+      maxLength: OVERLONG_LINK_CHARS,
+      maxLinks: input.maxLinks,
+      maxParseMs: input.maxParseMs,
+    });
+    parseTimeout = page.timeout;
+    linksDropped = page.linksDropped;
     canonical = page.canonical;
     // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
     if (input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhash = simhashToHex(simhash64(page.text));
@@ -153,7 +176,9 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     sitemap: isSitemap,
     status: res.status,
     duplicate: duplicateOf !== undefined,
+    parseTimedOut: parseTimeout !== undefined,
   });
+  if (verdict.outcome === OUTCOME.parseTimeout) verdict.error = { ...parseTimeout! };
   if (verdict.outcome === OUTCOME.httpError) verdict.error = { code: httpCode(res.status), message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` };
   if (tooManyRedirects) {
     const message = `redirect number ${hops} (to ${redirect.shown}); fetch.maxRedirects is ${input.maxRedirects}`;
@@ -173,6 +198,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     sitemapHints,
     hook,
     ...(redirect ? { redirectTo: redirect.shown } : {}),
+    linksDropped,
     verdict,
   };
 }
@@ -229,6 +255,8 @@ export interface ResponseFacts {
   sitemap: boolean;
   status: number;
   duplicate: boolean;
+  /** The page's link extraction outlasted content.maxParseMs. */
+  parseTimedOut?: boolean;
 }
 
 /**
@@ -250,6 +278,7 @@ function responseOutcome(f: ResponseFacts): ResponseOutcome {
   if (f.redirect === 'followed') return OUTCOME.redirect;
   if (f.sitemap) return OUTCOME.sitemap;
   if (f.status >= 400) return OUTCOME.httpError;
+  if (f.parseTimedOut) return OUTCOME.parseTimeout;
   if (f.duplicate) return OUTCOME.duplicate;
   return OUTCOME.fetched;
 }
@@ -261,9 +290,11 @@ function countedOf(outcome: ResponseOutcome): Counted {
       return 'failed';
     case OUTCOME.sitemap:
       return 'skipped';
+    // parse-timeout: fetched and stored; only its links may be incomplete.
     case OUTCOME.redirect:
     case OUTCOME.duplicate:
     case OUTCOME.fetched:
+    case OUTCOME.parseTimeout:
       return 'fetched';
   }
 }

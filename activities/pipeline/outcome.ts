@@ -21,6 +21,7 @@ export const OUTCOME = {
   skippedContentType: 'skipped-content-type',
   notModified: 'not-modified',
   gone: 'gone',
+  parseTimeout: 'parse-timeout',
 } as const satisfies Record<string, IndexOutcome>;
 
 // Every outcome of the union has its constant (this line fails to compile otherwise).

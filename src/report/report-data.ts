@@ -1,6 +1,7 @@
 // Pure: index entries → the figures of a campaign report. Everything the HTML
 // shows comes from here, and the same object is embedded in the page as JSON,
 // so a test can check the page against the index without parsing charts.
+import { countedAs } from '../storage/index-tally';
 import type { IndexEntry } from '../storage/index-writer';
 
 /** How many hosts the "top hosts" tables keep. */
@@ -18,19 +19,15 @@ export const NO_TYPE = '(none)';
 /** How an entry counts, matching the frontier's fetched/failed/skipped counters. */
 export type EntryClass = 'fetched' | 'failed' | 'skipped';
 
-// Must agree with how activities/crawl-step.ts counts a step (`counted`).
-// Indexes written before 'http-error' existed hold final 4xx/5xx responses as
-// 'fetched'; they still count as fetched, and the status columns show them.
-// Revisits (docs/continuous-crawling.md): a 304 counts as a page fetched, a page gone as failed.
-const FETCHED_OUTCOMES = new Set(['fetched', 'redirect', 'duplicate', 'skipped-content-type', 'not-modified']);
-const FAILED_OUTCOMES = new Set(['error', 'refused', 'http-error', 'gone']);
-
+/**
+ * As the commit counted it: one table for every outcome (src/storage/index-tally.ts).
+ * Indexes written before 'http-error' existed hold final 4xx/5xx responses as
+ * 'fetched'; they still count as fetched, and the status columns show them.
+ */
 export function classify(e: IndexEntry): EntryClass {
   // Sitemaps are requests, not pages.
   if (e.kind === 'sitemap' || e.kind === 'sitemap-child') return 'skipped';
-  if (FETCHED_OUTCOMES.has(e.outcome)) return 'fetched';
-  if (FAILED_OUTCOMES.has(e.outcome)) return 'failed';
-  return 'skipped';
+  return countedAs(e.outcome);
 }
 
 export interface ReportSummary {

@@ -22,6 +22,8 @@ const COUNTED: Readonly<Record<IndexOutcome, CountedAs>> = {
   'skipped-content-type': 'fetched',
   // A revisit's 304: the page is there, unchanged.
   'not-modified': 'fetched',
+  // Stored; only its links may be incomplete.
+  'parse-timeout': 'fetched',
   sitemap: 'skipped',
   'robots-disallowed': 'skipped',
   'robots-unavailable': 'skipped',

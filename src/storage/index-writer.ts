@@ -37,7 +37,9 @@ export type IndexOutcome =
   | 'budget-exhausted'
   | 'skipped-content-type'
   | 'not-modified'
-  | 'gone';
+  | 'gone'
+  /** An HTML page whose link extraction outlasted content.maxParseMs: stored, the links found until then followed. */
+  | 'parse-timeout';
 
 export interface IndexEntry {
   url: string;

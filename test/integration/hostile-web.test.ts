@@ -9,6 +9,7 @@
 // would otherwise hide behind an unreachable robots.txt (DNS, TLS, connect
 // timeout). The crawls must finish, and the request log and the output must
 // show each behaviour docs/crawling-rules.md promises.
+import { OUTCOME } from '../../activities/pipeline/outcome';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CampaignInput } from '../../src/config/campaign';
@@ -38,20 +39,8 @@ const HOST_BUDGET = 30;
 const MAX_RETRIES = 2;
 const MAX_DEPTH = 2;
 
-/** Every outcome activities/crawl-step.ts writes to the index. */
-const OUTCOMES = new Set([
-  'fetched',
-  'duplicate',
-  'redirect',
-  'sitemap',
-  'http-error',
-  'error',
-  'refused',
-  'robots-disallowed',
-  'robots-unavailable',
-  'host-budget-exhausted',
-  'skipped-content-type',
-]);
+/** Every outcome the page pipeline writes to the index (activities/pipeline/outcome.ts). */
+const OUTCOMES = new Set<string>(Object.values(OUTCOME));
 /** Outcomes where the URL failed or was given up: the index must say why. */
 const WITH_ERROR_CODE = new Set(['http-error', 'error', 'refused', 'robots-unavailable', 'host-budget-exhausted']);
 

@@ -14,6 +14,8 @@ function classify(over: Partial<ClassifyInput> = {}, deps: Partial<ClassifyDeps>
     nonHtml: 'store',
     dedup: 'exact',
     maxRedirects: 3,
+    maxLinks: 3000,
+    maxParseMs: 10_000,
     handler: false,
     revisit: false,
     lastCapture: false,
@@ -124,4 +126,29 @@ test('the final outcome: the first rule that applies wins', () => {
     [{ handlerFailed: true, duplicate: true }, 'error', 'failed'],
   ];
   for (const [facts, outcome, counted] of cases) expect([facts, finalVerdict({ ...base, ...facts })]).toEqual([facts, { outcome, counted }]);
+});
+
+test('links past maxLinks are not taken, and counted as dropped', async () => {
+  const html = Array.from({ length: 50 }, (_, i) => `<a href="/p${i}">${i}</a>`).join(' ');
+  const c = await classify({ maxLinks: 10, response: fakeResponse(PAGE, { html }) });
+  if (c.kind !== 'page') throw new Error(`expected a page, got ${c.kind}`);
+  expect(c.candidates.map((x) => x.url)).toEqual(Array.from({ length: 10 }, (_, i) => `https://a.test/p${i}`));
+  expect(c.linksDropped).toBe(40);
+  expect(c.verdict).toEqual({ outcome: 'fetched', counted: 'fetched' });
+});
+
+test('a page whose parsing outlasts maxParseMs is stored as parse-timeout, with the links found until then', async () => {
+  // Large enough to be read in several chunks: the clock is looked at between them.
+  const html = Array.from({ length: 40_000 }, (_, i) => `<a href="/p${i}">link number ${i}</a>`).join('\n');
+  const c = await classify({ maxLinks: 100_000, maxParseMs: 1, response: fakeResponse(PAGE, { html }) });
+  if (c.kind !== 'page') throw new Error(`expected a page, got ${c.kind}`);
+  expect(c.verdict.outcome).toBe('parse-timeout');
+  expect(c.verdict.counted).toBe('fetched');
+  expect(c.verdict.error?.code).toBe('PARSE_TIMEOUT');
+  expect(c.candidates.length).toBeLessThan(40_000);
+});
+
+test('a timed-out parse is still an HTTP error first when the status says so', () => {
+  expect(finalVerdict({ redirect: null, handlerFailed: false, sitemap: false, status: 200, duplicate: true, parseTimedOut: true }).outcome).toBe('parse-timeout');
+  expect(finalVerdict({ redirect: null, handlerFailed: false, sitemap: false, status: 500, duplicate: false, parseTimedOut: true }).outcome).toBe('http-error');
 });
