@@ -45,6 +45,8 @@ interface Crawl {
   /** How waiting for the campaign ended: its result, the deadline, or a pool that gave up restarting workers. */
   end: { kind: 'done'; result: CampaignResult } | { kind: 'deadline' } | { kind: 'crash-loop'; message: string };
   index: IndexEntry[];
+  /** The index lines of each URL. */
+  lines: Map<string, IndexEntry[]>;
   requests: RequestRecord[];
   load: AddressLoad | undefined;
   redis: { peak: RedisFootprint; last: RedisFootprint };
@@ -56,7 +58,7 @@ let web: HostileHost;
 let crawl: Crawl;
 
 const url = (host: string, target: string) => normalizeUrl(h.web.url(host, target));
-const linesFor = (host: string, target: string) => crawl.index.filter((e) => e.url === url(host, target));
+const linesFor = (host: string, target: string) => crawl.lines.get(url(host, target)) ?? [];
 const requestsTo = (host: string, match: (target: string) => boolean) => crawl.requests.filter((r) => r.host === host && match(r.path));
 /** An index line, shortened to what tells its story in a failure message. */
 const brief = (e: IndexEntry | undefined) =>
@@ -109,9 +111,13 @@ beforeAll(async () => {
   });
   const watch = watchFootprint(h.redis, await campaignKeyOf(handle), 2_000);
   const end = await waitForCampaign(handle);
+  const index = await outputOf(h, campaignId).index();
+  const lines = new Map<string, IndexEntry[]>();
+  for (const e of index) lines.set(e.url, [...(lines.get(e.url) ?? []), e]);
   crawl = {
     end,
-    index: await outputOf(h, campaignId).index(),
+    index,
+    lines,
     requests: h.web.requests(),
     load: h.web.load().get(h.web.address),
     redis: await watch.stop(),
