@@ -164,7 +164,15 @@ test('the link bomb is stored with a linksDropped count, and at most maxLinksPer
   expect(dropped).toBeGreaterThanOrEqual(web.layout.bombLinks - BUDGETS.maxLinksPerPage);
   expect(dropped).toBeLessThanOrEqual(web.layout.bombLinks);
   // Every link taken ends with an index line (fetched, or cut by the host's budget); the dropped ones never do.
-  const taken = new Set(crawl.index.filter((e) => e.host === HOST && web.layout.bombTarget.test(new URL(e.url).pathname)).map((e) => e.url));
+  // (An index line's host is the host key, port included: the URL says which host.)
+  const taken = new Set(
+    crawl.index
+      .filter((e) => {
+        const u = new URL(e.url);
+        return u.hostname === HOST && web.layout.bombTarget.test(u.pathname);
+      })
+      .map((e) => e.url),
+  );
   expect(taken.size).toBeGreaterThan(0);
   expect(taken.size).toBeLessThanOrEqual(BUDGETS.maxLinksPerPage);
   expect(requestsTo(HOST, (t) => web.layout.bombTarget.test(t)).length).toBeLessThanOrEqual(BUDGETS.maxPagesPerHost);
