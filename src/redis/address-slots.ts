@@ -77,10 +77,16 @@ export class AddressSlots implements AddressGate {
     this.#leaseMs = Math.max(1, Math.round(opts.leaseMs));
     this.#minPollMs = opts.minPollMs ?? 25;
     this.#maxPollMs = opts.maxPollMs ?? 500;
-    // Defined here rather than with the crawler's other scripts: only this
-    // module calls them (defineCommand is idempotent per name).
+  }
+
+  /**
+   * Defined here rather than with the crawler's other scripts: only this
+   * module calls them. At the first use, not in the constructor: a campaign
+   * runtime builds its gate whether or not it ever fetches.
+   */
+  #defineScripts(): void {
     for (const [name, def] of Object.entries(SCRIPTS)) {
-      if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
+      if (typeof (this.redis as unknown as Record<string, unknown>)[name] !== 'function') this.redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
     }
   }
 
@@ -91,6 +97,7 @@ export class AddressSlots implements AddressGate {
    * wait; an abort of `signal` ends the wait by rejecting with its reason.
    */
   async acquire(address: string, signal: AbortSignal): Promise<AddressSlotRelease> {
+    this.#defineScripts();
     const key = addressKeys(address).slots;
     const holder = randomUUID();
     let pollMs = this.#minPollMs;
