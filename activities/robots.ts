@@ -3,6 +3,7 @@
 // §2.3.1: 2xx = the file's rules, 4xx (but 429) = no restrictions, 5xx / 429
 // / unreachable = unavailable, retried a bounded number of times, after
 // which the host is crawled not at all.
+import { ROBOTS_RETRY, robotsBackoffMs } from '../src/config/retry-policy';
 import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
 import { isFetchError } from '../src/http/fetch-error';
 import { parseRetryAfter } from '../src/http/retry-after';
@@ -20,7 +21,7 @@ import type { CampaignRuntime, WorkerRuntime } from './runtime';
 /** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
 const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
 /** robots.txt that keeps failing (5xx, 429, network, timeout) is tried this often before the host is crawled not at all. */
-export const ROBOTS_ATTEMPTS = 3;
+export const ROBOTS_ATTEMPTS = ROBOTS_RETRY.attempts;
 /** RFC 9309 allows following at least five redirects for robots.txt. */
 const ROBOTS_MAX_HOPS = 5;
 
@@ -204,7 +205,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
       await redis.hset(hk.robots, 'given-up', '1', 'cause', JSON.stringify({ code, detail: value.detail }));
       return { kind: 'unavailable', code, detail: value.detail };
     }
-    const waitMs = Math.max(minDelay, hostPause, 10_000 * 2 ** (fails - 1));
+    const waitMs = robotsBackoffMs(fails, Math.max(minDelay, hostPause));
     await redis.set(hk.robotsRetry, String(fails), 'PX', waitMs);
     return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   }

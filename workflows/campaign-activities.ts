@@ -1,6 +1,6 @@
 // The activities the campaign workflow calls and their options: timeouts
 // and bounded retries declared once.
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
 import { ACTIVITY_RETRY } from '../src/config/retry-policy';
 import { FailureType } from './messages';
@@ -47,3 +47,6 @@ export function oneAtATime(local: typeof acts): typeof acts {
     },
   });
 }
+
+/** What an activity's failure says (its cause), for the campaign's status and summary. */
+export const failureMessage = (err: unknown): string => (err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));

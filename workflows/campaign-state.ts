@@ -213,6 +213,12 @@ export class CampaignBook {
     this.nudged = true;
   }
 
+  /** The steering the Web UI shows in the campaign's memo. */
+  steeringMemo(): { budgets: CampaignCarry['budgets']; minDelayMs: number; maxActiveHosts: CampaignCarry['maxActiveHosts']; paused: boolean } {
+    const c = this.carry;
+    return { budgets: c.budgets, minDelayMs: c.minDelayMs ?? this.settings.politeness.minDelayMs, maxActiveHosts: c.maxActiveHosts, paused: c.paused };
+  }
+
   get open(): boolean {
     return !this.finishing && this.stopReason === null;
   }

@@ -20,7 +20,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CampaignSnapshot, CampaignSummary, SteerChange } from '../activities/types';
-import { acts as localActivities, loadSeeds, oneAtATime } from './campaign-activities';
+import { acts as localActivities, failureMessage, loadSeeds, oneAtATime } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
 import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
@@ -48,9 +48,6 @@ export type CrawlCampaignInput = CampaignInput & {
   /** Test-only (CampaignTestLimits): small limits so a test continues as new while seeding. Carried through continue-as-new. */
   testLimits?: CampaignTestLimits;
 };
-
-/** What an activity's failure says (its cause), for the status and the summary. */
-const failureMessage = (err: unknown): string => (err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -100,13 +97,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       steering = false;
     }
   };
-  const publishSteering = () =>
-    upsertMemo({
-      budgets: book.carry.budgets,
-      minDelayMs: book.carry.minDelayMs ?? settings.politeness.minDelayMs,
-      maxActiveHosts: book.carry.maxActiveHosts,
-      paused: book.carry.paused,
-    });
+  const publishSteering = () => upsertMemo(book.steeringMemo());
 
   setHandler(
     setPolitenessUpdate,

@@ -36,6 +36,14 @@ export const PAGE_RETRY = {
   backoffMaxMs: 5 * 60_000,
 } as const;
 
+/** robots.txt that keeps failing (5xx, 429, network, timeout): tried this often, with this back-off between tries (durable sleeps), before its host is crawled not at all (RFC 9309). */
+export const ROBOTS_RETRY = { attempts: 3, backoffBaseMs: 10_000 } as const;
+
+/** The wait before robots.txt's next try after its `fails`-th failure in a row, never undercutting the host's pause. */
+export function robotsBackoffMs(fails: number, floorMs: number): number {
+  return Math.max(floorMs, ROBOTS_RETRY.backoffBaseMs * 2 ** (fails - 1));
+}
+
 /** The host workflow's own durable back-off when a session fails for good (Redis down, a bug): growing, capped. */
 export const HOST_FAILURE_BACKOFF = { initialMs: 30_000, maxMs: 10 * 60_000 } as const;
 

@@ -32,8 +32,16 @@ export interface AddressGate {
    * frees its slot; while the address is full it waits, and rejects with
    * `signal`'s reason if that aborts first.
    */
-  acquire(address: string, signal: AbortSignal): Promise<() => Promise<void>>;
+  acquire(address: string, signal: AbortSignal): Promise<AddressSlotRelease>;
 }
+
+/**
+ * Frees a request's slot at its address. `othersInFlight`: requests to the
+ * same address that held a slot when this one got its own (when the gate
+ * knows): an address shared by several at once keeps no idle connection, so
+ * the connections open to it stay within its cap of requests in flight.
+ */
+export type AddressSlotRelease = (() => Promise<void>) & { othersInFlight?: number };
 
 export interface HttpClientOptions {
   userAgent: string;
@@ -411,7 +419,7 @@ class UndiciHttpClient implements HttpClient {
     const address = await this.#addressOf(target);
     // No address: the connect fails with its own typed error (DNS, refused).
     if (address === null) return { keepAlive: true, close: async () => undefined };
-    let release: (() => Promise<void>) | null = null;
+    let release: AddressSlotRelease | null = null;
     if (this.#gate) {
       try {
         release = await this.#gate.acquire(address, deadline.signal);
@@ -426,7 +434,13 @@ class UndiciHttpClient implements HttpClient {
         throw err;
       }
     }
-    const keepAlive = this.#keepAlive?.claim(address, target.origin, Date.now() + this.#totalTimeoutMs + KEEP_ALIVE_MAX_MS) ?? true;
+    // An address other requests are using right now (wildcard subdomains of
+    // one server, each its own origin) gets no idle connection from this
+    // one: with one per origin, the sockets open to it would outnumber its
+    // cap of requests in flight many times over. An address used by one
+    // host at a time (the usual case) keeps its connection.
+    const contended = (release?.othersInFlight ?? 0) > 0;
+    const keepAlive = !contended && (this.#keepAlive?.claim(address, target.origin, Date.now() + this.#totalTimeoutMs + KEEP_ALIVE_MAX_MS) ?? true);
     return {
       keepAlive,
       close: async () => {

@@ -11,14 +11,15 @@
 // timeout), so a live request never loses its slot under it.
 import { randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
-import type { AddressGate } from '../http/http-client';
+import type { AddressGate, AddressSlotRelease } from '../http/http-client';
 import { addressKeys } from './keys';
 import type { RedisLike } from './scripts';
 
 const SCRIPTS = {
-  // KEYS: slots. ARGV: holder, limit, leaseMs. 0 when the holder got a slot
-  // (or holds one already), else ms until the first lease in force runs out
-  // (an upper bound on the wait: a release usually comes much sooner).
+  // KEYS: slots. ARGV: holder, limit, leaseMs. When the holder got a slot (or
+  // holds one already): minus one minus the other holders' count (≤ -1);
+  // else ms until the first lease in force runs out (an upper bound on the
+  // wait: a release usually comes much sooner).
   crawlAddressAcquire: {
     numberOfKeys: 1,
     lua: `
@@ -30,7 +31,7 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonu
   redis.call('ZADD', KEYS[1], expiry, ARGV[1])
   -- The key outlives its longest lease by nothing: an address nobody fetches leaves no key.
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-  return 0
+  return -redis.call('ZCARD', KEYS[1])
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(first[2]) - now)`,
@@ -76,10 +77,16 @@ export class AddressSlots implements AddressGate {
     this.#leaseMs = Math.max(1, Math.round(opts.leaseMs));
     this.#minPollMs = opts.minPollMs ?? 25;
     this.#maxPollMs = opts.maxPollMs ?? 500;
-    // Defined here rather than with the crawler's other scripts: only this
-    // module calls them (defineCommand is idempotent per name).
+  }
+
+  /**
+   * Defined here rather than with the crawler's other scripts: only this
+   * module calls them. At the first use, not in the constructor: a campaign
+   * runtime builds its gate whether or not it ever fetches.
+   */
+  #defineScripts(): void {
     for (const [name, def] of Object.entries(SCRIPTS)) {
-      if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
+      if (typeof (this.redis as unknown as Record<string, unknown>)[name] !== 'function') this.redis.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
     }
   }
 
@@ -89,25 +96,27 @@ export class AddressSlots implements AddressGate {
    * the address is full it looks again after a short, growing, jittered
    * wait; an abort of `signal` ends the wait by rejecting with its reason.
    */
-  async acquire(address: string, signal: AbortSignal): Promise<() => Promise<void>> {
+  async acquire(address: string, signal: AbortSignal): Promise<AddressSlotRelease> {
+    this.#defineScripts();
     const key = addressKeys(address).slots;
     const holder = randomUUID();
     let pollMs = this.#minPollMs;
     for (;;) {
       signal.throwIfAborted();
       const wait = await this.redis.crawlAddressAcquire(key, holder, this.limit, this.#leaseMs);
-      if (wait === 0) {
+      if (wait < 0) {
         // A slot won after the caller gave up is handed straight back.
         if (signal.aborted) {
           await this.redis.crawlAddressRelease(key, holder).catch(() => undefined);
           signal.throwIfAborted();
         }
         let released = false;
-        return async () => {
+        const release = async () => {
           if (released) return;
           released = true;
           await this.redis.crawlAddressRelease(key, holder);
         };
+        return Object.assign(release, { othersInFlight: -wait - 1 });
       }
       // Jittered so that waiters of several workers do not all come back at once.
       await abortableSleep(Math.min(wait, pollMs * (0.5 + Math.random())), signal);

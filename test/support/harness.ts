@@ -12,7 +12,7 @@ import { connectClient } from '../../src/temporal/connect';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
 import { readWarcDir } from '../../src/storage/warc-reader';
-import { WorkerPool } from '../../src/worker/worker-pool';
+import { WorkerPool, type SuperviseOptions } from '../../src/worker/worker-pool';
 import type { crawlCampaign } from '../../workflows/crawl-campaign';
 import { startTestWeb, type RequestRecord, type TestWeb } from '../web/test-web';
 
@@ -33,9 +33,13 @@ let counter = 0;
 /**
  * Each test file gets its own task queue, so its workers only run its campaigns.
  * `redisUrl` points the workers at another Redis (e.g. a redis+cluster:// URL);
- * `Harness.redis` stays a client of the global setup's Redis.
+ * `Harness.redis` stays a client of the global setup's Redis. `supervise`
+ * restarts workers that die (tests whose pages kill workers on purpose).
  */
-export async function createHarness(name: string, opts: { workers?: number; redisUrl?: string; env?: Record<string, string> } = {}): Promise<Harness> {
+export async function createHarness(
+  name: string,
+  opts: { workers?: number; redisUrl?: string; env?: Record<string, string>; supervise?: SuperviseOptions } = {},
+): Promise<Harness> {
   const address = process.env.TEMPORAL_ADDRESS;
   const redisUrl = process.env.REDIS_URL;
   if (!address || !redisUrl) throw new Error('integration tests need the global setup (TEMPORAL_ADDRESS / REDIS_URL)');
@@ -50,7 +54,7 @@ export async function createHarness(name: string, opts: { workers?: number; redi
       CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
       ...opts.env,
     },
-    { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined },
+    { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined, supervise: opts.supervise },
   );
   if (opts.workers) await pool.start(opts.workers);
   const outDir = fs.mkdtempSync(path.join(process.env.CRAWLER_TEST_DATA_DIR ?? os.tmpdir(), `${name}-`));

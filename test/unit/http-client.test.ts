@@ -1054,13 +1054,15 @@ describe('requests in flight per address (addressGate) and idle connections per 
           signal.throwIfAborted();
           await new Promise((r) => setTimeout(r, 5));
         }
-        held.set(address, (held.get(address) ?? 0) + 1);
+        const othersInFlight = held.get(address) ?? 0;
+        held.set(address, othersInFlight + 1);
         let done = false;
-        return async () => {
+        const release = async () => {
           if (done) return;
           done = true;
           held.set(address, held.get(address)! - 1);
         };
+        return Object.assign(release, { othersInFlight });
       },
     };
     return { gate, asked, held: (address: string) => held.get(address) ?? 0 };
@@ -1146,6 +1148,35 @@ describe('requests in flight per address (addressGate) and idle connections per 
     const c = guardedClient({ addressGate: gate, lookup, allowAddresses: ['127.0.0.1/32'] });
     expect((await c.fetch(`http://named.gate.test:${server.port}/`)).status).toBe(200);
     expect(asked).toEqual(['127.0.0.1']);
+  });
+
+  test('a request that shares its address with others in flight keeps no idle connection; one alone at its address keeps it', async () => {
+    const seen = http.createServer((req, res) => res.end(`page of ${req.headers.host}`));
+    let open = 0;
+    seen.on('connection', (s: net.Socket) => {
+      open++;
+      s.on('close', () => open--);
+    });
+    seen.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => seen.listen(0, '127.0.0.1', resolve));
+    const port = (seen.address() as AddressInfo).port;
+    /** A gate that grants at once and says how many other requests held a slot at the address then. */
+    const sayingGate = (othersInFlight: number): AddressGate => ({ acquire: async () => Object.assign(async () => undefined, { othersInFlight }) });
+    try {
+      // Plenty of idle connections allowed per address: only the gate's word on sharing closes them.
+      const shared = client({ addressGate: sayingGate(2), keepAliveOriginsPerAddress: 100, resolve: pins(port, 6) });
+      for (let i = 0; i < 6; i++) expect((await shared.fetch(`http://h${i}.gate.test:${port}/`)).status).toBe(200);
+      for (let i = 0; i < 100 && open > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      // Without the rule each of the six origins keeps its socket idle: 6 open.
+      expect(open).toBe(0);
+      const alone = client({ addressGate: sayingGate(0), keepAliveOriginsPerAddress: 100, resolve: pins(port, 6) });
+      for (let i = 0; i < 6; i++) expect((await alone.fetch(`http://h${i}.gate.test:${port}/`)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(open).toBe(6);
+    } finally {
+      seen.closeAllConnections();
+      await new Promise<void>((resolve) => seen.close(() => resolve()));
+    }
   });
 
   test('keepAliveOriginsPerAddress: idle connections to one address stay within the limit however many hosts it serves', async () => {

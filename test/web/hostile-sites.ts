@@ -1126,6 +1126,182 @@ export function longLinkSite(host: string, opts: LongLinkOptions = {}): HostileS
   };
 }
 
+// ---- one host with everything at once ------------------------------------------
+
+export interface HostileHostOptions {
+  /** `Sitemap:` lines in robots.txt, /sitemaps/<n>.xml, every one 404; default 5,000. */
+  sitemaps?: number;
+  /** Nested, never closed <div> elements of /deep; default 400,000. */
+  nesting?: number;
+  /** Distinct same-host links on /bomb (to /bomb/<n>, each a small page of its own); default 150,000. */
+  bombLinks?: number;
+  /** Plain pages /page/1 … /page/N linked from the home page; default 20. */
+  ordinaryPages?: number;
+  /** Subdomains s1.<host> … sN.<host> linked from the home page, served by the same server; default 300. */
+  subdomains?: number;
+  /** Generated pages of each subdomain; default 1. */
+  subdomainPages?: number;
+  /** Added to every response of the host and of its subdomains, so requests overlap; default 0. */
+  latencyMs?: number;
+}
+
+/** Where everything is on a hostileHost(). */
+export interface HostileHostLayout {
+  host: string;
+  subdomains: string[];
+  ordinary: string[];
+  deep: string;
+  bomb: string;
+  /** The page the campaign's handler dies on (test/fixtures/handlers/poison-handler.ts). */
+  poison: string;
+  /** Matches a request for one of the robots.txt sitemaps (not the /sitemap.xml probe). */
+  listedSitemap: RegExp;
+  /** Matches a request for one of the link bomb's targets. */
+  bombTarget: RegExp;
+  sitemaps: number;
+  nesting: number;
+  bombLinks: number;
+  /** Links on the home page, its link to itself included. */
+  homeLinks: number;
+}
+
+export interface HostileHost {
+  /** The hostile host itself. */
+  site: HostileSite;
+  /** Its subdomains: plain generated sites, each a host of its own with its own politeness clock. */
+  subdomainSites: SiteSpec[];
+  layout: HostileHostLayout;
+}
+
+/**
+ * One host with every way a site can swamp a crawler at once (issue 23):
+ * a robots.txt listing 5,000 sitemaps that all 404, a page nested 400,000
+ * elements deep, a page of 150,000 distinct links, a page whose processing
+ * kills its worker (the handler in test/fixtures/handlers/poison-handler.ts
+ * does that on `/poison`), and links to 300 subdomains that the same server
+ * answers, so a per-host clock alone lets them all hit one machine at once.
+ * Between them sit 20 ordinary pages, linked from the home page, that a
+ * crawl with page budgets must still store. Big bodies are streamed.
+ */
+export function hostileHost(host = 'hostile.test', opts: HostileHostOptions = {}): HostileHost {
+  const sitemaps = opts.sitemaps ?? 5_000;
+  const nesting = opts.nesting ?? 400_000;
+  const bombLinks = opts.bombLinks ?? 150_000;
+  const ordinaryCount = opts.ordinaryPages ?? 20;
+  const subdomainCount = opts.subdomains ?? 300;
+  const subdomainPages = opts.subdomainPages ?? 1;
+  const subdomains = Array.from({ length: subdomainCount }, (_, i) => `s${i + 1}.${host}`.toLowerCase());
+  const ordinary = Array.from({ length: ordinaryCount }, (_, i) => `/page/${i + 1}`);
+  const ordinarySet = new Set(ordinary);
+  const [deep, bomb, poison] = ['/deep', '/bomb', '/poison'];
+  const seed = hashString(`hostile-host|${host}`);
+  const homeLinks = (port: number): string[] => [
+    ...ordinary.map((p) => link(p, `ordinary ${p}`)),
+    link(deep, 'deep'),
+    link(bomb, 'links'),
+    link(poison, 'poison'),
+    ...subdomains.map((s) => link(`http://${s}:${port}/`, s)),
+  ];
+  const robots = (origin: string): string => 'User-agent: *\nDisallow:\n\n' + Array.from({ length: sitemaps }, (_, i) => `Sitemap: ${origin}/sitemaps/${i + 1}.xml\n`).join('');
+  const site: HostileSite = {
+    host,
+    pages: 1,
+    fanOut: 0,
+    latencyMs: opts.latencyMs,
+    handler: (ctx) => {
+      const { path } = ctx;
+      if (path === '/robots.txt') ctx.send(200, 'text/plain; charset=utf-8', robots(ctx.origin));
+      else if (path === '/') ctx.send(200, HTML, page(`${host} home`, homeLinks(ctx.port)));
+      else if (ordinarySet.has(path)) {
+        const i = ordinary.indexOf(path);
+        // Each its own words, so content dedup cannot call one a copy of another.
+        const neighbours = [ordinary[(i + 1) % ordinary.length], ordinary[(i + ordinary.length - 1) % ordinary.length]];
+        ctx.send(200, HTML, page(`Ordinary page ${i + 1}`, [...paragraphs(mix(seed, i), 3), ...neighbours.map((p) => link(p, p))]));
+      } else if (path === deep) stream(ctx, 200, { 'content-type': HTML }, deepHtml(nesting));
+      else if (path === bomb) stream(ctx, 200, { 'content-type': HTML }, linkBombHtml(bombLinks));
+      else if (path === poison) ctx.send(200, HTML, page('Poison', ['<p>the handler kills its worker on this page</p>']));
+      else {
+        const m = /^\/bomb\/(0|[1-9]\d*)$/.exec(path);
+        if (m && Number(m[1]) < bombLinks) ctx.send(200, HTML, page(`Bomb target ${m[1]}`, [`<p>target ${m[1]} of the link bomb</p>`]));
+        else notFound(ctx);
+      }
+      return true;
+    },
+    expected: {
+      summary:
+        `robots.txt lists ${sitemaps} sitemaps: at most budgets.maxSitemapsPerHost are requested (all 404). /deep is nested ` +
+        `${nesting} elements deep and /bomb holds ${bombLinks} links: both are parsed within a time bound and keep their index ` +
+        'lines (the bomb with linksDropped, at most budgets.maxLinksPerPage of its links taken). /poison kills its worker: ' +
+        'after 3 claims it is recorded error INTERNAL_ERROR. Every ordinary page and every subdomain page is fetched, and no ' +
+        'more than politeness.maxInFlightPerAddress requests are ever in flight at the one address.',
+      seeds: ['/'],
+      mustFetch: ['/robots.txt', '/', ...ordinary, deep, bomb, poison],
+      mustNotFetch: [],
+      forbiddenHosts: [],
+      index: {
+        ...Object.fromEntries(ordinary.map((p) => [p, { outcomes: ['fetched'], status: 200 }])),
+        '/': { outcomes: ['fetched'], status: 200 },
+        [deep]: { outcomes: ['fetched', 'parse-timeout'], status: 200, note: 'parsed by a streaming extractor, or cut by content.maxParseMs' },
+        [bomb]: { outcomes: ['fetched', 'parse-timeout'], status: 200, note: 'linksDropped counts the links past budgets.maxLinksPerPage' },
+        [poison]: { outcomes: ['error'], errorCodes: ['INTERNAL_ERROR'], note: 'its worker died on each of 3 claims' },
+      },
+      groups: { ordinary, hostile: [deep, bomb, poison] },
+    },
+  };
+  const subdomainSites: SiteSpec[] = subdomains.map((s) => ({
+    host: s,
+    pages: subdomainPages,
+    fanOut: subdomainPages > 1 ? 2 : 0,
+    latencyMs: opts.latencyMs,
+    seed,
+  }));
+  return {
+    site,
+    subdomainSites,
+    layout: {
+      host,
+      subdomains,
+      ordinary,
+      deep,
+      bomb,
+      poison,
+      listedSitemap: /^\/sitemaps\/[1-9]\d*\.xml$/,
+      bombTarget: /^\/bomb\/(0|[1-9]\d*)$/,
+      sitemaps,
+      nesting,
+      bombLinks,
+      // page() adds a link home.
+      homeLinks: homeLinks(0).length + 1,
+    },
+  };
+}
+
+/** `n` nested <div>s, never closed (an HTML parser closes them at the end), streamed in 64 KiB chunks. */
+function* deepHtml(n: number): Generator<Buffer> {
+  yield Buffer.from('<!doctype html>\n<html><head><meta charset="utf-8"><title>Deep</title></head>\n<body>\n');
+  const perChunk = Math.floor((64 * 1024) / 5);
+  const chunk = Buffer.from('<div>'.repeat(perChunk));
+  let left = n;
+  while (left > 0) {
+    const k = Math.min(left, perChunk);
+    yield k === perChunk ? chunk : chunk.subarray(0, k * 5);
+    left -= k;
+  }
+  yield Buffer.from('\n<p>the bottom of the deep page</p>\n</body></html>\n');
+}
+
+/** `n` distinct same-host links, /bomb/0 … /bomb/<n-1>, streamed 1,000 at a time. */
+function* linkBombHtml(n: number): Generator<Buffer> {
+  yield Buffer.from('<!doctype html>\n<html><head><meta charset="utf-8"><title>Links</title></head>\n<body>\n<ul>\n');
+  for (let start = 0; start < n; start += 1000) {
+    const end = Math.min(n, start + 1000);
+    let s = '';
+    for (let i = start; i < end; i++) s += `<li><a href="/bomb/${i}">${i}</a></li>\n`;
+    yield Buffer.from(s);
+  }
+  yield Buffer.from('</ul>\n</body></html>\n');
+}
+
 // ---- all at once ---------------------------------------------------------------
 
 /**

@@ -1,7 +1,9 @@
 // Runs the test web by hand, for trying the crawler against a known site graph:
 //   npx tsx test/web/serve.ts --hosts 10 --pages 30 --fan-out 4 --cross 1 --delay 1 --port 8080
 //   npx tsx test/web/serve.ts --latency 300 --latency-random 700 --slow-share 0.05 --slow-ms 3000
+//   npx tsx test/web/serve.ts --hostile hostile.test   (issue 23's host, beside the generated sites)
 import { parseArgs } from 'node:util';
+import { hostileHost } from './hostile-sites';
 import { generateSites, startTestWeb } from './test-web';
 
 const usage = `usage: serve.ts [options]
@@ -21,6 +23,8 @@ const usage = `usage: serve.ts [options]
   --host-pattern P   host name pattern, {i} is the site number (default site{i}.test)
   --port N           port to listen on (default 0 = any free port)
   --bind ADDR        address to bind (default 127.0.0.1)
+  --hostile HOST     also serve hostileHost(HOST) of hostile-sites.ts: 5,000 404 sitemaps, a 400,000-deep
+                     page, a 150,000-link page, /poison, and 300 subdomains s1.HOST … on this address
 `;
 
 function int(name: string, value: string | undefined, fallback: number): number {
@@ -49,6 +53,7 @@ async function main(): Promise<void> {
       'host-pattern': { type: 'string' },
       port: { type: 'string' },
       bind: { type: 'string' },
+      hostile: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -87,10 +92,15 @@ async function main(): Promise<void> {
   });
   if (specs.length === 0) throw new Error('--hosts must be at least 1');
   for (const spec of specs) web.addSite(spec);
+  if (values.hostile) {
+    const hostile = hostileHost(values.hostile);
+    for (const spec of [hostile.site, ...hostile.subdomainSites]) web.addSite(spec);
+  }
 
   const seedUrl = web.url(specs[0].host);
   const expected = web.expectedPages([seedUrl]).size;
   const resolve = web.resolveArgs().map((r) => `--resolve ${r}`);
+  if (values.hostile) process.stdout.write(`hostile: ${web.url(values.hostile)} and s1…s300.${values.hostile}\n`);
   process.stdout.write(
     `test web: ${specs.length} sites × ${specs[0].pages} pages on ${web.address}:${web.port}\n` +
       `port: ${web.port}\n` +

@@ -103,6 +103,19 @@ export interface RequestRecord {
   t: number;
 }
 
+/**
+ * What one local address of the test web has had open at once: requests in
+ * flight (arrived, response not yet finished or aborted) and TCP connections.
+ * Every site host is served from the same address, as wildcard subdomains of
+ * one machine are, so this is what a per-address cap must keep small.
+ */
+export interface AddressLoad {
+  inFlight: number;
+  maxInFlight: number;
+  connections: number;
+  maxConnections: number;
+}
+
 /** A TLS handshake that failed on the HTTPS listener, as the server saw it. */
 export interface TlsFailure {
   /** SNI name the client asked for, or null. */
@@ -218,6 +231,8 @@ export class TestWeb {
   private readonly sites = new Map<string, SiteState>();
   private readonly log: RequestRecord[] = [];
   private readonly sockets = new Set<Socket>();
+  /** By the server's local address of the connection (IPv4-mapped IPv6 unwrapped). */
+  private readonly loads = new Map<string, AddressLoad>();
   private readonly timers = new Set<NodeJS.Timeout>();
   // Keyed by `${host} ${path}`; cleared on addSite because cross links pick
   // target pages from the other sites' specs.
@@ -241,6 +256,7 @@ export class TestWeb {
     this.latency = checkLatency(latency);
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
+      this.countConnection(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
     server.on('request', (req, res) => this.handle(req, res));
@@ -326,6 +342,23 @@ export class TestWeb {
     this.log.length = 0;
   }
 
+  /**
+   * Requests in flight and open connections per local address, now and at
+   * most since the start (or resetLoad()). Counted at every arrival and
+   * close, so a peak between two samples is never missed.
+   */
+  load(): Map<string, AddressLoad> {
+    return new Map([...this.loads].map(([a, l]) => [a, { ...l }]));
+  }
+
+  /** Forgets the maxima (what is open now stays counted). */
+  resetLoad(): void {
+    for (const l of this.loads.values()) {
+      l.maxInFlight = l.inFlight;
+      l.maxConnections = l.connections;
+    }
+  }
+
   /** The served robots.txt body for a host, or null when it answers 404. */
   robotsTxt(host: string): string | null {
     return this.sites.get(normaliseHost(host))?.robotsText ?? null;
@@ -342,6 +375,7 @@ export class TestWeb {
     const sockets = new Set<Socket>();
     server.on('connection', (socket: Socket) => {
       sockets.add(socket);
+      this.countConnection(socket);
       socket.on('close', () => sockets.delete(socket));
     });
     server.on('request', (req, res) => this.handle(req, res));
@@ -465,6 +499,12 @@ export class TestWeb {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const t = performance.timeOrigin + performance.now();
+    // In flight from arrival until the response is finished or the client is
+    // gone ('close' fires once either way), latency and held responses included.
+    const load = this.loadOf(req.socket);
+    load.inFlight++;
+    load.maxInFlight = Math.max(load.maxInFlight, load.inFlight);
+    res.once('close', () => load.inFlight--);
     const target = req.url ?? '/';
     const { host, port } = parseHostHeader(req.headers.host, req.socket.localPort ?? this.port);
     this.log.push({
@@ -497,6 +537,23 @@ export class TestWeb {
       answer();
     }, delay);
     this.timers.add(timer);
+  }
+
+  private loadOf(socket: Socket): AddressLoad {
+    const address = (socket.localAddress ?? this.address).replace(/^::ffff:/, '');
+    let load = this.loads.get(address);
+    if (!load) {
+      load = { inFlight: 0, maxInFlight: 0, connections: 0, maxConnections: 0 };
+      this.loads.set(address, load);
+    }
+    return load;
+  }
+
+  private countConnection(socket: Socket): void {
+    const load = this.loadOf(socket);
+    load.connections++;
+    load.maxConnections = Math.max(load.maxConnections, load.connections);
+    socket.once('close', () => load.connections--);
   }
 
   private drawLatency(host: string, target: string): number {
