@@ -141,8 +141,9 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       const owner = `${campaign.key}|${host}`;
       const lease = s.fetch.totalTimeoutMs + delay.ms + 5_000;
       const fetcher = httpFetcher(campaign.http);
-      const wake = async (hs: string[]) => {
-        let marked = await hosts.markReady(hs);
+      // The page marked `hs` ready before its commit (`readied` of them became so).
+      const wake = async (hs: string[], readied: number) => {
+        let marked = readied;
         // A revisit host holding its slot may be asleep until its next due URL: wake it.
         if (revisits) marked += await wakeSleepingHolders(rt, input.campaignKey, s.campaignId, hs);
         if (marked > 0) nudger.nudge();
@@ -165,7 +166,7 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
         if (robots.kind === 'unavailable' || robots.refused) {
           const claim = await frontier.claim(token);
           if (!claim) return await drained();
-          const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wokenHosts: [], signal };
+          const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wokenHosts: [], readied: 0, signal };
           if (robots.kind === 'unavailable') {
             await recordWithoutFetch(rt, job, OUTCOME.robotsUnavailable, 'skipped', {
               code: robots.code,
@@ -223,14 +224,14 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
           await sleep(due.nextInMs, undefined, { signal });
           continue;
         }
-        const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wokenHosts: [], signal };
+        const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wokenHosts: [], readied: 0, signal };
         const res = await runPage(rt, job, { clock, owner, delayMs: delay.ms });
         if (res.kind === 'budget') {
           await hosts.requestStop('budget');
           nudger.nudge();
           return await stopped();
         }
-        if (job.wokenHosts.length > 0) await wake(job.wokenHosts);
+        if (job.wokenHosts.length > 0) await wake(job.wokenHosts, job.readied);
         lastUrl = res.url;
         lastStatus = res.status;
         if (res.kind === 'retry') {

@@ -9,6 +9,7 @@
 // the commit, the seen-sets ignore links already enqueued and the budget
 // slot is keyed by the URL fingerprint; a worker dying between storing and
 // committing means the URL is fetched and stored again (docs/guarantees.md).
+import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { randomBytes } from 'node:crypto';
 import type { Fetcher } from '../src/http/fetcher';
 import type { FetchResult } from '../src/http/http-client';
@@ -53,10 +54,13 @@ export interface PageJob {
   allowedByRobots: ((url: string) => boolean) | null;
   /**
    * Filled by the page: other hosts that got URLs and nobody consuming them.
-   * The session marks them ready, also after a page that failed for good
-   * once it had routed its links.
+   * The page marks them ready itself, before its commit (a worker dying
+   * after the commit must not strand their URLs: the page is never routed
+   * again); `readied` counts those that became ready, so the session knows
+   * to nudge the campaign (and, revisiting, to wake sleeping holders).
    */
   wokenHosts: string[];
+  readied: number;
   signal: AbortSignal;
 }
 
@@ -240,12 +244,42 @@ async function hintSitemapRevisits(rt: WorkerRuntime, job: PageJob, listed: { ur
  * job.wokenHosts, for the session to mark ready), its own come back for
  * the commit.
  */
-function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<Routed> {
+async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<Routed> {
   const max = job.campaign.settings.budgets.maxPagesPerHost;
   const ownHostBudgetLeft = max === null ? undefined : max - (hostRequests ?? 0) - 1;
   // A page's links (its own and its handler's) are capped; a sitemap's are held by the per-host frontier bound instead.
   const maxLinks = (job.entry.kind ?? 'page') === 'page' ? job.campaign.settings.budgets.maxLinksPerPage : undefined;
-  return routeCandidates(rt, job.campaign, job.host, job.entry.url, candidates, async (hs) => void job.wokenHosts.push(...hs), { ownHostBudgetLeft, maxLinks });
+  const routed = await routeCandidates(
+    rt,
+    job.campaign,
+    job.host,
+    job.entry.url,
+    candidates,
+    async (hs) => {
+      job.readied += await new CampaignHosts(rt.deps.redis, job.campaign.key).markReady(hs);
+      job.wokenHosts.push(...hs);
+    },
+    { ownHostBudgetLeft, maxLinks },
+  );
+  return withoutDisallowedOwnLinks(job, routed);
+}
+
+/**
+ * With a page budget per host, a host's frontier holds only what the
+ * budget can still fetch (src/redis/frontier.ts): its own links robots.txt
+ * disallows would take that room and then be skipped unrequested, turning
+ * allowed links away for good. They are dropped here, counted in the
+ * index line's rejectedLinks (ROBOTS_DISALLOWED); without a host budget
+ * they are queued and recorded robots-disallowed as before.
+ */
+function withoutDisallowedOwnLinks(job: PageJob, routed: Routed): Routed {
+  const allows = job.allowedByRobots;
+  if (job.campaign.settings.budgets.maxPagesPerHost === null || !allows) return routed;
+  const own = routed.own.filter((i) => i.kind === 'sitemap' || i.kind === 'sitemap-child' || allows(i.url));
+  const dropped = routed.own.length - own.length;
+  if (dropped === 0) return routed;
+  const rejected = routed.rejectedLinks ?? { counts: {}, samples: [] };
+  return { ...routed, own, rejectedLinks: { ...rejected, counts: { ...rejected.counts, ROBOTS_DISALLOWED: (rejected.counts.ROBOTS_DISALLOWED ?? 0) + dropped } } };
 }
 
 /** The store stage, its writers and payload index from the runtime. */

@@ -74,12 +74,16 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
   const got = await deps.fetcher.fetch({ url, headers: input.headers }, { signal: deps.signal });
   if (!got.ok) {
     const err = got.failure;
-    if (err.retryable && attempt <= input.maxRetries) {
+    // An address kept busy by the crawler's own other requests (the per-address
+    // cap) is the crawler pacing itself, not the URL failing: as many extra
+    // attempts as a 429 gets.
+    const maxAttempts = err.code === 'ADDRESS_BUSY' ? input.maxRetries + PAGE_RETRY.throttleExtraAttempts : input.maxRetries;
+    if (err.retryable && attempt <= maxAttempts) {
       return {
         kind: 'retry',
         hostPauseMs: delayMs,
         waitMs: pageBackoffMs(attempt, delayMs),
-        reason: `${err.code} on ${url}, retry ${attempt}/${input.maxRetries}`,
+        reason: `${err.code} on ${url}, retry ${attempt}/${maxAttempts}`,
         status: null,
         code: err.code,
       };

@@ -421,12 +421,15 @@ class UndiciHttpClient implements HttpClient {
     if (address === null) return { keepAlive: true, close: async () => undefined };
     let release: AddressSlotRelease | null = null;
     if (this.#gate) {
+      // The wait for a slot takes at most half the total timeout: the request
+      // keeps the other half, rather than a few seconds won at the very end.
+      const slotWait = AbortSignal.timeout(Math.max(1, Math.floor(this.#totalTimeoutMs / 2)));
       try {
-        release = await this.#gate.acquire(address, deadline.signal);
+        release = await this.#gate.acquire(address, AbortSignal.any([deadline.signal, slotWait]));
       } catch (err) {
-        if (deadline.timedOut) {
+        if (deadline.timedOut || (slotWait.aborted && !deadline.signal.aborted)) {
           throw new FetchError('ADDRESS_BUSY', target.href, {
-            detail: `${address} had as many requests in flight as politeness.maxInFlightPerAddress allows for the whole total timeout`,
+            detail: `${address} had as many requests in flight as politeness.maxInFlightPerAddress allows for half the total timeout`,
           });
         }
         if (deadline.signal.aborted) throw deadline.classify(err, target.href);

@@ -30,7 +30,8 @@ let redis: RedisLike;
 let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
-  for (const name of ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen']) {
+  const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
+  for (const name of [...names, 'seventeen', 'eighteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -280,6 +281,48 @@ test('a page that can never be stored ends as INTERNAL_ERROR after a bounded num
   expect(index).toEqual([
     expect.objectContaining({ outcome: 'error', error: expect.objectContaining({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/processing failed 3 times: .*warc/) }) }),
   ]);
+});
+
+test('other hosts a page links to are marked ready before its commit: a page that dies after routing (storage fails) strands none of their URLs', async () => {
+  h.web.site('seventeen.session.test')!.handler = ({ req, res }) => {
+    if (req.url !== '/') return false;
+    res.writeHead(200, { 'content-type': 'text/html' }).end(`<a href="${h.web.url('one.session.test', '/elsewhere')}">away</a>`);
+    return true;
+  };
+  const c = await prepared('seventeen', { scope: { mode: 'any' } });
+  fs.mkdirSync(c.dir, { recursive: true });
+  fs.writeFileSync(path.join(c.dir, 'warc'), 'not a folder');
+  // The page routes its link, then its WARC write fails: the session fails
+  // (Temporal would retry it), nothing is committed.
+  await expect(c.session()).rejects.toThrow();
+  expect(await new Frontier(redis, c.campaignKey, c.host).size()).toBe(1);
+  // The other host holds the link, and the campaign's dispatch will find it ready.
+  const other = hostKey(h.web.url('one.session.test', '/'));
+  expect(await new Frontier(redis, c.campaignKey, other).size()).toBe(1);
+  expect((await c.hosts.counts()).ready).toBe(1);
+});
+
+test("with a page budget per host, links robots.txt disallows take no room in the host's frontier: the allowed links after them are all crawled", async () => {
+  h.web.site('eighteen.session.test')!.handler = ({ req, res }) => {
+    if (req.url === '/robots.txt') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nDisallow: /private/\n');
+    } else if (req.url === '/') {
+      const links = [...[1, 2, 3, 4, 5, 6].map((i) => `/private/${i}`), ...[1, 2, 3].map((i) => `/open/${i}`)];
+      res.writeHead(200, { 'content-type': 'text/html' }).end(links.map((l) => `<a href="${l}">${l}</a>`).join(' '));
+    } else if (req.url?.startsWith('/open/')) {
+      res.writeHead(200, { 'content-type': 'text/html' }).end(`<p>open page ${req.url}</p>`);
+    } else return false;
+    return true;
+  };
+  const c = await prepared('eighteen', { budgets: { maxPagesPerHost: 4 } });
+  expect(await c.session()).toMatchObject({ end: 'drained', stats: { fetched: 4 } });
+  expect(
+    pagesOf(c.host)
+      .map((r) => r.path)
+      .sort(),
+  ).toEqual(['/', '/open/1', '/open/2', '/open/3']);
+  const home = (await readIndex(path.join(c.dir, 'index'))).find((e) => e.url === h.web.url('eighteen.session.test', '/'));
+  expect(home?.rejectedLinks?.counts).toEqual({ ROBOTS_DISALLOWED: 6 });
 });
 
 test('a page claimed past its processing attempts without a commit (its processing killed the worker each time) is recorded INTERNAL_ERROR without another request', async () => {

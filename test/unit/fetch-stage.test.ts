@@ -75,3 +75,13 @@ test('a cancelled fetch is not a failure of the URL: it rethrows', async () => {
   });
   await expect(s.run()).rejects.toThrow('cancelled');
 });
+
+test("an address kept busy by the crawler's own requests (ADDRESS_BUSY) is the crawler pacing itself: as many extra attempts as a 429", async () => {
+  const busy: FetchOutcome = { ok: false, failure: new FetchError('ADDRESS_BUSY', URL_) };
+  // Past fetch.maxRetries (2), still retried.
+  expect(await setup(busy, { attempt: 2 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'retry', code: 'ADDRESS_BUSY' });
+  expect(await setup(busy, { attempt: 3 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'failed', error: { code: 'ADDRESS_BUSY' } });
+  // Any other network failure is past its attempts at the same point.
+  const reset: FetchOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
+  expect(await setup(reset, { attempt: 2 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'failed' });
+});
