@@ -266,10 +266,12 @@ const campaignFields = {
     maxLinksPerPage: whole({ min: 0 })
       .default(3_000)
       .describe(
-        "Links taken from one page (its own, a sitemap's, a handler's); the rest are dropped and counted in the index line (`linksDropped`). A link bomb of 600,000 links otherwise floods Redis in one call.",
+        "Links taken from one page (its own and its handler's; a sitemap's URLs are held by the host's page budget instead); the rest are dropped and counted in the index line (`linksDropped`). A link bomb of 600,000 links otherwise floods Redis in one call.",
       ),
     // 50 sitemaps a host: 2.5 million URLs at the protocol's 50,000 a file.
-    maxSitemapsPerHost: whole({ min: 0 }).default(50).describe('Sitemap and sitemap-index fetches per host; those beyond it are recorded skipped, not requested.'),
+    maxSitemapsPerHost: whole({ min: 0 })
+      .default(50)
+      .describe("Sitemaps and sitemap-index children queued per host (robots.txt's first, then /sitemap.xml); those beyond it are never queued nor requested."),
   }).prefault({}),
   politeness: section({
     minDelayMs: timerMs(0).default(1000).describe('Floor for the pause between two requests to one host.'),
