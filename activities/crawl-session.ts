@@ -14,11 +14,12 @@ import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
-import { httpFetcher } from '../src/http/fetcher';
+import { httpFetcher, type Fetcher } from '../src/http/fetcher';
 import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
-import type { WorkerRuntime } from './runtime';
+import type { RobotsVerdict } from './robots-verdict';
+import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { SessionEnd, SessionInput, SessionResult } from './types';
 
 /** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
@@ -32,16 +33,66 @@ const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {
+    const session = await HostSession.open(rt, input);
+    try {
+      return await session.run();
+    } finally {
+      session.close();
+    }
+  };
+}
+
+/** A verdict under which the session goes on (not `wait`). */
+type Robots = Exclude<RobotsVerdict, { kind: 'wait' }>;
+/** A URL the frontier handed to this session. */
+type Claim = NonNullable<Awaited<ReturnType<Frontier['claim']>>>;
+/** The campaign's control as a session reads it between pages. */
+type SessionControl = Awaited<ReturnType<CampaignHosts['sessionControl']>>;
+
+/** What the session fetches with, once robots.txt is known. */
+interface Fetching {
+  robots: Robots;
+  clock: HostClock;
+  /** One owner per campaign and host (see `run`). */
+  owner: string;
+  lease: number;
+  fetcher: Fetcher;
+}
+
+/**
+ * One session of one host: its state between pages (the campaign's control,
+ * the host's delay, what it did so far) and the steps it goes through. Each
+ * step of the loop returns the session's result when the session ends there,
+ * null when it goes on.
+ */
+class HostSession {
+  private readonly ctx: Context;
+  private readonly signal: AbortSignal;
+  private readonly host: string;
+  private readonly s: CampaignSettings;
+  private readonly threshold: number;
+  private readonly nudger: CampaignNudger;
+  private readonly started: number;
+  private readonly heartbeat: ReturnType<typeof setInterval>;
+  private readonly revisits: RevisitSchedule | null;
+  private pages = 0;
+  private lastUrl: string | null = null;
+  private lastStatus: number | null = null;
+  private delay: { ms: number; reason: string };
+  private lastRecordAt = 0;
+  private lastControlAt: number;
+  private queue: RevisitQueue | null = null;
+
+  /** Reads the campaign's control and settings, and takes the host over; the session runs from `run`. */
+  static async open(rt: WorkerRuntime, input: SessionInput): Promise<HostSession> {
     const ctx = Context.current();
-    const signal = ctx.cancellationSignal;
     const { host } = input;
     const redis = rt.deps.redis;
     if (input.sleptMs) rt.deps.metrics?.recordPolitenessWait(input.sleptMs);
     const hosts = new CampaignHosts(redis, input.campaignKey);
-    let control = await hosts.sessionControl(host);
+    const control = await hosts.sessionControl(host);
     const campaign = await rt.campaign(input.campaignKey, Math.max(input.configVersion, control.version));
-    if (signal.aborted) throw new Error('session cancelled before it started');
-    const s = campaign.settings;
+    if (ctx.cancellationSignal.aborted) throw new Error('session cancelled before it started');
     const frontier = new Frontier(redis, input.campaignKey, host);
     // This attempt owns the host from now on: an older attempt of the same
     // session still running somewhere (its heartbeat timed out under load)
@@ -49,222 +100,278 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
     // fetched twice.
     const token = `${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}/${ctx.info.attempt}`;
     await frontier.takeOver(token);
-    const threshold = s.session.durableSleepMs;
-    const nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
-    const started = Date.now();
-    const heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
-    let pages = 0;
-    let lastUrl: string | null = null;
-    let lastStatus: number | null = null;
-    let delay = delayFor(s, control, null);
-    let lastRecordAt = 0;
-    let lastControlAt = Date.now();
+    return new HostSession(rt, input, ctx, hosts, control, campaign, frontier, token);
+  }
+
+  private constructor(
+    private readonly rt: WorkerRuntime,
+    private readonly input: SessionInput,
+    ctx: Context,
+    private readonly hosts: CampaignHosts,
+    private control: SessionControl,
+    private readonly campaign: CampaignRuntime,
+    private readonly frontier: Frontier,
+    private readonly token: string,
+  ) {
+    this.ctx = ctx;
+    this.signal = ctx.cancellationSignal;
+    this.host = input.host;
+    this.s = campaign.settings;
+    this.threshold = this.s.session.durableSleepMs;
+    this.nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
+    this.started = Date.now();
+    this.heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+    this.delay = delayFor(this.s, control, null);
+    this.lastControlAt = Date.now();
     // Continuous crawling: the host's revisit schedule (src/redis/revisit.ts).
-    const revisits = s.revisit?.enabled ? new RevisitSchedule(redis, input.campaignKey, host) : null;
-    let queue: RevisitQueue | null = null;
+    this.revisits = this.s.revisit?.enabled ? new RevisitSchedule(rt.deps.redis, input.campaignKey, this.host) : null;
+  }
 
-    const writeRecord = async (state: HostState, extra: Partial<HostRecord> = {}) => {
-      const [st, size] = await Promise.all([frontier.stats(), frontier.size()]);
-      lastRecordAt = Date.now();
-      await hosts.record(host, {
-        state,
-        fetched: st.fetched ?? 0,
-        failed: st.failed ?? 0,
-        skipped: st.skipped ?? 0,
-        bytes: st.bytes ?? 0,
-        frontier: size,
-        delayMs: delay.ms,
-        reason: delay.reason,
-        lastUrl,
-        lastStatus,
-        nextWakeAt: null,
-        updatedAt: new Date().toISOString(),
-        ...(queue ? { revisit: revisitView(queue) } : {}),
-        ...extra,
+  /** Stops the heartbeat, whichever way the session ends (a throw included). */
+  close(): void {
+    clearInterval(this.heartbeat);
+  }
+
+  /** The session: an early stop, robots.txt, then page after page until a step ends it. */
+  async run(): Promise<SessionResult> {
+    const early = this.stopFor();
+    if (early) return this.endFor(early);
+    const robots = await ensureRobots(this.rt, { campaign: this.campaign, host: this.host, maxWaitMs: this.threshold, signal: this.signal });
+    if (robots.kind === 'wait') return this.end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
+    this.delay = delayFor(this.s, this.control, robots.kind === 'ok' ? robots.crawlDelaySec : null);
+    const clock = new HostClock(this.rt.deps.redis, await this.campaign.clockKeys.keyFor(this.host), this.token);
+    // One owner per campaign and host: a session retried after its worker
+    // died may take the clock once the delay has passed since the dead
+    // attempt took it (crawlClockAcquire), never sooner.
+    const owner = `${this.campaign.key}|${this.host}`;
+    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000;
+    const f: Fetching = { robots, clock, owner, lease, fetcher: httpFetcher(this.campaign.http) };
+    for (;;) {
+      const done = await this.turn(f);
+      if (done) return done;
+    }
+  }
+
+  /** One turn of the loop: the campaign's control, the host's record, the caps, then one URL. */
+  private async turn(f: Fetching): Promise<SessionResult | null> {
+    if (Date.now() - this.lastControlAt >= CONTROL_EVERY_MS) {
+      this.control = await this.hosts.sessionControl(this.host);
+      this.lastControlAt = Date.now();
+      const why = this.stopFor();
+      if (why) return this.endFor(why);
+    }
+    if (Date.now() - this.lastRecordAt >= RECORD_EVERY_MS) await this.writeRecord('crawling');
+    if (this.pages >= this.s.session.maxPages || Date.now() - this.started >= this.s.session.maxMs || this.rt.draining) return this.end('cap');
+    // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
+    this.signal.throwIfAborted();
+    this.ctx.heartbeat();
+    // A host that may not be fetched at all: its URLs are recorded, none requested.
+    if (f.robots.kind === 'unavailable' || f.robots.refused) return this.recordUnfetched(f);
+    return this.fetchNext(f);
+  }
+
+  /** The next URL of a host that may not be fetched (robots.txt unavailable, its address refused), recorded without a request. */
+  private async recordUnfetched(f: Fetching): Promise<SessionResult | null> {
+    const { robots } = f;
+    const claim = await this.frontier.claim(this.token);
+    if (!claim) return this.drained();
+    const job = this.jobFor(f, claim, null);
+    if (robots.kind === 'unavailable') {
+      await recordWithoutFetch(this.rt, job, OUTCOME.robotsUnavailable, 'skipped', {
+        code: robots.code,
+        message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing`,
       });
-      return { stats: { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 }, frontier: size };
-    };
+    } else {
+      await recordWithoutFetch(this.rt, job, OUTCOME.refused, 'failed', {
+        code: PAGE_CODE.addressRefused,
+        message: `${this.host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}`,
+      });
+    }
+    this.pages++;
+    return null;
+  }
 
-    const end = async (how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> => {
-      clearInterval(heartbeat);
-      const waitMs = more.waitMs ?? 0;
-      const reason = more.reason ?? delay.reason;
-      const state: HostState =
-        how === 'wait'
-          ? more.backingOff
-            ? 'backing-off'
-            : waitMs >= LONG_SLEEP_MS
-              ? 'sleeping'
-              : 'crawling'
-          : how === 'paused'
-            ? 'paused'
-            : how === 'drained' && more.released && waitMs > 0
-              ? 'sleeping' // parked: its workflow ends, a dispatch starts it again when a revisit is due
-              : how === 'stopped' || (how === 'drained' && more.released)
-                ? 'done'
-                : 'crawling';
-      if (revisits) queue = await revisits.queue();
-      const r = await writeRecord(state, { reason, nextWakeAt: waitMs > 0 ? new Date(Date.now() + waitMs).toISOString() : null });
-      await nudger.flush();
-      return {
-        end: how,
-        waitMs,
-        backingOff: more.backingOff ?? false,
-        ...(more.wakeable ? { wakeable: true } : {}),
-        released: more.released ?? false,
-        stop: more.stop ?? control.stop,
-        configVersion: Math.max(campaign.version, control.version),
-        pages,
-        stats: r.stats,
-        frontier: r.frontier,
-        delayMs: delay.ms,
-        reason,
-        lastUrl,
-        lastStatus,
-        ...(queue ? { revisit: revisitView(queue) } : {}),
-      };
-    };
-
+  /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */
+  private async fetchNext(f: Fetching): Promise<SessionResult | null> {
+    const { clock, owner } = f;
+    const wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
+    // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
+    if (wait > 0) return this.end('wait', { waitMs: wait, reason: wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent' });
+    let claim;
     try {
-      const stopFor = (): SessionEnd | null => (control.stop ? 'stopped' : control.paused || control.hostPaused ? 'paused' : control.version > campaign.version ? 'config' : null);
-      const endFor = (why: SessionEnd) => (why === 'stopped' ? stopped() : end(why));
-      const early = stopFor();
-      if (early) return await endFor(early);
-
-      const robots = await ensureRobots(rt, { campaign, host, maxWaitMs: threshold, signal });
-      if (robots.kind === 'wait') return await end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
-      delay = delayFor(s, control, robots.kind === 'ok' ? robots.crawlDelaySec : null);
-      const clock = new HostClock(redis, await campaign.clockKeys.keyFor(host), token);
-      // One owner per campaign and host: a session retried after its worker
-      // died may take the clock once the delay has passed since the dead
-      // attempt took it (crawlClockAcquire), never sooner.
-      const owner = `${campaign.key}|${host}`;
-      const lease = s.fetch.totalTimeoutMs + delay.ms + 5_000;
-      const fetcher = httpFetcher(campaign.http);
-      // The page marked `hs` ready before its commit (`readied` of them became so).
-      const wake = async (hs: string[], readied: number) => {
-        let marked = readied;
-        // A revisit host holding its slot may be asleep until its next due URL: wake it.
-        if (revisits) marked += await wakeSleepingHolders(rt, input.campaignKey, s.campaignId, hs);
-        if (marked > 0) nudger.nudge();
-      };
-
-      for (;;) {
-        if (Date.now() - lastControlAt >= CONTROL_EVERY_MS) {
-          control = await hosts.sessionControl(host);
-          lastControlAt = Date.now();
-          const why = stopFor();
-          if (why) return await endFor(why);
-        }
-        if (Date.now() - lastRecordAt >= RECORD_EVERY_MS) await writeRecord('crawling');
-        if (pages >= s.session.maxPages || Date.now() - started >= s.session.maxMs || rt.draining) return await end('cap');
-        // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
-        signal.throwIfAborted();
-        ctx.heartbeat();
-
-        // A host that may not be fetched at all: its URLs are recorded, none requested.
-        if (robots.kind === 'unavailable' || robots.refused) {
-          const claim = await frontier.claim(token);
-          if (!claim) return await drained();
-          const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: null, wokenHosts: [], readied: 0, signal };
-          if (robots.kind === 'unavailable') {
-            await recordWithoutFetch(rt, job, OUTCOME.robotsUnavailable, 'skipped', {
-              code: robots.code,
-              message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing`,
-            });
-          } else {
-            await recordWithoutFetch(rt, job, OUTCOME.refused, 'failed', {
-              code: PAGE_CODE.addressRefused,
-              message: `${host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}`,
-            });
-          }
-          pages++;
-          continue;
-        }
-
-        const wait = await acquireWithin(clock, owner, lease, delay.ms, threshold, signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
-        // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
-        if (wait > 0) return await end('wait', { waitMs: wait, reason: wait <= delay.ms ? delay.reason : 'host clock: another request to this host is too recent' });
-        let claim;
-        try {
-          claim = await frontier.claim(token);
-        } catch (err) {
-          // A newer attempt took the host over: this one sends nothing, and
-          // gives back the lease it just took (only if it still holds it).
-          if (err instanceof SessionSupersededError) await clock.abandon(owner).catch(() => undefined);
-          throw err;
-        }
-        if (!claim) {
-          // No request went out: the host's delay still counts from its real last request.
-          await clock.abandon(owner);
-          if (!revisits) return await drained();
-          // Nothing queued: what is due for a revisit comes into the frontier;
-          // with nothing due the host keeps its slot and sleeps until the
-          // earliest revisit (durably from the threshold on).
-          const due = await revisits.moveDue();
-          queue = due;
-          if (due.moved > 0) continue;
-          if (due.nextInMs === null) return await drained();
-          const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
-          if (due.nextInMs >= threshold) {
-            // Hosts wait for a slot (maxActiveHosts, as the last dispatch
-            // round saw it): give this one up until its next revisit is due
-            // rather than hold it asleep. A host that holds no slot parks too.
-            const cap = control.maxActiveHosts !== undefined ? control.maxActiveHosts : s.politeness.maxActiveHosts;
-            const p = await hosts.park(host, input.gen, due.nextInMs, cap !== null);
-            if (p.parked) {
-              // URLs enqueued since the empty claim found the host holding its slot: in line for one now.
-              if ((await frontier.size()) > 0) await hosts.markReady([host]);
-              if (p.parked === 'released') nudger.nudge();
-              return await end('drained', { released: true, waitMs: due.nextInMs, reason: `parked until a revisit is due, its slot free for a host waiting for one: ${reason}` });
-            }
-            // New URLs for this host end that sleep early (wakeSleepingHolders).
-            return await end('wait', { waitMs: due.nextInMs, reason, wakeable: true });
-          }
-          await sleep(due.nextInMs, undefined, { signal });
-          continue;
-        }
-        const job: PageJob = { campaign, frontier, fetcher, host, ...claim, delayMs: delay.ms, allowedByRobots: robots.allows, wokenHosts: [], readied: 0, signal };
-        const res = await runPage(rt, job, { clock, owner, delayMs: delay.ms });
-        if (res.kind === 'budget') {
-          await hosts.requestStop('budget');
-          nudger.nudge();
-          return await stopped();
-        }
-        if (job.wokenHosts.length > 0) await wake(job.wokenHosts, job.readied);
-        lastUrl = res.url;
-        lastStatus = res.status;
-        if (res.kind === 'retry') {
-          await frontier.noteRetry(claim.member);
-          if (res.waitMs >= threshold) return await end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
-          rt.deps.metrics?.recordPolitenessWait(res.waitMs);
-          await sleep(res.waitMs, undefined, { signal });
-          continue;
-        }
-        pages++;
-      }
-    } finally {
-      clearInterval(heartbeat);
+      claim = await this.frontier.claim(this.token);
+    } catch (err) {
+      // A newer attempt took the host over: this one sends nothing, and
+      // gives back the lease it just took (only if it still holds it).
+      if (err instanceof SessionSupersededError) await clock.abandon(owner).catch(() => undefined);
+      throw err;
     }
-
-    /** The campaign is ending: give the slot up (its host workflow completes), and tell the campaign when it was the last. */
-    async function stopped(): Promise<SessionResult> {
-      const r = await hosts.release(host, input.gen);
-      if (r.active === 0) nudger.nudge();
-      return end('stopped', { released: r.released, stop: (await hosts.control()).stop });
+    if (!claim) {
+      // No request went out: the host's delay still counts from its real last request.
+      await clock.abandon(owner);
+      return this.nothingQueued();
     }
+    return this.crawlPage(f, claim);
+  }
 
-    /** The frontier ran dry: give the host's slot up, unless a newer dispatch holds it. */
-    async function drained(): Promise<SessionResult> {
-      const r = await hosts.release(host, input.gen);
-      // URLs enqueued between the empty claim and the release found the host
-      // holding its slot and did not mark it ready: mark it now.
-      const late = r.released && (await frontier.size()) > 0 && (await hosts.markReady([host])) > 0;
-      // The campaign dispatches the next ready host into the slot, or checks whether it is done.
-      if (r.released && (late || r.ready > 0 || r.active === 0)) nudger.nudge();
-      return end('drained', { released: r.released });
+  /** The frontier is empty: the session ends, or (revisits) takes what is due, or sleeps until it is. */
+  private async nothingQueued(): Promise<SessionResult | null> {
+    if (!this.revisits) return this.drained();
+    // Nothing queued: what is due for a revisit comes into the frontier;
+    // with nothing due the host keeps its slot and sleeps until the
+    // earliest revisit (durably from the threshold on).
+    const due = await this.revisits.moveDue();
+    this.queue = due;
+    if (due.moved > 0) return null;
+    if (due.nextInMs === null) return this.drained();
+    const reason = `revisits: ${due.scheduled} URL(s) scheduled, the next due in ${Math.ceil(due.nextInMs / 1000)} s`;
+    if (due.nextInMs >= this.threshold) return this.untilRevisit(due.nextInMs, reason);
+    await sleep(due.nextInMs, undefined, { signal: this.signal });
+    return null;
+  }
+
+  /** The next revisit is due at or beyond the durable-sleep threshold: park the host, or end so that its workflow sleeps. */
+  private async untilRevisit(nextInMs: number, reason: string): Promise<SessionResult> {
+    // Hosts wait for a slot (maxActiveHosts, as the last dispatch
+    // round saw it): give this one up until its next revisit is due
+    // rather than hold it asleep. A host that holds no slot parks too.
+    const cap = this.control.maxActiveHosts !== undefined ? this.control.maxActiveHosts : this.s.politeness.maxActiveHosts;
+    const p = await this.hosts.park(this.host, this.input.gen, nextInMs, cap !== null);
+    if (p.parked) {
+      // URLs enqueued since the empty claim found the host holding its slot: in line for one now.
+      if ((await this.frontier.size()) > 0) await this.hosts.markReady([this.host]);
+      if (p.parked === 'released') this.nudger.nudge();
+      return this.end('drained', { released: true, waitMs: nextInMs, reason: `parked until a revisit is due, its slot free for a host waiting for one: ${reason}` });
     }
-  };
+    // New URLs for this host end that sleep early (wakeSleepingHolders).
+    return this.end('wait', { waitMs: nextInMs, reason, wakeable: true });
+  }
+
+  /** One claimed URL through the page pipeline (`runPage`), then what its result asks of the session. */
+  private async crawlPage(f: Fetching, claim: Claim): Promise<SessionResult | null> {
+    const job = this.jobFor(f, claim, f.robots.kind === 'ok' ? f.robots.allows : null);
+    const res = await runPage(this.rt, job, { clock: f.clock, owner: f.owner, delayMs: this.delay.ms });
+    if (res.kind === 'budget') {
+      await this.hosts.requestStop('budget');
+      this.nudger.nudge();
+      return this.stopped();
+    }
+    if (job.wokenHosts.length > 0) await this.wake(job.wokenHosts, job.readied);
+    this.lastUrl = res.url;
+    this.lastStatus = res.status;
+    if (res.kind === 'retry') {
+      await this.frontier.noteRetry(claim.member);
+      if (res.waitMs >= this.threshold) return this.end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
+      this.rt.deps.metrics?.recordPolitenessWait(res.waitMs);
+      await sleep(res.waitMs, undefined, { signal: this.signal });
+      return null;
+    }
+    this.pages++;
+    return null;
+  }
+
+  private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots']): PageJob {
+    const { campaign, frontier, host, signal } = this;
+    return { campaign, frontier, fetcher: f.fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, wokenHosts: [], readied: 0, signal };
+  }
+
+  /** The page marked `hs` ready before its commit (`readied` of them became so). */
+  private async wake(hs: string[], readied: number): Promise<void> {
+    let marked = readied;
+    // A revisit host holding its slot may be asleep until its next due URL: wake it.
+    if (this.revisits) marked += await wakeSleepingHolders(this.rt, this.input.campaignKey, this.s.campaignId, hs);
+    if (marked > 0) this.nudger.nudge();
+  }
+
+  private stopFor(): SessionEnd | null {
+    const { control } = this;
+    return control.stop ? 'stopped' : control.paused || control.hostPaused ? 'paused' : control.version > this.campaign.version ? 'config' : null;
+  }
+
+  private endFor(why: SessionEnd): Promise<SessionResult> {
+    return why === 'stopped' ? this.stopped() : this.end(why);
+  }
+
+  private async writeRecord(state: HostState, extra: Partial<HostRecord> = {}) {
+    const [st, size] = await Promise.all([this.frontier.stats(), this.frontier.size()]);
+    this.lastRecordAt = Date.now();
+    await this.hosts.record(this.host, {
+      state,
+      fetched: st.fetched ?? 0,
+      failed: st.failed ?? 0,
+      skipped: st.skipped ?? 0,
+      bytes: st.bytes ?? 0,
+      frontier: size,
+      delayMs: this.delay.ms,
+      reason: this.delay.reason,
+      lastUrl: this.lastUrl,
+      lastStatus: this.lastStatus,
+      nextWakeAt: null,
+      updatedAt: new Date().toISOString(),
+      ...(this.queue ? { revisit: revisitView(this.queue) } : {}),
+      ...extra,
+    });
+    return { stats: { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 }, frontier: size };
+  }
+
+  private async end(how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> {
+    clearInterval(this.heartbeat);
+    const waitMs = more.waitMs ?? 0;
+    const reason = more.reason ?? this.delay.reason;
+    const state: HostState =
+      how === 'wait'
+        ? more.backingOff
+          ? 'backing-off'
+          : waitMs >= LONG_SLEEP_MS
+            ? 'sleeping'
+            : 'crawling'
+        : how === 'paused'
+          ? 'paused'
+          : how === 'drained' && more.released && waitMs > 0
+            ? 'sleeping' // parked: its workflow ends, a dispatch starts it again when a revisit is due
+            : how === 'stopped' || (how === 'drained' && more.released)
+              ? 'done'
+              : 'crawling';
+    if (this.revisits) this.queue = await this.revisits.queue();
+    const r = await this.writeRecord(state, { reason, nextWakeAt: waitMs > 0 ? new Date(Date.now() + waitMs).toISOString() : null });
+    await this.nudger.flush();
+    const { control, queue } = this;
+    return {
+      end: how,
+      waitMs,
+      backingOff: more.backingOff ?? false,
+      ...(more.wakeable ? { wakeable: true } : {}),
+      released: more.released ?? false,
+      stop: more.stop ?? control.stop,
+      configVersion: Math.max(this.campaign.version, control.version),
+      pages: this.pages,
+      stats: r.stats,
+      frontier: r.frontier,
+      delayMs: this.delay.ms,
+      reason,
+      lastUrl: this.lastUrl,
+      lastStatus: this.lastStatus,
+      ...(queue ? { revisit: revisitView(queue) } : {}),
+    };
+  }
+
+  /** The campaign is ending: give the slot up (its host workflow completes), and tell the campaign when it was the last. */
+  private async stopped(): Promise<SessionResult> {
+    const r = await this.hosts.release(this.host, this.input.gen);
+    if (r.active === 0) this.nudger.nudge();
+    return this.end('stopped', { released: r.released, stop: (await this.hosts.control()).stop });
+  }
+
+  /** The frontier ran dry: give the host's slot up, unless a newer dispatch holds it. */
+  private async drained(): Promise<SessionResult> {
+    const r = await this.hosts.release(this.host, this.input.gen);
+    // URLs enqueued between the empty claim and the release found the host
+    // holding its slot and did not mark it ready: mark it now.
+    const late = r.released && (await this.frontier.size()) > 0 && (await this.hosts.markReady([this.host])) > 0;
+    // The campaign dispatches the next ready host into the slot, or checks whether it is done.
+    if (r.released && (late || r.ready > 0 || r.active === 0)) this.nudger.nudge();
+    return this.end('drained', { released: r.released });
+  }
 }
 
 /**
