@@ -3,8 +3,12 @@
 // activity), applies operators' steering and completes when no host holds
 // or waits for a slot, or a budget or cancel stops it. A thin shell: the
 // rules are in CampaignBook (workflows/campaign-state.ts), per-host state in Redis.
+//
+// Every await of the campaign's own run stays in crawlCampaign (or in the
+// same async function it had before): an extra async wrapper around one
+// would add microtask turns, which can reorder the commands of concurrent
+// handlers and the main loop, and recorded histories would stop replaying.
 import {
-  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
@@ -18,30 +22,15 @@ import {
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
+  type WorkflowInfo,
 } from '@temporalio/workflow';
-import type { CampaignSnapshot, CampaignSummary, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, PrepareCampaignResult } from '../activities/types';
 import { acts as localActivities, failureMessage, loadSeeds, oneAtATime } from './campaign-activities';
 import { CampaignInputError, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../src/config/campaign';
-import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry, type CampaignTestLimits } from './campaign-state';
-import {
-  addSeedsUpdate,
-  campaignNudgeSignal,
-  campaignStatusQuery,
-  cancelSignal,
-  FailureType,
-  pauseCampaignUpdate,
-  pauseHostUpdate,
-  pauseSignal,
-  resumeCampaignUpdate,
-  resumeHostUpdate,
-  resumeSignal,
-  setBudgetsUpdate,
-  setConcurrencyUpdate,
-  setPolitenessUpdate,
-  type CampaignResult,
-} from './messages';
+import { registerSteering } from './campaign-steering';
+import { campaignNudgeSignal, campaignStatusQuery, cancelSignal, FailureType, type CampaignResult } from './messages';
 
 export type CrawlCampaignInput = CampaignInput & {
   carry?: CampaignCarry;
@@ -49,15 +38,11 @@ export type CrawlCampaignInput = CampaignInput & {
   testLimits?: CampaignTestLimits;
 };
 
+type Acts = typeof localActivities;
+
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
-  let settings: CampaignSettings;
-  try {
-    settings = resolveCampaignSettings(input, info.workflowId);
-  } catch (err) {
-    if (err instanceof CampaignInputError) throw ApplicationFailure.nonRetryable(err.message, FailureType.invalidCampaignInput, err.problems);
-    throw err;
-  }
+  const settings = settingsOf(input, info.workflowId);
   const { campaignId } = settings;
   // Redis keys are namespaced by the first run, so re-using a campaign ID after it finished starts clean.
   const book = new CampaignBook(settings, `${campaignId}.${info.firstExecutionRunId.slice(0, 8)}`, Date.now(), input.carry, input.testLimits);
@@ -67,108 +52,103 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
   setHandler(campaignNudgeSignal, () => book.onNudge());
   setHandler(campaignStatusQuery, () => book.statusView(campaignId));
   setHandler(cancelSignal, () => book.requestStop('cancelled'));
-
   // ---- Operator steering: validated updates; a rejected one changes nothing. ----
-  const assertOpen = () => {
-    if (!book.open) throw new SteeringError(`campaign ${campaignId} is finishing; nothing can be changed any more`);
-  };
-  let steering = false;
-  /**
-   * One change at a time, so settings versions follow each other; each is
-   * applied in Redis, where sessions look. `unless` is checked once the
-   * change has its turn (a resume queued behind a pause must see the pause).
-   */
-  const steer = async (change: SteerChange, unless: () => boolean = () => false) => {
-    await condition(() => !steering && book.status !== 'starting');
-    if (unless()) return null;
-    steering = true;
-    try {
-      const r = await acts.steerCampaign({ campaignKey, campaignId, version: book.nextVersion(), change });
-      book.applied(change, r);
-      publishSteering();
-      return r;
-    } catch (err) {
-      // A change the activity refused (an unknown host): the update fails with the reason.
-      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === FailureType.steeringRefused) {
-        throw ApplicationFailure.nonRetryable(err.cause.message, FailureType.steeringRefused);
-      }
-      throw err;
-    } finally {
-      steering = false;
+  registerSteering(book, acts, campaignId, campaignKey);
+
+  const { showCard, publishTotals, dispatch, guarded } = rounds(book, acts, info, campaignId);
+  try {
+    if (!input.carry) {
+      publishStart(settings);
+      const prep = await acts.prepareCampaign({ settings, campaignKey });
+      assertSomeSeed(prep, settings);
     }
-  };
-  const publishSteering = () => upsertMemo(book.steeringMemo());
-
-  setHandler(
-    setPolitenessUpdate,
-    async (req) => {
-      const { host, minDelayMs } = validateSetPoliteness(req);
-      const r = await steer({ kind: 'delay', host, minDelayMs });
-      return { host: r?.host ?? host, minDelayMs };
-    },
-    { validator: (req) => (assertOpen(), void validateSetPoliteness(req)) },
-  );
-  // Takes effect at the next dispatch: hosts already crawling keep their slot.
-  setHandler(
-    setConcurrencyUpdate,
-    (req) => {
-      const { maxActiveHosts } = validateSetConcurrency(req);
-      book.carry.maxActiveHosts = maxActiveHosts;
-      book.onNudge();
-      publishSteering();
-      return { maxActiveHosts };
-    },
-    { validator: (req) => (assertOpen(), void validateSetConcurrency(req)) },
-  );
-  setHandler(
-    setBudgetsUpdate,
-    async (req) => {
-      const r = (await steer({ kind: 'budgets', budgets: validateSetBudgets(req) }))!;
-      return { configVersion: r.configVersion, budgets: r.budgets };
-    },
-    { validator: (req) => (assertOpen(), void validateSetBudgets(req)) },
-  );
-  setHandler(
-    addSeedsUpdate,
-    async (req) => {
-      const { seeds } = validateAddSeeds(req);
-      // Work in flight: the campaign must not call itself done while seeds are on their way.
-      book.inflight++;
-      try {
-        await condition(() => book.status !== 'starting');
-        const r = await acts.addCampaignSeeds({ campaignKey, configVersion: book.carry.configVersion, seeds });
-        book.onNudge();
-        return { accepted: r.accepted, rejected: r.rejected };
-      } finally {
-        book.inflight--;
+    book.status = 'running';
+    showCard();
+    const seeding = readSeedList(book);
+    for (;;) {
+      await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
+      if (book.stopReason !== null) break;
+      if (book.shouldContinueAsNew(workflowInfo())) {
+        // The batch being read (if any) finishes first, so its cursor is the one carried.
+        book.continuing = true;
+        await seeding;
+        await condition(allHandlersFinished);
+        // A cancel taken meanwhile (the batch may take minutes) is not in the carry: it ends this run instead.
+        if (book.stopReason !== null) break;
+        // Only the settings and small counters travel: seeds are in Redis already.
+        return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
       }
-    },
-    { validator: (req) => (assertOpen(), void validateAddSeeds(req)) },
-  );
-  for (const [update, kind] of [
-    [pauseHostUpdate, 'pause-host'],
-    [resumeHostUpdate, 'resume-host'],
-  ] as const) {
-    setHandler(
-      update,
-      async (req) => {
-        const r = (await steer({ kind, host: validateHostRequest(req) }))!;
-        // A host resumed on its own is still paused while the whole campaign is.
-        return { host: r.host!, paused: kind === 'pause-host' || book.carry.paused };
-      },
-      { validator: (req) => (assertOpen(), void validateHostRequest(req)) },
-    );
+      book.nudged = false;
+      const snap = await guarded(dispatch, () => book.stopReason !== null);
+      if (!snap) continue;
+      const next = book.onSnapshot(snap, Date.now());
+      publishTotals();
+      if (next === 'done') break;
+    }
+    await seeding;
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    book.requestStop('cancelled');
   }
-  const pauseOrResume = async (kind: 'pause' | 'resume') => {
-    await steer({ kind }, () => book.carry.paused === (kind === 'pause'));
-    return { paused: book.carry.paused };
-  };
-  setHandler(pauseCampaignUpdate, () => pauseOrResume('pause'), { validator: assertOpen });
-  setHandler(resumeCampaignUpdate, () => pauseOrResume('resume'), { validator: assertOpen });
-  // Async signal handlers: continue-as-new and completion wait for them (allHandlersFinished).
-  setHandler(pauseSignal, async () => void (await pauseOrResume('pause')));
-  setHandler(resumeSignal, async () => void (await pauseOrResume('resume')));
 
+  book.finishing = true;
+  book.status = book.finalStatus();
+  const result = await CancellationScope.nonCancellable(finisher(book, acts, info, campaignId, showCard, guarded));
+  await condition(allHandlersFinished);
+  log.info('campaign finished', { campaignId, status: result.status, pages: result.pages });
+  return result;
+}
+
+/** The campaign's settings, or a non-retryable failure naming every problem of the input. */
+function settingsOf(input: CrawlCampaignInput, workflowId: string): CampaignSettings {
+  try {
+    return resolveCampaignSettings(input, workflowId);
+  } catch (err) {
+    if (err instanceof CampaignInputError) throw ApplicationFailure.nonRetryable(err.message, FailureType.invalidCampaignInput, err.problems);
+    throw err;
+  }
+}
+
+/** A new campaign's search attributes and memo (a continued run has them already). */
+function publishStart(settings: CampaignSettings): void {
+  upsertSearchAttributes([
+    { key: CrawlCampaign, value: settings.campaignId },
+    { key: CrawlState, value: 'running' },
+  ]);
+  upsertMemo({
+    seeds: settings.seeds.slice(0, 20),
+    seedsFile: settings.seedsFile,
+    scope: settings.scope,
+    budgets: settings.budgets,
+    politeness: settings.politeness,
+    output: settings.output,
+  });
+}
+
+function assertSomeSeed(prep: PrepareCampaignResult, settings: CampaignSettings): void {
+  if (prep.hosts === 0 && !settings.seedsFile) {
+    throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, FailureType.invalidCampaignInput);
+  }
+}
+
+/**
+ * A seed list is read into the frontiers one bounded batch (one
+ * activity) at a time while the first hosts already crawl; the cursor is
+ * in the carry, so the run may continue as new between two batches and
+ * the next run reads on. Until it is read the campaign is not done.
+ */
+async function readSeedList(book: CampaignBook): Promise<void> {
+  try {
+    while (book.seedCallDue) book.seeded(await loadSeeds(book.seedInput()));
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.
+    book.seedListFailed(failureMessage(err));
+  }
+}
+
+/** The dispatch round and what it shows, shared by the main loop and the finish. */
+function rounds(book: CampaignBook, acts: Acts, info: WorkflowInfo, campaignId: string) {
   // The Web UI's status card: no history event, read with the workflow's metadata.
   const showCard = (summary?: CampaignSummary) => setCurrentDetails(book.card(campaignId, summary));
   const publishTotals = () => {
@@ -199,70 +179,15 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       return condition(until, waitMs).then(() => null);
     }
   };
+  return { showCard, publishTotals, dispatch, guarded };
+}
 
-  try {
-    if (!input.carry) {
-      upsertSearchAttributes([
-        { key: CrawlCampaign, value: campaignId },
-        { key: CrawlState, value: 'running' },
-      ]);
-      upsertMemo({
-        seeds: settings.seeds.slice(0, 20),
-        seedsFile: settings.seedsFile,
-        scope: settings.scope,
-        budgets: settings.budgets,
-        politeness: settings.politeness,
-        output: settings.output,
-      });
-      const prep = await acts.prepareCampaign({ settings, campaignKey });
-      if (prep.hosts === 0 && !settings.seedsFile) {
-        throw ApplicationFailure.nonRetryable(`no usable seed: ${prep.rejectedSeeds.map((r) => `${r.seed}: ${r.reason}`).join('; ')}`, FailureType.invalidCampaignInput);
-      }
-    }
-    book.status = 'running';
-    showCard();
-    // A seed list is read into the frontiers one bounded batch (one
-    // activity) at a time while the first hosts already crawl; the cursor is
-    // in the carry, so the run may continue as new between two batches and
-    // the next run reads on. Until it is read the campaign is not done.
-    const seeding = (async () => {
-      try {
-        while (book.seedCallDue) book.seeded(await loadSeeds(book.seedInput()));
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        // An unreadable list (gone, not text, changed under us): the seeds read so far are crawled, and the summary says why the rest are not.
-        book.seedListFailed(failureMessage(err));
-      }
-    })();
-    for (;;) {
-      await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
-      if (book.stopReason !== null) break;
-      if (book.shouldContinueAsNew(workflowInfo())) {
-        // The batch being read (if any) finishes first, so its cursor is the one carried.
-        book.continuing = true;
-        await seeding;
-        await condition(allHandlersFinished);
-        // A cancel taken meanwhile (the batch may take minutes) is not in the carry: it ends this run instead.
-        if (book.stopReason !== null) break;
-        // Only the settings and small counters travel: seeds are in Redis already.
-        return await continueAsNew<typeof crawlCampaign>({ ...input, seeds: settings.seeds.slice(0, 1), carry: book.carry });
-      }
-      book.nudged = false;
-      const snap = await guarded(dispatch, () => book.stopReason !== null);
-      if (!snap) continue;
-      const next = book.onSnapshot(snap, Date.now());
-      publishTotals();
-      if (next === 'done') break;
-    }
-    await seeding;
-  } catch (err) {
-    if (!isCancellation(err)) throw err;
-    book.requestStop('cancelled');
-  }
+type Rounds = ReturnType<typeof rounds>;
 
-  book.finishing = true;
-  book.status = book.finalStatus();
-  const result = await CancellationScope.nonCancellable(async () => {
+/** The campaign's last steps, run even when it was cancelled (in a non-cancellable scope). */
+function finisher(book: CampaignBook, acts: Acts, info: WorkflowInfo, campaignId: string, showCard: Rounds['showCard'], guarded: Rounds['guarded']) {
+  const campaignKey = book.carry.campaignKey;
+  return async () => {
     await acts.finishCampaign({ campaignKey, campaignId, reason: book.stopReason ?? 'drained' });
     // Wait (bounded) for every host to end its session and give its slot
     // up, so the summary is exact and no host workflow is left waiting for
@@ -291,8 +216,5 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       { key: CrawlErrors, value: summary.totals.failed },
     ]);
     return book.result(campaignId, summary, Date.now());
-  });
-  await condition(allHandlersFinished);
-  log.info('campaign finished', { campaignId, status: result.status, pages: result.pages });
-  return result;
+  };
 }
