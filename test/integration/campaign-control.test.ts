@@ -3,7 +3,9 @@
 import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { campaignStatusQuery, cancelSignal, type CampaignStatus, type HostStatus } from '../../workflows/messages';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
+import { campaignStatusQuery, cancelSignal, FailureType, type CampaignStatus, type HostStatus } from '../../workflows/messages';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
@@ -83,6 +85,21 @@ test('pause stops requests, resume continues, status reports per-domain progress
 
 test('a status query on an unknown campaign is a clear error', async () => {
   await expect(crawler('status', 'no-such-campaign')).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('no campaign no-such-campaign') });
+});
+
+test('a campaign started with invalid settings (the workflow resolves them itself, as a `temporal workflow start` user gives them) fails at once, naming every problem', async () => {
+  const handle = await h.client.workflow.start('crawlCampaign', {
+    taskQueue: h.taskQueue,
+    workflowId: `invalid-input-${process.pid}`,
+    args: [{ seeds: [], fetch: { connectTimeoutMs: 0 } }],
+  });
+  const err: unknown = await handle.result().catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const cause = (err as WorkflowFailedError).cause as ApplicationFailure;
+  expect(cause.type).toBe(FailureType.invalidCampaignInput);
+  expect(cause.nonRetryable).toBe(true);
+  expect(cause.message).toMatch(/seeds must be a non-empty list/);
+  expect(cause.message).toMatch(/fetch\.connectTimeoutMs must be at least 1/);
 });
 
 test('a domain workflow terminated by hand is given up: the campaign completes and says why', async () => {
