@@ -127,11 +127,13 @@ export const MAX_FEEDS = 10;
 const NOFOLLOW_RELS = new Set(['nofollow', 'ugc', 'sponsored']);
 /**
  * Feed types of <link rel=alternate>, compared without parameters. Plain
- * application/json is there because JSON Feed is often served so; other JSON
- * (WordPress announces its REST API this way) is found out when the feed is
- * parsed (feeds.ts sniffs the body).
+ * application/json only for an href that says feed (`/feed.json`): JSON Feed
+ * is often served so, but WordPress announces its REST API with that type on
+ * every page, a different URL each time, which would cost a wasted request
+ * a page.
  */
-const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml', 'application/feed+json', 'application/json']);
+const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml', 'application/feed+json']);
+const isFeedLink = (type: string, href: string) => FEED_TYPES.has(type) || (type === 'application/json' && /feed/i.test(href));
 /** Raw feed hrefs collected per page before resolving: bounds what a page of a million alternates costs. */
 const MAX_FEED_CANDIDATES = MAX_FEEDS * 10;
 /**
@@ -499,7 +501,8 @@ class Scan implements Callbacks {
         if (a.rel !== undefined && a.href !== undefined) {
           const rels = relTokens(a.rel);
           if (this.canonicalHref === null && rels.includes('canonical')) this.canonicalHref = a.href;
-          if (rels.includes('alternate') && a.type !== undefined && this.feedHrefs.length < MAX_FEED_CANDIDATES && FEED_TYPES.has(mediaType(a.type))) this.feedHrefs.push(a.href);
+          if (rels.includes('alternate') && a.type !== undefined && this.feedHrefs.length < MAX_FEED_CANDIDATES && isFeedLink(mediaType(a.type), a.href))
+            this.feedHrefs.push(a.href);
         }
         break;
       case 'title':

@@ -408,7 +408,8 @@ describe('extractLinks', () => {
         <link rel="alternate" type="application/rss+xml" title="RSS" href="/feed.xml?b=2&a=1">
         <link rel="Alternate" type="Application/Atom+XML; charset=utf-8" href="/atom.xml">
         <link rel="alternate" type="application/feed+json" href="/feed.json">
-        <link rel="alternate" type="application/json" href="/wp-json/">
+        <link rel="alternate" type="application/json" href="/wp-json/wp/v2/pages/12">
+        <link rel="alternate" type="application/json" href="/feeds/all.json">
         <link rel="alternate" type="application/rss+xml" href="/feed.xml?a=1&b=2#again">
         <link rel="alternate" type="text/html" hreflang="fr" href="/fr/">
         <link rel="alternate" href="/no-type.xml">
@@ -418,7 +419,8 @@ describe('extractLinks', () => {
         'https://example.com/feed.xml?a=1&b=2',
         'https://example.com/atom.xml',
         'https://example.com/feed.json',
-        'https://example.com/wp-json/',
+        // Plain JSON only when it says feed: WordPress's REST API links are not feeds.
+        'https://example.com/feeds/all.json',
       ]);
     });
 
