@@ -22,6 +22,7 @@ import { simhash64 } from '../src/dedup/simhash';
 import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
 import { conditionalHeaders, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
 import { hostKey } from '../src/url/normalize';
+import { impliedHops } from '../src/url/hop-path';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf } from '../src/storage/warc-writer';
 import { loadHandler } from '../src/handlers/loader';
@@ -299,6 +300,8 @@ async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: Fet
       label: job.entry.label ?? null,
       response: res,
       candidates: c.candidates,
+      hops: job.entry.hops ?? impliedHops(job.entry.depth),
+      referrer: job.entry.referrer,
       duplicateOf: c.duplicateOf,
       canonical: c.canonical,
       // The content index's verdict is kept per URL: only a first visit's first attempt may rely on it.

@@ -34,6 +34,9 @@ export interface StoreInput {
   response: FetchResult;
   /** The page's candidates (outlinks in the metadata record). */
   candidates: Candidate[];
+  /** How the URL was reached and from where: the metadata record's `hopsFromSeed` and `via`, as Heritrix writes them. */
+  hops: string;
+  referrer: string | null;
   duplicateOf?: IndexEntry['duplicateOf'];
   canonical?: string | null;
   /**
@@ -74,7 +77,7 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
       ip: res.remoteAddress ?? undefined,
       request: { method: 'GET', headers: res.requestHeaders, path: pathOf(input.url) },
       response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated, ...(digest ? { payloadDigest: digest } : {}) },
-      metadata: warcMetadata(res.endedAt - res.startedAt, input.candidates, input.duplicateOf, input.canonical),
+      metadata: warcMetadata(res.endedAt - res.startedAt, input),
       ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
     });
   } catch (err) {
@@ -122,8 +125,9 @@ export async function storeNotModified(res: FetchResult, url: string, of: Revisi
 }
 
 /** The WARC metadata record of an exchange: what a replay or analysis tool needs that the response does not say. */
-function warcMetadata(fetchMs: number, candidates: Candidate[], duplicateOf: IndexEntry['duplicateOf'], canonical: string | null | undefined): Record<string, string | string[]> {
-  const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs) };
+function warcMetadata(fetchMs: number, { candidates, duplicateOf, canonical, hops, referrer }: StoreInput): Record<string, string | string[]> {
+  const m: Record<string, string | string[]> = { fetchTimeMs: String(fetchMs), hopsFromSeed: hops };
+  if (referrer) m.via = referrer.slice(0, 2048);
   if (candidates.length) m.outlink = candidates.slice(0, MAX_METADATA_OUTLINKS).map((c) => c.url.slice(0, 2048));
   if (canonical) m.canonical = canonical;
   if (duplicateOf) m.duplicateOf = `${duplicateOf.kind} ${duplicateOf.distance} ${duplicateOf.url}`;

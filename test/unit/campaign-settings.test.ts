@@ -270,11 +270,11 @@ describe('one schema', () => {
 
   test('--requisites and the embed budgets reach the campaign input', () => {
     const o = campaignOptions(new Command().exitOverride()).parse(['node', 'crawler', '--requisites', 'off', '--max-embeds-per-page', '40', '--max-embeds', '1000']).opts();
-    const input = buildCampaignInput(['http://a.test/'], o);
+    const input = buildCampaignInput(['http://a.test/'], { workers: 1, resolve: [], priority: [], ...o });
     expect(input.requisites).toBe('off');
     expect(input.budgets).toMatchObject({ maxEmbedsPerPage: 40, maxEmbeds: 1000 });
     // Left out: on, with the defaults.
-    const s = resolveCampaignSettings(buildCampaignInput(['http://a.test/'], {}), 'c1');
+    const s = resolveCampaignSettings(buildCampaignInput(['http://a.test/'], { workers: 1, resolve: [], priority: [] }), 'c1');
     expect([s.requisites, s.budgets.maxEmbedsPerPage, s.budgets.maxEmbeds]).toEqual(['on', 300, null]);
   });
 

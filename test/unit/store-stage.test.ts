@@ -42,6 +42,8 @@ function setup(claim: PayloadClaim = { kind: 'original' }, opts: { failWrite?: b
     label: null,
     response: fakeResponse(PAGE, { html: '<p>hello</p>' }),
     candidates: [],
+    hops: 'LE',
+    referrer: 'https://a.test/',
     firstLook: false,
     items: [],
   };
@@ -53,7 +55,7 @@ test('a payload claimed as the original is written in full, then offered to late
   const stored = await storeStage(s.input, s.deps);
   expect(s.log).toEqual(['claim', 'warc', 'confirm']);
   expect(stored).toMatchObject({ loc: { file: 'a.warc.gz', offset: 10 }, revisitOf: null, digest: expect.stringMatching(/^sha1:/) });
-  expect(s.written[0]).toMatchObject({ url: PAGE, response: { status: 200 }, metadata: { fetchTimeMs: '25' } });
+  expect(s.written[0]).toMatchObject({ url: PAGE, response: { status: 200 }, metadata: { fetchTimeMs: '25', hopsFromSeed: 'LE', via: 'https://a.test/' } });
 });
 
 test('a payload stored before becomes a revisit record referring to it', async () => {
