@@ -209,7 +209,7 @@ describe('one schema', () => {
     expect(sections).toEqual(CAMPAIGN_DEFAULTS);
     expect(CAMPAIGN_DEFAULTS).toEqual({
       scope: { mode: 'same-domain', domains: [] },
-      budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50 },
+      budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50, maxEmbedsPerPage: 300, maxEmbeds: null },
       politeness: {
         minDelayMs: 1000,
         maxDelayMs: 60_000,
@@ -235,6 +235,7 @@ describe('one schema', () => {
       session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
       traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
       content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
+      requisites: 'on',
       sitemaps: 'robots+root',
       output: { dir: 'crawl-output' },
       handler: null,
