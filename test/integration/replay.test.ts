@@ -14,13 +14,13 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { crc32, deflateSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { parseCdxjLine, type CdxjLine } from '../../src/storage/cdxj';
 import { findOrInstallPyReplayTools, type PyReplayTools } from '../../src/stack/tools';
 import { freePort, portOpen, waitFor } from '../../src/stack/ports';
 import { launchBrowser, screenshot } from '../support/browser';
+import { png } from '../support/media';
 import { appendRevisit } from '../support/revisit';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 
@@ -36,25 +36,6 @@ const TEXT = {
   sjis: '日本語のページです',
   cp1252: 'Café crème brûlée — “quoted” for 5 €',
 };
-
-/** A real PNG (RGB, one colour) of the given size: the non-HTML file the browser has to draw. */
-function png(width: number, height: number): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body) >>> 0);
-    return Buffer.concat([len, body, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(width * 3, 0x2a)]);
-  const raw = Buffer.concat(Array.from({ length: height }, () => row));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
-}
 
 const PNG = png(160, 40);
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n', 'latin1');

@@ -71,10 +71,10 @@ export async function findOrInstallChromium(log: (msg: string) => void = () => {
   });
 }
 
-/** Headless Chromium; --no-sandbox because tests often run as root in containers. */
-export async function launchBrowser(log?: (msg: string) => void): Promise<Browser> {
+/** Headless Chromium; --no-sandbox because tests often run as root in containers. `args` are added to Chromium's. */
+export async function launchBrowser(log?: (msg: string) => void, args: string[] = []): Promise<Browser> {
   const executablePath = await findOrInstallChromium(log);
-  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', ...args] });
 }
 
 /**

@@ -2,7 +2,9 @@
 //   npx tsx test/web/serve.ts --hosts 10 --pages 30 --fan-out 4 --cross 1 --delay 1 --port 8080
 //   npx tsx test/web/serve.ts --latency 300 --latency-random 700 --slow-share 0.05 --slow-ms 3000
 //   npx tsx test/web/serve.ts --hostile hostile.test   (issue 23's host, beside the generated sites)
+//   npx tsx test/web/serve.ts --archive   (issue 24's site of pages and their requisites, and its CDN)
 import { parseArgs } from 'node:util';
+import { archiveSite } from './archive-site';
 import { hostileHost } from './hostile-sites';
 import { generateSites, startTestWeb } from './test-web';
 
@@ -25,6 +27,8 @@ const usage = `usage: serve.ts [options]
   --bind ADDR        address to bind (default 127.0.0.1)
   --hostile HOST     also serve hostileHost(HOST) of hostile-sites.ts: 5,000 404 sitemaps, a 400,000-deep
                      page, a 150,000-link page, /poison, and 300 subdomains s1.HOST … on this address
+  --archive          also serve archive-site.ts: www.archive-site.test, four pages and their requisites
+                     (stylesheets, a font, images), and its CDN static.cdn-host.test (Crawl-delay 1)
 `;
 
 function int(name: string, value: string | undefined, fallback: number): number {
@@ -54,6 +58,7 @@ async function main(): Promise<void> {
       port: { type: 'string' },
       bind: { type: 'string' },
       hostile: { type: 'string' },
+      archive: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -97,10 +102,14 @@ async function main(): Promise<void> {
     for (const spec of [hostile.site, ...hostile.subdomainSites]) web.addSite(spec);
   }
 
+  const archive = values.archive ? archiveSite() : null;
+  for (const spec of archive?.specs ?? []) web.addSite(spec);
+
   const seedUrl = web.url(specs[0].host);
   const expected = web.expectedPages([seedUrl]).size;
   const resolve = web.resolveArgs().map((r) => `--resolve ${r}`);
   if (values.hostile) process.stdout.write(`hostile: ${web.url(values.hostile)} and s1…s300.${values.hostile}\n`);
+  if (archive) process.stdout.write(`archive: ${web.url(archive.host)} (${archive.pages.length} pages, ${archive.requisites.length} requisites), CDN ${archive.cdnHost}\n`);
   process.stdout.write(
     `test web: ${specs.length} sites × ${specs[0].pages} pages on ${web.address}:${web.port}\n` +
       `port: ${web.port}\n` +
