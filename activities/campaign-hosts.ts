@@ -242,10 +242,17 @@ export async function reconcileHostRecords(redis: RedisLike, campaignKey: string
       page.map(async ({ host, ...r }) => {
         const f = new Frontier(redis, campaignKey, host);
         const [st, size] = await Promise.all([f.stats(), f.size()]);
-        const counts = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0, frontier: size };
-        if (counts.fetched !== r.fetched || counts.failed !== r.failed || counts.skipped !== r.skipped || counts.bytes !== r.bytes || counts.frontier !== r.frontier) {
-          await hosts.record(host, { ...r, ...counts });
-        }
+        const counts = {
+          fetched: st.fetched ?? 0,
+          failed: st.failed ?? 0,
+          skipped: st.skipped ?? 0,
+          embeds: st.embeds ?? 0,
+          embedsFailed: st.embedsFailed ?? 0,
+          embedsSkipped: st.embedsSkipped ?? 0,
+          bytes: st.bytes ?? 0,
+          frontier: size,
+        };
+        if ((Object.keys(counts) as (keyof typeof counts)[]).some((k) => counts[k] !== (r[k] ?? 0))) await hosts.record(host, { ...r, ...counts });
       }),
     );
     onPage();
@@ -342,7 +349,16 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
         redis: { fetched: totals.fetched, failed: totals.failed, skipped: totals.skipped },
         index: { fetched: t.fetched, failed: t.failed, skipped: t.skipped },
       });
-      counted = { ...totals, fetched: t.fetched, failed: t.failed, skipped: t.skipped, bytes: t.bytes };
+      counted = {
+        ...totals,
+        fetched: t.fetched,
+        failed: t.failed,
+        skipped: t.skipped,
+        embeds: t.embeds,
+        embedsFailed: t.embedsFailed,
+        embedsSkipped: t.embedsSkipped,
+        bytes: t.bytes,
+      };
     }
     // The summary is the campaign's last look at its keys: from here they
     // only cost memory, so they get the campaign's retention. A retried

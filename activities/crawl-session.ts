@@ -20,7 +20,7 @@ import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
 import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
-import type { SessionEnd, SessionInput, SessionResult } from './types';
+import type { HostStats, SessionEnd, SessionInput, SessionResult } from './types';
 
 /** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
 const CONTROL_EVERY_MS = 250;
@@ -294,13 +294,11 @@ class HostSession {
 
   private async writeRecord(state: HostState, extra: Partial<HostRecord> = {}) {
     const [st, size] = await Promise.all([this.frontier.stats(), this.frontier.size()]);
+    const stats = hostStatsOf(st);
     this.lastRecordAt = Date.now();
     await this.hosts.record(this.host, {
       state,
-      fetched: st.fetched ?? 0,
-      failed: st.failed ?? 0,
-      skipped: st.skipped ?? 0,
-      bytes: st.bytes ?? 0,
+      ...stats,
       frontier: size,
       delayMs: this.delay.ms,
       reason: this.delay.reason,
@@ -311,7 +309,7 @@ class HostSession {
       ...(this.queue ? { revisit: revisitView(this.queue) } : {}),
       ...extra,
     });
-    return { stats: { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 }, frontier: size };
+    return { stats, frontier: size };
   }
 
   private async end(how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> {
@@ -430,4 +428,11 @@ export function delayFor(
   if (robotsCrawlDelaySec && ms > base) return { ms, reason: `robots.txt Crawl-delay ${robotsCrawlDelaySec} s` };
   if (operator !== null) return { ms, reason: operatorDelayReason(operator, control.hostDelayMs !== null) };
   return { ms, reason: `minimum delay ${base} ms` };
+}
+
+/** A host's counters as its record and session result carry them; embeds only once it has any, so page-only crawls keep their shape. */
+function hostStatsOf(st: Record<string, number>): HostStats {
+  const stats: HostStats = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 };
+  if (st.embeds || st.embedsFailed || st.embedsSkipped) Object.assign(stats, { embeds: st.embeds ?? 0, embedsFailed: st.embedsFailed ?? 0, embedsSkipped: st.embedsSkipped ?? 0 });
+  return stats;
 }

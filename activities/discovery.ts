@@ -3,7 +3,8 @@
 // it goes through the same gates (scope, depth, spider-trap rules) and the
 // same mark-seen-and-enqueue path, so a URL found three ways is fetched once.
 import { frontierPriority, type CampaignSettings } from '../src/config/campaign';
-import { Frontier, frontierBounds, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
+import { Frontier, frontierBounds, isListKind, type EnqueueItem, type EntryKind } from '../src/redis/frontier';
+import { trailingEmbeds } from '../src/url/hop-path';
 import { campaignKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { parseSitemap, sitemapMayList } from '../src/sitemap/sitemap';
@@ -26,6 +27,8 @@ export interface Candidate {
   redirects?: number;
   /** The handler route of the target page (a handler's link, or a redirect from a labelled page). */
   label?: string | null;
+  /** How it was reached (src/url/hop-path.ts). */
+  hops?: string;
 }
 
 export interface Routed {
@@ -47,7 +50,14 @@ export async function pageBudgetSpent(redis: RedisLike, campaignKey: string, max
   return maxPages !== null && (await redis.scard(campaignKeys(campaignKey).budget)) >= maxPages;
 }
 
-const isSitemapKind = (kind: EntryKind | undefined) => kind === 'sitemap' || kind === 'sitemap-child';
+/**
+ * Embed hops in a row (src/url/hop-path.ts) an embed may be at: outside the
+ * crawl's scope two (page → stylesheet → font, Heritrix's maxTransHops); in
+ * scope four, so an @import chain of three still gets its fonts. Never more,
+ * whatever a stylesheet imports: the chain ends.
+ */
+export const MAX_EMBED_HOPS_OUT_OF_SCOPE = 2;
+export const MAX_EMBED_HOPS_IN_SCOPE = 4;
 
 /**
  * The first `max` distinct URLs of `candidates` in order (repeats of a kept
@@ -87,22 +97,26 @@ export async function routeCandidates(
   opts: { ownHostBudgetLeft?: number; maxLinks?: number } = {},
 ): Promise<Routed> {
   const s = campaign.settings;
-  const capped = capCandidates(candidates, opts.maxLinks);
-  candidates = capped.kept;
-  // Sitemaps do not count against the page budget, but once it is spent
-  // they could only list URLs nobody will request.
-  if (candidates.some((c) => isSitemapKind(c.kind))) {
+  // Embeds were capped where they were found (budgets.maxEmbedsPerPage); the links cap is for links.
+  const embeds = candidates.filter((c) => c.kind === 'embed');
+  const capped = capCandidates(embeds.length > 0 ? candidates.filter((c) => c.kind !== 'embed') : candidates, opts.maxLinks);
+  candidates = embeds.length > 0 ? [...embeds, ...capped.kept] : capped.kept;
+  // Sitemaps and feeds do not count against the page budget, but once it is
+  // spent they could only list URLs nobody will request.
+  if (candidates.some((c) => isListKind(c.kind))) {
     const spent = await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages);
     // No more from one index than the host may ever have; the enqueue's bound counts them against the host's earlier ones.
     let maps = 0;
-    candidates = candidates.filter((c) => !isSitemapKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
+    candidates = candidates.filter((c) => !isListKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
   }
   const byHost = new Map<string, EnqueueItem[]>();
   const counts: Record<string, number> = {};
   const samples: { code: string; url: string; length: number }[] = [];
   const passed: Candidate[] = [];
   for (const c of candidates) {
-    if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth) continue;
+    // Embeds are not link hops: depth does not stop them (the page is only whole with them).
+    if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth && c.kind !== 'embed') continue;
+    if (c.kind === 'embed' && trailingEmbeds(c.hops ?? '') > MAX_EMBED_HOPS_IN_SCOPE) continue;
     const trap = trapReason(c.url, s.traps);
     if (trap) {
       counts[trap.code] = (counts[trap.code] ?? 0) + 1;
@@ -113,7 +127,8 @@ export async function routeCandidates(
   }
   const allowed = await campaign.inScope(passed.map((c) => c.url));
   for (const [i, c] of passed.entries()) {
-    if (!allowed[i]) continue;
+    // A page's requisites on other hosts (a CDN, a font service) are fetched outside the scope, two embed hops at most.
+    if (!allowed[i] && !(c.kind === 'embed' && trailingEmbeds(c.hops ?? '') <= MAX_EMBED_HOPS_OUT_OF_SCOPE)) continue;
     let host: string;
     try {
       host = hostKey(c.url);
@@ -130,6 +145,7 @@ export async function routeCandidates(
       priority: frontierPriority(c.url, s),
       ...(c.redirects ? { redirects: c.redirects } : {}),
       ...(c.label ? { label: c.label } : {}),
+      ...(c.hops ? { hops: c.hops } : {}),
     });
     byHost.set(host, list);
   }
@@ -138,7 +154,7 @@ export async function routeCandidates(
   // A host at its page budget gains nothing from more of its own pages.
   // Short of it, the commit's bound decides: it knows which links are new
   // and how many pages the host has queued.
-  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => isSitemapKind(i.kind));
+  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => isListKind(i.kind) || i.kind === 'embed');
   const bounds = frontierBounds(s.budgets);
   const woken: string[] = [];
   await Promise.all(

@@ -13,7 +13,7 @@ import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { randomBytes } from 'node:crypto';
 import type { Fetcher } from '../src/http/fetcher';
 import type { FetchResult } from '../src/http/http-client';
-import { reserveBudget } from '../src/redis/campaign-store';
+import { reserveBudget, reserveEmbedBudget } from '../src/redis/campaign-store';
 import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/frontier';
 import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
@@ -106,6 +106,7 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob): Promise<Fetche
       allowedByRobots: job.allowedByRobots,
       maxPagesPerHost: s.budgets.maxPagesPerHost,
       maxPages: s.budgets.maxPages,
+      maxEmbeds: s.budgets.maxEmbeds,
       maxRetries: s.fetch.maxRetries,
       headers: conditionalHeaders(attempt.previous),
     },
@@ -116,6 +117,7 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob): Promise<Fetche
         return (st.fetched ?? 0) + (st.failed ?? 0);
       },
       reserveCampaignBudget: () => reserveBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxPages!),
+      reserveEmbedBudget: () => reserveEmbedBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxEmbeds!),
       signal: job.signal,
     },
   );
@@ -187,6 +189,8 @@ function classify(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchR
       maxRedirects: s.fetch.maxRedirects,
       maxLinks: s.budgets.maxLinksPerPage,
       maxParseMs: s.content.maxParseMs,
+      requisites: s.requisites,
+      maxEmbeds: s.budgets.maxEmbedsPerPage,
       handler: Boolean(s.handler),
       revisit: attempt.schedule !== null,
       lastCapture: attempt.previous?.r !== undefined,
@@ -275,7 +279,8 @@ async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], h
 function withoutDisallowedOwnLinks(job: PageJob, routed: Routed): Routed {
   const allows = job.allowedByRobots;
   if (job.campaign.settings.budgets.maxPagesPerHost === null || !allows) return routed;
-  const own = routed.own.filter((i) => i.kind === 'sitemap' || i.kind === 'sitemap-child' || allows(i.url));
+  // Only pages take the budget's room; other kinds are recorded robots-disallowed where they are fetched.
+  const own = routed.own.filter((i) => (i.kind ?? 'page') !== 'page' || allows(i.url));
   const dropped = routed.own.length - own.length;
   if (dropped === 0) return routed;
   const rejected = routed.rejectedLinks ?? { counts: {}, samples: [] };
@@ -339,6 +344,8 @@ function pageRecord(job: PageJob, attempt: Attempt, res: FetchResult, c: Classif
       ...(routed.rejectedLinks ? { rejectedLinks: routed.rejectedLinks } : {}),
       ...(c.linksDropped + routed.linksDropped > 0 ? { linksDropped: c.linksDropped + routed.linksDropped } : {}),
       ...(c.sitemap ? { sitemap: { ...c.sitemap, added: routed.own.length } } : {}),
+      ...(c.feed ? { feed: { ...c.feed, added: routed.own.length } } : {}),
+      ...(c.embedsDropped > 0 ? { embedsDropped: c.embedsDropped } : {}),
     },
     links: routed.own,
     seen,

@@ -236,7 +236,7 @@ async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime,
   if (urls.length > 0) {
     // The bounds count these against budgets.maxSitemapsPerHost in Redis, with the index children they lead to.
     await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
-      urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, priority: frontierPriority(u, s) })),
+      urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, hops: 'P', priority: frontierPriority(u, s) })),
       frontierBounds(s.budgets),
     );
   }

@@ -2,6 +2,7 @@
 // Results are small summaries: page bodies never enter workflow history.
 import type { CampaignSettings } from '../src/config/campaign';
 import type { RevisitView } from '../src/redis/campaign-hosts';
+import type { CountedAs } from '../src/storage/index-tally';
 import type { IndexOutcome } from '../src/storage/index-writer';
 
 export interface PrepareCampaignInput {
@@ -45,8 +46,8 @@ export interface Outcome {
   url: string;
   /** The index outcome (a closed union: activities/pipeline/outcome.ts). */
   outcome: IndexOutcome;
-  /** How it counts in the host's stats: a page fetched, a URL failed, or neither. */
-  counted: 'fetched' | 'failed' | 'skipped';
+  /** How it counts in the host's stats: a page fetched, a URL failed, or neither; embeds in their own classes. */
+  counted: CountedAs;
   status: number | null;
   bytes: number;
 }
@@ -58,6 +59,10 @@ export interface HostStats {
   failed: number;
   /** URLs not requested on purpose (robots.txt, budget). */
   skipped: number;
+  /** Page requisites fetched, failed and not requested, apart from the pages above (absent in state carried by older releases). */
+  embeds?: number;
+  embedsFailed?: number;
+  embedsSkipped?: number;
   bytes: number;
 }
 

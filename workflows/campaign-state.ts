@@ -280,6 +280,7 @@ export class CampaignBook {
       pages: t.fetched,
       failed: t.failed,
       skipped: t.skipped,
+      ...(t.embeds || t.embedsFailed || t.embedsSkipped ? { embeds: { fetched: t.embeds ?? 0, failed: t.embedsFailed ?? 0, skipped: t.embedsSkipped ?? 0 } } : {}),
       bytes: t.bytes,
       outputDir: this.settings.output.dir,
       // Summaries of older workers have no seal (undefined); a failed seal is null.

@@ -140,6 +140,8 @@ export interface CampaignResult {
   pages: number;
   failed: number;
   skipped: number;
+  /** Page requisites (stylesheets, scripts, images, fonts), counted apart from pages; absent from campaigns without any. */
+  embeds?: { fetched: number; failed: number; skipped: number };
   bytes: number;
   outputDir: string;
   /** The sealed index (one line per URL, the committed one), null when it could not be written (a problem says why). */

@@ -76,6 +76,7 @@ export function hostCard(s: DomainStatus): string {
   return [
     `**State:** ${state}${why}`,
     `**Pages:** ${s.stats.fetched} fetched, ${s.stats.failed} errors, ${s.stats.skipped} skipped`,
+    ...embedLine(s.stats),
     `**Frontier:** ${s.frontier ?? 'unknown'} URLs waiting`,
     `**Next wake-up:** ${s.nextWakeAt ?? '—'}`,
     `**Last:** ${s.lastUrl ? `${s.lastUrl} (${s.lastStatus ?? 'no response'})` : '—'}`,
@@ -89,10 +90,17 @@ export function campaignCard(s: CampaignStatus, problems: number): string {
   return [
     `**Status:** ${s.status}${s.paused ? ' (paused)' : ''}`,
     `**Pages:** ${t.fetched} fetched, ${t.failed} errors, ${t.skipped} skipped`,
+    ...embedLine(t),
     `**Hosts:** ${t.hosts} seen, ${t.activeHosts} active, ${t.readyHosts} waiting for a slot${s.steering.pausedHosts ? `, ${s.steering.pausedHosts} paused` : ''}`,
     `**Frontier:** ${t.frontier} URLs waiting`,
     `**Problems:** ${problems}`,
     `**As of:** ${s.updatedAt}`,
     ...(s.dispatchError ? [`**Dispatch failing** (${s.dispatchError.failures}×, since ${s.dispatchError.at}, retried every 10 s): ${s.dispatchError.message}`] : []),
   ].join('\n\n');
+}
+
+/** Page requisites, apart from pages; only once there are any, so page-only campaigns keep their card. */
+function embedLine(t: { embeds?: number; embedsFailed?: number; embedsSkipped?: number }): string[] {
+  if (!t.embeds && !t.embedsFailed && !t.embedsSkipped) return [];
+  return [`**Embeds:** ${t.embeds ?? 0} fetched, ${t.embedsFailed ?? 0} errors, ${t.embedsSkipped ?? 0} skipped`];
 }

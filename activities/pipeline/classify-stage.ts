@@ -7,12 +7,15 @@ import type { FetchResult } from '../../src/http/http-client';
 import type { HookRun } from '../../src/handlers/runner';
 import { decodeBody, isHtml } from '../../src/parse/decode';
 import { extractLinks, type ExtractedPage } from '../../src/parse/links';
+import { extractCssUrls } from '../../src/parse/css';
+import { isFeedContentType, looksLikeFeed, parseFeed } from '../../src/parse/feeds';
+import { appendHop, impliedHops } from '../../src/url/hop-path';
 import type { FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
 import { simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
 import { redirectTargetOf, sitemapCandidatesOf, type Candidate } from '../discovery';
-import { OUTCOME, PAGE_CODE, httpCode, type Counted } from './outcome';
+import { OUTCOME, PAGE_CODE, embedCounted, httpCode, type Counted } from './outcome';
 
 /** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
 export const MIN_SIMHASH_WORDS = 50;
@@ -31,6 +34,10 @@ export interface ClassifyInput {
   maxLinks: number;
   /** content.maxParseMs: the time limit of one page's link extraction. */
   maxParseMs: number;
+  /** requisites: 'on' fetches each page's (and stylesheet's) requisites as embeds. */
+  requisites: 'on' | 'off';
+  /** budgets.maxEmbedsPerPage: requisites taken from one page or stylesheet; the rest are counted in the index line. */
+  maxEmbeds: number;
   /** The campaign has a handler (it runs on 2xx page responses). */
   handler: boolean;
   /** Continuous crawling: the page's SimHash is kept to tell boilerplate churn from a change; a 304 may answer a conditional request. */
@@ -52,6 +59,7 @@ export type ResponseOutcome =
   | typeof OUTCOME.duplicate
   | typeof OUTCOME.redirect
   | typeof OUTCOME.sitemap
+  | typeof OUTCOME.feed
   | typeof OUTCOME.httpError
   | typeof OUTCOME.error
   | typeof OUTCOME.parseTimeout;
@@ -86,6 +94,10 @@ export type Classified =
       redirectTo?: string;
       /** Links of the page past budgets.maxLinksPerPage, not taken (the index line counts them with those routing drops). */
       linksDropped: number;
+      /** Requisites of the page or stylesheet past budgets.maxEmbedsPerPage, not taken. */
+      embedsDropped: number;
+      /** For a feed (or a page that turned out to be one): what it listed. */
+      feed?: NonNullable<IndexEntry['feed']>;
       verdict: Verdict;
     };
 
@@ -113,6 +125,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   if (ok && !html && kind === 'page' && input.nonHtml === 'skip') return { kind: 'skipped-content-type', common };
 
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
+  const hops = entry.hops ?? impliedHops(entry.depth);
   let candidates: Candidate[] = [];
   let canonical: string | null | undefined;
   let duplicateOf: IndexEntry['duplicateOf'];
@@ -120,23 +133,44 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   let simhash: string | null = null;
   let sitemap: NonNullable<IndexEntry['sitemap']> | undefined;
   let sitemapHints: { url: string; lastmod?: string; changefreq?: string }[] = [];
+  let feed: NonNullable<IndexEntry['feed']> | undefined;
   let parseTimeout: ExtractedPage['timeout'];
   let linksDropped = 0;
+  let embedsDropped = 0;
+  const embedsOf = (urls: string[]): Candidate[] => urls.map((url) => ({ url, depth: entry.depth, kind: 'embed', hops: appendHop(hops, 'E') }));
+  const feedLinks = (): Candidate[] => {
+    const parsed = parseFeed(res.body, { url: res.finalUrl, contentType, maxLinks: input.maxLinks });
+    feed = { kind: parsed.kind, links: parsed.links.length, added: 0, truncated: parsed.truncated, errors: parsed.errors.slice(0, 5) };
+    // A feed's items are links one hop below it, under the same scope and budgets as a page's.
+    return parsed.links.map((url) => ({ url, depth: entry.depth + 1, hops: appendHop(hops, 'L') }));
+  };
   // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
-  const hops = (entry.redirects ?? 0) + 1;
+  const redirectHops = (entry.redirects ?? 0) + 1;
   const redirect = res.stoppedRedirect ? redirectOf(res.stoppedRedirect.to, entry.url) : null;
-  const tooManyRedirects = redirect !== null && hops > input.maxRedirects;
+  const tooManyRedirects = redirect !== null && redirectHops > input.maxRedirects;
   if (redirect && !tooManyRedirects) {
-    // A redirect is not a link hop: the target keeps the depth (and the entry's kind).
-    candidates = redirect.target === null ? [] : [{ url: redirect.target, depth: entry.depth, kind: entry.kind, redirects: hops, label: entry.label }];
+    // A redirect is not a link hop: the target keeps the depth (and the entry's kind: an embed's target is an embed).
+    candidates =
+      redirect.target === null ? [] : [{ url: redirect.target, depth: entry.depth, kind: entry.kind, redirects: redirectHops, label: entry.label, hops: appendHop(hops, 'R') }];
   } else if (redirect) {
     // The 3xx is archived; its target is not followed.
   } else if (isSitemap) {
     if (ok) {
       const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth, res.truncated !== null);
-      candidates = listed.candidates;
+      candidates = listed.candidates.map((c) => ({ ...c, hops: appendHop(hops, 'L') }));
       sitemap = listed.summary;
       sitemapHints = listed.hints;
+    }
+  } else if (kind === 'feed') {
+    if (ok) candidates = feedLinks();
+  } else if (kind === 'embed') {
+    // An embed is stored, never parsed for links; a stylesheet's own
+    // requisites (its @imports, fonts, background images) are embeds one
+    // hop further, relative to the stylesheet.
+    if (ok && input.requisites === 'on' && isStylesheet(contentType, res.finalUrl)) {
+      const css = extractCssUrls(text(), res.finalUrl, { maxUrls: input.maxEmbeds, maxLength: OVERLONG_LINK_CHARS });
+      candidates = embedsOf(css.urls);
+      embedsDropped = css.dropped;
     }
   } else if (ok && html) {
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
@@ -147,18 +181,32 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
       maxLength: OVERLONG_LINK_CHARS,
       maxLinks: input.maxLinks,
       maxParseMs: input.maxParseMs,
+      requisites: input.requisites === 'on',
+      maxRequisites: input.maxEmbeds,
     });
     parseTimeout = page.timeout;
     linksDropped = page.linksDropped;
+    embedsDropped = page.requisitesDropped;
     canonical = page.canonical;
     // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
     if (input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhash = simhashToHex(simhash64(page.text));
     duplicateOf = await deps.checkDuplicate(common.contentHash!, page.text);
     contentChecked = input.dedup !== 'off';
+    // Requisites first: the page is only whole with them, whatever it links
+    // to (nofollow is about links, not what the page needs to display).
+    candidates = embedsOf(page.requisites.map((r) => r.url));
     // A duplicate's links are followed like any page's: mirrors and shared
     // templates must not cost coverage, and the seen-sets make links
     // already known free (docs/crawling-rules.md).
-    if (!page.metaRobots.nofollow) candidates = page.links.filter((l) => !l.nofollow).map((l) => ({ url: l.url, depth: entry.depth + 1 }));
+    if (!page.metaRobots.nofollow) {
+      const linkHops = appendHop(hops, 'L');
+      for (const l of page.links) if (!l.nofollow) candidates.push({ url: l.url, depth: entry.depth + 1, hops: linkHops });
+      // Feeds the page announces (<link rel=alternate type=…rss+xml…>): listed like sitemaps, one per URL.
+      for (const f of page.feeds) candidates.push({ url: f, depth: entry.depth, kind: 'feed', hops: linkHops });
+    }
+  } else if (ok && kind === 'page' && (isFeedContentType(contentType) || looksLikeFeed(res.body, contentType))) {
+    // A feed linked as a page (or a seed): its items are followed as a page's links would be.
+    candidates = feedLinks();
   }
 
   // The campaign's handler: on every 2xx response of a page entry that is
@@ -167,13 +215,15 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   let hook: Hook | null = null;
   if (input.handler && ok && kind === 'page' && !redirect) {
     hook = await deps.runHandler(text());
-    if (hook?.ok) candidates = withHookLinks(candidates, hook, entry.depth);
+    if (hook?.ok) candidates = withHookLinks(candidates, hook, entry.depth, hops);
   }
 
   const verdict = finalVerdict({
     redirect: redirect === null ? null : tooManyRedirects ? 'too-many' : 'followed',
     handlerFailed: hook !== null && !hook.ok,
     sitemap: isSitemap,
+    feed: kind === 'feed',
+    embed: kind === 'embed',
     status: res.status,
     duplicate: duplicateOf !== undefined,
     parseTimedOut: parseTimeout !== undefined,
@@ -181,7 +231,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   if (verdict.outcome === OUTCOME.parseTimeout) verdict.error = { ...parseTimeout! };
   if (verdict.outcome === OUTCOME.httpError) verdict.error = { code: httpCode(res.status), message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` };
   if (tooManyRedirects) {
-    const message = `redirect number ${hops} (to ${redirect.shown}); fetch.maxRedirects is ${input.maxRedirects}`;
+    const message = `redirect number ${redirectHops} (to ${redirect.shown}); fetch.maxRedirects is ${input.maxRedirects}`;
     verdict.error = { code: PAGE_CODE.tooManyRedirects, message };
   }
   if (hook && !hook.ok) verdict.error = { code: PAGE_CODE.handlerError, message: hook.message };
@@ -199,6 +249,8 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     hook,
     ...(redirect ? { redirectTo: redirect.shown } : {}),
     linksDropped,
+    embedsDropped,
+    ...(feed ? { feed } : {}),
     verdict,
   };
 }
@@ -232,18 +284,34 @@ function uncrawlableShown(to: string): string {
  * depth, traps, scope, seen-sets; robots, address policy and politeness
  * where the target is fetched.
  */
-export function withHookLinks(candidates: Candidate[], hook: Hook & { ok: true }, depth: number): Candidate[] {
+export function withHookLinks(candidates: Candidate[], hook: Hook & { ok: true }, depth: number, hops = ''): Candidate[] {
   const filter = hook.filter;
-  const own = hook.output.skipDefaultLinks ? [] : filter ? candidates.filter((c) => filter(c.url)) : candidates;
+  // Requisites are the page's, not links: a handler's link rules leave them be.
+  const embeds = candidates.filter((c) => c.kind === 'embed');
+  const links = candidates.filter((c) => c.kind !== 'embed');
+  const own = hook.output.skipDefaultLinks ? [] : filter ? links.filter((c) => filter(c.url)) : links;
   const added: Candidate[] = [];
+  const linkHops = appendHop(hops, 'L');
   for (const l of hook.output.links) {
     try {
-      added.push({ url: normalizeUrl(l.url), depth: depth + 1, label: l.label });
+      added.push({ url: normalizeUrl(l.url), depth: depth + 1, label: l.label, hops: linkHops });
     } catch {
       /* not a URL the crawler can fetch */
     }
   }
-  return [...added, ...own];
+  return [...embeds, ...added, ...own];
+}
+
+/** A stylesheet, by its type, or by its extension when the server names none (or a generic one). */
+export function isStylesheet(contentType: string | null, url: string): boolean {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'text/css') return true;
+  if (type !== '' && type !== 'text/plain' && type !== 'application/octet-stream') return false;
+  try {
+    return new URL(url).pathname.toLowerCase().endsWith('.css');
+  } catch {
+    return false;
+  }
 }
 
 /** What decides a response's outcome. */
@@ -253,6 +321,10 @@ export interface ResponseFacts {
   handlerFailed: boolean;
   /** The entry is a sitemap: a request, not a page. */
   sitemap: boolean;
+  /** The entry is a feed found by a page's <link rel=alternate>: a request, not a page, as a sitemap. */
+  feed?: boolean;
+  /** The entry is an embed (a page requisite): counted apart from pages. */
+  embed?: boolean;
   status: number;
   duplicate: boolean;
   /** The page's link extraction outlasted content.maxParseMs. */
@@ -269,7 +341,9 @@ export interface ResponseFacts {
  */
 export function finalVerdict(f: ResponseFacts): Verdict {
   const outcome = responseOutcome(f);
-  return { outcome, counted: f.sitemap ? 'skipped' : countedOf(outcome) };
+  if (f.sitemap || f.feed) return { outcome, counted: 'skipped' };
+  const counted = countedOf(outcome);
+  return { outcome, counted: f.embed ? embedCounted(counted) : counted };
 }
 
 /** The first that applies wins: a failure, then what the response was, then what its body was. */
@@ -277,18 +351,20 @@ function responseOutcome(f: ResponseFacts): ResponseOutcome {
   if (f.redirect === 'too-many' || f.handlerFailed) return OUTCOME.error;
   if (f.redirect === 'followed') return OUTCOME.redirect;
   if (f.sitemap) return OUTCOME.sitemap;
+  if (f.feed) return OUTCOME.feed;
   if (f.status >= 400) return OUTCOME.httpError;
   if (f.parseTimedOut) return OUTCOME.parseTimeout;
   if (f.duplicate) return OUTCOME.duplicate;
   return OUTCOME.fetched;
 }
 
-function countedOf(outcome: ResponseOutcome): Counted {
+function countedOf(outcome: ResponseOutcome): 'fetched' | 'failed' | 'skipped' {
   switch (outcome) {
     case OUTCOME.error:
     case OUTCOME.httpError:
       return 'failed';
     case OUTCOME.sitemap:
+    case OUTCOME.feed:
       return 'skipped';
     // parse-timeout: fetched and stored; only its links may be incomplete.
     case OUTCOME.redirect:

@@ -8,7 +8,8 @@ import type { RevisitSettings } from '../../src/config/campaign';
 import type { EnqueueItem, FrontierEntry } from '../../src/redis/frontier';
 import { planNotRequested, planRevisit, type Observation, type RevisitMeta, type RevisitPlan } from '../../src/revisit/adapt';
 import type { IndexEntry, IndexOutcome } from '../../src/storage/index-writer';
-import { OUTCOME, type Counted } from './outcome';
+import { impliedHops } from '../../src/url/hop-path';
+import { OUTCOME, embedCounted, type Counted } from './outcome';
 
 /** The claimed URL a commit is for: plain data. */
 export interface CommitTarget {
@@ -75,6 +76,8 @@ const KEPT_ON_SCHEDULE: ReadonlySet<IndexOutcome> = new Set([OUTCOME.robotsDisal
 
 export async function commitPage(deps: CommitDeps, target: CommitTarget, rec: PageRecord): Promise<Committed> {
   const { fields = {}, links = [] } = rec;
+  // An embed counts in the embed classes whoever decided its outcome (a skip, a failure, a response).
+  const counted = target.entry.kind === 'embed' && (rec.counted === 'fetched' || rec.counted === 'failed' || rec.counted === 'skipped') ? embedCounted(rec.counted) : rec.counted;
   let outcome = rec.outcome;
   const status = fields.status ?? null;
   const bytes = fields.bytes ?? 0;
@@ -98,13 +101,13 @@ export async function commitPage(deps: CommitDeps, target: CommitTarget, rec: Pa
     if (!rec.indexMayFail) throw err;
     deps.log.error('index line could not be written', { url: target.entry.url, error: String(err) });
   }
-  const c = await deps.frontier.commit(target.member, rec.counted, bytes, links, { fp: target.fp, id: target.attemptId });
+  const c = await deps.frontier.commit(target.member, counted, bytes, links, { fp: target.fp, id: target.attemptId });
   deps.metrics?.setFrontierSize(target.host, c.remaining);
   deps.metrics?.recordFetch({ outcome, status, bytes, durationMs: rec.requested ? (fields.fetchMs ?? null) : null });
   // crawler_fetch_errors_total is for failures without a response; an HTTP error shows in the status label instead.
   if (fields.error && status === null) deps.metrics?.recordError(fields.error.code);
   deps.log.info('page', { outcome, status, bytes, fetchMs: fields.fetchMs, depth: target.entry.depth, error: fields.error?.code });
-  return { outcome, counted: rec.counted, status, bytes };
+  return { outcome, counted, status, bytes };
 }
 
 /** The index line of a claimed URL: what every outcome has, then the outcome's own fields. */
@@ -124,6 +127,8 @@ export function indexLine(target: CommitTarget, outcome: IndexOutcome, fields: P
     fetchedAt: new Date().toISOString(),
     depth: entry.depth,
     referrer: entry.referrer,
+    hops: entry.hops ?? impliedHops(entry.depth),
+    ...(entry.kind && entry.kind !== 'page' ? { kind: entry.kind } : {}),
     ...(entry.label ? { label: entry.label } : {}),
     ...fields,
   };

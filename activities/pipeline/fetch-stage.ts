@@ -21,6 +21,8 @@ export interface FetchStageInput {
   allowedByRobots: ((url: string) => boolean) | null;
   maxPagesPerHost: number | null;
   maxPages: number | null;
+  /** budgets.maxEmbeds: embed requests across the campaign. */
+  maxEmbeds: number | null;
   /** fetch.maxRetries of the campaign. */
   maxRetries: number;
   /** Conditional headers of a revisit. */
@@ -33,6 +35,8 @@ export interface FetchStageDeps {
   hostRequests(): Promise<number>;
   /** Takes one of the campaign's page requests (keyed by the URL, so a retry takes none); false when they are spent. */
   reserveCampaignBudget(): Promise<boolean>;
+  /** The same for an embed, against budgets.maxEmbeds. */
+  reserveEmbedBudget(): Promise<boolean>;
   signal: AbortSignal;
 }
 
@@ -45,7 +49,12 @@ type Failure = { code: string; message: string };
  */
 export type FetchStageResult =
   /** Not requested on purpose: a budget or robots.txt. `budget-exhausted` also ends the campaign. */
-  | { kind: 'skipped'; hostPauseMs: null; outcome: typeof OUTCOME.robotsDisallowed | typeof OUTCOME.hostBudgetExhausted | typeof OUTCOME.budgetExhausted; error?: Failure }
+  | {
+      kind: 'skipped';
+      hostPauseMs: null;
+      outcome: typeof OUTCOME.robotsDisallowed | typeof OUTCOME.hostBudgetExhausted | typeof OUTCOME.budgetExhausted | typeof OUTCOME.embedBudgetExhausted;
+      error?: Failure;
+    }
   /** A transient failure: the URL stays claimed, the session waits `waitMs` (≥ the delay, ≥ Retry-After) before its next attempt. */
   | { kind: 'retry'; hostPauseMs: number; waitMs: number; reason: string; status: number | null; code: string }
   /** A failure without a response, final. A refused address sent nothing (`requested` false). */
@@ -69,6 +78,11 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
   if (input.maxPages !== null && input.kind === 'page' && !(await deps.reserveCampaignBudget())) {
     const error = { code: PAGE_CODE.pageBudget, message: `the campaign reached its budget of ${input.maxPages} page requests` };
     return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.budgetExhausted, error };
+  }
+  // Embeds have their own budget; spent, the embed is skipped and the campaign goes on.
+  if (input.maxEmbeds !== null && input.kind === 'embed' && !(await deps.reserveEmbedBudget())) {
+    const error = { code: PAGE_CODE.embedBudget, message: `the campaign reached its budget of ${input.maxEmbeds} embed requests` };
+    return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.embedBudgetExhausted, error };
   }
 
   const got = await deps.fetcher.fetch({ url, headers: input.headers }, { signal: deps.signal });

@@ -3,6 +3,7 @@
 // error. The written strings are the index's (tests, reports and seals read
 // them) and never change.
 import type { IndexOutcome } from '../../src/storage/index-writer';
+import type { CountedAs } from '../../src/storage/index-tally';
 
 export type { IndexOutcome } from '../../src/storage/index-writer';
 
@@ -22,14 +23,25 @@ export const OUTCOME = {
   notModified: 'not-modified',
   gone: 'gone',
   parseTimeout: 'parse-timeout',
+  feed: 'feed',
+  embedBudgetExhausted: 'embed-budget-exhausted',
 } as const satisfies Record<string, IndexOutcome>;
 
 // Every outcome of the union has its constant (this line fails to compile otherwise).
 const everyOutcome: Exclude<IndexOutcome, (typeof OUTCOME)[keyof typeof OUTCOME]> extends never ? true : never = true;
 void everyOutcome;
 
-/** How a URL counts in its host's stats (Frontier.commit's stat field): a page fetched, a URL failed, or neither. */
-export type Counted = 'fetched' | 'failed' | 'skipped';
+/**
+ * How a URL counts in its host's stats (Frontier.commit's stat field): a
+ * page fetched, a URL failed, or neither; an embed in the embed classes, so
+ * page budgets never count it.
+ */
+export type Counted = CountedAs;
+
+/** An embed's class for what would be a page's. */
+export function embedCounted(c: 'fetched' | 'failed' | 'skipped'): Counted {
+  return c === 'fetched' ? 'embeds' : c === 'failed' ? 'embedsFailed' : 'embedsSkipped';
+}
 
 /** The error codes the page pipeline writes itself (the HTTP layer's are FetchErrorCode, robots.txt's its own). */
 export const PAGE_CODE = {
@@ -37,6 +49,7 @@ export const PAGE_CODE = {
   internalError: 'INTERNAL_ERROR',
   hostBudget: 'HOST_BUDGET',
   pageBudget: 'PAGE_BUDGET',
+  embedBudget: 'EMBED_BUDGET',
   tooManyRedirects: 'TOO_MANY_REDIRECTS',
   handlerError: 'HANDLER_ERROR',
   addressRefused: 'ADDRESS_REFUSED',

@@ -16,6 +16,9 @@ export type ScopeMode = (typeof SCOPE_MODES)[number];
 /** Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root. */
 export const SITEMAP_MODES = ['robots+root', 'robots', 'off'] as const;
 export type SitemapMode = (typeof SITEMAP_MODES)[number];
+/** Page requisites (stylesheets, scripts, images, fonts) fetched as embeds: on by default, so archives replay whole. */
+export const REQUISITE_MODES = ['on', 'off'] as const;
+export type RequisiteMode = (typeof REQUISITE_MODES)[number];
 /** off: no content dedup; exact: identical bodies; near: identical or SimHash within maxDistance. */
 export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
 export type DedupMode = (typeof DEDUP_MODES)[number];
@@ -271,7 +274,18 @@ const campaignFields = {
     // 50 sitemaps a host: 2.5 million URLs at the protocol's 50,000 a file.
     maxSitemapsPerHost: whole({ min: 0 })
       .default(50)
-      .describe("Sitemaps and sitemap-index children queued per host (robots.txt's first, then /sitemap.xml); those beyond it are never queued nor requested."),
+      .describe("Sitemaps, sitemap-index children and feeds queued per host (robots.txt's first, then /sitemap.xml); those beyond it are never queued nor requested."),
+    // 300 a page: a heavy news page loads 150 to 250 resources; a page past
+    // it (an image gallery of thousands) keeps its first 300 in document order.
+    maxEmbedsPerPage: whole({ min: 0 })
+      .default(300)
+      .describe(
+        'Requisites (embeds) taken from one page or stylesheet, in document order; the rest are counted in the index line (`embedsDropped`). Embeds count against neither maxPages nor maxDepth.',
+      ),
+    maxEmbeds: whole({ min: 0, orNull: ' or null' })
+      .nullable()
+      .default(null)
+      .describe('Embed requests across the whole campaign (null = unlimited); past it embeds are recorded `embed-budget-exhausted`, unrequested, and pages go on.'),
   }).prefault({}),
   politeness: section({
     minDelayMs: timerMs(0).default(1000).describe('Floor for the pause between two requests to one host.'),
@@ -351,6 +365,11 @@ const campaignFields = {
     maxSimhashDistance: whole({ min: 0, max: 15 }).default(3).describe('Largest SimHash Hamming distance that still counts as a near-duplicate.'),
     maxParseMs: timerMs(1).default(10_000).describe('Time limit of parsing one page for links; a page past it is recorded with outcome `parse-timeout`.'),
   }).prefault({}),
+  requisites: oneOf(REQUISITE_MODES)
+    .default('on')
+    .describe(
+      "Fetch what each page needs to display (stylesheets and their imports and fonts, scripts, images, media) as embeds, so the archive replays whole; embeds on other hosts are fetched up to two embed hops from a page even outside the crawl's scope (docs/crawling-rules.md).",
+    ),
   sitemaps: oneOf(SITEMAP_MODES).default('robots+root').describe('Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root; off: none.'),
   output: section({
     dir: z

@@ -12,9 +12,17 @@
 // what the page text leaves out) are counted per element name, O(1) a tag.
 // The body is fed in chunks and the clock looked at between them, so a page
 // whose parsing outlasts content.maxParseMs ends with what it gave so far.
+//
+// The same pass, when asked, collects the page's requisites (issue 24): what
+// a browser loads to show the page (images, stylesheets, scripts, media,
+// fonts named in inline CSS), so that an archive replays the page whole.
+// Their raw values are collected during the pass and resolved after it, in
+// batches under the same clock as links.
 import { Tokenizer, type TokenizerCallbacks as Callbacks } from 'htmlparser2';
 import { normalizeUrl, type NormalizeOptions } from '../url/normalize';
 import { UrlError } from '../url/url-error';
+import { requisiteUrl, scanCss } from './css';
+import { srcsetUrls } from './srcset';
 
 export interface ExtractOptions extends NormalizeOptions {
   /** Also report iframe[src] and frame[src] as links (default true). */
@@ -30,6 +38,27 @@ export interface ExtractOptions extends NormalizeOptions {
   maxParseMs?: number;
   /** The clock the time limit is read from (milliseconds); tests give their own. */
   now?: () => number;
+  /**
+   * Also collect the page's requisites (default false; when false the pass
+   * reads nothing more and `requisites` is empty).
+   */
+  requisites?: boolean;
+  /**
+   * Distinct requisites kept, the first in document order; the others are
+   * counted in `requisitesDropped`. Default: all.
+   */
+  maxRequisites?: number;
+}
+
+/**
+ * A resource the page loads to display itself. Its URL is spelt as the
+ * browser requests it: resolved against the page's base, fragment dropped,
+ * query kept exactly as written (see REQUISITE_URL_OPTIONS).
+ */
+export interface ExtractedRequisite {
+  url: string;
+  /** Element of the first occurrence ('img', 'link', 'script', 'source', …), or 'style' for url() in a <style> block or a style attribute. */
+  tag: string;
 }
 
 export interface ExtractedLink {
@@ -67,6 +96,22 @@ export interface ExtractedPage {
   /** Whitespace-collapsed text of the body without scripts and styles; only with `withText`. */
   text?: string;
   /**
+   * With `requisites`: distinct, in document order of first occurrence, at
+   * most `maxRequisites`. References that name nothing to fetch (data:,
+   * blob:, about:, javascript:, fragment-only) or that cannot be fetched
+   * (unparsable, other schemes, too long) are left out and not counted in
+   * `invalid`, which stays about links.
+   */
+  requisites: ExtractedRequisite[];
+  /** Requisites past `maxRequisites`: their distinct spellings that do not spell a kept requisite (they are not resolved). */
+  requisitesDropped: number;
+  /**
+   * Feeds the page announces (<link rel=alternate> with an RSS, Atom or JSON
+   * type): normalised like links, distinct, in document order, at most
+   * MAX_FEEDS. Collected whether or not `requisites` is set.
+   */
+  feeds: string[];
+  /**
    * Set when parsing outlasted `maxParseMs`: everything above is what the
    * part of the page parsed in time gave. The index line's error as is.
    */
@@ -76,7 +121,30 @@ export interface ExtractedPage {
 /** The code of a page whose parsing outlasted its time limit (ExtractedPage.timeout; the index line's error). */
 export const PARSE_TIMEOUT = 'PARSE_TIMEOUT';
 
+/** Feeds kept per page: a page announces one or two; more is a trap or noise. */
+export const MAX_FEEDS = 10;
+
 const NOFOLLOW_RELS = new Set(['nofollow', 'ugc', 'sponsored']);
+/**
+ * Feed types of <link rel=alternate>, compared without parameters. Plain
+ * application/json only for an href that says feed (`/feed.json`): JSON Feed
+ * is often served so, but WordPress announces its REST API with that type on
+ * every page, a different URL each time, which would cost a wasted request
+ * a page.
+ */
+const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml', 'application/feed+json']);
+const isFeedLink = (type: string, href: string) => FEED_TYPES.has(type) || (type === 'application/json' && /feed/i.test(href));
+/** Raw feed hrefs collected per page before resolving: bounds what a page of a million alternates costs. */
+const MAX_FEED_CANDIDATES = MAX_FEEDS * 10;
+/**
+ * <link> rel tokens whose href the page loads. 'icon' covers "shortcut icon";
+ * Apple's touch icons (also the "-precomposed" variant) and Safari's
+ * mask-icon are not loaded by a desktop browser but are by the devices a
+ * replay may be shown on, and cost one small fetch each. 'alternate
+ * stylesheet' is a stylesheet a user can switch to. prefetch/prerender are
+ * not requisites: they name what the next page may need.
+ */
+const REQUISITE_RELS = new Set(['stylesheet', 'icon', 'preload', 'modulepreload', 'manifest', 'apple-touch-icon', 'apple-touch-icon-precomposed', 'mask-icon']);
 /** Characters handed to the tokenizer between two looks at the clock. */
 const CHUNK_CHARS = 64 * 1024;
 /** Links normalised between two looks at the clock. */
@@ -90,8 +158,39 @@ const WANTED: Record<string, readonly string[]> = {
   frame: ['src'],
   base: ['href'],
   meta: ['name', 'content'],
-  link: ['rel', 'href'],
+  link: ['rel', 'href', 'type'],
 };
+/** Attributes read from every element when requisites are wanted: the usual lazy-loading conventions and inline CSS. */
+const ANY_ELEMENT_REQUISITES = ['style', 'data-src', 'data-srcset', 'data-original'];
+/** Attributes that name requisites, by element (besides ANY_ELEMENT_REQUISITES). */
+const REQUISITE_ATTRS: Record<string, readonly string[]> = {
+  img: ['src', 'srcset'],
+  source: ['src', 'srcset'],
+  link: ['imagesrcset'],
+  script: ['src'],
+  video: ['src', 'poster'],
+  audio: ['src'],
+  track: ['src'],
+  embed: ['src'],
+  object: ['data'],
+  input: ['type', 'src'],
+  // Legacy presentational backgrounds, still rendered by browsers.
+  body: ['background'],
+  table: ['background'],
+  td: ['background'],
+  th: ['background'],
+  // SVG: an external image, or a symbol of an external sprite (<use href="sprite.svg#i">).
+  image: ['href', 'xlink:href'],
+  use: ['href', 'xlink:href'],
+};
+/** WANTED with the requisite attributes added, for every element that has any. */
+const WANTED_WITH_REQUISITES: Record<string, readonly string[]> = (() => {
+  const out: Record<string, readonly string[]> = {};
+  for (const name of new Set([...Object.keys(WANTED), ...Object.keys(REQUISITE_ATTRS)])) {
+    out[name] = [...new Set([...(WANTED[name] ?? []), ...(REQUISITE_ATTRS[name] ?? []), ...ANY_ELEMENT_REQUISITES])];
+  }
+  return out;
+})();
 /**
  * Elements whose content a browser reads as text, not markup, and that the
  * tokenizer does not already treat so (it does for script, style, title,
@@ -109,6 +208,11 @@ interface RawLink {
   relNofollow: boolean;
 }
 
+interface RawRequisite {
+  raw: string;
+  tag: string;
+}
+
 /**
  * Extract links and page signals. Throws UrlError only when `pageUrl` itself
  * is not an http(s) URL; any HTML, however malformed, yields a result, in
@@ -119,7 +223,7 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
   const now = opts.now ?? Date.now;
   const started = now();
   const overTime = () => opts.maxParseMs !== undefined && now() - started > opts.maxParseMs;
-  const scan = new Scan(html, opts.includeFrames !== false, opts.withText === true);
+  const scan = new Scan(html, opts.includeFrames !== false, opts.withText === true, opts.requisites === true);
   const tokenizer = new Tokenizer({ decodeEntities: true }, scan);
   let timedOut = false;
   for (let at = 0; at < html.length; at += CHUNK_CHARS) {
@@ -161,9 +265,12 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
   // dropped would spend a link bomb's time for a number).
   const dropped = new Set<string>();
   let invalid = 0;
+  // Out of time while resolving: what is left (links, then requisites) stays unresolved.
+  let resolveTimedOut = false;
   for (const [i, l] of scan.links.entries()) {
     if (i % NORMALIZE_BATCH === NORMALIZE_BATCH - 1 && !timedOut && overTime()) {
       timedOut = true;
+      resolveTimedOut = true;
       break;
     }
     if (links.length >= maxLinks && !cache.has(l.raw)) {
@@ -189,8 +296,56 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
   }
   const linksDropped = dropped.size;
 
+  const requisites: ExtractedRequisite[] = [];
+  const requisiteSeen = new Set<string>();
+  const requisiteCache = new Map<string, string | null | undefined>();
+  const requisitesPast = new Set<string>();
+  const maxRequisites = opts.maxRequisites ?? Infinity;
+  for (const [i, r] of (resolveTimedOut ? [] : scan.requisites).entries()) {
+    if (i % NORMALIZE_BATCH === NORMALIZE_BATCH - 1 && !timedOut && overTime()) {
+      timedOut = true;
+      break;
+    }
+    let url = requisiteCache.get(r.raw);
+    if (url === undefined && !requisiteCache.has(r.raw)) {
+      if (requisites.length >= maxRequisites) {
+        // As for links: past the cap, spellings are counted, not resolved.
+        const spelling = withoutFragment(r.raw);
+        if (!requisiteCache.has(spelling)) requisitesPast.add(spelling);
+        continue;
+      }
+      url = requisiteUrl(r.raw, base, opts.maxLength);
+      requisiteCache.set(r.raw, url);
+    }
+    if (url === undefined || url === null || requisiteSeen.has(url)) continue;
+    if (requisites.length >= maxRequisites) {
+      requisitesPast.add(withoutFragment(r.raw));
+      continue;
+    }
+    requisiteSeen.add(url);
+    requisites.push({ url, tag: r.tag });
+  }
+
+  const feeds: string[] = [];
+  for (const raw of scan.feedHrefs) {
+    const url = normalize(raw);
+    if (url !== null && !feeds.includes(url)) feeds.push(url);
+    if (feeds.length >= MAX_FEEDS) break;
+  }
+
   const canonical = scan.canonicalHref === null ? null : normalize(scan.canonicalHref);
-  const result: ExtractedPage = { links, linksDropped, invalid, baseHref, canonical, metaRobots, title: collapse(scan.titleText) };
+  const result: ExtractedPage = {
+    links,
+    linksDropped,
+    invalid,
+    baseHref,
+    canonical,
+    metaRobots,
+    title: collapse(scan.titleText),
+    requisites,
+    requisitesDropped: requisitesPast.size,
+    feeds,
+  };
   if (opts.withText) result.text = collapse(scan.text.join('')) ?? '';
   if (timedOut) {
     result.timeout = {
@@ -208,6 +363,8 @@ export function extractLinks(html: string, pageUrl: string, opts: ExtractOptions
  */
 class Scan implements Callbacks {
   readonly links: RawLink[] = [];
+  readonly requisites: RawRequisite[] = [];
+  readonly feedHrefs: string[] = [];
   baseHref: string | null = null;
   canonicalHref: string | null = null;
   readonly metaRobots = { noindex: false, nofollow: false };
@@ -230,21 +387,29 @@ class Scan implements Callbacks {
   private attribs: Record<string, string> = {};
   private attribName = '';
   private attribValue = '';
+  /** Inside a <style> element, with requisites wanted: its text so far. */
+  private styleText: string[] | null = null;
 
   constructor(
     private readonly html: string,
     private readonly frames: boolean,
     private readonly withText: boolean,
+    private readonly withRequisites: boolean,
   ) {}
 
   onopentagname(start: number, end: number): void {
     this.tagName = this.html.slice(start, end).toLowerCase();
-    this.wanted = this.rawUntil === null ? (WANTED[this.tagName] ?? null) : null;
+    if (this.rawUntil !== null) this.wanted = null;
+    else if (this.withRequisites) this.wanted = WANTED_WITH_REQUISITES[this.tagName] ?? ANY_ELEMENT_REQUISITES;
+    else this.wanted = WANTED[this.tagName] ?? null;
     this.attribs = {};
   }
 
   onattribname(start: number, end: number): void {
-    this.attribName = this.wanted ? this.html.slice(start, end).toLowerCase() : '';
+    // Only wanted attributes are kept, so that a huge class or data- value
+    // is never copied.
+    const name = this.wanted ? this.html.slice(start, end).toLowerCase() : '';
+    this.attribName = name && this.wanted!.includes(name) ? name : '';
     this.attribValue = '';
   }
 
@@ -258,7 +423,7 @@ class Scan implements Callbacks {
 
   onattribend(): void {
     // The first of a repeated attribute counts, as in a browser.
-    if (this.attribName && this.wanted!.includes(this.attribName) && !(this.attribName in this.attribs)) this.attribs[this.attribName] = this.attribValue;
+    if (this.attribName && !(this.attribName in this.attribs)) this.attribs[this.attribName] = this.attribValue;
     this.attribName = '';
   }
 
@@ -282,6 +447,10 @@ class Scan implements Callbacks {
       this.inTitle = false;
       this.readingTitle = false;
     }
+    if (name === 'style' && this.styleText !== null) {
+      this.addCss(this.styleText.join(''));
+      this.styleText = null;
+    }
     this.close(name);
   }
 
@@ -297,7 +466,11 @@ class Scan implements Callbacks {
   oncomment(): void {}
   ondeclaration(): void {}
   onprocessinginstruction(): void {}
-  onend(): void {}
+  onend(): void {
+    // A <style> left open at the end of the page still applies to it.
+    if (this.styleText !== null) this.addCss(this.styleText.join(''));
+    this.styleText = null;
+  }
 
   private openTag(selfClosed: boolean): void {
     if (this.rawUntil !== null) return;
@@ -325,7 +498,12 @@ class Scan implements Callbacks {
         }
         break;
       case 'link':
-        if (this.canonicalHref === null && a.rel !== undefined && a.href !== undefined && relTokens(a.rel).includes('canonical')) this.canonicalHref = a.href;
+        if (a.rel !== undefined && a.href !== undefined) {
+          const rels = relTokens(a.rel);
+          if (this.canonicalHref === null && rels.includes('canonical')) this.canonicalHref = a.href;
+          if (rels.includes('alternate') && a.type !== undefined && this.feedHrefs.length < MAX_FEED_CANDIDATES && isFeedLink(mediaType(a.type), a.href))
+            this.feedHrefs.push(a.href);
+        }
         break;
       case 'title':
         // The tokenizer reads a title's content as text; only the first
@@ -339,6 +517,7 @@ class Scan implements Callbacks {
         }
         break;
     }
+    if (this.withRequisites) this.collectRequisites(name, a, selfClosed);
     if (selfClosed) return;
     if (RAW_TEXT.has(name)) {
       this.rawUntil = name;
@@ -347,6 +526,67 @@ class Scan implements Callbacks {
     if (FOREIGN.has(name)) this.foreign++;
     if (NOT_TEXT.has(name)) this.hidden++;
     if (FOREIGN.has(name) || NOT_TEXT.has(name)) this.open.set(name, (this.open.get(name) ?? 0) + 1);
+  }
+
+  /** The requisites named by the attributes of one element (all already read into `a`). */
+  private collectRequisites(name: string, a: Record<string, string>, selfClosed: boolean): void {
+    const add = (raw: string | undefined) => {
+      if (raw !== undefined) this.requisites.push({ raw, tag: name });
+    };
+    const addSrcset = (value: string | undefined) => {
+      if (value !== undefined) for (const raw of srcsetUrls(value)) this.requisites.push({ raw, tag: name });
+    };
+    switch (name) {
+      case 'img':
+      case 'source':
+        add(a.src);
+        addSrcset(a.srcset);
+        break;
+      case 'link':
+        if (a.rel !== undefined && relTokens(a.rel).some((t) => REQUISITE_RELS.has(t))) {
+          add(a.href);
+          addSrcset(a.imagesrcset);
+        }
+        break;
+      case 'script':
+      case 'audio':
+      case 'track':
+      case 'embed':
+        add(a.src);
+        break;
+      case 'video':
+        add(a.src);
+        add(a.poster);
+        break;
+      case 'object':
+        add(a.data);
+        break;
+      case 'input':
+        if (a.type !== undefined && a.type.trim().toLowerCase() === 'image') add(a.src);
+        break;
+      case 'body':
+      case 'table':
+      case 'td':
+      case 'th':
+        add(a.background);
+        break;
+      case 'image':
+      case 'use':
+        // SVG 2's href wins over the older xlink:href.
+        add(a.href ?? a['xlink:href']);
+        break;
+      case 'style':
+        if (!selfClosed) this.styleText = [];
+        break;
+    }
+    add(a['data-src']);
+    add(a['data-original']);
+    addSrcset(a['data-srcset']);
+    if (a.style !== undefined && a.style.includes('(')) this.addCss(a.style);
+  }
+
+  private addCss(css: string): void {
+    scanCss(css, (raw) => this.requisites.push({ raw, tag: 'style' }));
   }
 
   private close(name: string): void {
@@ -359,6 +599,7 @@ class Scan implements Callbacks {
 
   private addText(s: string): void {
     if (this.rawUntil !== null) return;
+    if (this.styleText !== null) this.styleText.push(s);
     if (this.readingTitle) this.titleText += s;
     // A title's text is in no body, whichever element holds it.
     if (this.withText && this.hidden === 0 && !this.inTitle) this.text.push(s);
@@ -408,6 +649,12 @@ function withoutFragment(raw: string): string {
 
 function hasNofollowRel(rel: string | undefined): boolean {
   return rel !== undefined && relTokens(rel).some((t) => NOFOLLOW_RELS.has(t));
+}
+
+/** A Content-Type's type/subtype, lower-cased, without parameters. */
+function mediaType(type: string): string {
+  const semi = type.indexOf(';');
+  return (semi === -1 ? type : type.slice(0, semi)).trim().toLowerCase();
 }
 
 function relTokens(rel: string): string[] {

@@ -18,6 +18,10 @@ export interface HostRecord {
   fetched: number;
   failed: number;
   skipped: number;
+  /** Page requisites fetched, failed, not requested: apart from pages (absent in records of older releases). */
+  embeds?: number;
+  embedsFailed?: number;
+  embedsSkipped?: number;
   bytes: number;
   /** URLs waiting in the host's frontier. */
   frontier: number;
@@ -44,6 +48,9 @@ export interface CampaignTotals {
   fetched: number;
   failed: number;
   skipped: number;
+  embeds: number;
+  embedsFailed: number;
+  embedsSkipped: number;
   bytes: number;
   frontier: number;
   hosts: number;
@@ -282,7 +289,17 @@ export class CampaignHosts {
   async totals(): Promise<CampaignTotals> {
     const t = await this.redis.hgetall(this.k.totals);
     const n = (f: string) => Number(t[f] ?? 0);
-    return { fetched: n('fetched'), failed: n('failed'), skipped: n('skipped'), bytes: n('bytes'), frontier: n('frontier'), hosts: n('hosts') };
+    return {
+      fetched: n('fetched'),
+      failed: n('failed'),
+      skipped: n('skipped'),
+      embeds: n('embeds'),
+      embedsFailed: n('embedsFailed'),
+      embedsSkipped: n('embedsSkipped'),
+      bytes: n('bytes'),
+      frontier: n('frontier'),
+      hosts: n('hosts'),
+    };
   }
 
   /** Totals with the slot counts: what a progress display shows, as fresh as the sessions' last records (≤ 2 s). */

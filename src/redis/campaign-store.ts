@@ -28,3 +28,8 @@ export async function loadCampaignSettings(redis: RedisLike, campaignKey: string
 export async function reserveBudget(redis: RedisLike, campaignKey: string, fp: string, maxPages: number): Promise<boolean> {
   return (await redis.crawlBudgetReserve(campaignKeys(campaignKey).budget, fp, maxPages)) === 1;
 }
+
+/** The same for an embed under budgets.maxEmbeds: embeds have a budget of their own, never the pages'. */
+export async function reserveEmbedBudget(redis: RedisLike, campaignKey: string, fp: string, maxEmbeds: number): Promise<boolean> {
+  return (await redis.crawlBudgetReserve(campaignKeys(campaignKey).embedBudget, fp, maxEmbeds)) === 1;
+}

@@ -5,9 +5,21 @@ import { FRONTIER_PRIORITY_MAX, FRONTIER_PRIORITY_MIN } from '../config/campaign
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 import { CrawlerError } from '../errors';
+import type { CountedAs } from '../storage/index-tally';
 
-/** page: fetch, store, follow links. sitemap / sitemap-child: fetch, store, enqueue the listed URLs (a child's own index entries are not followed). */
-export type EntryKind = 'page' | 'sitemap' | 'sitemap-child';
+/**
+ * page: fetch, store, follow links. sitemap / sitemap-child: fetch, store,
+ * enqueue the listed URLs (a child's own index entries are not followed).
+ * feed: fetch, store, enqueue its items' links. embed: a page requisite:
+ * fetch and store; a stylesheet's own requisites are enqueued, nothing else
+ * is parsed.
+ */
+export type EntryKind = 'page' | 'sitemap' | 'sitemap-child' | 'feed' | 'embed';
+
+const ENTRY_KINDS: ReadonlySet<string> = new Set(['sitemap', 'sitemap-child', 'feed', 'embed']);
+
+/** Kinds held to budgets.maxSitemapsPerHost (class 's' of the enqueue script): requests that list URLs, not pages. */
+export const isListKind = (kind: EntryKind | undefined): boolean => kind === 'sitemap' || kind === 'sitemap-child' || kind === 'feed';
 
 export interface FrontierEntry {
   url: string;
@@ -19,6 +31,8 @@ export interface FrontierEntry {
   redirects?: number;
   /** The handler route the page goes to (a link a handler returned with a label); absent: the default route. */
   label?: string;
+  /** How the URL was reached (src/url/hop-path.ts); absent in entries of older releases (impliedHops). */
+  hops?: string;
 }
 
 export interface EnqueueItem extends FrontierEntry {
@@ -49,23 +63,37 @@ export function frontierScoreBase(priority: number, depth: number): number {
   return -priority * PRIORITY_STEP + Math.min(depth, MAX_SCORED_DEPTH) * DEPTH_STEP;
 }
 
+/**
+ * Embeds go ahead of every page of their host (a page and its resources
+ * are captured close together, or replay mixes times): one band above the
+ * highest priority, in discovery order. 9e15 plus seq stays below 2^53.
+ */
+export const EMBED_SCORE_BASE = -(FRONTIER_PRIORITY_MAX + 1) * PRIORITY_STEP;
+
+/** An item's score base: embeds in their own front band, everything else by priority and depth. */
+export function scoreBaseOf(it: EnqueueItem): number {
+  return it.kind === 'embed' ? EMBED_SCORE_BASE : frontierScoreBase(it.priority ?? 0, it.depth);
+}
+
 // Tab-separated: normalised URLs never contain a tab (the WHATWG parser strips them).
-// Pages keep the three-field form, so frontiers written by older releases still decode.
-// Labels are tab-free by validation (LABEL_PATTERN of src/handlers/api.ts).
+// Trailing empty fields are left out, so a seed page keeps the three-field
+// form and frontiers written by older releases still decode.
+// Labels are tab-free by validation (LABEL_PATTERN of src/handlers/api.ts); hop paths are letters.
 export function encodeEntry(e: FrontierEntry): string {
-  const base = `${e.depth}\t${e.url}\t${e.referrer ?? ''}`;
   const kind = e.kind && e.kind !== 'page' ? e.kind : '';
-  if (e.label) return `${base}\t${kind}\t${e.redirects ?? ''}\t${e.label}`;
-  if (e.redirects) return `${base}\t${kind}\t${e.redirects}`;
-  return kind ? `${base}\t${kind}` : base;
+  const fields = [String(e.depth), e.url, e.referrer ?? '', kind, e.redirects ? String(e.redirects) : '', e.label ?? '', e.hops ?? ''];
+  let n = fields.length;
+  while (n > 3 && fields[n - 1] === '') n--;
+  return fields.slice(0, n).join('\t');
 }
 
 export function decodeEntry(member: string): FrontierEntry {
-  const [depth, url, referrer, kind, redirects, label] = member.split('\t');
+  const [depth, url, referrer, kind, redirects, label, hops] = member.split('\t');
   const entry: FrontierEntry = { url, depth: Number(depth), referrer: referrer ? referrer : null };
-  if (kind === 'sitemap' || kind === 'sitemap-child') entry.kind = kind;
+  if (kind && ENTRY_KINDS.has(kind)) entry.kind = kind as EntryKind;
   if (redirects) entry.redirects = Number(redirects);
   if (label) entry.label = label;
+  if (hops) entry.hops = hops;
   return entry;
 }
 
@@ -94,10 +122,7 @@ export const MAX_ENQUEUE_BATCH = 1000;
 
 function enqueueArgs(items: EnqueueItem[], bounds: FrontierBounds): (string | number)[] {
   const argv: (string | number)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1];
-  for (const it of items) {
-    const sitemap = it.kind === 'sitemap' || it.kind === 'sitemap-child';
-    argv.push(it.fp, frontierScoreBase(it.priority ?? 0, it.depth), encodeEntry(it), sitemap ? 's' : 'p');
-  }
+  for (const it of items) argv.push(it.fp, scoreBaseOf(it), encodeEntry(it), it.kind === 'embed' ? 'e' : isListKind(it.kind) ? 's' : 'p');
   return argv;
 }
 
@@ -190,7 +215,7 @@ export class Frontier {
    */
   async commit(
     member: string,
-    outcome: 'fetched' | 'failed' | 'skipped',
+    outcome: CountedAs,
     bytes: number,
     links: EnqueueItem[],
     attempt: { fp: string; id: string } | null = null,

@@ -58,6 +58,8 @@ export const campaignKeys = (campaignKey: string) => {
     config: `${P}:${tag}:config`,
     /** SET of fingerprints that hold a slot of the page budget. */
     budget: `${P}:${tag}:budget`,
+    /** SET of fingerprints that hold a slot of the embed budget (budgets.maxEmbeds). */
+    embedBudget: `${P}:${tag}:embed-budget`,
     /**
      * HASH version (settings version in force), paused (1/0), stop (why the
      * campaign ends: budget / cancelled / drained), minDelayMs (operator's

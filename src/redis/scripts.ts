@@ -19,7 +19,11 @@ export type RedisLike = Redis | Cluster;
 // much looser, never tighter. Sitemaps and sitemap-index children (class
 // 's'): at most the bound per host, counted in the host's stats, so it holds
 // across sessions and workers. A URL turned away is not marked seen: found
-// again once there is room, it is queued then.
+// again once there is room, it is queued then. Embeds (class 'e', page
+// requisites) take no page room: they are bounded per page and per campaign
+// where they are found (budgets.maxEmbedsPerPage, budgets.maxEmbeds), and
+// counted while queued (stats field \`embedsQueued\`, down again at their
+// commit) so queued pages are told from them.
 /** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -28,24 +32,26 @@ const ENQUEUE_BODY = `
 local added = 0
 local pageLimit = tonumber(ARGV[BOUNDS])
 local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
-local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps')
+local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps', 'embedsQueued')
 local sitemaps = tonumber(counts[3] or '0')
 local room = 0
 if pageLimit >= 0 then
-  local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps, 0)
+  local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps - tonumber(counts[4] or '0'), 0)
   room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
 end
 for i = BOUNDS + 2, #ARGV, 4 do
-  local isSitemap = ARGV[i + 3] == 's'
+  local class = ARGV[i + 3]
   local fits
-  if isSitemap then fits = sitemapLimit < 0 or sitemaps < sitemapLimit else fits = pageLimit < 0 or room > 0 end
+  if class == 's' then fits = sitemapLimit < 0 or sitemaps < sitemapLimit elseif class == 'e' then fits = true else fits = pageLimit < 0 or room > 0 end
   if fits and redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     local n = redis.call('INCR', KEYS[3])
     redis.call('ZADD', KEYS[2], string.format('%.0f', tonumber(ARGV[i + 1]) + n), ARGV[i + 2])
     added = added + 1
-    if isSitemap then
+    if class == 's' then
       sitemaps = sitemaps + 1
       redis.call('HINCRBY', STATS, 'sitemaps', 1)
+    elseif class == 'e' then
+      redis.call('HINCRBY', STATS, 'embedsQueued', 1)
     else
       room = room - 1
     end
@@ -109,6 +115,10 @@ redis.call('HDEL', KEYS[6], ARGV[1], ARGV[1] .. '\0r')
 if removed == 1 then
   redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('HINCRBY', KEYS[5], 'bytes', tonumber(ARGV[3]))
+  -- An embed leaves the frontier: queued pages are the frontier less the embeds still in it.
+  if string.sub(ARGV[2], 1, 6) == 'embeds' and tonumber(redis.call('HGET', KEYS[5], 'embedsQueued') or '0') > 0 then
+    redis.call('HINCRBY', KEYS[5], 'embedsQueued', -1)
+  end
   if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[4], ARGV[5]) end
 end
 ${enqueueBody(6, 'KEYS[5]')}
@@ -346,10 +356,11 @@ return n`,
     lua: `
 local new = cjson.decode(ARGV[2])
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local old = {fetched = 0, failed = 0, skipped = 0, bytes = 0, frontier = 0}
+local old = {fetched = 0, failed = 0, skipped = 0, embeds = 0, embedsFailed = 0, embedsSkipped = 0, bytes = 0, frontier = 0}
 if raw then old = cjson.decode(raw) else redis.call('HINCRBY', KEYS[2], 'hosts', 1) end
-if raw and (new.fetched + new.failed + new.skipped) < (old.fetched + old.failed + old.skipped) then return 0 end
-for _, f in ipairs({'fetched', 'failed', 'skipped', 'bytes', 'frontier'}) do
+local function done(r) return r.fetched + r.failed + r.skipped + (r.embeds or 0) + (r.embedsFailed or 0) + (r.embedsSkipped or 0) end
+if raw and done(new) < done(old) then return 0 end
+for _, f in ipairs({'fetched', 'failed', 'skipped', 'embeds', 'embedsFailed', 'embedsSkipped', 'bytes', 'frontier'}) do
   local d = (tonumber(new[f]) or 0) - (tonumber(old[f]) or 0)
   if d ~= 0 then redis.call('HINCRBY', KEYS[2], f, d) end
 end

@@ -78,6 +78,8 @@ function summaryFigures(d: ReportData): string {
     fig('pages-fetched', 'pages fetched', s.fetched, int(s.fetched)),
     fig('pages-failed', 'failed', s.failed, int(s.failed)),
     fig('pages-skipped', 'skipped', s.skipped, int(s.skipped)),
+    fig('embeds-fetched', 'embeds fetched', s.embeds, int(s.embeds)),
+    fig('embeds-failed', 'embeds failed', s.embedsFailed, int(s.embedsFailed)),
     fig('bytes', 'bytes stored', s.bytes, formatBytes(s.bytes)),
     fig('duration-ms', 'duration', s.durationMs, formatDuration(s.durationMs)),
     fig('hosts', 'distinct hosts', s.hosts, int(s.hosts)),
@@ -179,12 +181,12 @@ function hostTable(id: string, rows: HostRow[], by: 'fetched' | 'errors'): strin
   const max = Math.max(...rows.map((r) => r[by]));
   const body = rows.map(
     (r) =>
-      `<tr${attrs({ host: r.host, fetched: r.fetched, failed: r.failed, skipped: r.skipped, 'http-errors': r.httpErrors, errors: r.errors, bytes: r.bytes })}>` +
+      `<tr${attrs({ host: r.host, fetched: r.fetched, failed: r.failed, skipped: r.skipped, embeds: r.embeds, 'http-errors': r.httpErrors, errors: r.errors, bytes: r.bytes })}>` +
       `<td title="${esc(r.host)}">${esc(clip(r.host))}</td><td class="n">${int(r.fetched)}</td><td class="n">${int(r.failed)}</td>` +
-      `<td class="n">${int(r.httpErrors)}</td><td class="n">${int(r.skipped)}</td><td class="n">${esc(formatBytes(r.bytes))}</td>` +
+      `<td class="n">${int(r.httpErrors)}</td><td class="n">${int(r.skipped)}</td><td class="n">${int(r.embeds)}</td><td class="n">${esc(formatBytes(r.bytes))}</td>` +
       `<td class="bar${by === 'errors' ? ' err' : ''}"><span style="width:${pct(r[by], max)}%"></span></td></tr>`,
   );
-  return `<table id="${id}"><thead><tr><th>host</th><th>fetched</th><th>failed</th><th>HTTP ≥ 400</th><th>skipped</th><th>bytes</th><th>${by}</th></tr></thead><tbody>${body.join('')}</tbody></table>`;
+  return `<table id="${id}"><thead><tr><th>host</th><th>fetched</th><th>failed</th><th>HTTP ≥ 400</th><th>skipped</th><th>embeds</th><th>bytes</th><th>${by}</th></tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
 
 function problemTable(d: ReportData): string {

@@ -23,18 +23,26 @@ export type EntryClass = 'fetched' | 'failed' | 'skipped';
  * As the commit counted it: one table for every outcome (src/storage/index-tally.ts).
  * Indexes written before 'http-error' existed hold final 4xx/5xx responses as
  * 'fetched'; they still count as fetched, and the status columns show them.
+ * An embed gets the class a page with its outcome would (isEmbed tells them apart).
  */
 export function classify(e: IndexEntry): EntryClass {
-  // Sitemaps are requests, not pages.
-  if (e.kind === 'sitemap' || e.kind === 'sitemap-child') return 'skipped';
-  return countedAs(e.outcome);
+  // Sitemaps and feeds are requests, not pages.
+  if (e.kind === 'sitemap' || e.kind === 'sitemap-child' || e.kind === 'feed') return 'skipped';
+  return countedAs(e.outcome) as EntryClass;
 }
+
+/** A page requisite (a stylesheet, script, image, font…): counted apart from pages. */
+export const isEmbed = (e: IndexEntry): boolean => e.kind === 'embed';
 
 export interface ReportSummary {
   entries: number;
   fetched: number;
   failed: number;
   skipped: number;
+  /** Page requisites (kind embed), apart from the pages above. */
+  embeds: number;
+  embedsFailed: number;
+  embedsSkipped: number;
   /** Sum of stored body sizes. */
   bytes: number;
   /** ISO 8601 of the earliest and latest entry (null when no entry has a valid time). */
@@ -61,6 +69,8 @@ export interface HostRow {
   fetched: number;
   failed: number;
   skipped: number;
+  /** Embeds of any outcome (requests the host got for page requisites). */
+  embeds: number;
   /** Responses with status ≥ 400. */
   httpErrors: number;
   /** Entries that failed or got a status ≥ 400, each counted once (an 'http-error' is both). */
@@ -138,7 +148,7 @@ const minOf = (xs: number[]) => xs.reduce((m, x) => (x < m ? x : m), Infinity);
 const maxOf = (xs: number[]) => xs.reduce((m, x) => (x > m ? x : m), -Infinity);
 
 function summarise(entries: IndexEntry[]): ReportSummary {
-  const counts = { fetched: 0, failed: 0, skipped: 0 };
+  const counts = { fetched: 0, failed: 0, skipped: 0, embeds: 0, embedsFailed: 0, embedsSkipped: 0 };
   let bytes = 0;
   let first = Infinity;
   let end = -Infinity;
@@ -146,7 +156,7 @@ function summarise(entries: IndexEntry[]): ReportSummary {
   let revisits = 0;
   let revisitBytes = 0;
   for (const e of entries) {
-    counts[classify(e)]++;
+    counts[countedAs(e.outcome, e.kind === 'embed' ? 'embed' : undefined) as keyof typeof counts]++;
     if (e.revisit) {
       revisits++;
       revisitBytes += Number.isFinite(e.bytes) ? e.bytes : 0;
@@ -188,7 +198,8 @@ function timeline(entries: IndexEntry[]): ReportData['timeline'] {
   }));
   for (const e of entries) {
     const t = timeOf(e);
-    if (Number.isFinite(t)) buckets[Math.floor((t - origin) / bucketMs)]![classify(e)]++;
+    // Pages only, as the summary's page figures.
+    if (Number.isFinite(t) && !isEmbed(e)) buckets[Math.floor((t - origin) / bucketMs)]![classify(e)]++;
   }
   return { bucketMs, buckets };
 }
@@ -203,9 +214,10 @@ function hostRows(entries: IndexEntry[]): HostRow[] {
   const rows = new Map<string, HostRow>();
   for (const e of entries) {
     let r = rows.get(e.host);
-    if (!r) rows.set(e.host, (r = { host: e.host, fetched: 0, failed: 0, skipped: 0, httpErrors: 0, errors: 0, bytes: 0 }));
+    if (!r) rows.set(e.host, (r = { host: e.host, fetched: 0, failed: 0, skipped: 0, embeds: 0, httpErrors: 0, errors: 0, bytes: 0 }));
     const cls = classify(e);
-    r[cls]++;
+    if (isEmbed(e)) r.embeds++;
+    else r[cls]++;
     const httpError = typeof e.status === 'number' && e.status >= 400;
     if (httpError) r.httpErrors++;
     if (cls === 'failed' || httpError) r.errors++;

@@ -11,11 +11,16 @@ import readline from 'node:readline';
 import type { IndexEntry, IndexOutcome } from './index-writer';
 import { StorageError } from './storage-error';
 
-/** How a URL's outcome is counted in Redis (Frontier.commit's stat field), mirrored from activities/page.ts. */
-export type CountedAs = 'fetched' | 'failed' | 'skipped';
+/**
+ * How a URL's outcome is counted in Redis (Frontier.commit's stat field),
+ * mirrored from activities/page.ts: pages as fetched, failed or skipped;
+ * embeds (page requisites) apart, so page budgets and figures count pages only.
+ */
+export type CountedAs = 'fetched' | 'failed' | 'skipped' | 'embeds' | 'embedsFailed' | 'embedsSkipped';
+type PageCounted = 'fetched' | 'failed' | 'skipped';
 
 /** Every outcome, as the commit counts it: a new outcome does not compile until it is listed here. */
-const COUNTED: Readonly<Record<IndexOutcome, CountedAs>> = {
+const COUNTED: Readonly<Record<IndexOutcome, PageCounted>> = {
   fetched: 'fetched',
   duplicate: 'fetched',
   redirect: 'fetched',
@@ -25,6 +30,8 @@ const COUNTED: Readonly<Record<IndexOutcome, CountedAs>> = {
   // Stored; only its links may be incomplete.
   'parse-timeout': 'fetched',
   sitemap: 'skipped',
+  feed: 'skipped',
+  'embed-budget-exhausted': 'skipped',
   'robots-disallowed': 'skipped',
   'robots-unavailable': 'skipped',
   'host-budget-exhausted': 'skipped',
@@ -35,13 +42,20 @@ const COUNTED: Readonly<Record<IndexOutcome, CountedAs>> = {
   gone: 'failed',
 };
 
-/** fetched: a response that counts as a page; skipped: no request, or a sitemap; failed: a failure, or an outcome of another version. */
-export function countedAs(outcome: string): CountedAs {
-  return Object.prototype.hasOwnProperty.call(COUNTED, outcome) ? COUNTED[outcome as IndexOutcome] : 'failed';
+const EMBED_COUNTED: Readonly<Record<PageCounted, CountedAs>> = { fetched: 'embeds', failed: 'embedsFailed', skipped: 'embedsSkipped' };
+
+/**
+ * fetched: a response that counts as a page; skipped: no request, or a
+ * sitemap or feed; failed: a failure, or an outcome of another version. An
+ * embed (`kind` 'embed') counts the same way in the embed classes.
+ */
+export function countedAs(outcome: string, kind?: string): CountedAs {
+  const c = Object.prototype.hasOwnProperty.call(COUNTED, outcome) ? COUNTED[outcome as IndexOutcome] : 'failed';
+  return kind === 'embed' ? EMBED_COUNTED[c] : c;
 }
 
 /** The fields of a URL's last line that the tally and a sealed index need. */
-export type LatestEntry = Pick<IndexEntry, 'url' | 'fp' | 'host' | 'outcome' | 'bytes' | 'fetchedAt'> & { file: string; line: number };
+export type LatestEntry = Pick<IndexEntry, 'url' | 'fp' | 'host' | 'outcome' | 'bytes' | 'fetchedAt' | 'kind'> & { file: string; line: number };
 
 /**
  * Every index line of `dir`'s `*.jsonl` files, in file-name order, streamed
@@ -73,7 +87,17 @@ export async function forEachIndexLine(dir: string, fn: (entry: LatestEntry) => 
         if (strict) throw new StorageError('CORRUPT', file, `line ${line} is not an index entry`);
         return;
       }
-      fn({ url: e.url, fp: e.fp, host: e.host ?? '', outcome: e.outcome, bytes: e.bytes ?? 0, fetchedAt: e.fetchedAt ?? '', file: name, line });
+      fn({
+        url: e.url,
+        fp: e.fp,
+        host: e.host ?? '',
+        outcome: e.outcome,
+        bytes: e.bytes ?? 0,
+        fetchedAt: e.fetchedAt ?? '',
+        ...(e.kind ? { kind: e.kind } : {}),
+        file: name,
+        line,
+      });
     };
     try {
       for await (const text of lines) {
@@ -114,12 +138,16 @@ export interface IndexTally {
   fetched: number;
   failed: number;
   skipped: number;
+  /** Page requisites, counted apart from pages. */
+  embeds: number;
+  embedsFailed: number;
+  embedsSkipped: number;
   bytes: number;
   /** Distinct hosts with a line. */
   hosts: number;
 }
 
-const CLASSES: CountedAs[] = ['fetched', 'failed', 'skipped'];
+const CLASSES: CountedAs[] = ['fetched', 'failed', 'skipped', 'embeds', 'embedsFailed', 'embedsSkipped'];
 
 /**
  * The campaign's counts as its index tells them: one outcome per URL (its
@@ -153,10 +181,10 @@ export async function tallyIndex(dir: string): Promise<IndexTally> {
     } else if (at[i] > t) return;
     at[i] = t;
     bytes[i] = e.bytes;
-    cls[i] = CLASSES.indexOf(countedAs(e.outcome));
+    cls[i] = CLASSES.indexOf(countedAs(e.outcome, e.kind));
     if (!hostIds.has(e.host)) hostIds.set(e.host, hostIds.size);
   });
-  const tally: IndexTally = { urls: slot.size, fetched: 0, failed: 0, skipped: 0, bytes: 0, hosts: hostIds.size };
+  const tally: IndexTally = { urls: slot.size, fetched: 0, failed: 0, skipped: 0, embeds: 0, embedsFailed: 0, embedsSkipped: 0, bytes: 0, hosts: hostIds.size };
   for (let i = 0; i < slot.size; i++) {
     tally[CLASSES[cls[i]]]++;
     tally.bytes += bytes[i];

@@ -39,7 +39,11 @@ export type IndexOutcome =
   | 'not-modified'
   | 'gone'
   /** An HTML page whose link extraction outlasted content.maxParseMs: stored, the links found until then followed. */
-  | 'parse-timeout';
+  | 'parse-timeout'
+  /** An RSS, Atom or JSON feed fetched for its item links (found by a page's <link rel=alternate>): a request, not a page. */
+  | 'feed'
+  /** An embed not requested: the campaign's budgets.maxEmbeds is spent (pages go on). */
+  | 'embed-budget-exhausted';
 
 export interface IndexEntry {
   url: string;
@@ -71,8 +75,19 @@ export interface IndexEntry {
   /** For outcome "redirect": where the 3xx pointed (the target is its own frontier entry and index line). */
   redirectTo?: string;
   truncated?: string | null;
-  /** What the frontier entry was: absent for pages. */
-  kind?: 'sitemap' | 'sitemap-child';
+  /** What the frontier entry was: absent for pages; `embed`: a page requisite (a stylesheet, script, image, font…). */
+  kind?: 'sitemap' | 'sitemap-child' | 'feed' | 'embed';
+  /**
+   * How the URL was reached, Heritrix's hop path: one letter a hop from a
+   * seed ('' for a seed): L a link (or a URL a sitemap or feed lists), E an
+   * embed (a page requisite), R a redirect, P a sitemap found from robots.txt
+   * or the root. Paths past 40 hops keep their last 40, prefixed by how many were cut (`37+LLE…`).
+   */
+  hops?: string;
+  /** Requisites of the page (or stylesheet) past budgets.maxEmbedsPerPage, not fetched. */
+  embedsDropped?: number;
+  /** For feeds (and pages that turned out to be one): the feed's format, items' links, links new to the frontier, parse problems. */
+  feed?: { kind: string; links: number; added: number; truncated: boolean; errors: string[] };
   /** <link rel=canonical> of an HTML page, normalised. */
   canonical?: string | null;
   /** Content dedup verdict for a page whose body matched an earlier one. */

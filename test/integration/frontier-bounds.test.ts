@@ -102,6 +102,40 @@ describe('frontier bounds on Redis', () => {
     // Pages are not sitemaps: they still go in.
     expect((await b.enqueue(many('maps.test', 5), bounds)).added).toBe(5);
   });
+
+  it('queues embeds ahead of every page, outside the page room, and counts them apart', async () => {
+    const ck = `bounds-${randomUUID()}`;
+    const bounds = { maxPagesPerHost: 3, maxSitemapsPerHost: 50 };
+    const f = new Frontier(redis, ck, 'embeds.test');
+    // The page room is used up by three pages queued (the highest priority among them).
+    expect(
+      (
+        await f.enqueue(
+          many('embeds.test', 3).map((it) => ({ ...it, priority: 8, depth: 0 })),
+          bounds,
+        )
+      ).added,
+    ).toBe(3);
+    expect((await f.enqueue(many('embeds.test', 2, 'page'), bounds)).added).toBe(0);
+    // Embeds take no page room, and do not shrink it for pages either.
+    const embeds = many('embeds.test', 4, 'embed').map((it) => ({ ...it, hops: 'LE' }));
+    expect((await f.enqueue(embeds, bounds)).added).toBe(4);
+    expect(await f.stats()).toMatchObject({ embedsQueued: 4 });
+    // They come first, in the order found, whatever the pages' priority.
+    const claimed: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const c = (await f.claim())!;
+      expect(c.entry).toMatchObject({ kind: 'embed', hops: 'LE' });
+      claimed.push(c.entry.url);
+      await f.commit(c.member, 'embeds', 100, [], null, bounds);
+    }
+    expect(claimed).toEqual(embeds.map((e) => e.url));
+    expect((await f.claim())!.entry.kind).toBeUndefined();
+    // Four embeds fetched: the host's page counters are untouched, so its page budget is whole.
+    expect(await f.stats()).toMatchObject({ embeds: 4, embedsQueued: 0, bytes: 400 });
+    expect((await f.stats()).fetched).toBeUndefined();
+    expect((await f.enqueue(many('embeds.test', 2, 'page'), bounds)).added).toBe(0);
+  });
 });
 
 describe('routeCandidates with the campaign bounds', () => {
@@ -150,6 +184,43 @@ describe('routeCandidates with the campaign bounds', () => {
     expect(await reserveBudget(redis, campaign.key, 'a-page', 1)).toBe(true);
     const after = await routeCandidates(rt, campaign, 'own.test', 'http://own.test/index.xml', [...children, ...links('own.test', 3)], async () => {});
     expect(after.own.map((c) => c.kind ?? 'page')).toEqual(['page', 'page', 'page']);
+  });
+
+  it("fetches a page's embeds past maxDepth and the links cap, outside the scope two embed hops deep and never beyond", async () => {
+    const { rt, campaign } = runtimes({ maxDepth: 1, maxLinksPerPage: 2 });
+    // Only own.test is in scope.
+    const scoped = { ...campaign, inScope: (urls: string[]) => Promise.resolve(urls.map((u) => new URL(u).hostname === 'own.test')) } as CampaignRuntime;
+    const embed = (url: string, hops: string): Candidate => ({ url, depth: 1, kind: 'embed', hops });
+    const r = await routeCandidates(
+      rt,
+      scoped,
+      'own.test',
+      'http://own.test/deep',
+      [
+        embed('http://own.test/a.css', 'LE'),
+        embed('http://cdn.test/b.css', 'LE'),
+        embed('http://fonts.test/f.woff2', 'LEE'),
+        // Three embed hops: outside the scope, the chain ends; inside, it goes on to MAX_EMBED_HOPS_IN_SCOPE.
+        embed('http://fonts.test/too-far.woff2', 'LEEE'),
+        embed('http://own.test/c.css', 'LEEEE'),
+        embed('http://own.test/d.css', 'LEEEEE'),
+        // Links past maxDepth or the cap, or out of scope, are dropped as ever.
+        { url: 'http://own.test/l/1', depth: 2 },
+        { url: 'http://own.test/l/2', depth: 1 },
+        { url: 'http://own.test/l/3', depth: 1 },
+        { url: 'http://own.test/l/4', depth: 1 },
+        { url: 'http://cdn.test/page', depth: 1 },
+      ],
+      async () => {},
+      { maxLinks: 2, ownHostBudgetLeft: 0 },
+    );
+    // A host at its page budget still takes its pages' embeds.
+    expect(r.own.map((i) => i.url)).toEqual(['http://own.test/a.css', 'http://own.test/c.css']);
+    expect(r.own[0]).toMatchObject({ kind: 'embed', hops: 'LE', depth: 1 });
+    expect(r.linksDropped).toBe(3);
+    expect(await new Frontier(redis, campaign.key, 'cdn.test').size()).toBe(1);
+    expect((await new Frontier(redis, campaign.key, 'cdn.test').peek())!).toMatchObject({ url: 'http://cdn.test/b.css', kind: 'embed', hops: 'LE' });
+    expect(await new Frontier(redis, campaign.key, 'fonts.test').size()).toBe(1);
   });
 });
 

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
-import { campaignOptions, parseRetention } from '../../src/cli/commands/crawl';
+import { buildCampaignInput, campaignOptions, parseRetention } from '../../src/cli/commands/crawl';
 import {
   CAMPAIGN_DEFAULTS,
   CampaignInputError,
@@ -13,6 +13,7 @@ import {
   MAX_TIMER_MS,
   MIN_RETENTION_MS,
   NON_HTML_POLICIES,
+  REQUISITE_MODES,
   POLITENESS_KEYS,
   resolveCampaignSettings,
   SCOPE_MODES,
@@ -209,7 +210,7 @@ describe('one schema', () => {
     expect(sections).toEqual(CAMPAIGN_DEFAULTS);
     expect(CAMPAIGN_DEFAULTS).toEqual({
       scope: { mode: 'same-domain', domains: [] },
-      budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50 },
+      budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50, maxEmbedsPerPage: 300, maxEmbeds: null },
       politeness: {
         minDelayMs: 1000,
         maxDelayMs: 60_000,
@@ -235,6 +236,7 @@ describe('one schema', () => {
       session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
       traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
       content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
+      requisites: 'on',
       sitemaps: 'robots+root',
       output: { dir: 'crawl-output' },
       handler: null,
@@ -256,6 +258,7 @@ describe('one schema', () => {
     ['--sitemaps', SITEMAP_MODES],
     ['--dedup', DEDUP_MODES],
     ['--non-html', NON_HTML_POLICIES],
+    ['--requisites', REQUISITE_MODES],
   ])('the CLI takes the values the settings declare for %s, and no other', (flag, values) => {
     const parse = (value: string) =>
       campaignOptions(new Command().exitOverride().configureOutput({ writeErr: () => undefined }))
@@ -263,6 +266,16 @@ describe('one schema', () => {
         .opts();
     for (const v of values) expect(Object.values(parse(v))).toContain(v);
     expect(() => parse('sometimes')).toThrow(`${flag} must be one of ${values.join(', ')} (got "sometimes")`);
+  });
+
+  test('--requisites and the embed budgets reach the campaign input', () => {
+    const o = campaignOptions(new Command().exitOverride()).parse(['node', 'crawler', '--requisites', 'off', '--max-embeds-per-page', '40', '--max-embeds', '1000']).opts();
+    const input = buildCampaignInput(['http://a.test/'], o);
+    expect(input.requisites).toBe('off');
+    expect(input.budgets).toMatchObject({ maxEmbedsPerPage: 40, maxEmbeds: 1000 });
+    // Left out: on, with the defaults.
+    const s = resolveCampaignSettings(buildCampaignInput(['http://a.test/'], {}), 'c1');
+    expect([s.requisites, s.budgets.maxEmbedsPerPage, s.budgets.maxEmbeds]).toEqual(['on', 300, null]);
   });
 
   test('scope modes are listed from their one declaration', () => {

@@ -16,6 +16,8 @@ function classify(over: Partial<ClassifyInput> = {}, deps: Partial<ClassifyDeps>
     maxRedirects: 3,
     maxLinks: 3000,
     maxParseMs: 10_000,
+    requisites: 'off',
+    maxEmbeds: 300,
     handler: false,
     revisit: false,
     lastCapture: false,
@@ -151,4 +153,103 @@ test('a page whose parsing outlasts maxParseMs is stored as parse-timeout, with 
 test('a timed-out parse is still an HTTP error first when the status says so', () => {
   expect(finalVerdict({ redirect: null, handlerFailed: false, sitemap: false, status: 200, duplicate: true, parseTimedOut: true }).outcome).toBe('parse-timeout');
   expect(finalVerdict({ redirect: null, handlerFailed: false, sitemap: false, status: 500, duplicate: false, parseTimedOut: true }).outcome).toBe('http-error');
+});
+
+describe('requisites (issue 24)', () => {
+  const PAGE_HTML = [
+    '<link rel="stylesheet" href="/static/site.css?v=123&b=2&a=1">',
+    '<link rel="alternate" type="application/rss+xml" href="/feed.xml">',
+    '<img src="https://cdn.test/logo.png" srcset="/img/a-1x.png 1x, /img/a-2x.png 2x">',
+    '<a href="/next">next</a>',
+  ].join('');
+
+  test("a page's requisites are embeds at the page's depth, one E hop further, ahead of its links; its feeds are listed like sitemaps", async () => {
+    const c = await classify({ entry: { url: PAGE, depth: 1, referrer: null, hops: 'L' }, response: fakeResponse(PAGE, { html: PAGE_HTML }), requisites: 'on' });
+    expect(c.kind === 'page' && c.candidates).toEqual([
+      // As written: the cache-buster's query is neither sorted nor cut.
+      { url: 'https://a.test/static/site.css?v=123&b=2&a=1', depth: 1, kind: 'embed', hops: 'LE' },
+      { url: 'https://cdn.test/logo.png', depth: 1, kind: 'embed', hops: 'LE' },
+      { url: 'https://a.test/img/a-1x.png', depth: 1, kind: 'embed', hops: 'LE' },
+      { url: 'https://a.test/img/a-2x.png', depth: 1, kind: 'embed', hops: 'LE' },
+      { url: 'https://a.test/next', depth: 2, hops: 'LL' },
+      { url: 'https://a.test/feed.xml', depth: 1, kind: 'feed', hops: 'LL' },
+    ]);
+    expect(c).toMatchObject({ verdict: { outcome: 'fetched', counted: 'fetched' }, embedsDropped: 0 });
+  });
+
+  test('requisites off: the page gives its links and feeds only; past maxEmbeds the rest are counted', async () => {
+    const off = await classify({ response: fakeResponse(PAGE, { html: PAGE_HTML }) });
+    expect(off.kind === 'page' && off.candidates.map((x) => x.kind ?? 'page')).toEqual(['page', 'feed']);
+    const capped = await classify({ response: fakeResponse(PAGE, { html: PAGE_HTML }), requisites: 'on', maxEmbeds: 2 });
+    expect(capped.kind === 'page' && capped.candidates.filter((x) => x.kind === 'embed')).toHaveLength(2);
+    expect(capped).toMatchObject({ embedsDropped: 2 });
+  });
+
+  test('a stylesheet gives its own requisites, relative to itself; it is never parsed for links nor checked for duplicates', async () => {
+    const CSS = 'https://cdn.test/css/main.css';
+    const body = Buffer.from('@import "theme.css"; body { background: url(../img/bg.png) } /* url(commented.png) */ <a href="/x">');
+    let checked = 0;
+    const c = await classify(
+      {
+        entry: { url: CSS, depth: 1, referrer: PAGE, kind: 'embed', hops: 'LE' },
+        response: fakeResponse(CSS, { headers: { 'content-type': 'text/css' }, body }),
+        requisites: 'on',
+        handler: true,
+      },
+      {
+        checkDuplicate: async () => (checked++, undefined),
+        runHandler: async () => {
+          throw new Error('handlers are for pages');
+        },
+      },
+    );
+    expect(c.kind === 'page' && c.candidates).toEqual([
+      { url: 'https://cdn.test/css/theme.css', depth: 1, kind: 'embed', hops: 'LEE' },
+      { url: 'https://cdn.test/img/bg.png', depth: 1, kind: 'embed', hops: 'LEE' },
+    ]);
+    expect(c).toMatchObject({ contentChecked: false, hook: null, verdict: { outcome: 'fetched', counted: 'embeds' } });
+    expect(checked).toBe(0);
+  });
+
+  test('an image embed adds nothing; a failed embed counts as a failed embed, not a failed page; a redirected one stays an embed', async () => {
+    const IMG = 'https://a.test/img/x.png';
+    const entry = { url: IMG, depth: 0, referrer: PAGE, kind: 'embed' as const, hops: 'E' };
+    const img = await classify({ entry, response: fakeResponse(IMG, { headers: { 'content-type': 'image/png' }, body: Buffer.from('png') }), requisites: 'on' });
+    expect(img).toMatchObject({ candidates: [], verdict: { outcome: 'fetched', counted: 'embeds' } });
+    const missing = await classify({ entry, response: fakeResponse(IMG, { status: 404 }), requisites: 'on' });
+    expect(missing).toMatchObject({ verdict: { outcome: 'http-error', counted: 'embedsFailed' } });
+    const to = 'https://cdn.test/x.png';
+    const moved = await classify({
+      entry,
+      response: fakeResponse(IMG, { status: 302, headers: { location: to }, stoppedRedirect: { from: IMG, to, status: 302 } }),
+      requisites: 'on',
+    });
+    expect(moved).toMatchObject({ candidates: [{ url: to, depth: 0, kind: 'embed', hops: 'ER', redirects: 1 }], verdict: { outcome: 'redirect', counted: 'embeds' } });
+  });
+
+  test("a feed's items are links one hop below it; the feed itself counts as no page", async () => {
+    const FEED = 'https://a.test/feed.xml';
+    const rss = Buffer.from('<?xml version="1.0"?><rss version="2.0"><channel><item><link>https://a.test/news/1</link></item><item><link>/news/2</link></item></channel></rss>');
+    const c = await classify({
+      entry: { url: FEED, depth: 1, referrer: PAGE, kind: 'feed', hops: 'LL' },
+      response: fakeResponse(FEED, { headers: { 'content-type': 'application/rss+xml' }, body: rss }),
+    });
+    expect(c).toMatchObject({
+      candidates: [
+        { url: 'https://a.test/news/1', depth: 2, hops: 'LLL' },
+        { url: 'https://a.test/news/2', depth: 2, hops: 'LLL' },
+      ],
+      feed: { kind: 'rss', links: 2, truncated: false },
+      verdict: { outcome: 'feed', counted: 'skipped' },
+    });
+    // The same document fetched as a page (a seed, a plain link) is a page whose links are its items.
+    const page = await classify({ entry: { url: FEED, depth: 0, referrer: null }, response: fakeResponse(FEED, { headers: { 'content-type': 'text/xml' }, body: rss }) });
+    expect(page).toMatchObject({
+      candidates: [
+        { url: 'https://a.test/news/1', depth: 1 },
+        { url: 'https://a.test/news/2', depth: 1 },
+      ],
+      verdict: { outcome: 'fetched', counted: 'fetched' },
+    });
+  });
 });

@@ -18,7 +18,7 @@ const target: CommitTarget = {
 };
 const revisit: RevisitSettings = { enabled: true, minMs: 60_000, maxMs: 86_400_000, factor: 2, minChangeDistance: 3, goneAfter: 2 };
 
-function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean } = {}) {
+function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean; target?: CommitTarget } = {}) {
   const steps: string[] = [];
   const lines: IndexEntry[] = [];
   const plans: RevisitPlan[] = [];
@@ -57,7 +57,7 @@ function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean } = {})
     },
     log: { info: () => undefined, error: () => void steps.push('logged') },
   };
-  return { deps, steps, lines, plans, commits, metrics, commit: (rec: PageRecord) => commitPage(deps, target, rec) };
+  return { deps, steps, lines, plans, commits, metrics, commit: (rec: PageRecord) => commitPage(deps, opts.target ?? target, rec) };
 }
 
 test('a page fetched: its index line (claim fields, then its own), then one commit with its links and attempt id, then the metrics', async () => {
@@ -78,6 +78,8 @@ test('a page fetched: its index line (claim fields, then its own), then one comm
       bytes: 120,
       depth: 2,
       referrer: 'https://a.test/',
+      // Written before hop paths were kept: the path its depth implies.
+      hops: 'LL',
       label: 'detail',
     }),
   ]);
@@ -86,6 +88,21 @@ test('a page fetched: its index line (claim fields, then its own), then one comm
     ['size', 'a.test', 4],
     ['fetch', { outcome: 'fetched', status: 200, bytes: 120, durationMs: 25 }],
   ]);
+});
+
+test('an embed counts in the embed classes whoever decided its outcome; its line names its kind and hop path', async () => {
+  const embed = { ...target, entry: { url: 'https://cdn.test/x.css', depth: 1, referrer: 'https://a.test/p', kind: 'embed' as const, hops: 'LE' } };
+  for (const [counted, as] of [
+    ['fetched', 'embeds'],
+    ['failed', 'embedsFailed'],
+    ['skipped', 'embedsSkipped'],
+  ] as const) {
+    const s = setup({ target: embed });
+    const c = await s.commit({ outcome: counted === 'skipped' ? 'robots-disallowed' : 'fetched', counted, requested: counted !== 'skipped' });
+    expect(c.counted).toBe(as);
+    expect(s.commits[0]![1]).toBe(as);
+    expect(s.lines[0]).toMatchObject({ kind: 'embed', hops: 'LE', depth: 1 });
+  }
 });
 
 test('a failure without a response counts as a fetch error by its code; an HTTP error does not', async () => {

@@ -9,7 +9,11 @@ import { fakeResponse } from '../support/fake-response';
 
 const URL_ = 'https://a.test/page';
 
-function setup(answer: FetchOutcome | (() => FetchOutcome), over: Partial<FetchStageInput> = {}, budget = { hostRequests: 0, campaignLeft: true }) {
+function setup(
+  answer: FetchOutcome | (() => FetchOutcome),
+  over: Partial<FetchStageInput> = {},
+  budget: { hostRequests: number; campaignLeft: boolean; embedsLeft?: boolean } = { hostRequests: 0, campaignLeft: true },
+) {
   const requests: FetchRequest[] = [];
   const deps: FetchStageDeps = {
     fetcher: {
@@ -20,9 +24,21 @@ function setup(answer: FetchOutcome | (() => FetchOutcome), over: Partial<FetchS
     },
     hostRequests: async () => budget.hostRequests,
     reserveCampaignBudget: async () => budget.campaignLeft,
+    reserveEmbedBudget: async () => budget.embedsLeft ?? true,
     signal: new AbortController().signal,
   };
-  const input: FetchStageInput = { url: URL_, kind: 'page', attempt: 1, delayMs: 1_000, allowedByRobots: null, maxPagesPerHost: null, maxPages: null, maxRetries: 2, ...over };
+  const input: FetchStageInput = {
+    url: URL_,
+    kind: 'page',
+    attempt: 1,
+    delayMs: 1_000,
+    allowedByRobots: null,
+    maxPagesPerHost: null,
+    maxPages: null,
+    maxEmbeds: null,
+    maxRetries: 2,
+    ...over,
+  };
   return { run: () => fetchStage(input, deps), requests };
 }
 const ok = (status = 200, headers: Record<string, string> = {}): FetchOutcome => ({ ok: true, response: fakeResponse(URL_, { status, headers }) });
@@ -36,7 +52,7 @@ test('a response is handed on, the host quiet for its delay after it', async () 
 test('robots.txt, the host budget and the campaign budget stop a URL before its request: nothing for the clock to wait for', async () => {
   const robots = setup(ok(), { allowedByRobots: () => false });
   expect(await robots.run()).toEqual({ kind: 'skipped', hostPauseMs: null, outcome: 'robots-disallowed' });
-  const host = setup(ok(), { maxPagesPerHost: 5 }, { hostRequests: 5, campaignLeft: true });
+  const host = setup(ok(), { maxPagesPerHost: 5 }, { hostRequests: 5, campaignLeft: true, embedsLeft: true });
   expect(await host.run()).toMatchObject({ kind: 'skipped', hostPauseMs: null, outcome: 'host-budget-exhausted', error: { code: 'HOST_BUDGET' } });
   const campaign = setup(ok(), { maxPages: 10 }, { hostRequests: 0, campaignLeft: false });
   expect(await campaign.run()).toMatchObject({ kind: 'skipped', hostPauseMs: null, outcome: 'budget-exhausted', error: { code: 'PAGE_BUDGET' } });
@@ -46,6 +62,17 @@ test('robots.txt, the host budget and the campaign budget stop a URL before its 
 test('budgets count pages: a sitemap is requested whatever they say', async () => {
   const s = setup(ok(), { kind: 'sitemap', maxPagesPerHost: 1, maxPages: 1 }, { hostRequests: 9, campaignLeft: false });
   expect(await s.run()).toMatchObject({ kind: 'response' });
+});
+
+test("embeds count against their own budget, never the pages': spent, the embed is skipped unrequested", async () => {
+  const pagesSpent = setup(ok(), { kind: 'embed', maxPagesPerHost: 1, maxPages: 1, maxEmbeds: 5 }, { hostRequests: 9, campaignLeft: false, embedsLeft: true });
+  expect(await pagesSpent.run()).toMatchObject({ kind: 'response' });
+  const embedsSpent = setup(ok(), { kind: 'embed', maxEmbeds: 5 }, { hostRequests: 0, campaignLeft: true, embedsLeft: false });
+  expect(await embedsSpent.run()).toMatchObject({ kind: 'skipped', hostPauseMs: null, outcome: 'embed-budget-exhausted', error: { code: 'EMBED_BUDGET' } });
+  expect(embedsSpent.requests).toEqual([]);
+  // A page never touches the embed budget.
+  const page = setup(ok(), { maxEmbeds: 5 }, { hostRequests: 0, campaignLeft: true, embedsLeft: false });
+  expect(await page.run()).toMatchObject({ kind: 'response' });
 });
 
 test('a retryable network failure is retried up to fetch.maxRetries, then fails the URL', async () => {

@@ -187,6 +187,9 @@ test('frontier entries carry a label, and entries without one keep their old enc
     { ...plain, label: 'detail' },
     { ...plain, label: 'detail', redirects: 2 },
     { ...plain, kind: 'sitemap' as const, label: 'x' },
+    { ...plain, kind: 'embed' as const, hops: 'LLE' },
+    { ...plain, kind: 'feed' as const, hops: 'LL', label: 'news' },
+    { ...plain, hops: 'LRL', redirects: 1 },
   ]) {
     expect(decodeEntry(encodeEntry(e))).toEqual(e);
   }

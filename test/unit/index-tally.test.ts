@@ -15,13 +15,14 @@ function dirWith(files: Record<string, string>): string {
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(d, name), text);
   return d;
 }
-const line = (url: string, outcome: string, at: number, bytes = 10): string =>
+const line = (url: string, outcome: string, at: number, bytes = 10, kind?: IndexEntry['kind']): string =>
   JSON.stringify({
     url,
     fp: `fp:${url}`,
     host: new URL(url).host,
     outcome: outcome as IndexOutcome,
     bytes,
+    ...(kind ? { kind } : {}),
     fetchedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, at)).toISOString(),
   } satisfies Partial<IndexEntry>) + '\n';
 
@@ -43,7 +44,7 @@ test('a URL fetched again (in another worker’s file) counts once, with its lat
     ['http://a.test/2', 'fetched'],
     ['http://b.test/', 'sitemap'],
   ]);
-  expect(await tallyIndex(d)).toEqual({ urls: 3, fetched: 2, failed: 0, skipped: 1, bytes: 155, hosts: 2 });
+  expect(await tallyIndex(d)).toEqual({ urls: 3, fetched: 2, failed: 0, skipped: 1, embeds: 0, embedsFailed: 0, embedsSkipped: 0, bytes: 155, hosts: 2 });
 });
 
 test('a last line cut short by a kill is skipped; a bad line elsewhere is an error', async () => {
@@ -52,5 +53,19 @@ test('a last line cut short by a kill is skipped; a bad line elsewhere is an err
   const bad = dirWith({ 'a.jsonl': 'not json\n' + line('http://a.test/1', 'fetched', 1) });
   await expect(readIndexLatest(bad)).rejects.toBeInstanceOf(StorageError);
   // No index yet: nothing to count.
-  expect(await tallyIndex(path.join(cut, 'missing'))).toEqual({ urls: 0, fetched: 0, failed: 0, skipped: 0, bytes: 0, hosts: 0 });
+  expect(await tallyIndex(path.join(cut, 'missing'))).toEqual({ urls: 0, fetched: 0, failed: 0, skipped: 0, embeds: 0, embedsFailed: 0, embedsSkipped: 0, bytes: 0, hosts: 0 });
+});
+
+test('embeds are counted apart from pages, by the same table', async () => {
+  const d = dirWith({
+    'a.jsonl':
+      line('http://a.test/', 'fetched', 1, 100) +
+      line('http://a.test/s.css', 'fetched', 2, 20, 'embed') +
+      line('http://cdn.test/x.png', 'http-error', 3, 0, 'embed') +
+      line('http://cdn.test/private.png', 'robots-disallowed', 4, 0, 'embed') +
+      line('http://a.test/feed.xml', 'feed', 5, 30, 'feed'),
+  });
+  expect(await tallyIndex(d)).toEqual({ urls: 5, fetched: 1, failed: 0, skipped: 1, embeds: 1, embedsFailed: 1, embedsSkipped: 1, bytes: 150, hosts: 2 });
+  expect(countedAs('fetched', 'embed')).toBe('embeds');
+  expect(countedAs('embed-budget-exhausted', 'embed')).toBe('embedsSkipped');
 });

@@ -79,6 +79,7 @@ const host = (h: string, fetched: number, failed: number, skipped: number, httpE
   fetched,
   failed,
   skipped,
+  embeds: 0,
   httpErrors,
   errors,
   bytes,
@@ -98,6 +99,9 @@ describe('buildReportData', () => {
       fetched: 120 + 60 + 4 + 5 + 2 + 5 + 14,
       failed: 50 + 20,
       skipped: 50,
+      embeds: 0,
+      embedsFailed: 0,
+      embedsSkipped: 0,
       bytes: 120 * 1000 + 80 * 2000 + 9 * 100 + 2 * 10 + 14 * 50,
       firstAt: '2024-01-01T00:00:00.000Z',
       lastAt: '2024-01-01T00:01:59.000Z',
@@ -195,6 +199,24 @@ describe('buildReportData', () => {
     expect(e.timeline.buckets).toEqual([]);
     expect(() => renderReportHtml(e)).not.toThrow();
   });
+});
+
+test('embeds are counted apart from pages: in the summary, the figures and the host rows, not in the page timeline', () => {
+  seq = 0;
+  const entries = [
+    entry('a.test', 0, { bytes: 1000 }),
+    entry('a.test', 100, { kind: 'embed', hops: 'E', contentType: 'text/css', bytes: 300 }),
+    entry('cdn.test', 200, { kind: 'embed', hops: 'E', contentType: 'image/png', bytes: 500 }),
+    entry('cdn.test', 300, { kind: 'embed', hops: 'E', status: 404, outcome: 'http-error', error: { code: 'HTTP_404', message: 'HTTP 404' } }),
+    entry('cdn.test', 400, { kind: 'embed', hops: 'E', status: null, outcome: 'robots-disallowed' }),
+  ];
+  const d = buildReportData(entries, { campaignId: CAMPAIGN, generatedAt: '2024-02-01T00:00:00.000Z' });
+  expect(d.summary).toMatchObject({ entries: 5, fetched: 1, failed: 0, skipped: 0, embeds: 2, embedsFailed: 1, embedsSkipped: 1, bytes: 1800 });
+  expect(d.timeline.buckets.reduce((n, b) => n + b.fetched + b.failed + b.skipped, 0)).toBe(1);
+  expect(d.topHostsByPages.find((r) => r.host === 'cdn.test')).toMatchObject({ fetched: 0, failed: 0, embeds: 3, httpErrors: 1 });
+  const html = renderReportHtml(d);
+  expect(html).toContain('data-figure="embeds-fetched" data-value="2"');
+  expect(html).toContain('data-figure="embeds-failed" data-value="1"');
 });
 
 describe('helpers', () => {

@@ -8,12 +8,14 @@ import {
   DEDUP_MODES,
   NON_HTML_POLICIES,
   POLITENESS_KEYS,
+  REQUISITE_MODES,
   resolveCampaignSettings,
   SITEMAP_MODES,
   type CampaignInput,
   type DedupMode,
   type NonHtmlPolicy,
   type PolitenessKey,
+  type RequisiteMode,
   type SitemapMode,
 } from '../../config/campaign';
 import { explicitSetting, processSettings, settingVariable, temporalIsRemote } from '../../config/env';
@@ -54,6 +56,9 @@ export interface CrawlOptions {
   maxPagesPerHost?: number;
   maxLinksPerPage?: number;
   maxSitemapsPerHost?: number;
+  maxEmbedsPerPage?: number;
+  maxEmbeds?: number;
+  requisites?: RequisiteMode;
   /** A number, or null for `none`. */
   maxInFlightPerAddress?: number | null;
   maxActiveHosts?: number;
@@ -205,6 +210,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       maxPagesPerHost: o.maxPagesPerHost ?? null,
       ...(o.maxLinksPerPage !== undefined ? { maxLinksPerPage: o.maxLinksPerPage } : {}),
       ...(o.maxSitemapsPerHost !== undefined ? { maxSitemapsPerHost: o.maxSitemapsPerHost } : {}),
+      ...(o.maxEmbedsPerPage !== undefined ? { maxEmbedsPerPage: o.maxEmbedsPerPage } : {}),
+      ...(o.maxEmbeds !== undefined ? { maxEmbeds: o.maxEmbeds } : {}),
     },
     politeness: {
       ...(o.delayMs !== undefined ? { minDelayMs: o.delayMs } : {}),
@@ -222,6 +229,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.nonHtml !== undefined ? { nonHtml: o.nonHtml } : {}),
     },
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
+    ...(o.requisites !== undefined ? { requisites: o.requisites } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
@@ -292,7 +300,14 @@ export function campaignOptions(command: Command): Command {
     .option('--ignore-robots', 'do not fetch or obey robots.txt (only for sites you own)')
     .option('--max-pages-per-host <n>', 'at most this many requests per host (guards against infinite sites)', wholeNumber('--max-pages-per-host'))
     .option('--max-links-per-page <n>', 'take at most this many links from one page; the rest are counted as dropped (default 3000)', wholeNumber('--max-links-per-page'))
-    .option('--max-sitemaps-per-host <n>', 'fetch at most this many sitemaps and sitemap indexes per host (default 50)', wholeNumber('--max-sitemaps-per-host'))
+    .option('--max-sitemaps-per-host <n>', 'fetch at most this many sitemaps, sitemap indexes and feeds per host (default 50)', wholeNumber('--max-sitemaps-per-host'))
+    .option(
+      '--requisites <mode>',
+      `${choices(REQUISITE_MODES, CAMPAIGN_DEFAULTS.requisites)}: fetch the stylesheets, scripts, images and fonts each page needs, so the archive replays whole`,
+      choice('--requisites', REQUISITE_MODES),
+    )
+    .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
+    .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))
     .option('--max-in-flight-per-address <n>', 'at most this many requests in flight to one IP address, whatever the politeness key (default 8; none: unlimited)', (v: string) =>
       v === 'none' ? null : wholeNumber('--max-in-flight-per-address')(v),
     )
@@ -440,6 +455,9 @@ export function registerCrawlCommand(program: Command): void {
           [
             `campaign ${result.campaignId}: ${result.status}`,
             `  pages ${result.pages}, failed ${result.failed}, skipped ${result.skipped}, bytes ${result.bytes}, hosts ${result.hosts}`,
+            ...(result.embeds
+              ? [`  embeds ${result.embeds.fetched}, failed ${result.embeds.failed}, skipped ${result.embeds.skipped} (page requisites, apart from the pages)`]
+              : []),
             `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
             `  output ${result.outputDir}`,
             ...sealLines(result),

@@ -91,7 +91,9 @@ export function registerReportCommand(program: Command): void {
       await fsp.mkdir(path.dirname(file), { recursive: true });
       await fsp.writeFile(file, renderReportHtml(data), 'utf8');
       const s = data.summary;
-      process.stderr.write(`report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, hosts ${s.hosts})\n`);
+      process.stderr.write(
+        `report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts})\n`,
+      );
       process.stdout.write(`${file}\n`);
     });
 }
