@@ -306,7 +306,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
-    ...(embeds ? { requisites: s.requisites, embeds: embeds.figures } : {}),
+    // The campaign's own count of embeds (fetched, failed, skipped) and of revisit records, beside what the test web saw.
+    ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
     peakWorkerRssMb: Math.round(peakRss),
