@@ -241,3 +241,61 @@ export function firstTaskFigures(waitsMs: number[]): { p50: number; p90: number;
     eagerShare: Number((w.filter((ms) => ms <= 1).length / w.length).toFixed(2)),
   };
 }
+
+export interface EmbedFigures {
+  /** Distinct pages requested (what `isPage` names). */
+  pagesRequested: number;
+  /** Requests that are neither a page nor robots.txt or /sitemap.xml: the embeds. */
+  embedRequests: number;
+  /** Every request (robots.txt included) per page requested. */
+  requestsPerPage: number;
+  /** Embed requests for a URL of the same host asked for before. */
+  repeatedEmbedRequests: number;
+  /** Requests for the files every page shares, per host (a crawler fetching each URL once per campaign: as many as there are). */
+  sharedRequestsPerHost: number;
+  /**
+   * Per page after each host's first: its embed requests beyond those the
+   * first page needs, over every host (Σ max(0, embeds − firstPageEmbeds) ÷
+   * Σ (pages − 1)). Shared files fetched once leave the later pages' own
+   * embeds alone; fetched again per page, each later page adds them all.
+   */
+  extraRequestsPerLaterPage: number;
+}
+
+/**
+ * What requisites cost on a site whose pages share files, from the test
+ * web's request log: `isPage` and `isShared` classify a request's path
+ * (query included), and `firstPageEmbeds` is how many embeds a host's first
+ * page needs (its shared files and its own).
+ */
+export function embedFigures(log: RequestRecord[], site: { isPage: (path: string) => boolean; isShared: (path: string) => boolean; firstPageEmbeds: number }): EmbedFigures {
+  const hosts = new Map<string, { pages: Set<string>; embeds: number; shared: number; seen: Set<string> }>();
+  let repeated = 0;
+  for (const r of log) {
+    let h = hosts.get(r.host);
+    if (!h) hosts.set(r.host, (h = { pages: new Set(), embeds: 0, shared: 0, seen: new Set() }));
+    const bare = r.path.replace(/[?#].*$/, '');
+    if (NOT_PAGES.has(bare)) continue;
+    if (site.isPage(r.path)) {
+      h.pages.add(r.path);
+      continue;
+    }
+    h.embeds++;
+    if (site.isShared(r.path)) h.shared++;
+    if (h.seen.has(r.path)) repeated++;
+    h.seen.add(r.path);
+  }
+  const all = [...hosts.values()];
+  const pages = all.reduce((n, h) => n + h.pages.size, 0);
+  const laterPages = all.reduce((n, h) => n + Math.max(0, h.pages.size - 1), 0);
+  const extra = all.reduce((n, h) => n + Math.max(0, h.embeds - site.firstPageEmbeds), 0);
+  const r2 = (x: number): number => Number(x.toFixed(2));
+  return {
+    pagesRequested: pages,
+    embedRequests: all.reduce((n, h) => n + h.embeds, 0),
+    requestsPerPage: r2(log.length / Math.max(1, pages)),
+    repeatedEmbedRequests: repeated,
+    sharedRequestsPerHost: r2(all.reduce((n, h) => n + h.shared, 0) / Math.max(1, all.length)),
+    extraRequestsPerLaterPage: r2(extra / Math.max(1, laterPages)),
+  };
+}

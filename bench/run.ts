@@ -1,6 +1,6 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, s only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
 // With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
@@ -27,7 +27,8 @@ import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
-import { cpuSeconds, firstTaskFigures, logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
+import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
+import { cpuSeconds, embedFigures, firstTaskFigures, logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
 
 interface Scenario {
   name: string;
@@ -49,6 +50,10 @@ interface Scenario {
   /** Not run by default (long); ask for it with --only. */
   optIn?: boolean;
   sitemaps?: 'off' | 'robots';
+  /** The sites: generated link lists (default), or pages sharing their static files (bench/shared-static-site.ts). */
+  site?: 'generated' | 'shared-static';
+  /** The campaign's requisites setting; a shared-static scenario runs once with each. */
+  requisites?: 'on' | 'off';
 }
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -74,7 +79,15 @@ const SCENARIOS: Record<string, Scenario> = {
   k: { name: '(k) 10,000 hosts × 1 page, 1 s delay', hosts: 10_000, pages: 1, delayMs: 1000, sitemaps: 'off', optIn: true },
   // Small enough to try the bench (and Crawlee beside it) in seconds.
   s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
+  // Requisites on, then off, on pages that share their stylesheets, scripts, images and font: what embeds cost per page.
+  r: { name: '(r) 4 hosts × 20 pages sharing 12 static files, 1 s delay', hosts: 4, pages: 20, delayMs: 1000, site: 'shared-static', optIn: true },
 };
+
+/** The runs of a scenario: a shared-static one with requisites on and off, any other once. */
+function runsOf(s: Scenario): Scenario[] {
+  if (s.site !== 'shared-static') return [s];
+  return (['on', 'off'] as const).map((requisites) => ({ ...s, name: `${s.name}, requisites ${requisites}`, requisites }));
+}
 
 /**
  * A fresh test web for one crawler's run of a scenario: the same seeds, hosts
@@ -84,6 +97,15 @@ const SCENARIOS: Record<string, Scenario> = {
  */
 async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null }> {
   const web = await startTestWeb({ latency: s.latency });
+  if (s.site === 'shared-static') {
+    const sites = Array.from({ length: s.hosts }, (_, i) => sharedStaticSite(`bench${i}.test`, s.pages));
+    for (const x of sites) web.addSite(x.spec);
+    return {
+      web,
+      seeds: sites.map((x) => web.url(x.spec.host, '/')),
+      expected: new Set(sites.flatMap((x) => x.pagePaths.map((p) => web.url(x.spec.host, p)))),
+    };
+  }
   const robots = s.delayFrom === 'robots' ? { crawlDelaySec: s.delayMs / 1000 } : undefined;
   const sites = generateSites({ count: s.hosts, pages: s.pages, fanOut: s.fanOut ?? 3, crossPerPage: s.hosts > 1 ? 1 : 0, hostPattern: (i) => `bench${i}.test`, robots, seed: 1 });
   for (const spec of sites) web.addSite(spec);
@@ -234,6 +256,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
     // (the product's default, robots+root, costs one more request per host).
     sitemaps: s.sitemaps ?? 'robots',
+    ...(s.requisites ? { requisites: s.requisites } : {}),
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
   });
@@ -267,8 +290,11 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   }
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
   const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
-  const polite = politeness(s, web.meanLatencyMs(), fromLog.crawlSeconds);
-  const ceiling = politenessCeiling(web.requests(), s, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
+  const embeds = s.site === 'shared-static' ? sharedStaticFigures(web, s) : null;
+  // A polite crawl's ideal span counts every request a host must take, its embeds too.
+  const target = embeds ? { ...s, pages: embeds.requestsPerHost } : s;
+  const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
+  const ceiling = politenessCeiling(web.requests(), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
   const history = await historyFigures(client, campaignId);
   await release();
   return {
@@ -280,6 +306,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
+    // The campaign's own count of embeds (fetched, failed, skipped) and of revisit records, beside what the test web saw.
+    ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
     peakWorkerRssMb: Math.round(peakRss),
@@ -307,6 +335,23 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
 }
 
 type OurFigures = Awaited<ReturnType<typeof runScenario>>;
+
+/** A shared-static scenario's embed figures from the request log, and the requests each host took (robots.txt aside). */
+function sharedStaticFigures(web: TestWeb, s: Scenario) {
+  const site = sharedStaticSite('x.test', s.pages);
+  const pages = new Set(site.pagePaths);
+  const log = web.requests();
+  const figures = embedFigures(log, {
+    isPage: (p) => pages.has(p),
+    isShared: (p) => SHARED_STATIC_PATHS.includes(p.replace(/[?#].*$/, '')),
+    firstPageEmbeds: SHARED_STATIC_PATHS.length + site.pageImages.get('/')!.length,
+  });
+  // What a crawler fetching each URL once would make of the later pages: their own images alone.
+  const later = site.pagePaths.slice(1).map((p) => site.pageImages.get(p)!.length);
+  const ideal = Number((later.reduce((a, b) => a + b, 0) / Math.max(1, later.length)).toFixed(2));
+  const requestsPerHost = Math.round(log.filter((r) => r.path !== '/robots.txt').length / Math.max(1, s.hosts));
+  return { figures: { ...figures, idealExtraRequestsPerLaterPage: ideal }, requestsPerHost };
+}
 
 /**
  * A campaign seeded from a list of 1,000,000 URLs (gzip, 2,000 hosts of the
@@ -547,6 +592,10 @@ async function main() {
       }
       if (key === 'seeds') {
         process.stdout.write(`${JSON.stringify(await seedListRun(workers, client, env))}\n`);
+        continue;
+      }
+      if (SCENARIOS[key].site === 'shared-static') {
+        for (const run of runsOf(SCENARIOS[key])) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
         continue;
       }
       const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);

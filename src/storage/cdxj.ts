@@ -1,14 +1,13 @@
-import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
+import { createReadStream, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from 'warcio';
 import { surt } from './surt';
 import { StorageError } from './storage-error';
 import { warcPrefixOf } from './warc-writer';
 import { randomBytes } from 'node:crypto';
+import { LineSorter } from './line-sort';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
 // One line per response or revisit record:
@@ -24,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 // looks pages up by the key the IA's `surt` computes, which warcio.js's
 // getSurt does not always match: ./surt.ts), only response and revisit
 // records (it also indexes metadata and resource records), the sort and
-// the spill to disk.
+// the spill to disk (./line-sort.ts).
 
 /** One CDXJ line's JSON part; every value a string, as pywb writes them. */
 export interface CdxjFields {
@@ -41,12 +40,16 @@ export interface CdxjLine {
   urlkey: string;
   timestamp: string;
   fields: CdxjFields;
+  /**
+   * A revisit record's WARC-Refers-To-Target-URI and WARC-Refers-To-Date
+   * (null when absent): where its payload is. Not written into the index
+   * (pywb's indexer leaves them out too); what the check that a package
+   * holds every original reads (./revisit-originals.ts).
+   */
+  revisitOf?: { uri: string | null; date: string | null };
 }
 
 const INDEXED_TYPES = new Set(['response', 'revisit']);
-
-/** Lines held in memory before a sorted run is spilled to a temporary file. */
-export const DEFAULT_RUN_BYTES = 64 * 1024 * 1024;
 
 export function formatCdxjLine(l: CdxjLine): string {
   return `${l.urlkey} ${l.timestamp} ${JSON.stringify(l.fields)}\n`;
@@ -82,7 +85,10 @@ export async function* indexWarcFile(file: string, filename = path.basename(file
   const stream = createReadStream(file);
   try {
     for await (const res of indexer.iterIndex([{ filename, reader: stream }])) {
-      const { cdx, record } = res as unknown as { cdx: Record<string, unknown>; record: { warcType?: string; warcPayloadDigest?: string | null } };
+      const { cdx, record } = res as unknown as {
+        cdx: Record<string, unknown>;
+        record: { warcType?: string; warcPayloadDigest?: string | null; warcRefersToTargetURI?: string | null; warcRefersToDate?: string | null };
+      };
       if (!INDEXED_TYPES.has(record.warcType ?? '')) continue;
       const status = str(cdx.status);
       // warcio.js drops the algorithm; pywb's indexer keeps the header's value whole.
@@ -96,7 +102,8 @@ export async function* indexWarcFile(file: string, filename = path.basename(file
         offset: String(cdx.offset),
         filename,
       };
-      yield { urlkey: surt(fields.url), timestamp: String(cdx.timestamp), fields };
+      const revisitOf = record.warcType === 'revisit' ? { uri: record.warcRefersToTargetURI ?? null, date: record.warcRefersToDate ?? null } : undefined;
+      yield { urlkey: surt(fields.url), timestamp: String(cdx.timestamp), fields, ...(revisitOf ? { revisitOf } : {}) };
     }
     if (indexer.records === 0 && (await fsp.stat(file)).size > 0) throw new StorageError('CORRUPT', file, 'no WARC record in a non-empty file');
   } catch (err) {
@@ -131,6 +138,8 @@ export interface WriteCdxjOptions {
    * that is not CDXJ is kept as it is (nothing is lost for want of parsing).
    */
   keep?: { file: string; replaces: (filename: string) => boolean };
+  /** Called with each line of the WARC files as it is indexed (not the kept ones), before it is sorted. */
+  onLine?: (line: CdxjLine) => void | Promise<void>;
 }
 
 export interface CdxjResult {
@@ -142,55 +151,31 @@ export interface CdxjResult {
   keptLines: number;
 }
 
-const byteOrder = (a: Buffer, b: Buffer) => Buffer.compare(a, b);
-
 /**
  * Indexes WARC files into one sorted CDXJ file, written to `<out>.tmp` and
  * renamed into place, so a reader never sees half an index. Identical lines
  * (the same record indexed twice) are written once.
  */
 export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
-  const runBytes = opts.runBytes ?? DEFAULT_RUN_BYTES;
-  const runs: string[] = [];
-  let spillDir: string | null = null;
-  let buf: Buffer[] = [];
-  let held = 0;
-  const spill = async () => {
-    spillDir ??= await fsp.mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'cdxj-'));
-    buf.sort(byteOrder);
-    const run = path.join(spillDir, `run-${runs.length}.cdxj`);
-    await writeLines(run, buf);
-    runs.push(run);
-    buf = [];
-    held = 0;
-  };
-  const add = async (b: Buffer) => {
-    buf.push(b);
-    held += b.length;
-    if (held >= runBytes) await spill();
-  };
+  const sorter = new LineSorter(opts.tmpDir, opts.runBytes);
   let keptLines = 0;
   let tmp: string | null = null;
   try {
     for (const file of warcFiles) {
-      for await (const line of indexWarcFile(file)) await add(Buffer.from(formatCdxjLine(line), 'utf8'));
+      for await (const line of indexWarcFile(file)) {
+        await opts.onLine?.(line);
+        await sorter.add(Buffer.from(formatCdxjLine(line), 'utf8'));
+      }
     }
     // Kept lines are sorted again with the new ones, so an index edited by hand still comes out in order.
     for await (const raw of keptLinesOf(opts.keep)) {
       keptLines++;
-      await add(Buffer.from(`${raw}\n`, 'utf8'));
+      await sorter.add(Buffer.from(`${raw}\n`, 'utf8'));
     }
     await fsp.mkdir(path.dirname(path.resolve(out)), { recursive: true });
     // Unique: a retried seal may still be writing the previous attempt's file.
     tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    let lines: number;
-    if (runs.length === 0) {
-      buf.sort(byteOrder);
-      lines = await writeLines(tmp, buf);
-    } else {
-      if (buf.length) await spill();
-      lines = await mergeRuns(runs, tmp);
-    }
+    const lines = await sorter.writeTo(tmp);
     await fsp.rename(tmp, out);
     tmp = null;
     return { file: out, lines, warcFiles: warcFiles.length, keptLines };
@@ -201,7 +186,7 @@ export async function writeCdxj(warcFiles: string[], out: string, opts: WriteCdx
     if (err instanceof StorageError) throw err;
     throw new StorageError('WRITE_FAILED', out, 'cannot write CDXJ index', { cause: err });
   } finally {
-    if (spillDir) await fsp.rm(spillDir, { recursive: true, force: true });
+    await sorter.dispose();
   }
 }
 
@@ -238,72 +223,6 @@ async function* keptLinesOf(keep: WriteCdxjOptions['keep']): AsyncGenerator<stri
 /** Indexes every WARC file of `warcDir` into `out`. */
 export async function writeCdxjForDir(warcDir: string, out: string, opts: WriteCdxjOptions = {}): Promise<CdxjResult> {
   return writeCdxj(await listWarcFiles(warcDir), out, opts);
-}
-
-// Both writers go through pipeline() rather than write() and 'drain': a
-// write error (ENOSPC, or EFBIG past a file size limit) then rejects the
-// promise, where a bare write stream emits an 'error' event that nothing
-// listens to yet, which kills the process (a worker sealing a campaign, its
-// index lock and temporary file left behind), and a loop waiting for a
-// 'drain' that never comes would hang. pipeline() also stops the source
-// (the generator's finally runs) and destroys the file stream on error, and
-// keeps the stream's backpressure: at most a high-water mark of lines is
-// held, whatever the index's size.
-
-/** Writes sorted lines to `file`, each distinct line once; the number written. */
-async function writeLines(file: string, lines: Iterable<Buffer>): Promise<number> {
-  let n = 0;
-  function* distinct(): Generator<Buffer> {
-    let last: Buffer | null = null;
-    for (const l of lines) {
-      if (last && last.equals(l)) continue;
-      last = l;
-      n++;
-      yield l;
-    }
-  }
-  await pipeline(Readable.from(distinct()), createWriteStream(file));
-  return n;
-}
-
-/** k-way merge of sorted runs (a linear scan for the smallest head: runs are few, each up to runBytes). */
-async function mergeRuns(runs: string[], out: string): Promise<number> {
-  const inputs = runs.map((r) => createReadStream(r));
-  let n = 0;
-  async function* merged(): AsyncGenerator<Buffer> {
-    const readers = inputs.map((input) => readline.createInterface({ input, crlfDelay: Infinity }));
-    try {
-      const iters = readers.map((rl) => rl[Symbol.asyncIterator]());
-      const heads: (Buffer | null)[] = [];
-      const next = async (i: number) => {
-        const r = await iters[i]!.next();
-        heads[i] = r.done ? null : Buffer.from(`${r.value}\n`, 'utf8');
-      };
-      for (let i = 0; i < iters.length; i++) await next(i);
-      let last: Buffer | null = null;
-      for (;;) {
-        let min = -1;
-        for (let i = 0; i < heads.length; i++) if (heads[i] && (min < 0 || Buffer.compare(heads[i]!, heads[min]!) < 0)) min = i;
-        if (min < 0) break;
-        const l = heads[min]!;
-        if (!last || !last.equals(l)) {
-          n++;
-          yield l;
-        }
-        last = l;
-        await next(min);
-      }
-    } finally {
-      // Also when the write failed part way: no run's descriptor left open.
-      for (const rl of readers) rl.close();
-    }
-  }
-  try {
-    await pipeline(Readable.from(merged()), createWriteStream(out));
-  } finally {
-    for (const input of inputs) input.destroy();
-  }
-  return n;
 }
 
 /**

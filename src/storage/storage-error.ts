@@ -4,7 +4,8 @@ import { CrawlerError } from '../errors';
 // writer and reader, the indexes, the dataset and the seal all raise it, and
 // none of them should have to load the WARC writer to do so.
 
-export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT' | 'LOCKED';
+/** MISSING_ORIGINALS: a package's revisit records refer to captures in none of its WARC files (it would not replay them). */
+export type StorageErrorCode = 'OPEN_FAILED' | 'WRITE_FAILED' | 'CLOSE_FAILED' | 'CLOSED' | 'INVALID_INPUT' | 'READ_FAILED' | 'CORRUPT' | 'LOCKED' | 'MISSING_ORIGINALS';
 
 /** Raised by the WARC writer/reader and the JSONL index; `file` is the path involved, if any. */
 export class StorageError extends CrawlerError<StorageErrorCode> {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { writeCdxj } from './cdxj';
+import { filesHoldingOriginals, RevisitRefs, unresolvedRevisits, type RevisitRef } from './revisit-originals';
 import type { IndexEntry } from './index-writer';
 import { StorageError } from './storage-error';
 import { StoredZipWriter } from './zip-store';
@@ -15,6 +16,16 @@ import { StoredZipWriter } from './zip-store';
 //   datapackage-digest.json       the sha256 of datapackage.json
 // Every entry is STORED, so readers (ReplayWeb.page, pywb after unpacking)
 // can seek into the WARCs and the index by byte range.
+//
+// A revisit record replays only with its original in the same package, so
+// the package is closed over originals: a revisit whose original is in none
+// of the WARC files given brings in the file that holds it (from
+// `originalsFrom`: the rest of the output folder), and one whose original is
+// nowhere fails the package (MISSING_ORIGINALS) unless the caller accepts
+// it. How an original can be elsewhere: a campaign exported while it runs
+// (its workers open new files after the list was taken, and a revisit in a
+// listed file may refer to a capture in one of those), files renamed or
+// moved, workers that wrote into folders of their own.
 
 export const WACZ_VERSION = '1.1.1';
 
@@ -36,6 +47,13 @@ export interface WriteWaczOptions {
   software?: string;
   /** Default now. */
   created?: Date;
+  /**
+   * More WARC files to take originals from (listed when needed): those
+   * holding a capture a packed revisit record refers to are packed too.
+   */
+  originalsFrom?: () => Promise<string[]>;
+  /** Write the package even when some revisit record's original is nowhere (counted in `missingOriginals`); default: fail with MISSING_ORIGINALS. */
+  allowMissingOriginals?: boolean;
 }
 
 export interface WaczResult {
@@ -44,7 +62,14 @@ export interface WaczResult {
   warcFiles: number;
   cdxjLines: number;
   pages: number;
+  /** Files packed besides `warcFiles` because they hold originals of revisit records. */
+  addedWarcFiles: string[];
+  /** Revisit records packed without their original (only with allowMissingOriginals). */
+  missingOriginals: number;
 }
+
+/** Missing originals named in the error. */
+const MISSING_SHOWN = 3;
 
 interface Resource {
   name: string;
@@ -78,9 +103,7 @@ const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** Writes the WACZ to `file` (through `<file>.tmp`, renamed when complete). */
 export async function writeWacz(file: string, o: WriteWaczOptions): Promise<WaczResult> {
-  const names = o.warcFiles.map((f) => path.basename(f));
-  const dup = names.find((n, i) => names.indexOf(n) !== i);
-  if (dup) throw new StorageError('INVALID_INPUT', null, `two WARC files are named ${dup}; a WACZ keeps them in one folder`);
+  checkNames(o.warcFiles);
   const target = path.resolve(file);
   await fsp.mkdir(path.dirname(target), { recursive: true });
   const work = await fsp.mkdtemp(path.join(path.dirname(target), '.wacz-'));
@@ -89,7 +112,8 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
   try {
     const created = o.created ?? new Date();
     const cdxj = path.join(work, 'index.cdxj');
-    const { lines } = await writeCdxj(o.warcFiles, cdxj, { tmpDir: work });
+    const { warcFiles, lines, added, missing } = await indexWithOriginals(o, cdxj, work);
+    if (missing.count > 0 && !o.allowMissingOriginals) throw missingOriginalsError(missing);
     const cdxGz = path.join(work, 'index.cdx.gz');
     await pipeline(createReadStream(cdxj), createGzip(), createWriteStream(cdxGz));
     const pagesFile = path.join(work, 'pages.jsonl');
@@ -102,7 +126,7 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
       const { size, sha256 } = await zip!.add({ name: zipPath, file: src });
       resources.push({ name: path.basename(zipPath).toLowerCase(), path: zipPath, hash: `sha256:${sha256}`, bytes: size });
     };
-    for (const f of o.warcFiles) await add(`archive/${path.basename(f)}`, f);
+    for (const f of warcFiles) await add(`archive/${path.basename(f)}`, f);
     await add('indexes/index.cdx.gz', cdxGz);
     await add('pages/pages.jsonl', pagesFile);
 
@@ -123,7 +147,7 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
     const bytes = await zip.close();
     zip = null;
     await fsp.rename(tmp, target);
-    return { file: target, bytes, warcFiles: o.warcFiles.length, cdxjLines: lines, pages: o.pages.length };
+    return { file: target, bytes, warcFiles: warcFiles.length, cdxjLines: lines, pages: o.pages.length, addedWarcFiles: added, missingOriginals: missing.count };
   } catch (err) {
     await zip?.abort();
     await fsp.rm(tmp, { force: true });
@@ -132,4 +156,63 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
   } finally {
     await fsp.rm(work, { recursive: true, force: true });
   }
+}
+
+function checkNames(files: string[]): void {
+  const names = files.map((f) => path.basename(f));
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) throw new StorageError('INVALID_INPUT', null, `two WARC files are named ${dup}; a WACZ keeps them in one folder`);
+}
+
+interface Missing {
+  count: number;
+  shown: RevisitRef[];
+}
+
+/**
+ * The package's CDXJ written to `cdxj`, over `o.warcFiles` and every file of
+ * `o.originalsFrom` holding an original one of them needs (again, until the
+ * added files need none that is elsewhere), and what is still missing.
+ */
+async function indexWithOriginals(o: WriteWaczOptions, cdxj: string, work: string): Promise<{ warcFiles: string[]; lines: number; added: string[]; missing: Missing }> {
+  const warcFiles = [...o.warcFiles];
+  const added: string[] = [];
+  const refsFile = path.join(work, 'revisits.txt');
+  for (;;) {
+    const refs = new RevisitRefs(work);
+    let lines: number;
+    try {
+      ({ lines } = await writeCdxj(warcFiles, cdxj, { tmpDir: work, onLine: refs.add }));
+      await refs.writeTo(refsFile);
+    } finally {
+      await refs.dispose();
+    }
+    const missing: Missing = { count: 0, shown: [] };
+    const needed = new Set<string>();
+    const anyDigest = new Set<string>();
+    for await (const r of unresolvedRevisits(cdxj, refsFile)) {
+      missing.count++;
+      if (missing.shown.length < MISSING_SHOWN) missing.shown.push(r);
+      // In memory: what is missing, normally nothing (a lost file's worth at worst).
+      if (r.digest === '-') anyDigest.add(r.key);
+      else needed.add(`${r.key} ${r.digest}`);
+    }
+    if (missing.count === 0 || !o.originalsFrom) return { warcFiles, lines, added, missing };
+    const packed = new Set(warcFiles.map((f) => path.resolve(f)));
+    const others = (await o.originalsFrom()).filter((f) => !packed.has(path.resolve(f)));
+    const found = await filesHoldingOriginals(others, needed, anyDigest);
+    if (found.length === 0) return { warcFiles, lines, added, missing };
+    warcFiles.push(...found);
+    added.push(...found);
+    checkNames(warcFiles);
+  }
+}
+
+function missingOriginalsError(m: Missing): StorageError {
+  const one = (r: RevisitRef) => `${r.url} (${r.timestamp}, in ${r.filename}) refers to ${r.refersTo ?? r.url}${r.refersToDate ? ` at ${r.refersToDate}` : ''}`;
+  return new StorageError(
+    'MISSING_ORIGINALS',
+    null,
+    `${m.count} revisit record${m.count === 1 ? '' : 's'} refer${m.count === 1 ? 's' : ''} to a capture in none of the WARC files: ${m.shown.map(one).join('; ')}${m.count > m.shown.length ? '; …' : ''}. Replayed from this package they would fail`,
+  );
 }

@@ -1,6 +1,6 @@
 // The benchmark judges our crawler and Crawlee by these figures alone, so
 // they are checked on a request log whose answers are known.
-import { firstTaskFigures, logFigures, politeness, politenessCeiling } from '../../bench/figures';
+import { embedFigures, firstTaskFigures, logFigures, politeness, politenessCeiling } from '../../bench/figures';
 import type { RequestRecord } from '../web/test-web';
 
 const PORT = 8080;
@@ -118,5 +118,65 @@ describe('firstTaskFigures', () => {
 
   test('is null when no host workflow started (nothing to say, not zero)', () => {
     expect(firstTaskFigures([])).toBeNull();
+  });
+});
+
+describe('embedFigures', () => {
+  // Pages are / and /p/N; /static/ is what every page shares; the first page needs 2 shared files and 1 image of its own.
+  const site = { isPage: (p: string) => p === '/' || p.startsWith('/p/'), isShared: (p: string) => p.startsWith('/static/'), firstPageEmbeds: 3 };
+
+  test('shared files fetched once per host: later pages add only their own embeds', () => {
+    const once: RequestRecord[] = [
+      rec('a.test', '/robots.txt', 0),
+      rec('a.test', '/', 1),
+      rec('a.test', '/static/a.css', 2),
+      rec('a.test', '/static/b.js', 3),
+      rec('a.test', '/img/0.jpg', 4),
+      rec('a.test', '/p/1', 5),
+      rec('a.test', '/img/1.jpg', 6),
+      rec('a.test', '/p/2', 7),
+      rec('a.test', '/img/2a.jpg', 8),
+      rec('a.test', '/img/2b.jpg', 9),
+      // b's first page only.
+      rec('b.test', '/', 10),
+      rec('b.test', '/static/a.css', 11),
+      rec('b.test', '/static/b.js', 12),
+      rec('b.test', '/img/0.jpg', 13),
+    ];
+    expect(embedFigures(once, site)).toEqual({
+      pagesRequested: 4,
+      embedRequests: 9,
+      requestsPerPage: 3.5,
+      repeatedEmbedRequests: 0,
+      sharedRequestsPerHost: 2,
+      // a: 6 embeds − 3 over 2 later pages; b has no later page.
+      extraRequestsPerLaterPage: 1.5,
+    });
+  });
+
+  test('shared files fetched again for every page count on each later page', () => {
+    const again: RequestRecord[] = [
+      rec('a.test', '/', 1),
+      rec('a.test', '/static/a.css', 2),
+      rec('a.test', '/static/b.js', 3),
+      rec('a.test', '/img/0.jpg', 4),
+      rec('a.test', '/p/1', 5),
+      rec('a.test', '/static/a.css', 6),
+      rec('a.test', '/static/b.js', 7),
+      rec('a.test', '/img/1.jpg', 8),
+    ];
+    expect(embedFigures(again, site)).toMatchObject({ repeatedEmbedRequests: 2, sharedRequestsPerHost: 4, extraRequestsPerLaterPage: 3 });
+  });
+
+  test('no embeds at all (requisites off): nothing extra, not less than nothing', () => {
+    const off = [rec('a.test', '/robots.txt', 0), rec('a.test', '/', 1), rec('a.test', '/p/1', 2)];
+    expect(embedFigures(off, site)).toEqual({
+      pagesRequested: 2,
+      embedRequests: 0,
+      requestsPerPage: 1.5,
+      repeatedEmbedRequests: 0,
+      sharedRequestsPerHost: 0,
+      extraRequestsPerLaterPage: 0,
+    });
   });
 });

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { listWarcFiles } from '../../src/storage/cdxj';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import { pagesFromIndex, writeWacz } from '../../src/storage/wacz';
-import { WarcWriter } from '../../src/storage/warc-writer';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { WarcWriter, type RevisitOf, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { StoredZipWriter } from '../../src/storage/zip-store';
 import { tempDirs } from '../support/temp-dirs';
 
@@ -103,7 +104,7 @@ describe('writeWacz', () => {
       { id: 'p2', url: 'http://a.test/b', ts: '2024-01-01T00:00:02.000Z' },
     ];
     const res = await writeWacz(file, { warcFiles: warcs, pages, title: 'camp', mainPageUrl: 'http://a.test/', created: new Date(Date.UTC(2024, 0, 2)) });
-    expect(res).toEqual({ file, bytes: fs.statSync(file).size, warcFiles: 1, cdxjLines: 2, pages: 2 });
+    expect(res).toEqual({ file, bytes: fs.statSync(file).size, warcFiles: 1, cdxjLines: 2, pages: 2, addedWarcFiles: [], missingOriginals: 0 });
     expect(fs.readdirSync(path.dirname(file))).toEqual(['camp.wacz']); // no work files left behind
 
     const v = python(PY_WACZ, [file]) as WaczView;
@@ -129,6 +130,173 @@ describe('writeWacz', () => {
 
   it('refuses two WARC files of the same name', async () => {
     await expect(writeWacz(path.join(tmpDir(), 'x.wacz'), { warcFiles: ['/a/x.warc.gz', '/b/x.warc.gz'], pages: [] })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+});
+
+// Revisit records and their originals. A revisit record holds no payload:
+// replay finds it through the index, as a capture of the URI the record
+// refers to with the same payload digest. Whatever WARC files a package is
+// given, it holds the original of every revisit record it packs, or it is
+// not written.
+describe('writeWacz: originals of revisit records', () => {
+  const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s));
+  const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+  const exchange = (url: string, s: number, type: string, body: Buffer, status = 200): WarcExchange => ({
+    url,
+    fetchedAt: at(s),
+    request: { method: 'GET', headers: {} },
+    response: { status, headers: { 'Content-Type': type }, body },
+  });
+  const of = (url: string, loc: WarcLocation, s: number): RevisitOf => ({ uri: url, date: at(s).toISOString(), recordId: loc.recordId });
+  const packed = (file: string) => python(PY_WACZ, [file]) as WaczView;
+  /** The packed index's full captures (no revisit), as `<url> <WARC-Payload-Digest>`. */
+  const captures = (v: WaczView) => v.slices.filter((s) => s.record.includes('WARC-Type: response\r\n')).map((s) => `${s.url} ${/WARC-Payload-Digest: (\S+)/.exec(s.record)![1]}`);
+
+  it("packs the folder's file that holds the originals when the files given lack it (a running campaign's list taken before a worker opened it)", async () => {
+    const dir = tmpDir();
+    const warcDir = path.join(dir, 'warc');
+    const listed = await WarcWriter.open({ dir: warcDir, prefix: 'camp' });
+    const opened = await WarcWriter.open({ dir: warcDir, prefix: 'camp' });
+    await listed.writeExchange(exchange('http://a.test/', 1, 'text/html', Buffer.from('<p>home</p>')));
+    // Another worker, in a file of its own: the stylesheet and the logo in full.
+    const css = await opened.writeExchange(exchange('http://a.test/style.css', 2, 'text/css', Buffer.from('body{color:red}')));
+    const logo = await opened.writeExchange(exchange('http://a.test/logo.png', 3, 'image/png', PNG));
+    // Then, in the listed file: the same stylesheet at a second URL (identical payload), and the logo again, not modified (a 304 of continuous crawling).
+    await listed.writeExchange({ ...exchange('http://b.test/style.css', 4, 'text/css', Buffer.from('body{color:red}')), revisit: of('http://a.test/style.css', css, 2) });
+    await listed.writeExchange({
+      ...exchange('http://a.test/logo.png', 5, 'image/png', Buffer.alloc(0), 304),
+      revisit: { ...of('http://a.test/logo.png', logo, 3), profile: 'server-not-modified', payloadDigest: logo.payloadDigest },
+    });
+    await Promise.all([listed.close(), opened.close()]);
+    const file = path.join(dir, 'camp.wacz');
+    const res = await writeWacz(file, {
+      warcFiles: [path.join(warcDir, listed.files[0]!)],
+      pages: [{ id: 'p', url: 'http://a.test/', ts: at(1).toISOString() }],
+      originalsFrom: () => listWarcFiles(warcDir),
+    });
+    expect(res).toMatchObject({ warcFiles: 2, addedWarcFiles: [path.join(warcDir, opened.files[0]!)], missingOriginals: 0, cdxjLines: 5 });
+    const v = packed(file);
+    expect(v.names.filter((n) => n.startsWith('archive/')).sort()).toEqual([listed.files[0], opened.files[0]].map((n) => `archive/${n}`).sort());
+    // Both revisits' originals are in the packed index, at the URI each refers to, with its digest.
+    expect(captures(v)).toEqual(expect.arrayContaining([`http://a.test/style.css ${css.payloadDigest}`, `http://a.test/logo.png ${logo.payloadDigest}`]));
+  });
+
+  it('refuses a package whose revisit record refers to a capture in no WARC file; writes it, counted, when told to', async () => {
+    const dir = tmpDir();
+    const warcDir = path.join(dir, 'warc');
+    const w = await WarcWriter.open({ dir: warcDir, prefix: 'camp' });
+    await w.writeExchange(exchange('http://a.test/', 1, 'text/html', Buffer.from('<p>home</p>')));
+    // The original was written on a machine whose files never reached this folder.
+    const elsewhere = await WarcWriter.open({ dir: tmpDir(), prefix: 'camp' });
+    const gone = await elsewhere.writeExchange(exchange('http://a.test/gone.css', 2, 'text/css', Buffer.from('p{margin:0}')));
+    await elsewhere.close();
+    await w.writeExchange({ ...exchange('http://b.test/gone.css', 3, 'text/css', Buffer.from('p{margin:0}')), revisit: of('http://a.test/gone.css', gone, 2) });
+    await w.close();
+    // The folder has the URL, but with another payload (the file changed since): not the original.
+    const other = await WarcWriter.open({ dir: warcDir, prefix: 'other' });
+    await other.writeExchange(exchange('http://a.test/gone.css', 9, 'text/css', Buffer.from('p{margin:1em}')));
+    await other.close();
+    const file = path.join(dir, 'out', 'camp.wacz');
+    const opts = { warcFiles: [path.join(warcDir, w.files[0]!)], pages: [], originalsFrom: () => listWarcFiles(warcDir) };
+    await expect(writeWacz(file, opts)).rejects.toMatchObject({
+      name: 'StorageError',
+      code: 'MISSING_ORIGINALS',
+      message: expect.stringContaining(
+        `1 revisit record refers to a capture in none of the WARC files: http://b.test/gone.css (20240101000003, in ${w.files[0]}) refers to http://a.test/gone.css at 2024-01-01T00:00:02.000Z`,
+      ),
+    });
+    expect(fs.readdirSync(path.dirname(file))).toEqual([]);
+    const res = await writeWacz(file, { ...opts, allowMissingOriginals: true });
+    expect(res).toMatchObject({ warcFiles: 1, addedWarcFiles: [], missingOriginals: 1 });
+  });
+
+  it("adds nothing when the files given hold every original, even where another campaign's file has the same payload", async () => {
+    const dir = tmpDir();
+    const warcDir = path.join(dir, 'warc');
+    const w = await WarcWriter.open({ dir: warcDir, prefix: 'camp' });
+    const body = Buffer.from('console.log(1)');
+    const js = await w.writeExchange(exchange('http://a.test/app.js', 1, 'text/javascript', body));
+    await w.writeExchange({ ...exchange('http://b.test/app.js', 2, 'text/javascript', body), revisit: of('http://a.test/app.js', js, 1) });
+    // A revisit of its own URL, and one of an empty payload (no original needed: replay serves the empty body).
+    await w.writeExchange({ ...exchange('http://a.test/app.js', 3, 'text/javascript', body), revisit: of('http://a.test/app.js', js, 1) });
+    const empty = await w.writeExchange(exchange('http://a.test/empty.txt', 4, 'text/plain', Buffer.alloc(0)));
+    await w.writeExchange({ ...exchange('http://b.test/empty.txt', 5, 'text/plain', Buffer.alloc(0)), revisit: of('http://c.test/never', empty, 4) });
+    await w.close();
+    const other = await WarcWriter.open({ dir: warcDir, prefix: 'other' });
+    await other.writeExchange(exchange('http://a.test/app.js', 7, 'text/javascript', body));
+    await other.close();
+    let listedOthers = 0;
+    const res = await writeWacz(path.join(dir, 'camp.wacz'), {
+      warcFiles: [path.join(warcDir, w.files[0]!)],
+      pages: [],
+      originalsFrom: async () => {
+        listedOthers++;
+        return listWarcFiles(warcDir);
+      },
+    });
+    expect(res).toMatchObject({ warcFiles: 1, addedWarcFiles: [], missingOriginals: 0, cdxjLines: 5 });
+    // Nothing was missing, so the folder was not even listed.
+    expect(listedOthers).toBe(0);
+  });
+});
+
+describe('crawler export', () => {
+  const cli = (args: string[], cwd: string) => {
+    const c = crawlerCommand(args);
+    return spawnSync(c.command, c.args, { cwd, encoding: 'utf8' });
+  };
+
+  it("packs the campaign's files and those of its folder holding originals; a revisit whose original is nowhere fails it unless allowed", async () => {
+    const out = tmpDir();
+    const warcDir = path.join(out, 'warc');
+    const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s));
+    const ex = (url: string, s: number, body: string): WarcExchange => ({
+      url,
+      fetchedAt: at(s),
+      request: { method: 'GET', headers: {} },
+      response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.from(body) },
+    });
+    // The original, in a file of the folder no longer named after the campaign (renamed by hand, say).
+    const kept = await WarcWriter.open({ dir: warcDir, prefix: 'archived' });
+    const orig = await kept.writeExchange(ex('http://a.test/same', 1, '<p>same</p>'));
+    await kept.close();
+    const w = await WarcWriter.open({ dir: warcDir, prefix: 'camp' });
+    const home = await w.writeExchange(ex('http://a.test/', 2, '<p>home</p>'));
+    await w.writeExchange({ ...ex('http://a.test/copy', 3, '<p>same</p>'), revisit: { uri: 'http://a.test/same', date: at(1).toISOString(), recordId: orig.recordId } });
+    await w.close();
+    fs.mkdirSync(path.join(out, 'index'));
+    const entry = {
+      url: 'http://a.test/',
+      fp: 'fp-home',
+      host: 'a.test',
+      campaignId: 'camp',
+      status: 200,
+      outcome: 'fetched',
+      contentType: 'text/html',
+      fetchedAt: at(2).toISOString(),
+      depth: 0,
+      warc: { file: home.file, offset: home.offset, length: home.length },
+    };
+    fs.writeFileSync(path.join(out, 'index', 'raw.jsonl'), `${JSON.stringify(entry)}\n`);
+
+    const wacz = path.join(out, 'camp.wacz');
+    const ok = cli(['export', 'camp', '--wacz', wacz, '--out', out], out);
+    expect({ status: ok.status, stdout: ok.stdout }).toEqual({ status: 0, stdout: `${wacz}\n` });
+    expect(ok.stderr).toContain(`packed 1 more WARC file holding originals of revisit records: ${kept.files[0]}\n`);
+    expect((python(PY_WACZ, [wacz]) as WaczView).names.filter((n) => n.startsWith('archive/')).sort()).toEqual([`archive/${kept.files[0]}`, `archive/${w.files[0]}`].sort());
+
+    // Without that file the original is nowhere: refused, and nothing written.
+    fs.rmSync(path.join(warcDir, kept.files[0]!));
+    fs.rmSync(wacz);
+    const refused = cli(['export', 'camp', '--wacz', wacz, '--out', out], out);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('1 revisit record refers to a capture in none of the WARC files: http://a.test/copy');
+    expect(refused.stderr).toContain(`they are in no WARC file of ${warcDir} (--allow-missing-originals writes the package anyway)`);
+    expect(fs.existsSync(wacz)).toBe(false);
+    const allowed = cli(['export', 'camp', '--wacz', wacz, '--out', out, '--allow-missing-originals'], out);
+    expect(allowed.status).toBe(0);
+    expect(allowed.stderr).toContain(`warning: 1 revisit records refer to captures in no WARC file of ${warcDir}: those URLs will not replay from the package\n`);
+    expect(fs.existsSync(wacz)).toBe(true);
   });
 });
 

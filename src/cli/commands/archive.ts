@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { findOrInstallPyReplayTools } from '../../stack/tools';
 import { campaignWarcFiles, CDXJ_FILE, indexCovers, listWarcFiles, withIndexLock, writeCampaignCdxj, writeCdxj } from '../../storage/cdxj';
+import { StorageError } from '../../storage/storage-error';
 import { pagesFromIndex, writeWacz } from '../../storage/wacz';
 import { UsageError } from '../usage-error';
 import { candidateOutputDirs, loadCampaignIndex } from './report';
@@ -86,7 +87,8 @@ export function registerArchiveCommands(program: Command): void {
     .requiredOption('--wacz <file>', 'the WACZ file to write')
     .option('--out <dir>', "the campaign's output folder, as given to crawl (default crawl-output/<campaign>)")
     .option('--title <text>', 'title recorded in the package (default the campaign ID)')
-    .action(async (campaignId: string, o: { wacz: string; out?: string; title?: string }) => {
+    .option('--allow-missing-originals', 'write the package even when revisit records refer to captures in no WARC file of the folder (those URLs will not replay)')
+    .action(async (campaignId: string, o: { wacz: string; out?: string; title?: string; allowMissingOriginals?: boolean }) => {
       if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
       if (!o.wacz.endsWith('.wacz')) throw new UsageError(`--wacz must name a .wacz file, got ${JSON.stringify(o.wacz)}`);
       const { dir, files } = await findCampaignWarcs(campaignId, o.out);
@@ -94,7 +96,29 @@ export function registerArchiveCommands(program: Command): void {
       const pages = pagesFromIndex(entries);
       // The first page fetched at depth 0 is a seed: the page a reader opens first.
       const seed = pages.find((p) => entries.some((e) => e.url === p.url && e.depth === 0));
-      const res = await writeWacz(path.resolve(o.wacz), { warcFiles: files, pages, title: o.title ?? campaignId, mainPageUrl: seed?.url });
+      const warcDir = path.join(dir, 'warc');
+      const res = await writeWacz(path.resolve(o.wacz), {
+        warcFiles: files,
+        pages,
+        title: o.title ?? campaignId,
+        mainPageUrl: seed?.url,
+        // A revisit record's original is looked for in the rest of the folder (listed
+        // then, so files a running campaign opened since count too); elsewhere, it
+        // cannot be found, and a package that will not replay is refused.
+        originalsFrom: () => listWarcFiles(warcDir),
+        allowMissingOriginals: o.allowMissingOriginals ?? false,
+      }).catch((err: unknown) => {
+        if (err instanceof StorageError && err.code === 'MISSING_ORIGINALS') {
+          throw new StorageError('MISSING_ORIGINALS', null, `${err.message}; they are in no WARC file of ${warcDir} (--allow-missing-originals writes the package anyway)`);
+        }
+        throw err;
+      });
+      if (res.addedWarcFiles.length) {
+        const names = res.addedWarcFiles.map((f) => path.basename(f));
+        process.stderr.write(`packed ${names.length} more WARC file${names.length === 1 ? '' : 's'} holding originals of revisit records: ${names.join(', ')}\n`);
+      }
+      if (res.missingOriginals)
+        process.stderr.write(`warning: ${res.missingOriginals} revisit records refer to captures in no WARC file of ${warcDir}: those URLs will not replay from the package\n`);
       process.stderr.write(`${res.warcFiles} WARC files, ${res.cdxjLines} CDXJ lines, ${res.pages} pages, ${res.bytes} bytes\n`);
       process.stdout.write(`${res.file}\n`);
     });
