@@ -20,7 +20,8 @@ const ROOT = path.dirname(fileURLToPath(import.meta.url));
 /**
  * src/ modules workflows may import: no I/O, no clock, no randomness, no
  * imports beyond each other (the same rule holds in them). Files, or folders
- * ending in '/'. src/url/traps.ts comes in through src/config/campaign.ts,
+ * ending in '/'. src/url/traps.ts, src/url/url-rules.ts and
+ * src/http/header-rules.ts come in through src/config/campaign.ts,
  * src/errors.ts through both config modules.
  */
 const PURE_SRC = [
@@ -30,6 +31,8 @@ const PURE_SRC = [
   'src/errors.ts',
   'src/temporal/search-attributes.ts',
   'src/url/traps.ts',
+  'src/url/url-rules.ts',
+  'src/http/header-rules.ts',
   'src/state/',
 ];
 

@@ -12,6 +12,7 @@ import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { trapReason } from '../src/url/traps';
+import type { UrlRuleTarget } from '../src/url/url-rules';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
 /** Rejected-link samples kept per page in the index: enough to see the pattern, bounded for hostile pages. */
@@ -117,10 +118,11 @@ export async function routeCandidates(
     // Embeds are not link hops: depth does not stop them (the page is only whole with them).
     if (s.budgets.maxDepth !== null && c.depth > s.budgets.maxDepth && c.kind !== 'embed') continue;
     if (c.kind === 'embed' && trailingEmbeds(c.hops ?? '') > MAX_EMBED_HOPS_IN_SCOPE) continue;
-    const trap = trapReason(c.url, s.traps);
-    if (trap) {
-      counts[trap.code] = (counts[trap.code] ?? 0) + 1;
-      if (samples.length < MAX_REJECTED_SAMPLES) samples.push({ code: trap.code, url: c.url.slice(0, 200), length: c.url.length });
+    // scope.include / scope.exclude, beside the trap rules: turned away links are counted in the page's index line the same way.
+    const rejection = trapReason(c.url, s.traps)?.code ?? campaign.urlRules.verdict(c.url, ruleTarget(c.kind, c.hops));
+    if (rejection) {
+      counts[rejection] = (counts[rejection] ?? 0) + 1;
+      if (samples.length < MAX_REJECTED_SAMPLES) samples.push({ code: rejection, url: c.url.slice(0, 200), length: c.url.length });
       continue;
     }
     passed.push(c);
@@ -168,6 +170,17 @@ export async function routeCandidates(
   if (woken.length > 0) await wake(woken.sort());
   const rejected = samples.length > 0 ? { counts, samples } : undefined;
   return { own, discoveredHosts: woken.length, rejectedLinks: rejected, linksDropped: capped.dropped };
+}
+
+/**
+ * What a candidate is to the URL rules: includes hold links only
+ * (src/url/url-rules.ts). A seed's redirects (hops all `R`: http to https,
+ * / to /en/) are still the seed, the crawl's entry point.
+ */
+export function ruleTarget(kind: EntryKind | undefined, hops: string | undefined): UrlRuleTarget {
+  if (kind === 'embed') return 'embed';
+  if (isListKind(kind)) return 'list';
+  return hops !== undefined && /^R+$/.test(hops) ? 'seed' : 'link';
 }
 
 /**

@@ -214,7 +214,7 @@ async function storeNotModifiedOf(rt: WorkerRuntime, job: PageJob, attempt: Atte
   const s = job.campaign.settings;
   const prev = attempt.previous!;
   const of = { uri: prev.r!.u, date: prev.r!.t, recordId: prev.r!.id, ...(prev.d ? { payloadDigest: prev.d } : {}) };
-  const loc = await storeNotModified(res, job.entry.url, of, await rt.outputs.warc(s.output.dir, s.campaignId));
+  const loc = await storeNotModified(res, job.entry.url, of, await rt.outputs.warc(s.output.dir, s.campaignId), s.output.warcKeepSecrets);
   return {
     outcome: OUTCOME.notModified,
     counted: 'fetched',
@@ -307,6 +307,7 @@ async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: Fet
       // The content index's verdict is kept per URL: only a first visit's first attempt may rely on it.
       firstLook: c.contentChecked && job.attempts === 1 && attempt.schedule === null,
       items: c.hook?.ok ? c.hook.output.items : [],
+      keepSecrets: s.output.warcKeepSecrets,
     },
     {
       warc: await rt.outputs.warc(s.output.dir, s.campaignId),

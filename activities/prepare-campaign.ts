@@ -5,6 +5,8 @@ import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
 import { campaignKeys } from '../src/redis/keys';
 import { createScope } from '../src/url/scope';
+import { compileUrlRules } from '../src/url/url-rules';
+import { loadCredentialsFile } from '../src/http/credentials';
 import { FailureType } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
@@ -21,7 +23,7 @@ const REJECTED_SHOWN = 20;
 export function prepareCampaignActivity(rt: WorkerRuntime) {
   return async function prepareCampaign(input: PrepareCampaignInput): Promise<PrepareCampaignResult> {
     const { settings, campaignKey } = input;
-    const { byHost, rejected } = groupSeeds(settings.seeds);
+    const { byHost, rejected } = groupSeeds(settings.seeds, undefined, compileUrlRules(settings.scope));
     // A campaign seeded from a list alone gets its scope roots from the list (loadSeeds).
     const fromListOnly = settings.seeds.length === 0 && settings.seedsFile !== null;
     if (!fromListOnly) {
@@ -40,6 +42,15 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
         await loadHandler(settings.handler);
       } catch (err) {
         throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidCampaignInput');
+      }
+    }
+    // Likewise a credentials file this worker cannot use (unreadable, readable by all, malformed): the
+    // message names the file and line, never a secret. Read again by every worker that crawls.
+    if (settings.fetch.credentialsFile) {
+      try {
+        await loadCredentialsFile(settings.fetch.credentialsFile);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
       }
     }
     const configVersion = 1;

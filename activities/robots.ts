@@ -232,7 +232,8 @@ async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime,
   const origin = new URL(robotsTxtUrl).origin;
   const candidates = sitemapSeeds(s, origin, listed);
   const allowed = await campaign.inScope(candidates);
-  const urls = candidates.filter((_, i) => allowed[i]);
+  // scope.exclude holds sitemaps too (its includes do not: a sitemap is how included pages are found).
+  const urls = candidates.filter((u, i) => allowed[i] && campaign.urlRules.verdict(u, 'list') === null);
   if (urls.length > 0) {
     // The bounds count these against budgets.maxSitemapsPerHost in Redis, with the index children they lead to.
     await new Frontier(rt.deps.redis, campaign.key, host).enqueue(

@@ -16,6 +16,9 @@ import type { RobotsVerdict } from './robots-verdict';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
+import { compileUrlRules, type UrlRules } from '../src/url/url-rules';
+import { loadCredentialsFile, NO_CREDENTIALS } from '../src/http/credentials';
+import { parseHeaderEntries } from '../src/http/header-rules';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -38,6 +41,8 @@ export interface CampaignRuntime {
   scope: Scope;
   /** The campaign's scope for a batch of URLs, seed-list roots included (one Redis round trip for roots not cached). */
   inScope(urls: string[]): Promise<boolean[]>;
+  /** scope.include / scope.exclude, compiled (src/url/url-rules.ts). */
+  urlRules: UrlRules;
   http: HttpClient;
   /** The campaign's address pins (fetch.resolve): whose robots.txt it reads depends on them. */
   resolve: ResolveOverrides;
@@ -139,6 +144,9 @@ export class WorkerRuntime {
     const perAddress = settings.politeness.maxInFlightPerAddress;
     const scope = inlineScope(settings);
     const resolve = parseResolveEntries(f.resolve);
+    // Read here, on the worker, like a handler: the secrets never ride in the settings. A file
+    // gone bad since prepareCampaign checked it fails this build (and the activity, retried).
+    const credentials = f.credentialsFile ? await loadCredentialsFile(f.credentialsFile) : NO_CREDENTIALS;
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -147,6 +155,7 @@ export class WorkerRuntime {
       settings,
       scope,
       inScope: seedListScope(this.deps.redis, campaignKey, settings, scope),
+      urlRules: compileUrlRules(settings.scope),
       resolve,
       clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
       http: createHttpClient({
@@ -163,6 +172,8 @@ export class WorkerRuntime {
         // Shared by every worker through Redis; idle connections are capped per process.
         addressGate: perAddress === null ? undefined : new AddressSlots(this.deps.redis, { limit: perAddress, leaseMs: f.totalTimeoutMs + ADDRESS_LEASE_SLACK_MS }),
         keepAliveOriginsPerAddress: perAddress,
+        headers: parseHeaderEntries(f.headers ?? []),
+        credentials,
       }),
     };
   }

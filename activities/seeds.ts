@@ -14,6 +14,7 @@ import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { campaignKeys } from '../src/redis/keys';
 import { readSeedBatches, SeedSourceError, type SeedPosition } from '../src/seeds/seed-source';
 import { scopeRootOf } from '../src/url/scope';
+import type { UrlRules } from '../src/url/url-rules';
 import type { WorkerRuntime } from './runtime';
 import type { LoadSeedsInput, LoadSeedsResult } from './types';
 
@@ -23,8 +24,12 @@ export interface GroupedSeeds {
   rejected: { seed: string; reason: string }[];
 }
 
-/** Normalises seeds (bad URLs and unsupported schemes are rejected with the reason) and groups them by host. */
-export function groupSeeds(seeds: string[], allows: (url: string) => boolean = () => true): GroupedSeeds {
+/**
+ * Normalises seeds (bad URLs and unsupported schemes are rejected with the
+ * reason) and groups them by host. `rules`: the campaign's URL rules, whose
+ * excludes hold seeds too (its includes do not: a seed is an entry point).
+ */
+export function groupSeeds(seeds: string[], allows: (url: string) => boolean = () => true, rules?: UrlRules): GroupedSeeds {
   const byHost = new Map<string, { seed: string; url: string }[]>();
   const rejected: GroupedSeeds['rejected'] = [];
   for (const seed of seeds) {
@@ -38,6 +43,10 @@ export function groupSeeds(seeds: string[], allows: (url: string) => boolean = (
     }
     if (!allows(url)) {
       rejected.push({ seed, reason: `out of the campaign's scope: ${url}` });
+      continue;
+    }
+    if (rules?.verdict(url, 'seed')) {
+      rejected.push({ seed, reason: `matches a scope.exclude pattern: ${url}` });
       continue;
     }
     const host = hostKey(url);
@@ -107,7 +116,7 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
     const batches = input.maxSeeds ? Math.max(1, Math.ceil(input.maxSeeds / batchSize)) : SEED_BATCHES_PER_CALL;
     try {
       for await (const b of readSeedBatches(s.seedsFile, { batchSize, from, signal: ctx.cancellationSignal })) {
-        const { byHost, rejected } = groupSeeds(b.seeds);
+        const { byHost, rejected } = groupSeeds(b.seeds, undefined, campaign.urlRules);
         // The list's seeds define the scope of same-host and same-domain campaigns.
         const roots = [
           ...new Set(

@@ -129,7 +129,7 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
   return async function addCampaignSeeds(input: AddCampaignSeedsInput): Promise<AddCampaignSeedsResult> {
     const redis = rt.deps.redis;
     const campaign = await rt.campaign(input.campaignKey, input.configVersion);
-    const { byHost, rejected } = groupSeeds(input.seeds);
+    const { byHost, rejected } = groupSeeds(input.seeds, undefined, campaign.urlRules);
     const accepted: string[] = [];
     for (const [host, all] of byHost) {
       const allowed = await campaign.inScope(all.map((it) => it.url));

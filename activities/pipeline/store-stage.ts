@@ -48,6 +48,8 @@ export interface StoreInput {
   firstLook: boolean;
   /** Dataset items the handler returned. */
   items: DatasetLine['item'][];
+  /** output.warcKeepSecrets: credentials and cookies stay in the WARC (default: redacted by the writer). */
+  keepSecrets?: boolean;
 }
 
 export interface Stored {
@@ -75,9 +77,10 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
       url: input.url,
       fetchedAt,
       ip: res.remoteAddress ?? undefined,
-      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(input.url) },
+      request: { method: 'GET', headers: res.requestHeaders, path: pathOf(input.url), secretHeaders: res.secretHeaders },
       response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated, ...(digest ? { payloadDigest: digest } : {}) },
       metadata: warcMetadata(res.endedAt - res.startedAt, input),
+      keepSecrets: input.keepSecrets === true,
       ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
     });
   } catch (err) {
@@ -112,12 +115,19 @@ async function claimPayload(payloads: StoreDeps['payloads'], digest: string, inp
  * A 304 to a revisit's conditional request: a revisit record (profile
  * server-not-modified) referring to the capture the request named, no body.
  */
-export async function storeNotModified(res: FetchResult, url: string, of: RevisitOf & { payloadDigest?: string }, warc: StoreDeps['warc']): Promise<WarcLocation> {
+export async function storeNotModified(
+  res: FetchResult,
+  url: string,
+  of: RevisitOf & { payloadDigest?: string },
+  warc: StoreDeps['warc'],
+  keepSecrets = false,
+): Promise<WarcLocation> {
   return warc.writeExchange({
     url,
     fetchedAt: new Date(res.startedAt),
     ip: res.remoteAddress ?? undefined,
-    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url) },
+    keepSecrets,
+    request: { method: 'GET', headers: res.requestHeaders, path: pathOf(url), secretHeaders: res.secretHeaders },
     response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
     metadata: { fetchTimeMs: String(res.endedAt - res.startedAt) },
     revisit: { ...of, profile: 'server-not-modified' },

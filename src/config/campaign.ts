@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { DEFAULT_TRAP_LIMITS } from '../url/traps';
 import { MAX_ACTIVE_HOSTS } from './steering';
 import { CrawlerError } from '../errors';
+import { checkUrlPattern, MAX_URL_RULES, MAX_URL_RULE_LENGTH } from '../url/url-rules';
+import { headerEntryProblem, MAX_HEADERS } from '../http/header-rules';
 
 export const SCOPE_MODES = ['same-domain', 'same-host', 'domains', 'any'] as const;
 export type ScopeMode = (typeof SCOPE_MODES)[number];
@@ -201,6 +203,25 @@ const priorityRule = z.object(
 );
 export type FrontierPriorityRule = z.output<typeof priorityRule>;
 
+/** scope.include / scope.exclude: regular expressions, bounded in number and length, each checked to compile. */
+const urlRuleList = (name: string) =>
+  z.array(text(PATTERN_SHAPE, checkUrlPattern), { error: (iss) => `must be a list of regular expressions${got(iss)}` }).superRefine((v, ctx) => {
+    if (v.length > MAX_URL_RULES) ctx.addIssue({ code: 'custom', message: `has ${v.length} ${name} patterns; at most ${MAX_URL_RULES}`, input: v });
+  });
+
+/**
+ * An absolute path to a credentials file (src/http/credentials.ts): the
+ * input carries the path, never the secrets; the CLI and prepareCampaign
+ * read the file (and refuse a bad one) before anything starts.
+ */
+const CREDENTIALS_FILE_SHAPE = 'must be an absolute path to a credentials file';
+const credentialsFileProblem = (v: string): string | null => {
+  if (v.length > MAX_SEEDS_FILE_LENGTH) return `is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`;
+  if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
+  if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v)) return `${CREDENTIALS_FILE_SHAPE}: workers read it${got({ input: v })}`;
+  return null;
+};
+
 // ---- The schema. Every field's default and description are here; docs/settings.md is generated from it.
 
 const WEEK_MS = 7 * 24 * 60 * 60_000;
@@ -248,6 +269,14 @@ const campaignFields = {
   scope: section({
     mode: oneOf(SCOPE_MODES).default('same-domain').describe("Which links are followed: the seeds' registrable domains, their hosts, the listed domains, or anywhere."),
     domains: stringList('must be a list of domains').default([]).describe('The domains (and their subdomains) of mode "domains".'),
+    include: urlRuleList('include')
+      .default([])
+      .describe(
+        `Links, redirect targets and handler links are enqueued only if one of these matches (none given: all). JavaScript regular expressions, unanchored, matched against the normalised URL; at most ${MAX_URL_RULES} of ${MAX_URL_RULE_LENGTH} characters. Seeds, sitemaps and page requisites are not held to them (docs/url-rules.md).`,
+      ),
+    exclude: urlRuleList('exclude')
+      .default([])
+      .describe(`No URL matching one of these is enqueued: links, redirect targets, handler links, seeds, sitemaps and page requisites alike. Same form and bounds as include.`),
   })
     .superRefine((s, ctx) => {
       if (s.mode === 'domains' && Array.isArray(s.domains) && s.domains.length === 0)
@@ -338,6 +367,21 @@ const campaignFields = {
       .default([])
       .describe('CIDRs fetched even though private (e.g. "10.1.0.0/16"); --resolve pins are always allowed.'),
     robotsTimeoutMs: timerMs(1).default(30_000).describe('Deadline of one robots.txt fetch; one that keeps missing it makes the host robots-unavailable.'),
+    headers: z
+      .array(text('must be "Name: value"', headerEntryProblem), { error: (iss) => `must be a list of "Name: value" strings${got(iss)}` })
+      .superRefine((v, ctx) => {
+        if (v.length > MAX_HEADERS) ctx.addIssue({ code: 'custom', message: `has ${v.length} headers; at most ${MAX_HEADERS}`, input: v });
+      })
+      .default([])
+      .describe(
+        `Request headers sent with every request ("Name: value", at most ${MAX_HEADERS}). They travel in the input, so names that look like credentials (Authorization, Cookie, *-Token, *Api-Key…) are refused: those go in credentialsFile.`,
+      ),
+    credentialsFile: text(CREDENTIALS_FILE_SHAPE, credentialsFileProblem)
+      .nullable()
+      .default(null)
+      .describe(
+        'Absolute path of a credentials file every worker can read (docs/operations.md): one origin and its credentials a line (user:password, Bearer token, or Name: value), sent only to that origin. The input carries the path, never the secrets. null: none.',
+      ),
   }).prefault({}),
   // Chosen by measurement (docs/benchmarks.md): a host session costs a
   // worker nothing while it waits, a durable timer costs the Temporal server
@@ -376,6 +420,11 @@ const campaignFields = {
       .string({ error: (iss) => `must be a folder${got(iss)}` })
       .default('crawl-output')
       .describe(`The output folder; \`${CAMPAIGN_PLACEHOLDER}\` in it is replaced by the campaign ID (how each run of a schedule gets its own folder).`),
+    warcKeepSecrets: flag()
+      .default(false)
+      .describe(
+        'Keep the values of Authorization, Proxy-Authorization and Cookie request headers, credentials-file headers and Set-Cookie response headers in the WARC; by default they become `[redacted]` (the names stay). For WARCs stored privately.',
+      ),
   }).prefault({}),
   handler: text(HANDLER_SHAPE, handlerProblem)
     .nullable()
@@ -433,7 +482,7 @@ export const campaignSchema = z
       ctx.addIssue({ code: 'custom', message: 'must be a non-empty list of URLs, or seedsFile must name a seed list', path: ['seeds'], input: c.seeds });
   }, always)
   // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
-  .transform((c) => ({ ...c, output: { dir: c.output.dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId) } }));
+  .transform((c) => ({ ...c, output: { ...c.output, dir: c.output.dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId) } }));
 
 /** What a campaign is started with (plain JSON): every field but seeds or seedsFile may be left out. */
 export interface CampaignInput extends Omit<z.input<typeof campaignSchema>, 'campaignId'> {

@@ -17,6 +17,7 @@ import { createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
 import { createResolvingConnector, defaultPort, findOverride, parseResolveEntries, type ResolveOverrides } from './resolve-overrides';
+import type { Credentials } from './credentials';
 
 export const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8';
 // Only what node:zlib can decode on Node 20 (zstd arrived in Node 22).
@@ -118,6 +119,14 @@ export interface HttpClientOptions {
    */
   keepAliveOriginsPerAddress?: number | null;
   acceptLanguage?: string;
+  /** Sent with every request (fetch.headers; lower-cased names); a request's own `headers` override them. */
+  headers?: Readonly<Record<string, string>>;
+  /**
+   * Per-origin credentials (credentials.ts), added to each request whose
+   * origin, scheme, host and port, is theirs; checked per request, so a
+   * redirect to another origin never carries them.
+   */
+  credentials?: Credentials;
 }
 
 export interface FetchOptions {
@@ -167,6 +176,8 @@ export interface FetchResult {
    * only connection-management framing (`connection: keep-alive`) itself.
    */
   requestHeaders: Record<string, string>;
+  /** Names in requestHeaders whose values came from the credentials file: the WARC redacts them (src/storage/warc-writer.ts). */
+  secretHeaders?: string[];
   httpVersion: string;
   /** Epoch ms. */
   startedAt: number;
@@ -350,6 +361,8 @@ class UndiciHttpClient implements HttpClient {
   readonly #totalTimeoutMs: number;
   readonly #maxBodyBytes: number;
   readonly #maxRedirects: number;
+  readonly #headers: Readonly<Record<string, string>>;
+  readonly #credentials: Credentials | null;
 
   constructor(opts: HttpClientOptions) {
     // Parse first so a bad --resolve or allowAddresses entry fails at
@@ -361,6 +374,8 @@ class UndiciHttpClient implements HttpClient {
     this.#totalTimeoutMs = opts.totalTimeoutMs ?? DEFAULTS.totalTimeoutMs;
     this.#maxBodyBytes = opts.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
     this.#maxRedirects = opts.maxRedirects ?? DEFAULTS.maxRedirects;
+    this.#headers = opts.headers ?? {};
+    this.#credentials = opts.credentials ?? null;
     this.#overrides = overrides;
     this.#policy = opts.refusePrivateAddresses === false ? null : policy;
     this.#lookup = opts.lookup ?? (opts.dnsCache ?? sharedDnsCache()).lookup;
@@ -541,6 +556,7 @@ class UndiciHttpClient implements HttpClient {
       redirects,
       remoteAddress: connection?.remoteAddress ?? null,
       requestHeaders,
+      ...this.#secretHeaders(current),
       // undici's h1 parser does not surface the status-line version and
       // we never offer h2 (allowH2 off), so the only other possibility is
       // a server-negotiated ALPN we did not ask for.
@@ -561,8 +577,16 @@ class UndiciHttpClient implements HttpClient {
       'accept-encoding': ACCEPT_ENCODING,
     };
     if (this.#acceptLanguage) headers['accept-language'] = this.#acceptLanguage;
+    for (const [name, value] of Object.entries(this.#headers)) headers[name.toLowerCase()] = value;
+    // The origin's own credentials, preemptively: the origin is this hop's, so a redirect elsewhere goes without them.
+    for (const [name, value] of Object.entries(this.#credentials?.headersFor(target) ?? {})) headers[name] = value;
     for (const [name, value] of Object.entries(opts.headers ?? {})) headers[name.toLowerCase()] = value;
     return headers;
+  }
+
+  #secretHeaders(target: URL): { secretHeaders?: string[] } {
+    const own = this.#credentials?.headersFor(target);
+    return own ? { secretHeaders: Object.keys(own) } : {};
   }
 
   #redirectTarget(response: Dispatcher.ResponseData<ConnectionProbe>, current: URL): URL {

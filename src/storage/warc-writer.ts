@@ -10,6 +10,7 @@ import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'w
 import { SerialQueue } from './serial-queue';
 import { createUniqueFile, ensureWritableDir, writeFully } from './files';
 import { StorageError } from './storage-error';
+import { REDACTED, SECRET_REQUEST_HEADERS, SECRET_RESPONSE_HEADERS } from '../http/header-rules';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
@@ -61,6 +62,8 @@ export interface WarcExchange {
     headers: Record<string, string>;
     /** Request target; default path + query of `url`. */
     path?: string;
+    /** More header names whose values are secrets (those the credentials file added): redacted like Authorization. */
+    secretHeaders?: readonly string[];
   };
   response: {
     status: number;
@@ -89,6 +92,13 @@ export interface WarcExchange {
    * digest is still the body's) instead of a response record.
    */
   revisit?: RevisitOf;
+  /**
+   * Keep the values of secret headers (output.warcKeepSecrets). By default
+   * the values of Authorization, Proxy-Authorization and Cookie request
+   * headers, of `request.secretHeaders`, and of Set-Cookie response headers
+   * become REDACTED; their names stay, so the record still says what was sent.
+   */
+  keepSecrets?: boolean;
 }
 
 /** The response record a revisit refers to: its target URI and WARC-Date exactly as written, and its record ID. */
@@ -249,6 +259,22 @@ export function storedResponseHeaders(headers: Record<string, string>, storedByt
   }
   out.push(['Content-Length', String(storedBytes)]);
   return out;
+}
+
+/** Request headers with the values of `secret` names redacted (null: kept). */
+function redactRequest(headers: [string, string][], secret: ReadonlySet<string> | null): [string, string][] {
+  if (!secret) return headers;
+  return headers.map(([n, v]) => (secret.has(n.toLowerCase()) ? [n, REDACTED] : [n, v]));
+}
+
+/**
+ * Response headers with Set-Cookie values redacted. Every Set-Cookie, not
+ * only those of credentialed sessions: a session cookie is a credential
+ * whoever asked for it, and the crawler cannot tell which cookie is one.
+ */
+function redactResponse(headers: [string, string][], keep: boolean): [string, string][] {
+  if (keep) return headers;
+  return headers.map(([n, v]) => (SECRET_RESPONSE_HEADERS.has(n.toLowerCase()) ? [n, REDACTED] : [n, v]));
 }
 
 function verbatim(entries: [string, string][]): VerbatimHeaders {
@@ -482,13 +508,16 @@ export class WarcWriter {
               : {}),
         },
         statusline: headerSafe(`${httpVersionOf(res.httpVersion)} ${res.status}${statusText ? ` ${statusText}` : ''}`),
-        headers: storedResponseHeaders(res.headers, res.body.length, res.bodyDecoded ?? true),
+        headers: redactResponse(storedResponseHeaders(res.headers, res.body.length, res.bodyDecoded ?? true), ex.keepSecrets === true),
       },
       rv ? EMPTY : res.body,
     );
 
     const req = ex.request;
-    const reqHeaders = Object.entries(req.headers).map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]);
+    const reqHeaders = redactRequest(
+      Object.entries(req.headers).map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]),
+      ex.keepSecrets === true ? null : new Set([...SECRET_REQUEST_HEADERS, ...(req.secretHeaders ?? []).map((n) => n.toLowerCase())]),
+    );
     const host = hostOf(ex.url);
     // The client adds Host on the wire even when the caller did not set it.
     if (host && !reqHeaders.some(([n]) => n.toLowerCase() === 'host')) reqHeaders.unshift(['Host', host]);

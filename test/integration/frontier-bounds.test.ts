@@ -12,6 +12,7 @@ import { createRedis } from '../../src/redis/client';
 import { Frontier, MAX_ENQUEUE_BATCH, type EnqueueItem, type EntryKind } from '../../src/redis/frontier';
 import { hostKeys } from '../../src/redis/keys';
 import { urlFingerprint } from '../../src/url/fingerprint';
+import { compileUrlRules } from '../../src/url/url-rules';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 
 jest.setTimeout(180_000);
@@ -148,9 +149,14 @@ describe('routeCandidates with the campaign bounds', () => {
   });
 
   /** The parts of the runtimes routing reads: Redis, settings, scope (everything in scope). */
-  function runtimes(budgets: CampaignInput['budgets']): { rt: WorkerRuntime; campaign: CampaignRuntime } {
-    const settings = resolveCampaignSettings({ seeds: ['http://own.test/'], budgets }, `c-${randomUUID()}`);
-    const campaign = { key: `route-${randomUUID()}`, settings, inScope: (urls: string[]) => Promise.resolve(urls.map(() => true)) };
+  function runtimes(budgets: CampaignInput['budgets'], scope?: CampaignInput['scope']): { rt: WorkerRuntime; campaign: CampaignRuntime } {
+    const settings = resolveCampaignSettings({ seeds: ['http://own.test/'], budgets, scope }, `c-${randomUUID()}`);
+    const campaign = {
+      key: `route-${randomUUID()}`,
+      settings,
+      inScope: (urls: string[]) => Promise.resolve(urls.map(() => true)),
+      urlRules: compileUrlRules(settings.scope),
+    };
     return { rt: { deps: { redis } } as unknown as WorkerRuntime, campaign: campaign as unknown as CampaignRuntime };
   }
   const links = (host: string, n: number, kind?: EntryKind): Candidate[] =>
@@ -221,6 +227,31 @@ describe('routeCandidates with the campaign bounds', () => {
     expect(await new Frontier(redis, campaign.key, 'cdn.test').size()).toBe(1);
     expect((await new Frontier(redis, campaign.key, 'cdn.test').peek())!).toMatchObject({ url: 'http://cdn.test/b.css', kind: 'embed', hops: 'LE' });
     expect(await new Frontier(redis, campaign.key, 'fonts.test').size()).toBe(1);
+  });
+
+  it('holds links and their redirects to scope.include, and every URL, requisites and sitemaps included, to scope.exclude', async () => {
+    const { rt, campaign } = runtimes({}, { include: ['/docs/'], exclude: ['/ads/', '/private/'] });
+    const r = await routeCandidates(
+      rt,
+      campaign,
+      'own.test',
+      'http://own.test/docs/',
+      [
+        { url: 'http://own.test/docs/a', depth: 1, hops: 'L' },
+        { url: 'http://own.test/blog/b', depth: 1, hops: 'L' },
+        { url: 'http://own.test/docs/private/c', depth: 1, hops: 'L' },
+        // An include must not cost a page its stylesheet; an exclude of ads holds requisites too.
+        { url: 'http://own.test/static/site.css', depth: 1, kind: 'embed', hops: 'E' },
+        { url: 'http://own.test/ads/banner.png', depth: 1, kind: 'embed', hops: 'E' },
+        { url: 'http://own.test/sitemap-2.xml', depth: 0, kind: 'sitemap-child', hops: 'P' },
+        // A seed's redirect is still the entry point; a link's redirect is a link.
+        { url: 'http://own.test/en/', depth: 0, hops: 'R' },
+        { url: 'http://own.test/moved', depth: 1, hops: 'LR' },
+      ],
+      async () => {},
+    );
+    expect(r.own.map((i) => i.url).sort()).toEqual(['http://own.test/docs/a', 'http://own.test/en/', 'http://own.test/sitemap-2.xml', 'http://own.test/static/site.css']);
+    expect(r.rejectedLinks?.counts).toEqual({ NOT_INCLUDED: 2, EXCLUDED: 2 });
   });
 });
 

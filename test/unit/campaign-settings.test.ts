@@ -209,7 +209,7 @@ describe('one schema', () => {
     expect({ campaignId, seeds, seedsFile }).toEqual({ campaignId: 'c1', seeds: ['http://a.test/'], seedsFile: null });
     expect(sections).toEqual(CAMPAIGN_DEFAULTS);
     expect(CAMPAIGN_DEFAULTS).toEqual({
-      scope: { mode: 'same-domain', domains: [] },
+      scope: { mode: 'same-domain', domains: [], include: [], exclude: [] },
       budgets: { maxPages: null, maxDepth: null, maxPagesPerHost: null, maxLinksPerPage: 3_000, maxSitemapsPerHost: 50, maxEmbedsPerPage: 300, maxEmbeds: null },
       politeness: {
         minDelayMs: 1000,
@@ -232,13 +232,15 @@ describe('one schema', () => {
         refusePrivateAddresses: true,
         allowAddresses: [],
         robotsTimeoutMs: 30_000,
+        headers: [],
+        credentialsFile: null,
       },
       session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
       traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
       content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
       requisites: 'on',
       sitemaps: 'robots+root',
-      output: { dir: 'crawl-output' },
+      output: { dir: 'crawl-output', warcKeepSecrets: false },
       handler: null,
       handlerTimeoutMs: 30_000,
       frontier: { priorities: [] },

@@ -453,6 +453,9 @@ describe('repeated Set-Cookie headers', () => {
   const COOKIE_1 = 'sid=abc; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly';
   const COOKIE_2 = 'lang=en; Path=/';
 
+  // Set-Cookie values are redacted by default (test/unit/warc-redaction.test.ts); these tests are about how kept ones are written.
+  const KEEP = { keepSecrets: true };
+
   // The HTTP header block of a record, as written: its lines up to the blank line.
   function httpHeaderLines(file: string, loc: WarcLocation): { lines: string[]; block: Buffer; warc: string } {
     const member = gunzipSync(fs.readFileSync(file).subarray(loc.offset, loc.offset + loc.length));
@@ -475,8 +478,8 @@ describe('repeated Set-Cookie headers', () => {
       'set-cookie': `${COOKIE_1}\n${COOKIE_2}`,
       'X-After': 'kept',
     };
-    const loc = await w.writeExchange(exchange(1, { headers }));
-    const rv = await w.writeExchange(exchange(2, { headers }, { revisit: { uri: exchange(1).url, date: exchange(1).fetchedAt.toISOString(), recordId: loc.recordId } }));
+    const loc = await w.writeExchange(exchange(1, { headers }, KEEP));
+    const rv = await w.writeExchange(exchange(2, { headers }, { ...KEEP, revisit: { uri: exchange(1).url, date: exchange(1).fetchedAt.toISOString(), recordId: loc.recordId } }));
     await w.close();
     const file = path.join(dir, loc.file);
 
@@ -502,7 +505,7 @@ describe('repeated Set-Cookie headers', () => {
   it('keeps CR/LF inside a cookie from starting a header line of its own', async () => {
     const dir = tmpDir();
     const w = await WarcWriter.open({ dir });
-    const loc = await w.writeExchange(exchange(1, { headers: { 'Set-Cookie': `a=1\r\nX-Injected: yes\r\n\r\n<html>`, 'X-Evil': 'x\nX-Injected: yes' } }));
+    const loc = await w.writeExchange(exchange(1, { headers: { 'Set-Cookie': `a=1\r\nX-Injected: yes\r\n\r\n<html>`, 'X-Evil': 'x\nX-Injected: yes' } }, KEEP));
     await w.close();
     const { lines } = httpHeaderLines(path.join(dir, loc.file), loc);
     // LF separates cookies; a CR left in one is neutralised, other headers stay on one line.
@@ -522,7 +525,7 @@ describe('repeated Set-Cookie headers', () => {
     await ensurePythonWarcio();
     const dir = tmpDir();
     const w = await WarcWriter.open({ dir });
-    const loc = await w.writeExchange(exchange(1, { headers: { 'Content-Type': 'text/html', 'set-cookie': `${COOKIE_1}\n${COOKIE_2}` } }));
+    const loc = await w.writeExchange(exchange(1, { headers: { 'Content-Type': 'text/html', 'set-cookie': `${COOKIE_1}\n${COOKIE_2}` } }, KEEP));
     await w.close();
     const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
     const check = run(VENV_PY, ['-m', 'warcio.cli', 'check', '-v', ...files]);

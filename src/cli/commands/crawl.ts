@@ -34,6 +34,7 @@ import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '.
 import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
 import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
+import { loadCredentialsFile } from '../../http/credentials';
 
 export interface CrawlOptions {
   maxPages?: number;
@@ -79,6 +80,13 @@ export interface CrawlOptions {
   revisit?: boolean;
   revisitMin?: number;
   revisitMax?: number;
+  /** scope.include / scope.exclude (repeatable). */
+  include?: string[];
+  exclude?: string[];
+  /** fetch.headers, "Name: value" (repeatable). */
+  header?: string[];
+  credentialsFile?: string;
+  warcKeepSecrets?: boolean;
 }
 
 export const wholeNumber = (name: string) => (raw: string) => {
@@ -194,8 +202,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     campaignId,
     seeds,
     ...(o.seedsFile !== undefined ? { seedsFile: o.seedsFile } : {}),
-    scope:
-      o.domains !== undefined
+    scope: {
+      ...(o.domains !== undefined
         ? {
             mode: 'domains',
             domains: o.domains
@@ -203,7 +211,10 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
               .map((d) => d.trim())
               .filter(Boolean),
           }
-        : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : 'same-domain' },
+        : { mode: o.sameHost ? 'same-host' : o.anyDomain ? 'any' : ('same-domain' as const) }),
+      ...(o.include?.length ? { include: o.include } : {}),
+      ...(o.exclude?.length ? { exclude: o.exclude } : {}),
+    },
     budgets: {
       maxPages: o.maxPages ?? null,
       maxDepth: o.maxDepth ?? null,
@@ -221,7 +232,14 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.maxActiveHosts !== undefined ? { maxActiveHosts: o.maxActiveHosts } : {}),
       ...(o.maxInFlightPerAddress !== undefined ? { maxInFlightPerAddress: o.maxInFlightPerAddress } : {}),
     },
-    fetch: { resolve: o.resolve, allowAddresses, ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}) },
+    fetch: {
+      resolve: o.resolve,
+      allowAddresses,
+      ...(o.allowPrivate ? { refusePrivateAddresses: false } : {}),
+      ...(o.header?.length ? { headers: o.header } : {}),
+      // The path, made absolute for the workers; never the file's contents (they would land in Temporal history).
+      ...(o.credentialsFile !== undefined ? { credentialsFile: path.resolve(o.credentialsFile) } : {}),
+    },
     ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
     content: {
       ...(o.dedup !== undefined ? { dedup: o.dedup } : {}),
@@ -230,7 +248,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     },
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
     ...(o.requisites !== undefined ? { requisites: o.requisites } : {}),
-    output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)) },
+    output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)), ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
@@ -271,6 +289,9 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   // exit code 2, not a failed campaign. Workers elsewhere (--workers 0) may keep it at another
   // path: their prepareCampaign checks it and refuses the campaign.
   if (input.handler && o.workers !== 0) await loadHandler(input.handler).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+  // A credentials file is checked here whoever runs the workers: unreadable, readable by all or
+  // malformed is exit code 2 naming the line (never its contents), before anything starts.
+  if (input.fetch?.credentialsFile) await loadCredentialsFile(input.fetch.credentialsFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -332,6 +353,11 @@ export function campaignOptions(command: Command): Command {
       choice('--non-html', NON_HTML_POLICIES),
     )
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
+    .option('--include <regex>', 'follow only links whose normalised URL matches one of these (repeatable; seeds, sitemaps and page requisites exempt)', collect, [])
+    .option('--exclude <regex>', 'never enqueue a URL that matches one of these: links, seeds, sitemaps and page requisites (repeatable)', collect, [])
+    .option('--header <"Name: value">', 'send this header with every request (repeatable); credentials go in --credentials-file', collect, [])
+    .option('--credentials-file <file>', 'origins and their credentials, one a line: user:password, Bearer TOKEN or Name: value (mode 600; docs/operations.md)')
+    .option('--warc-keep-secrets', 'keep Authorization, Cookie, Set-Cookie and credential header values in the WARC (default: [redacted])')
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
     .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
