@@ -16,6 +16,8 @@ import type { RobotsVerdict } from './robots-verdict';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
+import { loadProxyFiles } from '../src/http/proxies';
+import { RedisProxyHealth } from '../src/redis/proxy-health';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -139,6 +141,8 @@ export class WorkerRuntime {
     const perAddress = settings.politeness.maxInFlightPerAddress;
     const scope = inlineScope(settings);
     const resolve = parseResolveEntries(f.resolve);
+    // Read here, like a handler is loaded: the lists (and their passwords) never leave the workers.
+    const proxyList = f.proxyFiles.length > 0 ? await loadProxyFiles(f.proxyFiles) : [];
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -163,6 +167,7 @@ export class WorkerRuntime {
         // Shared by every worker through Redis; idle connections are capped per process.
         addressGate: perAddress === null ? undefined : new AddressSlots(this.deps.redis, { limit: perAddress, leaseMs: f.totalTimeoutMs + ADDRESS_LEASE_SLACK_MS }),
         keepAliveOriginsPerAddress: perAddress,
+        ...(proxyList.length > 0 ? { proxies: { list: proxyList, health: new RedisProxyHealth(this.deps.redis, campaignKey) } } : {}),
       }),
     };
   }

@@ -231,6 +231,7 @@ describe('one schema', () => {
         maxRetries: 3,
         refusePrivateAddresses: true,
         allowAddresses: [],
+        proxyFiles: [],
         robotsTimeoutMs: 30_000,
       },
       session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
