@@ -137,7 +137,12 @@ describe('a host and its proxy', () => {
       if (ranked[0].id !== gone) expect(after).toBe(ranked[0].id);
       else moved.set(after, (moved.get(after) ?? 0) + 1);
     }
-    expect([...moved.keys()].sort()).toEqual(proxies.filter((p) => p.id !== gone).map((p) => p.id).sort());
+    expect([...moved.keys()].sort()).toEqual(
+      proxies
+        .filter((p) => p.id !== gone)
+        .map((p) => p.id)
+        .sort(),
+    );
   });
 
   it('is set aside for a while, then back', async () => {
