@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { loadHandler } from '../src/handlers/loader';
+import { loadProxyFiles } from '../src/http/proxies';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -49,6 +50,14 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     if (settings.fetch.credentialsFile) {
       try {
         await loadCredentialsFile(settings.fetch.credentialsFile);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
+      }
+    }
+    // So is a proxy list this worker cannot read, that every user may read, or with a bad line (named, never quoted).
+    if (settings.fetch.proxyFiles.length > 0) {
+      try {
+        await loadProxyFiles(settings.fetch.proxyFiles);
       } catch (err) {
         throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
       }

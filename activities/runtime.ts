@@ -19,6 +19,8 @@ import { EventLoopWatch } from '../src/handlers/runner';
 import { compileUrlRules, type UrlRules } from '../src/url/url-rules';
 import { loadCredentialsFile, NO_CREDENTIALS } from '../src/http/credentials';
 import { parseHeaderEntries } from '../src/http/header-rules';
+import { loadProxyFiles } from '../src/http/proxies';
+import { RedisProxyHealth } from '../src/redis/proxy-health';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -147,6 +149,8 @@ export class WorkerRuntime {
     // Read here, on the worker, like a handler: the secrets never ride in the settings. A file
     // gone bad since prepareCampaign checked it fails this build (and the activity, retried).
     const credentials = f.credentialsFile ? await loadCredentialsFile(f.credentialsFile) : NO_CREDENTIALS;
+    // Read here, like a handler is loaded: the lists (and their passwords) never leave the workers.
+    const proxyList = f.proxyFiles.length > 0 ? await loadProxyFiles(f.proxyFiles) : [];
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -174,6 +178,7 @@ export class WorkerRuntime {
         keepAliveOriginsPerAddress: perAddress,
         headers: parseHeaderEntries(f.headers ?? []),
         credentials,
+        ...(proxyList.length > 0 ? { proxies: { list: proxyList, health: new RedisProxyHealth(this.deps.redis, campaignKey) } } : {}),
       }),
     };
   }

@@ -180,6 +180,23 @@ const handlerProblem = (v: string): string | null => {
   return null;
 };
 
+/**
+ * Proxy lists are named by path: a proxy URL may carry a password, and the
+ * campaign input lands in Temporal's history, so the URLs themselves never
+ * travel in it (docs/operations.md, "Proxies"). A value that looks like a
+ * URL is refused without being echoed, in case it holds one.
+ */
+export const MAX_PROXY_FILES = 100;
+const PROXY_FILE_SHAPE = 'must be an absolute path to a proxy list (one proxy URL a line, `#` comments)';
+const proxyFileProblem = (v: string): string | null => {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(v))
+    return 'is a URL: name a file that lists proxy URLs instead (a proxy URL may hold a password, which must not travel in the campaign input)';
+  if (v.length > MAX_SEEDS_FILE_LENGTH) return `is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`;
+  if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
+  if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v)) return `${PROXY_FILE_SHAPE}${got({ input: v })}`;
+  return null;
+};
+
 const RULE_SHAPE = '{"pattern": "<regular expression>", "priority": <integer>}';
 const PATTERN_SHAPE = 'must be a non-empty regular expression';
 const priorityRule = z.object(
@@ -366,6 +383,15 @@ const campaignFields = {
     allowAddresses: stringList('must be a list of CIDR strings such as "10.0.0.0/8"')
       .default([])
       .describe('CIDRs fetched even though private (e.g. "10.1.0.0/16"); --resolve pins are always allowed.'),
+    proxyFiles: z
+      .array(text(PROXY_FILE_SHAPE, proxyFileProblem), { error: (iss) => `must be a list of absolute paths${got(iss)}` })
+      .superRefine((v, ctx) => {
+        if (v.length > MAX_PROXY_FILES) ctx.addIssue({ code: 'custom', message: `has ${v.length} entries; at most ${MAX_PROXY_FILES}`, input: v.length });
+      })
+      .default([])
+      .describe(
+        'Forward proxies: absolute paths of proxy lists every worker can read, one `http://`, `https://`, `socks5://` or `socks5h://` URL a line (credentials allowed: `user:password@`), `#` comments, mode 0600. Each host goes through one proxy; one that fails is set aside a minute. Empty: direct. See docs/operations.md, "Proxies".',
+      ),
     robotsTimeoutMs: timerMs(1).default(30_000).describe('Deadline of one robots.txt fetch; one that keeps missing it makes the host robots-unavailable.'),
     headers: z
       .array(text('must be "Name: value"', headerEntryProblem), { error: (iss) => `must be a list of "Name: value" strings${got(iss)}` })

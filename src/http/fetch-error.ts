@@ -26,6 +26,7 @@ export type FetchErrorCode =
   | 'CLIENT_CLOSED'
   | 'ADDRESS_REFUSED'
   | 'ADDRESS_BUSY'
+  | 'PROXY_ERROR'
   | 'NETWORK_ERROR';
 
 // The default verdict per code. Transient network trouble is worth another
@@ -51,6 +52,7 @@ const RETRYABLE: Readonly<Record<FetchErrorCode, boolean>> = {
   CLIENT_CLOSED: true, // local shutdown, the fetch itself never got a verdict
   ADDRESS_REFUSED: false, // policy, not luck: see address-policy.ts
   ADDRESS_BUSY: true, // the address was full for the whole fetch (maxInFlightPerAddress): a later attempt finds it freer
+  PROXY_ERROR: true, // a proxy failed or could not reach the target: a later attempt goes through another, or the same one recovered
   NETWORK_ERROR: true,
 };
 
@@ -75,6 +77,7 @@ const DESCRIPTIONS: Readonly<Record<FetchErrorCode, string>> = {
   CLIENT_CLOSED: 'HTTP client closed',
   ADDRESS_REFUSED: 'Address refused',
   ADDRESS_BUSY: 'Address busy',
+  PROXY_ERROR: 'Proxy error',
   NETWORK_ERROR: 'Network error',
 };
 
@@ -156,6 +159,9 @@ function codeFor(e: ErrorLike): { code: FetchErrorCode; retryable?: boolean; det
       // Raised by the connector (address-policy.ts); its own message names
       // host, address and class, whatever undici wrapped around it.
       return { code: 'ADDRESS_REFUSED', detail: e instanceof Error ? e.message : undefined };
+    case 'ERR_PROXY_FAILED':
+      // Raised by the proxy connectors (proxy-connect.ts): the proxy's failure, not the target's; its message names the proxy, never its credentials.
+      return { code: 'PROXY_ERROR', detail: e instanceof Error ? e.message : undefined };
     case 'UND_ERR_CONNECT_TIMEOUT':
       return { code: 'CONNECT_TIMEOUT' };
     case 'UND_ERR_HEADERS_TIMEOUT':

@@ -8,16 +8,22 @@
 // Names are resolved through a TTL-honouring cache (dns-cache.ts), not
 // dns.lookup's thread pool. An optional gate caps requests in flight per IP
 // address (politeness.maxInFlightPerAddress), whatever host names lead there.
+// With proxies (proxy-router.ts), every request goes through its host's
+// proxy instead: the crawler dials only the proxies and never resolves a
+// target, so the address policy sees the proxies' addresses alone (a proxy
+// is operator configuration: allowed), and what a target resolves to is the
+// proxy's to police.
 import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
-import { createAddressPolicy, type AddressPolicy } from './address-policy';
+import { AddressRefusedError, createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
 import { createResolvingConnector, defaultPort, findOverride, parseResolveEntries, type ResolveOverrides } from './resolve-overrides';
 import type { Credentials } from './credentials';
+import { ProxyRouter, type ProxyOptions } from './proxy-router';
 
 export const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8';
 // Only what node:zlib can decode on Node 20 (zstd arrived in Node 22).
@@ -127,6 +133,14 @@ export interface HttpClientOptions {
    * redirect to another origin never carries them.
    */
   credentials?: Credentials;
+  /**
+   * Send every request through these forward proxies, each host through its
+   * own (src/http/proxies.ts). The targets' names go to the proxies
+   * unresolved; IP-literal targets are still checked against the address
+   * policy. addressGate and keepAliveOriginsPerAddress do not apply (the
+   * crawler does not know a target's address). Default: direct.
+   */
+  proxies?: ProxyOptions;
 }
 
 export interface FetchOptions {
@@ -170,7 +184,10 @@ export interface FetchResult {
   redirects: RedirectHop[];
   /** Set when followRedirect declined: status/headers/body are the 3xx's. */
   stoppedRedirect?: { from: string; to: string; status: number };
+  /** The peer's address; null through a proxy (the peer is the proxy, not the target). */
   remoteAddress: string | null;
+  /** The id of the proxy that carried the final request (no credentials); absent when direct. */
+  proxy?: string;
   /**
    * Headers handed to undici for the final request (lower-cased). undici adds
    * only connection-management framing (`connection: keep-alive`) itself.
@@ -363,6 +380,7 @@ class UndiciHttpClient implements HttpClient {
   readonly #maxRedirects: number;
   readonly #headers: Readonly<Record<string, string>>;
   readonly #credentials: Credentials | null;
+  readonly #proxies: ProxyRouter | null;
 
   constructor(opts: HttpClientOptions) {
     // Parse first so a bad --resolve or allowAddresses entry fails at
@@ -381,21 +399,35 @@ class UndiciHttpClient implements HttpClient {
     this.#lookup = opts.lookup ?? (opts.dnsCache ?? sharedDnsCache()).lookup;
     this.#gate = opts.addressGate ?? null;
     this.#keepAlive = opts.keepAliveOriginsPerAddress != null ? new KeepAliveOrigins(opts.keepAliveOriginsPerAddress) : null;
-    this.#agent = new Agent({
-      // The policy lives in the connector rather than in fetch() so that it
-      // sees the address of each socket as it is opened: redirect targets and
-      // DNS answers that change between requests included.
-      connect: createResolvingConnector(overrides, { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs }, { policy: this.#policy, lookup: this.#lookup }),
+    const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
+    const agentOptions = {
       keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
       headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
       bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
       connections: opts.connectionsPerOrigin ?? null,
-      factory: (origin, options) => new Pool(origin, { ...(options as Pool.Options), factory: probingClientFactory }),
+      factory: (origin: string | URL, options: object) => new Pool(origin, { ...(options as Pool.Options), factory: probingClientFactory }),
+    };
+    this.#agent = new Agent({
+      // The policy lives in the connector rather than in fetch() so that it
+      // sees the address of each socket as it is opened: redirect targets and
+      // DNS answers that change between requests included.
+      connect: createResolvingConnector(overrides, { timeout: connectTimeoutMs }, { policy: this.#policy, lookup: this.#lookup }),
+      ...agentOptions,
     });
+    this.#proxies =
+      opts.proxies && opts.proxies.list.length > 0
+        ? new ProxyRouter(opts.proxies, {
+            // Pins and the DNS cache serve the proxies' names too; no policy: the operator named them.
+            dial: createResolvingConnector(overrides, { timeout: connectTimeoutMs }, { policy: null, lookup: this.#lookup }),
+            connectTimeoutMs,
+            agent: agentOptions,
+            pool: { keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS, headersTimeout: agentOptions.headersTimeout, bodyTimeout: agentOptions.bodyTimeout },
+          })
+        : null;
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await Promise.all([this.#agent.close(), this.#proxies?.close()]);
   }
 
   async fetch(url: string, opts: FetchOptions = {}): Promise<FetchResult> {
@@ -430,7 +462,8 @@ class UndiciHttpClient implements HttpClient {
    * call it once the response is over, whatever the outcome.
    */
   async #openHop(target: URL, deadline: FetchDeadline): Promise<{ keepAlive: boolean; close: () => Promise<void> }> {
-    if (!this.#gate && !this.#keepAlive) return { keepAlive: true, close: async () => undefined };
+    // Through a proxy the target's address is the proxy's business: resolving it here would be a lookup the proxy exists to avoid.
+    if (this.#proxies || (!this.#gate && !this.#keepAlive)) return { keepAlive: true, close: async () => undefined };
     const address = await this.#addressOf(target);
     // No address: the connect fails with its own typed error (DNS, refused).
     if (address === null) return { keepAlive: true, close: async () => undefined };
@@ -493,17 +526,22 @@ class UndiciHttpClient implements HttpClient {
     const requestHeaders = this.#requestHeaders(current, opts);
     const probe = new ConnectionProbe();
     let response: Dispatcher.ResponseData<ConnectionProbe>;
+    let proxy: string | null = null;
     try {
-      response = await this.#agent.request({
-        origin: current.origin,
-        path: current.pathname + current.search,
-        method: 'GET',
+      const request = {
+        method: 'GET' as const,
         headers: requestHeaders,
         signal: deadline.signal,
         opaque: probe,
         // `connection: close`: the socket goes away with the response.
         ...(keepAlive ? {} : { reset: true }),
-      });
+      };
+      if (this.#proxies) {
+        this.#checkLiteral(current);
+        ({ response, proxyId: proxy } = await this.#proxies.request(current, request));
+      } else {
+        response = await this.#agent.request({ ...request, origin: current.origin, path: current.pathname + current.search });
+      }
     } catch (err) {
       throw deadline.classify(err, current.href);
     }
@@ -554,7 +592,8 @@ class UndiciHttpClient implements HttpClient {
       truncated: read.truncated,
       contentEncoding: contentEncoding ?? null,
       redirects,
-      remoteAddress: connection?.remoteAddress ?? null,
+      remoteAddress: proxy === null ? (connection?.remoteAddress ?? null) : null,
+      ...(proxy !== null ? { proxy } : {}),
       requestHeaders,
       ...this.#secretHeaders(current),
       // undici's h1 parser does not surface the status-line version and
@@ -566,6 +605,18 @@ class UndiciHttpClient implements HttpClient {
     };
     if (stoppedRedirect) result.stoppedRedirect = stoppedRedirect;
     return result;
+  }
+
+  /**
+   * Through a proxy the crawler resolves nothing, but an IP-literal target
+   * needs no resolving to be checked: http://169.254.169.254/ is refused
+   * through a proxy as it is without one.
+   */
+  #checkLiteral(target: URL): void {
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (this.#policy === null || isIP(host) === 0) return;
+    const verdict = this.#policy.check(host);
+    if (!verdict.allowed) throw new AddressRefusedError(host, host, verdict);
   }
 
   #requestHeaders(target: URL, opts: FetchOptions): Record<string, string> {

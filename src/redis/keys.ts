@@ -109,6 +109,8 @@ export const campaignKeys = (campaignKey: string) => {
      * sweptAt (when the campaign last looked for what a lost write left behind).
      */
     epoch: `${P}:${tag}:epoch`,
+    /** ZSET proxy id → until when it is set aside (epoch ms, Redis clock): proxies that failed, for every worker (src/redis/proxy-health.ts). */
+    proxiesDown: `${P}:${tag}:proxies-down`,
   };
 };
 

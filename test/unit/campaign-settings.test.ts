@@ -231,6 +231,7 @@ describe('one schema', () => {
         maxRetries: 3,
         refusePrivateAddresses: true,
         allowAddresses: [],
+        proxyFiles: [],
         robotsTimeoutMs: 30_000,
         headers: [],
         credentialsFile: null,

@@ -35,6 +35,7 @@ import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
 import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
 import { loadCredentialsFile } from '../../http/credentials';
+import { proxyFilesFor } from '../proxy-files';
 
 export interface CrawlOptions {
   maxPages?: number;
@@ -87,6 +88,12 @@ export interface CrawlOptions {
   header?: string[];
   credentialsFile?: string;
   warcKeepSecrets?: boolean;
+  /** Proxy URLs (`--proxy`, repeatable): written to a private file, never put in the campaign input. */
+  proxy?: string[];
+  /** Proxy lists (`--proxy-file`, repeatable). */
+  proxyFile?: string[];
+  /** Set by prepareCrawlInput: the absolute paths that go in fetch.proxyFiles. */
+  proxyFiles?: string[];
 }
 
 export const wholeNumber = (name: string) => (raw: string) => {
@@ -239,6 +246,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.header?.length ? { headers: o.header } : {}),
       // The path, made absolute for the workers; never the file's contents (they would land in Temporal history).
       ...(o.credentialsFile !== undefined ? { credentialsFile: path.resolve(o.credentialsFile) } : {}),
+      ...(o.proxyFiles && o.proxyFiles.length > 0 ? { proxyFiles: o.proxyFiles } : {}),
     },
     ...(o.maxUrlLength !== undefined ? { traps: { maxUrlLength: o.maxUrlLength } } : {}),
     content: {
@@ -284,7 +292,9 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   const outDir = path.resolve(o.out ?? path.join('crawl-output', campaignId));
   const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
   const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
-  const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location });
+  // Checked and written before the rest, so a bad proxy is exit code 2 with nothing started.
+  const proxyFiles = await proxyFilesFor(campaignId, o);
+  const input = buildCampaignInput(seeds, { ...o, id: campaignId, out: outDir, resolve, seedsFile: list?.location, proxyFiles });
   // Loaded here as the workers this command starts will load it, so a typo or a syntax error is
   // exit code 2, not a failed campaign. Workers elsewhere (--workers 0) may keep it at another
   // path: their prepareCampaign checks it and refuses the campaign.
@@ -335,6 +345,13 @@ export function campaignOptions(command: Command): Command {
     .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
     .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
     .option('--allow-private', 'fetch loopback/private/link-local addresses too (default: refused)')
+    .option(
+      '--proxy <url>',
+      'send requests through this forward proxy: http://, https://, socks5:// or socks5h://, with user:password@ if needed (repeatable; each host sticks to one)',
+      collect,
+      [],
+    )
+    .option('--proxy-file <file>', 'more proxies, one URL a line (# comments); the file must not be readable by every user (repeatable)', collect, [])
     .option(
       '--politeness-key <key>',
       `what shares one politeness clock: ${choices(POLITENESS_KEYS, CAMPAIGN_DEFAULTS.politeness.key)}`,
