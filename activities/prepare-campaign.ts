@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { loadHandler } from '../src/handlers/loader';
+import { readCookiesFile } from '../src/http/cookies-file';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -40,6 +41,14 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
         await loadHandler(settings.handler);
       } catch (err) {
         throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidCampaignInput');
+      }
+    }
+    // The same for a cookies file this worker cannot read, that anyone may read, or with a malformed line.
+    if (settings.cookies === 'on' && settings.cookiesFile) {
+      try {
+        await readCookiesFile(settings.cookiesFile);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
       }
     }
     const configVersion = 1;

@@ -16,6 +16,8 @@ import type { RobotsVerdict } from './robots-verdict';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
+import { CookieJars } from '../src/http/cookie-jar';
+import { readCookiesFile } from '../src/http/cookies-file';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -43,6 +45,8 @@ export interface CampaignRuntime {
   resolve: ResolveOverrides;
   /** Politeness clock key of a host under the campaign's politeness.key. */
   clockKeys: PolitenessKeys;
+  /** The campaign's cookie jars (seeded from its cookies file, read by this worker); null with cookies off. */
+  cookies: CookieJars | null;
 }
 
 /** A campaign's runtime (settings, HTTP agents) not used for this long is closed at the next lookup. */
@@ -139,6 +143,8 @@ export class WorkerRuntime {
     const perAddress = settings.politeness.maxInFlightPerAddress;
     const scope = inlineScope(settings);
     const resolve = parseResolveEntries(f.resolve);
+    // The file is read here, by the worker: its cookies never travel in the campaign input.
+    const cookies = settings.cookies === 'on' ? new CookieJars(this.deps.redis, campaignKey, settings.cookiesFile ? await readCookiesFile(settings.cookiesFile) : []) : null;
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -149,6 +155,7 @@ export class WorkerRuntime {
       inScope: seedListScope(this.deps.redis, campaignKey, settings, scope),
       resolve,
       clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
+      cookies,
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
         resolve: f.resolve,
