@@ -118,9 +118,15 @@ export class CookieJars {
     const now = Date.now();
     const stale: string[] = [];
     const ages = new Map<string, { at: number; bytes: number }>();
-    for (const [field, json] of Object.entries(stored)) {
-      if (field === IMPORTED_FIELD) continue;
-      const c = parseStored(json);
+    // Cookies of equal path length go out oldest first (RFC 6265 §5.4), and tough-cookie breaks
+    // a tie of creation times by the order the Cookie objects were made in: so they are made
+    // in order of creation, then of field, whatever order Redis lists them in.
+    const entries = Object.entries(stored)
+      .filter(([field]) => field !== IMPORTED_FIELD)
+      .map(([field, json]) => ({ field, json, raw: parseJson(json) }))
+      .sort((a, b) => createdAt(a.raw) - createdAt(b.raw) || (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
+    for (const { field, json, raw } of entries) {
+      const c = raw === undefined ? undefined : Cookie.fromJSON(raw);
       if (!c || expired(c, now)) {
         stale.push(field);
         continue;
@@ -132,12 +138,18 @@ export class CookieJars {
   }
 }
 
-function parseStored(json: string): Cookie | undefined {
+function parseJson(json: string): unknown {
   try {
-    return Cookie.fromJSON(json);
+    return JSON.parse(json) as unknown;
   } catch {
     return undefined;
   }
+}
+
+/** The creation time of a stored cookie's JSON (0 when it has none). */
+function createdAt(raw: unknown): number {
+  const t = raw !== null && typeof raw === 'object' ? (raw as { creation?: unknown }).creation : undefined;
+  return typeof t === 'string' ? Date.parse(t) || 0 : 0;
 }
 
 const lastSet = (c: Cookie): number => (c.lastAccessed instanceof Date ? c.lastAccessed.getTime() : c.creation instanceof Date ? c.creation.getTime() : 0);
@@ -175,10 +187,12 @@ export class LoadedJar {
     const nowDate = new Date();
     const now = nowDate.getTime();
     const writes = new Map<string, string | null>();
-    for (const line of setCookies.slice(0, MAX_SET_COOKIES_PER_RESPONSE)) {
+    const lines = setCookies.slice(0, MAX_SET_COOKIES_PER_RESPONSE);
+    for (const [i, line] of lines.entries()) {
       const parsed = Cookie.parse(line);
       if (!parsed || Buffer.byteLength(parsed.key) + Buffer.byteLength(parsed.value) > MAX_COOKIE_BYTES) continue;
-      const set = await this.jar.setCookie(parsed, url, { ignoreError: true, now: nowDate });
+      // A millisecond apart: cookies of one response keep their order (their creation times order them when sent).
+      const set = await this.jar.setCookie(parsed, url, { ignoreError: true, now: new Date(now + i) });
       if (!set) continue;
       const field = fieldOf(set);
       if (expired(set, now)) {
@@ -189,7 +203,7 @@ export class LoadedJar {
         continue;
       }
       const json = JSON.stringify(storable(set, nowDate).toJSON());
-      this.ages.set(field, { at: now, bytes: field.length + json.length });
+      this.ages.set(field, { at: now + i, bytes: field.length + json.length });
       writes.set(field, json);
     }
     for (const field of this.evictions()) {
