@@ -3,7 +3,8 @@
 // --cookies off, through a kill -9 of the worker, and one that admits only
 // the holders of a cookie the crawl brings in a cookies.txt.
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
+import { WorkflowFailedError } from '@temporalio/client';
 import path from 'node:path';
 import type { SiteRequest, SiteSpec } from '../web/test-web';
 import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
@@ -123,5 +124,27 @@ describe('a site that requires the session cookie it sets on its home page', () 
     expect(new Set(index.map((e) => e.url))).toEqual(h.web.expectedPages([seed]));
     expect(index.filter((e) => e.status !== 200).map((e) => `${e.status} ${e.url}`)).toEqual([]);
     expect(site.seen.every((s) => s.sid === session)).toBe(true);
+  });
+
+  test('a campaign started with a cookies file anyone may read, or with a malformed line, fails as InvalidCampaignInput before any request', async () => {
+    const open = path.join(h.outDir, 'open-cookies.txt');
+    await writeFile(open, '.refused.test\tTRUE\t/\tFALSE\t0\tsid\ts3cret\n');
+    await chmod(open, 0o644);
+    const bad = path.join(h.outDir, 'bad-cookies.txt');
+    await writeFile(bad, '# exported\n.refused.test\tTRUE\t/\tFALSE\t0\tsid s3cret\n', { mode: 0o600 });
+    const before = h.web.requests().length;
+    for (const [file, message] of [
+      [open, 'may be read by anyone'],
+      [bad, `cookies file ${bad} line 2: the name (field 6)`],
+    ]) {
+      const handle = await launch(h, { seeds: [h.web.url('www.members.test', '/')], cookiesFile: file });
+      const err = await handle.result().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      const cause = (err as WorkflowFailedError).cause as { type?: string; message?: string; cause?: { type?: string; message?: string } };
+      const failure = cause?.type ? cause : cause?.cause;
+      expect(failure).toMatchObject({ type: 'InvalidCampaignInput', message: expect.stringContaining(message) });
+      expect(failure?.message).not.toContain('s3cret');
+    }
+    expect(h.web.requests().length).toBe(before);
   });
 });
