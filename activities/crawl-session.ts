@@ -15,6 +15,7 @@ import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
 import { httpFetcher, type Fetcher } from '../src/http/fetcher';
+import { cookieFetcher } from '../src/http/cookie-jar';
 import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
@@ -145,7 +146,8 @@ class HostSession {
     // attempt took it (crawlClockAcquire), never sooner.
     const owner = `${this.campaign.key}|${this.host}`;
     const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000;
-    const f: Fetching = { robots, clock, owner, lease, fetcher: httpFetcher(this.campaign.http) };
+    const http = httpFetcher(this.campaign.http);
+    const f: Fetching = { robots, clock, owner, lease, fetcher: this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http };
     for (;;) {
       const done = await this.turn(f);
       if (done) return done;

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { loadHandler } from '../src/handlers/loader';
 import { loadProxyFiles } from '../src/http/proxies';
+import { readCookiesFile } from '../src/http/cookies-file';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -58,6 +59,14 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     if (settings.fetch.proxyFiles.length > 0) {
       try {
         await loadProxyFiles(settings.fetch.proxyFiles);
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
+      }
+    }
+    // The same for a cookies file this worker cannot read, that anyone may read, or with a malformed line.
+    if (settings.cookies === 'on' && settings.cookiesFile) {
+      try {
+        await readCookiesFile(settings.cookiesFile);
       } catch (err) {
         throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.invalidCampaignInput);
       }

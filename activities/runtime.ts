@@ -21,6 +21,8 @@ import { loadCredentialsFile, NO_CREDENTIALS } from '../src/http/credentials';
 import { parseHeaderEntries } from '../src/http/header-rules';
 import { loadProxyFiles } from '../src/http/proxies';
 import { RedisProxyHealth } from '../src/redis/proxy-health';
+import { CookieJars } from '../src/http/cookie-jar';
+import { readCookiesFile } from '../src/http/cookies-file';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -50,6 +52,8 @@ export interface CampaignRuntime {
   resolve: ResolveOverrides;
   /** Politeness clock key of a host under the campaign's politeness.key. */
   clockKeys: PolitenessKeys;
+  /** The campaign's cookie jars (seeded from its cookies file, read by this worker); null with cookies off. */
+  cookies: CookieJars | null;
 }
 
 /** A campaign's runtime (settings, HTTP agents) not used for this long is closed at the next lookup. */
@@ -151,6 +155,8 @@ export class WorkerRuntime {
     const credentials = f.credentialsFile ? await loadCredentialsFile(f.credentialsFile) : NO_CREDENTIALS;
     // Read here, like a handler is loaded: the lists (and their passwords) never leave the workers.
     const proxyList = f.proxyFiles.length > 0 ? await loadProxyFiles(f.proxyFiles) : [];
+    // The file is read here, by the worker: its cookies never travel in the campaign input.
+    const cookies = settings.cookies === 'on' ? new CookieJars(this.deps.redis, campaignKey, settings.cookiesFile ? await readCookiesFile(settings.cookiesFile) : []) : null;
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,
@@ -162,6 +168,7 @@ export class WorkerRuntime {
       urlRules: compileUrlRules(settings.scope),
       resolve,
       clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
+      cookies,
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
         resolve: f.resolve,

@@ -22,6 +22,9 @@ export type SitemapMode = (typeof SITEMAP_MODES)[number];
 export const REQUISITE_MODES = ['on', 'off'] as const;
 export type RequisiteMode = (typeof REQUISITE_MODES)[number];
 /** off: no content dedup; exact: identical bodies; near: identical or SimHash within maxDistance. */
+export const COOKIE_MODES = ['on', 'off'] as const;
+export type CookieMode = (typeof COOKIE_MODES)[number];
+
 export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
 export type DedupMode = (typeof DEDUP_MODES)[number];
 export const POLITENESS_KEYS = ['host', 'domain', 'ip'] as const;
@@ -194,6 +197,18 @@ const proxyFileProblem = (v: string): string | null => {
   if (v.length > MAX_SEEDS_FILE_LENGTH) return `is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`;
   if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
   if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v)) return `${PROXY_FILE_SHAPE}${got({ input: v })}`;
+  return null;
+};
+
+/**
+ * A cookies file holds live sessions: the input (Temporal history) carries
+ * its absolute path, and the workers read it (src/http/cookies-file.ts).
+ */
+const COOKIES_FILE_SHAPE = 'must be an absolute path to a cookies.txt every worker can read';
+const cookiesFileProblem = (v: string): string | null => {
+  if (v.length > MAX_SEEDS_FILE_LENGTH) return `is ${v.length} characters long; at most ${MAX_SEEDS_FILE_LENGTH}`;
+  if (/[\0\r\n]/.test(v)) return 'must not contain NUL or line breaks';
+  if (!/^(\/|[A-Za-z]:[\\/]|\\\\)/.test(v)) return `${COOKIES_FILE_SHAPE}${got({ input: v })}`;
   return null;
 };
 
@@ -459,6 +474,17 @@ const campaignFields = {
       "The user's code run on every fetched page (docs/handlers.md): an absolute path to a .ts/.mts/.js/.mjs module every worker can read (the crawl command makes a relative path absolute), or a package name resolvable from the workers. null: no handler.",
     ),
   handlerTimeoutMs: timerMs(1).default(30_000).describe('Time limit of one handler hook call; a hook past it fails that attempt.'),
+  cookies: oneOf(COOKIE_MODES)
+    .default('on')
+    .describe(
+      'Keep the cookies sites set, per registrable domain, in Redis, and send them back (RFC 6265), pages, sitemaps and embeds alike; off: every request anonymous. robots.txt is always fetched without cookies.',
+    ),
+  cookiesFile: text(COOKIES_FILE_SHAPE, cookiesFileProblem)
+    .nullable()
+    .default(null)
+    .describe(
+      'A Netscape cookies.txt (curl, wget, browser extensions) the crawl starts with, for sites it must crawl logged in: an absolute path every worker can read, not readable by others. Only its path travels; null: none.',
+    ),
   frontier: section(
     {
       priorities: z
@@ -506,6 +532,9 @@ export const campaignSchema = z
     const noFile = c.seedsFile === undefined || c.seedsFile === null;
     if (Array.isArray(c.seeds) && c.seeds.length === 0 && noFile)
       ctx.addIssue({ code: 'custom', message: 'must be a non-empty list of URLs, or seedsFile must name a seed list', path: ['seeds'], input: c.seeds });
+    // A cookies file the crawl would never send is a mistake worth hearing about, not a silent anonymous crawl.
+    if (c.cookies === 'off' && typeof c.cookiesFile === 'string')
+      ctx.addIssue({ code: 'custom', message: 'needs cookies "on": with cookies off no cookie is sent', path: ['cookiesFile'], input: c.cookiesFile });
   }, always)
   // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
   .transform((c) => ({ ...c, output: { ...c.output, dir: c.output.dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId) } }));

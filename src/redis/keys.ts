@@ -3,6 +3,8 @@
 //   {campaignKey|host}  per-campaign, per-host frontier state (one slot per domain)
 //   {campaignKey}       per-campaign config and budget
 //   {host}              state shared by all campaigns: host clock, robots cache
+import { registrableDomain } from '../url/scope';
+
 const P = 'crawl';
 
 export const hostKeys = (campaignKey: string, host: string) => {
@@ -49,8 +51,21 @@ export const hostKeys = (campaignKey: string, host: string) => {
     revisit: `${P}:${tag}:revisit`,
     /** HASH URL fingerprint → JSON RevisitMeta (interval, validators, digest, last capture): beside the schedule. */
     revisitMeta: `${P}:${tag}:revisit-meta`,
+    /**
+     * HASH [domain, path, name] → cookie JSON: the cookie jar of the
+     * registrable domain this "host" is (src/http/cookie-jar.ts names it by
+     * the domain, so subdomains share it as RFC 6265 shares their cookies).
+     */
+    cookies: `${P}:${tag}:cookies`,
   };
 };
+
+/**
+ * The cookie jar a request to `host` uses: the `cookies` key of its
+ * registrable domain (port dropped), the largest unit RFC 6265 shares a
+ * cookie in (src/http/cookie-jar.ts).
+ */
+export const cookieJarKey = (campaignKey: string, host: string): string => hostKeys(campaignKey, registrableDomain(host)).cookies;
 
 export const campaignKeys = (campaignKey: string) => {
   const tag = `{${campaignKey}}`;

@@ -7,11 +7,14 @@
 // every host that ever got a per-host key: a URL enters a host's frontier
 // only through an enqueue that then marks the host ready (or finds it
 // active), a dispatched host gets a record, and a host given up is listed.
+// Cookie jars ({campaignKey|registrable domain}, src/http/cookie-jar.ts) are
+// named by a host's registrable domain, not always a host of the campaign:
+// each host's jar is expired beside its keys.
 // Host clocks and the robots.txt cache ({host}) are shared by all campaigns
 // and expire on their own (the clock a minute after its last request, robots
 // after 24 h): neither is touched here.
 import type { Cluster, Redis } from 'ioredis';
-import { campaignKeys, contentKeys, hostKeys, MAX_CONTENT_BANDS } from './keys';
+import { campaignKeys, contentKeys, cookieJarKey, hostKeys, MAX_CONTENT_BANDS } from './keys';
 import type { RedisLike } from './scripts';
 
 /** Every key name the campaign itself may have (content-index bands for every distance a campaign may set). */
@@ -55,7 +58,10 @@ async function eachHost(redis: RedisLike, campaignKey: string, fn: (keys: string
   let n = 0;
   for await (const page of campaignHostPages(redis, campaignKey)) {
     for (let i = 0; i < page.length; i += CONCURRENCY) {
-      await Promise.all(page.slice(i, i + CONCURRENCY).map((host) => fn(hostKeyNames(campaignKey, host))));
+      const hosts = page.slice(i, i + CONCURRENCY);
+      // Hosts of one domain share a jar: each jar once per batch, in a call of its own (another slot).
+      const jars = new Set(hosts.map((host) => cookieJarKey(campaignKey, host)));
+      await Promise.all([...hosts.map((host) => fn(hostKeyNames(campaignKey, host))), ...[...jars].map((jar) => fn([jar]))]);
     }
     n += page.length;
     onPage?.();

@@ -170,6 +170,10 @@ describe('bounds: no setting is taken that the crawler cannot honour', () => {
     expect(problemsOf({ fetch: { maxRetries: '3' } })).toEqual(['fetch.maxRetries must be a whole number ≥ 0 (got "3")']);
     expect(problemsOf({ fetch: { maxRedirects: 1.5 } })).toEqual(['fetch.maxRedirects must be a whole number ≥ 0 (got 1.5)']);
     expect(problemsOf({ budgets: { maxPages: 2 ** 60 } })).toEqual([`budgets.maxPages must be a whole number ≥ 0 or null (got ${2 ** 60})`]);
+    // A cookies file holds sessions: only its absolute path travels, and one that would never be sent is a mistake.
+    expect(problemsOf({ cookiesFile: 'cookies.txt' })).toEqual(['cookiesFile must be an absolute path to a cookies.txt every worker can read (got "cookies.txt")']);
+    expect(problemsOf({ cookies: 'off', cookiesFile: '/home/a/cookies.txt' })).toEqual(['cookiesFile needs cookies "on": with cookies off no cookie is sent']);
+    expect(problemsOf({ cookies: 'sometimes' })).toHaveLength(1);
     expect(problemsOf({ handlerTimeoutMs: Number.NaN })).toEqual([`handlerTimeoutMs must be a whole number from 1 to ${MAX_TIMER_MS} ms, the longest timer Node keeps (got NaN)`]);
   });
 });
@@ -244,6 +248,8 @@ describe('one schema', () => {
       output: { dir: 'crawl-output', warcKeepSecrets: false },
       handler: null,
       handlerTimeoutMs: 30_000,
+      cookies: 'on',
+      cookiesFile: null,
       frontier: { priorities: [] },
       retention: { redisMs: 7 * 86_400_000 },
       revisit: { enabled: false, minMs: 3_600_000, maxMs: 30 * 86_400_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },

@@ -168,6 +168,26 @@ describe('crawl --seeds-file / --resolve-file', () => {
     expect((await usageError(prepareCrawlInput(['http://a.test/'], opts({ resolveFile: path.join(dir, 'nope') }), io()))).message).toMatch(/--resolve-file .*SEEDS_NOT_FOUND/);
   });
 
+  test('--cookies and --cookies-file: the input carries the mode and the absolute path, never a cookie; a file others may read or with a bad line is a usage error', async () => {
+    const { seeds, o } = parseCrawl(['http://a.test/', '--cookies', 'off']);
+    expect((await prepareCrawlInput(seeds, opts(o), io())).cookies).toBe('off');
+    expect(() => parseCrawl(['http://a.test/', '--cookies', 'maybe'])).toThrow(/--cookies must be one of on, off/);
+    const good = write('cookies.txt', '.a.test\tTRUE\t/\tFALSE\t0\tsid\ts3cret\n');
+    fs.chmodSync(good, 0o600);
+    const input = await prepareCrawlInput(['http://a.test/'], opts({ cookiesFile: path.relative(process.cwd(), good) }), io());
+    expect(input.cookiesFile).toBe(good);
+    expect(JSON.stringify(input)).not.toContain('s3cret');
+    const open = write('open-cookies.txt', '.a.test\tTRUE\t/\tFALSE\t0\tsid\ts3cret\n');
+    fs.chmodSync(open, 0o644);
+    expect((await usageError(prepareCrawlInput(['http://a.test/'], opts({ cookiesFile: open }), io()))).message).toContain('may be read by anyone');
+    const bad = write('bad-cookies.txt', '.a.test\tTRUE\t/\tFALSE\t0\tsid\ts3cret\n.a.test\tTRUE\t/\tFALSE\tsoon\tsid\ts3cret\n');
+    fs.chmodSync(bad, 0o600);
+    const err = await usageError(prepareCrawlInput(['http://a.test/'], opts({ cookiesFile: bad }), io()));
+    expect(err.message).toContain(`cookies file ${bad} line 2: the expiry (field 5)`);
+    expect(err.message).not.toContain('s3cret');
+    expect((await usageError(prepareCrawlInput(['http://a.test/'], opts({ cookies: 'off', cookiesFile: good }), io()))).message).toContain('cookiesFile needs cookies "on"');
+  });
+
   describe('a URL list', () => {
     let server: http.Server;
     let base: string;

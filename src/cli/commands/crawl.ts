@@ -5,6 +5,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import {
   CAMPAIGN_DEFAULTS,
   CampaignInputError,
+  COOKIE_MODES,
   DEDUP_MODES,
   NON_HTML_POLICIES,
   POLITENESS_KEYS,
@@ -12,6 +13,7 @@ import {
   resolveCampaignSettings,
   SITEMAP_MODES,
   type CampaignInput,
+  type CookieMode,
   type DedupMode,
   type NonHtmlPolicy,
   type PolitenessKey,
@@ -28,6 +30,7 @@ import { CampaignHosts } from '../../redis/campaign-hosts';
 import { checkRedis, createRedis, RedisUnavailableError } from '../../redis/client';
 import { normalizeUrl } from '../../url/normalize';
 import { loadHandler, resolveHandlerSpec } from '../../handlers/loader';
+import { readCookiesFile } from '../../http/cookies-file';
 import { ensureWorkflowBundle } from '../../worker/workflow-bundle';
 import { WorkerCrashLoopError, WorkerPool } from '../../worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult, type CampaignStatus } from '../../../workflows/messages';
@@ -77,6 +80,9 @@ export interface CrawlOptions {
   retention?: number | null;
   handler?: string;
   handlerTimeoutMs?: number;
+  cookies?: CookieMode;
+  /** A Netscape cookies.txt; the input carries its absolute path, the workers read it. */
+  cookiesFile?: string;
   /** Continuous crawling: revisit every URL, between these bounds (ms). */
   revisit?: boolean;
   revisitMin?: number;
@@ -261,6 +267,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
     ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
+    ...(o.cookies !== undefined ? { cookies: o.cookies } : {}),
+    ...(o.cookiesFile !== undefined ? { cookiesFile: path.resolve(o.cookiesFile) } : {}),
     ...(o.revisit
       ? { revisit: { enabled: true, ...(o.revisitMin !== undefined ? { minMs: o.revisitMin } : {}), ...(o.revisitMax !== undefined ? { maxMs: o.revisitMax } : {}) } }
       : {}),
@@ -302,6 +310,8 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   // A credentials file is checked here whoever runs the workers: unreadable, readable by all or
   // malformed is exit code 2 naming the line (never its contents), before anything starts.
   if (input.fetch?.credentialsFile) await loadCredentialsFile(input.fetch.credentialsFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+  // Read as the workers will read it: unreadable, readable by anyone, or a malformed line is exit code 2 (the line named, never a value).
+  if (input.cookiesFile && o.workers !== 0) await readCookiesFile(input.cookiesFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -378,6 +388,15 @@ export function campaignOptions(command: Command): Command {
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
     .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
+    .option(
+      '--cookies <mode>',
+      `${choices(COOKIE_MODES, CAMPAIGN_DEFAULTS.cookies)}: keep the cookies sites set and send them back, as a browser does (off: every request anonymous)`,
+      choice('--cookies', COOKIE_MODES),
+    )
+    .option(
+      '--cookies-file <file>',
+      'start with the cookies of this Netscape cookies.txt (curl -c, wget, browser extensions), e.g. to crawl logged in; must not be readable by others',
+    )
     .option('--revisit', 'keep the pages fresh: revisit every URL, more often the more it changes; the campaign runs until cancelled (docs/continuous-crawling.md)')
     .option('--revisit-min <duration>', 'shortest revisit interval: 1h (default), 90m, 30s…', parseDuration('--revisit-min'))
     .option('--revisit-max <duration>', 'longest revisit interval: 30d (default), 7d, 12h…', parseDuration('--revisit-max'));

@@ -1,0 +1,167 @@
+// The campaign's cookie jars against a real Redis: RFC 6265 as tough-cookie
+// applies it (domain, path, Secure, expiry, public suffixes), kept where any
+// worker finds it, bounded against sites that set thousands of cookies, and
+// gone with the campaign's keys.
+import { randomUUID } from 'node:crypto';
+import { Cookie } from 'tough-cookie';
+import { CookieJars, cookieFetcher, MAX_COOKIE_BYTES, MAX_JAR_BYTES, MAX_JAR_COOKIES, setCookieLines } from '../../src/http/cookie-jar';
+import type { Fetcher, FetchRequest } from '../../src/http/fetcher';
+import { createRedis } from '../../src/redis/client';
+import { campaignKeys, cookieJarKey } from '../../src/redis/keys';
+import { expireCampaign, purgeCampaign } from '../../src/redis/retention';
+import type { RedisLike } from '../../src/redis/scripts';
+import { fakeResponse } from '../support/fake-response';
+
+let redis: RedisLike;
+beforeAll(() => {
+  redis = createRedis(process.env.REDIS_URL!);
+});
+afterAll(() => redis.disconnect());
+
+const campaign = () => `jar-${randomUUID()}`;
+
+/** What one request to `url` would carry, as a fresh worker reads the jar. */
+async function sent(jars: CookieJars, url: string): Promise<string | null> {
+  return (await jars.open(url)).header(url);
+}
+
+/** A response to `url` setting these cookies. */
+async function respond(jars: CookieJars, url: string, ...setCookies: string[]): Promise<number> {
+  return (await jars.open(url)).take(url, setCookies);
+}
+
+test('a cookie goes back to the host that set it, on its path, and a Domain cookie to the sibling hosts as well', async () => {
+  const jars = new CookieJars(redis, campaign());
+  await respond(jars, 'http://www.shop.test/', 'host=1', 'wide=2; Domain=shop.test', 'deep=3; Path=/account');
+  expect(await sent(jars, 'http://www.shop.test/page')).toBe('host=1; wide=2');
+  // Path=/account: sent there and below it, longest path first (RFC 6265 §5.4).
+  expect(await sent(jars, 'http://www.shop.test/account/orders')).toBe('deep=3; host=1; wide=2');
+  // A sibling host of the same registrable domain: the Domain cookie only.
+  expect(await sent(jars, 'http://cart.shop.test/')).toBe('wide=2');
+  // Ports do not separate cookies (RFC 6265 §8.5).
+  expect(await sent(jars, 'http://www.shop.test:8080/')).toBe('host=1; wide=2');
+  expect(await sent(jars, 'http://other.test/')).toBeNull();
+});
+
+test('a Domain naming a public suffix or another site is refused; a Secure cookie never goes over plain http', async () => {
+  const jars = new CookieJars(redis, campaign());
+  await respond(jars, 'https://www.example.co.uk/', 'suffix=1; Domain=co.uk', 'elsewhere=2; Domain=other.co.uk', 'safe=3; Secure');
+  expect(await sent(jars, 'https://www.example.co.uk/')).toBe('safe=3');
+  expect(await sent(jars, 'http://www.example.co.uk/')).toBeNull();
+  expect(await sent(jars, 'https://www.other.co.uk/')).toBeNull();
+});
+
+test('an expiry in the past or Max-Age=0 deletes the cookie; a Max-Age is kept as the moment it ends', async () => {
+  const ck = campaign();
+  const jars = new CookieJars(redis, ck);
+  await respond(jars, 'http://a.test/', 'gone=1', 'also=2', 'timed=3; Max-Age=3600');
+  await respond(jars, 'http://a.test/', 'gone=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT', 'also=x; Max-Age=0');
+  expect(await sent(jars, 'http://a.test/')).toBe('timed=3');
+  const stored = Object.entries(await redis.hgetall(cookieJarKey(ck, 'a.test')));
+  expect(stored).toHaveLength(1);
+  const timed = JSON.parse(stored[0][1]) as { expires: string; maxAge?: number };
+  // Counted from when it was set, not from its last use: what the server meant.
+  expect(timed.maxAge).toBeUndefined();
+  expect(Date.parse(timed.expires) - Date.now()).toBeGreaterThan(3_500_000);
+});
+
+test('a cookie that has expired in Redis is not sent, and goes with the next write', async () => {
+  const ck = campaign();
+  const jars = new CookieJars(redis, ck);
+  await respond(jars, 'http://b.test/', 'live=1', `old=2; Expires=${new Date(Date.now() + 60_000).toUTCString()}`);
+  // Its time has come (written as a worker of an hour later would find it).
+  const key = cookieJarKey(ck, 'b.test');
+  const field = JSON.stringify(['b.test', '/', 'old']);
+  const old = JSON.parse((await redis.hget(key, field))!) as Record<string, unknown>;
+  await redis.hset(key, field, JSON.stringify({ ...old, expires: new Date(Date.now() - 1000).toISOString() }));
+  expect(await sent(jars, 'http://b.test/')).toBe('live=1');
+  await respond(jars, 'http://b.test/', 'live=2');
+  expect(await redis.hexists(key, field)).toBe(0);
+});
+
+test('the jar lives in Redis: another worker (a new CookieJars) sends what the last response set', async () => {
+  const ck = campaign();
+  await respond(new CookieJars(redis, ck), 'http://c.test/', 'session=first');
+  await respond(new CookieJars(redis, ck), 'http://c.test/', 'session=second');
+  expect(await sent(new CookieJars(redis, ck), 'http://c.test/x')).toBe('session=second');
+});
+
+test('a site setting thousands of cookies keeps at most the jar bound, the most recently set; an oversized cookie is ignored', async () => {
+  const ck = campaign();
+  const jars = new CookieJars(redis, ck);
+  for (let batch = 0; batch < 4; batch++) {
+    const lines = Array.from({ length: 100 }, (_, i) => `c${batch * 100 + i}=v`);
+    await respond(jars, 'http://flood.test/', ...lines);
+  }
+  const key = cookieJarKey(ck, 'flood.test');
+  expect(await redis.hlen(key)).toBe(MAX_JAR_COOKIES);
+  const kept = (await sent(jars, 'http://flood.test/'))!.split('; ');
+  expect(kept).toHaveLength(MAX_JAR_COOKIES);
+  expect(kept).toContain('c399=v');
+  expect(kept).not.toContain('c0=v');
+  // Name and value over 4096 bytes: not kept at all.
+  await respond(jars, 'http://big.test/', `huge=${'x'.repeat(MAX_COOKIE_BYTES)}`);
+  expect(await sent(jars, 'http://big.test/')).toBeNull();
+  // Within the per-cookie bound, but many: the jar's bytes are bounded.
+  const fat = Array.from({ length: 40 }, (_, i) => `f${i}=${'y'.repeat(4000)}`);
+  await respond(jars, 'http://fat.test/', ...fat);
+  const stored = await redis.hgetall(cookieJarKey(ck, 'fat.test'));
+  const bytes = Object.entries(stored).reduce((n, [f, v]) => n + f.length + v.length, 0);
+  expect(bytes).toBeLessThanOrEqual(MAX_JAR_BYTES);
+  expect(Object.keys(stored).length).toBeGreaterThan(5);
+  expect(Object.keys(stored)).toContain(JSON.stringify(['fat.test', '/', 'f39']));
+});
+
+test('cookies of a cookies.txt seed the jar once: a cookie the site deletes stays deleted', async () => {
+  const ck = campaign();
+  const file = [
+    new Cookie({ key: 'sid', value: 'from-file', domain: 'members.test', path: '/', hostOnly: false }),
+    new Cookie({ key: 'pref', value: 'dark', domain: 'www.members.test', path: '/', hostOnly: true }),
+  ];
+  const jars = new CookieJars(redis, ck, file);
+  expect(await sent(jars, 'http://www.members.test/')).toBe('sid=from-file; pref=dark');
+  expect(await sent(jars, 'http://forum.members.test/')).toBe('sid=from-file');
+  expect(await sent(jars, 'http://else.test/')).toBeNull();
+  await respond(jars, 'http://www.members.test/logout', 'sid=; Domain=members.test; Max-Age=0');
+  // Another worker with the same file: the jar was seeded already.
+  expect(await sent(new CookieJars(redis, ck, file), 'http://www.members.test/')).toBe('pref=dark');
+});
+
+test('several Set-Cookie headers come apart whole, commas of an Expires included', () => {
+  expect(setCookieLines('a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\nb=2')).toEqual(['a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT', 'b=2']);
+  expect(setCookieLines(undefined)).toEqual([]);
+});
+
+test('the cookie fetcher sends the jar through the request headers and keeps what a redirect sets', async () => {
+  const jars = new CookieJars(redis, campaign());
+  const seen: FetchRequest[] = [];
+  const inner: Fetcher = {
+    fetch(request) {
+      seen.push(request);
+      const headers: Record<string, string> =
+        request.url === 'http://d.test/login' ? { location: '/home', 'set-cookie': 'sid=abc; Path=/; HttpOnly\ntheme=dark; Expires=Wed, 21 Oct 2037 07:28:00 GMT' } : {};
+      return Promise.resolve({ ok: true, response: fakeResponse(request.url, { status: headers.location ? 302 : 200, headers }) });
+    },
+  };
+  const f = cookieFetcher(inner, jars);
+  const signal = new AbortController().signal;
+  await f.fetch({ url: 'http://d.test/login' }, { signal });
+  await f.fetch({ url: 'http://d.test/home', headers: { 'if-none-match': '"v1"' } }, { signal });
+  expect(seen[0].headers?.cookie).toBeUndefined();
+  expect(seen[1].headers).toEqual({ 'if-none-match': '"v1"', cookie: 'sid=abc; theme=dark' });
+});
+
+test("the jar's key goes with the campaign's: a retention expires it, a purge deletes it", async () => {
+  const ck = campaign();
+  const jars = new CookieJars(redis, ck);
+  // Hosts the campaign knows; their jar is their registrable domain's.
+  await redis.hset(campaignKeys(ck).hosts, 'www.kept.test', '{}', 'cdn.kept.test:8080', '{}');
+  await respond(jars, 'http://www.kept.test/', 'a=1');
+  const key = cookieJarKey(ck, 'www.kept.test');
+  expect(key).toBe(cookieJarKey(ck, 'cdn.kept.test:8080'));
+  expect(await redis.pttl(key)).toBe(-1);
+  await expireCampaign(redis, ck, 60_000);
+  expect(await redis.pttl(key)).toBeGreaterThan(0);
+  await purgeCampaign(redis, ck);
+  expect(await redis.exists(key)).toBe(0);
+});
