@@ -7,10 +7,10 @@
 // Basic token and no session cookie is found anywhere the crawl writes or
 // says something: the output folder (WARCs decompressed), the command's
 // output with its worker's logs, and the Temporal history of the campaign
-// and of every host workflow it started. Each of those searches is shown
-// able to find a secret that is there (a second crawl with
-// --warc-keep-secrets, the files the secrets came from, Redis), so none
-// passes for searching nothing.
+// and of every host workflow it started; in Redis, only the session, in
+// its cookie jar. Each of those searches is shown able to find a secret
+// that is there (a second crawl with --warc-keep-secrets, the files the
+// secrets came from, the jar), so none passes for searching nothing.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -170,6 +170,30 @@ async function crawl(name: string, host: string, extra: string[] = []) {
   return { id, out, creds, proxyFile, stdout, stderr, summary };
 }
 
+/** Every key matching `pattern` with its value, whatever its type, as text. */
+async function redisDump(pattern: string): Promise<string> {
+  const out: string[] = [];
+  for (const key of await h.redis.keys(pattern)) {
+    const type = await h.redis.type(key);
+    const value =
+      type === 'string'
+        ? await h.redis.get(key)
+        : type === 'hash'
+          ? await h.redis.hgetall(key)
+          : type === 'set'
+            ? await h.redis.smembers(key)
+            : type === 'zset'
+              ? await h.redis.zrange(key, 0, -1, 'WITHSCORES')
+              : type === 'list'
+                ? await h.redis.lrange(key, 0, -1)
+                : type === 'stream'
+                  ? await h.redis.xrange(key, '-', '+')
+                  : `<${type}>`;
+    out.push(`${key} ${JSON.stringify(value)}`);
+  }
+  return out.join('\n');
+}
+
 /**
  * The Temporal history of the campaign and of every workflow it started (its
  * host workflows, every run), as JSON with each payload also decoded (as the
@@ -228,10 +252,12 @@ test('a site reached only through an authenticating proxy, with a session cookie
   expect(allText(path.dirname(main.creds))).toContain(SITE_AUTH.password);
   expect(fs.readFileSync(main.proxyFile, 'utf8')).toContain(PROXY_AUTH.password);
   expect((fs.statSync(main.proxyFile).mode & 0o777).toString(8)).toBe('600');
-  // The crawl's cookie jar in Redis holds the session the site handed out (kept for the campaign's retention).
+  // Redis, the campaign's keys and its hosts': the cookie jar holds the session the site handed out (for the campaign's retention).
   const jars = await h.redis.keys(`crawl:{${main.id}.*|*}:cookies`);
   expect(jars).toHaveLength(1);
-  expect(JSON.stringify(await h.redis.hgetall(jars[0]))).toContain(site.issued[0]);
+  const redis = await redisDump('*reach*');
+  expect(redis).toContain(jars[0]);
+  expect(redis).toContain(site.issued[0]);
   // The --warc-keep-secrets crawl's folder: its WARC holds the Basic token and the session cookie, sent and set.
   const keptOutput = allText(kept.out);
   const keptLines = [
@@ -264,6 +290,8 @@ test('a site reached only through an authenticating proxy, with a session cookie
     'crawl output and worker logs': said,
     'Temporal histories': history.text,
     'Temporal histories (--warc-keep-secrets crawl)': keptHistory.text,
+    // Where the sessions are meant to be: nothing else of the secrets.
+    Redis: [site.issued, keep.issued].flat().reduce((text, sid) => text.replaceAll(sid, '<session>'), redis),
   };
   const found = Object.entries(places).flatMap(([where, text]) =>
     Object.entries(secrets)
