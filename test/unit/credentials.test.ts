@@ -125,6 +125,13 @@ describe('fetch.headers and fetch.credentialsFile in the campaign input', () => 
     );
   });
 
+  it('refuses a seed with user:password@ (it would land in the history, and is never sent), naming it by position, not by its text', () => {
+    const build = () => buildCampaignInput(['http://a.test/', 'https://alice:hunter2@b.test/x'], { workers: 1, resolve: [], priority: [] });
+    expect(build).toThrow(/seed 2: holds user:password@.*--credentials-file/);
+    expect(build).not.toThrow(/hunter2/);
+    expect(() => buildCampaignInput(['https://alice@b.test/'], { workers: 1, resolve: [], priority: [] })).toThrow(/seed 1: holds user:password@/);
+  });
+
   it('refuses a relative credentials path in the input (workers resolve paths against their own folders)', () => {
     expect(() => resolveCampaignSettings({ seeds: ['http://a.test/'], fetch: { credentialsFile: 'creds.txt' } }, 'c')).toThrow(CampaignInputError);
     expect(() => resolveCampaignSettings({ seeds: ['http://a.test/'], fetch: { credentialsFile: 'creds.txt' } }, 'c')).toThrow(/fetch\.credentialsFile must be an absolute path/);

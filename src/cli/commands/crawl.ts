@@ -176,13 +176,20 @@ export function parsePriorityFlag(raw: string): { pattern: string; priority: num
 export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignInput & { campaignId: string } {
   const problems: string[] = [];
   if (seeds.length === 0 && o.seedsFile === undefined) problems.push('give seed URLs, or a list of them with --seeds-file FILE|URL|- (one URL per line)');
-  for (const seed of seeds) {
+  seeds.forEach((seed, i) => {
+    let url: URL;
     try {
       normalizeUrl(seed);
+      url = new URL(seed.trim());
     } catch (err) {
       problems.push(`seed ${JSON.stringify(seed)}: ${(err as Error).message}`);
+      return;
     }
-  }
+    // Seeds travel in the campaign input, hence in Temporal history and the Web UI, and a
+    // URL's user:password@ is never sent (normalisation drops it): refused, without echoing it.
+    if (url.username !== '' || url.password !== '')
+      problems.push(`seed ${i + 1}: holds user:password@, which the crawler never sends and the campaign's history would keep; give the credentials in --credentials-file`);
+  });
   try {
     parseResolveEntries(o.resolve);
   } catch (err) {
