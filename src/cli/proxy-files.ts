@@ -7,7 +7,7 @@
 // lists are checked (readable, not readable by every user, each line a
 // proxy URL) and passed by their absolute path. Problems name the flag or
 // the file and line, never the URL.
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseProxyUrl, readProxyFile, MAX_PROXIES } from '../http/proxies';
 import { LOCAL_DIR } from '../stack/paths';
@@ -64,4 +64,14 @@ export async function proxyFilesFor(campaignId: string, o: { proxy?: string[]; p
     files.push(file);
   }
   return files;
+}
+
+/**
+ * Deletes the private files proxyFilesFor wrote for a campaign that is over
+ * (its workers read them no more); files elsewhere (`--proxy-file`) are the
+ * operator's and stay.
+ */
+export async function removeProxySecrets(files: readonly string[], dir = SECRETS_DIR): Promise<void> {
+  const root = path.resolve(dir) + path.sep;
+  for (const f of files) if (path.resolve(f).startsWith(root)) await rm(f, { force: true });
 }

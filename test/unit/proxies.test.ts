@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { checkProxyFlags, proxyFilesFor } from '../../src/cli/proxy-files';
+import { checkProxyFlags, proxyFilesFor, removeProxySecrets } from '../../src/cli/proxy-files';
 import { UsageError } from '../../src/cli/usage-error';
 import { MemoryProxyHealth, ProxyConfigError, loadProxyFiles, parseProxyList, parseProxyUrl, rankProxies, readProxyFile, withIds } from '../../src/http/proxies';
 
@@ -167,6 +167,9 @@ describe('the CLI and the campaign input', () => {
     // What goes to Temporal: paths.
     const s = resolveCampaignSettings({ seeds: ['http://a.test/'], fetch: { proxyFiles: files } }, 'c');
     expect(JSON.stringify(s)).not.toContain(SECRET);
+    // The campaign over, the private file goes; the operator's list stays.
+    await removeProxySecrets(files, secrets);
+    expect([fs.existsSync(files[0]), fs.existsSync(files[1])]).toEqual([true, false]);
   });
 
   it('refuses a bad --proxy or --proxy-file before anything starts, without quoting the URL', async () => {

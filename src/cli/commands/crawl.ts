@@ -38,7 +38,7 @@ import { UsageError } from '../usage-error';
 import { ProgressReporter } from '../progress';
 import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
 import { loadCredentialsFile } from '../../http/credentials';
-import { proxyFilesFor } from '../proxy-files';
+import { proxyFilesFor, removeProxySecrets } from '../proxy-files';
 
 export interface CrawlOptions {
   maxPages?: number;
@@ -519,6 +519,8 @@ export function registerCrawlCommand(program: Command): void {
           redis.disconnect();
         }
         await client.connection.close();
+        // The campaign is over: the --proxy values written for its workers go (a --proxy-file is the operator's).
+        await removeProxySecrets(input.fetch?.proxyFiles ?? []);
         const summary = { ...result, webUi: ui };
         process.stdout.write(
           [
