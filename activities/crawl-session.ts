@@ -16,6 +16,8 @@ import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
 import { httpFetcher, type Fetcher } from '../src/http/fetcher';
 import { cookieFetcher } from '../src/http/cookie-jar';
+import { loadHandler } from '../src/handlers/loader';
+import { HostLogin, type ClockTurn } from './login';
 import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
@@ -58,6 +60,8 @@ interface Fetching {
   owner: string;
   lease: number;
   fetcher: Fetcher;
+  /** The handler's login for this host (activities/login.ts); null when it has no login hook. */
+  login: HostLogin | null;
 }
 
 /**
@@ -147,7 +151,11 @@ class HostSession {
     const owner = `${this.campaign.key}|${this.host}`;
     const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000;
     const http = httpFetcher(this.campaign.http);
-    const f: Fetching = { robots, clock, owner, lease, fetcher: this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http };
+    const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;
+    const allows = robots.kind === 'ok' ? robots.allows : null;
+    const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
+    const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
+    const f: Fetching = { robots, clock, owner, lease, fetcher, login };
     for (;;) {
       const done = await this.turn(f);
       if (done) return done;
@@ -251,7 +259,10 @@ class HostSession {
 
   /** One claimed URL through the page pipeline (`runPage`), then what its result asks of the session. */
   private async crawlPage(f: Fetching, claim: Claim): Promise<SessionResult | null> {
-    const job = this.jobFor(f, claim, f.robots.kind === 'ok' ? f.robots.allows : null);
+    // With a login hook, the page's request may take the host clock more than once (logging in first, or again): one turn tracks it.
+    const page = { depth: claim.entry.depth, label: claim.entry.label ?? null };
+    const fetcher = f.login ? f.login.fetcherFor(f.fetcher, this.clockTurn(f), page) : f.fetcher;
+    const job = this.jobFor(f, claim, f.robots.kind === 'ok' ? f.robots.allows : null, fetcher);
     const res = await runPage(this.rt, job, { clock: f.clock, owner: f.owner, delayMs: this.delay.ms });
     if (res.kind === 'budget') {
       await this.hosts.requestStop('budget');
@@ -272,9 +283,33 @@ class HostSession {
     return null;
   }
 
-  private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots']): PageJob {
+  /**
+   * The clock as one page holds it (held on entry: fetchNext took it). Taken
+   * again it waits inline whatever the wait: a login's requests and the page
+   * after them are one turn of the session, each spaced by the host's delay.
+   */
+  private clockTurn(f: Fetching): ClockTurn {
+    let held = true;
+    return {
+      get held() {
+        return held;
+      },
+      take: async () => {
+        if (held) return;
+        await acquireWithin(f.clock, f.owner, f.lease, this.delay.ms, Number.POSITIVE_INFINITY, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
+        held = true;
+      },
+      release: async () => {
+        if (!held) return;
+        held = false;
+        await f.clock.release(f.owner, this.delay.ms);
+      },
+    };
+  }
+
+  private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots'], fetcher = f.fetcher): PageJob {
     const { campaign, frontier, host, signal } = this;
-    return { campaign, frontier, fetcher: f.fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, wokenHosts: [], readied: 0, signal };
+    return { campaign, frontier, fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, wokenHosts: [], readied: 0, signal };
   }
 
   /** The page marked `hs` ready before its commit (`readied` of them became so). */

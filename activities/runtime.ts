@@ -17,7 +17,7 @@ import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
 import { campaignKeys } from '../src/redis/keys';
 import { EventLoopWatch } from '../src/handlers/runner';
 import { compileUrlRules, type UrlRules } from '../src/url/url-rules';
-import { loadCredentialsFile, NO_CREDENTIALS } from '../src/http/credentials';
+import { loadCredentialsFile, NO_CREDENTIALS, type Credentials } from '../src/http/credentials';
 import { parseHeaderEntries } from '../src/http/header-rules';
 import { loadProxyFiles } from '../src/http/proxies';
 import { RedisProxyHealth } from '../src/redis/proxy-health';
@@ -54,6 +54,8 @@ export interface CampaignRuntime {
   clockKeys: PolitenessKeys;
   /** The campaign's cookie jars (seeded from its cookies file, read by this worker); null with cookies off. */
   cookies: CookieJars | null;
+  /** The credentials file as this worker read it: its `login` lines are a login hook's (activities/login.ts). */
+  credentials: Credentials;
 }
 
 /** A campaign's runtime (settings, HTTP agents) not used for this long is closed at the next lookup. */
@@ -169,6 +171,7 @@ export class WorkerRuntime {
       resolve,
       clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
       cookies,
+      credentials,
       http: createHttpClient({
         userAgent: settings.politeness.userAgent,
         resolve: f.resolve,

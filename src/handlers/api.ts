@@ -54,6 +54,51 @@ export interface PageResult {
 
 export type PageHook = (ctx: PageContext) => PageResult | void | Promise<PageResult | void>;
 
+/** What a login request may say besides its URL. */
+export interface LoginRequestInit {
+  /** Default GET. */
+  method?: 'GET' | 'POST';
+  /** A POST's body: URLSearchParams is sent as a form (application/x-www-form-urlencoded), a string as it is (set its Content-Type in `headers`). */
+  body?: string | URLSearchParams;
+  /** Extra request headers (Content-Type, Accept, a CSRF header…); the crawler's own (Host, User-Agent, framing) cannot be replaced. */
+  headers?: Record<string, string>;
+}
+
+/** The answer to a login request, after the redirects on the host were followed. */
+export interface LoginResponse {
+  readonly status: number;
+  /** Lower-cased names; Set-Cookie headers are joined with '\n' (the crawler keeps the cookies itself). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body, decoded like a page's. */
+  readonly text: string;
+  /** The URL that answered (after redirects). */
+  readonly url: string;
+}
+
+/** What the login hook gets (docs/handlers.md, "Logging in"). */
+export interface LoginContext {
+  /** The host logged in to (`host[:port]`), as the crawler names it. */
+  readonly host: string;
+  /** scheme://host[:port] of the page that needs the login. */
+  readonly origin: string;
+  /** `first`: before the host's first request; `logged-out`: a page answered 401, or 403 and isLoggedOut said so. */
+  readonly reason: 'first' | 'logged-out';
+  /**
+   * A request to the host, through its cookie jar, proxy, credentials and
+   * politeness clock (each request waits the host's delay, one at a time),
+   * robots.txt and the address policy; stored in the WARC like a page.
+   * Redirects on the host are followed (a POST answered 301/302/303 goes on
+   * as a GET). Throws (a CrawlerError with a code) when the request gets no
+   * answer, leaves the host, or goes past the login's limits.
+   */
+  fetch(url: string, init?: LoginRequestInit): Promise<LoginResponse>;
+  readonly log: HandlerLog;
+  /** The credentials file's `login user:password` line for `origin`, or null: the way to give the hook its secret without the campaign input. */
+  readonly credentials: { readonly user: string; readonly password: string } | null;
+}
+
+export type LoginHook = (ctx: LoginContext) => void | Promise<void>;
+
 export interface Handler {
   /** The hook of pages without a label, and of labels without a route. */
   onPage?: PageHook;
@@ -65,6 +110,15 @@ export interface Handler {
    * still apply to what it keeps.
    */
   filterLink?: (url: string, ctx: PageContext) => boolean;
+  /**
+   * Logs in to a host: runs before the host's first request, and again when
+   * a page answers 401, or 403 and `isLoggedOut` says so (the page is then
+   * requested once more). Resolving means logged in; throwing means the
+   * login failed. The cookies it gets are the crawl's from then on.
+   */
+  login?: LoginHook;
+  /** Given a 403 page: true when it says the crawler is not logged in (a login form, "please log in"). Needs `login`. */
+  isLoggedOut?: (page: PageContext) => boolean;
 }
 
 /** Identity for a handler's type checking: `export default defineHandler({ … })`. */

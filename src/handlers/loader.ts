@@ -73,11 +73,15 @@ async function importModule(spec: string): Promise<Record<string, unknown>> {
  */
 export function handlerOf(spec: string, mod: Record<string, unknown>): Handler {
   const candidates = [mod.default, (mod.default as Record<string, unknown> | undefined)?.default, mod.handler, mod];
-  const h = candidates.find((c) => c && typeof c === 'object' && ('onPage' in c || 'routes' in c)) as Handler | undefined;
-  if (!h) throw new HandlerLoadError(spec, 'the module exports no handler (export default { onPage(ctx) { … } } or { routes: { … } })');
+  const h = candidates.find((c) => c && typeof c === 'object' && ('onPage' in c || 'routes' in c || 'login' in c)) as Handler | undefined;
+  if (!h) throw new HandlerLoadError(spec, 'the module exports no handler (export default { onPage(ctx) { … } }, { routes: { … } } or { login(ctx) { … } })');
   const problems: string[] = [];
   if (h.onPage !== undefined && typeof h.onPage !== 'function') problems.push('onPage must be a function');
   if (h.filterLink !== undefined && typeof h.filterLink !== 'function') problems.push('filterLink must be a function');
+  if (h.login !== undefined && typeof h.login !== 'function') problems.push('login must be a function');
+  if (h.isLoggedOut !== undefined && typeof h.isLoggedOut !== 'function') problems.push('isLoggedOut must be a function');
+  // It would never be asked: only a handler that can log in is asked whether a page is logged out.
+  if (h.isLoggedOut !== undefined && h.login === undefined) problems.push('isLoggedOut needs a login hook');
   if (h.routes !== undefined) {
     if (!h.routes || typeof h.routes !== 'object') problems.push('routes must be an object of label → function');
     else

@@ -4,7 +4,7 @@
 // docs/handlers.md for why, and EventLoopWatch for how a hook that blocks
 // the thread is reported.
 import * as cheerio from 'cheerio';
-import type { Handler, HandlerLink, HandlerLog, PageContext, PageHook, DatasetItem } from './api';
+import type { Handler, HandlerLink, HandlerLog, LoginContext, PageContext, PageHook, DatasetItem } from './api';
 import { LABEL_PATTERN } from './api';
 import { CrawlerError } from '../errors';
 
@@ -102,6 +102,58 @@ export async function runHook(h: Handler, input: HookInput, timeoutMs: number): 
     }
   }
   return { ok: false, message: `handler failed ${HANDLER_ATTEMPTS} times: ${last}`.slice(0, 2000), attempts: HANDLER_ATTEMPTS, ctx };
+}
+
+/** How a login ended: in, or why not (a stable code and the hook's message). */
+export type LoginRun = { ok: true; ms: number } | { ok: false; code: 'LOGIN_ERROR' | 'LOGIN_TIMEOUT'; message: string; ms: number };
+
+/**
+ * Runs the login hook once. Not attempted again at once like a page hook:
+ * a login that failed (a wrong password, a changed form) fails the same way
+ * a moment later, and each attempt costs the site requests. At `timeoutMs`
+ * the hook is left behind and `onTimeout` is called, so its fetch refuses
+ * any further request.
+ */
+export async function runLogin(h: Handler, ctx: LoginContext, timeoutMs: number, onTimeout: () => void): Promise<LoginRun> {
+  const login = h.login;
+  const started = performance.now();
+  const ms = () => Math.round(performance.now() - started);
+  if (!login) return { ok: true, ms: 0 };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      Promise.resolve().then(() => login(ctx)),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+      }),
+    ]);
+    if (performance.now() - started > timeoutMs) throw new HandlerTimeoutError(timeoutMs);
+    return { ok: true, ms: ms() };
+  } catch (err) {
+    const timedOut = err instanceof HandlerTimeoutError;
+    if (timedOut) onTimeout();
+    const message = err instanceof Error ? err.message || err.name : String(err);
+    return { ok: false, code: timedOut ? 'LOGIN_TIMEOUT' : 'LOGIN_ERROR', message: `login hook ${timedOut ? 'timed out' : 'failed'}: ${message}`.slice(0, 2000), ms: ms() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether a response says the crawler is logged out: any 401, and a 403 the
+ * handler's isLoggedOut recognises (a 403 may also be an honest "forbidden",
+ * which no login changes). An isLoggedOut that throws counts as "no".
+ */
+export function isLoggedOutResponse(h: Handler, input: HookInput): boolean {
+  if (!h.login) return false;
+  if (input.status === 401) return true;
+  if (input.status !== 403 || !h.isLoggedOut) return false;
+  try {
+    return h.isLoggedOut(pageContext(input)) === true;
+  } catch (err) {
+    input.log.warn('isLoggedOut threw; the page is taken as not logged out', { error: String(err).slice(0, 500) });
+    return false;
+  }
 }
 
 /** What a hook returned, checked and brought to one shape; anything wrong fails the attempt. */

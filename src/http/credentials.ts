@@ -4,6 +4,7 @@
 //   https://intranet.example.com  alice:s3cret        # HTTP Basic user:password
 //   https://api.example.com       Bearer eyJhbGci…    # a bearer token
 //   https://api.example.com       X-Api-Key: 1234     # any header
+//   https://shop.example.com      login alice:s3cret  # for the handler's login hook, never sent as a header
 //
 // The campaign input carries the file's path; the secrets stay on the
 // workers' disks and in their memory, so they never reach Temporal history,
@@ -41,13 +42,25 @@ export interface Credentials {
    * another origin is another request, and gets that origin's (or none).
    */
   headersFor(url: URL): Readonly<Record<string, string>> | null;
+  /**
+   * The `login user:password` of `url`'s origin, or null: what a handler's
+   * login hook gets as `ctx.credentials` (src/handlers/api.ts). Sent by no
+   * request of the crawler's own: the hook puts it in its login form.
+   */
+  loginFor(url: URL): LoginCredentials | null;
 }
 
-export const NO_CREDENTIALS: Credentials = { origins: [], headersFor: () => null };
+export interface LoginCredentials {
+  readonly user: string;
+  readonly password: string;
+}
+
+export const NO_CREDENTIALS: Credentials = { origins: [], headersFor: () => null, loginFor: () => null };
 
 /** Parses the text of a credentials file; `file` names it in errors. */
 export function parseCredentials(text: string, file: string): Credentials {
   const byOrigin = new Map<string, Record<string, string>>();
+  const logins = new Map<string, { login: LoginCredentials; line: number }>();
   /** Where each origin's header was set, to name both lines of a duplicate. */
   const setAt = new Map<string, number>();
   const lines = text.split(/\r?\n/);
@@ -61,6 +74,14 @@ export function parseCredentials(text: string, file: string): Credentials {
     if (!m) throw bad('expected an origin (such as https://intranet.example.com) followed by credentials: user:password, Bearer TOKEN, or Name: value');
     const origin = originOf(m[1]);
     if (!origin) throw bad('the first field must be an origin: http(s)://host[:port], with no path, query or user name');
+    const login = /^login\s+(\S.*)$/i.exec(m[2]);
+    if (login || /^login$/i.test(m[2])) {
+      const colon = login ? login[1].indexOf(':') : -1;
+      if (!login || colon <= 0) throw bad('a login line is "login user:password"');
+      if (logins.has(origin)) throw bad(`${origin} already has a login from line ${logins.get(origin)!.line}`);
+      logins.set(origin, { login: Object.freeze({ user: login[1].slice(0, colon), password: login[1].slice(colon + 1) }), line: n });
+      return;
+    }
     const header = credentialHeader(m[2]);
     if (typeof header === 'string') throw bad(header);
     const headers = byOrigin.get(origin) ?? {};
@@ -72,8 +93,9 @@ export function parseCredentials(text: string, file: string): Credentials {
   });
   const frozen = new Map([...byOrigin].map(([o, h]) => [o, Object.freeze(h)]));
   return {
-    origins: [...frozen.keys()].sort(),
+    origins: [...new Set([...frozen.keys(), ...logins.keys()])].sort(),
     headersFor: (url) => frozen.get(url.origin) ?? null,
+    loginFor: (url) => logins.get(url.origin)?.login ?? null,
   };
 }
 

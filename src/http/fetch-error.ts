@@ -27,6 +27,7 @@ export type FetchErrorCode =
   | 'ADDRESS_REFUSED'
   | 'ADDRESS_BUSY'
   | 'PROXY_ERROR'
+  | 'LOGIN_FAILED'
   | 'NETWORK_ERROR';
 
 // The default verdict per code. Transient network trouble is worth another
@@ -53,6 +54,7 @@ const RETRYABLE: Readonly<Record<FetchErrorCode, boolean>> = {
   ADDRESS_REFUSED: false, // policy, not luck: see address-policy.ts
   ADDRESS_BUSY: true, // the address was full for the whole fetch (maxInFlightPerAddress): a later attempt finds it freer
   PROXY_ERROR: true, // a proxy failed or could not reach the target: a later attempt goes through another, or the same one recovered
+  LOGIN_FAILED: false, // the handler's login is set aside for a while (activities/login.ts): a retry now would find it so
   NETWORK_ERROR: true,
 };
 
@@ -78,6 +80,7 @@ const DESCRIPTIONS: Readonly<Record<FetchErrorCode, string>> = {
   ADDRESS_REFUSED: 'Address refused',
   ADDRESS_BUSY: 'Address busy',
   PROXY_ERROR: 'Proxy error',
+  LOGIN_FAILED: 'Login failed',
   NETWORK_ERROR: 'Network error',
 };
 

@@ -10,6 +10,9 @@ export interface FetchRequest {
   url: string;
   /** Extra request headers (a revisit's If-None-Match / If-Modified-Since). */
   headers?: Record<string, string>;
+  /** Default GET; POST is a handler's login form (activities/login.ts), never a page. */
+  method?: 'GET' | 'POST';
+  body?: Buffer;
 }
 
 export interface FetchContext {
@@ -34,7 +37,13 @@ export function httpFetcher(client: HttpClient): Fetcher {
   return {
     async fetch(request, ctx) {
       try {
-        const response = await client.fetch(request.url, { followRedirect: () => false, signal: ctx.signal, headers: request.headers });
+        const response = await client.fetch(request.url, {
+          followRedirect: () => false,
+          signal: ctx.signal,
+          headers: request.headers,
+          ...(request.method ? { method: request.method } : {}),
+          ...(request.body ? { body: request.body } : {}),
+        });
         return { ok: true, response };
       } catch (err) {
         if (!isFetchError(err) || ctx.signal.aborted) throw err;

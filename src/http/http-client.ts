@@ -151,6 +151,10 @@ export interface FetchOptions {
   signal?: AbortSignal;
   /** Extra request headers; they override the defaults (names are case-insensitive). */
   headers?: Record<string, string>;
+  /** Default GET. POST exists for a handler's login form (src/handlers/api.ts); pages are always GET. */
+  method?: 'GET' | 'POST';
+  /** The request body (POST): sent with its Content-Length; its Content-Type is the caller's header. */
+  body?: Buffer;
 }
 
 export interface RedirectHop {
@@ -188,6 +192,10 @@ export interface FetchResult {
   remoteAddress: string | null;
   /** The id of the proxy that carried the final request (no credentials); absent when direct. */
   proxy?: string;
+  /** The final request's method (absent: GET); a POST answered by a followed 301/302/303 became a GET. */
+  method?: 'GET' | 'POST';
+  /** The final request's body, when it had one: the WARC request record holds it (redacted, src/storage/request-body.ts). */
+  requestBody?: Buffer;
   /**
    * Headers handed to undici for the final request (lower-cased). undici adds
    * only connection-management framing (`connection: keep-alive`) itself.
@@ -436,14 +444,17 @@ class UndiciHttpClient implements HttpClient {
     const deadline = new FetchDeadline(this.#totalTimeoutMs, opts.signal);
     const redirects: RedirectHop[] = [];
     const seen = new Set<string>([current.href]);
+    let hopOpts = opts;
     try {
       for (;;) {
         deadline.check(current.href);
         const hop = await this.#openHop(current, deadline);
         try {
-          const result = await this.#sendHop(url, current, opts, deadline, redirects, seen, hop.keepAlive, startedAt);
+          const result = await this.#sendHop(url, current, hopOpts, deadline, redirects, seen, hop.keepAlive, startedAt);
           if (result instanceof URL) {
             current = result;
+            // As browsers do (RFC 9110 15.4): a POST answered 301, 302 or 303 goes on as a GET without its body; 307 and 308 keep both.
+            if (hopOpts.method === 'POST' && ![307, 308].includes(redirects[redirects.length - 1]!.status)) hopOpts = withoutBody(hopOpts);
             continue;
           }
           return result;
@@ -524,12 +535,17 @@ class UndiciHttpClient implements HttpClient {
     startedAt: number,
   ): Promise<FetchResult | URL> {
     const requestHeaders = this.#requestHeaders(current, opts);
+    const method = opts.method ?? 'GET';
+    const body = method === 'POST' ? (opts.body ?? Buffer.alloc(0)) : undefined;
+    // Set here, not by undici, so requestHeaders (the WARC request record) says what framed the body.
+    if (body) requestHeaders['content-length'] = String(body.length);
     const probe = new ConnectionProbe();
     let response: Dispatcher.ResponseData<ConnectionProbe>;
     let proxy: string | null = null;
     try {
       const request = {
-        method: 'GET' as const,
+        method,
+        ...(body ? { body } : {}),
         headers: requestHeaders,
         signal: deadline.signal,
         opaque: probe,
@@ -594,6 +610,8 @@ class UndiciHttpClient implements HttpClient {
       redirects,
       remoteAddress: proxy === null ? (connection?.remoteAddress ?? null) : null,
       ...(proxy !== null ? { proxy } : {}),
+      method,
+      ...(body ? { requestBody: body } : {}),
       requestHeaders,
       ...this.#secretHeaders(current),
       // undici's h1 parser does not surface the status-line version and
@@ -654,6 +672,11 @@ class UndiciHttpClient implements HttpClient {
       throw err;
     }
   }
+}
+
+function withoutBody(opts: FetchOptions): FetchOptions {
+  const headers = Object.fromEntries(Object.entries(opts.headers ?? {}).filter(([n]) => n.toLowerCase() !== 'content-type'));
+  return { ...opts, method: 'GET', body: undefined, headers };
 }
 
 function lookupAll(lookup: LookupFunction, hostname: string): Promise<LookupAddress[]> {

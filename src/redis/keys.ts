@@ -57,6 +57,8 @@ export const hostKeys = (campaignKey: string, host: string) => {
      * the domain, so subdomains share it as RFC 6265 shares their cookies).
      */
     cookies: `${P}:${tag}:cookies`,
+    /** JSON: the host's login by the handler's login hook, logged in or failed and set aside (activities/login.ts). */
+    login: `${P}:${tag}:login`,
   };
 };
 

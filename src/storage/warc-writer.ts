@@ -11,6 +11,7 @@ import { SerialQueue } from './serial-queue';
 import { createUniqueFile, ensureWritableDir, writeFully } from './files';
 import { StorageError } from './storage-error';
 import { REDACTED, SECRET_REQUEST_HEADERS, SECRET_RESPONSE_HEADERS } from '../http/header-rules';
+import { redactRequestBody } from './request-body';
 
 // Page storage: every fetched page goes into WARC/1.1 files, one gzip member
 // per record, and nowhere else. Many worker processes (possibly on different
@@ -64,6 +65,12 @@ export interface WarcExchange {
     path?: string;
     /** More header names whose values are secrets (those the credentials file added): redacted like Authorization. */
     secretHeaders?: readonly string[];
+    /**
+     * The request body (a login form's POST). Stored in the request record;
+     * unless keepSecrets, fields that look secret are redacted (src/storage/request-body.ts)
+     * and Content-Length says what is stored (the sent length kept as X-Crawler-Original-Content-Length).
+     */
+    body?: Uint8Array;
   };
   response: {
     status: number;
@@ -259,6 +266,24 @@ export function storedResponseHeaders(headers: Record<string, string>, storedByt
   }
   out.push(['Content-Length', String(storedBytes)]);
   return out;
+}
+
+/**
+ * The request body as the record stores it (redacted unless `keep`), with
+ * `headers` brought in line: Content-Length is the stored length, the sent
+ * one kept as X-Crawler-Original-Content-Length when they differ.
+ */
+function storedRequestBody(req: WarcExchange['request'], headers: [string, string][], keep: boolean): Uint8Array {
+  const sent = req.body;
+  if (!sent || sent.length === 0) return EMPTY;
+  const type = headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1];
+  const stored = keep ? sent : redactRequestBody(sent, type);
+  const at = headers.findIndex(([n]) => n.toLowerCase() === 'content-length');
+  if (stored.length !== sent.length) {
+    if (at !== -1) headers.splice(at, 1, ['X-Crawler-Original-Content-Length', headers[at]![1]]);
+    headers.push(['Content-Length', String(stored.length)]);
+  } else if (at === -1) headers.push(['Content-Length', String(stored.length)]);
+  return stored;
 }
 
 /** Request headers with the values of `secret` names redacted (null: kept). */
@@ -518,6 +543,7 @@ export class WarcWriter {
       Object.entries(req.headers).map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]),
       ex.keepSecrets === true ? null : new Set([...SECRET_REQUEST_HEADERS, ...(req.secretHeaders ?? []).map((n) => n.toLowerCase())]),
     );
+    const reqBody = storedRequestBody(req, reqHeaders, ex.keepSecrets === true);
     const host = hostOf(ex.url);
     // The client adds Host on the wire even when the caller did not set it.
     if (host && !reqHeaders.some(([n]) => n.toLowerCase() === 'host')) reqHeaders.unshift(['Host', host]);
@@ -530,14 +556,14 @@ export class WarcWriter {
         statusline: headerSafe(`${req.method} ${req.path ?? requestTarget(ex.url)} ${httpVersionOf(req.httpVersion)}`),
         headers: reqHeaders,
       },
-      EMPTY,
+      reqBody,
     );
 
     const records: { r: WARCRecord; payload: Uint8Array; payloadDigest?: string }[] = [
       rv
         ? { r: response, payload: EMPTY, payloadDigest: rv.payloadDigest ?? res.payloadDigest ?? sha1Base32(res.body) }
         : { r: response, payload: res.body, payloadDigest: res.payloadDigest },
-      { r: request, payload: EMPTY },
+      { r: request, payload: reqBody },
     ];
     if (ex.metadata && Object.keys(ex.metadata).length > 0) {
       const fields = warcFields(ex.metadata);

@@ -38,7 +38,7 @@ let counter = 0;
  */
 export async function createHarness(
   name: string,
-  opts: { workers?: number; redisUrl?: string; env?: Record<string, string>; supervise?: SuperviseOptions } = {},
+  opts: { workers?: number; redisUrl?: string; env?: Record<string, string>; supervise?: SuperviseOptions; onLog?: (line: string) => void } = {},
 ): Promise<Harness> {
   const address = process.env.TEMPORAL_ADDRESS;
   const redisUrl = process.env.REDIS_URL;
@@ -54,7 +54,13 @@ export async function createHarness(
       CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
       ...opts.env,
     },
-    { onLog: process.env.CRAWLER_TEST_VERBOSE ? (l) => process.stderr.write(`${l}\n`) : undefined, supervise: opts.supervise },
+    {
+      onLog: (l) => {
+        opts.onLog?.(l);
+        if (process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`${l}\n`);
+      },
+      supervise: opts.supervise,
+    },
   );
   if (opts.workers) await pool.start(opts.workers);
   const outDir = fs.mkdtempSync(path.join(process.env.CRAWLER_TEST_DATA_DIR ?? os.tmpdir(), `${name}-`));

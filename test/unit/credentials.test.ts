@@ -50,6 +50,15 @@ describe('parseCredentials', () => {
     expect(creds.headersFor(new URL('https://intranet.example.test:443/'))).not.toBeNull();
   });
 
+  it('keeps a login line for the handler: never a header, only loginFor its origin', () => {
+    const c = parseCredentials('https://shop.example.test  login alice@example.test:pw with spaces:and colons\nhttps://shop.example.test  X-Team: red\n', '/f');
+    expect(c.loginFor(new URL('https://shop.example.test/login'))).toEqual({ user: 'alice@example.test', password: 'pw with spaces:and colons' });
+    expect(c.headersFor(new URL('https://shop.example.test/'))).toEqual({ 'x-team': 'red' });
+    for (const other of ['http://shop.example.test/', 'https://shop.example.test:8443/', 'https://www.shop.example.test/']) expect(c.loginFor(new URL(other))).toBeNull();
+    expect(parseCredentials('https://shop.example.test  login u:p\n', '/f').headersFor(new URL('https://shop.example.test/'))).toBeNull();
+    expect(creds.loginFor(new URL('https://intranet.example.test/'))).toBeNull();
+  });
+
   it.each([
     ['no credentials after the origin', 'https://a.test\n', 1],
     ['a path in the origin', '# c\nhttps://a.test/members  u:p\n', 2],
@@ -59,6 +68,9 @@ describe('parseCredentials', () => {
     ['neither user:password nor a header', 'https://a.test  justatoken\n', 1],
     ['a header the crawler owns', 'https://a.test  Host: b.test\n', 1],
     ['one header twice for an origin', 'https://a.test  X-Key: 1\nhttps://a.test  x-key: 2\n', 2],
+    ['a login without user:password', 'https://a.test  login justatoken\n', 1],
+    ['a login with nothing after it', '# c\nhttps://a.test  login\n', 2],
+    ['two logins for an origin', 'https://a.test  login u:p\nhttps://a.test  login two words:x\n', 2],
   ])('refuses %s, naming the file and the line and never the credential', (_what, text, line) => {
     const err = thrown(() => parseCredentials(text, '/srv/creds.txt'));
     expect(err.code).toBe('CREDENTIALS_MALFORMED');

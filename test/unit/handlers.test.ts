@@ -7,8 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { CampaignInputError, resolveCampaignSettings } from '../../src/config/campaign';
 import type { Handler } from '../../src/handlers/api';
-import { resolveHandlerSpec } from '../../src/handlers/loader';
-import { checkOutput, EventLoopWatch, HANDLER_ATTEMPTS, runHook, type HookInput } from '../../src/handlers/runner';
+import { handlerOf, resolveHandlerSpec } from '../../src/handlers/loader';
+import { checkOutput, EventLoopWatch, HANDLER_ATTEMPTS, isLoggedOutResponse, runHook, runLogin, type HookInput } from '../../src/handlers/runner';
+import type { LoginContext } from '../../src/handlers/api';
 import { decodeEntry, encodeEntry } from '../../src/redis/frontier';
 import { attemptKey, committedAttempts, datasetCsv, DatasetWriter, readRawDataset, reduceDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
@@ -177,6 +178,88 @@ describe('running a hook', () => {
     expect(() => checkOutput({ items: [{ n: BigInt(1) }] }, 'http://a.test/')).toThrow();
     expect(() => checkOutput({ links: [{ url: '/x', label: 'has\ttab' }] }, 'http://a.test/')).toThrow(/label/);
     expect(() => checkOutput('yes', 'http://a.test/')).toThrow(/must return/);
+  });
+});
+
+describe('logging in', () => {
+  const ctx = (): LoginContext => ({
+    host: 'a.test',
+    origin: 'http://a.test',
+    reason: 'first',
+    fetch: async () => ({ status: 200, headers: {}, text: '', url: 'http://a.test/' }),
+    log: silent,
+    credentials: { user: 'alice', password: 'pw' },
+  });
+
+  test('a module with only a login hook is a handler; a bad login or isLoggedOut, or isLoggedOut without login, is refused', () => {
+    const login = async () => undefined;
+    expect(handlerOf('m', { default: { login } }).login).toBe(login);
+    for (const [mod, why] of [
+      [{ login: 'yes' }, 'login must be a function'],
+      [{ login, isLoggedOut: true }, 'isLoggedOut must be a function'],
+      [{ onPage: () => undefined, isLoggedOut: () => true }, 'isLoggedOut needs a login hook'],
+    ] as const) {
+      expect(() => handlerOf('m', { default: mod })).toThrow(why);
+    }
+  });
+
+  test('runLogin: resolved is in, a throw is LOGIN_ERROR with its message, once (never attempted again at once)', async () => {
+    let calls = 0;
+    expect(await runLogin({ login: () => void calls++ }, ctx(), 1000, () => undefined)).toMatchObject({ ok: true });
+    const failed = await runLogin(
+      {
+        login: async () => {
+          calls++;
+          throw new Error('the site refused the login');
+        },
+      },
+      ctx(),
+      1000,
+      () => undefined,
+    );
+    expect(failed).toMatchObject({ ok: false, code: 'LOGIN_ERROR', message: 'login hook failed: the site refused the login' });
+    expect(calls).toBe(2);
+  });
+
+  test('runLogin: a hook past its limit is LOGIN_TIMEOUT and is told to stop (its fetch refuses from then on)', async () => {
+    let stopped = 0;
+    const run = await runLogin({ login: () => new Promise(() => undefined) }, ctx(), 50, () => stopped++);
+    expect(run).toMatchObject({ ok: false, code: 'LOGIN_TIMEOUT' });
+    expect(stopped).toBe(1);
+    // A synchronous hook that blocked past the limit fails too, when it returns.
+    const busy = await runLogin(
+      {
+        login: () => {
+          const until = performance.now() + 80;
+          while (performance.now() < until);
+        },
+      },
+      ctx(),
+      50,
+      () => stopped++,
+    );
+    expect(busy).toMatchObject({ ok: false, code: 'LOGIN_TIMEOUT' });
+  });
+
+  test('logged out: any 401, a 403 isLoggedOut recognises, never a 200 or an honest 403; a throwing isLoggedOut means no', () => {
+    const h: Handler = { login: () => undefined, isLoggedOut: ({ $ }) => $('form[action="/login"]').length > 0 };
+    const form = '<html><body><form action="/login"></form></body></html>';
+    expect(isLoggedOutResponse(h, input({ status: 401, text: 'x' }))).toBe(true);
+    expect(isLoggedOutResponse(h, input({ status: 403, text: form }))).toBe(true);
+    expect(isLoggedOutResponse(h, input({ status: 403, text: 'Forbidden' }))).toBe(false);
+    expect(isLoggedOutResponse(h, input({ status: 200, text: form }))).toBe(false);
+    // Without isLoggedOut only a 401 says so; without a login hook nothing does.
+    expect(isLoggedOutResponse({ login: () => undefined }, input({ status: 403, text: form }))).toBe(false);
+    expect(isLoggedOutResponse({ onPage: () => undefined }, input({ status: 401 }))).toBe(false);
+    const warned: string[] = [];
+    const throwing: Handler = {
+      login: () => undefined,
+      isLoggedOut: () => {
+        throw new Error('bug');
+      },
+    };
+    expect(isLoggedOutResponse(throwing, input({ status: 403, log: { ...silent, warn: (m) => warned.push(m) } }))).toBe(false);
+    expect(warned).toEqual(['isLoggedOut threw; the page is taken as not logged out']);
   });
 });
 

@@ -706,6 +706,63 @@ describe('redirects', () => {
     expect(result.stoppedRedirect).toEqual({ from: `${server.base}/b`, to: 'http://elsewhere.test/x', status: 302 });
   });
 
+  describe('POST (a login form)', () => {
+    /** Answers what it received: method, content type and body; /form redirects with `status`. */
+    async function echoServer(status: number) {
+      const seen: { method: string; path: string; type: string | undefined; length: string | undefined; body: string }[] = [];
+      const server = await startServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          seen.push({ method: req.method!, path: req.url!, type: req.headers['content-type'], length: req.headers['content-length'], body: Buffer.concat(chunks).toString() });
+          if (req.url === '/form') res.writeHead(status, { location: '/done' }).end();
+          else res.end(`${req.method} ${req.url}`);
+        });
+      });
+      return { server, seen };
+    }
+
+    it('sends the body with its content type and length, and says so in the result', async () => {
+      const { server, seen } = await echoServer(200);
+      const body = Buffer.from('user=alice&password=s3cret');
+      const result = await client().fetch(`${server.base}/login`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(seen).toEqual([{ method: 'POST', path: '/login', type: 'application/x-www-form-urlencoded', length: String(body.length), body: body.toString() }]);
+      expect(result.method).toBe('POST');
+      expect(result.requestBody?.toString()).toBe(body.toString());
+      expect(result.requestHeaders['content-length']).toBe(String(body.length));
+      expect(result.body.toString()).toBe('POST /login');
+    });
+
+    it.each([301, 302, 303])('a POST answered %i and followed goes on as a GET without the body', async (status) => {
+      const { server, seen } = await echoServer(status);
+      const result = await client().fetch(`${server.base}/form`, { method: 'POST', body: Buffer.from('a=1'), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(seen.map((s) => [s.method, s.path, s.type, s.body])).toEqual([
+        ['POST', '/form', 'application/x-www-form-urlencoded', 'a=1'],
+        ['GET', '/done', undefined, ''],
+      ]);
+      expect(result.method).toBe('GET');
+      expect(result.requestBody).toBeUndefined();
+    });
+
+    it.each([307, 308])('a POST answered %i and followed is sent again with its body', async (status) => {
+      const { server, seen } = await echoServer(status);
+      const result = await client().fetch(`${server.base}/form`, { method: 'POST', body: Buffer.from('a=1') });
+      expect(seen.map((s) => [s.method, s.path, s.body])).toEqual([
+        ['POST', '/form', 'a=1'],
+        ['POST', '/done', 'a=1'],
+      ]);
+      expect(result.method).toBe('POST');
+    });
+
+    it('a GET has neither a body nor a Content-Length', async () => {
+      const { server, seen } = await echoServer(200);
+      const result = await client().fetch(`${server.base}/page`);
+      expect(seen[0]).toMatchObject({ method: 'GET', length: undefined, body: '' });
+      expect(result.requestBody).toBeUndefined();
+      expect(result.requestHeaders['content-length']).toBeUndefined();
+    });
+  });
+
   it('returns the 3xx when followRedirect always says no', async () => {
     const server = await redirectServer({ '/a': [308, '/b'] });
     const result = await client().fetch(`${server.base}/a`, { followRedirect: () => false });

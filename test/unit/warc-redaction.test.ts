@@ -111,3 +111,76 @@ test('keepSecrets (output.warcKeepSecrets) keeps every value as sent and receive
   );
   expect(response.headers.filter(([n]) => n.toLowerCase() === 'set-cookie').map(([, v]) => v)).toEqual(['session=fresh-77; Path=/; HttpOnly', 'theme=dark']);
 });
+
+// The request records' bodies (a login form's POST), as warcio reads them.
+const PY_BODIES = String.raw`
+import sys, json
+from warcio.archiveiterator import ArchiveIterator
+for path in sys.argv[1:]:
+    with open(path, 'rb') as fh:
+        for rec in ArchiveIterator(fh, check_digests=True):
+            if rec.rec_type == 'request':
+                body = rec.content_stream().read().decode('utf-8')
+                print(json.dumps({'statusline': rec.http_headers.protocol + ' ' + rec.http_headers.statusline, 'headers': rec.http_headers.headers, 'body': body, 'passed': rec.digest_checker.passed}))
+`;
+
+describe('request bodies (a login form)', () => {
+  const PASSWORD = 'pw-Zz81-login';
+  const form = `user=alice&password=${encodeURIComponent(PASSWORD)}&csrf_token=tok-5521&remember=on`;
+
+  async function post(body: string, contentType: string | null, keepSecrets?: boolean) {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    await w.writeExchange({
+      url: 'https://shop.example.test/login',
+      fetchedAt: new Date(Date.UTC(2024, 0, 2, 3, 4, 5)),
+      request: {
+        method: 'POST',
+        headers: { 'user-agent': 'test-crawler/1.0', ...(contentType ? { 'content-type': contentType } : {}), 'content-length': String(Buffer.byteLength(body)) },
+        body: Buffer.from(body),
+      },
+      response: { status: 302, headers: { location: '/account' }, body: Buffer.alloc(0) },
+      ...(keepSecrets === undefined ? {} : { keepSecrets }),
+    });
+    await w.close();
+    const files = w.files.map((f) => path.join(dir, f));
+    const res = run(VENV_PY, ['-c', PY_BODIES, ...files]);
+    expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
+    const record = JSON.parse(res.stdout.trim()) as { statusline: string; headers: [string, string][]; body: string; passed: boolean };
+    const text = Buffer.concat(files.map((f) => gunzipSync(fs.readFileSync(f)))).toString('latin1');
+    return { record, text };
+  }
+
+  test('a form: the password and the token become [redacted], the other fields stay; Content-Length is what is stored; the record verifies', async () => {
+    const { record, text } = await post(form, 'application/x-www-form-urlencoded');
+    expect(record.statusline).toBe('POST /login HTTP/1.1');
+    expect(record.body).toBe(`user=alice&password=${encodeURIComponent(REDACTED)}&csrf_token=${encodeURIComponent(REDACTED)}&remember=on`);
+    expect(record.headers).toEqual(
+      expect.arrayContaining([
+        ['X-Crawler-Original-Content-Length', String(form.length)],
+        ['Content-Length', String(Buffer.byteLength(record.body))],
+      ]),
+    );
+    expect(record.passed).not.toBe(false);
+    expect(text).not.toContain(PASSWORD);
+    expect(text).not.toContain(encodeURIComponent(PASSWORD));
+    expect(text).not.toContain('tok-5521');
+  });
+
+  test('JSON: secret keys at any depth are redacted; a body of another type is replaced whole', async () => {
+    const json = await post(JSON.stringify({ login: { username: 'alice', password: PASSWORD }, apiKey: 'k-1' }), 'application/json; charset=utf-8');
+    expect(JSON.parse(json.record.body)).toEqual({ login: { username: 'alice', password: REDACTED }, apiKey: REDACTED });
+    expect(json.text).not.toContain(PASSWORD);
+    for (const type of ['text/plain', 'multipart/form-data; boundary=x', null]) {
+      const other = await post(`password=${PASSWORD}`, type);
+      expect(other.record.body).toBe(REDACTED);
+      expect(other.text).not.toContain(PASSWORD);
+    }
+  });
+
+  test('keepSecrets keeps the body as sent', async () => {
+    const { record } = await post(form, 'application/x-www-form-urlencoded', true);
+    expect(record.body).toBe(form);
+    expect(record.headers).toEqual(expect.arrayContaining([['content-length', String(form.length)]]));
+  });
+});

@@ -53,6 +53,11 @@ export interface SiteSpec {
    */
   handler?: (ctx: SiteRequest) => boolean | void;
   /**
+   * Methods besides GET and HEAD the site takes (a login form's POST): they
+   * go to `handler`, which reads the body from `req`; any other gets a 405.
+   */
+  methods?: string[];
+  /**
    * Holds a response: when this returns a promise, the request (already
    * logged, after latencyMs) is answered as usual only once it settles. For
    * tests that need one request in flight while something else happens;
@@ -571,7 +576,7 @@ export class TestWeb {
       send(res, req, 404, 'text/plain; charset=utf-8', Buffer.from('no such site\n'));
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !(site.spec.handler && site.spec.methods?.includes(req.method ?? ''))) {
       res.setHeader('allow', 'GET, HEAD');
       send(res, req, 405, 'text/plain; charset=utf-8', Buffer.from('method not allowed\n'));
       return;
