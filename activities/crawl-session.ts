@@ -16,6 +16,7 @@ import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
 import { httpFetcher, type Fetcher } from '../src/http/fetcher';
 import { cookieFetcher } from '../src/http/cookie-jar';
+import { renderingFetcher } from './render';
 import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
@@ -145,12 +146,22 @@ class HostSession {
     // died may take the clock once the delay has passed since the dead
     // attempt took it (crawlClockAcquire), never sooner.
     const owner = `${this.campaign.key}|${this.host}`;
-    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000;
+    // A rendered page holds the clock through its render too (docs/rendering.md).
+    const render = this.s.render === 'browser';
+    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000 + (render ? this.s.browser.pageTimeoutMs : 0);
     const http = httpFetcher(this.campaign.http);
-    const f: Fetching = { robots, clock, owner, lease, fetcher: this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http };
-    for (;;) {
-      const done = await this.turn(f);
-      if (done) return done;
+    const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;
+    const allows = robots.kind === 'ok' ? robots.allows : null;
+    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows }) : null;
+    const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher };
+    try {
+      for (;;) {
+        const done = await this.turn(f);
+        if (done) return done;
+      }
+    } finally {
+      // The session's browser context goes with it: the next session of the host starts a fresh one.
+      await rendering?.close();
     }
   }
 

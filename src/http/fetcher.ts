@@ -10,6 +10,8 @@ export interface FetchRequest {
   url: string;
   /** Extra request headers (a revisit's If-None-Match / If-Modified-Since). */
   headers?: Record<string, string>;
+  /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
+  kind?: string;
 }
 
 export interface FetchContext {
