@@ -26,6 +26,14 @@ import type { BrowserPool } from './browser-pool';
 
 /** A page's requests to its own host in flight at once: a browser opens six connections a host; a crawler asks less of a site. */
 export const SAME_HOST_AT_ONCE = 4;
+/**
+ * Files the pages of one session share (a site's script, stylesheet, logo)
+ * are fetched and archived once per session and then answered from memory:
+ * with routes on, Chromium's own cache is off. Bounded in entries and bytes.
+ */
+const SHARED_TYPES = new Set(['script', 'stylesheet', 'image', 'font', 'media']);
+const SESSION_CACHE_ENTRIES = 500;
+const SESSION_CACHE_BYTES = 32 * 1024 * 1024;
 /** Taking the DOM of a page whose script keeps its thread busy must not hang the session past its deadline by more than this. */
 const CONTENT_GRACE_MS = 5_000;
 
@@ -183,6 +191,13 @@ class Gate {
 export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
   let context: BrowserContext | null = null;
   let pagesInContext = 0;
+  const cache = new Map<string, FetchResult>();
+  let cachedBytes = 0;
+  const remember = (url: string, res: FetchResult) => {
+    if (res.status !== 200 || res.truncated || cache.size >= SESSION_CACHE_ENTRIES || cachedBytes + res.body.length > SESSION_CACHE_BYTES) return;
+    cache.set(url, res);
+    cachedBytes += res.body.length;
+  };
 
   async function contextForPage(): Promise<BrowserContext> {
     // Replaced after pagesPerContext pages (its cache and memory grow), or when its browser died.
@@ -246,6 +261,8 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
         if (d.kind === 'refuse') return route.abort('blockedbyclient');
         inflight.begin();
         try {
+          const shared = SHARED_TYPES.has(req.resourceType()) ? cache.get(req.url()) : undefined;
+          if (shared) return await route.fulfill({ status: shared.status, headers: fulfilHeaders(shared.headers), body: shared.body });
           const leave = await gate.enter();
           let res: FetchResult | null;
           try {
@@ -254,6 +271,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
             leave();
           }
           if (!res) return await route.abort('failed');
+          if (SHARED_TYPES.has(req.resourceType())) remember(req.url(), res);
           await route.fulfill({ status: res.status, headers: fulfilHeaders(res.headers), body: res.body });
         } finally {
           inflight.end();
