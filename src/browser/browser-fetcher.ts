@@ -151,9 +151,9 @@ export class InFlight {
     return this.#count;
   }
 
-  async settled(quietMs: number, deadlineAt: number, now: () => number = Date.now): Promise<'quiet' | 'deadline'> {
+  async settled(quietMs: number, deadlineAt: number): Promise<'quiet' | 'deadline'> {
     for (;;) {
-      const t = now();
+      const t = Date.now();
       if (this.#count === 0 && t - this.#quietSince >= quietMs) return 'quiet';
       if (t >= deadlineAt) return 'deadline';
       const until = this.#count === 0 ? Math.min(this.#quietSince + quietMs, deadlineAt) : deadlineAt;
