@@ -18,6 +18,7 @@ import { httpFetcher, type Fetcher } from '../src/http/fetcher';
 import { cookieFetcher } from '../src/http/cookie-jar';
 import { loadHandler } from '../src/handlers/loader';
 import { HostLogin, type ClockTurn } from './login';
+import { renderingFetcher } from './render';
 import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
@@ -149,16 +150,24 @@ class HostSession {
     // died may take the clock once the delay has passed since the dead
     // attempt took it (crawlClockAcquire), never sooner.
     const owner = `${this.campaign.key}|${this.host}`;
-    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000;
+    // A rendered page holds the clock through its render too (docs/rendering.md).
+    const render = this.s.render === 'browser';
+    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000 + (render ? this.s.browser.pageTimeoutMs : 0);
     const http = httpFetcher(this.campaign.http);
     const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;
     const allows = robots.kind === 'ok' ? robots.allows : null;
     const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
     const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
-    const f: Fetching = { robots, clock, owner, lease, fetcher, login };
-    for (;;) {
-      const done = await this.turn(f);
-      if (done) return done;
+    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows }) : null;
+    const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher, login };
+    try {
+      for (;;) {
+        const done = await this.turn(f);
+        if (done) return done;
+      }
+    } finally {
+      // The session's browser context goes with it: the next session of the host starts a fresh one.
+      await rendering?.close();
     }
   }
 

@@ -23,6 +23,7 @@ import { loadProxyFiles } from '../src/http/proxies';
 import { RedisProxyHealth } from '../src/redis/proxy-health';
 import { CookieJars } from '../src/http/cookie-jar';
 import { readCookiesFile } from '../src/http/cookies-file';
+import { BrowserPool } from '../src/browser/browser-pool';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -32,6 +33,8 @@ export interface ActivityDeps {
    * started eagerly on this worker (the SDK refuses an eager start otherwise).
    */
   eagerStart?: boolean;
+  /** Chromium's executable for `render: browser` (found or installed by the worker: src/stack/chromium.ts); absent: no page is rendered. */
+  chromium?: () => Promise<string>;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;
@@ -91,10 +94,13 @@ export class WorkerRuntime {
   readonly robotsWarmups = new Map<string, Promise<RobotsVerdict>>();
   /** Aborted by close(): what runs outside any activity (the warm-ups) stops with the worker. */
   readonly closing = new AbortController();
+  /** The process's Chromium (render: browser), started by the first page that needs it. */
+  readonly browsers: BrowserPool;
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
     this.log = deps.log ?? createLogger({ level: 'silent' });
+    this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log);
     this.loopWatch = new EventLoopWatch((ms, urls) => {
       deps.metrics?.recordEventLoopBlocked(ms);
       this.log.error('worker thread blocked', { blockedMs: ms, handlerPages: urls.slice(0, 10) });
@@ -199,6 +205,7 @@ export class WorkerRuntime {
     this.draining = true;
     this.closing.abort();
     await Promise.all([...this.robotsWarmups.values()]);
+    await this.browsers.close();
     const all = [...this.campaigns.values()];
     this.campaigns.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => null))?.http.close()));

@@ -118,8 +118,13 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   };
   const ok = res.status >= 200 && res.status < 300;
   const html = isHtml(contentType);
+  // A rendered page (render: browser) is read as the browser left it: its
+  // links, its text and the handler's input are the rendered DOM's, while
+  // the body (hashed above, stored as sent) stays the server's.
+  const rendered = res.rendered?.html ?? null;
+  if (res.rendered) common.render = renderFields(res.rendered);
   let decoded: string | undefined;
-  const text = () => (decoded ??= decodeBody(res.body, contentType).text);
+  const text = () => (decoded ??= rendered ?? decodeBody(res.body, contentType).text);
 
   // Non-HTML bodies are never parsed for links; by policy they are stored or only indexed.
   if (ok && !html && kind === 'page' && input.nonHtml === 'skip') return { kind: 'skipped-content-type', common };
@@ -176,7 +181,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
     // Linear in the body and bounded in time (src/parse/links.ts): a page past
     // the limit keeps the links found until then and is recorded parse-timeout.
-    const page = extractLinks(text(), res.finalUrl, {
+    const page = extractLinks(text(), rendered !== null ? res.rendered!.url : res.finalUrl, {
       withText: input.dedup === 'near' || input.revisit,
       maxLength: OVERLONG_LINK_CHARS,
       maxLinks: input.maxLinks,
@@ -190,8 +195,10 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     canonical = page.canonical;
     // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
     if (input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhash = simhashToHex(simhash64(page.text));
-    duplicateOf = await deps.checkDuplicate(common.contentHash!, page.text);
-    contentChecked = input.dedup !== 'off';
+    // A client-rendered site serves one shell for every route: what tells its pages apart is what they render to.
+    duplicateOf = await deps.checkDuplicate(rendered !== null ? contentHashOf(Buffer.from(rendered)) : common.contentHash!, page.text);
+    // The verdict settles who stores a payload only when it is about that payload (the body's hash).
+    contentChecked = input.dedup !== 'off' && rendered === null;
     // Requisites first: the page is only whole with them, whatever it links
     // to (nofollow is about links, not what the page needs to display).
     candidates = embedsOf(page.requisites.map((r) => r.url));
@@ -253,6 +260,11 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     ...(feed ? { feed } : {}),
     verdict,
   };
+}
+
+/** What the index line says of a rendered page. */
+function renderFields(r: NonNullable<FetchResult['rendered']>): NonNullable<IndexEntry['render']> {
+  return { done: r.done, ms: r.ms, requests: r.requests, ...(r.error ? { error: r.error } : {}) };
 }
 
 /**

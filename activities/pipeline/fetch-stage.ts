@@ -85,7 +85,7 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.embedBudgetExhausted, error };
   }
 
-  const got = await deps.fetcher.fetch({ url, headers: input.headers }, { signal: deps.signal });
+  const got = await deps.fetcher.fetch({ url, headers: input.headers, kind: input.kind }, { signal: deps.signal });
   if (!got.ok) {
     const err = got.failure;
     // An address kept busy by the crawler's own other requests (the per-address

@@ -25,6 +25,10 @@ export type RequisiteMode = (typeof REQUISITE_MODES)[number];
 export const COOKIE_MODES = ['on', 'off'] as const;
 export type CookieMode = (typeof COOKIE_MODES)[number];
 
+/** off: pages are fetched with HTTP only; browser: every HTML page is also rendered in Chromium (docs/rendering.md). */
+export const RENDER_MODES = ['off', 'browser'] as const;
+export type RenderMode = (typeof RENDER_MODES)[number];
+
 export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
 export type DedupMode = (typeof DEDUP_MODES)[number];
 export const POLITENESS_KEYS = ['host', 'domain', 'ip'] as const;
@@ -455,6 +459,21 @@ const campaignFields = {
     .describe(
       "Fetch what each page needs to display (stylesheets and their imports and fonts, scripts, images, media) as embeds, so the archive replays whole; embeds on other hosts are fetched up to two embed hops from a page even outside the crawl's scope (docs/crawling-rules.md).",
     ),
+  render: oneOf(RENDER_MODES)
+    .default('off')
+    .describe(
+      "browser: every HTML page is rendered in Chromium after its HTTP fetch, each request the page makes answered by the crawler's own HTTP client and archived; links come from the rendered DOM (docs/rendering.md). off: HTTP only.",
+    ),
+  browser: section({
+    // 30 s: a heavy single-page application settles in a few seconds; one that never does must not hold its host longer.
+    pageTimeoutMs: timerMs(1)
+      .default(30_000)
+      .describe("A rendered page's deadline, from the start of its navigation to its DOM being taken: whatever it loaded by then is what it has."),
+    // 500 ms: long enough for a script's chain of fetch → render → fetch, short enough not to add seconds a page.
+    quietMs: timerMs(0).default(500).describe('After `load`, a page is done once no request of it has been in flight for this long (capped by pageTimeoutMs).'),
+    maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
+    pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+  }).prefault({}),
   sitemaps: oneOf(SITEMAP_MODES).default('robots+root').describe('Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root; off: none.'),
   output: section({
     dir: z

@@ -44,6 +44,8 @@ export interface ProcessSettings {
   temporalCli: string | null;
   /** `redis-server` binary for the embedded Redis, instead of finding or installing one. */
   redisServer: string | null;
+  /** Chromium (or Chrome) for `render: browser`, instead of finding or installing Debian's. */
+  chromiumPath: string | null;
   /** `npm run bench`: show every worker's log lines. */
   benchVerbose: boolean;
   /** Hosts file read before the DNS for every name a worker resolves (src/http/dns-cache.ts). */
@@ -131,6 +133,7 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'crawlerHome', env: 'CRAWLER_HOME', default: null, parse: str, doc: "Folder for tools, the embedded stack's data and bundles (default: .crawler at the project root)" },
   { key: 'temporalCli', env: 'TEMPORAL_CLI', default: null, parse: str, doc: '`temporal` binary for the embedded dev server (default: found or installed)' },
   { key: 'redisServer', env: 'REDIS_SERVER', default: null, parse: str, doc: '`redis-server` binary for the embedded Redis (default: found or installed)' },
+  { key: 'chromiumPath', env: 'CHROMIUM_PATH', default: null, parse: str, doc: 'Chromium or Chrome executable of `render: browser` (default: found or installed)' },
   {
     key: 'hostsFile',
     env: 'CRAWLER_HOSTS_FILE',

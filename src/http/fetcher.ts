@@ -13,6 +13,8 @@ export interface FetchRequest {
   /** Default GET; POST is a handler's login form (activities/login.ts), never a page. */
   method?: 'GET' | 'POST';
   body?: Buffer;
+  /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
+  kind?: string;
 }
 
 export interface FetchContext {

@@ -207,6 +207,28 @@ export interface FetchResult {
   /** Epoch ms. */
   startedAt: number;
   endedAt: number;
+  /**
+   * Set by the browser fetcher (src/browser/browser-fetcher.ts) on a page it
+   * rendered: the DOM after the page's scripts ran, which link extraction
+   * and the handler read. Everything else here (the body above included)
+   * stays the document as the server sent it, which is what the WARC holds.
+   */
+  rendered?: RenderedDocument;
+}
+
+/** What rendering made of a page (docs/rendering.md). */
+export interface RenderedDocument {
+  /** The serialized DOM of the main frame; null when rendering failed (the page keeps its HTTP body). */
+  html: string | null;
+  /** The page's URL when its DOM was taken (the History API may have changed it; same origin). */
+  url: string;
+  /** quiet: `load`, then browser.quietMs without a request in flight; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
+  done: 'quiet' | 'deadline' | 'failed';
+  /** From the navigation to the DOM taken. */
+  ms: number;
+  /** Requests of the page answered from the network (the document excluded), each archived. */
+  requests: number;
+  error?: { code: string; message: string };
 }
 
 export interface HttpClient {

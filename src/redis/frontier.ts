@@ -172,6 +172,14 @@ export class Frontier {
     return { added, awake: last[1] === 1, queued: last[2] };
   }
 
+  /**
+   * Marks URLs seen without enqueueing them: a rendered page's requisites,
+   * archived with it, are not fetched again as embeds (docs/rendering.md).
+   */
+  async markSeen(fps: string[]): Promise<void> {
+    if (fps.length > 0) await this.redis.sadd(this.keys.seen, ...fps);
+  }
+
   /** Whether someone must wake the host's workflow for URLs in its frontier. */
   static needsWake(r: { awake: boolean; queued: number }): boolean {
     // Not only when this call added URLs: a step that died after enqueueing

@@ -86,6 +86,8 @@ export interface IndexEntry {
   hops?: string;
   /** Requisites of the page (or stylesheet) past budgets.maxEmbedsPerPage, not fetched. */
   embedsDropped?: number;
+  /** render: browser: how the page's render ended (docs/rendering.md); absent for pages not rendered. */
+  render?: { done: 'quiet' | 'deadline' | 'failed'; ms: number; requests: number; error?: { code: string; message: string } };
   /** For feeds (and pages that turned out to be one): the feed's format, items' links, links new to the frontier, parse problems. */
   feed?: { kind: string; links: number; added: number; truncated: boolean; errors: string[] };
   /** <link rel=canonical> of an HTML page, normalised. */

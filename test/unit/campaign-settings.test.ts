@@ -244,6 +244,9 @@ describe('one schema', () => {
       traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
       content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
       requisites: 'on',
+      // Off unless a campaign asks: nothing changes for the others (docs/rendering.md).
+      render: 'off',
+      browser: { pageTimeoutMs: 30_000, quietMs: 500, maxPagesAtOnce: 4, pagesPerContext: 100 },
       sitemaps: 'robots+root',
       output: { dir: 'crawl-output', warcKeepSecrets: false },
       handler: null,

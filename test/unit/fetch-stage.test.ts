@@ -46,7 +46,8 @@ const ok = (status = 200, headers: Record<string, string> = {}): FetchOutcome =>
 test('a response is handed on, the host quiet for its delay after it', async () => {
   const s = setup(ok(), { headers: { 'if-none-match': '"x"' } });
   expect(await s.run()).toMatchObject({ kind: 'response', hostPauseMs: 1_000, response: { status: 200 } });
-  expect(s.requests).toEqual([{ url: URL_, headers: { 'if-none-match': '"x"' } }]);
+  // The entry's kind goes with the request: a browser fetcher renders pages only.
+  expect(s.requests).toEqual([{ url: URL_, headers: { 'if-none-match': '"x"' }, kind: 'page' }]);
 });
 
 test('robots.txt, the host budget and the campaign budget stop a URL before its request: nothing for the clock to wait for', async () => {

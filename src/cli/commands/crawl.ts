@@ -10,6 +10,7 @@ import {
   NON_HTML_POLICIES,
   POLITENESS_KEYS,
   REQUISITE_MODES,
+  RENDER_MODES,
   resolveCampaignSettings,
   SITEMAP_MODES,
   type CampaignInput,
@@ -18,11 +19,13 @@ import {
   type NonHtmlPolicy,
   type PolitenessKey,
   type RequisiteMode,
+  type RenderMode,
   type SitemapMode,
 } from '../../config/campaign';
 import { explicitSetting, processSettings, settingVariable, temporalIsRemote } from '../../config/env';
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
+import { findOrInstallChromium } from '../../stack/chromium';
 import { connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, runningCampaigns, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from '../../temporal/connect';
@@ -64,6 +67,7 @@ export interface CrawlOptions {
   maxEmbedsPerPage?: number;
   maxEmbeds?: number;
   requisites?: RequisiteMode;
+  render?: RenderMode;
   /** A number, or null for `none`. */
   maxInFlightPerAddress?: number | null;
   maxActiveHosts?: number;
@@ -269,6 +273,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     },
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
     ...(o.requisites !== undefined ? { requisites: o.requisites } : {}),
+    ...(o.render !== undefined ? { render: o.render } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)), ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
@@ -319,6 +324,8 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   if (input.fetch?.credentialsFile) await loadCredentialsFile(input.fetch.credentialsFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   // Read as the workers will read it: unreadable, readable by anyone, or a malformed line is exit code 2 (the line named, never a value).
   if (input.cookiesFile && o.workers !== 0) await readCookiesFile(input.cookiesFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+  // Found (or installed, as root) here as the workers this command starts will find it: no Chromium is exit code 2 saying what to install.
+  if (input.render === 'browser' && o.workers !== 0) await findOrInstallChromium().catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -353,6 +360,11 @@ export function campaignOptions(command: Command): Command {
       '--requisites <mode>',
       `${choices(REQUISITE_MODES, CAMPAIGN_DEFAULTS.requisites)}: fetch the stylesheets, scripts, images and fonts each page needs, so the archive replays whole`,
       choice('--requisites', REQUISITE_MODES),
+    )
+    .option(
+      '--render <mode>',
+      `${choices(RENDER_MODES, CAMPAIGN_DEFAULTS.render)}: render every HTML page in Chromium and take its links from the rendered page (docs/rendering.md)`,
+      choice('--render', RENDER_MODES),
     )
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
     .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))

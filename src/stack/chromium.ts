@@ -1,0 +1,30 @@
+// The Chromium that `render: browser` drives through playwright-core (which
+// brings no browser of its own): found like the stack's servers
+// (src/stack/tools.ts): $CHROMIUM_PATH, then PATH and the usual places;
+// Debian's package installed with apt-get when we are root.
+import { processSetting } from '../config/env';
+import { executable, findOrInstallAptTool, type InstallOptions } from './tools';
+import { StackError } from './stack-error';
+import { executableSearchPath } from '../config/env';
+import path from 'node:path';
+
+const NAMES = ['chromium', 'chromium-browser'];
+const PLACES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium', '/snap/bin/chromium'];
+
+/** Chromium on PATH or in the usual places, or null. */
+export function findChromium(): string | null {
+  for (const name of NAMES) {
+    for (const dir of executableSearchPath()) if (executable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return PLACES.find(executable) ?? null;
+}
+
+/** Chromium's executable: $CHROMIUM_PATH, then PATH and the usual places; `apt-get install chromium` when root. Throws StackError TOOL_MISSING saying what to install. */
+export async function findOrInstallChromium(opts: InstallOptions = {}): Promise<string> {
+  const fromEnv = processSetting('chromiumPath');
+  if (fromEnv) {
+    if (!executable(fromEnv)) throw new StackError('TOOL_MISSING', `CHROMIUM_PATH=${fromEnv} is not an executable file`);
+    return fromEnv;
+  }
+  return findChromium() ?? findOrInstallAptTool('chromium', 'chromium', '`render: browser` renders pages with it (or set CHROMIUM_PATH to a Chromium or Chrome executable)', opts);
+}

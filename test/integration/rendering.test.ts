@@ -1,0 +1,111 @@
+// Issue 26, first slice: `render: browser` on a client-rendered site
+// (test/web/spa-site.ts: one shell for every route, its links, title and text
+// built by a script from JSON it fetches, History API routing, an image added
+// by the script). Rendered, the crawl finds and stores every page, each
+// index line saying how its render ended, and the WARC holds the documents as
+// the server sent them and every request the pages made (the script, the
+// JSON, the image), each requested once however many pages use it; with
+// render off (the default) only the shell is found. Real workers, Temporal
+// and Redis; the workers' Chromium is Debian's.
+import type { IndexEntry } from '../../src/storage/index-writer';
+import type { WarcReadRecord } from '../../src/storage/warc-reader';
+import { normalizeUrl } from '../../src/url/normalize';
+import type { CampaignResult } from '../../workflows/messages';
+import { spaSite, type SpaSite } from '../web/spa-site';
+import type { RequestRecord } from '../web/test-web';
+import { findOrInstallChromium } from '../support/browser';
+import { createHarness, isHousekeepingPath, launch, outputOf, type Harness } from '../support/harness';
+
+jest.setTimeout(300_000);
+
+interface Crawl {
+  result: CampaignResult;
+  requests: RequestRecord[];
+  lines: IndexEntry[];
+  records: WarcReadRecord[];
+}
+
+let h: Harness;
+let site: SpaSite;
+let on: Crawl;
+let off: Crawl;
+
+const url = (path: string) => normalizeUrl(h.web.url(site.host, path));
+
+async function crawl(render: 'browser' | 'off'): Promise<Crawl> {
+  h.web.clearRequests();
+  const handle = await launch(h, { seeds: [h.web.url(site.host, '/')], render, politeness: { minDelayMs: 20 } });
+  const result = await handle.result();
+  const out = outputOf(h, result.campaignId);
+  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc() };
+}
+
+const pagesOf = (c: Crawl) =>
+  c.lines
+    .filter((e) => !e.kind && e.outcome === 'fetched')
+    .map((e) => e.url)
+    .sort();
+const responsesOf = (c: Crawl) => c.records.filter((r) => (r.type === 'response' || r.type === 'revisit') && r.targetUri).map((r) => normalizeUrl(r.targetUri!));
+
+beforeAll(async () => {
+  // The workers find Chromium the same way; installed here first so their first page does not wait for apt-get.
+  await findOrInstallChromium((m) => process.stderr.write(`[browser] ${m}\n`));
+  h = await createHarness('rendering', { workers: 1 });
+  site = spaSite();
+  h.web.addSite(site.spec);
+  on = await crawl('browser');
+  off = await crawl('off');
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('render: browser on a client-rendered site', () => {
+  test('finds and fetches every page, links taken from the rendered DOM', () => {
+    expect(on.result.status).toBe('completed');
+    expect(pagesOf(on)).toEqual(site.pages.map((p) => url(p.path)).sort());
+  });
+
+  test("each page's index line says it was rendered and how the render ended", () => {
+    for (const p of site.pages) {
+      const line = on.lines.find((e) => e.url === url(p.path));
+      expect({ url: p.path, done: line?.render?.done, error: line?.render?.error }).toEqual({ url: p.path, done: 'quiet', error: undefined });
+    }
+    // The first page fetched its script, its JSON and its image; later pages of the session take the script and image from the session.
+    expect(on.lines.find((e) => e.url === url('/'))?.render?.requests).toBeGreaterThanOrEqual(3);
+  });
+
+  test('archives each document as the server sent it, and the script, the JSON and the image the pages requested', () => {
+    const stored = responsesOf(on);
+    for (const p of site.pages) expect({ p: p.path, has: stored.includes(url(p.path)) }).toEqual({ p: p.path, has: true });
+    for (const f of Object.values(site.files)) expect({ f, has: stored.includes(url(f)) }).toEqual({ f, has: true });
+    // The document record is the shell (what replay serves), not the rendered DOM.
+    const home = on.records.find((r) => r.type === 'response' && r.targetUri && normalizeUrl(r.targetUri) === url('/'));
+    expect(home?.payload?.toString('utf8')).toContain('<div id="app"></div>');
+    expect(home?.payload?.toString('utf8')).not.toContain('Spa home');
+  });
+
+  test('requests the shared script and image once: answered from the session, not fetched again as embeds', () => {
+    const count = (path: string) => on.requests.filter((r) => r.host === site.host && r.path === path).length;
+    expect({ script: count(site.files.script), image: count(site.files.image) }).toEqual({ script: 1, image: 1 });
+    // Every page once.
+    for (const p of site.pages) expect({ p: p.path, n: count(p.path) }).toEqual({ p: p.path, n: 1 });
+    // Nothing the site does not serve (the browser asks only for what the script names).
+    const paths = new Set(on.requests.filter((r) => !isHousekeepingPath(r.path)).map((r) => r.path));
+    expect([...paths].sort()).toEqual([...site.pages.map((p) => p.path), ...Object.values(site.files)].sort());
+  });
+});
+
+describe('render: off (the default) on the same site', () => {
+  test('finds only the shell: its links exist only after its script runs', () => {
+    expect(off.result.status).toBe('completed');
+    expect(pagesOf(off)).toEqual([url('/')]);
+    expect(off.lines.some((e) => e.render !== undefined)).toBe(false);
+    // The shell's script is still archived as its requisite; the JSON and the image, which only the script asks for, are not.
+    const stored = responsesOf(off);
+    expect(stored).toContain(url(site.files.script));
+    expect(stored).not.toContain(url(site.files.data));
+    expect(stored).not.toContain(url(site.files.image));
+  });
+});
