@@ -24,7 +24,7 @@ import type { CampaignResult } from '../../workflows/messages';
 import { spaSite, type SpaSite } from '../web/spa-site';
 import type { RequestRecord } from '../web/test-web';
 import { findOrInstallChromium, launchBrowser, screenshot } from '../support/browser';
-import { createHarness, isHousekeepingPath, launch, outputOf, type Harness } from '../support/harness';
+import { createHarness, isHousekeepingPath, launch, minGapsByHost, outputOf, type Harness } from '../support/harness';
 import { startPywb, type Pywb } from '../support/pywb';
 
 jest.setTimeout(300_000);
@@ -124,6 +124,50 @@ describe('render: off (the default) on the same site', () => {
     expect(stored).toContain(url(site.files.script));
     expect(stored).not.toContain(url(site.files.data));
     expect(stored).not.toContain(url(site.files.image));
+  });
+});
+
+// ---- politeness --------------------------------------------------------------
+
+describe('politeness in browser mode, two client-rendered hosts crawled at once', () => {
+  /** Each host's delay: long beside a render, so a navigation that did not wait for it would show. */
+  const DELAY_MS = 400;
+  const sites = [spaSite('a.polite-spa.test'), spaSite('b.polite-spa.test')];
+  let polite: Crawl;
+
+  beforeAll(async () => {
+    for (const s of sites) h.web.addSite(s.spec);
+    h.web.clearRequests();
+    const handle = await launch(h, { seeds: sites.map((s) => h.web.url(s.host, '/')), scope: { mode: 'any' }, render: 'browser', politeness: { minDelayMs: DELAY_MS } });
+    const result = await handle.result();
+    const out = outputOf(h, result.campaignId);
+    polite = { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), outDir: out.dir };
+  });
+
+  test("navigations to a host are never closer than its delay: each document request arrives at least the delay after the host's previous one", () => {
+    expect(polite.result.status).toBe('completed');
+    for (const s of sites) {
+      const documents = polite.requests.filter((r) => r.host === s.host && s.pages.some((p) => p.path === r.path));
+      expect(documents.map((r) => r.path).sort()).toEqual(s.pages.map((p) => p.path).sort());
+      expect({ host: s.host, minGap: minGapsByHost(documents).get(s.host)! >= DELAY_MS }).toEqual({ host: s.host, minGap: true });
+    }
+  });
+
+  test('measured: the requests per second each host saw (written to the log for docs/rendering.md)', () => {
+    // The two hosts at DELAY_MS, and the first crawl's one host at 20 ms: what a site sees at most from one session.
+    const measured = [...sites.map((s) => ({ s, requests: polite.requests, delay: DELAY_MS })), { s: site, requests: on.requests, delay: 20 }];
+    for (const { s, requests, delay } of measured) {
+      const all = requests.filter((r) => r.host === s.host).sort((a, b) => a.t - b.t);
+      const documents = all.filter((r) => s.pages.some((p) => p.path === r.path));
+      const spanS = (all[all.length - 1]!.t - all[0]!.t) / 1000;
+      const gaps = documents.slice(1).map((r, i) => Math.round(r.t - documents[i]!.t));
+      process.stderr.write(
+        `[politeness] ${s.host}: ${all.length} requests (${documents.length} documents) in ${spanS.toFixed(2)} s = ${(all.length / spanS).toFixed(2)} req/s, ` +
+          `${(documents.length / spanS).toFixed(2)} pages/s; document gaps ${gaps.join(', ')} ms (delay ${delay} ms)\n`,
+      );
+      // Every page and the files they share, nothing twice but the JSON each page's script fetches.
+      expect(all.filter((r) => r.path === s.files.data)).toHaveLength(s.pages.length);
+    }
   });
 });
 
