@@ -5,30 +5,45 @@
 // index line saying how its render ended, and the WARC holds the documents as
 // the server sent them and every request the pages made (the script, the
 // JSON, the image), each requested once however many pages use it; with
-// render off (the default) only the shell is found. Real workers, Temporal
-// and Redis; the workers' Chromium is Debian's.
+// render off (the default) only the shell is found. Then pywb replays the
+// rendered crawl from our own WARCs and the CDXJ `crawler cdxj` builds, in
+// Chromium: each page shows its rendered title, text and links, its script,
+// JSON and image answered from the archive and nothing reaching the live
+// web. Real workers, Temporal and Redis; the workers' Chromium is Debian's.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Browser } from 'playwright-core';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { findOrInstallPyReplayTools, type PyReplayTools } from '../../src/stack/tools';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import type { CampaignResult } from '../../workflows/messages';
 import { spaSite, type SpaSite } from '../web/spa-site';
 import type { RequestRecord } from '../web/test-web';
-import { findOrInstallChromium } from '../support/browser';
-import { createHarness, isHousekeepingPath, launch, outputOf, type Harness } from '../support/harness';
+import { findOrInstallChromium, launchBrowser, screenshot } from '../support/browser';
+import { createHarness, isHousekeepingPath, launch, minGapsByHost, outputOf, type Harness } from '../support/harness';
+import { startPywb, type Pywb } from '../support/pywb';
 
 jest.setTimeout(300_000);
+const run = promisify(execFile);
 
 interface Crawl {
   result: CampaignResult;
   requests: RequestRecord[];
   lines: IndexEntry[];
   records: WarcReadRecord[];
+  outDir: string;
 }
 
 let h: Harness;
 let site: SpaSite;
 let on: Crawl;
 let off: Crawl;
+let pywb: Pywb | undefined;
+let browser: Browser | undefined;
 
 const url = (path: string) => normalizeUrl(h.web.url(site.host, path));
 
@@ -37,7 +52,7 @@ async function crawl(render: 'browser' | 'off'): Promise<Crawl> {
   const handle = await launch(h, { seeds: [h.web.url(site.host, '/')], render, politeness: { minDelayMs: 20 } });
   const result = await handle.result();
   const out = outputOf(h, result.campaignId);
-  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc() };
+  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), outDir: out.dir };
 }
 
 const pagesOf = (c: Crawl) =>
@@ -58,6 +73,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await pywb?.stop();
+  await browser?.close();
   await h?.close();
 });
 
@@ -107,5 +124,119 @@ describe('render: off (the default) on the same site', () => {
     expect(stored).toContain(url(site.files.script));
     expect(stored).not.toContain(url(site.files.data));
     expect(stored).not.toContain(url(site.files.image));
+  });
+});
+
+// ---- politeness --------------------------------------------------------------
+
+describe('politeness in browser mode, two client-rendered hosts crawled at once', () => {
+  /** Each host's delay: long beside a render, so a navigation that did not wait for it would show. */
+  const DELAY_MS = 400;
+  const sites = [spaSite('a.polite-spa.test'), spaSite('b.polite-spa.test')];
+  let polite: Crawl;
+
+  beforeAll(async () => {
+    for (const s of sites) h.web.addSite(s.spec);
+    h.web.clearRequests();
+    const handle = await launch(h, { seeds: sites.map((s) => h.web.url(s.host, '/')), scope: { mode: 'any' }, render: 'browser', politeness: { minDelayMs: DELAY_MS } });
+    const result = await handle.result();
+    const out = outputOf(h, result.campaignId);
+    polite = { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), outDir: out.dir };
+  });
+
+  test("navigations to a host are never closer than its delay: each document request arrives at least the delay after the host's previous one", () => {
+    expect(polite.result.status).toBe('completed');
+    for (const s of sites) {
+      const documents = polite.requests.filter((r) => r.host === s.host && s.pages.some((p) => p.path === r.path));
+      expect(documents.map((r) => r.path).sort()).toEqual(s.pages.map((p) => p.path).sort());
+      expect({ host: s.host, minGap: minGapsByHost(documents).get(s.host)! >= DELAY_MS }).toEqual({ host: s.host, minGap: true });
+    }
+  });
+
+  test('measured: the requests per second each host saw (written to the log for docs/rendering.md)', () => {
+    // The two hosts at DELAY_MS, and the first crawl's one host at 20 ms: what a site sees at most from one session.
+    const measured = [...sites.map((s) => ({ s, requests: polite.requests, delay: DELAY_MS })), { s: site, requests: on.requests, delay: 20 }];
+    for (const { s, requests, delay } of measured) {
+      const all = requests.filter((r) => r.host === s.host).sort((a, b) => a.t - b.t);
+      const documents = all.filter((r) => s.pages.some((p) => p.path === r.path));
+      const spanS = (all[all.length - 1]!.t - all[0]!.t) / 1000;
+      const gaps = documents.slice(1).map((r, i) => Math.round(r.t - documents[i]!.t));
+      process.stderr.write(
+        `[politeness] ${s.host}: ${all.length} requests (${documents.length} documents) in ${spanS.toFixed(2)} s = ${(all.length / spanS).toFixed(2)} req/s, ` +
+          `${(documents.length / spanS).toFixed(2)} pages/s; document gaps ${gaps.join(', ')} ms (delay ${delay} ms)\n`,
+      );
+      // Every page and the files they share, nothing twice but the JSON each page's script fetches.
+      expect(all.filter((r) => r.path === s.files.data)).toHaveLength(s.pages.length);
+    }
+  });
+});
+
+// ---- replay ------------------------------------------------------------------
+
+/** What the replayed page shows, read in the browser (a string, so the test compiles without the DOM's types). */
+const SHOWN = `(() => {
+  const text = (sel) => document.querySelector(sel)?.textContent ?? null;
+  const img = document.querySelector('#logo');
+  return {
+    title: document.title,
+    heading: text('#title'),
+    text: text('#text'),
+    links: [...document.querySelectorAll('nav a')].map((a) => a.textContent),
+    image: img ? img.complete && img.naturalWidth > 0 : null,
+  };
+})()`;
+
+describe('the rendered crawl replayed by pywb from our WARCs and CDXJ, in Chromium', () => {
+  let tools: PyReplayTools;
+  const COLL = 'spa';
+
+  beforeAll(async () => {
+    tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`[replay tools] ${m}\n`));
+    const id = on.result.campaignId;
+    const c = crawlerCommand(['cdxj', id, '--out', on.outDir]);
+    const cdxj = (await run(c.command, c.args, { env: process.env })).stdout.trim().split('\n').pop()!;
+    const root = path.join(h.outDir, `pywb-${id}`);
+    fs.mkdirSync(root, { recursive: true });
+    // Unframed replay: the page Chromium shows is the archived page itself, not a frame around it.
+    fs.writeFileSync(
+      path.join(root, 'config.yaml'),
+      `collections:\n  ${COLL}:\n    index_paths: ${cdxj}\n    archive_paths: ${path.join(on.outDir, 'warc')}/\nframed_replay: false\n`,
+    );
+    pywb = await startPywb(tools, root, COLL);
+    // No name resolves: a replayed page that reached for the live site would fail (and be listed as a leak).
+    browser = await launchBrowser((m) => process.stderr.write(`[browser] ${m}\n`), ['--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']);
+  });
+
+  test('each page shows its rendered title, text, links and image, every request answered from the archive', async () => {
+    for (const p of site.pages) {
+      const context = await browser!.newContext();
+      try {
+        const tab = await context.newPage();
+        tab.setDefaultTimeout(60_000);
+        const leaks: string[] = [];
+        const missed: string[] = [];
+        const archived = new Set<string>();
+        tab.on('request', (req) => {
+          if (!req.url().startsWith(`${pywb!.base}/`) && !/^(data|blob|about):/.test(req.url())) leaks.push(req.url());
+        });
+        tab.on('response', (res) => {
+          const m = new RegExp(`^${pywb!.base}/${COLL}/(?:\\d{0,14}(?:[a-z]{2}_)?/)?(https?://.*)$`).exec(res.url());
+          if (!m) return;
+          // pywb marks what it serves from the archive with Memento-Datetime; its "not found" page has none.
+          if (res.headers()['memento-datetime'] !== undefined) archived.add(normalizeUrl(m[1]!));
+          else missed.push(m[1]!);
+        });
+        await tab.goto(`${pywb!.base}/${COLL}/${h.web.url(site.host, p.path)}`, { waitUntil: 'networkidle' });
+        await tab.waitForFunction('document.querySelector("#title") !== null');
+        const shown = await tab.evaluate(SHOWN);
+        if (p.path === '/') await screenshot(tab, 'rendering-replay-home', { fullPage: true });
+        expect({ page: p.path, shown }).toEqual({ page: p.path, shown: { title: p.title, heading: p.title, text: p.text, links: p.links, image: true } });
+        expect({ page: p.path, leaks, missed }).toEqual({ page: p.path, leaks: [], missed: [] });
+        // The script and the JSON came from the archive, not from anywhere else.
+        for (const f of Object.values(site.files)) expect({ page: p.path, f, archived: archived.has(url(f)) }).toEqual({ page: p.path, f, archived: true });
+      } finally {
+        await context.close();
+      }
+    }
   });
 });
