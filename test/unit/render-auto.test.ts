@@ -14,6 +14,7 @@ import {
   VERDICT_WINDOW,
   type PatternState,
 } from '../../src/browser/adaptive';
+import { sealLines } from '../../src/cli/commands/crawl';
 import { renderTag } from '../../src/storage/seal';
 
 const o = { samples: 3, recheckEvery: 20 };
@@ -165,4 +166,11 @@ describe('renderTag (the sealed index counts rendered pages with it)', () => {
     expect(renderTag({ ...page, status: 301 })).toBe('');
     expect(renderTag({ status: 200, contentType: 'application/json' })).toBe('');
   });
+});
+
+test("crawl's summary prints the rendered pages, their share and why; nothing when the campaign rendered nothing", () => {
+  expect(sealLines({ rendered: { pages: 8, htmlPages: 34, share: 0.235, reasons: { sample: 6, recheck: 1, 'host-differs': 1 } } })).toEqual([
+    '  rendered 8 of 34 HTML pages (23.5 %): host-differs 1, recheck 1, sample 6',
+  ]);
+  expect(sealLines({})).toEqual([]);
 });
