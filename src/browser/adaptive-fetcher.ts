@@ -21,7 +21,7 @@ export interface AdaptiveFetcherOptions {
   inner: Fetcher;
   /** The session's browser fetcher, whose `render` is used on the pages that need it. */
   renderer: RenderingFetcher;
-  plans: RenderPlans;
+  plans: Pick<RenderPlans, 'read' | 'write'>;
   options: AutoOptions;
   log?: Logger;
 }

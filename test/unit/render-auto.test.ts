@@ -14,7 +14,10 @@ import {
   VERDICT_WINDOW,
   type PatternState,
 } from '../../src/browser/adaptive';
+import { adaptiveFetcher } from '../../src/browser/adaptive-fetcher';
 import { sealLines } from '../../src/cli/commands/crawl';
+import type { FetchRequest } from '../../src/http/fetcher';
+import type { FetchResult, RenderedDocument } from '../../src/http/http-client';
 import { renderTag } from '../../src/storage/seal';
 
 const o = { samples: 3, recheckEvery: 20 };
@@ -173,4 +176,62 @@ test("crawl's summary prints the rendered pages, their share and why; nothing wh
     '  rendered 8 of 34 HTML pages (23.5 %): host-differs 1, recheck 1, sample 6',
   ]);
   expect(sealLines({})).toEqual([]);
+});
+
+describe('adaptiveFetcher (the decisions wired to a fetcher, a renderer and the stored history)', () => {
+  const SHELL = '<html><body><div id="app"></div><script src="/app.js"></script></body></html>';
+  const STATIC = '<html><body><h1>Static</h1><a href="/page/2">next</a></body></html>';
+  const doc = (url: string, html: string): FetchResult =>
+    ({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: Buffer.from(html), finalUrl: url }) as unknown as FetchResult;
+
+  /** A site whose /app/ pages are shells rendering to a page with a link, and whose other pages are static. */
+  function setup(o: { renderFails?: boolean } = {}) {
+    const store = new Map<string, PatternState>();
+    const rendered: string[] = [];
+    const plans = {
+      read: async (pattern: string) => ({ pattern: store.get(pattern) ?? null, host: store.get('*') ?? null, untracked: false }),
+      write: async (pattern: string, state: PatternState | null, host: PatternState) => {
+        if (state) store.set(pattern, state);
+        store.set('*', host);
+      },
+    };
+    const inner = { fetch: async (r: FetchRequest) => ({ ok: true as const, response: doc(r.url, r.url.includes('/app/') ? SHELL : STATIC) }) };
+    const renderer = {
+      fetch: inner.fetch,
+      close: async () => undefined,
+      render: async (d: FetchResult, url: string): Promise<RenderedDocument> => {
+        rendered.push(url);
+        if (o.renderFails) return { html: null, url, done: 'failed', ms: 1, requests: 0, error: { code: 'RENDER_FAILED', message: 'x' } };
+        const html = url.includes('/app/') ? '<html><body><h1>App</h1><a href="/app/other">other</a></body></html>' : d.body.toString();
+        return { html, url, done: 'quiet', ms: 1, requests: 0 };
+      },
+    };
+    const f = adaptiveFetcher({ inner, renderer, plans, options: o2 });
+    const get = async (url: string) => {
+      const got = await f.fetch({ url, kind: 'page' }, { signal: new AbortController().signal });
+      return got.ok ? got.response.rendered : undefined;
+    };
+    return { store, rendered, get };
+  }
+  const o2 = { samples: 2, recheckEvery: 0 };
+
+  test('samples each pattern, then renders the client-rendered one only; the history is written for each page', async () => {
+    const { store, rendered, get } = setup();
+    for (let i = 1; i <= 4; i++) await get(`http://a.test/app/${'x'.repeat(i)}`);
+    for (let i = 1; i <= 4; i++) await get(`http://a.test/page/${i}`);
+    expect(rendered).toEqual(['http://a.test/app/x', 'http://a.test/app/xx', 'http://a.test/app/xxx', 'http://a.test/app/xxxx', 'http://a.test/page/1', 'http://a.test/page/2']);
+    expect(store.get('a.test/app/*')).toEqual({ n: 4, v: 'DD' });
+    expect(store.get('a.test/page/{n}')).toEqual({ n: 4, v: 'SS' });
+    expect(store.get('*')).toEqual({ n: 8, v: 'DDSS' });
+    // Why travels with the rendered document to the index line.
+    expect((await get('http://a.test/app/y'))?.reason).toBe('pattern-differs');
+    expect(await get('http://a.test/page/9')).toBeUndefined();
+  });
+
+  test('a failed render gives no verdict: the pattern is sampled again', async () => {
+    const { store, rendered, get } = setup({ renderFails: true });
+    for (let i = 1; i <= 3; i++) expect((await get(`http://a.test/page/${i}`))?.reason).toBe('sample');
+    expect(rendered).toHaveLength(3);
+    expect(store.get('a.test/page/{n}')).toEqual({ n: 3, v: '' });
+  });
 });
