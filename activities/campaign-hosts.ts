@@ -321,7 +321,7 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
           cdxj,
           cdxjLockWaitMs: SUMMARY_CDXJ_LOCK_WAIT_MS,
         });
-        sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits };
+        sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits, rendered: r.rendered };
         if (!cdxj)
           sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
         else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`crawler cdxj ${settings.campaignId}\``;

@@ -151,7 +151,7 @@ class HostSession {
     // attempt took it (crawlClockAcquire), never sooner.
     const owner = `${this.campaign.key}|${this.host}`;
     // A rendered page holds the clock through its render too (docs/rendering.md).
-    const render = this.s.render === 'browser';
+    const render = this.s.render !== 'off';
     const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000 + (render ? this.s.browser.pageTimeoutMs : 0);
     const http = httpFetcher(this.campaign.http);
     const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;

@@ -1,4 +1,4 @@
-// `render: browser` in a host session: the browser fetcher (src/browser/)
+// `render: browser` (and `auto`) in a host session: the browser fetcher (src/browser/)
 // wired to this worker's Chromium and to the campaign's WARC. Each request a
 // rendered page makes is archived here as a request/response pair by the
 // same writer as pages, with no index line and no frontier entry of its own
@@ -7,7 +7,9 @@
 // seen in the host's seen-set, so they are not fetched a second time as
 // embeds. Data a script fetches (fetch, XHR) is not marked: the same URL may
 // be a page the crawl must still visit.
+import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
 import { browserFetcher, type RenderingFetcher, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { RenderPlans } from '../src/redis/render-plan';
 import type { Fetcher } from '../src/http/fetcher';
 import type { Frontier } from '../src/redis/frontier';
 import { urlFingerprint } from '../src/url/fingerprint';
@@ -26,7 +28,7 @@ export function renderingFetcher(
 ): RenderingFetcher {
   const s = campaign.settings;
   const log = rt.log.child({ campaign: s.campaignId, host: o.host });
-  return browserFetcher({
+  const renderer = browserFetcher({
     pool: rt.browsers,
     inner: o.inner,
     host: o.host,
@@ -56,5 +58,14 @@ export function renderingFetcher(
         /* not a URL the frontier would hold */
       }
     },
+  });
+  // render: auto renders only the pages its host's history says need it (src/browser/adaptive.ts).
+  if (s.render !== 'auto') return renderer;
+  return adaptiveFetcher({
+    inner: o.inner,
+    renderer,
+    plans: new RenderPlans(rt.deps.redis, campaign.key, o.host),
+    options: { samples: s.browser.autoSamples, recheckEvery: s.browser.autoRecheckEvery },
+    log,
   });
 }

@@ -161,9 +161,18 @@ export interface CampaignSummary {
    * The sealed index (src/storage/seal.ts): its file, its lines (one per URL
    * committed), raw lines left out, committed URLs without a line, and the
    * committed responses stored as revisit records with the payload bytes
-   * they did not store again. null when sealing failed (see problems).
+   * they did not store again, and the committed HTML pages rendered in a
+   * browser (absent from older workers' summaries). null when sealing
+   * failed (see problems).
    */
-  sealed?: { file: string; lines: number; dropped: number; missing: number | null; revisits: { records: number; bytesSaved: number } } | null;
+  sealed?: {
+    file: string;
+    lines: number;
+    dropped: number;
+    missing: number | null;
+    revisits: { records: number; bytesSaved: number };
+    rendered?: { pages: number; htmlPages: number; reasons: Record<string, number> };
+  } | null;
 }
 
 /** The activity surface the workflows call (implemented by createActivities). */

@@ -288,6 +288,7 @@ export class CampaignBook {
         ? {
             sealedIndex: { file: summary.sealed.file, lines: summary.sealed.lines, dropped: summary.sealed.dropped, missing: summary.sealed.missing },
             revisits: summary.sealed.revisits,
+            ...renderedOf(summary.sealed.rendered, this.settings.render !== 'off'),
           }
         : summary.sealed === null
           ? { sealedIndex: null }
@@ -296,4 +297,10 @@ export class CampaignBook {
       problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
     };
   }
+}
+
+/** The summary's rendered pages: shown when the campaign renders, or when a page was rendered. */
+function renderedOf(r: { pages: number; htmlPages: number; reasons: Record<string, number> } | undefined, renders: boolean): Pick<CampaignResult, 'rendered'> {
+  if (!r || (!renders && r.pages === 0)) return {};
+  return { rendered: { ...r, share: r.htmlPages > 0 ? Math.round((r.pages / r.htmlPages) * 1000) / 1000 : 0 } };
 }

@@ -148,6 +148,12 @@ export interface CampaignResult {
   sealedIndex?: { file: string; lines: number; dropped: number; missing: number | null } | null;
   /** Responses stored as WARC revisit records (payload already stored) and the payload bytes they did not store again. */
   revisits?: { records: number; bytesSaved: number };
+  /**
+   * render: browser or auto (or any page rendered): the committed HTML pages,
+   * those rendered in a browser, their share (0 to 1) and why each was
+   * rendered (src/browser/adaptive.ts reasons; `browser` under render: browser).
+   */
+  rendered?: { pages: number; htmlPages: number; share: number; reasons: Record<string, number> };
   /** The first problems (rejected seeds, hosts given up…); `problemCount` counts them all. */
   problems: string[];
   problemCount: number;

@@ -264,7 +264,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
 
 /** What the index line says of a rendered page. */
 function renderFields(r: NonNullable<FetchResult['rendered']>): NonNullable<IndexEntry['render']> {
-  return { done: r.done, ms: r.ms, requests: r.requests, ...(r.error ? { error: r.error } : {}) };
+  return { done: r.done, ms: r.ms, requests: r.requests, ...(r.error ? { error: r.error } : {}), ...(r.reason ? { reason: r.reason } : {}) };
 }
 
 /**

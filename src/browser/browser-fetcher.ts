@@ -72,6 +72,8 @@ export interface BrowserFetcherOptions {
 }
 
 export interface RenderingFetcher extends Fetcher {
+  /** Renders a page already fetched (`render: auto` decides which: src/browser/adaptive-fetcher.ts). */
+  render(doc: FetchResult, url: string, signal: AbortSignal): Promise<RenderedDocument>;
   /** Closes the session's browser context. */
   close(): Promise<void>;
 }
@@ -336,6 +338,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const rendered = await render(got.response, request.url, ctx.signal);
       return { ok: true, response: { ...got.response, rendered } };
     },
+    render,
     async close() {
       const c = context;
       context = null;

@@ -25,8 +25,8 @@ export type RequisiteMode = (typeof REQUISITE_MODES)[number];
 export const COOKIE_MODES = ['on', 'off'] as const;
 export type CookieMode = (typeof COOKIE_MODES)[number];
 
-/** off: pages are fetched with HTTP only; browser: every HTML page is also rendered in Chromium (docs/rendering.md). */
-export const RENDER_MODES = ['off', 'browser'] as const;
+/** off: pages are fetched with HTTP only; browser: every HTML page is also rendered in Chromium; auto: the pages that need it (docs/rendering.md). */
+export const RENDER_MODES = ['off', 'browser', 'auto'] as const;
 export type RenderMode = (typeof RENDER_MODES)[number];
 
 export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
@@ -462,7 +462,7 @@ const campaignFields = {
   render: oneOf(RENDER_MODES)
     .default('off')
     .describe(
-      "browser: every HTML page is rendered in Chromium after its HTTP fetch, each request the page makes answered by the crawler's own HTTP client and archived; links come from the rendered DOM (docs/rendering.md). off: HTTP only.",
+      "browser: every HTML page is rendered in Chromium after its HTTP fetch, each request the page makes answered by the crawler's own HTTP client and archived; links come from the rendered DOM (docs/rendering.md). auto: HTTP first, and only the pages of the URL patterns where rendering finds more links or text than HTTP are rendered, learnt per host from a sample and re-checked now and then. off: HTTP only.",
     ),
   browser: section({
     // 30 s: a heavy single-page application settles in a few seconds; one that never does must not hold its host longer.
@@ -473,6 +473,16 @@ const campaignFields = {
     quietMs: timerMs(0).default(500).describe('After `load`, a page is done once no request of it has been in flight for this long (capped by pageTimeoutMs).'),
     maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
     pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+    // 3: one odd page does not decide a pattern, and a static site pays three renders, not thirty.
+    autoSamples: whole({ min: 1, max: 8 })
+      .default(3)
+      .describe(
+        'render: auto: pages of a URL pattern rendered and compared with their HTTP fetch before the pattern is decided (the last this many comparisons decide, by majority).',
+      ),
+    // 20: one page in twenty rendered again keeps a decision honest at 5 % of the cost of rendering everything.
+    autoRecheckEvery: whole({ min: 0 })
+      .default(20)
+      .describe('render: auto: one page in this many of a decided URL pattern is rendered and compared again, so a decision can change (0: never).'),
   }).prefault({}),
   sitemaps: oneOf(SITEMAP_MODES).default('robots+root').describe('Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root; off: none.'),
   output: section({

@@ -18,6 +18,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
+import type { RenderReason } from '../browser/adaptive';
 import { AddressRefusedError, createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
@@ -229,6 +230,8 @@ export interface RenderedDocument {
   /** Requests of the page answered from the network (the document excluded), each archived. */
   requests: number;
   error?: { code: string; message: string };
+  /** render: auto: why this page was rendered (src/browser/adaptive.ts); absent under render: browser, which renders every page. */
+  reason?: RenderReason;
 }
 
 export interface HttpClient {

@@ -59,6 +59,13 @@ export const hostKeys = (campaignKey: string, host: string) => {
     cookies: `${P}:${tag}:cookies`,
     /** JSON: the host's login by the handler's login hook, logged in or failed and set aside (activities/login.ts). */
     login: `${P}:${tag}:login`,
+    /**
+     * HASH URL pattern → JSON {n, v} (HTML pages seen, last verdicts), and
+     * `*` → the host's: what `render: auto` learnt of which pages need the
+     * browser (src/browser/adaptive.ts, src/redis/render-plan.ts). Bounded
+     * to MAX_RENDER_PATTERNS fields.
+     */
+    renderPlan: `${P}:${tag}:render-plan`,
   };
 };
 

@@ -86,6 +86,13 @@ function summaryFigures(d: ReportData): string {
     fig('entries', 'index entries', s.entries, int(s.entries)),
     fig('revisits', 'revisit records', s.revisits, int(s.revisits)),
     fig('revisit-bytes', 'payload not stored again', s.revisitBytes, formatBytes(s.revisitBytes)),
+    // Only where pages were rendered (render: browser or auto): their count and their share of the HTML pages.
+    ...(s.rendered > 0
+      ? [
+          fig('rendered', 'pages rendered in a browser', s.rendered, int(s.rendered)),
+          fig('rendered-share', 'of the HTML pages rendered', s.htmlPages ? s.rendered / s.htmlPages : 0, `${((s.rendered / Math.max(1, s.htmlPages)) * 100).toFixed(1)} %`),
+        ]
+      : []),
   ].join('')}</div>`;
 }
 

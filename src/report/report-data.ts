@@ -2,6 +2,7 @@
 // shows comes from here, and the same object is embedded in the page as JSON,
 // so a test can check the page against the index without parsing charts.
 import { countedAs } from '../storage/index-tally';
+import { renderTag } from '../storage/seal';
 import type { IndexEntry } from '../storage/index-writer';
 
 /** How many hosts the "top hosts" tables keep. */
@@ -54,6 +55,9 @@ export interface ReportSummary {
   /** Entries whose response was stored as a WARC revisit record, and their payload bytes (not stored again). */
   revisits: number;
   revisitBytes: number;
+  /** HTML pages (2xx page entries), and those of them rendered in a browser (render: browser or auto; src/storage/seal.ts renderTag). */
+  htmlPages: number;
+  rendered: number;
 }
 
 export interface TimeBucket {
@@ -155,7 +159,12 @@ function summarise(entries: IndexEntry[]): ReportSummary {
   let last = -Infinity;
   let revisits = 0;
   let revisitBytes = 0;
+  let htmlPages = 0;
+  let rendered = 0;
   for (const e of entries) {
+    const tag = renderTag(e);
+    if (tag !== '') htmlPages++;
+    if (tag !== '' && tag !== '-') rendered++;
     counts[countedAs(e.outcome, e.kind === 'embed' ? 'embed' : undefined) as keyof typeof counts]++;
     if (e.revisit) {
       revisits++;
@@ -179,6 +188,8 @@ function summarise(entries: IndexEntry[]): ReportSummary {
     hosts: new Set(entries.map((e) => e.host)).size,
     revisits,
     revisitBytes,
+    htmlPages,
+    rendered,
   };
 }
 

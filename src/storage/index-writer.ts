@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import type { RenderReason } from '../browser/adaptive';
 import { createUniqueFile, ensureWritableDir, writeFully } from './files';
 import { StorageError } from './storage-error';
 import { SerialQueue } from './serial-queue';
@@ -86,8 +87,12 @@ export interface IndexEntry {
   hops?: string;
   /** Requisites of the page (or stylesheet) past budgets.maxEmbedsPerPage, not fetched. */
   embedsDropped?: number;
-  /** render: browser: how the page's render ended (docs/rendering.md); absent for pages not rendered. */
-  render?: { done: 'quiet' | 'deadline' | 'failed'; ms: number; requests: number; error?: { code: string; message: string } };
+  /**
+   * render: browser or auto: how the page's render ended (docs/rendering.md);
+   * absent for pages not rendered. `reason` (auto only): why it was rendered
+   * (sample, pattern-differs, host-differs, recheck: src/browser/adaptive.ts).
+   */
+  render?: { done: 'quiet' | 'deadline' | 'failed'; ms: number; requests: number; error?: { code: string; message: string }; reason?: RenderReason };
   /** For feeds (and pages that turned out to be one): the feed's format, items' links, links new to the frontier, parse problems. */
   feed?: { kind: string; links: number; added: number; truncated: boolean; errors: string[] };
   /** <link rel=canonical> of an HTML page, normalised. */

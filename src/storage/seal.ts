@@ -66,6 +66,12 @@ export interface SealResult {
   missing: number | null;
   /** Committed lines whose response was stored as a revisit record, and their payload bytes (not stored again). */
   revisits: { records: number; bytesSaved: number };
+  /**
+   * Committed HTML pages (2xx page entries) and those of them rendered in a
+   * browser, by why (`render.reason` of the index line; `browser` under
+   * render: browser, which renders them all): what `render: auto` cost.
+   */
+  rendered: RenderedCount;
   buckets: number;
   sealedAt: string;
   durationMs: number;
@@ -95,11 +101,32 @@ export function bucketOf(fp: string, buckets: number): number {
   return Math.floor((cell * buckets) / CELLS);
 }
 
+export interface RenderedCount {
+  pages: number;
+  htmlPages: number;
+  reasons: Record<string, number>;
+}
+
 interface Candidate {
   host: string;
   attemptId: string;
   revisitBytes: number;
+  /** renderTag of the line. */
+  render: string;
   line: string;
+}
+
+/**
+ * What a line counts for in `rendered`: '' not an HTML page (an embed, a
+ * redirect, an error, a sitemap), `-` an HTML page not rendered, otherwise
+ * why it was rendered.
+ */
+export function renderTag(e: { kind?: unknown; status?: unknown; contentType?: unknown; render?: unknown }): string {
+  const r = e.render && typeof e.render === 'object' ? (e.render as { reason?: unknown }) : null;
+  if (r) return typeof r.reason === 'string' && /^[a-z-]{1,40}$/.test(r.reason) ? r.reason : 'browser';
+  const page = e.kind === undefined || e.kind === 'page';
+  const ok = typeof e.status === 'number' && e.status >= 200 && e.status < 300;
+  return page && ok && typeof e.contentType === 'string' && /^\s*(text\/html|application\/xhtml\+xml)/i.test(e.contentType) ? '-' : '';
 }
 
 /**
@@ -155,7 +182,7 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
             continue;
           }
           const revisitBytes = e.revisit ? Number(e.bytes) || 0 : 0;
-          const row = `${e.fp}\t${e.host}\t${e.attemptId}\t${revisitBytes}\t${line}\n`;
+          const row = `${e.fp}\t${e.host}\t${e.attemptId}\t${revisitBytes}\t${renderTag(e)}\t${line}\n`;
           const i = bucketOf(e.fp, buckets);
           pending[i].push(row);
           pendingBytes[i] += row.length;
@@ -174,6 +201,7 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
     const fh = await fsp.open(tmpIndex, 'w');
     let lines = 0;
     const revisits = { records: 0, bytesSaved: 0 };
+    const rendered: RenderedCount = { pages: 0, htmlPages: 0, reasons: {} };
     try {
       for (let i = 0; i < buckets; i++) {
         const winners = await sealBucket(path.join(work, `b${i}`), opts.committed);
@@ -185,6 +213,11 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
           if (w.revisitBytes > 0) {
             revisits.records++;
             revisits.bytesSaved += w.revisitBytes;
+          }
+          if (w.render !== '') rendered.htmlPages++;
+          if (w.render !== '' && w.render !== '-') {
+            rendered.pages++;
+            rendered.reasons[w.render] = (rendered.reasons[w.render] ?? 0) + 1;
           }
         }
         if (chunk.length) await writeFully(fh, Buffer.from(chunk.join(''), 'utf8'), null);
@@ -210,6 +243,7 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
       unreadable,
       missing: expected === null ? null : Math.max(0, expected - lines),
       revisits,
+      rendered,
       buckets,
       sealedAt: new Date().toISOString(),
       durationMs: Date.now() - started,
@@ -223,7 +257,10 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
   }
 }
 
-async function sealBucket(file: string, committed: SealOptions['committed']): Promise<{ lines: { fp: string; line: string; revisitBytes: number }[]; dropped: number }> {
+async function sealBucket(
+  file: string,
+  committed: SealOptions['committed'],
+): Promise<{ lines: { fp: string; line: string; revisitBytes: number; render: string }[]; dropped: number }> {
   const byFp = new Map<string, Candidate[]>();
   for await (const row of readLines(file)) {
     if (row === '') continue;
@@ -231,8 +268,15 @@ async function sealBucket(file: string, committed: SealOptions['committed']): Pr
     const t2 = row.indexOf('\t', t1 + 1);
     const t3 = row.indexOf('\t', t2 + 1);
     const t4 = row.indexOf('\t', t3 + 1);
+    const t5 = row.indexOf('\t', t4 + 1);
     const fp = row.slice(0, t1);
-    const c: Candidate = { host: row.slice(t1 + 1, t2), attemptId: row.slice(t2 + 1, t3), revisitBytes: Number(row.slice(t3 + 1, t4)), line: row.slice(t4 + 1) };
+    const c: Candidate = {
+      host: row.slice(t1 + 1, t2),
+      attemptId: row.slice(t2 + 1, t3),
+      revisitBytes: Number(row.slice(t3 + 1, t4)),
+      render: row.slice(t4 + 1, t5),
+      line: row.slice(t5 + 1),
+    };
     const list = byFp.get(fp);
     if (list) list.push(c);
     else byFp.set(fp, [c]);
@@ -260,13 +304,13 @@ async function sealBucket(file: string, committed: SealOptions['committed']): Pr
       }),
     );
   }
-  const lines: { fp: string; line: string; revisitBytes: number }[] = [];
+  const lines: { fp: string; line: string; revisitBytes: number; render: string }[] = [];
   let dropped = 0;
   for (const [fp, cs] of byFp) {
     // The last line written by the committed attempt (one, unless a file was copied twice).
     let pick: Candidate | null = null;
     for (const c of cs) if (winner.get(`${c.host}\t${fp}`) === c.attemptId) pick = c;
-    if (pick) lines.push({ fp, line: pick.line, revisitBytes: pick.revisitBytes });
+    if (pick) lines.push({ fp, line: pick.line, revisitBytes: pick.revisitBytes, render: pick.render });
     dropped += cs.length - (pick ? 1 : 0);
   }
   lines.sort((a, b) => (a.fp < b.fp ? -1 : a.fp > b.fp ? 1 : 0));
@@ -295,7 +339,18 @@ async function* readLines(file: string): AsyncGenerator<string> {
   }
 }
 
-function parseLine(line: string): { campaignId?: unknown; fp?: string; host?: string; attemptId?: string; revisit?: unknown; bytes?: unknown } | null {
+function parseLine(line: string): {
+  campaignId?: unknown;
+  fp?: string;
+  host?: string;
+  attemptId?: string;
+  revisit?: unknown;
+  bytes?: unknown;
+  kind?: unknown;
+  status?: unknown;
+  contentType?: unknown;
+  render?: unknown;
+} | null {
   try {
     const v: unknown = JSON.parse(line);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as ReturnType<typeof parseLine>) : null;

@@ -109,6 +109,9 @@ describe('buildReportData', () => {
       hosts: 9,
       revisits: 0,
       revisitBytes: 0,
+      // 2xx HTML pages: a.test's 120, c.test's 4, d.test's 5 (TEXT/HTML), evil.test's one (its type starts text/html); none rendered.
+      htmlPages: 120 + 4 + 5 + 1,
+      rendered: 0,
     });
   });
 
@@ -217,6 +220,24 @@ test('embeds are counted apart from pages: in the summary, the figures and the h
   const html = renderReportHtml(d);
   expect(html).toContain('data-figure="embeds-fetched" data-value="2"');
   expect(html).toContain('data-figure="embeds-failed" data-value="1"');
+});
+
+test('pages rendered in a browser: counted, with their share of the HTML pages, in the summary and the figures', () => {
+  seq = 0;
+  const entries = [
+    entry('a.test', 0, { render: { done: 'quiet', ms: 900, requests: 3, reason: 'sample' } }),
+    entry('a.test', 100, { render: { done: 'quiet', ms: 800, requests: 1, reason: 'pattern-differs' } }),
+    entry('b.test', 200),
+    entry('b.test', 300),
+    entry('b.test', 400, { kind: 'embed', hops: 'E', contentType: 'text/html' }),
+  ];
+  const d = buildReportData(entries, { campaignId: CAMPAIGN, generatedAt: '2024-02-01T00:00:00.000Z' });
+  expect(d.summary).toMatchObject({ htmlPages: 4, rendered: 2 });
+  const html = renderReportHtml(d);
+  expect(html).toContain('data-figure="rendered" data-value="2"');
+  expect(html).toContain('data-figure="rendered-share" data-value="0.5"');
+  // A crawl that rendered nothing shows no such figure.
+  expect(renderReportHtml(buildReportData(entries.slice(2), { campaignId: CAMPAIGN, generatedAt: 'now' }))).not.toContain('data-figure="rendered"');
 });
 
 describe('helpers', () => {

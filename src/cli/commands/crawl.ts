@@ -325,7 +325,8 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   // Read as the workers will read it: unreadable, readable by anyone, or a malformed line is exit code 2 (the line named, never a value).
   if (input.cookiesFile && o.workers !== 0) await readCookiesFile(input.cookiesFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   // Found (or installed, as root) here as the workers this command starts will find it: no Chromium is exit code 2 saying what to install.
-  if (input.render === 'browser' && o.workers !== 0) await findOrInstallChromium().catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+  if ((input.render === 'browser' || input.render === 'auto') && o.workers !== 0)
+    await findOrInstallChromium().catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {
@@ -363,7 +364,7 @@ export function campaignOptions(command: Command): Command {
     )
     .option(
       '--render <mode>',
-      `${choices(RENDER_MODES, CAMPAIGN_DEFAULTS.render)}: render every HTML page in Chromium and take its links from the rendered page (docs/rendering.md)`,
+      `${choices(RENDER_MODES, CAMPAIGN_DEFAULTS.render)}: render every HTML page in Chromium (browser), or only those of the URL patterns where rendering finds more (auto), and take their links from the rendered page (docs/rendering.md)`,
       choice('--render', RENDER_MODES),
     )
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
@@ -558,7 +559,7 @@ export function registerCrawlCommand(program: Command): void {
 }
 
 /** The sealed index and the revisit records, as the summary shows them. */
-export function sealLines(result: Pick<CampaignResult, 'sealedIndex' | 'revisits'>): string[] {
+export function sealLines(result: Pick<CampaignResult, 'sealedIndex' | 'revisits' | 'rendered'>): string[] {
   const out: string[] = [];
   const sealed = result.sealedIndex;
   if (sealed) {
@@ -566,5 +567,13 @@ export function sealLines(result: Pick<CampaignResult, 'sealedIndex' | 'revisits
     out.push(`  sealed index ${sealed.file} (${sealed.lines} URLs, ${sealed.dropped} raw line(s) of lost attempts left out${gaps})`);
   }
   if (result.revisits) out.push(`  revisit records ${result.revisits.records}, payload bytes not stored again ${result.revisits.bytesSaved}`);
+  const r = result.rendered;
+  if (r) {
+    const why = Object.entries(r.reasons)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    out.push(`  rendered ${r.pages} of ${r.htmlPages} HTML pages (${(r.share * 100).toFixed(1)} %)${why ? `: ${why}` : ''}`);
+  }
   return out;
 }

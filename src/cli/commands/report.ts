@@ -92,7 +92,7 @@ export function registerReportCommand(program: Command): void {
       await fsp.writeFile(file, renderReportHtml(data), 'utf8');
       const s = data.summary;
       process.stderr.write(
-        `report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts})\n`,
+        `report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts}${s.rendered ? `, rendered ${s.rendered} of ${s.htmlPages} HTML pages` : ''})\n`,
       );
       process.stdout.write(`${file}\n`);
     });

@@ -51,6 +51,7 @@ export function registerSealCommand(program: Command): void {
               `  raw lines ${r.rawLines}, left out ${r.dropped} (attempts whose commit did not count)${r.unreadable ? `, unreadable ${r.unreadable}` : ''}` +
               `${r.missing ? `, committed URLs without a line ${r.missing}` : ''}\n` +
               `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n` +
+              (r.rendered.pages ? `  rendered ${r.rendered.pages} of ${r.rendered.htmlPages} HTML pages\n` : '') +
               (r.cdxj ? `  CDXJ ${r.cdxj.lines - r.cdxj.keptLines} lines in ${r.cdxj.file}${r.cdxj.keptLines ? ` (beside ${r.cdxj.keptLines} of other campaigns)` : ''}\n` : '') +
               r.datasets.map((d) => `  dataset ${d.name}: ${d.items} items in ${d.file} (left out ${d.dropped})\n`).join(''),
           );
