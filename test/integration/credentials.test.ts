@@ -8,11 +8,11 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { gunzipSync } from 'node:zlib';
 import { createHarness, type Harness } from '../support/harness';
 import { membersSite, type MembersSite } from '../web/members-site';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { readIndex } from '../../src/storage/index-writer';
+import { allText } from '../support/all-text';
 
 jest.setTimeout(240_000);
 const run = promisify(execFile);
@@ -30,17 +30,6 @@ beforeAll(async () => {
   h.web.addSite(m.api);
 });
 afterAll(() => h?.close());
-
-/** Every file under `dir`, gzip members decompressed, as text. */
-function allText(dir: string): string {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const bytes = fs.readFileSync(path.join(entry.parentPath, entry.name));
-    out.push((entry.name.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('latin1'));
-  }
-  return out.join('\n');
-}
 
 test('crawl --credentials-file: every page 200, credentials only to their origin, no secret in the output, the logs or the history', async () => {
   const out = path.join(h.outDir, 'members');

@@ -9,12 +9,12 @@
 // fails records the pages that want one as LOGIN_FAILED, without looping.
 import fs from 'node:fs';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { createHarness, launch, minGapsByHost, outputOf, type Harness } from '../support/harness';
 import { loginSite } from '../web/login-site';
 import { domainWorkflowId } from '../../workflows/ids';
 import { hostKey } from '../../src/url/normalize';
 import { MAX_LOGIN_REQUESTS } from '../../activities/login';
+import { allText } from '../support/all-text';
 
 jest.setTimeout(240_000);
 
@@ -29,17 +29,6 @@ beforeAll(async () => {
   h = await createHarness('login', { workers: 1, env: { CRAWLER_LOG_LEVEL: 'debug' }, onLog: (l) => logs.push(l) });
 });
 afterAll(() => h?.close());
-
-/** Every file under `dir`, gzip members decompressed, as text. */
-function allText(dir: string): string {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const bytes = fs.readFileSync(path.join(entry.parentPath, entry.name));
-    out.push((entry.name.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('latin1'));
-  }
-  return out.join('\n');
-}
 
 /** Every run of a workflow's history, payloads decoded as the Web UI shows them. */
 async function historyText(workflowId: string): Promise<string> {

@@ -16,7 +16,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { gunzipSync } from 'node:zlib';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { SECRETS_DIR } from '../../src/cli/proxy-files';
 import { readIndex } from '../../src/storage/index-writer';
@@ -25,6 +24,7 @@ import { domainWorkflowId } from '../../workflows/ids';
 import { createHarness, sleep, type Harness } from '../support/harness';
 import { startHttpProxy, type TestProxy } from '../web/forward-proxy';
 import type { SiteRequest, SiteSpec } from '../web/test-web';
+import { allText } from '../support/all-text';
 
 jest.setTimeout(180_000);
 const run = promisify(execFile);
@@ -102,17 +102,6 @@ function reachSite(host: string): ReachSite {
   };
   out.spec = { host, pages: 1, fanOut: 0, handler };
   return out;
-}
-
-/** Every file under `dir`, gzip members decompressed (WARCs, CDXJ), as text. */
-function allText(dir: string): string {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const bytes = fs.readFileSync(path.join(entry.parentPath, entry.name));
-    out.push((bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString('latin1'));
-  }
-  return out.join('\n');
 }
 
 /** A whole header line in a WARC record, its name in any case (the client sends names in lower case). */
