@@ -10,7 +10,7 @@ import { extractLinks, type ExtractedPage } from '../../src/parse/links';
 import { extractCssUrls } from '../../src/parse/css';
 import { isFeedContentType, looksLikeFeed, parseFeed } from '../../src/parse/feeds';
 import { appendHop, impliedHops } from '../../src/url/hop-path';
-import type { FrontierEntry } from '../../src/redis/frontier';
+import type { EntryKind, FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
 import { simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
@@ -131,90 +131,21 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
 
   const isSitemap = kind === 'sitemap' || kind === 'sitemap-child';
   const hops = entry.hops ?? impliedHops(entry.depth);
-  let candidates: Candidate[] = [];
-  let canonical: string | null | undefined;
-  let duplicateOf: IndexEntry['duplicateOf'];
-  let contentChecked = false;
-  let simhash: string | null = null;
-  let sitemap: NonNullable<IndexEntry['sitemap']> | undefined;
-  let sitemapHints: { url: string; lastmod?: string; changefreq?: string }[] = [];
-  let feed: NonNullable<IndexEntry['feed']> | undefined;
-  let parseTimeout: ExtractedPage['timeout'];
-  let linksDropped = 0;
-  let embedsDropped = 0;
-  const embedsOf = (urls: string[]): Candidate[] => urls.map((url) => ({ url, depth: entry.depth, kind: 'embed', hops: appendHop(hops, 'E') }));
-  const feedLinks = (): Candidate[] => {
-    const parsed = parseFeed(res.body, { url: res.finalUrl, contentType, maxLinks: input.maxLinks });
-    feed = { kind: parsed.kind, links: parsed.links.length, added: 0, truncated: parsed.truncated, errors: parsed.errors.slice(0, 5) };
-    // A feed's items are links one hop below it, under the same scope and budgets as a page's.
-    return parsed.links.map((url) => ({ url, depth: entry.depth + 1, hops: appendHop(hops, 'L') }));
-  };
   // Each hop is its own entry; a chain longer than fetch.maxRedirects ends here, typed.
   const redirectHops = (entry.redirects ?? 0) + 1;
   const redirect = res.stoppedRedirect ? redirectOf(res.stoppedRedirect.to, entry.url) : null;
   const tooManyRedirects = redirect !== null && redirectHops > input.maxRedirects;
+  let found: Found = { candidates: [] };
   if (redirect && !tooManyRedirects) {
     // A redirect is not a link hop: the target keeps the depth (and the entry's kind: an embed's target is an embed).
-    candidates =
-      redirect.target === null ? [] : [{ url: redirect.target, depth: entry.depth, kind: entry.kind, redirects: redirectHops, label: entry.label, hops: appendHop(hops, 'R') }];
-  } else if (redirect) {
-    // The 3xx is archived; its target is not followed.
-  } else if (isSitemap) {
-    if (ok) {
-      const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth, res.truncated !== null);
-      candidates = listed.candidates.map((c) => ({ ...c, hops: appendHop(hops, 'L') }));
-      sitemap = listed.summary;
-      sitemapHints = listed.hints;
-    }
-  } else if (kind === 'feed') {
-    if (ok) candidates = feedLinks();
-  } else if (kind === 'embed') {
-    // An embed is stored, never parsed for links; a stylesheet's own
-    // requisites (its @imports, fonts, background images) are embeds one
-    // hop further, relative to the stylesheet.
-    if (ok && input.requisites === 'on' && isStylesheet(contentType, res.finalUrl)) {
-      const css = extractCssUrls(text(), res.finalUrl, { maxUrls: input.maxEmbeds, maxLength: OVERLONG_LINK_CHARS });
-      candidates = embedsOf(css.urls);
-      embedsDropped = css.dropped;
-    }
-  } else if (ok && html) {
-    // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
-    // Linear in the body and bounded in time (src/parse/links.ts): a page past
-    // the limit keeps the links found until then and is recorded parse-timeout.
-    const page = extractLinks(text(), rendered !== null ? res.rendered!.url : res.finalUrl, {
-      withText: input.dedup === 'near' || input.revisit,
-      maxLength: OVERLONG_LINK_CHARS,
-      maxLinks: input.maxLinks,
-      maxParseMs: input.maxParseMs,
-      requisites: input.requisites === 'on',
-      maxRequisites: input.maxEmbeds,
-    });
-    parseTimeout = page.timeout;
-    linksDropped = page.linksDropped;
-    embedsDropped = page.requisitesDropped;
-    canonical = page.canonical;
-    // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
-    if (input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS) simhash = simhashToHex(simhash64(page.text));
-    // A client-rendered site serves one shell for every route: what tells its pages apart is what they render to.
-    duplicateOf = await deps.checkDuplicate(rendered !== null ? contentHashOf(Buffer.from(rendered)) : common.contentHash!, page.text);
-    // The verdict settles who stores a payload only when it is about that payload (the body's hash).
-    contentChecked = input.dedup !== 'off' && rendered === null;
-    // Requisites first: the page is only whole with them, whatever it links
-    // to (nofollow is about links, not what the page needs to display).
-    candidates = embedsOf(page.requisites.map((r) => r.url));
-    // A duplicate's links are followed like any page's: mirrors and shared
-    // templates must not cost coverage, and the seen-sets make links
-    // already known free (docs/crawling-rules.md).
-    if (!page.metaRobots.nofollow) {
-      const linkHops = appendHop(hops, 'L');
-      for (const l of page.links) if (!l.nofollow) candidates.push({ url: l.url, depth: entry.depth + 1, hops: linkHops });
-      // Feeds the page announces (<link rel=alternate type=…rss+xml…>): listed like sitemaps, one per URL.
-      for (const f of page.feeds) candidates.push({ url: f, depth: entry.depth, kind: 'feed', hops: linkHops });
-    }
-  } else if (ok && kind === 'page' && (isFeedContentType(contentType) || looksLikeFeed(res.body, contentType))) {
-    // A feed linked as a page (or a seed): its items are followed as a page's links would be.
-    candidates = feedLinks();
+    if (redirect.target !== null)
+      found.candidates = [{ url: redirect.target, depth: entry.depth, kind: entry.kind, redirects: redirectHops, label: entry.label, hops: appendHop(hops, 'R') }];
+  } else if (!redirect && ok) {
+    // (A redirect past the limit is archived; its target is not followed.)
+    found = await discover({ input, deps, kind, html, contentType, hops, rendered, text, contentHash: common.contentHash! });
   }
+  const { candidates: discovered, duplicateOf, parseTimeout } = found;
+  let candidates = discovered;
 
   // The campaign's handler: on every 2xx response of a page entry that is
   // stored (HTML or not; redirects, errors and sitemaps never reach it),
@@ -247,19 +178,145 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     common,
     ok,
     candidates,
-    canonical,
+    canonical: found.canonical,
     duplicateOf,
-    contentChecked,
-    simhash,
-    sitemap,
-    sitemapHints,
+    contentChecked: found.contentChecked ?? false,
+    simhash: found.simhash ?? null,
+    sitemap: found.sitemap,
+    sitemapHints: found.sitemapHints ?? [],
     hook,
     ...(redirect ? { redirectTo: redirect.shown } : {}),
-    linksDropped,
-    embedsDropped,
-    ...(feed ? { feed } : {}),
+    linksDropped: found.linksDropped ?? 0,
+    embedsDropped: found.embedsDropped ?? 0,
+    ...(found.feed ? { feed: found.feed } : {}),
     verdict,
   };
+}
+
+/** What a 2xx response that is not a redirect adds to the crawl, by what it is. */
+interface Found {
+  /** URLs the response adds, before depth, scope and trap rules. */
+  candidates: Candidate[];
+  canonical?: string | null;
+  duplicateOf?: IndexEntry['duplicateOf'];
+  contentChecked?: boolean;
+  simhash?: string | null;
+  sitemap?: NonNullable<IndexEntry['sitemap']>;
+  sitemapHints?: { url: string; lastmod?: string; changefreq?: string }[];
+  feed?: NonNullable<IndexEntry['feed']>;
+  parseTimeout?: ExtractedPage['timeout'];
+  linksDropped?: number;
+  embedsDropped?: number;
+}
+
+/** What discover reads: the stage's input and deps, and what classifyStage already knows of the response. */
+interface Seen {
+  input: ClassifyInput;
+  deps: ClassifyDeps;
+  kind: EntryKind;
+  html: boolean;
+  contentType: string | null;
+  /** The entry's hop path. */
+  hops: string;
+  /** The rendered DOM (render: browser), else null. */
+  rendered: string | null;
+  /** The body decoded once (or the rendered DOM). */
+  text: () => string;
+  contentHash: string;
+}
+
+/** A sitemap's URLs, a feed's items, a stylesheet's requisites, an HTML page's links and requisites. */
+async function discover(c: Seen): Promise<Found> {
+  const { input, kind, contentType } = c;
+  const { entry, response: res } = input;
+  switch (kind) {
+    case 'sitemap':
+    case 'sitemap-child': {
+      const listed = sitemapCandidatesOf(res.body, res.finalUrl, contentType, kind, entry.depth, res.truncated !== null);
+      return { candidates: listed.candidates.map((x) => ({ ...x, hops: appendHop(c.hops, 'L') })), sitemap: listed.summary, sitemapHints: listed.hints };
+    }
+    case 'feed':
+      return feedLinks(c);
+    case 'embed':
+      // An embed is stored, never parsed for links; a stylesheet's own
+      // requisites (its @imports, fonts, background images) are embeds one
+      // hop further, relative to the stylesheet.
+      if (input.requisites === 'on' && isStylesheet(contentType, res.finalUrl)) {
+        const css = extractCssUrls(c.text(), res.finalUrl, { maxUrls: input.maxEmbeds, maxLength: OVERLONG_LINK_CHARS });
+        return { candidates: embedsOf(entry, c.hops, css.urls), embedsDropped: css.dropped };
+      }
+      return { candidates: [] };
+    case 'page':
+      if (c.html) return readHtmlPage(c);
+      // A feed linked as a page (or a seed): its items are followed as a page's links would be.
+      if (isFeedContentType(contentType) || looksLikeFeed(res.body, contentType)) return feedLinks(c);
+      return { candidates: [] };
+  }
+}
+
+/** An HTML page's links, requisites and announced feeds, its canonical and its duplicate verdict. */
+async function readHtmlPage(c: Seen): Promise<Found> {
+  const { input, hops, rendered } = c;
+  const { entry, response: res } = input;
+  // Overlong links are kept past the normaliser so the trap rules reject them with a reason on record.
+  // Linear in the body and bounded in time (src/parse/links.ts): a page past
+  // the limit keeps the links found until then and is recorded parse-timeout.
+  const page = extractLinks(c.text(), rendered !== null ? res.rendered!.url : res.finalUrl, {
+    withText: input.dedup === 'near' || input.revisit,
+    maxLength: OVERLONG_LINK_CHARS,
+    maxLinks: input.maxLinks,
+    maxParseMs: input.maxParseMs,
+    requisites: input.requisites === 'on',
+    maxRequisites: input.maxEmbeds,
+  });
+  // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
+  const simhash = input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS ? simhashToHex(simhash64(page.text)) : null;
+  // A client-rendered site serves one shell for every route: what tells its pages apart is what they render to.
+  const duplicateOf = await c.deps.checkDuplicate(rendered !== null ? contentHashOf(Buffer.from(rendered)) : c.contentHash, page.text);
+  // Requisites first: the page is only whole with them, whatever it links
+  // to (nofollow is about links, not what the page needs to display).
+  const candidates = embedsOf(
+    entry,
+    hops,
+    page.requisites.map((r) => r.url),
+  );
+  // A duplicate's links are followed like any page's: mirrors and shared
+  // templates must not cost coverage, and the seen-sets make links
+  // already known free (docs/crawling-rules.md).
+  if (!page.metaRobots.nofollow) {
+    const linkHops = appendHop(hops, 'L');
+    for (const l of page.links) if (!l.nofollow) candidates.push({ url: l.url, depth: entry.depth + 1, hops: linkHops });
+    // Feeds the page announces (<link rel=alternate type=…rss+xml…>): listed like sitemaps, one per URL.
+    for (const f of page.feeds) candidates.push({ url: f, depth: entry.depth, kind: 'feed', hops: linkHops });
+  }
+  return {
+    candidates,
+    canonical: page.canonical,
+    duplicateOf,
+    // The verdict settles who stores a payload only when it is about that payload (the body's hash).
+    contentChecked: input.dedup !== 'off' && rendered === null,
+    simhash,
+    parseTimeout: page.timeout,
+    linksDropped: page.linksDropped,
+    embedsDropped: page.requisitesDropped,
+  };
+}
+
+/** A feed's items: links one hop below it, under the same scope and budgets as a page's. */
+function feedLinks(c: Seen): Found {
+  const { entry, response: res } = c.input;
+  const parsed = parseFeed(res.body, { url: res.finalUrl, contentType: c.contentType, maxLinks: c.input.maxLinks });
+  const hops = appendHop(c.hops, 'L');
+  return {
+    candidates: parsed.links.map((url) => ({ url, depth: entry.depth + 1, hops })),
+    feed: { kind: parsed.kind, links: parsed.links.length, added: 0, truncated: parsed.truncated, errors: parsed.errors.slice(0, 5) },
+  };
+}
+
+/** Requisites as embed candidates: at the page's depth (embeds are not link hops), one E hop further. */
+function embedsOf(entry: FrontierEntry, hops: string, urls: string[]): Candidate[] {
+  const embedHops = appendHop(hops, 'E');
+  return urls.map((url) => ({ url, depth: entry.depth, kind: 'embed', hops: embedHops }));
 }
 
 /** What the index line says of a rendered page. */
