@@ -8,7 +8,7 @@
 // embeds. Data a script fetches (fetch, XHR) is not marked: the same URL may
 // be a page the crawl must still visit.
 import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
-import { browserFetcher, type RenderingFetcher, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { browserFetcher, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
 import { RenderPlans } from '../src/redis/render-plan';
 import type { Fetcher } from '../src/http/fetcher';
 import type { Frontier } from '../src/redis/frontier';
@@ -37,6 +37,11 @@ export function renderingFetcher(
     userAgent: s.politeness.userAgent,
     maxRedirects: s.fetch.maxRedirects,
     log,
+    // browser.screenshot: a resource record, named as Browsertrix names them, so replay tools that know the convention show it.
+    screenshot: async (c: ScreenshotCapture) => {
+      const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
+      await warc.writeResource({ uri: `urn:screenshot:${c.page}`, date: c.takenAt, contentType: 'image/png', body: c.png });
+    },
     record: async (c: SubresourceCapture) => {
       const res = c.response;
       const warc = await rt.outputs.warc(s.output.dir, s.campaignId);

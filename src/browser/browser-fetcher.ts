@@ -36,6 +36,13 @@ const SESSION_CACHE_ENTRIES = 500;
 const SESSION_CACHE_BYTES = 32 * 1024 * 1024;
 /** Taking the DOM of a page whose script keeps its thread busy must not hang the session past its deadline by more than this. */
 const CONTENT_GRACE_MS = 5_000;
+/**
+ * browser.screenshot: a full-page PNG is cut at this height (Chromium's
+ * own texture limit; an endless feed would otherwise make an image of
+ * hundreds of megabytes), and given at most this long, after the DOM is taken.
+ */
+export const SCREENSHOT_MAX_HEIGHT = 16_384;
+const SCREENSHOT_TIMEOUT_MS = 10_000;
 
 /** One request of a page, answered from the network: what the WARC gets. */
 export interface SubresourceCapture {
@@ -52,6 +59,16 @@ export interface RenderSettings {
   quietMs: number;
   maxPagesAtOnce: number;
   pagesPerContext: number;
+  /** Take a full-page screenshot of each rendered page and hand it to `screenshot` (default off). */
+  screenshot?: boolean;
+}
+
+/** A rendered page's full-page screenshot: what the WARC gets as a resource record. */
+export interface ScreenshotCapture {
+  /** The page's URL (as fetched). */
+  page: string;
+  png: Buffer;
+  takenAt: Date;
 }
 
 export interface BrowserFetcherOptions {
@@ -64,6 +81,8 @@ export interface BrowserFetcherOptions {
   allowedByRobots: ((url: string) => boolean) | null;
   /** Archives one exchange of a page (WARC records), before the browser gets the answer. */
   record(capture: SubresourceCapture): Promise<void>;
+  /** Archives a rendered page's screenshot (called only with settings.screenshot on). */
+  screenshot?(capture: ScreenshotCapture): Promise<void>;
   settings: RenderSettings;
   userAgent: string;
   /** fetch.maxRedirects: redirects of a subresource followed here, each hop archived. */
@@ -317,6 +336,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const html = await withTimeout(p.content(), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
       if (html === null)
         return failed(url, started, requests, 'RENDER_TIMEOUT', `the page kept its thread busy past browser.pageTimeoutMs (${o.settings.pageTimeoutMs} ms): no DOM taken`);
+      if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url);
       return { html, url: sameOrigin(p.url(), url), done, ms: Date.now() - started, requests };
     } catch (err) {
       if (signal.aborted) throw err;
@@ -328,6 +348,23 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       await page?.close().catch(() => undefined);
       await Promise.allSettled([...pending]);
       release();
+    }
+  }
+
+  /** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
+  async function takeScreenshot(p: Page, url: string): Promise<void> {
+    try {
+      const png = await p.screenshot({
+        fullPage: true,
+        type: 'png',
+        // Playwright trims the clip to the document: a short page is shot whole, a long one cut at SCREENSHOT_MAX_HEIGHT.
+        clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
+        timeout: SCREENSHOT_TIMEOUT_MS,
+        animations: 'disabled',
+      });
+      await o.screenshot!({ page: url, png, takenAt: new Date() });
+    } catch (err) {
+      o.log?.warn('screenshot skipped', { url, error: String(err).slice(0, 300) });
     }
   }
 

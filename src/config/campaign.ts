@@ -473,6 +473,11 @@ const campaignFields = {
     quietMs: timerMs(0).default(500).describe('After `load`, a page is done once no request of it has been in flight for this long (capped by pageTimeoutMs).'),
     maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
     pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+    screenshot: flag()
+      .default(false)
+      .describe(
+        'Store a full-page PNG screenshot of each rendered page in the WARC, as a `resource` record named `urn:screenshot:<page URL>` (cut at 16384 px high; a failed screenshot is logged and skipped).',
+      ),
     // 3: one odd page does not decide a pattern, and a static site pays three renders, not thirty.
     autoSamples: whole({ min: 1, max: 8 })
       .default(3)

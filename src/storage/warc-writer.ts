@@ -108,6 +108,25 @@ export interface WarcExchange {
   keepSecrets?: boolean;
 }
 
+/** A `resource` record (WARC 1.1, 6.6): a block stored as it is, with its own media type. */
+export interface WarcResource {
+  /** WARC-Target-URI, written exactly as given (e.g. `urn:screenshot:https://example.test/`). */
+  uri: string;
+  date: Date;
+  /** The block's media type, e.g. image/png. */
+  contentType: string;
+  body: Uint8Array;
+  /** WARC-Concurrent-To: the record ID of a record captured with this one, when known. */
+  concurrentTo?: string;
+}
+
+export interface WarcResourceLocation {
+  file: string;
+  offset: number;
+  length: number;
+  recordId: string;
+}
+
 /** The response record a revisit refers to: its target URI and WARC-Date exactly as written, and its record ID. */
 export interface RevisitOf {
   uri: string;
@@ -449,6 +468,15 @@ export class WarcWriter {
     return this.queue.run(() => this.doWrite(ex));
   }
 
+  /**
+   * Appends one `resource` record: a block that is not an HTTP exchange (a
+   * page's screenshot, `urn:screenshot:<url>`), its digests computed as for
+   * any record. Queued with the exchanges, in call order.
+   */
+  writeResource(r: WarcResource): Promise<WarcResourceLocation> {
+    return this.queue.run(() => this.doWriteResource(r));
+  }
+
   /** Waits for queued writes, flushes the current file to disk and closes it. */
   close(): Promise<void> {
     return this.queue.run(async () => {
@@ -469,17 +497,7 @@ export class WarcWriter {
 
     const { members, responseId } = await this.buildExchange(ex, file.warcinfoId);
     const response = members[0]!;
-    const buf = Buffer.concat(members.map((m) => m.bytes));
-    const offset = file.size;
-    try {
-      // One write per exchange: a crash can only leave a truncated tail.
-      await writeFully(file.fh, buf, offset);
-      if (this.syncEachWrite) await file.fh.datasync();
-    } catch (err) {
-      await this.recoverFromFailedWrite(file, offset);
-      throw new StorageError('WRITE_FAILED', file.path, `cannot write WARC records for ${ex.url}`, { cause: err });
-    }
-    file.size += buf.length;
+    const offset = await this.append(file, members, ex.url);
     return {
       type: ex.revisit ? 'revisit' : 'response',
       file: file.name,
@@ -489,6 +507,51 @@ export class WarcWriter {
       payloadDigest: response.payloadDigest,
       blockDigest: response.blockDigest,
     };
+  }
+
+  /** Writes the members at the end of the file, in one write: a crash can only leave a truncated tail. Returns where they start. */
+  private async append(file: OpenWarc, members: { bytes: Uint8Array }[], url: string): Promise<number> {
+    const buf = Buffer.concat(members.map((m) => m.bytes));
+    const offset = file.size;
+    try {
+      await writeFully(file.fh, buf, offset);
+      if (this.syncEachWrite) await file.fh.datasync();
+    } catch (err) {
+      await this.recoverFromFailedWrite(file, offset);
+      throw new StorageError('WRITE_FAILED', file.path, `cannot write WARC records for ${url}`, { cause: err });
+    }
+    file.size += buf.length;
+    return offset;
+  }
+
+  private async doWriteResource(r: WarcResource): Promise<WarcResourceLocation> {
+    if (this.closed) throw new StorageError('CLOSED', this.current?.path ?? null, 'WarcWriter is closed');
+    if (!r || typeof r.uri !== 'string' || r.uri.length === 0) throw new StorageError('INVALID_INPUT', null, 'invalid resource: uri is required');
+    if (!(r.date instanceof Date) || Number.isNaN(r.date.getTime())) throw new StorageError('INVALID_INPUT', null, `invalid resource ${r.uri}: date is not a valid Date`);
+    if (!(r.body instanceof Uint8Array)) throw new StorageError('INVALID_INPUT', null, `invalid resource ${r.uri}: body must be a Uint8Array`);
+    if (this.current && this.current.size >= this.maxFileBytes) await this.finishCurrent();
+    const file = this.current ?? (await this.startFile());
+    const recordId = urn();
+    const rec = WARCRecord.create(
+      {
+        url: r.uri,
+        date: r.date.toISOString(),
+        type: 'resource',
+        warcVersion: WARC_VERSION,
+        warcHeaders: {
+          'WARC-Record-ID': recordId,
+          'WARC-Warcinfo-ID': file.warcinfoId,
+          'Content-Type': headerSafe(r.contentType),
+          ...(r.concurrentTo ? { 'WARC-Concurrent-To': headerSafe(r.concurrentTo) } : {}),
+        },
+      },
+      [r.body],
+    );
+    // As for exchanges: exactly the URI given, not as `new URL()` re-spells it.
+    rec.warcHeaders.headers.set('WARC-Target-URI', headerSafe(r.uri));
+    const bytes = await gzipMember(rec, r.body);
+    const offset = await this.append(file, [{ bytes }], r.uri);
+    return { file: file.name, offset, length: bytes.length, recordId };
   }
 
   // Cut a partial write back off so later records start at a record boundary

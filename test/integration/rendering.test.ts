@@ -10,6 +10,9 @@
 // Chromium: each page shows its rendered title, text and links, its script,
 // JSON and image answered from the archive and nothing reaching the live
 // web. Real workers, Temporal and Redis; the workers' Chromium is Debian's.
+// The rendered crawl has browser.screenshot on: each page's full-page PNG is
+// in the WARC as a `urn:screenshot:` resource record, and `crawler cdxj`
+// still indexes that WARC (the screenshots get no line).
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -49,7 +52,12 @@ const url = (path: string) => normalizeUrl(h.web.url(site.host, path));
 
 async function crawl(render: 'browser' | 'off'): Promise<Crawl> {
   h.web.clearRequests();
-  const handle = await launch(h, { seeds: [h.web.url(site.host, '/')], render, politeness: { minDelayMs: 20 } });
+  const handle = await launch(h, {
+    seeds: [h.web.url(site.host, '/')],
+    render,
+    politeness: { minDelayMs: 20 },
+    ...(render === 'browser' ? { browser: { screenshot: true } } : {}),
+  });
   const result = await handle.result();
   const out = outputOf(h, result.campaignId);
   return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), outDir: out.dir };
@@ -111,6 +119,43 @@ describe('render: browser on a client-rendered site', () => {
     // Nothing the site does not serve (the browser asks only for what the script names).
     const paths = new Set(on.requests.filter((r) => !isHousekeepingPath(r.path)).map((r) => r.path));
     expect([...paths].sort()).toEqual([...site.pages.map((p) => p.path), ...Object.values(site.files)].sort());
+  });
+});
+
+/** A PNG's size from its IHDR chunk, or null when the bytes are not a PNG. */
+function pngSize(b: Buffer | undefined): { width: number; height: number } | null {
+  const magic = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  if (!b || b.length < 24 || !b.subarray(0, 8).equals(magic) || b.toString('latin1', 12, 16) !== 'IHDR') return null;
+  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+}
+
+describe('browser.screenshot on the rendered crawl', () => {
+  test('one urn:screenshot: resource record per rendered page, each a PNG of the page', () => {
+    const shots = on.records.filter((r) => r.type === 'resource');
+    expect(shots.map((r) => r.targetUri).sort()).toEqual(site.pages.map((p) => `urn:screenshot:${url(p.path)}`).sort());
+    for (const r of shots) {
+      const size = pngSize(r.payload);
+      expect({ uri: r.targetUri, type: r.headers['Content-Type'], digest: r.blockDigestOk, png: size !== null && size.width > 0 && size.height > 0 }).toEqual({
+        uri: r.targetUri,
+        type: 'image/png',
+        digest: true,
+        png: true,
+      });
+    }
+    // Off by default: the crawl without it has none.
+    expect(off.records.filter((r) => r.type === 'resource')).toEqual([]);
+  });
+
+  test('`crawler cdxj` indexes the WARC with the screenshots in it: every page, no urn: line', async () => {
+    const c = crawlerCommand(['cdxj', on.result.campaignId, '--out', on.outDir]);
+    const cdxj = (await run(c.command, c.args, { env: process.env })).stdout.trim().split('\n').pop()!;
+    const urls = fs
+      .readFileSync(cdxj, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l.slice(l.indexOf('{'))) as { url: string }).url);
+    for (const p of site.pages) expect({ p: p.path, indexed: urls.map((u) => normalizeUrl(u)).includes(url(p.path)) }).toEqual({ p: p.path, indexed: true });
+    expect(urls.filter((u) => u.startsWith('urn:'))).toEqual([]);
   });
 });
 

@@ -203,6 +203,22 @@ describe('writeCdxj', () => {
     expect(parsed.map((l) => `${l.fields.filename} ${l.fields.offset} ${l.fields.length} ${l.fields.url}`).sort()).toEqual(walked);
   });
 
+  it("skips a page's screenshot (a resource record, urn:screenshot:…) and indexes the responses around it where they are", async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const before = await w.writeExchange(exchange('http://spa.test/', 0, 200, 'text/html', Buffer.from('<div id="app"></div>')));
+    await w.writeResource({ uri: 'urn:screenshot:http://spa.test/', date: new Date(T0), contentType: 'image/png', body: Buffer.alloc(2000, 1) });
+    const after = await w.writeExchange(exchange('http://spa.test/about', 1, 200, 'text/html', Buffer.from('<div id="app"></div>')));
+    await w.close();
+    const out = path.join(dir, 'index.cdxj');
+    expect(await writeCdxj(await listWarcFiles(dir), out)).toMatchObject({ lines: 2, warcFiles: 1 });
+    const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map(parseCdxjLine);
+    expect(lines.map((l) => [l.fields.url, l.fields.offset, l.fields.length])).toEqual([
+      ['http://spa.test/', String(before.offset), String(before.length)],
+      ['http://spa.test/about', String(after.offset), String(after.length)],
+    ]);
+  });
+
   it('writes an empty index for a folder without WARC files, and reports a broken file with its code', async () => {
     const dir = tmpDir();
     const out = path.join(dir, 'index.cdxj');
