@@ -6,6 +6,7 @@
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+import { embedsOf, sealedOf } from './result-counts';
 import { campaignCard } from './status-card';
 
 export interface CampaignCarry {
@@ -280,27 +281,12 @@ export class CampaignBook {
       pages: t.fetched,
       failed: t.failed,
       skipped: t.skipped,
-      ...(t.embeds || t.embedsFailed || t.embedsSkipped ? { embeds: { fetched: t.embeds ?? 0, failed: t.embedsFailed ?? 0, skipped: t.embedsSkipped ?? 0 } } : {}),
+      ...embedsOf(t),
       bytes: t.bytes,
       outputDir: this.settings.output.dir,
-      // Summaries of older workers have no seal (undefined); a failed seal is null.
-      ...(summary.sealed
-        ? {
-            sealedIndex: { file: summary.sealed.file, lines: summary.sealed.lines, dropped: summary.sealed.dropped, missing: summary.sealed.missing },
-            revisits: summary.sealed.revisits,
-            ...renderedOf(summary.sealed.rendered, this.settings.render !== 'off'),
-          }
-        : summary.sealed === null
-          ? { sealedIndex: null }
-          : {}),
+      ...sealedOf(summary.sealed, this.settings.render !== 'off'),
       problems: [...(this.carry.seeds?.error ? [`seed list ${this.settings.seedsFile}: ${this.carry.seeds.error}`] : []), ...summary.problems.list],
       problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
     };
   }
-}
-
-/** The summary's rendered pages: shown when the campaign renders, or when a page was rendered. */
-function renderedOf(r: { pages: number; htmlPages: number; reasons: Record<string, number> } | undefined, renders: boolean): Pick<CampaignResult, 'rendered'> {
-  if (!r || (!renders && r.pages === 0)) return {};
-  return { rendered: { ...r, share: r.htmlPages > 0 ? Math.round((r.pages / r.htmlPages) * 1000) / 1000 : 0 } };
 }
