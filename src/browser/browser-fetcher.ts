@@ -210,30 +210,8 @@ class Gate {
 }
 
 export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
-  let context: BrowserContext | null = null;
-  let pagesInContext = 0;
-  const cache = new Map<string, FetchResult>();
-  let cachedBytes = 0;
-  const remember = (url: string, res: FetchResult) => {
-    if (res.status !== 200 || res.truncated || cache.size >= SESSION_CACHE_ENTRIES || cachedBytes + res.body.length > SESSION_CACHE_BYTES) return;
-    cache.set(url, res);
-    cachedBytes += res.body.length;
-  };
-
-  async function contextForPage(): Promise<BrowserContext> {
-    // Replaced after pagesPerContext pages (its cache and memory grow), or when its browser died.
-    if (context && (pagesInContext >= o.settings.pagesPerContext || !context.browser()?.isConnected())) {
-      await context.close().catch(() => undefined);
-      context = null;
-    }
-    if (!context) {
-      const browser = await o.pool.browser();
-      context = await browser.newContext({ serviceWorkers: 'block', acceptDownloads: false, userAgent: o.userAgent });
-      pagesInContext = 0;
-    }
-    pagesInContext++;
-    return context;
-  }
+  const contexts = new SessionContext(o);
+  const cache = new SessionCache();
 
   async function render(doc: FetchResult, url: string, signal: AbortSignal): Promise<RenderedDocument> {
     const started = Date.now();
@@ -249,7 +227,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
     let requests = 0;
     let page: Page | undefined;
     try {
-      page = await (await contextForPage()).newPage();
+      page = await (await contexts.forPage()).newPage();
       const p = page;
       let documentServed = false;
       // Pop-ups would be pages nobody waits for.
@@ -292,7 +270,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
             leave();
           }
           if (!res) return await route.abort('failed');
-          if (SHARED_TYPES.has(req.resourceType())) remember(req.url(), res);
+          if (SHARED_TYPES.has(req.resourceType())) cache.remember(req.url(), res);
           await route.fulfill({ status: res.status, headers: fulfilHeaders(res.headers), body: res.body });
         } finally {
           inflight.end();
@@ -336,7 +314,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const html = await withTimeout(p.content(), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
       if (html === null)
         return failed(url, started, requests, 'RENDER_TIMEOUT', `the page kept its thread busy past browser.pageTimeoutMs (${o.settings.pageTimeoutMs} ms): no DOM taken`);
-      if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url);
+      if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
       return { html, url: sameOrigin(p.url(), url), done, ms: Date.now() - started, requests };
     } catch (err) {
       if (signal.aborted) throw err;
@@ -351,23 +329,6 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
     }
   }
 
-  /** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
-  async function takeScreenshot(p: Page, url: string): Promise<void> {
-    try {
-      const png = await p.screenshot({
-        fullPage: true,
-        type: 'png',
-        // Playwright trims the clip to the document: a short page is shot whole, a long one cut at SCREENSHOT_MAX_HEIGHT.
-        clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
-        timeout: SCREENSHOT_TIMEOUT_MS,
-        animations: 'disabled',
-      });
-      await o.screenshot!({ page: url, png, takenAt: new Date() });
-    } catch (err) {
-      o.log?.warn('screenshot skipped', { url, error: String(err).slice(0, 300) });
-    }
-  }
-
   return {
     async fetch(request, ctx) {
       const got = await o.inner.fetch(request, ctx);
@@ -376,12 +337,67 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       return { ok: true, response: { ...got.response, rendered } };
     },
     render,
-    async close() {
-      const c = context;
-      context = null;
-      await c?.close().catch(() => undefined);
-    },
+    close: () => contexts.close(),
   };
+}
+
+/** The host session's own browser context: fresh for every session, replaced after pagesPerContext pages or when its browser died. */
+class SessionContext {
+  #context: BrowserContext | null = null;
+  #pages = 0;
+
+  constructor(private readonly o: BrowserFetcherOptions) {}
+
+  async forPage(): Promise<BrowserContext> {
+    // Replaced after pagesPerContext pages (its cache and memory grow), or when its browser died.
+    if (this.#context && (this.#pages >= this.o.settings.pagesPerContext || !this.#context.browser()?.isConnected())) await this.close();
+    if (!this.#context) {
+      const browser = await this.o.pool.browser();
+      this.#context = await browser.newContext({ serviceWorkers: 'block', acceptDownloads: false, userAgent: this.o.userAgent });
+      this.#pages = 0;
+    }
+    this.#pages++;
+    return this.#context;
+  }
+
+  async close(): Promise<void> {
+    const c = this.#context;
+    this.#context = null;
+    await c?.close().catch(() => undefined);
+  }
+}
+
+/** The session's shared files (scripts, stylesheets, images…) served again from memory, bounded in entries and bytes. */
+class SessionCache {
+  readonly #entries = new Map<string, FetchResult>();
+  #bytes = 0;
+
+  get(url: string): FetchResult | undefined {
+    return this.#entries.get(url);
+  }
+
+  remember(url: string, res: FetchResult): void {
+    if (res.status !== 200 || res.truncated || this.#entries.size >= SESSION_CACHE_ENTRIES || this.#bytes + res.body.length > SESSION_CACHE_BYTES) return;
+    this.#entries.set(url, res);
+    this.#bytes += res.body.length;
+  }
+}
+
+/** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
+async function takeScreenshot(p: Page, url: string, o: BrowserFetcherOptions): Promise<void> {
+  try {
+    const png = await p.screenshot({
+      fullPage: true,
+      type: 'png',
+      // Playwright trims the clip to the document: a short page is shot whole, a long one cut at SCREENSHOT_MAX_HEIGHT.
+      clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
+      timeout: SCREENSHOT_TIMEOUT_MS,
+      animations: 'disabled',
+    });
+    await o.screenshot!({ page: url, png, takenAt: new Date() });
+  } catch (err) {
+    o.log?.warn('screenshot skipped', { url, error: String(err).slice(0, 300) });
+  }
 }
 
 function failed(url: string, started: number, requests: number, code: string, message: string): RenderedDocument {
