@@ -495,6 +495,50 @@ function isLiteralChar(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2b || c === 0x2d || c === 0x2e || c === 0x5f;
 }
 
+/**
+ * A JSON string from its opening quote at `at`: its value (built only when
+ * `keep`; null when too long to keep) and the index past its closing quote.
+ * `fail` reports a syntax error at an index.
+ */
+function readJsonString(text: string, at: number, keep: boolean, fail: (at: number, what: string) => never): { value: string | null; end: number } {
+  const n = text.length;
+  let i = at + 1;
+  let s = '';
+  let from = i;
+  let tooLong = false;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      if (keep && !tooLong) s += text.slice(from, i);
+      return { value: keep && !tooLong && s.length <= MAX_JSON_STRING ? s : null, end: i + 1 };
+    }
+    if (c === 0x5c) {
+      if (keep && !tooLong) s += text.slice(from, i);
+      const e = text[i + 1];
+      let add = '';
+      let len = 2;
+      if (e === 'u') {
+        const hex = text.slice(i + 2, i + 6);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail(i, 'bad \\u escape');
+        add = String.fromCharCode(parseInt(hex, 16));
+        len = 6;
+      } else if (e !== undefined && '"\\/bfnrt'.includes(e)) {
+        add = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e]!;
+      } else {
+        fail(i, 'bad escape');
+      }
+      if (keep && !tooLong) s += add;
+      i += len;
+      from = i;
+      if (s.length > MAX_JSON_STRING) tooLong = true;
+      continue;
+    }
+    i++;
+    if (keep && !tooLong && i - from > MAX_JSON_STRING) tooLong = true;
+  }
+  return fail(i, 'unterminated string');
+}
+
 function parseJson(text: string, start: number, out: Collector): FeedParseResult {
   const n = text.length;
   let i = start;
@@ -506,44 +550,14 @@ function parseJson(text: string, start: number, out: Collector): FeedParseResult
     throw new FeedSyntaxError(`${what} at character ${i} (${out.url})`);
   };
 
-  /** A string from its opening quote; built only when `keep`, and null when too long to keep. */
+  /** A string from its opening quote at `i`, which it moves past the closing one. */
   const readString = (keep: boolean): string | null => {
-    i++;
-    let s = '';
-    let from = i;
-    let tooLong = false;
-    while (i < n) {
-      const c = text.charCodeAt(i);
-      if (c === 0x22) {
-        if (keep && !tooLong) s += text.slice(from, i);
-        i++;
-        return keep && !tooLong && s.length <= MAX_JSON_STRING ? s : null;
-      }
-      if (c === 0x5c) {
-        if (keep && !tooLong) s += text.slice(from, i);
-        const e = text[i + 1];
-        let add = '';
-        let len = 2;
-        if (e === 'u') {
-          const hex = text.slice(i + 2, i + 6);
-          if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('bad \\u escape');
-          add = String.fromCharCode(parseInt(hex, 16));
-          len = 6;
-        } else if (e !== undefined && '"\\/bfnrt'.includes(e)) {
-          add = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e]!;
-        } else {
-          fail('bad escape');
-        }
-        if (keep && !tooLong) s += add;
-        i += len;
-        from = i;
-        if (s.length > MAX_JSON_STRING) tooLong = true;
-        continue;
-      }
-      i++;
-      if (keep && !tooLong && i - from > MAX_JSON_STRING) tooLong = true;
-    }
-    return fail('unterminated string');
+    const r = readJsonString(text, i, keep, (at, what) => {
+      i = at;
+      return fail(what);
+    });
+    i = r.end;
+    return r.value;
   };
 
   const afterValue = () => {
