@@ -1,0 +1,47 @@
+// When a rendered page is done (docs/rendering.md, "How it works"): at
+// `load`, then once none of its requests has been in flight for
+// browser.quietMs, and at browser.pageTimeoutMs at the latest.
+
+/**
+ * Requests of a page in flight, and when it went quiet: `settled` resolves
+ * `quiet` once none has been in flight for `quietMs`, or `deadline` at
+ * `deadlineAt` (epoch ms), whichever comes first.
+ */
+export class InFlight {
+  #count = 0;
+  #quietSince = Date.now();
+  #changed: (() => void) | null = null;
+
+  begin(): void {
+    this.#count++;
+    this.#changed?.();
+  }
+
+  end(): void {
+    this.#count--;
+    if (this.#count === 0) this.#quietSince = Date.now();
+    this.#changed?.();
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  async settled(quietMs: number, deadlineAt: number): Promise<'quiet' | 'deadline'> {
+    for (;;) {
+      const t = Date.now();
+      if (this.#count === 0 && t - this.#quietSince >= quietMs) return 'quiet';
+      if (t >= deadlineAt) return 'deadline';
+      const until = this.#count === 0 ? Math.min(this.#quietSince + quietMs, deadlineAt) : deadlineAt;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.max(1, until - t));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#changed = done;
+      });
+      this.#changed = null;
+    }
+  }
+}
