@@ -18,7 +18,7 @@ import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/
 import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
-import { simhash64 } from '../src/dedup/simhash';
+import { hasWords, simhash64 } from '../src/dedup/simhash';
 import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
 import { conditionalHeaders, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
 import { hostKey } from '../src/url/normalize';
@@ -497,7 +497,7 @@ async function checkDuplicate(rt: WorkerRuntime, campaign: CampaignRuntime, url:
   const c = campaign.settings.content;
   if (c.dedup === 'off') return undefined;
   // Very short texts collide by chance; only the exact check applies to them.
-  const simhash = c.dedup === 'near' && text && text.split(' ').length >= MIN_SIMHASH_WORDS ? simhash64(text) : null;
+  const simhash = c.dedup === 'near' && text && hasWords(text, MIN_SIMHASH_WORDS) ? simhash64(text) : null;
   const verdict = await new ContentIndex(rt.deps.redis, campaign.key, { maxDistance: c.maxSimhashDistance }).check({ url, exactHash: contentHash, simhash });
   if (verdict.kind === 'exact-duplicate') return { url: verdict.of, kind: 'exact', distance: 0 };
   if (verdict.kind === 'near-duplicate') return { url: verdict.of, kind: 'near', distance: verdict.distance };

@@ -12,7 +12,7 @@ import { isFeedContentType, looksLikeFeed, parseFeed } from '../../src/parse/fee
 import { appendHop, impliedHops } from '../../src/url/hop-path';
 import type { EntryKind, FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
-import { simhash64, simhashToHex } from '../../src/dedup/simhash';
+import { hasWords, simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
 import { redirectTargetOf, sitemapCandidatesOf, type Candidate } from '../discovery';
 import { OUTCOME, PAGE_CODE, embedCounted, httpCode, type Counted } from './outcome';
@@ -270,7 +270,7 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     maxRequisites: input.maxEmbeds,
   });
   // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
-  const simhash = input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS ? simhashToHex(simhash64(page.text)) : null;
+  const simhash = input.revisit && page.text && hasWords(page.text, MIN_SIMHASH_WORDS) ? simhashToHex(simhash64(page.text)) : null;
   // A client-rendered site serves one shell for every route: what tells its pages apart is what they render to.
   const duplicateOf = await c.deps.checkDuplicate(rendered !== null ? contentHashOf(Buffer.from(rendered)) : c.contentHash, page.text);
   // Requisites first: the page is only whole with them, whatever it links
