@@ -4,6 +4,9 @@
 // page to its bottom one viewport at a time, waiting after each step for
 // what the step started (its requests, then the thread idle), until the page
 // stops growing, or SCROLL_MAX_STEPS, or the time given, whichever first.
+// The bottom counts once the page, waited for a whole browser.quietMs
+// there, has not grown: a feed's next batch may start loading only as the
+// step's short wait ends.
 import type { Page } from 'playwright-core';
 import { waitDone, type IdleProbe, type InFlight } from './page-done';
 
@@ -30,14 +33,20 @@ export interface ScrollState {
   atBottom: boolean;
   /** The document grew with the last step (what the step loaded added to it). */
   grew: boolean;
+  /** This look followed a whole quiet wait at the bottom, not a step's short one. */
+  settled: boolean;
   /** Now, and when the scrolling must end (epoch ms). */
   now: number;
   until: number;
 }
 
-/** Scroll again, or why not: the bottom reached with nothing added, the steps spent, the time spent. */
-export function nextScroll(s: ScrollState, maxSteps = SCROLL_MAX_STEPS): 'scroll' | ScrollEnd {
-  if (s.atBottom && !s.grew) return 'bottom';
+/**
+ * Scroll again, wait longer at the bottom (`settle`), or why not: the
+ * bottom reached with nothing added after a whole wait, the steps spent,
+ * the time spent.
+ */
+export function nextScroll(s: ScrollState, maxSteps = SCROLL_MAX_STEPS): 'scroll' | 'settle' | ScrollEnd {
+  if (s.atBottom && !s.grew) return s.settled ? 'bottom' : s.now >= s.until ? 'deadline' : 'settle';
   if (s.steps >= maxSteps) return 'steps';
   if (s.now >= s.until) return 'deadline';
   return 'scroll';
@@ -58,13 +67,19 @@ export async function scrollToBottom(page: Page, o: { inflight: InFlight; quietM
   const measure = () => page.evaluate(MEASURE) as Promise<{ bottom: number; height: number }>;
   let height = (await measure()).height;
   let steps = 0;
+  let settled = false;
   for (;;) {
-    await page.evaluate(STEP);
-    steps++;
-    await waitDone(o.inflight, Math.min(o.quietMs, STEP_QUIET_MS), Math.min(o.until, Date.now() + STEP_MAX_MS), o.idle);
+    if (settled) {
+      await waitDone(o.inflight, o.quietMs, o.until, o.idle);
+    } else {
+      await page.evaluate(STEP);
+      steps++;
+      await waitDone(o.inflight, Math.min(o.quietMs, STEP_QUIET_MS), Math.min(o.until, Date.now() + STEP_MAX_MS), o.idle);
+    }
     const m = await measure();
-    const next = nextScroll({ steps, atBottom: m.bottom >= m.height - 1, grew: m.height > height, now: Date.now(), until: o.until });
+    const next = nextScroll({ steps, atBottom: m.bottom >= m.height - 1, grew: m.height > height, settled, now: Date.now(), until: o.until });
     height = m.height;
-    if (next !== 'scroll') return { steps, end: next };
+    settled = next === 'settle';
+    if (next !== 'scroll' && next !== 'settle') return { steps, end: next };
   }
 }

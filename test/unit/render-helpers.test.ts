@@ -148,12 +148,17 @@ describe('waitDone: quiet, then the thread idle, with no request begun meanwhile
 });
 
 describe('nextScroll', () => {
-  const at = (over: Partial<ScrollState>): ScrollState => ({ steps: 1, atBottom: false, grew: false, now: 0, until: 10_000, ...over });
-  test('scrolls on until the bottom is reached with nothing added by the last step', () => {
+  const at = (over: Partial<ScrollState>): ScrollState => ({ steps: 1, atBottom: false, grew: false, settled: false, now: 0, until: 10_000, ...over });
+  test('scrolls on until the bottom is reached and, after a whole quiet wait there, nothing was added', () => {
     expect(nextScroll(at({}))).toBe('scroll');
     // At the bottom, but the step loaded more: the new bottom is further down.
     expect(nextScroll(at({ atBottom: true, grew: true }))).toBe('scroll');
-    expect(nextScroll(at({ atBottom: true, grew: false }))).toBe('bottom');
+    // At the bottom after a step's short wait: a feed's next batch may only be starting.
+    expect(nextScroll(at({ atBottom: true }))).toBe('settle');
+    expect(nextScroll(at({ atBottom: true, settled: true }))).toBe('bottom');
+    // The wait at the bottom brought more: scrolling goes on.
+    expect(nextScroll(at({ atBottom: true, grew: true, settled: true }))).toBe('scroll');
+    expect(nextScroll(at({ atBottom: true, now: 10_000 }))).toBe('deadline');
   });
   test('stops after its steps or at its time, whichever first', () => {
     expect(nextScroll(at({ steps: SCROLL_MAX_STEPS, grew: true }))).toBe('steps');
