@@ -13,9 +13,9 @@
 // for browser.quietMs and its thread was idle, and at browser.pageTimeoutMs
 // at the latest (what it loaded by then is what it has); scrolling and the
 // handler's onRender come before its DOM is taken (src/browser/page-steps.ts),
-// and the DOM of its other frames is taken with it. Its requests to its own host go out at
-// most SAME_HOST_AT_ONCE at a time (src/browser/page-routes.ts decides and answers
-// each request); requests to other hosts, other methods
+// and the DOM of its other frames is taken with it. Its requests to its own
+// host go out at most SAME_HOST_AT_ONCE at a time (src/browser/page-routes.ts
+// decides and answers each request); requests to other hosts, other methods
 // than GET, WebSockets and event streams are refused in this first version
 // (the rendered DOM's requisites on other hosts are still fetched as embeds,
 // under their own hosts' clocks and robots.txt).
