@@ -158,7 +158,7 @@ class HostSession {
     const allows = robots.kind === 'ok' ? robots.allows : null;
     const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
     const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
-    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows }) : null;
+    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows, handler }) : null;
     const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher, login };
     try {
       for (;;) {

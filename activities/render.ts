@@ -9,6 +9,9 @@
 // be a page the crawl must still visit.
 import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
 import { browserFetcher, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { hasRenderHooks, renderHookFor, type RenderHooks } from '../src/browser/page-hook';
+import type { Handler, HandlerLog } from '../src/handlers/api';
+import type { Logger } from '../src/log/logger';
 import { RenderPlans } from '../src/redis/render-plan';
 import type { Fetcher } from '../src/http/fetcher';
 import type { Frontier } from '../src/redis/frontier';
@@ -24,10 +27,21 @@ const REQUISITE_TYPES = new Set(['stylesheet', 'script', 'image', 'font', 'media
 export function renderingFetcher(
   rt: WorkerRuntime,
   campaign: CampaignRuntime,
-  o: { host: string; frontier: Frontier; inner: Fetcher; allowedByRobots: ((url: string) => boolean) | null },
+  o: { host: string; frontier: Frontier; inner: Fetcher; allowedByRobots: ((url: string) => boolean) | null; handler?: Handler | null },
 ): RenderingFetcher {
   const s = campaign.settings;
   const log = rt.log.child({ campaign: s.campaignId, host: o.host });
+  const handler = o.handler;
+  // The handler's onRender runs in the page (src/browser/page-steps.ts); its result joins onPage's in the classify stage (activities/page.ts).
+  const hooks: RenderHooks | undefined =
+    handler && hasRenderHooks(handler)
+      ? {
+          hookFor: (label) => renderHookFor(handler, label),
+          timeoutMs: s.handlerTimeoutMs,
+          log: (url, label) => handlerLog(log.child({ url, handler: true, hook: 'onRender', label })),
+          enter: (url) => rt.loopWatch.enter(url),
+        }
+      : undefined;
   const renderer = browserFetcher({
     pool: rt.browsers,
     inner: o.inner,
@@ -36,6 +50,7 @@ export function renderingFetcher(
     settings: s.browser,
     userAgent: s.politeness.userAgent,
     maxRedirects: s.fetch.maxRedirects,
+    hooks,
     log,
     // browser.screenshot: a resource record, named as Browsertrix names them, so replay tools that know the convention show it.
     screenshot: async (c: ScreenshotCapture) => {
@@ -73,4 +88,14 @@ export function renderingFetcher(
     options: { samples: s.browser.autoSamples, recheckEvery: s.browser.autoRecheckEvery },
     log,
   });
+}
+
+/** The hook's log: bound methods, so a hook may take `log.info` apart from `log`. */
+function handlerLog(log: Logger): HandlerLog {
+  return {
+    debug: (m, f) => log.debug(m, f),
+    info: (m, f) => log.info(m, f),
+    warn: (m, f) => log.warn(m, f),
+    error: (m, f) => log.error(m, f),
+  };
 }

@@ -10,10 +10,12 @@
 // after the scripts ran, which link extraction and the handler read.
 //
 // A page is done at `load`, then once no request of it has been in flight
-// for browser.quietMs, and at browser.pageTimeoutMs at the latest (what it
-// loaded by then is what it has). Its requests to its own host go out at
-// most SAME_HOST_AT_ONCE at a time (src/browser/page-routes.ts decides and answers
-// each request); requests to other hosts, other methods
+// for browser.quietMs and its thread was idle, and at browser.pageTimeoutMs
+// at the latest (what it loaded by then is what it has); scrolling and the
+// handler's onRender come before its DOM is taken (src/browser/page-steps.ts),
+// and the DOM of its other frames is taken with it. Its requests to its own
+// host go out at most SAME_HOST_AT_ONCE at a time (src/browser/page-routes.ts
+// decides and answers each request); requests to other hosts, other methods
 // than GET, WebSockets and event streams are refused in this first version
 // (the rendered DOM's requisites on other hosts are still fetched as embeds,
 // under their own hosts' clocks and robots.txt).
@@ -25,10 +27,14 @@ import { isHtml } from '../parse/decode';
 import type { BrowserPool } from './browser-pool';
 import { InFlight } from './page-done';
 import { PageRoutes, SessionCache } from './page-routes';
+import { frameDocuments } from './frames';
+import type { RenderHooks } from './page-hook';
+import { settlePage, type RenderEntry } from './page-steps';
 
 // What other modules and tests name from here.
 export { SAME_HOST_AT_ONCE, fulfilHeaders, routeDecision, type PageRequest, type RouteDecision } from './page-routes';
 export { InFlight } from './page-done';
+export type { RenderEntry } from './page-steps';
 
 /** Taking the DOM of a page whose script keeps its thread busy must not hang the session past its deadline by more than this. */
 const CONTENT_GRACE_MS = 5_000;
@@ -57,6 +63,8 @@ export interface RenderSettings {
   pagesPerContext: number;
   /** Take a full-page screenshot of each rendered page and hand it to `screenshot` (default off). */
   screenshot?: boolean;
+  /** Scroll each page to its bottom before its DOM is taken, for lazy content (src/browser/scroll.ts; default off). */
+  scroll?: boolean;
 }
 
 /** A rendered page's full-page screenshot: what the WARC gets as a resource record. */
@@ -83,12 +91,14 @@ export interface BrowserFetcherOptions {
   userAgent: string;
   /** fetch.maxRedirects: redirects of a subresource followed here, each hop archived. */
   maxRedirects: number;
+  /** The handler's render hooks (onRender), run in the page before its DOM is taken; absent without any. */
+  hooks?: RenderHooks;
   log?: Logger;
 }
 
 export interface RenderingFetcher extends Fetcher {
   /** Renders a page already fetched (`render: auto` decides which: src/browser/adaptive-fetcher.ts). */
-  render(doc: FetchResult, url: string, signal: AbortSignal): Promise<RenderedDocument>;
+  render(doc: FetchResult, url: string, signal: AbortSignal, entry?: RenderEntry): Promise<RenderedDocument>;
   /** Closes the session's browser context. */
   close(): Promise<void>;
 }
@@ -102,7 +112,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
   const contexts = new SessionContext(o);
   const cache = new SessionCache();
 
-  async function render(doc: FetchResult, url: string, signal: AbortSignal): Promise<RenderedDocument> {
+  async function render(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry = { label: null, depth: 0 }): Promise<RenderedDocument> {
     const started = Date.now();
     const deadlineAt = started + o.settings.pageTimeoutMs;
     const release = await o.pool.turn(o.settings.maxPagesAtOnce, signal);
@@ -121,19 +131,24 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal);
       await routes.install();
 
-      let done: RenderedDocument['done'] = 'quiet';
-      try {
-        await p.goto(url, { waitUntil: 'load', timeout: Math.max(1, deadlineAt - Date.now()) });
-      } catch (err) {
-        if (!(err instanceof Error && err.name === 'TimeoutError')) throw err;
-        done = 'deadline';
-      }
-      if (done === 'quiet') done = await inflight.settled(o.settings.quietMs, deadlineAt);
+      // Load, quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.
+      const { done, scroll, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log });
       const html = await withTimeout(p.content(), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
       if (html === null)
         return failed(url, started, routes.requests, 'RENDER_TIMEOUT', `the page kept its thread busy past browser.pageTimeoutMs (${o.settings.pageTimeoutMs} ms): no DOM taken`);
+      // Links are in every frame's DOM, not only the main frame's (src/browser/frames.ts).
+      const frames = await frameDocuments(p, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS);
       if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
-      return { html, url: sameOrigin(p.url(), url), done, ms: Date.now() - started, requests: routes.requests };
+      return {
+        html,
+        url: sameOrigin(p.url(), url),
+        done,
+        ms: Date.now() - started,
+        requests: routes.requests,
+        ...(frames.length ? { frames } : {}),
+        ...(scroll ? { scroll } : {}),
+        ...(hook ? { hook } : {}),
+      };
     } catch (err) {
       if (signal.aborted) throw err;
       o.log?.warn('render failed', { url, error: String(err).slice(0, 500) });
@@ -151,7 +166,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
     async fetch(request, ctx) {
       const got = await o.inner.fetch(request, ctx);
       if (!got.ok || !shouldRender(request.kind, got.response)) return got;
-      const rendered = await render(got.response, request.url, ctx.signal);
+      const rendered = await render(got.response, request.url, ctx.signal, { label: request.label ?? null, depth: request.depth ?? 0 });
       return { ok: true, response: { ...got.response, rendered } };
     },
     render,

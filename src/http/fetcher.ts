@@ -15,6 +15,9 @@ export interface FetchRequest {
   body?: Buffer;
   /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
   kind?: string;
+  /** The frontier entry's label and depth: the browser fetcher picks and calls the handler's render hook with them. */
+  label?: string | null;
+  depth?: number;
 }
 
 export interface FetchContext {

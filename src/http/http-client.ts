@@ -19,6 +19,9 @@ import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { RenderReason } from '../browser/adaptive';
+import type { FrameDocument } from '../browser/frames';
+import type { RenderHookRun } from '../browser/page-hook';
+import type { ScrollReport } from '../browser/scroll';
 import { AddressRefusedError, createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
@@ -223,7 +226,7 @@ export interface RenderedDocument {
   html: string | null;
   /** The page's URL when its DOM was taken (the History API may have changed it; same origin). */
   url: string;
-  /** quiet: `load`, then browser.quietMs without a request in flight; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
+  /** quiet: `load`, then browser.quietMs without a request in flight and the page's thread idle; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
   done: 'quiet' | 'deadline' | 'failed';
   /** From the navigation to the DOM taken. */
   ms: number;
@@ -232,6 +235,12 @@ export interface RenderedDocument {
   error?: { code: string; message: string };
   /** render: auto: why this page was rendered (src/browser/adaptive.ts); absent under render: browser, which renders every page. */
   reason?: RenderReason;
+  /** The DOM of the page's other frames, each with the URL its links resolve against (src/browser/frames.ts; bounded). */
+  frames?: FrameDocument[];
+  /** browser.scroll: how far the page was scrolled and why it stopped (src/browser/scroll.ts). */
+  scroll?: ScrollReport;
+  /** The handler's onRender, when the page had one: how it ended and what it returned (merged with onPage's in the classify stage). */
+  hook?: RenderHookRun;
 }
 
 export interface HttpClient {
