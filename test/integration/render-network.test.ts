@@ -12,9 +12,14 @@
 // capture: a client-rendered site crawled one page per session (each session
 // a fresh browser context and memory) still requests its script and image
 // once. Real workers, Temporal and Redis; Chromium is Debian's.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import type { Browser } from 'playwright-core';
+import { crawlerCommand } from '../../src/cli/crawler-command';
+import { findOrInstallPyReplayTools } from '../../src/stack/tools';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
@@ -22,10 +27,12 @@ import type { CampaignResult } from '../../workflows/messages';
 import { renderNetSite } from '../web/render-net-site';
 import { spaSite } from '../web/spa-site';
 import type { RequestRecord } from '../web/test-web';
-import { findOrInstallChromium } from '../support/browser';
+import { findOrInstallChromium, launchBrowser } from '../support/browser';
 import { createHarness, launch, minGapsByHost, outputOf, type Harness } from '../support/harness';
+import { startPywb, type Pywb } from '../support/pywb';
 
 jest.setTimeout(300_000);
+const run = promisify(execFile);
 
 interface Crawl {
   result: CampaignResult;
@@ -33,16 +40,19 @@ interface Crawl {
   lines: IndexEntry[];
   records: WarcReadRecord[];
   warcDir: string;
+  outDir: string;
 }
 
 let h: Harness;
+let pywb: Pywb | undefined;
+let browser: Browser | undefined;
 
 async function crawl(input: Parameters<typeof launch>[1]): Promise<Crawl> {
   h.web.clearRequests();
   const handle = await launch(h, input);
   const result = await handle.result();
   const out = outputOf(h, result.campaignId);
-  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), warcDir: path.join(out.dir, 'warc') };
+  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), warcDir: path.join(out.dir, 'warc'), outDir: out.dir };
 }
 
 /** The raw HTTP header lines of a record, read from its own gzip member (the reader keeps one value per name). */
@@ -65,6 +75,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await pywb?.stop();
+  await browser?.close();
   await h?.close();
 });
 
@@ -106,16 +118,16 @@ describe("a rendered page's requests to another host, POST, Range and cookies", 
     expect(responseOf(apiUrl(site.files.secret))).toBeUndefined();
   });
 
-  test('the POST went out with its body, and its request record keeps it', () => {
-    expect(site.posted).toEqual([JSON.stringify({ word: 'posted' })]);
+  test('each POST went out with its body, and its request record keeps it', () => {
+    const bodies = ['posted', 'second'].map((word) => JSON.stringify({ word }));
+    expect([...site.posted].sort()).toEqual(bodies);
     const url = appUrl(site.files.echo);
-    const request = c.records.find((r) => r.type === 'request' && r.targetUri === url);
-    expect({ line: request?.statusLine, type: request?.httpHeaders?.['content-type'], body: request?.payload?.toString('utf8') }).toEqual({
-      line: `POST ${site.files.echo} HTTP/1.1`,
-      type: 'application/json',
-      body: JSON.stringify({ word: 'posted' }),
-    });
-    expect(responseOf(url)?.payload?.toString('utf8')).toBe(JSON.stringify({ echo: 'posted' }));
+    const requests = c.records.filter((r) => r.type === 'request' && r.targetUri === url);
+    expect(
+      requests.map((r) => ({ line: r.statusLine, type: r.httpHeaders?.['content-type'], body: r.payload?.toString('utf8') })).sort((a, b) => a.body!.localeCompare(b.body!)),
+    ).toEqual(bodies.map((body) => ({ line: `POST ${site.files.echo} HTTP/1.1`, type: 'application/json', body })));
+    const answers = c.records.filter((r) => r.type === 'response' && r.targetUri === url).map((r) => r.payload?.toString('utf8'));
+    expect(answers.sort()).toEqual(['posted', 'second'].map((w) => JSON.stringify({ echo: w })));
   });
 
   test('a Range request is fetched whole: the site never saw the Range header, and the WARC holds the whole file as a 200', () => {
@@ -131,6 +143,37 @@ describe("a rendered page's requests to another host, POST, Range and cookies", 
     const lines = rawHeaderLines(c, res!).filter((l) => /^set-cookie:/i.test(l));
     // Redacted (output.warcKeepSecrets off), one line per cookie as the server sent them.
     expect(lines).toHaveLength(2);
+  });
+
+  test("replayed by pywb from our WARCs and CDXJ: the other host's JSON and the POST's answer come from the archive", async () => {
+    const tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`[replay tools] ${m}\n`));
+    const id = c.result.campaignId;
+    const cmd = crawlerCommand(['cdxj', id, '--out', c.outDir]);
+    const cdxj = (await run(cmd.command, cmd.args, { env: process.env })).stdout.trim().split('\n').pop()!;
+    const root = path.join(h.outDir, `pywb-${id}`);
+    fs.mkdirSync(root, { recursive: true });
+    fs.writeFileSync(path.join(root, 'config.yaml'), `collections:\n  net:\n    index_paths: ${cdxj}\n    archive_paths: ${c.warcDir}/\nframed_replay: false\n`);
+    pywb = await startPywb(tools, root, 'net');
+    // No name resolves: a replayed page that reached for the live site would fail.
+    browser = await launchBrowser((m) => process.stderr.write(`[browser] ${m}\n`), ['--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']);
+    const context = await browser.newContext();
+    try {
+      const tab = await context.newPage();
+      tab.setDefaultTimeout(60_000);
+      const archived: string[] = [];
+      tab.on('response', (res) => {
+        if (res.headers()['memento-datetime'] !== undefined) archived.push(`${res.request().method()} ${res.url()}`);
+      });
+      await tab.goto(`${pywb.base}/net/${h.web.url(site.host, '/')}`, { waitUntil: 'networkidle' });
+      await tab.waitForFunction('document.title === "Net app"');
+      const links = (await tab.evaluate('[...document.querySelectorAll("nav a")].map((a) => a.textContent)')) as string[];
+      // Each POST answered by its own capture: the CDXJ keys them by body, as pywb looks them up.
+      expect(links.filter((l) => l.startsWith('/item/') || l.startsWith('/echo/'))).toEqual(['/echo/posted', '/echo/second', '/item/alpha', '/item/beta', '/item/gamma']);
+      expect(archived.some((a) => a.startsWith('POST ') && a.includes(site.files.echo))).toBe(true);
+      expect(archived.some((a) => a.includes(`${site.api}:`) && a.includes(site.files.items))).toBe(true);
+    } finally {
+      await context.close();
+    }
   });
 });
 

@@ -6,7 +6,7 @@
 // the two cookies another response set. Each result becomes a link of the
 // rendered page, so what the crawl finds says what the browser got:
 //   /item/<name>            the API's items (two JSON files on the other host)
-//   /echo/<word>            the POST's answer
+//   /echo/<word>            the answers of two POSTs to one URL (bodies differ)
 //   /range/<status>-<bytes> what the Range request was answered with
 //   /cookies/<names>        the cookies the browser holds after /api/cookies
 // Those pages are leaves (static HTML). The site records what it saw that
@@ -50,8 +50,11 @@ function script(api: string, f: RenderNetSite['files']): string {
   });
   // Disallowed by the API's robots.txt: the crawler refuses it, and the page goes on without it.
   var secret = fetch(${JSON.stringify(api + f.secret)}).then(json).then(function (d) { links.push('/secret/' + d.secret); }, function () {});
-  var echo = fetch(${JSON.stringify(f.echo)}, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ word: 'posted' }) })
-    .then(json).then(function (d) { links.push('/echo/' + d.echo); });
+  // Two POSTs to one URL, told apart by their bodies only (replay must key them by body too).
+  var echo = Promise.all(['posted', 'second'].map(function (word) {
+    return fetch(${JSON.stringify(f.echo)}, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ word: word }) })
+      .then(json).then(function (d) { links.push('/echo/' + d.echo); });
+  }));
   var range = fetch(${JSON.stringify(f.clip)}, { headers: { Range: 'bytes=0-9' } })
     .then(function (r) { return r.arrayBuffer().then(function (b) { links.push('/range/' + r.status + '-' + b.byteLength); }); });
   var cookies = fetch(${JSON.stringify(f.cookies)}).then(function () {
@@ -82,7 +85,7 @@ export function renderNetSite(host = 'app.rnet.test', api = 'api.rnet-data.test'
     api,
     specs: [],
     apiDelayMs: 1_000,
-    leaves: ['/item/alpha', '/item/beta', '/item/gamma', '/echo/posted', `/range/200-${clip.length}`, '/cookies/c1-c2'],
+    leaves: ['/item/alpha', '/item/beta', '/item/gamma', '/echo/posted', '/echo/second', `/range/200-${clip.length}`, '/cookies/c1-c2'],
     files,
     ranges: new Map(),
     posted: [],
