@@ -7,10 +7,12 @@
 // campaign, taken under an owner of its own (`render|campaign|page host`):
 // the host's own session, which takes the clock under its owner, waits for
 // the request as for any other, and our request waits for the session's.
-// One request at a time per host from one session; a turn that would come
-// after the page's deadline is not waited for: the request is refused (what
-// the rendered DOM names is still fetched later as an embed, in the host's
-// own session).
+// A host on the page's host's own clock (politeness.key domain or ip: a
+// sibling subdomain) is already held by the page's session: its requests go
+// without taking it again. One request at a time per host from one session;
+// a turn that would come after the page's deadline is not waited for: the
+// request is refused (what the rendered DOM names is still fetched later as
+// an embed, in the host's own session).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HostTurn, PageNetwork } from '../src/browser/page-routes';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
@@ -26,7 +28,9 @@ const LEASE_SLACK_MS = 10_000;
 const RETRY_UNSETTLED_MS = 30_000;
 
 /** What a session knows of another host, for its pages' requests. */
-type HostState = { kind: 'ok'; allows: ((url: string) => boolean) | null; delayMs: number; clock: HostClock; queue: Queue } | { kind: 'refused'; why: string; until: number };
+type HostState =
+  /** `clock` null: the host is on the page's host's own clock (politeness.key domain or ip), which the page's session holds already. */
+  { kind: 'ok'; allows: ((url: string) => boolean) | null; delayMs: number; clock: HostClock | null; queue: Queue } | { kind: 'refused'; why: string; until: number };
 
 /** One request at a time, in order. */
 class Queue {
@@ -57,7 +61,7 @@ export class OtherHostTurns implements NonNullable<PageNetwork['otherHosts']> {
   constructor(
     private readonly rt: WorkerRuntime,
     private readonly campaign: CampaignRuntime,
-    pageHost: string,
+    private readonly pageHost: string,
   ) {
     this.#owner = `render|${campaign.key}|${pageHost}`;
   }
@@ -80,8 +84,8 @@ export class OtherHostTurns implements NonNullable<PageNetwork['otherHosts']> {
       done: async (sent) => {
         try {
           // The host's delay counts from the end of our request, as from any of its own.
-          if (sent) await clock.release(this.#owner, delayMs);
-          else await clock.abandon(this.#owner);
+          if (clock && sent) await clock.release(this.#owner, delayMs);
+          else if (clock) await clock.abandon(this.#owner);
         } finally {
           leave();
         }
@@ -93,6 +97,8 @@ export class OtherHostTurns implements NonNullable<PageNetwork['otherHosts']> {
   private async take(state: Extract<HostState, { kind: 'ok' }>, deadlineAt: number, signal: AbortSignal): Promise<boolean> {
     for (;;) {
       if (signal.aborted || !turnInTime(0, Date.now(), deadlineAt)) return false;
+      // The page's session holds this clock: waiting for it would be waiting for the page itself.
+      if (!state.clock) return true;
       const lease = deadlineAt - Date.now() + LEASE_SLACK_MS;
       const wait = await state.clock.acquire(this.#owner, lease, state.delayMs);
       if (wait === 0) return true;
@@ -130,13 +136,14 @@ export class OtherHostTurns implements NonNullable<PageNetwork['otherHosts']> {
     if (control.hostPaused) return { kind: 'refused', why: 'paused', until: Date.now() + RETRY_UNSETTLED_MS };
     const scheme = url.startsWith('https:') ? 'https' : 'http';
     const maxWaitMs = Math.max(0, deadlineAt - Date.now());
-    const robots = await ensureRobots(rt, { campaign, host, maxWaitMs, signal, forPage: { scheme } });
+    const [key, heldClock] = await Promise.all([campaign.clockKeys.keyFor(host), campaign.clockKeys.keyFor(this.pageHost)]);
+    const robots = await ensureRobots(rt, { campaign, host, maxWaitMs, signal, forPage: { scheme, heldClock } });
     if (robots.kind === 'wait') return { kind: 'refused', why: robots.why, until: Date.now() + Math.min(robots.waitMs, RETRY_UNSETTLED_MS) };
     // RFC 9309: robots.txt that kept failing means nothing of the host is fetched, this session's requests included.
     if (robots.kind === 'unavailable') return { kind: 'refused', why: `robots.txt unavailable (${robots.code})`, until: Number.POSITIVE_INFINITY };
     if (robots.refused) return { kind: 'refused', why: 'address refused', until: Number.POSITIVE_INFINITY };
     const delayMs = delayFor(campaign.settings, control, robots.crawlDelaySec).ms;
-    const clock = new HostClock(rt.deps.redis, await campaign.clockKeys.keyFor(host));
+    const clock = key === heldClock ? null : new HostClock(rt.deps.redis, key);
     return { kind: 'ok', allows: robots.allows, delayMs, clock, queue: new Queue() };
   }
 }

@@ -39,7 +39,11 @@ export interface RobotsContext {
    * its own would hold them in a frontier nobody reads), and robots.txt is asked on this scheme
    * when the host has nothing queued.
    */
-  forPage?: { scheme: 'http' | 'https' };
+  forPage?: {
+    scheme: 'http' | 'https';
+    /** The clock key the page's session holds: a robots.txt request on that clock is one of the page's requests, sent without taking it again. */
+    heldClock: string;
+  };
 }
 
 /**
@@ -70,6 +74,15 @@ async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: 
   if (sitemaps) await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
   const rules = cached.parsed.rulesFor(campaign.settings.politeness.userAgent);
   return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
+}
+
+/** A clock the caller's session holds already (activities/render-hosts.ts): taking and giving it back are the session's, not this request's. */
+class HeldClock extends HostClock {
+  override acquire(): Promise<number> {
+    return Promise.resolve(0);
+  }
+  override async release(): Promise<void> {}
+  override async abandon(): Promise<void> {}
 }
 
 /** Rejects when `signal` aborts: a session cancelled while it waits for a warm-up stops waiting. */
@@ -134,7 +147,8 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   let hopUrl = url;
   for (let hop = 0; value === null; hop++) {
     const hopHost = hostKey(hopUrl);
-    const clock = new HostClock(redis, await campaign.clockKeys.keyFor(hopHost));
+    const clockKey = await campaign.clockKeys.keyFor(hopHost);
+    const clock = clockKey === ctx.forPage?.heldClock ? new HeldClock(redis, clockKey) : new HostClock(redis, clockKey);
     const owner = `${ctx.warmUp ? 'robots-warm-up' : ctx.forPage ? 'robots-for-page' : 'robots'}|${campaign.key}|${host}`;
     const wait = await acquireWithin(clock, owner, lease, minDelay, ctx.maxWaitMs, ctx.signal);
     if (wait > 0) return { kind: 'wait', waitMs: wait, why: `host clock of ${hopHost} busy (robots.txt)`, backingOff: false };

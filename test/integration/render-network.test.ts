@@ -177,6 +177,25 @@ describe("a rendered page's requests to another host, POST, Range and cookies", 
   });
 });
 
+describe("another host on the page host's own clock (politeness.key: domain)", () => {
+  // A sibling subdomain shares the clock the page's session holds: its requests (and its robots.txt) go under that hold, not after it.
+  const site = renderNetSite('app.shared-clock.test', 'api.shared-clock.test');
+  let c: Crawl;
+
+  beforeAll(async () => {
+    for (const s of site.specs) h.web.addSite(s);
+    c = await crawl({ seeds: [h.web.url(site.host, '/')], render: 'browser', politeness: { minDelayMs: 20, key: 'domain' } });
+  });
+
+  test('the page still gets the API JSON, and the disallowed file is still never requested', () => {
+    expect(c.result.status).toBe('completed');
+    const fetched = c.lines.filter((e) => !e.kind && e.outcome === 'fetched').map((e) => e.url);
+    expect(fetched.sort()).toEqual(['/', ...site.leaves].map((p) => normalizeUrl(h.web.url(site.host, p))).sort());
+    const api = c.requests.filter((r) => r.host === site.api).map((r) => r.path);
+    expect(api.sort()).toEqual(['/robots.txt', site.files.items, site.files.more].sort());
+  });
+});
+
 describe('a resource captured earlier in the campaign is answered from the capture', () => {
   const site = spaSite('spa.captures.test');
   let c: Crawl;
