@@ -14,11 +14,10 @@
 // at the latest (what it loaded by then is what it has); scrolling and the
 // handler's onRender come before its DOM is taken (src/browser/page-steps.ts),
 // and the DOM of its other frames is taken with it. Its requests to its own
-// host go out at most SAME_HOST_AT_ONCE at a time (src/browser/page-routes.ts
-// decides and answers each request); requests to other hosts, other methods
-// than GET, WebSockets and event streams are refused in this first version
-// (the rendered DOM's requisites on other hosts are still fetched as embeds,
-// under their own hosts' clocks and robots.txt).
+// host go out at most SAME_HOST_AT_ONCE at a time, those to other hosts in
+// those hosts' turns (robots.txt, clock), and methods that change a site,
+// WebSockets and event streams are refused (src/browser/page-routes.ts
+// decides and answers each request).
 import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from '../log/logger';
 import type { FetchResult, RenderedDocument } from '../http/http-client';
@@ -26,13 +25,13 @@ import type { Fetcher } from '../http/fetcher';
 import { isHtml } from '../parse/decode';
 import type { BrowserPool } from './browser-pool';
 import { InFlight } from './page-done';
-import { PageRoutes, SessionCache } from './page-routes';
+import { PageRoutes, SessionCache, type PageNetwork } from './page-routes';
 import { frameDocuments } from './frames';
 import type { RenderHooks } from './page-hook';
 import { settlePage, type RenderEntry } from './page-steps';
 
 // What other modules and tests name from here.
-export { SAME_HOST_AT_ONCE, fulfilHeaders, routeDecision, type PageRequest, type RouteDecision } from './page-routes';
+export { SAME_HOST_AT_ONCE, fulfilHeaders, routeDecision, type PageNetwork, type PageRequest, type RouteDecision } from './page-routes';
 export { InFlight } from './page-done';
 export type { RenderEntry } from './page-steps';
 
@@ -79,7 +78,7 @@ export interface BrowserFetcherOptions {
   pool: BrowserPool;
   /** The campaign's HTTP fetcher (with its cookie jar): the document and every request of the page go through it. */
   inner: Fetcher;
-  /** The session's host (hostKey form): the only host the page's requests may go to. */
+  /** The session's host (hostKey form): the page's requests to it go out under the session's clock. */
   host: string;
   /** robots.txt of the host, null when not respected. */
   allowedByRobots: ((url: string) => boolean) | null;
@@ -93,6 +92,8 @@ export interface BrowserFetcherOptions {
   maxRedirects: number;
   /** The handler's render hooks (onRender), run in the page before its DOM is taken; absent without any. */
   hooks?: RenderHooks;
+  /** Other hosts' turns, earlier captures, scope.exclude (src/browser/page-routes.ts); without it requests to other hosts are refused. */
+  network?: PageNetwork;
   log?: Logger;
 }
 
@@ -128,7 +129,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const p = page;
       // Pop-ups would be pages nobody waits for.
       p.on('popup', (popup) => void popup.close().catch(() => undefined));
-      routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal);
+      routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
       await routes.install();
 
       // Load, quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.

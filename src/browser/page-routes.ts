@@ -1,16 +1,22 @@
 // The routes of one rendered page (docs/rendering.md, "How it works"): every
-// request Chromium makes is decided here and, when allowed, answered from the
-// crawler's own HTTP client, each exchange handed to the WARC before the
-// browser gets it. The document is answered from the response already
-// fetched (the page is requested once). Requests to the page's host go out
-// at most SAME_HOST_AT_ONCE at a time; the session's shared files come from
-// its SessionCache.
+// request Chromium makes is decided here (src/browser/page-requests.ts) and,
+// when allowed, answered from the crawler's own HTTP client, each exchange
+// handed to the WARC before the browser gets it. The document is answered
+// from the response already fetched (the page is requested once). Requests
+// to the page's host go out at most SAME_HOST_AT_ONCE at a time (the session
+// holds the host's clock); a request to another host waits for that host's
+// turn (its robots.txt and clock, `PageNetwork.otherHosts`), or is refused
+// when the turn would come after the page's deadline. Shared files come from
+// the session's SessionCache, or from a capture earlier in the campaign
+// (`PageNetwork.captures`), before the network.
 import type { Page, Request, Route } from 'playwright-core';
-import type { FetchResult } from '../http/http-client';
-import type { FetchOutcome } from '../http/fetcher';
-import { hostKey } from '../url/normalize';
-import type { BrowserFetcherOptions } from './browser-fetcher';
+import type { Logger } from '../log/logger';
+import type { FetchResult, HttpMethod } from '../http/http-client';
+import type { Fetcher, FetchOutcome } from '../http/fetcher';
 import type { InFlight } from './page-done';
+import { forwardedHeaders, fulfilHeaders, MAX_REQUEST_BODY_BYTES, redirected, routeDecision, type OutgoingRequest, type RouteDecision } from './page-requests';
+
+export { fulfilHeaders, routeDecision, type PageRequest, type RouteDecision } from './page-requests';
 
 /** A page's requests to its own host in flight at once: a browser opens six connections a host; a crawler asks less of a site. */
 export const SAME_HOST_AT_ONCE = 4;
@@ -23,49 +29,53 @@ const SHARED_TYPES = new Set(['script', 'stylesheet', 'image', 'font', 'media'])
 const SESSION_CACHE_ENTRIES = 500;
 const SESSION_CACHE_BYTES = 32 * 1024 * 1024;
 
-/** What a request of the page is, as the route sees it. */
-export interface PageRequest {
-  url: string;
-  method: string;
-  resourceType: string;
-  /** A navigation of the page's main frame (the document, or the page going elsewhere). */
-  mainFrameNavigation: boolean;
+/** Whether a request is for a file pages share (answered from the session or an earlier capture): a GET of a script, stylesheet, image, font or media. */
+export function isSharedResource(resourceType: string, method: string): boolean {
+  return method === 'GET' && SHARED_TYPES.has(resourceType);
 }
 
-export type RouteDecision = { kind: 'document' } | { kind: 'fetch' } | { kind: 'refuse'; why: 'navigation' | 'method' | 'stream' | 'scheme' | 'other-host' | 'robots' };
-
-/**
- * What becomes of one request of a page. The main frame's first navigation
- * is the document (answered from the response already fetched); any later
- * one would leave the page, and is refused (links are followed by the
- * frontier, under the host clock, not by the page). WebSockets and event
- * streams never end and are not archived; POST and the like are refused
- * (this version archives GET exchanges only).
- */
-export function routeDecision(r: PageRequest, o: { host: string; allowedByRobots: ((url: string) => boolean) | null; documentServed: boolean }): RouteDecision {
-  if (r.mainFrameNavigation) return o.documentServed ? { kind: 'refuse', why: 'navigation' } : { kind: 'document' };
-  if (r.resourceType === 'websocket' || r.resourceType === 'eventsource') return { kind: 'refuse', why: 'stream' };
-  if (r.method !== 'GET') return { kind: 'refuse', why: 'method' };
-  if (!/^https?:/i.test(r.url)) return { kind: 'refuse', why: 'scheme' };
-  let host: string;
-  try {
-    host = hostKey(r.url);
-  } catch {
-    return { kind: 'refuse', why: 'scheme' };
-  }
-  if (host !== o.host) return { kind: 'refuse', why: 'other-host' };
-  if (o.allowedByRobots && !o.allowedByRobots(r.url)) return { kind: 'refuse', why: 'robots' };
-  return { kind: 'fetch' };
+/** What the browser gets for a request. */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
 }
 
-/** Response headers for the browser: the body it gets is decoded and whole, so no encoding or framing headers of the original. */
-export function fulfilHeaders(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (k === 'content-encoding' || k === 'content-length' || k === 'transfer-encoding' || k === 'connection' || k === 'keep-alive' || k.startsWith(':')) continue;
-    out[k] = v;
-  }
-  return out;
+/** A turn on another host's clock, taken for one request: `done` gives it back (`sent`: a request went out, so the host's delay counts from now). */
+export interface HostTurn {
+  done(sent: boolean): Promise<void>;
+}
+
+/** What a rendered page may reach besides its own host, and what it may be answered from (wired by activities/render.ts). */
+export interface PageNetwork {
+  /**
+   * A turn for one request to `host` (not the page's): that host's
+   * robots.txt allows `url` and its clock gave this request its slot. Null
+   * refuses the request: disallowed, the host paused or refused, or its turn
+   * not before `deadlineAt`. Without it, requests to other hosts are refused.
+   */
+  otherHosts?: { turn(url: string, host: string, deadlineAt: number, signal: AbortSignal): Promise<HostTurn | null> };
+  /** A shared file captured earlier in the campaign (another session, another page's host), read back from its WARC; null: not captured, or not readable here. */
+  captures?: { find(url: string): Promise<Answer | null> };
+  /** scope.exclude: true refuses the URL. */
+  excluded?(url: string): boolean;
+}
+
+/** What the routes need of the browser fetcher's options (src/browser/browser-fetcher.ts: BrowserFetcherOptions has it all). */
+export interface RouteOptions {
+  /** The campaign's HTTP fetcher (with its cookie jar). */
+  inner: Fetcher;
+  /** The page's host (hostKey form): its requests go out under the session's clock. */
+  host: string;
+  /** robots.txt of the page's host, null when not respected. */
+  allowedByRobots: ((url: string) => boolean) | null;
+  /** Archives one exchange of the page (WARC records), before the browser gets the answer. */
+  record(capture: { url: string; resourceType: string; response: FetchResult; page: string }): Promise<void>;
+  settings: { pageTimeoutMs: number };
+  /** fetch.maxRedirects: redirects of a request followed here, each hop archived. */
+  maxRedirects: number;
+  network?: PageNetwork;
+  log?: Logger;
 }
 
 /** At most `n` at once; the others wait in order. */
@@ -88,19 +98,28 @@ class Gate {
 
 /** The session's shared files (scripts, stylesheets, images…) served again from memory, bounded in entries and bytes. */
 export class SessionCache {
-  readonly #entries = new Map<string, FetchResult>();
+  readonly #entries = new Map<string, Answer>();
   #bytes = 0;
 
-  get(url: string): FetchResult | undefined {
+  get(url: string): Answer | undefined {
     return this.#entries.get(url);
   }
 
+  /** A whole 200 fetched now. */
   remember(url: string, res: FetchResult): void {
-    if (res.status !== 200 || res.truncated || this.#entries.size >= SESSION_CACHE_ENTRIES || this.#bytes + res.body.length > SESSION_CACHE_BYTES) return;
-    this.#entries.set(url, res);
-    this.#bytes += res.body.length;
+    if (res.status !== 200 || res.truncated) return;
+    this.keep(url, { status: res.status, headers: res.headers, body: res.body });
+  }
+
+  /** An answer already known to be whole (a capture read back). */
+  keep(url: string, a: Answer): void {
+    if (this.#entries.has(url) || this.#entries.size >= SESSION_CACHE_ENTRIES || this.#bytes + a.body.length > SESSION_CACHE_BYTES) return;
+    this.#entries.set(url, a);
+    this.#bytes += a.body.length;
   }
 }
+
+type Fetch = Extract<RouteDecision, { kind: 'fetch' }>;
 
 /** One page's routes: what each request of it becomes, and the requests answered from the network (each archived). */
 export class PageRoutes {
@@ -111,7 +130,7 @@ export class PageRoutes {
   readonly #pending = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly o: BrowserFetcherOptions,
+    private readonly o: RouteOptions,
     private readonly page: Page,
     /** The page's document, as fetched. */
     private readonly doc: FetchResult,
@@ -121,6 +140,8 @@ export class PageRoutes {
     private readonly cache: SessionCache,
     /** Aborted when the page is done: its requests still in flight end. */
     private readonly stop: AbortSignal,
+    /** The page's deadline (epoch ms): a turn on another host's clock later than this refuses the request. */
+    private readonly deadlineAt = Date.now() + o.settings.pageTimeoutMs,
   ) {}
 
   /** Routes every request of the page here. */
@@ -142,58 +163,119 @@ export class PageRoutes {
   }
 
   async answer(route: Route): Promise<void> {
-    const { o, doc, inflight, cache } = this;
     const req = route.request();
-    const d = routeDecision(
-      { url: req.url(), method: req.method(), resourceType: req.resourceType(), mainFrameNavigation: req.isNavigationRequest() && frameOf(req) === this.page.mainFrame() },
-      { host: o.host, allowedByRobots: o.allowedByRobots, documentServed: this.#documentServed },
-    );
+    const d = this.decide(req.url(), req.method(), req.resourceType(), req.isNavigationRequest() && frameOf(req) === this.page.mainFrame());
     if (d.kind === 'document') {
       this.#documentServed = true;
-      return route.fulfill({ status: doc.status, headers: fulfilHeaders(doc.headers), body: doc.body });
+      return route.fulfill({ status: this.doc.status, headers: fulfilHeaders(this.doc.headers), body: this.doc.body });
     }
-    if (d.kind === 'refuse') return route.abort('blockedbyclient');
-    inflight.begin();
+    if (d.kind === 'refuse') {
+      this.o.log?.debug('page request refused', { page: this.url, url: req.url().slice(0, 500), method: req.method(), why: d.why });
+      return route.abort('blockedbyclient');
+    }
+    this.inflight.begin();
     try {
-      const shared = SHARED_TYPES.has(req.resourceType()) ? cache.get(req.url()) : undefined;
-      if (shared) return await route.fulfill({ status: shared.status, headers: fulfilHeaders(shared.headers), body: shared.body });
-      const leave = await this.#gate.enter();
-      let res: FetchResult | null;
-      try {
-        res = this.stop.aborted ? null : await this.fetchFollowing(req.url(), req.resourceType(), req.headers().accept);
-      } finally {
-        leave();
-      }
-      if (!res) return await route.abort('failed');
-      if (SHARED_TYPES.has(req.resourceType())) cache.remember(req.url(), res);
-      await route.fulfill({ status: res.status, headers: fulfilHeaders(res.headers), body: res.body });
+      const got = await this.respond(req, d);
+      if (!got) return await route.abort('failed');
+      await route.fulfill({ status: got.status, headers: fulfilHeaders(got.headers), body: got.body });
     } finally {
-      inflight.end();
+      this.inflight.end();
     }
   }
 
-  /** A GET of the page's through the HTTP client, redirects followed here (each hop archived), on the page's host only. */
-  async fetchFollowing(first: string, resourceType: string, accept: string | undefined): Promise<FetchResult | null> {
-    const o = this.o;
-    let current = first;
-    for (let hop = 0; ; hop++) {
-      let got: FetchOutcome;
-      try {
-        got = await o.inner.fetch({ url: current, kind: 'subresource', ...(accept ? { headers: { accept } } : {}) }, { signal: this.stop });
-      } catch {
-        return null; // the page is done, or the session cancelled
-      }
-      if (!got.ok) return null;
-      this.requests++;
-      const res = got.response;
-      await o.record({ url: current, resourceType, response: res, page: this.url });
-      const to = res.stoppedRedirect?.to;
-      if (!to) return res;
-      // Chromium would follow a redirect by itself, past the routes: the hops are taken here, or not at all.
-      const next = routeDecision({ url: to, method: 'GET', resourceType, mainFrameNavigation: false }, { host: o.host, allowedByRobots: o.allowedByRobots, documentServed: true });
-      if (next.kind !== 'fetch' || hop >= o.maxRedirects) return null;
-      current = to;
+  private decide(url: string, method: string, resourceType: string, mainFrameNavigation: boolean): RouteDecision {
+    const { o } = this;
+    return routeDecision(
+      { url, method, resourceType, mainFrameNavigation },
+      { host: o.host, allowedByRobots: o.allowedByRobots, documentServed: this.#documentServed, otherHosts: o.network?.otherHosts !== undefined, excluded: o.network?.excluded },
+    );
+  }
+
+  /** The answer to one request: from the session, from an earlier capture, or fetched (null: refused or failed). */
+  private async respond(req: Request, d: Fetch): Promise<Answer | null> {
+    const url = req.url();
+    const method = req.method() as HttpMethod;
+    const shared = isSharedResource(req.resourceType(), method);
+    if (shared) {
+      const hit = this.cache.get(url) ?? (await this.fromCapture(url));
+      if (hit) return hit;
     }
+    const body = method === 'POST' ? (req.postDataBuffer() ?? Buffer.alloc(0)) : undefined;
+    if (body && body.length > MAX_REQUEST_BODY_BYTES) {
+      this.o.log?.debug('page request refused', { page: this.url, url: url.slice(0, 500), method, why: 'body-too-large', bytes: body.length });
+      return null;
+    }
+    const res = await this.fetchFollowing({ url, method, headers: forwardedHeaders(req.headers()), ...(body ? { body } : {}) }, req.resourceType(), d);
+    if (res && shared) this.cache.remember(url, res);
+    return res;
+  }
+
+  private async fromCapture(url: string): Promise<Answer | null> {
+    const captures = this.o.network?.captures;
+    if (!captures) return null;
+    try {
+      const a = await captures.find(url);
+      if (a) this.cache.keep(url, a);
+      return a;
+    } catch (err) {
+      // The capture is a shortcut: reading it failing is a fetch, not the page's failure.
+      this.o.log?.debug('capture not read', { url: url.slice(0, 500), error: String(err).slice(0, 300) });
+      return null;
+    }
+  }
+
+  /** A request of the page's through the HTTP client, redirects followed here (each hop archived, in its own host's turn). */
+  async fetchFollowing(first: OutgoingRequest, resourceType: string, d: Fetch): Promise<FetchResult | null> {
+    let current = first;
+    let decision = d;
+    for (let hop = 0; ; hop++) {
+      const res = await this.fetchOnce(current, resourceType, decision);
+      const to = res?.stoppedRedirect?.to;
+      if (!res || !to) return res;
+      // Chromium would follow a redirect by itself, past the routes: the hops are taken here, or not at all.
+      const next = redirected(current, res.status, to);
+      const nextDecision = this.decide(next.url, next.method, resourceType, false);
+      if (nextDecision.kind !== 'fetch' || hop >= this.o.maxRedirects) return null;
+      current = next;
+      decision = nextDecision;
+    }
+  }
+
+  /** One request, in its host's turn; archived once answered. */
+  private async fetchOnce(r: OutgoingRequest, resourceType: string, d: Fetch): Promise<FetchResult | null> {
+    const turn = await this.turn(r.url, d);
+    if (!turn) return null;
+    let sent = false;
+    let got: FetchOutcome | null;
+    try {
+      if (this.stop.aborted) return null;
+      sent = true;
+      got = await this.o.inner
+        .fetch({ url: r.url, kind: 'subresource', method: r.method, headers: r.headers, ...(r.body ? { body: r.body } : {}) }, { signal: this.stop })
+        .catch(() => null); // the page is done, or the session cancelled
+    } finally {
+      await turn.done(sent);
+    }
+    if (!got?.ok) return null;
+    this.requests++;
+    await this.o.record({ url: r.url, resourceType, response: got.response, page: this.url });
+    return got.response;
+  }
+
+  /** The page's own host: a place among SAME_HOST_AT_ONCE (the session holds its clock). Another host: its turn. */
+  private async turn(url: string, d: Fetch): Promise<HostTurn | null> {
+    if (d.sameHost) {
+      const leave = await this.#gate.enter();
+      return { done: async () => leave() };
+    }
+    const other = this.o.network?.otherHosts;
+    if (!other || this.stop.aborted) return null;
+    const turn = await other.turn(url, d.host, this.deadlineAt, this.stop).catch((err: unknown) => {
+      if (!this.stop.aborted) this.o.log?.warn('no turn on another host', { url: url.slice(0, 500), error: String(err).slice(0, 300) });
+      return null;
+    });
+    if (!turn) this.o.log?.debug('page request refused', { page: this.url, url: url.slice(0, 500), why: 'other-host-turn' });
+    return turn;
   }
 }
 

@@ -147,6 +147,9 @@ export interface HttpClientOptions {
   proxies?: ProxyOptions;
 }
 
+/** What the crawler sends: reads (GET, HEAD) and POST, whose body a login form or a page's script sends to read an answer. */
+export type HttpMethod = 'GET' | 'HEAD' | 'POST';
+
 export interface FetchOptions {
   /** Accept header. Default DEFAULT_ACCEPT. */
   accept?: string;
@@ -155,8 +158,8 @@ export interface FetchOptions {
   signal?: AbortSignal;
   /** Extra request headers; they override the defaults (names are case-insensitive). */
   headers?: Record<string, string>;
-  /** Default GET. POST exists for a handler's login form (src/handlers/api.ts); pages are always GET. */
-  method?: 'GET' | 'POST';
+  /** Default GET. POST exists for a handler's login form (src/handlers/api.ts) and a rendered page's requests (HEAD too); pages are always GET. */
+  method?: HttpMethod;
   /** The request body (POST): sent with its Content-Length; its Content-Type is the caller's header. */
   body?: Buffer;
 }
@@ -197,7 +200,7 @@ export interface FetchResult {
   /** The id of the proxy that carried the final request (no credentials); absent when direct. */
   proxy?: string;
   /** The final request's method (absent: GET); a POST answered by a followed 301/302/303 became a GET. */
-  method?: 'GET' | 'POST';
+  method?: HttpMethod;
   /** The final request's body, when it had one: the WARC request record holds it (redacted, src/storage/request-body.ts). */
   requestBody?: Buffer;
   /**

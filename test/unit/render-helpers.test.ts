@@ -10,8 +10,8 @@ import type { FetchResult } from '../../src/http/http-client';
 
 const host = 'spa.test:8080';
 const req = (over: Partial<PageRequest>): PageRequest => ({ url: `http://${host}/app.js`, method: 'GET', resourceType: 'script', mainFrameNavigation: false, ...over });
-const decide = (r: PageRequest, o: { documentServed?: boolean; allows?: (u: string) => boolean } = {}) =>
-  routeDecision(r, { host, allowedByRobots: o.allows ?? null, documentServed: o.documentServed ?? false });
+const decide = (r: PageRequest, o: { documentServed?: boolean; allows?: (u: string) => boolean; otherHosts?: boolean; excluded?: (u: string) => boolean } = {}) =>
+  routeDecision(r, { host, allowedByRobots: o.allows ?? null, documentServed: o.documentServed ?? false, otherHosts: o.otherHosts ?? false, excluded: o.excluded });
 
 describe('routeDecision', () => {
   test("the main frame's first navigation is the document; a later one would leave the page and is refused", () => {
@@ -20,16 +20,30 @@ describe('routeDecision', () => {
     expect(decide(nav, { documentServed: true })).toEqual({ kind: 'refuse', why: 'navigation' });
   });
 
-  test("GETs on the page's host are fetched; other hosts, other methods, streams and robots-disallowed URLs are refused", () => {
-    expect(decide(req({}), { documentServed: true })).toEqual({ kind: 'fetch' });
-    expect(decide(req({ url: 'http://cdn.test/x.js' }))).toEqual({ kind: 'refuse', why: 'other-host' });
-    // Another port is another host (the politeness key is host:port).
-    expect(decide(req({ url: 'http://spa.test:9090/x.js' }))).toEqual({ kind: 'refuse', why: 'other-host' });
-    expect(decide(req({ method: 'POST', resourceType: 'fetch' }))).toEqual({ kind: 'refuse', why: 'method' });
+  test("GETs, HEADs and POSTs on the page's host are fetched; methods that change a site, streams and robots-disallowed URLs are refused", () => {
+    expect(decide(req({}), { documentServed: true })).toEqual({ kind: 'fetch', host, sameHost: true });
+    expect(decide(req({ method: 'POST', resourceType: 'fetch' }))).toEqual({ kind: 'fetch', host, sameHost: true });
+    expect(decide(req({ method: 'HEAD', resourceType: 'fetch' }))).toEqual({ kind: 'fetch', host, sameHost: true });
+    for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) expect(decide(req({ method, resourceType: 'fetch' }))).toEqual({ kind: 'refuse', why: 'method' });
     expect(decide(req({ resourceType: 'eventsource' }))).toEqual({ kind: 'refuse', why: 'stream' });
     expect(decide(req({ resourceType: 'websocket', url: `ws://${host}/live` }))).toEqual({ kind: 'refuse', why: 'stream' });
     expect(decide(req({ url: 'data:text/plain,hi' }))).toEqual({ kind: 'refuse', why: 'scheme' });
     expect(decide(req({ url: `http://${host}/private/a.js` }), { allows: (u) => !u.includes('/private/') })).toEqual({ kind: 'refuse', why: 'robots' });
+    expect(decide(req({ url: `http://${host}/ads/a.js` }), { excluded: (u) => u.includes('/ads/') })).toEqual({ kind: 'refuse', why: 'excluded' });
+  });
+
+  test("other hosts: fetched in their own turn when the page may reach them (their robots.txt is the turn's), else refused", () => {
+    expect(decide(req({ url: 'http://cdn.test/x.js' }))).toEqual({ kind: 'refuse', why: 'other-host' });
+    // Another port is another host (the politeness key is host:port).
+    expect(decide(req({ url: 'http://spa.test:9090/x.js' }))).toEqual({ kind: 'refuse', why: 'other-host' });
+    expect(decide(req({ url: 'http://cdn.test/x.js' }), { otherHosts: true })).toEqual({ kind: 'fetch', host: 'cdn.test', sameHost: false });
+    // The page's robots.txt is not the other host's.
+    expect(decide(req({ url: 'http://cdn.test/private/x.js' }), { otherHosts: true, allows: (u) => !u.includes('/private/') })).toEqual({
+      kind: 'fetch',
+      host: 'cdn.test',
+      sameHost: false,
+    });
+    expect(decide(req({ url: 'http://cdn.test/ads/x.js' }), { otherHosts: true, excluded: (u) => u.includes('/ads/') })).toEqual({ kind: 'refuse', why: 'excluded' });
   });
 });
 
