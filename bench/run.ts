@@ -4,6 +4,7 @@
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
 //   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200]   (p: real pages, a Debian package's HTML manual)
+//   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 // With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
 // test web after ours, and with --scrapy a Scrapy CrawlSpider after it; one
 // JSON line per scenario holds them all and ours ÷ each, and a table of the
@@ -23,6 +24,7 @@ import { connectClient } from '../src/temporal/connect';
 import { startCampaign } from '../src/temporal/campaign-client';
 import { ensureWorkflowBundle } from '../src/worker/workflow-bundle';
 import { WorkerPool } from '../src/worker/worker-pool';
+import { workerCommand, workerNodeArgs } from '../src/worker/worker-bundle';
 import { generateSites, startTestWeb, type LatencySpec, type TestWeb } from '../test/web/test-web';
 import { createRedis } from '../src/redis/client';
 import { hostKeys } from '../src/redis/keys';
@@ -264,6 +266,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       onLog: (l) => {
         if (!l.startsWith('worker#') || processSetting('benchVerbose')) process.stderr.write(`${l}\n`);
       },
+      ...(extraWorkerNodeArgs.length ? { command: await workerCommand([...workerNodeArgs(), ...extraWorkerNodeArgs]) } : {}),
     },
   );
   await pool.start(workers);
@@ -613,6 +616,22 @@ function ourCpuLines(o: OurFigures): string[] {
   ];
 }
 
+/** Node flags the scenarios' workers get besides their defaults (--cpu-prof). */
+let extraWorkerNodeArgs: string[] = [];
+
+/**
+ * Every worker a scenario starts writes V8 CPU profiles (one per thread: the
+ * main thread and the SDK's workflow thread) when it stops, into a folder of
+ * .crawler/profiles/ (out of git); bench/profile-summary.ts reads them. The
+ * worker's default node flags are kept, so only the profiler is added.
+ */
+function profileWorkers(): void {
+  const dir = path.join(LOCAL_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+  fs.mkdirSync(dir, { recursive: true });
+  extraWorkerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
@@ -627,8 +646,10 @@ async function main() {
       'crawlee-ignore-robots': { type: 'boolean', default: false },
       scrapy: { type: 'boolean', default: false },
       'scrapy-concurrency': { type: 'string', default: '200' },
+      'cpu-prof': { type: 'boolean', default: false },
     },
   });
+  if (values['cpu-prof']) profileWorkers();
   const workers = Number(values.workers);
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
   const withCrawlee = values.crawlee || values['crawlee-only'];
