@@ -10,6 +10,7 @@
 // JSON line per scenario holds them all and ours ÷ each, and a table of the
 // same goes to stderr.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
@@ -219,6 +220,8 @@ async function historyFigures(
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
+/** The machine's 1-minute load average: above the core count, the crawlers measured shared their cores with others. */
+const loadAverage = (): number => Number(os.loadavg()[0].toFixed(1));
 
 /** The servers' processes, for their CPU: one of each on the dev stack; every Redis node and PostgreSQL (with its backends) on the cluster. */
 interface StackPids {
@@ -356,6 +359,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
+    loadAverage1m: loadAverage(),
     peakWorkerRssMb: Math.round(peakRss),
     peakRssPerWorkerMb: [...peakRssOf.values()].map(Math.round),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
@@ -521,11 +525,12 @@ interface CrawleeOptions {
 async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOptions): Promise<CrawleeFigures> {
   const { web, seeds, expected } = await scenarioWeb(s);
   try {
-    return await runCrawlee(
+    const figures = await runCrawlee(
       web,
       { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
       { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
     );
+    return { ...figures, loadAverage1m: loadAverage() };
   } finally {
     await web.close();
   }
@@ -534,12 +539,13 @@ async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOption
 async function scrapyRun(s: Scenario, python: string, o: { concurrency: number; respectRobots: boolean }): Promise<ScrapyFigures> {
   const { web, seeds, expected } = await scenarioWeb(s);
   try {
-    return await runScrapy(
+    const figures = await runScrapy(
       python,
       web,
       { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
       { ...o, onLog: (l) => process.stderr.write(`scrapy: ${l}\n`) },
     );
+    return { ...figures, loadAverage1m: loadAverage() };
   } finally {
     await web.close();
   }
@@ -568,6 +574,7 @@ const COMPARED: [string, keyof OurFigures, PeerKey][] = [
   // Ours with the servers it needs (Temporal, Redis) against theirs alone: the durable crawler's whole cost.
   ['CPU ms/page (ours with Temporal, Redis)', 'stackCpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
+  ['machine load (1 min) at the end', 'loadAverage1m', 'loadAverage1m'],
 ];
 
 function ratio(a: unknown, b: unknown): number | null {
@@ -580,7 +587,8 @@ function comparison(s: Scenario, ours: OurFigures | null, peers: Peers) {
   const ratios: Partial<Record<keyof Peers, Record<string, number | null>>> = {};
   if (ours) {
     for (const [col, p] of Object.entries(peers) as [keyof Peers, PeerFigures][]) {
-      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, ratio(ours[o], p[k])]));
+      // The machine's load is context, not a figure of the crawler: no ratio.
+      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, o === 'loadAverage1m' ? null : ratio(ours[o], p[k])]));
     }
   }
   const { scrapy, ...crawlee } = peers;
