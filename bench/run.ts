@@ -3,10 +3,14 @@
 //   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
+//   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200]   (p: real pages, a Debian package's HTML manual)
+//   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 // With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
-// test web after ours; one JSON line per scenario holds both and their ratio,
-// and a table of the same goes to stderr.
+// test web after ours, and with --scrapy a Scrapy CrawlSpider after it; one
+// JSON line per scenario holds them all and ours ÷ each, and a table of the
+// same goes to stderr.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +25,7 @@ import { connectClient } from '../src/temporal/connect';
 import { startCampaign } from '../src/temporal/campaign-client';
 import { ensureWorkflowBundle } from '../src/worker/workflow-bundle';
 import { WorkerPool } from '../src/worker/worker-pool';
+import { workerCommand, workerNodeArgs } from '../src/worker/worker-bundle';
 import { generateSites, startTestWeb, type LatencySpec, type TestWeb } from '../test/web/test-web';
 import { createRedis } from '../src/redis/client';
 import { hostKeys } from '../src/redis/keys';
@@ -28,6 +33,9 @@ import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
 import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
+import { folderPages, folderSite, loadFolder, type FolderFiles } from '../test/web/folder-site';
+import { CORPUS_PACKAGE, ensureCorpus } from './corpus';
+import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './scrapy';
 import { cpuSeconds, embedFigures, firstTaskFigures, logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
 
 interface Scenario {
@@ -50,8 +58,13 @@ interface Scenario {
   /** Not run by default (long); ask for it with --only. */
   optIn?: boolean;
   sitemaps?: 'off' | 'robots';
-  /** The sites: generated link lists (default), or pages sharing their static files (bench/shared-static-site.ts). */
-  site?: 'generated' | 'shared-static';
+  /**
+   * The sites: generated link lists (default), pages sharing their static
+   * files (bench/shared-static-site.ts), or a real documentation corpus
+   * (bench/corpus.ts) served from a folder on every host, whose `pages` is
+   * what the folder holds (set once the corpus is there).
+   */
+  site?: 'generated' | 'shared-static' | 'corpus';
   /** The campaign's requisites setting; a shared-static scenario runs once with each. */
   requisites?: 'on' | 'off';
 }
@@ -81,7 +94,23 @@ const SCENARIOS: Record<string, Scenario> = {
   s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
   // Requisites on, then off, on pages that share their stylesheets, scripts, images and font: what embeds cost per page.
   r: { name: '(r) 4 hosts × 20 pages sharing 12 static files, 1 s delay', hosts: 4, pages: 20, delayMs: 1000, site: 'shared-static', optIn: true },
+  // Real pages, bound by CPU: a Debian package's HTML manual on 8 hosts, no delay (issue 27).
+  p: { name: `(p) 8 hosts × Debian's ${CORPUS_PACKAGE} HTML, no delay`, hosts: 8, pages: 0, delayMs: 0, site: 'corpus', optIn: true },
 };
+
+/** The corpus's files and its pages, read once for every run of a corpus scenario. */
+let corpusSite: { files: FolderFiles; pages: string[]; label: string } | null = null;
+
+/** A scenario ready to run: a corpus one gets its corpus (downloaded on first use) and its page count. */
+function prepare(s: Scenario): Scenario {
+  if (s.site !== 'corpus') return s;
+  if (!corpusSite) {
+    const corpus = ensureCorpus((m) => process.stderr.write(`${m}\n`));
+    const files = loadFolder(corpus.dir);
+    corpusSite = { files, pages: folderPages(files), label: `${corpus.package} ${corpus.version}` };
+  }
+  return { ...s, name: `${s.name} (${corpusSite.label}, ${corpusSite.pages.length} pages a host)`, pages: corpusSite.pages.length };
+}
 
 /** The runs of a scenario: a shared-static one with requisites on and off, any other once. */
 function runsOf(s: Scenario): Scenario[] {
@@ -97,6 +126,12 @@ function runsOf(s: Scenario): Scenario[] {
  */
 async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null }> {
   const web = await startTestWeb({ latency: s.latency });
+  if (s.site === 'corpus') {
+    const { files, pages } = corpusSite!;
+    const hosts = Array.from({ length: s.hosts }, (_, i) => `bench${i}.test`);
+    for (const host of hosts) web.addSite(folderSite(host, files));
+    return { web, seeds: hosts.map((h) => web.url(h, '/')), expected: new Set(hosts.flatMap((h) => pages.map((p) => web.url(h, p)))) };
+  }
   if (s.site === 'shared-static') {
     const sites = Array.from({ length: s.hosts }, (_, i) => sharedStaticSite(`bench${i}.test`, s.pages));
     for (const x of sites) web.addSite(x.spec);
@@ -185,6 +220,8 @@ async function historyFigures(
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
+/** The machine's 1-minute load average: above the core count, the crawlers measured shared their cores with others. */
+const loadAverage = (): number => Number(os.loadavg()[0].toFixed(1));
 
 /** The servers' processes, for their CPU: one of each on the dev stack; every Redis node and PostgreSQL (with its backends) on the cluster. */
 interface StackPids {
@@ -194,6 +231,30 @@ interface StackPids {
   database: number[];
 }
 const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
+
+/** A scenario's campaign: the product's defaults but for what the bench's test web needs. */
+function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: string) {
+  return {
+    campaignId,
+    seeds,
+    // Generated sites link across hosts; a real corpus links to the real web, which must never be fetched.
+    scope: { mode: s.site === 'corpus' ? ('same-host' as const) : ('any' as const) },
+    // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
+    // The test web's hosts share 127.0.0.1 but stand for distinct servers
+    // (here and in every campaign below): no cap on requests per address.
+    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null },
+    ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
+    // Generated pages are link lists that differ only in numbers: near-duplicate
+    // detection would call them copies and not follow their links.
+    ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
+    // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
+    // (the product's default, robots+root, costs one more request per host).
+    sitemaps: s.sitemaps ?? 'robots',
+    ...(s.requisites ? { requisites: s.requisites } : {}),
+    fetch: { resolve: web.resolveArgs() },
+    output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
+  };
+}
 
 async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
   const { web, seeds, expected } = await scenarioWeb(s);
@@ -208,15 +269,17 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       onLog: (l) => {
         if (!l.startsWith('worker#') || processSetting('benchVerbose')) process.stderr.write(`${l}\n`);
       },
+      ...(extraWorkerNodeArgs.length ? { command: await workerCommand([...workerNodeArgs(), ...extraWorkerNodeArgs]) } : {}),
     },
   );
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
-  let peakRss = 0;
   let peakTotalRss = 0;
+  // By worker process (a replaced worker is one more entry).
+  const peakRssOf = new Map<number, number>();
   const rssTimer = setInterval(() => {
     const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
-    peakRss = Math.max(peakRss, ...each);
+    pool.alive().forEach((w, i) => peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, each[i])));
     peakTotalRss = Math.max(
       peakTotalRss,
       each.reduce((a, b) => a + b, 0),
@@ -241,25 +304,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   // This process serves the test web (and samples the others).
   const benchCpu0 = process.cpuUsage();
   const t0 = now();
-  const handle = await startCampaign(client, queue, {
-    campaignId,
-    seeds,
-    scope: { mode: 'any' },
-    // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
-    // The test web's hosts share 127.0.0.1 but stand for distinct servers
-    // (here and in every campaign below): no cap on requests per address.
-    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null },
-    ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
-    // Generated pages are link lists that differ only in numbers: near-duplicate
-    // detection would call them copies and not follow their links.
-    ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
-    // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
-    // (the product's default, robots+root, costs one more request per host).
-    sitemaps: s.sitemaps ?? 'robots',
-    ...(s.requisites ? { requisites: s.requisites } : {}),
-    fetch: { resolve: web.resolveArgs() },
-    output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
-  });
+  const handle = await startCampaign(client, queue, campaignInput(s, web, seeds, campaignId));
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
   const release = async () => {
     clearInterval(sampleTimer);
@@ -286,8 +331,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   let workerCpu = 0;
   for (const w of pool.alive()) {
     workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
-    peakRss = Math.max(peakRss, peakRssMb(w.child.pid!));
+    peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, peakRssMb(w.child.pid!)));
   }
+  const peakRss = Math.max(0, ...peakRssOf.values());
+  const perPage = (seconds: number): number => Number(((seconds * 1000) / Math.max(1, result.pages)).toFixed(2));
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
   const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
   const embeds = s.site === 'shared-static' ? sharedStaticFigures(web, s) : null;
@@ -303,6 +350,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     workers,
     pages: result.pages,
     expectedPages: s.hosts * s.pages,
+    // From the test web's log, as the other crawlers' pages are counted: distinct expected pages requested.
+    pagesRequested: fromLog.pagesFetched,
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
@@ -310,13 +359,17 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
+    loadAverage1m: loadAverage(),
     peakWorkerRssMb: Math.round(peakRss),
+    peakRssPerWorkerMb: [...peakRssOf.values()].map(Math.round),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
     workerRestarts: pool.restarts,
-    cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    testWebCpuMsPerPage: Number(((benchCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    allCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    cpuMsPerPage: perPage(workerCpu),
+    temporalCpuMsPerPage: perPage(temporalCpu + databaseCpu),
+    redisCpuMsPerPage: perPage(redisCpu),
+    stackCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu),
+    testWebCpuMsPerPage: perPage(benchCpu),
+    allCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu),
     historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
     largestHistoryEvents: history.largest,
     billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
@@ -472,18 +525,40 @@ interface CrawleeOptions {
 async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOptions): Promise<CrawleeFigures> {
   const { web, seeds, expected } = await scenarioWeb(s);
   try {
-    return await runCrawlee(
+    const figures = await runCrawlee(
       web,
       { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
       { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
     );
+    return { ...figures, loadAverage1m: loadAverage() };
   } finally {
     await web.close();
   }
 }
 
-/** The figures both crawlers have, as [label, ours, Crawlee's]; ratios are ours ÷ Crawlee's. */
-const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
+async function scrapyRun(s: Scenario, python: string, o: { concurrency: number; respectRobots: boolean }): Promise<ScrapyFigures> {
+  const { web, seeds, expected } = await scenarioWeb(s);
+  try {
+    const figures = await runScrapy(
+      python,
+      web,
+      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
+      { ...o, onLog: (l) => process.stderr.write(`scrapy: ${l}\n`) },
+    );
+    return { ...figures, loadAverage1m: loadAverage() };
+  } finally {
+    await web.close();
+  }
+}
+
+/** What every crawler beside ours reports under the same names (Crawlee in either storage, Scrapy). */
+type PeerFigures = CrawleeFigures | ScrapyFigures;
+type PeerKey = keyof CrawleeFigures & keyof ScrapyFigures;
+/** The crawlers beside ours in one run, by column: `memory` and `disk` are Crawlee's storages. */
+type Peers = Partial<Record<CrawleeStorage | 'scrapy', PeerFigures>>;
+
+/** The figures every crawler has, as [label, ours, theirs]; ratios are ours ÷ theirs. */
+const COMPARED: [string, keyof OurFigures, PeerKey][] = [
   ['pages', 'pages', 'pages'],
   ['crawl s', 'crawlSeconds', 'crawlSeconds'],
   ['pages/s', 'pagesPerSec', 'pagesPerSec'],
@@ -496,7 +571,10 @@ const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
   ['duplicate fetches', 'duplicateFetches', 'duplicateFetches'],
   ['peak RSS MB (largest process)', 'peakWorkerRssMb', 'peakRssMb'],
   ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
+  // Ours with the servers it needs (Temporal, Redis) against theirs alone: the durable crawler's whole cost.
+  ['CPU ms/page (ours with Temporal, Redis)', 'stackCpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
+  ['machine load (1 min) at the end', 'loadAverage1m', 'loadAverage1m'],
 ];
 
 function ratio(a: unknown, b: unknown): number | null {
@@ -504,19 +582,24 @@ function ratio(a: unknown, b: unknown): number | null {
   return Number((a / b).toFixed(2));
 }
 
-function comparison(s: Scenario, ours: OurFigures | null, crawlee: Partial<Record<CrawleeStorage, CrawleeFigures>>) {
-  const ratios: Partial<Record<CrawleeStorage, Record<string, number | null>>> = {};
+/** One scenario's line: ours, each peer, ours ÷ each; `crawlee` and `scrapy` kept apart as before Scrapy joined. */
+function comparison(s: Scenario, ours: OurFigures | null, peers: Peers) {
+  const ratios: Partial<Record<keyof Peers, Record<string, number | null>>> = {};
   if (ours) {
-    for (const [mode, c] of Object.entries(crawlee) as [CrawleeStorage, CrawleeFigures][]) {
-      ratios[mode] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, ratio(ours[o], c[k])]));
+    for (const [col, p] of Object.entries(peers) as [keyof Peers, PeerFigures][]) {
+      // The machine's load is context, not a figure of the crawler: no ratio.
+      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, o === 'loadAverage1m' ? null : ratio(ours[o], p[k])]));
     }
   }
-  return { scenario: s.name, ours, crawlee, ratio: ratios };
+  const { scrapy, ...crawlee } = peers;
+  return { scenario: s.name, ours, crawlee, ...(scrapy ? { scrapy } : {}), peers, ratio: ratios };
 }
 
+const columnName = (col: keyof Peers): string => (col === 'scrapy' ? `scrapy ${SCRAPY_VERSION}` : `crawlee (${col})`);
+
 function table(c: ReturnType<typeof comparison>): string {
-  const modes = Object.keys(c.crawlee) as CrawleeStorage[];
-  const head = ['figure', ...(c.ours ? ['ours'] : []), ...modes.map((m) => `crawlee (${m})`), ...(c.ours ? modes.map((m) => `ours ÷ crawlee (${m})`) : [])];
+  const cols = Object.keys(c.peers) as (keyof Peers)[];
+  const head = ['figure', ...(c.ours ? ['ours'] : []), ...cols.map(columnName), ...(c.ours ? cols.map((m) => `ours ÷ ${columnName(m)}`) : [])];
   const show = (v: unknown, expected?: number): string => (v === null || v === undefined ? '–' : expected ? `${v}/${expected}` : String(v));
   const rows = COMPARED.map(([label, o, k]) => {
     // Pages read as found/expected.
@@ -524,13 +607,37 @@ function table(c: ReturnType<typeof comparison>): string {
     return [
       label,
       ...(c.ours ? [show(c.ours[o], of(c.ours))] : []),
-      ...modes.map((m) => show(c.crawlee[m]![k], of(c.crawlee[m]!))),
-      ...(c.ours ? modes.map((m) => show(c.ratio[m]?.[o])) : []),
+      ...cols.map((m) => show(c.peers[m]![k], of(c.peers[m]!))),
+      ...(c.ours ? cols.map((m) => show(c.ratio[m]?.[o])) : []),
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]): string => r.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
-  return [c.scenario, line(head), ...rows.map(line)].join('\n');
+  return [c.scenario, line(head), ...rows.map(line), ...(c.ours ? ourCpuLines(c.ours) : [])].join('\n');
+}
+
+/** Where our CPU and memory go, process by process: what the comparison's sums are made of. */
+function ourCpuLines(o: OurFigures): string[] {
+  return [
+    `ours, CPU ms/page: workers ${o.cpuMsPerPage} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
+    `ours, peak RSS MB per worker: ${o.peakRssPerWorkerMb.join(', ')}; pages requested ${o.pagesRequested}/${o.expectedPages}`,
+  ];
+}
+
+/** Node flags the scenarios' workers get besides their defaults (--cpu-prof). */
+let extraWorkerNodeArgs: string[] = [];
+
+/**
+ * Every worker a scenario starts writes V8 CPU profiles (one per thread: the
+ * main thread and the SDK's workflow thread) when it stops, into a folder of
+ * .crawler/profiles/ (out of git); bench/profile-summary.ts reads them. The
+ * worker's default node flags are kept, so only the profiler is added.
+ */
+function profileWorkers(): void {
+  const dir = path.join(LOCAL_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+  fs.mkdirSync(dir, { recursive: true });
+  extraWorkerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
 }
 
 async function main() {
@@ -545,8 +652,12 @@ async function main() {
       'crawlee-concurrency': { type: 'string', default: '200' },
       'crawlee-min-concurrency': { type: 'string', default: '1' },
       'crawlee-ignore-robots': { type: 'boolean', default: false },
+      scrapy: { type: 'boolean', default: false },
+      'scrapy-concurrency': { type: 'string', default: '200' },
+      'cpu-prof': { type: 'boolean', default: false },
     },
   });
+  if (values['cpu-prof']) profileWorkers();
   const workers = Number(values.workers);
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
   const withCrawlee = values.crawlee || values['crawlee-only'];
@@ -558,19 +669,25 @@ async function main() {
   if (!Number.isInteger(minConcurrency) || minConcurrency < 1 || minConcurrency > concurrency) {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
+  const scrapyConcurrency = Number(values['scrapy-concurrency']);
+  if (!Number.isInteger(scrapyConcurrency) || scrapyConcurrency < 1) throw new Error(`--scrapy-concurrency must be a whole number ≥ 1, not ${values['scrapy-concurrency']}`);
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
   for (const key of keys)
     if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
+  // What a scenario needs from outside (a corpus, Scrapy) is set up before anything is measured.
+  const scenarios = Object.fromEntries(keys.filter((k) => SCENARIOS[k]).map((k) => [k, prepare(SCENARIOS[k])]));
+  const scrapyPython = values.scrapy ? await ensureScrapy((m) => process.stderr.write(`${m}\n`)) : null;
 
-  const runCrawlees = async (s: Scenario) => {
-    const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};
-    for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+  const runPeers = async (s: Scenario): Promise<Peers> => {
+    const out: Peers = {};
+    if (withCrawlee) for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+    if (scrapyPython) out.scrapy = await scrapyRun(s, scrapyPython, { concurrency: scrapyConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
     return out;
   };
   if (values['crawlee-only']) {
-    // No stack at all: Crawlee needs none, and it then has the machine to itself.
+    // No stack at all: Crawlee (and Scrapy, with --scrapy) need none, and they then have the machine to themselves.
     for (const key of keys) {
-      const c = comparison(SCENARIOS[key], null, await runCrawlees(SCENARIOS[key]));
+      const c = comparison(scenarios[key], null, await runPeers(scenarios[key]));
       process.stdout.write(`${JSON.stringify(c)}\n`);
       process.stderr.write(`\n${table(c)}\n\n`);
     }
@@ -594,16 +711,18 @@ async function main() {
         process.stdout.write(`${JSON.stringify(await seedListRun(workers, client, env))}\n`);
         continue;
       }
-      if (SCENARIOS[key].site === 'shared-static') {
-        for (const run of runsOf(SCENARIOS[key])) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
+      const s = scenarios[key];
+      if (s.site === 'shared-static') {
+        for (const run of runsOf(s)) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
         continue;
       }
-      const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);
-      if (!withCrawlee) {
+      const ours = await runScenario(s, workers, client, env, redis, pids);
+      if (!withCrawlee && !scrapyPython) {
         process.stdout.write(`${JSON.stringify(ours)}\n`);
+        if (s.site === 'corpus') process.stderr.write(`\n${[s.name, ...ourCpuLines(ours)].join('\n')}\n\n`);
         continue;
       }
-      const c = comparison(SCENARIOS[key], ours, await runCrawlees(SCENARIOS[key]));
+      const c = comparison(s, ours, await runPeers(s));
       process.stdout.write(`${JSON.stringify(c)}\n`);
       process.stderr.write(`\n${table(c)}\n\n`);
     }
