@@ -100,7 +100,10 @@ export class WorkerRuntime {
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
     this.log = deps.log ?? createLogger({ level: 'silent' });
-    this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log);
+    this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log, {
+      restarted: (reason) => deps.metrics?.recordBrowserRestart(reason),
+      measured: (bytes) => deps.metrics?.recordBrowserMemory(bytes),
+    });
     this.loopWatch = new EventLoopWatch((ms, urls) => {
       deps.metrics?.recordEventLoopBlocked(ms);
       this.log.error('worker thread blocked', { blockedMs: ms, handlerPages: urls.slice(0, 10) });

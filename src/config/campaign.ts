@@ -473,6 +473,17 @@ const campaignFields = {
     quietMs: timerMs(0).default(500).describe('After `load`, a page is done once no request of it has been in flight for this long (capped by pageTimeoutMs).'),
     maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
     pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+    // 2048: measured, four light pages rendering at once peak at 0.6 GB (PSS of the whole tree) and a heavy site's renderer takes 0.1–0.4 GB,
+    // so four of those stay under it; what passes it is a leak or a runaway page (docs/rendering.md, "The browser's life").
+    maxMemoryMb: whole({ min: 64 })
+      .default(2048)
+      .describe(
+        "The worker's Chromium is restarted between pages once its process tree holds more than this (MiB, PSS: shared pages counted once), read from /proc at most every 2 s; pages rendering finish first, new ones wait.",
+      ),
+    // 1000: a restart costs about half a second of waiting pages; once per thousand pages bounds what Chromium keeps that memory readings miss.
+    pagesPerBrowser: whole({ min: 1 })
+      .default(1000)
+      .describe("The worker's Chromium is restarted between pages after this many pages (all sessions' pages together), as for browser.maxMemoryMb."),
     screenshot: flag()
       .default(false)
       .describe(
