@@ -152,7 +152,9 @@ export class PageRoutes {
       this.#documentServed = true;
       return route.fulfill({ status: doc.status, headers: fulfilHeaders(doc.headers), body: doc.body });
     }
-    if (d.kind === 'refuse') return route.abort('blockedbyclient');
+    // A navigation away is answered 204 No Content, on which a browser stays on the page it has (an aborted one would show
+    // Chromium's error page in its place): a script that sets location.href, reloads in a loop or navigates to a download keeps its DOM.
+    if (d.kind === 'refuse') return d.why === 'navigation' ? route.fulfill({ status: 204, body: '' }) : route.abort('blockedbyclient');
     inflight.begin();
     try {
       const shared = SHARED_TYPES.has(req.resourceType()) ? cache.get(req.url()) : undefined;
