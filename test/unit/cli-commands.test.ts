@@ -217,6 +217,28 @@ describe('crawl --seeds-file / --resolve-file', () => {
   });
 });
 
+describe('crawl --render browser: Chromium checked before anything starts', () => {
+  // Unreachable servers: nothing could start anyway, and exit code 2 says the refusal came first.
+  const crawl = (chromium: string) => {
+    const { command, args } = crawlerCommand(['crawl', 'http://a.test/', '--render', 'browser', '--out', path.join(os.tmpdir(), `render-check-${process.pid}`)]);
+    return spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, CHROMIUM_PATH: chromium, TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' } });
+  };
+
+  test('CHROMIUM_PATH naming no file: exit code 2, saying what to install', () => {
+    const r = crawl('/nonexistent/chromium');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('CHROMIUM_PATH=/nonexistent/chromium is not an executable file');
+    expect(r.stderr).toContain('apt-get install chromium');
+  });
+
+  test('a Chromium that does not start: exit code 2, saying so and what to install', () => {
+    const r = crawl('/bin/true');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('Chromium (/bin/true) does not start');
+    expect(r.stderr).toContain('apt-get install chromium');
+  });
+});
+
 describe('add-seeds --file', () => {
   let dir: string;
   beforeAll(() => {
