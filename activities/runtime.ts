@@ -35,6 +35,8 @@ export interface ActivityDeps {
   eagerStart?: boolean;
   /** Chromium's executable for `render: browser` (found or installed by the worker: src/stack/chromium.ts); absent: no page is rendered. */
   chromium?: () => Promise<string>;
+  /** Why this worker could not render (no Chromium, none installable), or null: checked when an operator steers a host to rendering. */
+  chromiumProblem?: () => string | null;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;

@@ -40,3 +40,17 @@ export async function findOrInstallChromium(opts: InstallOptions & ChromiumPlace
     findChromium(opts) ?? findOrInstallAptTool('chromium', 'chromium', '`render: browser` renders pages with it (or set CHROMIUM_PATH to a Chromium or Chrome executable)', opts)
   );
 }
+
+/**
+ * Why this process could not render, or null when it could: Chromium found,
+ * or installable (root with apt-get). Checked without installing anything,
+ * so a steering request is answered at once (activities/steer-campaign.ts).
+ */
+export function chromiumProblem(): string | null {
+  const fromEnv = processSetting('chromiumPath');
+  if (fromEnv) return executable(fromEnv) ? null : `CHROMIUM_PATH=${fromEnv} is not an executable file on the worker`;
+  if (findChromium()) return null;
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (root && executableSearchPath().some((dir) => executable(path.join(dir, 'apt-get')))) return null;
+  return 'Chromium is not installed on the worker (Debian/Ubuntu: `sudo apt-get install chromium`, or set CHROMIUM_PATH to a Chromium or Chrome executable)';
+}

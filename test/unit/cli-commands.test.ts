@@ -26,7 +26,7 @@ test.each(COMMAND_MODULES.map((m) => [m.names.join(', '), m] as const))('the tab
 test('a known command registers its own module only; no or an unknown name registers all', async () => {
   const only = new Command();
   await registerCommands(only, 'set-rate');
-  expect(only.commands.map((c) => c.name())).toEqual(['set-rate', 'set-concurrency', 'set-budget', 'add-seeds', 'list']);
+  expect(only.commands.map((c) => c.name())).toEqual(['set-rate', 'set-render', 'set-concurrency', 'set-budget', 'add-seeds', 'list']);
 
   const all = COMMAND_MODULES.flatMap((m) => m.names);
   for (const name of [undefined, 'help', 'no-such-command']) {
