@@ -123,6 +123,9 @@ export class BrowserPool {
       this.#browser = p;
       this.#marker = marker;
       this.#pid = null;
+      // Counted from here: the pages rendering now are this browser's, and its first page to end reads its memory.
+      this.#pages = this.#rendering;
+      this.#measuredAt = 0;
       this.stats.launches++;
       p.then(
         () => void (this.#launchFailed = null),
