@@ -150,15 +150,19 @@ class HostSession {
     // died may take the clock once the delay has passed since the dead
     // attempt took it (crawlClockAcquire), never sooner.
     const owner = `${this.campaign.key}|${this.host}`;
-    // A rendered page holds the clock through its render too (docs/rendering.md).
-    const render = this.s.render !== 'off';
+    // A rendered page holds the clock through its render too (docs/rendering.md). An operator's
+    // mode for the host wins over the campaign's (`crawler set-render`: a change ends the session at
+    // its settings version, and the next one reads it).
+    const mode = this.control.hostRender ?? this.s.render;
+    const render = mode !== 'off';
     const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000 + (render ? this.s.browser.pageTimeoutMs : 0);
     const http = httpFetcher(this.campaign.http);
     const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;
     const allows = robots.kind === 'ok' ? robots.allows : null;
     const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
     const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
-    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows, handler }) : null;
+    const rendering =
+      mode !== 'off' ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows, mode, handler }) : null;
     const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher, login };
     try {
       for (;;) {

@@ -37,7 +37,15 @@ const REQUISITE_TYPES = new Set(['stylesheet', 'script', 'image', 'font', 'media
 export function renderingFetcher(
   rt: WorkerRuntime,
   campaign: CampaignRuntime,
-  o: { host: string; frontier: Frontier; inner: Fetcher; allowedByRobots: ((url: string) => boolean) | null; handler?: Handler | null },
+  o: {
+    host: string;
+    frontier: Frontier;
+    inner: Fetcher;
+    allowedByRobots: ((url: string) => boolean) | null;
+    /** The host's render mode: the campaign's, or an operator's for this host (`crawler set-render`). */
+    mode: 'browser' | 'auto';
+    handler?: Handler | null;
+  },
 ): RenderingFetcher {
   const s = campaign.settings;
   const log = rt.log.child({ campaign: s.campaignId, host: o.host });
@@ -79,7 +87,7 @@ export function renderingFetcher(
     },
   });
   // render: auto renders only the pages its host's history says need it (src/browser/adaptive.ts).
-  if (s.render !== 'auto') return renderer;
+  if (o.mode !== 'auto') return renderer;
   return adaptiveFetcher({
     inner: o.inner,
     renderer,

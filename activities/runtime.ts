@@ -35,6 +35,8 @@ export interface ActivityDeps {
   eagerStart?: boolean;
   /** Chromium's executable for `render: browser` (found or installed by the worker: src/stack/chromium.ts); absent: no page is rendered. */
   chromium?: () => Promise<string>;
+  /** Why this worker could not render (no Chromium, none installable), or null: checked when an operator steers a host to rendering. */
+  chromiumProblem?: () => string | null;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;
@@ -100,7 +102,10 @@ export class WorkerRuntime {
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
     this.log = deps.log ?? createLogger({ level: 'silent' });
-    this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log);
+    this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log, {
+      restarted: (reason) => deps.metrics?.recordBrowserRestart(reason),
+      measured: (bytes) => deps.metrics?.recordBrowserMemory(bytes),
+    });
     this.loopWatch = new EventLoopWatch((ms, urls) => {
       deps.metrics?.recordEventLoopBlocked(ms);
       this.log.error('worker thread blocked', { blockedMs: ms, handlerPages: urls.slice(0, 10) });

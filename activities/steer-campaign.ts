@@ -1,6 +1,7 @@
 // Operator steering, applied where running sessions look: the campaign's
 // control hash in Redis (pause, campaign-wide delay, settings version), the
-// paused-hosts set and per-host delays, and the stored settings (budgets).
+// paused-hosts set, per-host delays and render modes, and the stored
+// settings (budgets).
 // Sessions read the control between pages, so a change reaches them within
 // about a second; a host workflow waiting on a pause is woken by a signal.
 import { ApplicationFailure } from '@temporalio/activity';
@@ -36,6 +37,11 @@ export function steerCampaignActivity(rt: WorkerRuntime) {
     let budgets = pick(stored.settings.budgets);
     let change = input.change;
     if ('host' in change && change.host !== null) change = { ...change, host: await knownHost(redis, input.campaignKey, change.host) };
+    // A host moved to rendering on a worker that cannot render would only collect RENDER_FAILED: refused, saying what to install.
+    if (change.kind === 'render' && change.render !== null && change.render !== 'off') {
+      const problem = rt.deps.chromiumProblem?.() ?? null;
+      if (problem) throw ApplicationFailure.nonRetryable(`render ${change.render} for ${change.host} refused: ${problem}`, FailureType.steeringRefused);
+    }
     if (control.version < input.version) {
       switch (change.kind) {
         case 'pause':
@@ -49,6 +55,9 @@ export function steerCampaignActivity(rt: WorkerRuntime) {
         case 'delay':
           if (change.host === null) await hosts.setControl({ minDelayMs: change.minDelayMs });
           else await hosts.setHostDelay(change.host, change.minDelayMs);
+          break;
+        case 'render':
+          await hosts.setHostRender(change.host, change.render);
           break;
         case 'budgets': {
           const next = { ...stored.settings.budgets, ...change.budgets };
@@ -73,25 +82,36 @@ export function steerCampaignActivity(rt: WorkerRuntime) {
 
 /**
  * The host as the campaign knows it: the exact key, or the one key that
- * matches whatever its port. Unknown hosts are refused (SteeringError: the
+ * matches whatever its port. A host is known once it has a record (its first
+ * session wrote one), or while it holds a slot or waits for one (a host still
+ * reading its robots.txt, or held back by maxActiveHosts, can be steered
+ * before its first page). Unknown hosts are refused (SteeringError: the
  * update fails with the reason and nothing changes).
  */
 async function knownHost(redis: RedisLike, campaignKey: string, host: string): Promise<string> {
-  const key = campaignKeys(campaignKey).hosts;
+  const k = campaignKeys(campaignKey);
   let wanted: string;
   try {
     wanted = wantedHost(host);
   } catch (err) {
     throw ApplicationFailure.nonRetryable((err as Error).message, FailureType.steeringRefused);
   }
-  if ((await redis.hexists(key, wanted)) === 1) return wanted;
-  const like: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(key, cursor, 'MATCH', `${wanted.replace(/[*?[\]\\]/g, '\\$&')}:*`, 'COUNT', 1000);
-    cursor = next;
-    for (let i = 0; i < flat.length; i += 2) like.push(flat[i]);
-  } while (cursor !== '0' && like.length < 20);
+  const [recorded, active, ready] = await Promise.all([redis.hexists(k.hosts, wanted), redis.hexists(k.active, wanted), redis.zscore(k.ready, wanted)]);
+  if (recorded === 1 || active === 1 || ready !== null) return wanted;
+  const pattern = `${wanted.replace(/[*?[\]\\]/g, '\\$&')}:*`;
+  const like = new Set<string>();
+  for (const scan of [
+    (c: string) => redis.hscan(k.hosts, c, 'MATCH', pattern, 'COUNT', 1000),
+    (c: string) => redis.hscan(k.active, c, 'MATCH', pattern, 'COUNT', 1000),
+    (c: string) => redis.zscan(k.ready, c, 'MATCH', pattern, 'COUNT', 1000),
+  ]) {
+    let cursor = '0';
+    do {
+      const [next, flat] = await scan(cursor);
+      cursor = next;
+      for (let i = 0; i < flat.length; i += 2) like.add(flat[i]);
+    } while (cursor !== '0' && like.size < 20);
+  }
   try {
     return resolveKnownHost(host, like);
   } catch (err) {

@@ -1,6 +1,6 @@
 // Inputs and results of the activities, shared with workflows as types only.
 // Results are small summaries: page bodies never enter workflow history.
-import type { CampaignSettings } from '../src/config/campaign';
+import type { CampaignSettings, RenderMode } from '../src/config/campaign';
 import type { RevisitView } from '../src/redis/campaign-hosts';
 import type { CountedAs } from '../src/storage/index-tally';
 import type { IndexOutcome } from '../src/storage/index-writer';
@@ -199,7 +199,9 @@ export type SteerChange =
   /** host null: the campaign-wide minimum delay. */
   | { kind: 'delay'; host: string | null; minDelayMs: number }
   /** A field left out is unchanged, null = unlimited. */
-  | { kind: 'budgets'; budgets: { maxPages?: number | null; maxDepth?: number | null } };
+  | { kind: 'budgets'; budgets: { maxPages?: number | null; maxDepth?: number | null } }
+  /** One host's render mode; null: the campaign's own again. */
+  | { kind: 'render'; host: string; render: RenderMode | null };
 
 export interface SteerCampaignInput {
   campaignKey: string;

@@ -16,6 +16,8 @@ import type {
   SetConcurrencyResult,
   SetPolitenessRequest,
   SetPolitenessResult,
+  SetRenderRequest,
+  SetRenderResult,
 } from './config/steering';
 import { newCampaignId, startCampaign as startCampaignWorkflow } from './temporal/campaign-client';
 import {
@@ -29,6 +31,7 @@ import {
   setBudgetsUpdate,
   setConcurrencyUpdate,
   setPolitenessUpdate,
+  setRenderUpdate,
   type CampaignResult,
   type CampaignStatus,
 } from '../workflows/messages';
@@ -46,6 +49,8 @@ export type {
   SetConcurrencyResult,
   SetPolitenessRequest,
   SetPolitenessResult,
+  SetRenderRequest,
+  SetRenderResult,
 } from './config/steering';
 export type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals, DomainStatus, HostStatus } from '../workflows/messages';
 export type { DatasetItem, Handler, HandlerLink, HandlerLog, PageContext, PageHook, PageResult } from './handlers/api';
@@ -67,6 +72,8 @@ export interface CampaignHandle {
   /** Stops it: sessions end within about 2 s, the summary follows. */
   cancel(reason?: string): Promise<void>;
   setPoliteness(request: SetPolitenessRequest): Promise<SetPolitenessResult>;
+  /** One host's render mode (off, browser, auto; null: the campaign's own), from its next session. */
+  setRender(request: SetRenderRequest): Promise<SetRenderResult>;
   setBudgets(request: SetBudgetsRequest): Promise<SetBudgetsResult>;
   setConcurrency(request: SetConcurrencyRequest): Promise<SetConcurrencyResult>;
   addSeeds(request: AddSeedsRequest): Promise<AddSeedsResult>;
@@ -88,6 +95,7 @@ export function campaignHandle(client: Client, campaignId: string): CampaignHand
     resume: () => workflow.executeUpdate(resumeCampaignUpdate),
     cancel: (reason) => workflow.signal(cancelSignal, reason ? { reason } : {}),
     setPoliteness: (r) => workflow.executeUpdate(setPolitenessUpdate, { args: [r] }),
+    setRender: (r) => workflow.executeUpdate(setRenderUpdate, { args: [r] }),
     setBudgets: (r) => workflow.executeUpdate(setBudgetsUpdate, { args: [r] }),
     setConcurrency: (r) => workflow.executeUpdate(setConcurrencyUpdate, { args: [r] }),
     addSeeds: (r) => workflow.executeUpdate(addSeedsUpdate, { args: [r] }),

@@ -4,7 +4,7 @@
 // the steerCampaign activity.
 import { ActivityFailure, ApplicationFailure, condition, setHandler, upsertMemo } from '@temporalio/workflow';
 import type { SteerChange } from '../activities/types';
-import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness } from '../src/config/steering';
+import { SteeringError, validateAddSeeds, validateHostRequest, validateSetBudgets, validateSetConcurrency, validateSetPoliteness, validateSetRender } from '../src/config/steering';
 import type { acts as localActivities } from './campaign-activities';
 import type { CampaignBook } from './campaign-state';
 import {
@@ -19,6 +19,7 @@ import {
   setBudgetsUpdate,
   setConcurrencyUpdate,
   setPolitenessUpdate,
+  setRenderUpdate,
 } from './messages';
 
 /** Publishes the steering state to the workflow's memo. */
@@ -43,6 +44,16 @@ export function registerSteering(book: CampaignBook, acts: typeof localActivitie
       return { host: r?.host ?? host, minDelayMs };
     },
     { validator: (req) => (assertOpen(), void validateSetPoliteness(req)) },
+  );
+  // From the host's next session (its running one ends at the new settings version).
+  setHandler(
+    setRenderUpdate,
+    async (req) => {
+      const { host, render } = validateSetRender(req);
+      const r = (await steer({ kind: 'render', host, render }))!;
+      return { host: r.host ?? host, render };
+    },
+    { validator: (req) => (assertOpen(), void validateSetRender(req)) },
   );
   // Takes effect at the next dispatch: hosts already crawling keep their slot.
   setHandler(

@@ -3,6 +3,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { HostStats } from '../activities/types';
 import type { HostRecord, RevisitView } from '../src/redis/campaign-hosts';
+import type { RenderMode } from '../src/config/campaign';
 import type {
   AddSeedsRequest,
   AddSeedsResult,
@@ -14,6 +15,8 @@ import type {
   SetConcurrencyResult,
   SetPolitenessRequest,
   SetPolitenessResult,
+  SetRenderRequest,
+  SetRenderResult,
 } from '../src/config/steering';
 
 export type { HostStats } from '../activities/types';
@@ -52,6 +55,7 @@ export const FailureType = {
 export const setPolitenessUpdate = defineUpdate<SetPolitenessResult, [SetPolitenessRequest]>('setPoliteness');
 export const setBudgetsUpdate = defineUpdate<SetBudgetsResult, [SetBudgetsRequest]>('setBudgets');
 export const setConcurrencyUpdate = defineUpdate<SetConcurrencyResult, [SetConcurrencyRequest]>('setConcurrency');
+export const setRenderUpdate = defineUpdate<SetRenderResult, [SetRenderRequest]>('setRender');
 export const addSeedsUpdate = defineUpdate<AddSeedsResult, [AddSeedsRequest]>('addSeeds');
 export const pauseHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('pauseHost');
 export const resumeHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('resumeHost');
@@ -59,8 +63,8 @@ export const resumeHostUpdate = defineUpdate<HostPauseResult, [HostRequest]>('re
 export const pauseCampaignUpdate = defineUpdate<{ paused: boolean }, []>('pauseCampaign');
 export const resumeCampaignUpdate = defineUpdate<{ paused: boolean }, []>('resumeCampaign');
 
-/** A host as `crawler status` lists it: its record in Redis. */
-export type HostStatus = HostRecord & { host: string };
+/** A host as `crawler status` lists it: its record in Redis, and an operator's render mode for it (`crawler set-render`). */
+export type HostStatus = HostRecord & { host: string; render?: RenderMode };
 
 export interface CampaignTotals extends HostStats {
   hosts: number;

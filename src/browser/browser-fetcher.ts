@@ -25,6 +25,7 @@ import type { Fetcher } from '../http/fetcher';
 import { isHtml } from '../parse/decode';
 import type { BrowserPool } from './browser-pool';
 import { InFlight } from './page-done';
+import { contentOf, crashError, RENDER_ERROR, targetGone, watchPage, type PageWatch } from './page-watch';
 import { PageRoutes, SessionCache, type PageNetwork } from './page-routes';
 import { frameDocuments } from './frames';
 import type { RenderHooks } from './page-hook';
@@ -60,6 +61,9 @@ export interface RenderSettings {
   quietMs: number;
   maxPagesAtOnce: number;
   pagesPerContext: number;
+  /** The worker's browser is restarted between pages past this much memory (MiB) or this many pages (src/browser/browser-pool.ts). */
+  maxMemoryMb: number;
+  pagesPerBrowser: number;
   /** Take a full-page screenshot of each rendered page and hand it to `screenshot` (default off). */
   screenshot?: boolean;
   /** Scroll each page to its bottom before its DOM is taken, for lazy content (src/browser/scroll.ts; default off). */
@@ -116,7 +120,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
   async function render(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry = { label: null, depth: 0 }): Promise<RenderedDocument> {
     const started = Date.now();
     const deadlineAt = started + o.settings.pageTimeoutMs;
-    const release = await o.pool.turn(o.settings.maxPagesAtOnce, signal);
+    const release = await o.pool.turn(o.settings, signal);
     // Ends the page's requests still in flight when it is done (or the session is cancelled).
     const stop = new AbortController();
     const onAbort = () => stop.abort(signal.reason);
@@ -124,19 +128,29 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
     const inflight = new InFlight();
     let routes: PageRoutes | undefined;
     let page: Page | undefined;
+    let watch: PageWatch | undefined;
     try {
-      page = await (await contexts.forPage()).newPage();
+      const context = await contexts.forPage();
+      page = await context.newPage();
       const p = page;
+      // A crash ends the page's requests in flight, so that it ends at once (RENDER_CRASHED) rather than at its deadline.
+      watch = watchPage(p, context.browser(), () => stop.abort());
       // Pop-ups would be pages nobody waits for.
       p.on('popup', (popup) => void popup.close().catch(() => undefined));
       routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
       await routes.install();
 
-      // Load, quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.
-      const { done, scroll, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log });
-      const html = await withTimeout(p.content(), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
+      // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.
+      const { done, scroll, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log, watch });
+      const html = await withTimeout(contentOf(p), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
       if (html === null)
-        return failed(url, started, routes.requests, 'RENDER_TIMEOUT', `the page kept its thread busy past browser.pageTimeoutMs (${o.settings.pageTimeoutMs} ms): no DOM taken`);
+        return failed(
+          url,
+          started,
+          routes.requests,
+          RENDER_ERROR.timeout,
+          `the page kept its thread busy past browser.pageTimeoutMs (${o.settings.pageTimeoutMs} ms): no DOM taken`,
+        );
       // Links are in every frame's DOM, not only the main frame's (src/browser/frames.ts).
       const frames = await frameDocuments(p, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS);
       if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
@@ -152,9 +166,16 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       };
     } catch (err) {
       if (signal.aborted) throw err;
+      const crashed = watch?.crashed ?? (contexts.browserGone() ? 'browser' : targetGone(err) ? 'tab' : null);
+      if (crashed) {
+        const e = crashError(crashed);
+        o.log?.warn('render crashed', { url, crashed, error: String(err).slice(0, 300) });
+        return failed(url, started, routes?.requests ?? 0, e.code, e.message);
+      }
       o.log?.warn('render failed', { url, error: String(err).slice(0, 500) });
-      return failed(url, started, routes?.requests ?? 0, 'RENDER_FAILED', err instanceof Error ? err.message.split('\n')[0]!.slice(0, 500) : String(err).slice(0, 500));
+      return failed(url, started, routes?.requests ?? 0, RENDER_ERROR.failed, err instanceof Error ? err.message.split('\n')[0]!.slice(0, 500) : String(err).slice(0, 500));
     } finally {
+      watch?.dispose();
       stop.abort();
       signal.removeEventListener('abort', onAbort);
       await page?.close().catch(() => undefined);
@@ -192,6 +213,11 @@ class SessionContext {
     }
     this.#pages++;
     return this.#context;
+  }
+
+  /** Its context's browser died (crashed, killed): the next page makes a new context on a new browser. */
+  browserGone(): boolean {
+    return this.#context !== null && !this.#context.browser()?.isConnected();
   }
 
   async close(): Promise<void> {

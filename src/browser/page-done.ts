@@ -45,6 +45,9 @@ export class InFlight {
   }
 
   async settled(quietMs: number, deadlineAt: number): Promise<'quiet' | 'deadline'> {
+    // The quiet period starts at `load` at the earliest: a request the page made before it may reach its
+    // route only just after (Playwright calls route handlers a little later), and must not find the page done.
+    if (this.#count === 0) this.#quietSince = Math.max(this.#quietSince, Date.now());
     for (;;) {
       const t = Date.now();
       if (this.#count === 0 && t - this.#quietSince >= quietMs) return 'quiet';

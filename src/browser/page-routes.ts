@@ -169,7 +169,10 @@ export class PageRoutes {
       this.#documentServed = true;
       return route.fulfill({ status: this.doc.status, headers: fulfilHeaders(this.doc.headers), body: this.doc.body });
     }
+    // A navigation away is answered 204 No Content, on which a browser stays on the page it has (an aborted one would show
+    // Chromium's error page in its place): a script that sets location.href, reloads in a loop or navigates to a download keeps its DOM.
     if (d.kind === 'refuse') {
+      if (d.why === 'navigation') return route.fulfill({ status: 204, body: '' });
       this.o.log?.debug('page request refused', { page: this.url, url: req.url().slice(0, 500), method: req.method(), why: d.why });
       return route.abort('blockedbyclient');
     }

@@ -10,6 +10,7 @@ import type { Logger } from '../log/logger';
 import { pageIdle, waitDone, type InFlight } from './page-done';
 import { hookReserveMs, runRenderHook, type RenderHookRun, type RenderHooks } from './page-hook';
 import { scrollToBottom, type ScrollReport } from './scroll';
+import { loadedOrAway, type PageWatch } from './page-watch';
 
 /** The frontier entry's label and depth, which pick the page's render hook and are given to it. */
 export interface RenderEntry {
@@ -27,6 +28,8 @@ export interface SettleInput {
   deadlineAt: number;
   hooks?: RenderHooks;
   log?: Logger;
+  /** The page's watch (src/browser/page-watch.ts): a navigation away ends the wait for `load`. */
+  watch?: PageWatch;
 }
 
 export interface Settled {
@@ -51,7 +54,7 @@ export async function settlePage(o: SettleInput): Promise<Settled> {
     if ((await waitDone(inflight, settings.quietMs, until, idle)) === 'deadline') out.done = 'deadline';
   };
   try {
-    await page.goto(o.url, { waitUntil: 'load', timeout: Math.max(1, readyAt - Date.now()) });
+    await loadedOrAway(page.goto(o.url, { waitUntil: 'load', timeout: Math.max(1, readyAt - Date.now()) }), o.watch);
   } catch (err) {
     if (!(err instanceof Error && err.name === 'TimeoutError')) throw err;
     out.done = 'deadline';

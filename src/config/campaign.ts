@@ -481,6 +481,17 @@ const campaignFields = {
       .describe(
         'Scroll each rendered page to its bottom, a viewport at a time, before its DOM is taken, so content loaded on scroll (lazy images, an endless feed) is archived and its links followed; stops when the page stops growing, after 50 steps, or at pageTimeoutMs.',
       ),
+    // 2048: measured, four light pages rendering at once peak at 0.6 GB (PSS of the whole tree) and a heavy site's renderer takes 0.1–0.4 GB,
+    // so four of those stay under it; what passes it is a leak or a runaway page (docs/rendering.md, "The browser's life").
+    maxMemoryMb: whole({ min: 64 })
+      .default(2048)
+      .describe(
+        "The worker's Chromium is restarted between pages once its process tree holds more than this (MiB, PSS: shared pages counted once), read from /proc at most every 2 s; pages rendering finish first, new ones wait.",
+      ),
+    // 1000: a restart costs about half a second of waiting pages; once per thousand pages bounds what Chromium keeps that memory readings miss.
+    pagesPerBrowser: whole({ min: 1 })
+      .default(1000)
+      .describe("The worker's Chromium is restarted between pages after this many pages (all sessions' pages together), as for browser.maxMemoryMb."),
     screenshot: flag()
       .default(false)
       .describe(

@@ -4,6 +4,7 @@
 // refused with the same words by the workflow (which has the last say, as
 // only it knows the campaign's hosts). No Node APIs and no URL parsing here.
 import { CrawlerError } from '../errors';
+import type { RenderMode } from './campaign';
 
 /** Largest pause an operator may set between two requests to one host: one hour. */
 export const MAX_STEER_DELAY_MS = 3_600_000;
@@ -55,6 +56,20 @@ export interface HostPauseResult {
   host: string;
   paused: boolean;
 }
+
+export interface SetRenderRequest {
+  /** One host (`host[:port]`): the render mode is steered per host only. */
+  host: string;
+  /** The host's render mode from its next session; null: the campaign's own again. */
+  render: RenderMode | null;
+}
+export interface SetRenderResult {
+  host: string;
+  render: RenderMode | null;
+}
+
+/** The render modes an operator may give a host (src/config/campaign.ts RENDER_MODES; repeated here, this module stays free of the schema). */
+export const STEER_RENDER_MODES: readonly RenderMode[] = ['off', 'browser', 'auto'];
 
 /** A steering request the campaign refuses; nothing was changed. */
 export class SteeringError extends CrawlerError<'STEERING_REFUSED'> {
@@ -121,6 +136,21 @@ export function validateSetPoliteness(req: unknown, known?: Iterable<string>): {
 }
 
 /**
+ * Per host only: a campaign's pages render as its `render` setting says; an
+ * operator moves one host to rendering (a site that turns out to build its
+ * pages by script) or away from it (a site whose renders cost and find nothing).
+ */
+export function validateSetRender(req: unknown, known?: Iterable<string>): { host: string; render: RenderMode | null } {
+  if (!isObject(req)) throw new SteeringError('setRender needs an object { host, render }');
+  const render = req.render;
+  if (render !== null && !STEER_RENDER_MODES.includes(render as RenderMode)) {
+    throw new SteeringError(`render must be one of ${STEER_RENDER_MODES.join(', ')}, or null for the campaign's own (got ${shown(render)})`);
+  }
+  if (req.host === undefined || req.host === null) throw new SteeringError("render is steered per host: give the host (the campaign's render setting applies to the others)");
+  return { host: known ? resolveKnownHost(req.host, known) : wantedHost(req.host), render: render as RenderMode | null };
+}
+
+/**
  * Campaign-wide only: a host's own concurrency is always one request at a
  * time (robots.txt Crawl-delay assumes it), so there is no per-host form.
  */
@@ -165,6 +195,11 @@ export function validateHostRequest(req: unknown, known?: Iterable<string>): str
 /** CLI text → number for the validators: digits become a number, anything else stays text so the message shows it. */
 export function parseNumberArg(text: string): number | string {
   return /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text.trim()) : text;
+}
+
+/** CLI text for a render mode: "campaign" (or "default") → null, the campaign's own; anything else as typed, for the validator. */
+export function parseRenderArg(text: string): RenderMode | null | string {
+  return /^(campaign|default)$/i.test(text.trim()) ? null : text.trim().toLowerCase();
 }
 
 /** CLI text for a budget: "none" / "unlimited" → null, else as parseNumberArg. */

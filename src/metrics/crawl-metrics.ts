@@ -58,9 +58,13 @@ export class CrawlMetrics {
   private readonly robots: Counter<'result'>;
   private readonly handlerRuns: Counter<'result'>;
   private readonly loopBlocked: Counter;
+  private readonly browserRestarts: Counter<'reason'>;
+  private readonly browserMemory: Gauge;
+  private readonly browserMemoryPeak: Gauge;
   /** Hosts in the frontier gauge, least recently updated first (Map keeps insertion order). */
   private readonly frontierHosts = new Map<string, true>();
   private readonly seenValues = new Map<string, Set<string>>();
+  private peakBrowserBytes = 0;
 
   constructor(opts: CrawlMetricsOptions = {}) {
     this.maxFrontierHosts = opts.maxFrontierHosts ?? 100;
@@ -106,6 +110,19 @@ export class CrawlMetrics {
       help: 'Time the worker thread was blocked for a second or more at a stretch (a synchronous handler hook, most likely)',
       registers,
     });
+    // render: browser (src/browser/browser-pool.ts): the worker's Chromium besides the worker itself (process_resident_memory_bytes).
+    this.browserRestarts = new Counter({
+      name: 'crawler_browser_restarts_total',
+      help: "The worker's Chromium replaced, by reason: memory (over browser.maxMemoryMb), pages (browser.pagesPerBrowser), crashed (it died)",
+      labelNames: ['reason'],
+      registers,
+    });
+    this.browserMemory = new Gauge({
+      name: 'crawler_browser_memory_bytes',
+      help: "Memory of the worker's Chromium process tree (browser, renderers, helpers; PSS summed) at its last reading",
+      registers,
+    });
+    this.browserMemoryPeak = new Gauge({ name: 'crawler_browser_memory_peak_bytes', help: "The most crawler_browser_memory_bytes has read in this worker's life", registers });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -158,6 +175,18 @@ export class CrawlMetrics {
       this.frontierHosts.delete(oldest);
       this.frontier.remove({ host: oldest });
     }
+  }
+
+  /** The worker's Chromium replaced (src/browser/browser-pool.ts). */
+  recordBrowserRestart(reason: 'memory' | 'pages' | 'crashed'): void {
+    this.browserRestarts.inc({ reason });
+  }
+
+  /** A reading of the worker's Chromium's memory (PSS of its process tree, bytes). */
+  recordBrowserMemory(bytes: number): void {
+    this.browserMemory.set(bytes);
+    this.peakBrowserBytes = Math.max(this.peakBrowserBytes, bytes);
+    this.browserMemoryPeak.set(this.peakBrowserBytes);
   }
 
   recordRobots(result: RobotsFetchResult): void {

@@ -9,6 +9,12 @@
 // Every key is in the campaign's hash slot, so each script is atomic on Redis Cluster too.
 import { campaignKeys } from './keys';
 import type { RedisLike } from './scripts';
+import type { RenderMode } from '../config/campaign';
+
+/** A render mode as stored (an operator's, per host); anything else reads as none. */
+function renderMode(v: string | null | undefined): RenderMode | null {
+  return v === 'off' || v === 'browser' || v === 'auto' ? v : null;
+}
 
 /** What an operator sees of a host (also its CrawlState search attribute). */
 export type HostState = 'starting' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done' | 'given-up';
@@ -319,10 +325,15 @@ export class CampaignHosts {
     };
   }
 
-  /** What a session checks between pages: the control hash plus its own host's pause and delay, in one round trip. */
-  async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null }> {
-    const [c, hostPaused, hostDelay] = await Promise.all([this.control(), this.redis.sismember(this.k.pausedHosts, host), this.redis.hget(this.k.hostDelays, host)]);
-    return { ...c, hostPaused: hostPaused === 1, hostDelayMs: hostDelay ? Number(hostDelay) : null };
+  /** What a session checks between pages: the control hash plus its own host's pause, delay and render mode, in one round trip. */
+  async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null; hostRender: RenderMode | null }> {
+    const [c, hostPaused, hostDelay, hostRender] = await Promise.all([
+      this.control(),
+      this.redis.sismember(this.k.pausedHosts, host),
+      this.redis.hget(this.k.hostDelays, host),
+      this.redis.hget(this.k.hostRender, host),
+    ]);
+    return { ...c, hostPaused: hostPaused === 1, hostDelayMs: hostDelay ? Number(hostDelay) : null, hostRender: renderMode(hostRender) };
   }
 
   async setControl(fields: Partial<{ version: number; paused: boolean; stop: CampaignControl['stop']; minDelayMs: number | null; maxActiveHosts: number | null }>): Promise<void> {
@@ -353,6 +364,22 @@ export class CampaignHosts {
   async hostDelays(): Promise<Record<string, number>> {
     const raw = await this.redis.hgetall(this.k.hostDelays);
     return Object.fromEntries(Object.entries(raw).map(([h, v]) => [h, Number(v)]));
+  }
+
+  /** An operator's render mode for one host (null: the campaign's own again). */
+  async setHostRender(host: string, render: RenderMode | null): Promise<void> {
+    if (render === null) await this.redis.hdel(this.k.hostRender, host);
+    else await this.redis.hset(this.k.hostRender, host, render);
+  }
+
+  /** The hosts whose render mode an operator set, and to what. */
+  async hostRenders(): Promise<Record<string, RenderMode>> {
+    const out: Record<string, RenderMode> = {};
+    for (const [h, v] of Object.entries(await this.redis.hgetall(this.k.hostRender))) {
+      const mode = renderMode(v);
+      if (mode) out[h] = mode;
+    }
+    return out;
   }
 
   async addProblem(text: string): Promise<void> {

@@ -101,6 +101,8 @@ export const campaignKeys = (campaignKey: string) => {
     /** SET of hosts an operator paused on their own; HASH host → operator's delay for that host. */
     pausedHosts: `${P}:${tag}:paused-hosts`,
     hostDelays: `${P}:${tag}:host-delays`,
+    /** HASH host → operator's render mode for that host (off, browser, auto), over the campaign's `render`. */
+    hostRender: `${P}:${tag}:host-render`,
     /** ZSET host → ready sequence: hosts with URLs queued and nobody known to consume them. */
     ready: `${P}:${tag}:ready`,
     readySeq: `${P}:${tag}:ready-seq`,

@@ -13,7 +13,7 @@ import { processSettings, type ProcessSettings } from '../config/env';
 import { createRedis } from '../redis/client';
 import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
-import { findOrInstallChromium } from '../stack/chromium';
+import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
 
 let runtimeInstalled = false;
 
@@ -46,7 +46,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // of a second one in JavaScript on the main thread.
   const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
-  const rt = new WorkerRuntime({ redis, temporal, eagerStart: true, metrics, log, chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }) });
+  const rt = new WorkerRuntime({ redis, temporal, eagerStart: true, metrics, log, chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }), chromiumProblem });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
   const worker = await Worker.create({
     connection: nativeConnection,

@@ -21,7 +21,8 @@ import {
   type CampaignInput,
 } from '../../src/config/campaign';
 import { settingsTable } from '../../src/config/settings-table';
-import { MAX_ACTIVE_HOSTS, validateSetConcurrency } from '../../src/config/steering';
+import { MAX_ACTIVE_HOSTS, parseRenderArg, validateSetConcurrency, validateSetRender } from '../../src/config/steering';
+import { RENDER_MODES } from '../../src/config/campaign';
 
 const settingsWith = (maxActiveHosts: number | null) => resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts }, output: { dir: '/tmp/x' } }, 'c1');
 
@@ -34,6 +35,17 @@ test.each([0, MAX_ACTIVE_HOSTS + 1])('maxActiveHosts %p is refused at start as i
 test.each([1, MAX_ACTIVE_HOSTS, null])('maxActiveHosts %p is taken at start as by set-concurrency', (n) => {
   expect(settingsWith(n).politeness.maxActiveHosts).toBe(n);
   expect(validateSetConcurrency({ maxActiveHosts: n })).toEqual({ maxActiveHosts: n });
+});
+
+test("set-render takes the campaign's render modes for one host, or null for the campaign's own; anything else is refused", () => {
+  for (const render of [...RENDER_MODES, null]) expect(validateSetRender({ host: 'A.test:8080', render })).toEqual({ host: 'a.test:8080', render });
+  // Known hosts given: the key is resolved as for set-rate (a bare name matching one host:port).
+  expect(validateSetRender({ host: 'a.test', render: 'browser' }, ['a.test:8080', 'b.test:8080'])).toEqual({ host: 'a.test:8080', render: 'browser' });
+  expect(() => validateSetRender({ host: 'a.test', render: 'chrome' })).toThrow(/render must be one of off, browser, auto, or null/);
+  expect(() => validateSetRender({ render: 'browser' })).toThrow(/render is steered per host/);
+  expect(() => validateSetRender({ host: 'c.test', render: 'off' }, ['a.test:8080'])).toThrow(/not known to this campaign/);
+  // The CLI's words: "campaign" for the campaign's own again.
+  expect([parseRenderArg('Browser'), parseRenderArg('campaign'), parseRenderArg('x')]).toEqual(['browser', null, 'x']);
 });
 
 describe('seeds and seedsFile', () => {
@@ -246,7 +258,18 @@ describe('one schema', () => {
       requisites: 'on',
       // Off unless a campaign asks: nothing changes for the others (docs/rendering.md).
       render: 'off',
-      browser: { pageTimeoutMs: 30_000, quietMs: 500, maxPagesAtOnce: 4, pagesPerContext: 100, scroll: false, screenshot: false, autoSamples: 3, autoRecheckEvery: 20 },
+      browser: {
+        pageTimeoutMs: 30_000,
+        quietMs: 500,
+        maxPagesAtOnce: 4,
+        pagesPerContext: 100,
+        scroll: false,
+        maxMemoryMb: 2048,
+        pagesPerBrowser: 1000,
+        screenshot: false,
+        autoSamples: 3,
+        autoRecheckEvery: 20,
+      },
       sitemaps: 'robots+root',
       output: { dir: 'crawl-output', warcKeepSecrets: false },
       handler: null,

@@ -26,7 +26,7 @@ test.each(COMMAND_MODULES.map((m) => [m.names.join(', '), m] as const))('the tab
 test('a known command registers its own module only; no or an unknown name registers all', async () => {
   const only = new Command();
   await registerCommands(only, 'set-rate');
-  expect(only.commands.map((c) => c.name())).toEqual(['set-rate', 'set-concurrency', 'set-budget', 'add-seeds', 'list']);
+  expect(only.commands.map((c) => c.name())).toEqual(['set-rate', 'set-render', 'set-concurrency', 'set-budget', 'add-seeds', 'list']);
 
   const all = COMMAND_MODULES.flatMap((m) => m.names);
   for (const name of [undefined, 'help', 'no-such-command']) {
@@ -214,6 +214,28 @@ describe('crawl --seeds-file / --resolve-file', () => {
     const r = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' } });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('SEEDS_NOT_FOUND');
+  });
+});
+
+describe('crawl --render browser: Chromium checked before anything starts', () => {
+  // Unreachable servers: nothing could start anyway, and exit code 2 says the refusal came first.
+  const crawl = (chromium: string) => {
+    const { command, args } = crawlerCommand(['crawl', 'http://a.test/', '--render', 'browser', '--out', path.join(os.tmpdir(), `render-check-${process.pid}`)]);
+    return spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, CHROMIUM_PATH: chromium, TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' } });
+  };
+
+  test('CHROMIUM_PATH naming no file: exit code 2, saying what to install', () => {
+    const r = crawl('/nonexistent/chromium');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('CHROMIUM_PATH=/nonexistent/chromium is not an executable file');
+    expect(r.stderr).toContain('apt-get install chromium');
+  });
+
+  test('a Chromium that does not start: exit code 2, saying so and what to install', () => {
+    const r = crawl('/bin/true');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('Chromium (/bin/true) does not start');
+    expect(r.stderr).toContain('apt-get install chromium');
   });
 });
 

@@ -57,6 +57,13 @@ test('status prints totals, then the page of hosts it was given with their delay
   expect(lines[1]).toBe('pages 30, failed 1, skipped 0, bytes 0, hosts 2 (2 active, 1 waiting for a slot), frontier 10, problems 2');
   expect(lines[3].split('\t')).toEqual(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY']);
   expect(lines[4].split('\t')).toEqual(['slow.test', 'sleeping', '0', '0', '0', '4', '30000 ms', 'robots.txt Crawl-delay 30 s']);
+  // An operator's render mode for a host follows its why.
+  expect(
+    formatStatus(status(30), [{ ...host('spa.test', {}), render: 'browser' }])
+      .split('\n')[4]
+      .split('\t')
+      .at(-1),
+  ).toBe('minimum delay 1000 ms; render browser (set-render)');
   // Without Redis the totals still show, and the table says what it needs.
   expect(formatStatus(status(30), null)).toContain('set REDIS_URL');
 });

@@ -122,6 +122,23 @@ test('the frontier gauge keeps only the most recently updated hosts', async () =
   expect(later).toEqual(['crawler_frontier_size{host="d.test"}', 'crawler_frontier_size{host="e.test"}', 'crawler_frontier_size{host="f.test"}']);
 });
 
+test("the browser's memory: its last reading and the most any reading found; its restarts by reason", async () => {
+  const m = new CrawlMetrics({ defaultMetrics: false });
+  const base = await serve(m);
+  m.recordBrowserMemory(300e6);
+  m.recordBrowserMemory(900e6);
+  m.recordBrowserMemory(200e6);
+  m.recordBrowserRestart('memory');
+  m.recordBrowserRestart('memory');
+  m.recordBrowserRestart('crashed');
+  const s = await scrape(base);
+  expect([s.get('crawler_browser_memory_bytes'), s.get('crawler_browser_memory_peak_bytes')]).toEqual([200e6, 900e6]);
+  expect([...s].filter(([k]) => k.startsWith('crawler_browser_restarts_total')).sort()).toEqual([
+    ['crawler_browser_restarts_total{reason="crashed"}', 1],
+    ['crawler_browser_restarts_total{reason="memory"}', 2],
+  ]);
+});
+
 test('free-form labels are capped and invalid statuses grouped', async () => {
   const m = new CrawlMetrics({ defaultMetrics: false });
   const base = await serve(m);

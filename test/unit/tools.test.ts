@@ -11,13 +11,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensurePythonVenv, findOrInstallOpenssl } from '../../src/stack/tools';
 import { StackError } from '../../src/stack/stack-error';
+import { findOrInstallChromium } from '../../src/stack/chromium';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tools-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const savedPath = process.env.PATH;
+const savedChromium = process.env.CHROMIUM_PATH;
 afterEach(() => {
   process.env.PATH = savedPath;
+  if (savedChromium === undefined) delete process.env.CHROMIUM_PATH;
+  else process.env.CHROMIUM_PATH = savedChromium;
 });
 
 /** A shell script; it finds chmod, touch and mkdir on the system's PATH, not on the test's. */
@@ -162,5 +166,36 @@ describe('python3 -m venv', () => {
     const err = await stackError(() => ensurePythonVenv(path.join(tmp, 'venv-none'), { root: true, purpose: 'the test' }));
     expect(err.code).toBe('TOOL_MISSING');
     expect(err.message).toMatch(/python3 is not installed/);
+  });
+});
+
+describe('chromium (render: browser)', () => {
+  it('is found on PATH; CHROMIUM_PATH wins', async () => {
+    const m = machine();
+    script(path.join(m.bin, 'chromium'), 'exit 0');
+    delete process.env.CHROMIUM_PATH;
+    expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chromium'));
+    script(path.join(m.bin, 'chrome'), 'exit 0');
+    process.env.CHROMIUM_PATH = path.join(m.bin, 'chrome');
+    expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chrome'));
+    expect(m.aptCalls()).toEqual([]);
+  });
+
+  it('is named, with the package to install, when missing and we are not root', async () => {
+    machine();
+    delete process.env.CHROMIUM_PATH;
+    const err = await stackError(findOrInstallChromium({ root: false, places: [] }));
+    expect(err.code).toBe('TOOL_MISSING');
+    expect(err.message).toContain('`sudo apt-get install chromium`');
+  });
+
+  it('CHROMIUM_PATH naming no executable is refused, saying what to install, and apt-get is not tried', async () => {
+    const m = machine();
+    process.env.CHROMIUM_PATH = path.join(m.bin, 'absent');
+    const err = await stackError(findOrInstallChromium({ root: true, places: [] }));
+    expect(err.code).toBe('TOOL_MISSING');
+    expect(err.message).toMatch(/^CHROMIUM_PATH=.*absent is not an executable file/);
+    expect(err.message).toContain('`sudo apt-get install chromium`');
+    expect(m.aptCalls()).toEqual([]);
   });
 });

@@ -125,10 +125,15 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
     lines.push("(per-host table: set REDIS_URL to the campaign's Redis)");
   } else {
     lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
-    lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason + revisitNote(h)].join('\t')));
+    lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason + renderNote(h) + revisitNote(h)].join('\t')));
     if (hosts.length === STATUS_PAGE_SIZE) lines.push(`(page ${page}; --page ${page + 1} for more)`);
   }
   return lines.join('\n');
+}
+
+/** An operator's render mode for the host (`crawler set-render`), after its WHY. */
+function renderNote(h: HostStatus): string {
+  return h.render ? `; render ${h.render} (set-render)` : '';
 }
 
 /** A host's revisit queue as its last session left it, after its WHY. */
@@ -148,7 +153,9 @@ async function hostPage(campaignKey: string, page: number, revisit: boolean): Pr
   const redis = createRedis(url);
   try {
     const ch = new CampaignHosts(redis, campaignKey);
-    const hosts = await ch.page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE);
+    const [records, renders] = await Promise.all([ch.page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE), ch.hostRenders()]);
+    // An operator's render mode shows at once, before the host's next session takes it up.
+    const hosts = records.map((h): HostStatus => (renders[h.host] ? { ...h, render: renders[h.host] } : h));
     if (!revisit) return { hosts, revisits: null };
     const all: string[] = [];
     for await (const batch of ch.records()) all.push(...batch.map((r) => r.host));

@@ -324,9 +324,13 @@ export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: Cr
   if (input.fetch?.credentialsFile) await loadCredentialsFile(input.fetch.credentialsFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   // Read as the workers will read it: unreadable, readable by anyone, or a malformed line is exit code 2 (the line named, never a value).
   if (input.cookiesFile && o.workers !== 0) await readCookiesFile(input.cookiesFile).catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
-  // Found (or installed, as root) here as the workers this command starts will find it: no Chromium is exit code 2 saying what to install.
+  // Found (or installed, as root) here as the workers this command starts will find it, and started once: no Chromium, or one
+  // that does not start, is exit code 2 saying what to install.
   if ((input.render === 'browser' || input.render === 'auto') && o.workers !== 0)
-    await findOrInstallChromium().catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
+    await findOrInstallChromium()
+      // Loaded only then: playwright-core is not what a crawl without rendering should wait for.
+      .then(async (chromium) => (await import('../../browser/browser-pool')).checkChromiumStarts(chromium))
+      .catch((err: unknown) => Promise.reject(new UsageError((err as Error).message)));
   if (list) {
     if (list.fromStdin) input.seedsFile = await copyStdinSeeds(io.stdin, outDir, campaignId);
     const check = await checkSeedList(input.seedsFile!, seeds.length, io.log, list.fromStdin ? '-' : o.seedsFile).catch(async (err: unknown) => {

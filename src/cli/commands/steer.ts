@@ -6,17 +6,20 @@ import type { Command } from 'commander';
 import {
   parseLimitArg,
   parseNumberArg,
+  parseRenderArg,
   validateAddSeeds,
   validateSetBudgets,
   validateSetConcurrency,
   validateSetPoliteness,
+  validateSetRender,
   type AddSeedsResult,
   type SetBudgetsRequest,
+  type SetRenderRequest,
 } from '../../config/steering';
 import { readSeedBatches, readSeedBatchesFromStream, SeedSourceError, type SeedBatch } from '../../seeds/seed-source';
 import { CrawlPages, CrawlState, queryLiteral } from '../../temporal/search-attributes';
 import { CAMPAIGN_WORKFLOW } from '../../temporal/workflow-types';
-import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate } from '../../../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, setBudgetsUpdate, setConcurrencyUpdate, setPolitenessUpdate, setRenderUpdate } from '../../../workflows/messages';
 import { UsageError } from '../usage-error';
 import { checkLocally, connectCli, sendUpdate, steerCampaign, withCampaign } from './campaign-control';
 
@@ -123,6 +126,20 @@ export function registerSteerCommands(program: Command): void {
       checkLocally(() => validateSetPoliteness(req));
       const r = await steerCampaign(campaignId, setPolitenessUpdate, req);
       process.stdout.write(`${campaignId}: minimum delay ${r.minDelayMs} ms ${r.host ? `for ${r.host}` : 'campaign-wide'}, from each domain's next pause\n`);
+    });
+
+  program
+    .command('set-render <campaign>')
+    .description(
+      "render one host's pages in Chromium (browser), only where rendering finds more (auto), or not at all (off), whatever the campaign's render setting; from the host's next session",
+    )
+    .requiredOption('--host <host>', 'the host (host[:port], as `crawler status` lists them)')
+    .requiredOption('--mode <mode>', 'off, browser, auto, or "campaign" for the campaign\'s own setting again')
+    .action(async (campaignId: string, opts: { host: string; mode: string }) => {
+      const req = { host: opts.host, render: parseRenderArg(opts.mode) as SetRenderRequest['render'] };
+      checkLocally(() => validateSetRender(req));
+      const r = await steerCampaign(campaignId, setRenderUpdate, req);
+      process.stdout.write(`${campaignId}: ${r.host} ${r.render === null ? "renders as the campaign's render setting says" : `render ${r.render}`}, from its next session\n`);
     });
 
   program
