@@ -22,10 +22,11 @@ const ROOT = path.dirname(fileURLToPath(import.meta.url));
  * imports beyond each other (the same rule holds in them). Files, or folders
  * ending in '/'. src/url/traps.ts, src/url/url-rules.ts and
  * src/http/header-rules.ts come in through src/config/campaign.ts,
- * src/errors.ts through both config modules.
+ * src/errors.ts and src/config/render-modes.ts through both config modules.
  */
 const PURE_SRC = [
   'src/config/campaign.ts',
+  'src/config/render-modes.ts',
   'src/config/retry-policy.ts',
   'src/config/steering.ts',
   'src/errors.ts',

@@ -25,9 +25,8 @@ export type RequisiteMode = (typeof REQUISITE_MODES)[number];
 export const COOKIE_MODES = ['on', 'off'] as const;
 export type CookieMode = (typeof COOKIE_MODES)[number];
 
-/** off: pages are fetched with HTTP only; browser: every HTML page is also rendered in Chromium; auto: the pages that need it (docs/rendering.md). */
-export const RENDER_MODES = ['off', 'browser', 'auto'] as const;
-export type RenderMode = (typeof RENDER_MODES)[number];
+import { RENDER_MODES } from './render-modes';
+export { RENDER_MODES, type RenderMode } from './render-modes';
 
 export const DEDUP_MODES = ['near', 'exact', 'off'] as const;
 export type DedupMode = (typeof DEDUP_MODES)[number];

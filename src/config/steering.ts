@@ -4,7 +4,7 @@
 // refused with the same words by the workflow (which has the last say, as
 // only it knows the campaign's hosts). No Node APIs and no URL parsing here.
 import { CrawlerError } from '../errors';
-import type { RenderMode } from './campaign';
+import { RENDER_MODES, type RenderMode } from './render-modes';
 
 /** Largest pause an operator may set between two requests to one host: one hour. */
 export const MAX_STEER_DELAY_MS = 3_600_000;
@@ -68,8 +68,8 @@ export interface SetRenderResult {
   render: RenderMode | null;
 }
 
-/** The render modes an operator may give a host (src/config/campaign.ts RENDER_MODES; repeated here, this module stays free of the schema). */
-export const STEER_RENDER_MODES: readonly RenderMode[] = ['off', 'browser', 'auto'];
+/** The render modes an operator may give a host. */
+export const STEER_RENDER_MODES: readonly RenderMode[] = RENDER_MODES;
 
 /** A steering request the campaign refuses; nothing was changed. */
 export class SteeringError extends CrawlerError<'STEERING_REFUSED'> {
