@@ -3,9 +3,10 @@
 //   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
-// With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
-// test web after ours; one JSON line per scenario holds both and their ratio,
-// and a table of the same goes to stderr.
+//   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
+// With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
+// fresh copy of the same test web after ours; one JSON line per scenario
+// holds both and their ratio, and a table of the same goes to stderr.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -28,7 +29,23 @@ import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
 import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
-import { cpuSeconds, embedFigures, firstTaskFigures, logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
+import { spaSite } from '../test/web/spa-site';
+import { findOrInstallChromium } from '../src/stack/chromium';
+import { renderFigures } from './render-figures';
+import {
+  cpuSeconds,
+  embedFigures,
+  firstTaskFigures,
+  logFigures,
+  pacedRequests,
+  peakRssMb,
+  politeness,
+  politenessCeiling,
+  politenessFigures,
+  treeCpuSeconds,
+  treePssMb,
+  treeRssMb,
+} from './figures';
 
 interface Scenario {
   name: string;
@@ -50,8 +67,16 @@ interface Scenario {
   /** Not run by default (long); ask for it with --only. */
   optIn?: boolean;
   sitemaps?: 'off' | 'robots';
-  /** The sites: generated link lists (default), or pages sharing their static files (bench/shared-static-site.ts). */
-  site?: 'generated' | 'shared-static';
+  /**
+   * The sites: generated link lists (default), pages sharing their static
+   * files (bench/shared-static-site.ts), or client-rendered sites
+   * (test/web/spa-site.ts: a shell whose script builds the page from JSON).
+   */
+  site?: 'generated' | 'shared-static' | 'spa';
+  /** Our crawl renders every page in Chromium (render: browser); Crawlee runs its PlaywrightCrawler on the same Chromium. */
+  render?: 'browser';
+  /** browser.* settings of our campaign (bench options --quiet-ms, --pages-at-once), to show what they change. */
+  browser?: { quietMs?: number; maxPagesAtOnce?: number };
   /** The campaign's requisites setting; a shared-static scenario runs once with each. */
   requisites?: 'on' | 'off';
 }
@@ -81,6 +106,11 @@ const SCENARIOS: Record<string, Scenario> = {
   s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
   // Requisites on, then off, on pages that share their stylesheets, scripts, images and font: what embeds cost per page.
   r: { name: '(r) 4 hosts × 20 pages sharing 12 static files, 1 s delay', hosts: 4, pages: 20, delayMs: 1000, site: 'shared-static', optIn: true },
+  // Rendering (issue 26): client-rendered sites, every page rendered in Chromium by both crawlers.
+  // 10 hosts × 20 pages at 1 s: enough hosts for several pages to render at once (ours: up to
+  // browser.maxPagesAtOnce per worker), few enough that neither crawler's browsers saturate two
+  // cores, and a crawl of about a minute, so a browser's start is a small part of it.
+  v: { name: '(v) 10 client-rendered hosts × 20 pages, 1 s delay, rendered in Chromium', hosts: 10, pages: 20, delayMs: 1000, site: 'spa', render: 'browser', optIn: true },
 };
 
 /** The runs of a scenario: a shared-static one with requisites on and off, any other once. */
@@ -95,8 +125,20 @@ function runsOf(s: Scenario): Scenario[] {
  * (`bench<i>.test`), because Crawlee keeps its delay per registrable domain:
  * `b<i>.bench.test` would make every site one domain to it.
  */
-async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null }> {
+async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null; isPage?: (path: string) => boolean }> {
   const web = await startTestWeb({ latency: s.latency });
+  if (s.site === 'spa') {
+    const sites = Array.from({ length: s.hosts }, (_, i) => spaSite(`bench${i}.test`, { pages: s.pages }));
+    for (const x of sites) web.addSite(x.spec);
+    // Pages are the routes; the script, the JSON and the image every page loads are not.
+    const routes = new Set(sites[0].pages.map((p) => p.path));
+    return {
+      web,
+      seeds: sites.map((x) => web.url(x.host, '/')),
+      expected: new Set(sites.flatMap((x) => x.pages.map((p) => web.url(x.host, p.path)))),
+      isPage: (p) => routes.has(p.replace(/[?#].*$/, '')),
+    };
+  }
   if (s.site === 'shared-static') {
     const sites = Array.from({ length: s.hosts }, (_, i) => sharedStaticSite(`bench${i}.test`, s.pages));
     for (const x of sites) web.addSite(x.spec);
@@ -196,7 +238,7 @@ interface StackPids {
 const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
 
 async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
-  const { web, seeds, expected } = await scenarioWeb(s);
+  const { web, seeds, expected, isPage } = await scenarioWeb(s);
   const queue = `bench-${Date.now()}`;
   // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
   // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
@@ -214,6 +256,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const campaignId = `bench-${Date.now().toString(36)}`;
   let peakRss = 0;
   let peakTotalRss = 0;
+  let peakPss = 0;
   const rssTimer = setInterval(() => {
     const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
     peakRss = Math.max(peakRss, ...each);
@@ -221,6 +264,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       peakTotalRss,
       each.reduce((a, b) => a + b, 0),
     );
+    // A worker's Chromium is a dozen processes sharing their binary: PSS says what they take.
+    if (s.render) peakPss = Math.max(peakPss, ...pool.alive().map((w) => treePssMb(w.child.pid!)));
   }, 500);
   // Every 10 s: worker RSS (is memory flat?) and, for one-host scenarios, the frontier size.
   const samples: { s: number; rssMb: number[]; frontier?: number }[] = [];
@@ -257,6 +302,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     // (the product's default, robots+root, costs one more request per host).
     sitemaps: s.sitemaps ?? 'robots',
     ...(s.requisites ? { requisites: s.requisites } : {}),
+    ...(s.render ? { render: s.render, ...(s.browser ? { browser: s.browser } : {}) } : {}),
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
   });
@@ -289,13 +335,15 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     peakRss = Math.max(peakRss, peakRssMb(w.child.pid!));
   }
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
-  const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
+  const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs, isPage);
+  const requestsPerPage = Number((web.requests().length / Math.max(1, result.pages)).toFixed(2));
   const embeds = s.site === 'shared-static' ? sharedStaticFigures(web, s) : null;
   // A polite crawl's ideal span counts every request a host must take, its embeds too.
   const target = embeds ? { ...s, pages: embeds.requestsPerHost } : s;
   const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
-  const ceiling = politenessCeiling(web.requests(), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
+  const ceiling = politenessCeiling(pacedRequests(web.requests(), isPage), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
   const history = await historyFigures(client, campaignId);
+  const rendered = s.render ? await renderFigures(result.sealedIndex?.file ?? null) : null;
   await release();
   return {
     scenario: s.name,
@@ -310,11 +358,16 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
+    requestsPerPage,
+    ...(rendered ? { render: { ...rendered, settings: s.browser ?? {} } } : {}),
     peakWorkerRssMb: Math.round(peakRss),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
+    ...(s.render ? { peakWorkerPssMb: Math.round(peakPss) } : {}),
     workerRestarts: pool.restarts,
     cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    temporalCpuMsPerPage: Number(((temporalCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    redisCpuMsPerPage: Number(((redisCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     testWebCpuMsPerPage: Number(((benchCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     allCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
     historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
@@ -470,11 +523,13 @@ interface CrawleeOptions {
 }
 
 async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOptions): Promise<CrawleeFigures> {
-  const { web, seeds, expected } = await scenarioWeb(s);
+  const { web, seeds, expected, isPage } = await scenarioWeb(s);
+  // The same Chromium as our workers', and (scenario v) a page is rendered once its script has shown its title.
+  const browser = s.render ? { executablePath: await findOrInstallChromium(), renderedSelector: '#title' } : undefined;
   try {
     return await runCrawlee(
       web,
-      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
+      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages, isPage, browser },
       { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
     );
   } finally {
@@ -494,7 +549,9 @@ const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
   ['violations (pages only)', 'pageViolations', 'pageViolations'],
   ['closest page gap ms', 'closestPageGapMs', 'closestPageGapMs'],
   ['duplicate fetches', 'duplicateFetches', 'duplicateFetches'],
+  ['requests per page', 'requestsPerPage', 'requestsPerPage'],
   ['peak RSS MB (largest process)', 'peakWorkerRssMb', 'peakRssMb'],
+  ['peak PSS MB (largest process, rendering)', 'peakWorkerPssMb', 'peakPssMb'],
   ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
 ];
@@ -533,6 +590,26 @@ function table(c: ReturnType<typeof comparison>): string {
   return [c.scenario, line(head), ...rows.map(line)].join('\n');
 }
 
+/** --quiet-ms, --pages-at-once and --hosts change the rendering scenarios (their names say so). */
+function renderOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
+  const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be a whole number ≥ ${min}, not ${v}`);
+    return n;
+  };
+  const quietMs = whole('quiet-ms', values['quiet-ms'], 0);
+  const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
+  const hosts = whole('hosts', values.hosts, 1);
+  for (const s of Object.values(SCENARIOS)) {
+    if (!s.render) continue;
+    if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) \d+/, `($1) ${(s.hosts = hosts)}`);
+    if (quietMs === undefined && maxPagesAtOnce === undefined) continue;
+    s.browser = { ...(quietMs !== undefined ? { quietMs } : {}), ...(maxPagesAtOnce !== undefined ? { maxPagesAtOnce } : {}) };
+    s.name += `, browser ${JSON.stringify(s.browser)}`;
+  }
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
@@ -545,6 +622,10 @@ async function main() {
       'crawlee-concurrency': { type: 'string', default: '200' },
       'crawlee-min-concurrency': { type: 'string', default: '1' },
       'crawlee-ignore-robots': { type: 'boolean', default: false },
+      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce, and the number of hosts.
+      'quiet-ms': { type: 'string' },
+      'pages-at-once': { type: 'string' },
+      hosts: { type: 'string' },
     },
   });
   const workers = Number(values.workers);
@@ -559,6 +640,7 @@ async function main() {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
+  renderOverrides(values);
   for (const key of keys)
     if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
 
@@ -581,7 +663,10 @@ async function main() {
   const stack = values.server === 'cluster' ? await benchCluster(dataDir) : await benchDevStack(dataDir);
   const bundle = await ensureWorkflowBundle();
   const client = await connectClient(stack.temporalAddress);
-  const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle };
+  // Rendering scenarios: the workers and Crawlee are given the same Chromium executable.
+  const renders = keys.some((k) => SCENARIOS[k]?.render);
+  const chromium = renders ? await findOrInstallChromium({ log: (m) => process.stderr.write(`${m}\n`) }) : null;
+  const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle, ...(chromium ? { CHROMIUM_PATH: chromium } : {}) };
   try {
     const redis = createRedis(stack.redisUrl);
     const pids = stack.pids;
