@@ -11,7 +11,19 @@ import { pathToFileURL } from 'node:url';
 import { LOCAL_DIR, PROJECT_ROOT } from '../src/stack/paths';
 import type { TestWeb } from '../test/web/test-web';
 import type { ChildMessage, CrawleeBrowser, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
-import { logFigures, pacedRequests, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treePssMb, treeRssMb, type PolitenessTarget } from './figures';
+import {
+  cpuSeconds,
+  logFigures,
+  pacedRequests,
+  peakRssMb,
+  politeness,
+  politenessCeiling,
+  politenessFigures,
+  treeCpuSeconds,
+  treePssMb,
+  treeRssMb,
+  type PolitenessTarget,
+} from './figures';
 
 export type CrawleeStorage = 'memory' | 'disk';
 
@@ -62,11 +74,13 @@ export interface CrawleeFigures {
   requestsPerPage: number;
   /** Peak RSS of the Crawlee process and its descendants (its Chromium): the node process's VmHWM, or the 0.5 s samples of the tree if larger. */
   peakRssMb: number;
-  /** Peak PSS of the same tree (0.5 s samples; shared pages counted once): with a browser, what it really takes. */
-  peakPssMb: number;
+  /** PlaywrightCrawler: peak PSS of the same tree (0.5 s samples; shared pages counted once), what it really takes. */
+  peakPssMb?: number;
   /** Its RSS once loaded, before crawling. */
   readyRssMb: number;
   cpuMsPerPage: number;
+  /** PlaywrightCrawler: the part of cpuMsPerPage spent by its Chromium (the tree less the node process, sampled every 0.5 s). */
+  browserCpuMsPerPage?: number;
   /** The bench process, which serves the test web, during the crawl. */
   testWebCpuMsPerPage: number;
   /** Crawlee's process and the test web together: on a saturated machine, pages/s ≈ cores ÷ this. */
@@ -140,6 +154,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
   // CPU of the whole tree: a browser's processes are not in the child's own
   // counters until they exit and are waited for. Sampled, the largest seen.
   let treeCpu = 0;
+  let ownCpu = 0;
   let rssTimer: NodeJS.Timeout | undefined;
   try {
     const message = (want: ChildMessage['type']): Promise<ChildMessage> =>
@@ -161,10 +176,12 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     child.send({ type: 'config', config } satisfies ParentMessage);
     await ready;
     const treeCpu0 = treeCpuSeconds(child.pid!);
+    const ownCpu0 = cpuSeconds(child.pid!);
     rssTimer = setInterval(() => {
       sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!));
-      peakPss = Math.max(peakPss, treePssMb(child.pid!));
+      if (config.browser) peakPss = Math.max(peakPss, treePssMb(child.pid!));
       treeCpu = Math.max(treeCpu, treeCpuSeconds(child.pid!) - treeCpu0);
+      ownCpu = Math.max(ownCpu, cpuSeconds(child.pid!) - ownCpu0);
     }, 500);
     const finished = message('done');
     // This process serves the test web.
@@ -197,9 +214,10 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       politenessCeiling: politenessCeiling(pacedRequests(web.requests(), target.isPage), target, web.meanLatencyMs(), (host, path, nth) => web.latencyFor(host, path, nth)),
       requestsPerPage: Number((web.requests().length / Math.max(1, fromLog.pagesFetched)).toFixed(2)),
       peakRssMb: Math.round(peak),
-      peakPssMb: Math.round(peakPss),
+      ...(config.browser ? { peakPssMb: Math.round(peakPss) } : {}),
       readyRssMb: done.readyRssMb,
       cpuMsPerPage: perPage(crawleeCpuMs),
+      ...(config.browser ? { browserCpuMsPerPage: perPage(crawleeCpuMs - ownCpu * 1000) } : {}),
       testWebCpuMsPerPage: perPage(benchCpuMs),
       allCpuMsPerPage: perPage(crawleeCpuMs + benchCpuMs),
       requestsFinished: done.requestsFinished,

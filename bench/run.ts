@@ -1,6 +1,6 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, v only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
 //   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
@@ -280,6 +280,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   }, 10_000);
   // Worker CPU counted per process from its value now; a worker that dies takes its share with it (see workerRestarts).
   const workerCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, treeCpuSeconds(w.child.pid!)]));
+  // The worker processes alone, without their browsers: the rest of the tree is Chromium's.
+  const workerOwnCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, cpuSeconds(w.child.pid!)]));
   const temporalCpu0 = sumCpu(pids.temporal);
   const redisCpu0 = sumCpu(pids.redis);
   const databaseCpu0 = sumCpu(pids.database, true);
@@ -330,8 +332,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const benchCpuUs = process.cpuUsage(benchCpu0);
   const benchCpu = (benchCpuUs.user + benchCpuUs.system) / 1e6;
   let workerCpu = 0;
+  let workerOwnCpu = 0;
   for (const w of pool.alive()) {
     workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
+    workerOwnCpu += cpuSeconds(w.child.pid!) - (workerOwnCpu0.get(w.child.pid!) ?? 0);
     peakRss = Math.max(peakRss, peakRssMb(w.child.pid!));
   }
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
@@ -366,6 +370,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     workerRestarts: pool.restarts,
     cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    ...(s.render ? { browserCpuMsPerPage: Number((((workerCpu - workerOwnCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)) } : {}),
     temporalCpuMsPerPage: Number(((temporalCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     redisCpuMsPerPage: Number(((redisCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
     testWebCpuMsPerPage: Number(((benchCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
@@ -553,6 +558,7 @@ const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
   ['peak RSS MB (largest process)', 'peakWorkerRssMb', 'peakRssMb'],
   ['peak PSS MB (largest process, rendering)', 'peakWorkerPssMb', 'peakPssMb'],
   ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
+  ['CPU ms/page (of which browsers)', 'browserCpuMsPerPage', 'browserCpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
 ];
 
@@ -575,7 +581,9 @@ function table(c: ReturnType<typeof comparison>): string {
   const modes = Object.keys(c.crawlee) as CrawleeStorage[];
   const head = ['figure', ...(c.ours ? ['ours'] : []), ...modes.map((m) => `crawlee (${m})`), ...(c.ours ? modes.map((m) => `ours ÷ crawlee (${m})`) : [])];
   const show = (v: unknown, expected?: number): string => (v === null || v === undefined ? '–' : expected ? `${v}/${expected}` : String(v));
-  const rows = COMPARED.map(([label, o, k]) => {
+  // Figures of rendering scenarios only (PSS, browsers' CPU) are left out of the others' tables.
+  const had = ([, o, k]: (typeof COMPARED)[number]): boolean => (c.ours?.[o] ?? null) !== null || modes.some((m) => (c.crawlee[m]?.[k] ?? null) !== null);
+  const rows = COMPARED.filter(had).map(([label, o, k]) => {
     // Pages read as found/expected.
     const of = (f: { expectedPages: number }): number | undefined => (o === 'pages' ? f.expectedPages : undefined);
     return [
