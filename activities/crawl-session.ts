@@ -6,12 +6,12 @@
 // control says so (pause, new settings, stop), which it reads between pages.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
-import { crawlDelayMs, type CampaignSettings } from '../src/config/campaign';
-import { operatorDelayReason } from '../src/config/steering';
+import type { CampaignSettings } from '../src/config/campaign';
 import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/campaign-hosts';
 import { Frontier, SessionSupersededError } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
+import { delayFor } from './host-delay';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
 import { httpFetcher, type Fetcher } from '../src/http/fetcher';
@@ -158,7 +158,7 @@ class HostSession {
     const allows = robots.kind === 'ok' ? robots.allows : null;
     const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
     const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
-    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows }) : null;
+    const rendering = render ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows, handler }) : null;
     const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher, login };
     try {
       for (;;) {
@@ -459,21 +459,6 @@ async function runPage(rt: WorkerRuntime, job: PageJob, c: { clock: HostClock; o
 /** What operators see of a host's revisit queue (host record, domainStatus query). */
 function revisitView(q: RevisitQueue): NonNullable<HostRecord['revisit']> {
   return { scheduled: q.scheduled, nextDueAt: q.nextInMs === null ? null : new Date(Date.now() + q.nextInMs).toISOString(), dueHour: q.dueHour, dueDay: q.dueDay };
-}
-
-/** The pause between two requests to the host now, and why: the operator's delay (host, then campaign), the settings', robots.txt's if longer. */
-export function delayFor(
-  s: CampaignSettings,
-  control: { minDelayMs: number | null; hostDelayMs: number | null },
-  robotsCrawlDelaySec: number | null,
-): { ms: number; reason: string } {
-  const operator = control.hostDelayMs ?? control.minDelayMs;
-  const base = operator ?? s.politeness.minDelayMs;
-  const ms = crawlDelayMs({ ...s.politeness, minDelayMs: base }, robotsCrawlDelaySec);
-  // robots.txt wins when it asks for more than the minimum (operators only make it stricter).
-  if (robotsCrawlDelaySec && ms > base) return { ms, reason: `robots.txt Crawl-delay ${robotsCrawlDelaySec} s` };
-  if (operator !== null) return { ms, reason: operatorDelayReason(operator, control.hostDelayMs !== null) };
-  return { ms, reason: `minimum delay ${base} ms` };
 }
 
 /** A host's counters as its record and session result carry them; embeds only once it has any, so page-only crawls keep their shape. */

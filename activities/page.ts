@@ -18,7 +18,7 @@ import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/
 import type { IndexEntry } from '../src/storage/index-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
 import { ContentIndex } from '../src/dedup/content-index';
-import { simhash64 } from '../src/dedup/simhash';
+import { hasWords, simhash64 } from '../src/dedup/simhash';
 import { hintRevisits, RevisitSchedule } from '../src/redis/revisit';
 import { conditionalHeaders, sitemapHintMs, type Observation, type RevisitMeta } from '../src/revisit/adapt';
 import { hostKey } from '../src/url/normalize';
@@ -26,7 +26,8 @@ import { impliedHops } from '../src/url/hop-path';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf } from '../src/storage/warc-writer';
 import { loadHandler } from '../src/handlers/loader';
-import { runHook, type HookRun } from '../src/handlers/runner';
+import { pageContext, runHook, type HookInput, type HookRun } from '../src/handlers/runner';
+import { withRenderHook } from '../src/browser/page-hook';
 import { routeCandidates, type Candidate, type Routed } from './discovery';
 import { classifyStage, MIN_SIMHASH_WORDS, type Classified } from './pipeline/classify-stage';
 import { commitPage, type CommitDeps, type CommitTarget, type PageRecord } from './pipeline/commit-stage';
@@ -102,6 +103,8 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob): Promise<Fetche
     {
       url: job.entry.url,
       kind: job.entry.kind ?? 'page',
+      label: job.entry.label ?? null,
+      depth: job.entry.depth,
       attempt: job.attempts,
       delayMs: job.delayMs,
       allowedByRobots: job.allowedByRobots,
@@ -446,33 +449,32 @@ async function runHandler(
 ): Promise<(HookRun & { filter?: (url: string) => boolean }) | null> {
   const handler = await loadHandler(spec);
   const log = p.log.child({ handler: true, label: job.entry.label ?? null });
+  const input: HookInput = {
+    url: job.entry.url,
+    finalUrl: p.res.finalUrl,
+    depth: job.entry.depth,
+    label: job.entry.label ?? null,
+    status: p.res.status,
+    headers: p.res.headers as Record<string, string>,
+    contentType: p.contentType,
+    body: p.res.body,
+    text: p.text,
+    log: {
+      debug: (m, f) => log.debug(m, f),
+      info: (m, f) => log.info(m, f),
+      warn: (m, f) => log.warn(m, f),
+      error: (m, f) => log.error(m, f),
+    },
+  };
   const leave = rt.loopWatch.enter(job.entry.url);
   let run: HookRun | null;
   try {
-    run = await runHook(
-      handler,
-      {
-        url: job.entry.url,
-        finalUrl: p.res.finalUrl,
-        depth: job.entry.depth,
-        label: job.entry.label ?? null,
-        status: p.res.status,
-        headers: p.res.headers as Record<string, string>,
-        contentType: p.contentType,
-        body: p.res.body,
-        text: p.text,
-        log: {
-          debug: (m, f) => log.debug(m, f),
-          info: (m, f) => log.info(m, f),
-          warn: (m, f) => log.warn(m, f),
-          error: (m, f) => log.error(m, f),
-        },
-      },
-      timeoutMs,
-    );
+    run = await runHook(handler, input, timeoutMs);
   } finally {
     leave();
   }
+  // What the page's onRender returned in the browser (src/browser/page-hook.ts) joins onPage's.
+  run = withRenderHook(run, p.res.rendered?.hook, () => pageContext(input));
   if (!run || !run.ok || !handler.filterLink) return run;
   const filterLink = handler.filterLink;
   const ctx = run.ctx;
@@ -497,7 +499,7 @@ async function checkDuplicate(rt: WorkerRuntime, campaign: CampaignRuntime, url:
   const c = campaign.settings.content;
   if (c.dedup === 'off') return undefined;
   // Very short texts collide by chance; only the exact check applies to them.
-  const simhash = c.dedup === 'near' && text && text.split(' ').length >= MIN_SIMHASH_WORDS ? simhash64(text) : null;
+  const simhash = c.dedup === 'near' && text && hasWords(text, MIN_SIMHASH_WORDS) ? simhash64(text) : null;
   const verdict = await new ContentIndex(rt.deps.redis, campaign.key, { maxDistance: c.maxSimhashDistance }).check({ url, exactHash: contentHash, simhash });
   if (verdict.kind === 'exact-duplicate') return { url: verdict.of, kind: 'exact', distance: 0 };
   if (verdict.kind === 'near-duplicate') return { url: verdict.of, kind: 'near', distance: verdict.distance };

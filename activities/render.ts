@@ -1,20 +1,33 @@
 // `render: browser` (and `auto`) in a host session: the browser fetcher (src/browser/)
-// wired to this worker's Chromium and to the campaign's WARC. Each request a
-// rendered page makes is archived here as a request/response pair by the
-// same writer as pages, with no index line and no frontier entry of its own
+// wired to this worker's Chromium, to the campaign's WARC and to the other
+// hosts a page reaches. Each request a rendered page makes is archived here
+// as a request/response pair by the same writer as pages (a POST's body in
+// its request record), with no index line and no frontier entry of its own
 // (the CDXJ for replay is built from the WARCs); those a page's requisites
-// would name (scripts, stylesheets, images, fonts, media) are marked
-// seen in the host's seen-set, so they are not fetched a second time as
-// embeds. Data a script fetches (fetch, XHR) is not marked: the same URL may
-// be a page the crawl must still visit.
+// would name (scripts, stylesheets, images, fonts, media) are marked seen in
+// their host's seen-set, so they are not fetched a second time as embeds.
+// Data a script fetches (fetch, XHR) is not marked: the same URL may be a
+// page the crawl must still visit. The shared files (src/browser/page-routes.ts)
+// are remembered by where they were archived (src/redis/captures.ts), and
+// later pages of the campaign, in any session, are answered from there.
+import path from 'node:path';
 import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
-import { browserFetcher, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { hasRenderHooks, renderHookFor, type RenderHooks } from '../src/browser/page-hook';
+import type { Handler, HandlerLog } from '../src/handlers/api';
+import type { Logger } from '../src/log/logger';
+import { browserFetcher, type PageNetwork, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { isSharedResource, type Answer } from '../src/browser/page-routes';
+import { Captures } from '../src/redis/captures';
 import { RenderPlans } from '../src/redis/render-plan';
 import type { Fetcher } from '../src/http/fetcher';
-import type { Frontier } from '../src/redis/frontier';
+import { Frontier } from '../src/redis/frontier';
+import { warcDirOf } from '../src/storage/output-registry';
+import { readResponseAt } from '../src/storage/warc-reader';
+import type { WarcLocation } from '../src/storage/warc-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
-import { normalizeUrl } from '../src/url/normalize';
+import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { REQUISITE_URL_OPTIONS } from '../src/parse/css';
+import { OtherHostTurns } from './render-hosts';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 
 /** Chromium's resource types of what a page's requisites name (src/parse/links.ts finds these in the rendered DOM). */
@@ -24,10 +37,22 @@ const REQUISITE_TYPES = new Set(['stylesheet', 'script', 'image', 'font', 'media
 export function renderingFetcher(
   rt: WorkerRuntime,
   campaign: CampaignRuntime,
-  o: { host: string; frontier: Frontier; inner: Fetcher; allowedByRobots: ((url: string) => boolean) | null },
+  o: { host: string; frontier: Frontier; inner: Fetcher; allowedByRobots: ((url: string) => boolean) | null; handler?: Handler | null },
 ): RenderingFetcher {
   const s = campaign.settings;
   const log = rt.log.child({ campaign: s.campaignId, host: o.host });
+  const handler = o.handler;
+  // The handler's onRender runs in the page (src/browser/page-steps.ts); its result joins onPage's in the classify stage (activities/page.ts).
+  const hooks: RenderHooks | undefined =
+    handler && hasRenderHooks(handler)
+      ? {
+          hookFor: (label) => renderHookFor(handler, label),
+          timeoutMs: s.handlerTimeoutMs,
+          log: (url, label) => handlerLog(log.child({ url, handler: true, hook: 'onRender', label })),
+          enter: (url) => rt.loopWatch.enter(url),
+        }
+      : undefined;
+  const captures = new Captures(rt.deps.redis, campaign.key);
   const renderer = browserFetcher({
     pool: rt.browsers,
     inner: o.inner,
@@ -36,6 +61,8 @@ export function renderingFetcher(
     settings: s.browser,
     userAgent: s.politeness.userAgent,
     maxRedirects: s.fetch.maxRedirects,
+    hooks,
+    network: pageNetwork(rt, campaign, o.host, captures),
     log,
     // browser.screenshot: a resource record, named as Browsertrix names them, so replay tools that know the convention show it.
     screenshot: async (c: ScreenshotCapture) => {
@@ -43,25 +70,12 @@ export function renderingFetcher(
       await warc.writeResource({ uri: `urn:screenshot:${c.page}`, date: c.takenAt, contentType: 'image/png', body: c.png });
     },
     record: async (c: SubresourceCapture) => {
+      const loc = await archive(rt, campaign, c);
       const res = c.response;
-      const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
-      const u = new URL(c.url);
-      await warc.writeExchange({
-        url: c.url,
-        fetchedAt: new Date(res.startedAt),
-        ip: res.remoteAddress ?? undefined,
-        request: { method: 'GET', headers: res.requestHeaders, path: `${u.pathname}${u.search}`, secretHeaders: res.secretHeaders },
-        response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
-        metadata: { fetchTimeMs: String(res.endedAt - res.startedAt), via: c.page.slice(0, 2048), renderedBy: 'browser' },
-        keepSecrets: s.output.warcKeepSecrets,
-      });
-      if (!REQUISITE_TYPES.has(c.resourceType)) return;
-      try {
-        // Both spellings: a link's (query sorted) and a requisite's (as written, src/parse/css.ts).
-        await o.frontier.markSeen([...new Set([urlFingerprint(normalizeUrl(c.url)), urlFingerprint(normalizeUrl(c.url, undefined, REQUISITE_URL_OPTIONS))])]);
-      } catch {
-        /* not a URL the frontier would hold */
+      if (isSharedResource(c.resourceType, res.method ?? 'GET') && res.status === 200 && !res.truncated && loc.type === 'response') {
+        await captures.remember(c.url, { file: loc.file, offset: loc.offset, length: loc.length, status: res.status });
       }
+      if (REQUISITE_TYPES.has(c.resourceType)) await markSeen(rt, campaign, o, c.url);
     },
   });
   // render: auto renders only the pages its host's history says need it (src/browser/adaptive.ts).
@@ -73,4 +87,88 @@ export function renderingFetcher(
     options: { samples: s.browser.autoSamples, recheckEvery: s.browser.autoRecheckEvery },
     log,
   });
+}
+
+/** The hook's log: bound methods, so a hook may take `log.info` apart from `log`. */
+function handlerLog(log: Logger): HandlerLog {
+  return {
+    debug: (m, f) => log.debug(m, f),
+    info: (m, f) => log.info(m, f),
+    warn: (m, f) => log.warn(m, f),
+    error: (m, f) => log.error(m, f),
+  };
+}
+/** Other hosts in their turns, earlier captures read back from this worker's WARC folder, scope.exclude. */
+function pageNetwork(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, captures: Captures): PageNetwork {
+  const s = campaign.settings;
+  const warcDir = warcDirOf(s.output.dir);
+  return {
+    otherHosts: new OtherHostTurns(rt, campaign, host),
+    captures: {
+      async find(url: string): Promise<Answer | null> {
+        const ref = await captures.find(url);
+        if (!ref || ref.status !== 200) return null;
+        // Another worker's file on another machine is not here: the caller fetches, as before captures.
+        const stored = await readResponseAt(path.join(warcDir, ref.file), ref.offset, ref.length).catch(() => null);
+        if (!stored || stored.targetUri !== url || !stored.payloadDigestOk) return null;
+        return { status: stored.status, headers: answerHeaders(stored.headers), body: stored.payload };
+      },
+    },
+    excluded: campaign.urlRules.empty ? undefined : (url) => campaign.urlRules.verdict(normalizedOrSelf(url), 'embed') !== null,
+  };
+}
+
+/**
+ * A stored response's headers as the browser gets them again: what the
+ * writer renamed (X-Crawler-Original-*) and wrote for the stored body
+ * (Content-Length) go, and Set-Cookie too, which the WARC keeps redacted
+ * (the cookies were taken into the campaign's jar when the file was fetched).
+ */
+export function answerHeaders(stored: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(stored)) if (!k.startsWith('x-crawler-original-') && k !== 'set-cookie' && k !== 'content-length') out[k] = v;
+  return out;
+}
+
+/** One exchange of a page as WARC records: request (with its body) and response, and a metadata record naming the page. */
+async function archive(rt: WorkerRuntime, campaign: CampaignRuntime, c: SubresourceCapture): Promise<WarcLocation> {
+  const s = campaign.settings;
+  const res = c.response;
+  const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
+  const u = new URL(c.url);
+  return warc.writeExchange({
+    url: c.url,
+    fetchedAt: new Date(res.startedAt),
+    ip: res.remoteAddress ?? undefined,
+    request: {
+      method: res.method ?? 'GET',
+      headers: res.requestHeaders,
+      path: `${u.pathname}${u.search}`,
+      secretHeaders: res.secretHeaders,
+      ...(res.requestBody ? { body: res.requestBody } : {}),
+    },
+    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
+    metadata: { fetchTimeMs: String(res.endedAt - res.startedAt), via: c.page.slice(0, 2048), renderedBy: 'browser' },
+    keepSecrets: s.output.warcKeepSecrets,
+  });
+}
+
+/** A requisite of the page marked seen in its own host's seen-set (another host's, when it came from there). */
+async function markSeen(rt: WorkerRuntime, campaign: CampaignRuntime, o: { host: string; frontier: Frontier }, url: string): Promise<void> {
+  try {
+    const host = hostKey(url);
+    const frontier = host === o.host ? o.frontier : new Frontier(rt.deps.redis, campaign.key, host);
+    // Both spellings: a link's (query sorted) and a requisite's (as written, src/parse/css.ts).
+    await frontier.markSeen([...new Set([urlFingerprint(normalizeUrl(url)), urlFingerprint(normalizeUrl(url, undefined, REQUISITE_URL_OPTIONS))])]);
+  } catch {
+    /* not a URL the frontier would hold */
+  }
+}
+
+function normalizedOrSelf(url: string): string {
+  try {
+    return normalizeUrl(url);
+  } catch {
+    return url;
+  }
 }

@@ -33,6 +33,17 @@ export interface RobotsContext {
   signal: AbortSignal;
   /** A dispatch's warm-up: it holds the clock under an owner of its own (a session with the session owner could take it over after the delay). */
   warmUp?: boolean;
+  /**
+   * For another host's request of a rendered page (activities/render-hosts.ts): its owner on the
+   * clock is its own, its sitemaps are left to the host's own session (a host with no session of
+   * its own would hold them in a frontier nobody reads), and robots.txt is asked on this scheme
+   * when the host has nothing queued.
+   */
+  forPage?: {
+    scheme: 'http' | 'https';
+    /** The clock key the page's session holds: a robots.txt request on that clock is one of the page's requests, sent without taking it again. */
+    heldClock: string;
+  };
 }
 
 /**
@@ -41,7 +52,7 @@ export interface RobotsContext {
  * failed fetch (it holds for whoever asks next: a warm-up's failure, a
  * session on another worker), or the shared cache. Null: fetch it.
  */
-async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, url: string): Promise<RobotsVerdict | null> {
+async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, url: string, sitemaps = true): Promise<RobotsVerdict | null> {
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
   const [refused, [givenUp, causeRaw, failsRaw], retryIn, redirectRefused] = await Promise.all([
@@ -60,9 +71,18 @@ async function knownVerdict(rt: WorkerRuntime, campaign: CampaignRuntime, host: 
   if (retryIn > 0) return { kind: 'wait', waitMs: retryIn, why: `robots.txt unavailable, retry ${failsRaw ?? 1}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   const cached = await rt.robots.get(robotsSource(url, campaign.resolve));
   if (!cached?.parsed) return null;
-  await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
+  if (sitemaps) await enqueueSitemapsOnce(rt, campaign, host, url, cached.parsed.sitemaps);
   const rules = cached.parsed.rulesFor(campaign.settings.politeness.userAgent);
   return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
+}
+
+/** A clock the caller's session holds already (activities/render-hosts.ts): taking and giving it back are the session's, not this request's. */
+class HeldClock extends HostClock {
+  override acquire(): Promise<number> {
+    return Promise.resolve(0);
+  }
+  override async release(): Promise<void> {}
+  override async abandon(): Promise<void> {}
 }
 
 /** Rejects when `signal` aborts: a session cancelled while it waits for a warm-up stops waiting. */
@@ -110,8 +130,9 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
     const refused = await rt.deps.redis.get(hostKeys(campaign.key, host).refused);
     return { kind: 'ok', allows: null, crawlDelaySec: null, ...(refused ? { refused } : {}) };
   }
-  const url = await robotsUrl(rt, campaign.key, host);
-  const known = await knownVerdict(rt, campaign, host, url);
+  const url = await robotsUrl(rt, campaign.key, host, ctx.forPage?.scheme);
+  const sitemaps = !ctx.forPage;
+  const known = await knownVerdict(rt, campaign, host, url, sitemaps);
   if (known) return known;
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);
@@ -126,15 +147,16 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   let hopUrl = url;
   for (let hop = 0; value === null; hop++) {
     const hopHost = hostKey(hopUrl);
-    const clock = new HostClock(redis, await campaign.clockKeys.keyFor(hopHost));
-    const owner = `${ctx.warmUp ? 'robots-warm-up' : 'robots'}|${campaign.key}|${host}`;
+    const clockKey = await campaign.clockKeys.keyFor(hopHost);
+    const clock = clockKey === ctx.forPage?.heldClock ? new HeldClock(redis, clockKey) : new HostClock(redis, clockKey);
+    const owner = `${ctx.warmUp ? 'robots-warm-up' : ctx.forPage ? 'robots-for-page' : 'robots'}|${campaign.key}|${host}`;
     const wait = await acquireWithin(clock, owner, lease, minDelay, ctx.maxWaitMs, ctx.signal);
     if (wait > 0) return { kind: 'wait', waitMs: wait, why: `host clock of ${hopHost} busy (robots.txt)`, backingOff: false };
     if (hop === 0) {
       // Whoever held the clock may have been fetching this very file (a
       // warm-up on another worker, another campaign) and settled it, or
       // failed and set a back-off: no second request either way.
-      const settled = await knownVerdict(rt, campaign, host, url);
+      const settled = await knownVerdict(rt, campaign, host, url, sitemaps);
       if (settled) {
         await clock.abandon(owner);
         return settled;
@@ -211,7 +233,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   }
   await Promise.all([redis.hdel(hk.robots, 'fails'), redis.del(hk.robotsRetry)]);
   await rt.robots.put(robotsSource(url, campaign.resolve), value);
-  await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
+  if (sitemaps) await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
   const rules = robots!.rulesFor(agent);
   return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
 }
@@ -244,9 +266,9 @@ async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime,
   await rt.deps.redis.hset(hk.robots, 'sitemaps', '1');
 }
 
-/** robots.txt at the root of the host, on the scheme of the host's next URL (http when the frontier is empty). */
-async function robotsUrl(rt: WorkerRuntime, campaignKey: string, host: string): Promise<string> {
+/** robots.txt at the root of the host, on the scheme of the host's next URL (`fallback`, else http, when the frontier is empty). */
+async function robotsUrl(rt: WorkerRuntime, campaignKey: string, host: string, fallback?: 'http' | 'https'): Promise<string> {
   const head = await new Frontier(rt.deps.redis, campaignKey, host).peek();
-  const scheme = head?.url.startsWith('https:') ? 'https' : 'http';
+  const scheme = head ? (head.url.startsWith('https:') ? 'https' : 'http') : (fallback ?? 'http');
   return `${scheme}://${host}/robots.txt`;
 }

@@ -92,6 +92,8 @@ export interface CrawleeFigures {
   lowestDesiredConcurrency: number;
   /** Bytes Crawlee left in its storage directory (0 in memory mode, or memory mode is not what it says). */
   storageBytes: number;
+  /** The machine's 1-minute load average when the crawl ended (set by bench/run.ts): how shared the cores were. */
+  loadAverage1m?: number;
 }
 
 const CHILD = path.join(PROJECT_ROOT, 'bench', 'crawlee-child.ts');

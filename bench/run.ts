@@ -1,13 +1,17 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, v only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, p, v only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
+//   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200] [--hosts 8]   (p: real pages, a Debian package's HTML manual)
+//   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 //   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
-// fresh copy of the same test web after ours; one JSON line per scenario
-// holds both and their ratio, and a table of the same goes to stderr.
+// fresh copy of the same test web after ours, and with --scrapy a Scrapy
+// CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
+// scenario holds them all and ours ÷ each, and a table of the same goes to stderr.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +26,7 @@ import { connectClient } from '../src/temporal/connect';
 import { startCampaign } from '../src/temporal/campaign-client';
 import { ensureWorkflowBundle } from '../src/worker/workflow-bundle';
 import { WorkerPool } from '../src/worker/worker-pool';
+import { workerCommand, workerNodeArgs } from '../src/worker/worker-bundle';
 import { generateSites, startTestWeb, type LatencySpec, type TestWeb } from '../test/web/test-web';
 import { createRedis } from '../src/redis/client';
 import { hostKeys } from '../src/redis/keys';
@@ -29,6 +34,9 @@ import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
 import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
+import { folderPages, folderSite, loadFolder, type FolderFiles } from '../test/web/folder-site';
+import { CORPUS_PACKAGE, ensureCorpus } from './corpus';
+import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './scrapy';
 import { spaSite } from '../test/web/spa-site';
 import { findOrInstallChromium } from '../src/stack/chromium';
 import { renderFigures } from './render-figures';
@@ -69,10 +77,12 @@ interface Scenario {
   sitemaps?: 'off' | 'robots';
   /**
    * The sites: generated link lists (default), pages sharing their static
-   * files (bench/shared-static-site.ts), or client-rendered sites
-   * (test/web/spa-site.ts: a shell whose script builds the page from JSON).
+   * files (bench/shared-static-site.ts), a real documentation corpus
+   * (bench/corpus.ts) served from a folder on every host, whose `pages` is
+   * what the folder holds (set once the corpus is there), or client-rendered
+   * sites (test/web/spa-site.ts: a shell whose script builds the page from JSON).
    */
-  site?: 'generated' | 'shared-static' | 'spa';
+  site?: 'generated' | 'shared-static' | 'corpus' | 'spa';
   /** Our crawl renders every page in Chromium (render: browser); Crawlee runs its PlaywrightCrawler on the same Chromium. */
   render?: 'browser';
   /** browser.* settings of our campaign (bench options --quiet-ms, --pages-at-once), to show what they change. */
@@ -106,12 +116,28 @@ const SCENARIOS: Record<string, Scenario> = {
   s: { name: '(s) 5 hosts × 10 pages, 1 s delay, 100 ms latency', hosts: 5, pages: 10, delayMs: 1000, latency: { fixedMs: 100 }, optIn: true },
   // Requisites on, then off, on pages that share their stylesheets, scripts, images and font: what embeds cost per page.
   r: { name: '(r) 4 hosts × 20 pages sharing 12 static files, 1 s delay', hosts: 4, pages: 20, delayMs: 1000, site: 'shared-static', optIn: true },
+  // Real pages, bound by CPU: a Debian package's HTML manual on 8 hosts, no delay (issue 27).
+  p: { name: `(p) 8 hosts × Debian's ${CORPUS_PACKAGE} HTML, no delay`, hosts: 8, pages: 0, delayMs: 0, site: 'corpus', optIn: true },
   // Rendering (issue 26): client-rendered sites, every page rendered in Chromium by both crawlers.
   // 10 hosts × 20 pages at 1 s: enough hosts for several pages to render at once (ours: up to
   // browser.maxPagesAtOnce per worker), few enough that neither crawler's browsers saturate two
   // cores, and a crawl of about a minute, so a browser's start is a small part of it.
   v: { name: '(v) 10 client-rendered hosts × 20 pages, 1 s delay, rendered in Chromium', hosts: 10, pages: 20, delayMs: 1000, site: 'spa', render: 'browser', optIn: true },
 };
+
+/** The corpus's files and its pages, read once for every run of a corpus scenario. */
+let corpusSite: { files: FolderFiles; pages: string[]; label: string } | null = null;
+
+/** A scenario ready to run: a corpus one gets its corpus (downloaded on first use) and its page count. */
+function prepare(s: Scenario): Scenario {
+  if (s.site !== 'corpus') return s;
+  if (!corpusSite) {
+    const corpus = ensureCorpus((m) => process.stderr.write(`${m}\n`));
+    const files = loadFolder(corpus.dir);
+    corpusSite = { files, pages: folderPages(files), label: `${corpus.package} ${corpus.version}` };
+  }
+  return { ...s, name: `${s.name} (${corpusSite.label}, ${corpusSite.pages.length} pages a host)`, pages: corpusSite.pages.length };
+}
 
 /** The runs of a scenario: a shared-static one with requisites on and off, any other once. */
 function runsOf(s: Scenario): Scenario[] {
@@ -127,6 +153,12 @@ function runsOf(s: Scenario): Scenario[] {
  */
 async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null; isPage?: (path: string) => boolean }> {
   const web = await startTestWeb({ latency: s.latency });
+  if (s.site === 'corpus') {
+    const { files, pages } = corpusSite!;
+    const hosts = Array.from({ length: s.hosts }, (_, i) => `bench${i}.test`);
+    for (const host of hosts) web.addSite(folderSite(host, files));
+    return { web, seeds: hosts.map((h) => web.url(h, '/')), expected: new Set(hosts.flatMap((h) => pages.map((p) => web.url(h, p)))) };
+  }
   if (s.site === 'spa') {
     const sites = Array.from({ length: s.hosts }, (_, i) => spaSite(`bench${i}.test`, { pages: s.pages }));
     for (const x of sites) web.addSite(x.spec);
@@ -227,6 +259,8 @@ async function historyFigures(
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
+/** The machine's 1-minute load average: above the core count, the crawlers measured shared their cores with others. */
+const loadAverage = (): number => Number(os.loadavg()[0].toFixed(1));
 
 /** The servers' processes, for their CPU: one of each on the dev stack; every Redis node and PostgreSQL (with its backends) on the cluster. */
 interface StackPids {
@@ -236,6 +270,31 @@ interface StackPids {
   database: number[];
 }
 const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
+
+/** A scenario's campaign: the product's defaults but for what the bench's test web needs. */
+function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: string) {
+  return {
+    campaignId,
+    seeds,
+    // Generated sites link across hosts; a real corpus links to the real web, which must never be fetched.
+    scope: { mode: s.site === 'corpus' ? ('same-host' as const) : ('any' as const) },
+    // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
+    // The test web's hosts share 127.0.0.1 but stand for distinct servers
+    // (here and in every campaign below): no cap on requests per address.
+    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null },
+    ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
+    // Generated pages are link lists that differ only in numbers: near-duplicate
+    // detection would call them copies and not follow their links.
+    ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
+    // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
+    // (the product's default, robots+root, costs one more request per host).
+    sitemaps: s.sitemaps ?? 'robots',
+    ...(s.requisites ? { requisites: s.requisites } : {}),
+    ...(s.render ? { render: s.render, ...(s.browser ? { browser: s.browser } : {}) } : {}),
+    fetch: { resolve: web.resolveArgs() },
+    output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
+  };
+}
 
 async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
   const { web, seeds, expected, isPage } = await scenarioWeb(s);
@@ -250,16 +309,18 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       onLog: (l) => {
         if (!l.startsWith('worker#') || processSetting('benchVerbose')) process.stderr.write(`${l}\n`);
       },
+      ...(extraWorkerNodeArgs.length ? { command: await workerCommand([...workerNodeArgs(), ...extraWorkerNodeArgs]) } : {}),
     },
   );
   await pool.start(workers);
   const campaignId = `bench-${Date.now().toString(36)}`;
-  let peakRss = 0;
   let peakTotalRss = 0;
+  // By worker process (a replaced worker is one more entry).
+  const peakRssOf = new Map<number, number>();
   let peakPss = 0;
   const rssTimer = setInterval(() => {
     const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
-    peakRss = Math.max(peakRss, ...each);
+    pool.alive().forEach((w, i) => peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, each[i])));
     peakTotalRss = Math.max(
       peakTotalRss,
       each.reduce((a, b) => a + b, 0),
@@ -288,26 +349,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   // This process serves the test web (and samples the others).
   const benchCpu0 = process.cpuUsage();
   const t0 = now();
-  const handle = await startCampaign(client, queue, {
-    campaignId,
-    seeds,
-    scope: { mode: 'any' },
-    // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
-    // The test web's hosts share 127.0.0.1 but stand for distinct servers
-    // (here and in every campaign below): no cap on requests per address.
-    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null },
-    ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
-    // Generated pages are link lists that differ only in numbers: near-duplicate
-    // detection would call them copies and not follow their links.
-    ...(s.hosts === 1 ? { content: { dedup: 'exact' as const } } : {}),
-    // robots.txt and pages only, as Crawlee fetches them: no /sitemap.xml probe on every host
-    // (the product's default, robots+root, costs one more request per host).
-    sitemaps: s.sitemaps ?? 'robots',
-    ...(s.requisites ? { requisites: s.requisites } : {}),
-    ...(s.render ? { render: s.render, ...(s.browser ? { browser: s.browser } : {}) } : {}),
-    fetch: { resolve: web.resolveArgs() },
-    output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
-  });
+  const handle = await startCampaign(client, queue, campaignInput(s, web, seeds, campaignId));
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
   const release = async () => {
     clearInterval(sampleTimer);
@@ -336,8 +378,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   for (const w of pool.alive()) {
     workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
     workerOwnCpu += cpuSeconds(w.child.pid!) - (workerOwnCpu0.get(w.child.pid!) ?? 0);
-    peakRss = Math.max(peakRss, peakRssMb(w.child.pid!));
+    peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, peakRssMb(w.child.pid!)));
   }
+  const peakRss = Math.max(0, ...peakRssOf.values());
+  const perPage = (seconds: number): number => Number(((seconds * 1000) / Math.max(1, result.pages)).toFixed(2));
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
   const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs, isPage);
   const requestsPerPage = Number((web.requests().length / Math.max(1, result.pages)).toFixed(2));
@@ -355,6 +399,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     workers,
     pages: result.pages,
     expectedPages: s.hosts * s.pages,
+    // From the test web's log, as the other crawlers' pages are counted: distinct expected pages requested.
+    pagesRequested: fromLog.pagesFetched,
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
@@ -364,17 +410,19 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     politenessCeiling: ceiling,
     requestsPerPage,
     ...(rendered ? { render: { ...rendered, settings: s.browser ?? {} } } : {}),
+    loadAverage1m: loadAverage(),
     peakWorkerRssMb: Math.round(peakRss),
+    peakRssPerWorkerMb: [...peakRssOf.values()].map(Math.round),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
     ...(s.render ? { peakWorkerPssMb: Math.round(peakPss) } : {}),
     workerRestarts: pool.restarts,
-    cpuMsPerPage: Number(((workerCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    stackCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    ...(s.render ? { browserCpuMsPerPage: Number((((workerCpu - workerOwnCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)) } : {}),
-    temporalCpuMsPerPage: Number(((temporalCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    redisCpuMsPerPage: Number(((redisCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    testWebCpuMsPerPage: Number(((benchCpu * 1000) / Math.max(1, result.pages)).toFixed(2)),
-    allCpuMsPerPage: Number((((workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu) * 1000) / Math.max(1, result.pages)).toFixed(2)),
+    cpuMsPerPage: perPage(workerCpu),
+    ...(s.render ? { browserCpuMsPerPage: perPage(workerCpu - workerOwnCpu) } : {}),
+    temporalCpuMsPerPage: perPage(temporalCpu + databaseCpu),
+    redisCpuMsPerPage: perPage(redisCpu),
+    stackCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu),
+    testWebCpuMsPerPage: perPage(benchCpu),
+    allCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu),
     historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
     largestHistoryEvents: history.largest,
     billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
@@ -532,18 +580,43 @@ async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOption
   // The same Chromium as our workers', and (scenario v) a page is rendered once its script has shown its title.
   const browser = s.render ? { executablePath: await findOrInstallChromium(), renderedSelector: '#title' } : undefined;
   try {
-    return await runCrawlee(
+    const figures = await runCrawlee(
       web,
       { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages, isPage, browser },
       { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
     );
+    return { ...figures, loadAverage1m: loadAverage() };
   } finally {
     await web.close();
   }
 }
 
-/** The figures both crawlers have, as [label, ours, Crawlee's]; ratios are ours ÷ Crawlee's. */
-const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
+async function scrapyRun(s: Scenario, python: string, o: { concurrency: number; respectRobots: boolean }): Promise<ScrapyFigures> {
+  const { web, seeds, expected } = await scenarioWeb(s);
+  try {
+    const figures = await runScrapy(
+      python,
+      web,
+      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
+      { ...o, onLog: (l) => process.stderr.write(`scrapy: ${l}\n`) },
+    );
+    // Requests per page as Crawlee's are counted: every request in the test web's log.
+    return { ...figures, requestsPerPage: Number((web.requests().length / Math.max(1, figures.pages)).toFixed(2)), loadAverage1m: loadAverage() };
+  } finally {
+    await web.close();
+  }
+}
+
+/** What every crawler beside ours reports under the same names (Crawlee in either storage, Scrapy). */
+type PeerFigures = CrawleeFigures | ScrapyFigures;
+/** Their figures' names: those all have, and Crawlee's rendering ones (PSS, browsers' CPU), which Scrapy never has. */
+type PeerKey = (keyof CrawleeFigures & keyof ScrapyFigures) | 'peakPssMb' | 'browserCpuMsPerPage';
+const peerFigure = (p: PeerFigures, k: PeerKey): unknown => (p as Partial<Record<PeerKey, unknown>>)[k];
+/** The crawlers beside ours in one run, by column: `memory` and `disk` are Crawlee's storages. */
+type Peers = Partial<Record<CrawleeStorage | 'scrapy', PeerFigures>>;
+
+/** The figures every crawler has, as [label, ours, theirs]; ratios are ours ÷ theirs. */
+const COMPARED: [string, keyof OurFigures, PeerKey][] = [
   ['pages', 'pages', 'pages'],
   ['crawl s', 'crawlSeconds', 'crawlSeconds'],
   ['pages/s', 'pagesPerSec', 'pagesPerSec'],
@@ -559,7 +632,10 @@ const COMPARED: [string, keyof OurFigures, keyof CrawleeFigures][] = [
   ['peak PSS MB (largest process, rendering)', 'peakWorkerPssMb', 'peakPssMb'],
   ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (of which browsers)', 'browserCpuMsPerPage', 'browserCpuMsPerPage'],
+  // Ours with the servers it needs (Temporal, Redis) against theirs alone: the durable crawler's whole cost.
+  ['CPU ms/page (ours with Temporal, Redis)', 'stackCpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
+  ['machine load (1 min) at the end', 'loadAverage1m', 'loadAverage1m'],
 ];
 
 function ratio(a: unknown, b: unknown): number | null {
@@ -567,39 +643,68 @@ function ratio(a: unknown, b: unknown): number | null {
   return Number((a / b).toFixed(2));
 }
 
-function comparison(s: Scenario, ours: OurFigures | null, crawlee: Partial<Record<CrawleeStorage, CrawleeFigures>>) {
-  const ratios: Partial<Record<CrawleeStorage, Record<string, number | null>>> = {};
+/** One scenario's line: ours, each peer, ours ÷ each; `crawlee` and `scrapy` kept apart as before Scrapy joined. */
+function comparison(s: Scenario, ours: OurFigures | null, peers: Peers) {
+  const ratios: Partial<Record<keyof Peers, Record<string, number | null>>> = {};
   if (ours) {
-    for (const [mode, c] of Object.entries(crawlee) as [CrawleeStorage, CrawleeFigures][]) {
-      ratios[mode] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, ratio(ours[o], c[k])]));
+    for (const [col, p] of Object.entries(peers) as [keyof Peers, PeerFigures][]) {
+      // The machine's load is context, not a figure of the crawler: no ratio.
+      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, o === 'loadAverage1m' ? null : ratio(ours[o], peerFigure(p, k))]));
     }
   }
-  return { scenario: s.name, ours, crawlee, ratio: ratios };
+  const { scrapy, ...crawlee } = peers;
+  return { scenario: s.name, ours, crawlee, ...(scrapy ? { scrapy } : {}), peers, ratio: ratios };
 }
 
+const columnName = (col: keyof Peers): string => (col === 'scrapy' ? `scrapy ${SCRAPY_VERSION}` : `crawlee (${col})`);
+
 function table(c: ReturnType<typeof comparison>): string {
-  const modes = Object.keys(c.crawlee) as CrawleeStorage[];
-  const head = ['figure', ...(c.ours ? ['ours'] : []), ...modes.map((m) => `crawlee (${m})`), ...(c.ours ? modes.map((m) => `ours ÷ crawlee (${m})`) : [])];
+  const cols = Object.keys(c.peers) as (keyof Peers)[];
+  const head = ['figure', ...(c.ours ? ['ours'] : []), ...cols.map(columnName), ...(c.ours ? cols.map((m) => `ours ÷ ${columnName(m)}`) : [])];
   const show = (v: unknown, expected?: number): string => (v === null || v === undefined ? '–' : expected ? `${v}/${expected}` : String(v));
   // Figures of rendering scenarios only (PSS, browsers' CPU) are left out of the others' tables.
-  const had = ([, o, k]: (typeof COMPARED)[number]): boolean => (c.ours?.[o] ?? null) !== null || modes.some((m) => (c.crawlee[m]?.[k] ?? null) !== null);
+  const had = ([, o, k]: (typeof COMPARED)[number]): boolean => (c.ours?.[o] ?? null) !== null || cols.some((m) => (peerFigure(c.peers[m]!, k) ?? null) !== null);
   const rows = COMPARED.filter(had).map(([label, o, k]) => {
     // Pages read as found/expected.
     const of = (f: { expectedPages: number }): number | undefined => (o === 'pages' ? f.expectedPages : undefined);
     return [
       label,
       ...(c.ours ? [show(c.ours[o], of(c.ours))] : []),
-      ...modes.map((m) => show(c.crawlee[m]![k], of(c.crawlee[m]!))),
-      ...(c.ours ? modes.map((m) => show(c.ratio[m]?.[o])) : []),
+      ...cols.map((m) => show(peerFigure(c.peers[m]!, k), of(c.peers[m]!))),
+      ...(c.ours ? cols.map((m) => show(c.ratio[m]?.[o])) : []),
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]): string => r.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
-  return [c.scenario, line(head), ...rows.map(line)].join('\n');
+  return [c.scenario, line(head), ...rows.map(line), ...(c.ours ? ourCpuLines(c.ours) : [])].join('\n');
 }
 
-/** --quiet-ms, --pages-at-once and --hosts change the rendering scenarios (their names say so). */
-function renderOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
+/** Where our CPU and memory go, process by process: what the comparison's sums are made of. */
+function ourCpuLines(o: OurFigures): string[] {
+  return [
+    `ours, CPU ms/page: workers ${o.cpuMsPerPage}${o.browserCpuMsPerPage !== undefined ? ` (browsers ${o.browserCpuMsPerPage})` : ''} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
+    `ours, peak RSS MB per worker: ${o.peakRssPerWorkerMb.join(', ')}; pages requested ${o.pagesRequested}/${o.expectedPages}`,
+  ];
+}
+
+/** Node flags the scenarios' workers get besides their defaults (--cpu-prof). */
+let extraWorkerNodeArgs: string[] = [];
+
+/**
+ * Every worker a scenario starts writes V8 CPU profiles (one per thread: the
+ * main thread and the SDK's workflow thread) when it stops, into a folder of
+ * .crawler/profiles/ (out of git); bench/profile-summary.ts reads them. The
+ * worker's default node flags are kept, so only the profiler is added.
+ */
+function profileWorkers(): void {
+  const dir = path.join(LOCAL_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+  fs.mkdirSync(dir, { recursive: true });
+  extraWorkerNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
+}
+
+/** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts those and the real-page ones (their names say so). */
+function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
   const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
@@ -610,9 +715,9 @@ function renderOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string
   const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
   const hosts = whole('hosts', values.hosts, 1);
   for (const s of Object.values(SCENARIOS)) {
-    if (!s.render) continue;
+    if (!s.render && s.site !== 'corpus') continue;
     if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) \d+/, `($1) ${(s.hosts = hosts)}`);
-    if (quietMs === undefined && maxPagesAtOnce === undefined) continue;
+    if (!s.render || (quietMs === undefined && maxPagesAtOnce === undefined)) continue;
     s.browser = { ...(quietMs !== undefined ? { quietMs } : {}), ...(maxPagesAtOnce !== undefined ? { maxPagesAtOnce } : {}) };
     s.name += `, browser ${JSON.stringify(s.browser)}`;
   }
@@ -630,12 +735,16 @@ async function main() {
       'crawlee-concurrency': { type: 'string', default: '200' },
       'crawlee-min-concurrency': { type: 'string', default: '1' },
       'crawlee-ignore-robots': { type: 'boolean', default: false },
-      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce, and the number of hosts.
+      scrapy: { type: 'boolean', default: false },
+      'scrapy-concurrency': { type: 'string', default: '200' },
+      'cpu-prof': { type: 'boolean', default: false },
+      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce; --hosts for rendering and real-page ones.
       'quiet-ms': { type: 'string' },
       'pages-at-once': { type: 'string' },
       hosts: { type: 'string' },
     },
   });
+  if (values['cpu-prof']) profileWorkers();
   const workers = Number(values.workers);
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
   const withCrawlee = values.crawlee || values['crawlee-only'];
@@ -647,20 +756,27 @@ async function main() {
   if (!Number.isInteger(minConcurrency) || minConcurrency < 1 || minConcurrency > concurrency) {
     throw new Error(`--crawlee-min-concurrency must be a whole number from 1 to --crawlee-concurrency, not ${values['crawlee-min-concurrency']}`);
   }
+  const scrapyConcurrency = Number(values['scrapy-concurrency']);
+  if (!Number.isInteger(scrapyConcurrency) || scrapyConcurrency < 1) throw new Error(`--scrapy-concurrency must be a whole number ≥ 1, not ${values['scrapy-concurrency']}`);
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
-  renderOverrides(values);
+  scenarioOverrides(values);
   for (const key of keys)
     if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
+  // What a scenario needs from outside (a corpus, Scrapy) is set up before anything is measured.
+  const scenarios = Object.fromEntries(keys.filter((k) => SCENARIOS[k]).map((k) => [k, prepare(SCENARIOS[k])]));
+  const scrapyPython = values.scrapy ? await ensureScrapy((m) => process.stderr.write(`${m}\n`)) : null;
 
-  const runCrawlees = async (s: Scenario) => {
-    const out: Partial<Record<CrawleeStorage, CrawleeFigures>> = {};
-    for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+  const runPeers = async (s: Scenario): Promise<Peers> => {
+    const out: Peers = {};
+    if (withCrawlee) for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+    // Scrapy renders nothing: beside a rendering crawl it would only fetch shells.
+    if (scrapyPython && !s.render) out.scrapy = await scrapyRun(s, scrapyPython, { concurrency: scrapyConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
     return out;
   };
   if (values['crawlee-only']) {
-    // No stack at all: Crawlee needs none, and it then has the machine to itself.
+    // No stack at all: Crawlee (and Scrapy, with --scrapy) need none, and they then have the machine to themselves.
     for (const key of keys) {
-      const c = comparison(SCENARIOS[key], null, await runCrawlees(SCENARIOS[key]));
+      const c = comparison(scenarios[key], null, await runPeers(scenarios[key]));
       process.stdout.write(`${JSON.stringify(c)}\n`);
       process.stderr.write(`\n${table(c)}\n\n`);
     }
@@ -687,16 +803,18 @@ async function main() {
         process.stdout.write(`${JSON.stringify(await seedListRun(workers, client, env))}\n`);
         continue;
       }
-      if (SCENARIOS[key].site === 'shared-static') {
-        for (const run of runsOf(SCENARIOS[key])) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
+      const s = scenarios[key];
+      if (s.site === 'shared-static') {
+        for (const run of runsOf(s)) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
         continue;
       }
-      const ours = await runScenario(SCENARIOS[key], workers, client, env, redis, pids);
-      if (!withCrawlee) {
+      const ours = await runScenario(s, workers, client, env, redis, pids);
+      if (!withCrawlee && !scrapyPython) {
         process.stdout.write(`${JSON.stringify(ours)}\n`);
+        if (s.site === 'corpus') process.stderr.write(`\n${[s.name, ...ourCpuLines(ours)].join('\n')}\n\n`);
         continue;
       }
-      const c = comparison(SCENARIOS[key], ours, await runCrawlees(SCENARIOS[key]));
+      const c = comparison(s, ours, await runPeers(s));
       process.stdout.write(`${JSON.stringify(c)}\n`);
       process.stderr.write(`\n${table(c)}\n\n`);
     }

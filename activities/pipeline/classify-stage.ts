@@ -12,9 +12,10 @@ import { isFeedContentType, looksLikeFeed, parseFeed } from '../../src/parse/fee
 import { appendHop, impliedHops } from '../../src/url/hop-path';
 import type { EntryKind, FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
-import { simhash64, simhashToHex } from '../../src/dedup/simhash';
+import { hasWords, simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
 import { redirectTargetOf, sitemapCandidatesOf, type Candidate } from '../discovery';
+import { frameLinks } from './frame-links';
 import { OUTCOME, PAGE_CODE, embedCounted, httpCode, type Counted } from './outcome';
 
 /** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
@@ -172,7 +173,7 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     const message = `redirect number ${redirectHops} (to ${redirect.shown}); fetch.maxRedirects is ${input.maxRedirects}`;
     verdict.error = { code: PAGE_CODE.tooManyRedirects, message };
   }
-  if (hook && !hook.ok) verdict.error = { code: PAGE_CODE.handlerError, message: hook.message };
+  if (hook && !hook.ok) verdict.error = { code: hook.code ?? PAGE_CODE.handlerError, message: hook.message };
   return {
     kind: 'page',
     common,
@@ -270,22 +271,28 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     maxRequisites: input.maxEmbeds,
   });
   // What tells a revisit's boilerplate churn from a change (src/revisit/adapt.ts).
-  const simhash = input.revisit && page.text && page.text.split(' ').length >= MIN_SIMHASH_WORDS ? simhashToHex(simhash64(page.text)) : null;
+  const simhash = input.revisit && page.text && hasWords(page.text, MIN_SIMHASH_WORDS) ? simhashToHex(simhash64(page.text)) : null;
   // A client-rendered site serves one shell for every route: what tells its pages apart is what they render to.
   const duplicateOf = await c.deps.checkDuplicate(rendered !== null ? contentHashOf(Buffer.from(rendered)) : c.contentHash, page.text);
+  // A rendered page's other frames: their links and requisites, each read against the frame's own URL.
+  const framed = frameLinks(rendered !== null ? (res.rendered!.frames ?? []) : [], {
+    maxLinks: input.maxLinks - page.links.length,
+    maxParseMs: input.maxParseMs,
+    requisites: input.requisites === 'on',
+    maxRequisites: input.maxEmbeds - page.requisites.length,
+    maxLength: OVERLONG_LINK_CHARS,
+    known: new Set(page.links.map((l) => l.url)),
+  });
   // Requisites first: the page is only whole with them, whatever it links
   // to (nofollow is about links, not what the page needs to display).
-  const candidates = embedsOf(
-    entry,
-    hops,
-    page.requisites.map((r) => r.url),
-  );
+  const candidates = embedsOf(entry, hops, [...page.requisites.map((r) => r.url), ...framed.requisites]);
   // A duplicate's links are followed like any page's: mirrors and shared
   // templates must not cost coverage, and the seen-sets make links
   // already known free (docs/crawling-rules.md).
   if (!page.metaRobots.nofollow) {
     const linkHops = appendHop(hops, 'L');
     for (const l of page.links) if (!l.nofollow) candidates.push({ url: l.url, depth: entry.depth + 1, hops: linkHops });
+    for (const url of framed.links) candidates.push({ url, depth: entry.depth + 1, hops: linkHops });
     // Feeds the page announces (<link rel=alternate type=…rss+xml…>): listed like sitemaps, one per URL.
     for (const f of page.feeds) candidates.push({ url: f, depth: entry.depth, kind: 'feed', hops: linkHops });
   }
@@ -296,9 +303,9 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     // The verdict settles who stores a payload only when it is about that payload (the body's hash).
     contentChecked: input.dedup !== 'off' && rendered === null,
     simhash,
-    parseTimeout: page.timeout,
-    linksDropped: page.linksDropped,
-    embedsDropped: page.requisitesDropped,
+    parseTimeout: page.timeout ?? framed.timeout,
+    linksDropped: page.linksDropped + framed.linksDropped,
+    embedsDropped: page.requisitesDropped + framed.embedsDropped,
   };
 }
 
@@ -321,7 +328,15 @@ function embedsOf(entry: FrontierEntry, hops: string, urls: string[]): Candidate
 
 /** What the index line says of a rendered page. */
 function renderFields(r: NonNullable<FetchResult['rendered']>): NonNullable<IndexEntry['render']> {
-  return { done: r.done, ms: r.ms, requests: r.requests, ...(r.error ? { error: r.error } : {}), ...(r.reason ? { reason: r.reason } : {}) };
+  return {
+    done: r.done,
+    ms: r.ms,
+    requests: r.requests,
+    ...(r.error ? { error: r.error } : {}),
+    ...(r.reason ? { reason: r.reason } : {}),
+    ...(r.scroll ? { scroll: r.scroll } : {}),
+    ...(r.frames?.length ? { frames: r.frames.length } : {}),
+  };
 }
 
 /**

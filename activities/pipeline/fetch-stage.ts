@@ -13,6 +13,9 @@ import { OUTCOME, PAGE_CODE, httpCode } from './outcome';
 export interface FetchStageInput {
   url: string;
   kind: EntryKind;
+  /** The entry's label and depth, for a fetcher that runs the handler's render hook (src/browser/page-steps.ts). */
+  label?: string | null;
+  depth?: number;
   /** Claims of the entry so far, this one included. */
   attempt: number;
   /** The host's pause between requests now. */
@@ -85,7 +88,7 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.embedBudgetExhausted, error };
   }
 
-  const got = await deps.fetcher.fetch({ url, headers: input.headers, kind: input.kind }, { signal: deps.signal });
+  const got = await deps.fetcher.fetch({ url, headers: input.headers, kind: input.kind, label: input.label, depth: input.depth }, { signal: deps.signal });
   if (!got.ok) {
     const err = got.failure;
     // An address kept busy by the crawler's own other requests (the per-address

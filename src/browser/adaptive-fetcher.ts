@@ -44,7 +44,7 @@ export function adaptiveFetcher(o: AdaptiveFetcherOptions): RenderingFetcher {
       let rendered: RenderedDocument | undefined;
       let verdict: 'D' | 'S' | null = null;
       if (plan.render) {
-        rendered = { ...(await o.renderer.render(res, request.url, ctx.signal)), reason: plan.reason ?? 'sample' };
+        rendered = { ...(await o.renderer.render(res, request.url, ctx.signal, { label: request.label ?? null, depth: request.depth ?? 0 })), reason: plan.reason ?? 'sample' };
         // A failed render tells nothing of the page: no verdict.
         if (plan.compare && rendered.html !== null) verdict = compare(res, rendered) ? 'D' : 'S';
       }
@@ -52,12 +52,16 @@ export function adaptiveFetcher(o: AdaptiveFetcherOptions): RenderingFetcher {
       if (verdict) o.log?.debug('render compared', { url: request.url, pattern, reason: plan.reason, rendererFoundMore: verdict === 'D' });
       return rendered ? { ok: true, response: { ...res, rendered } } : got;
     },
-    render: (doc, url, signal) => o.renderer.render(doc, url, signal),
+    render: (doc, url, signal, entry) => o.renderer.render(doc, url, signal, entry),
     close: () => o.renderer.close(),
   };
 }
 
 function compare(res: FetchResult, rendered: RenderedDocument): boolean {
   const http = findingsOf(decodeBody(res.body, res.headers['content-type']).text, res.finalUrl);
-  return rendererFoundMore(http, findingsOf(rendered.html ?? '', rendered.url));
+  const main = findingsOf(rendered.html ?? '', rendered.url);
+  // Links a script put in a frame are the browser's finding too (the text stays the main frame's, as for dedup).
+  const links = new Set(main.links);
+  for (const f of rendered.frames ?? []) for (const l of findingsOf(f.html, f.url).links) links.add(l);
+  return rendererFoundMore(http, { links, textChars: main.textChars });
 }

@@ -470,9 +470,17 @@ const campaignFields = {
       .default(30_000)
       .describe("A rendered page's deadline, from the start of its navigation to its DOM being taken: whatever it loaded by then is what it has."),
     // 500 ms: long enough for a script's chain of fetch → render → fetch, short enough not to add seconds a page.
-    quietMs: timerMs(0).default(500).describe('After `load`, a page is done once no request of it has been in flight for this long (capped by pageTimeoutMs).'),
+    quietMs: timerMs(0)
+      .default(500)
+      .describe('After `load`, a page is done once no request of it has been in flight for this long and then its thread was idle (capped by pageTimeoutMs).'),
     maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
     pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+    // Off: most pages have nothing lazy, and scrolling costs a wait per viewport of page.
+    scroll: flag()
+      .default(false)
+      .describe(
+        'Scroll each rendered page to its bottom, a viewport at a time, before its DOM is taken, so content loaded on scroll (lazy images, an endless feed) is archived and its links followed; stops when the page stops growing, after 50 steps, or at pageTimeoutMs.',
+      ),
     screenshot: flag()
       .default(false)
       .describe(

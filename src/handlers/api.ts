@@ -3,6 +3,7 @@
 // `import type { Handler } from '<this package>/src/handlers/api'` without
 // loading anything of the crawler.
 import type { CheerioAPI } from 'cheerio';
+import type { Page } from 'playwright-core';
 
 /** A label routes a page to one hook: 1–64 characters of letters, digits, `.`, `_`, `:`, `-`. */
 export const LABEL_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -54,6 +55,31 @@ export interface PageResult {
 
 export type PageHook = (ctx: PageContext) => PageResult | void | Promise<PageResult | void>;
 
+/**
+ * A page in the browser, as `onRender` sees it (`render: browser` or `auto`,
+ * docs/handlers.md): called once the page is done (load, quiet, idle; after
+ * the scrolling of browser.scroll) and before its DOM is taken, within the
+ * page's deadline. What its clicks and scrolling load is routed through the
+ * crawler's HTTP client and archived like the page's own requests, and ends
+ * up in the DOM whose links the crawl follows and onPage reads.
+ */
+export interface RenderContext {
+  /** Playwright's page: click, scroll, wait, read. Navigating it elsewhere is refused (links are followed by the crawl, not the page). */
+  readonly page: Page;
+  /** The frontier entry's URL (normalised). */
+  readonly url: string;
+  /** The label the page was enqueued with, or null (the default route). */
+  readonly label: string | null;
+  /** Link hops from a seed; seeds are 0. */
+  readonly depth: number;
+  readonly log: HandlerLog;
+}
+
+/** What onRender may return: as onPage's result, merged with it (its items and links first, skipDefaultLinks if either says so). */
+export type RenderResult = PageResult;
+
+export type RenderHook = (ctx: RenderContext) => RenderResult | void | Promise<RenderResult | void>;
+
 /** What a login request may say besides its URL. */
 export interface LoginRequestInit {
   /** Default GET. */
@@ -104,6 +130,16 @@ export interface Handler {
   onPage?: PageHook;
   /** Hooks by label (Crawlee's router): a page enqueued with label L runs routes[L]. */
   routes?: Record<string, PageHook>;
+  /**
+   * Rendered pages only (`render: browser`, and the pages `render: auto`
+   * renders): runs in the browser with Playwright's `page`, before the DOM
+   * is taken, once (not attempted again), within browser.pageTimeoutMs and
+   * handlerTimeoutMs. onPage still runs afterwards on the rendered `$`.
+   * The hook of pages without a label, and of labels without a renderRoute.
+   */
+  onRender?: RenderHook;
+  /** Render hooks by label, as `routes` for onPage: a rendered page enqueued with label L runs renderRoutes[L], else onRender. */
+  renderRoutes?: Record<string, RenderHook>;
   /**
    * Called for each link the page itself has (not for the hook's `links`):
    * false drops it. It can only narrow the crawl; the crawler's own rules

@@ -73,8 +73,10 @@ async function importModule(spec: string): Promise<Record<string, unknown>> {
  */
 export function handlerOf(spec: string, mod: Record<string, unknown>): Handler {
   const candidates = [mod.default, (mod.default as Record<string, unknown> | undefined)?.default, mod.handler, mod];
-  const h = candidates.find((c) => c && typeof c === 'object' && ('onPage' in c || 'routes' in c || 'login' in c)) as Handler | undefined;
-  if (!h) throw new HandlerLoadError(spec, 'the module exports no handler (export default { onPage(ctx) { … } }, { routes: { … } } or { login(ctx) { … } })');
+  const hooks = ['onPage', 'routes', 'login', 'onRender', 'renderRoutes'];
+  const h = candidates.find((c) => c && typeof c === 'object' && hooks.some((k) => k in c)) as Handler | undefined;
+  if (!h)
+    throw new HandlerLoadError(spec, 'the module exports no handler (export default { onPage(ctx) { … } }, { routes: { … } }, { onRender(ctx) { … } } or { login(ctx) { … } })');
   const problems: string[] = [];
   if (h.onPage !== undefined && typeof h.onPage !== 'function') problems.push('onPage must be a function');
   if (h.filterLink !== undefined && typeof h.filterLink !== 'function') problems.push('filterLink must be a function');
@@ -82,16 +84,22 @@ export function handlerOf(spec: string, mod: Record<string, unknown>): Handler {
   if (h.isLoggedOut !== undefined && typeof h.isLoggedOut !== 'function') problems.push('isLoggedOut must be a function');
   // It would never be asked: only a handler that can log in is asked whether a page is logged out.
   if (h.isLoggedOut !== undefined && h.login === undefined) problems.push('isLoggedOut needs a login hook');
-  if (h.routes !== undefined) {
-    if (!h.routes || typeof h.routes !== 'object') problems.push('routes must be an object of label → function');
-    else
-      for (const [label, hook] of Object.entries(h.routes)) {
-        if (!LABEL_PATTERN.test(label)) problems.push(`route label ${JSON.stringify(label)} must match ${LABEL_PATTERN}`);
-        if (typeof hook !== 'function') problems.push(`routes[${JSON.stringify(label)}] must be a function`);
-      }
-  }
+  if (h.onRender !== undefined && typeof h.onRender !== 'function') problems.push('onRender must be a function');
+  problems.push(...routeProblems('routes', h.routes), ...routeProblems('renderRoutes', h.renderRoutes));
   if (problems.length) throw new HandlerLoadError(spec, problems.join('; '));
   return h;
+}
+
+/** What is wrong with a label → hook object (`routes`, `renderRoutes`), if anything. */
+function routeProblems(name: string, routes: unknown): string[] {
+  if (routes === undefined) return [];
+  if (!routes || typeof routes !== 'object') return [`${name} must be an object of label → function`];
+  const problems: string[] = [];
+  for (const [label, hook] of Object.entries(routes)) {
+    if (!LABEL_PATTERN.test(label)) problems.push(`${name} label ${JSON.stringify(label)} must match ${LABEL_PATTERN}`);
+    if (typeof hook !== 'function') problems.push(`${name}[${JSON.stringify(label)}] must be a function`);
+  }
+  return problems;
 }
 
 const cache = new Map<string, Promise<Handler>>();

@@ -33,7 +33,10 @@ export interface HookOutput {
   skipDefaultLinks: boolean;
 }
 
-export type HookRun = { ok: true; output: HookOutput; attempts: number; ctx: PageContext } | { ok: false; message: string; attempts: number; ctx: PageContext };
+export type HookRun =
+  | { ok: true; output: HookOutput; attempts: number; ctx: PageContext }
+  /** `code`: the page's error code when not HANDLER_ERROR (a render hook's, src/browser/page-hook.ts). */
+  | { ok: false; message: string; attempts: number; ctx: PageContext; code?: string };
 
 /** The hook a page runs: its label's route, else onPage; null when the handler has neither. */
 export function hookFor(h: Handler, label: string | null): PageHook | null {

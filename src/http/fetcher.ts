@@ -4,17 +4,20 @@
 // a browser fetcher plugs in beside it, and everything after the fetch stays
 // one code path.
 import { isFetchError, type FetchError } from './fetch-error';
-import type { FetchResult, HttpClient } from './http-client';
+import type { FetchResult, HttpClient, HttpMethod } from './http-client';
 
 export interface FetchRequest {
   url: string;
   /** Extra request headers (a revisit's If-None-Match / If-Modified-Since). */
   headers?: Record<string, string>;
-  /** Default GET; POST is a handler's login form (activities/login.ts), never a page. */
-  method?: 'GET' | 'POST';
+  /** Default GET; POST is a handler's login form (activities/login.ts) or a rendered page's script (src/browser/page-routes.ts), never a page. */
+  method?: HttpMethod;
   body?: Buffer;
   /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
   kind?: string;
+  /** The frontier entry's label and depth: the browser fetcher picks and calls the handler's render hook with them. */
+  label?: string | null;
+  depth?: number;
 }
 
 export interface FetchContext {

@@ -19,6 +19,9 @@ import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { RenderReason } from '../browser/adaptive';
+import type { FrameDocument } from '../browser/frames';
+import type { RenderHookRun } from '../browser/page-hook';
+import type { ScrollReport } from '../browser/scroll';
 import { AddressRefusedError, createAddressPolicy, type AddressPolicy } from './address-policy';
 import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
@@ -144,6 +147,9 @@ export interface HttpClientOptions {
   proxies?: ProxyOptions;
 }
 
+/** What the crawler sends: reads (GET, HEAD) and POST, whose body a login form or a page's script sends to read an answer. */
+export type HttpMethod = 'GET' | 'HEAD' | 'POST';
+
 export interface FetchOptions {
   /** Accept header. Default DEFAULT_ACCEPT. */
   accept?: string;
@@ -152,8 +158,8 @@ export interface FetchOptions {
   signal?: AbortSignal;
   /** Extra request headers; they override the defaults (names are case-insensitive). */
   headers?: Record<string, string>;
-  /** Default GET. POST exists for a handler's login form (src/handlers/api.ts); pages are always GET. */
-  method?: 'GET' | 'POST';
+  /** Default GET. POST exists for a handler's login form (src/handlers/api.ts) and a rendered page's requests (HEAD too); pages are always GET. */
+  method?: HttpMethod;
   /** The request body (POST): sent with its Content-Length; its Content-Type is the caller's header. */
   body?: Buffer;
 }
@@ -194,7 +200,7 @@ export interface FetchResult {
   /** The id of the proxy that carried the final request (no credentials); absent when direct. */
   proxy?: string;
   /** The final request's method (absent: GET); a POST answered by a followed 301/302/303 became a GET. */
-  method?: 'GET' | 'POST';
+  method?: HttpMethod;
   /** The final request's body, when it had one: the WARC request record holds it (redacted, src/storage/request-body.ts). */
   requestBody?: Buffer;
   /**
@@ -223,7 +229,7 @@ export interface RenderedDocument {
   html: string | null;
   /** The page's URL when its DOM was taken (the History API may have changed it; same origin). */
   url: string;
-  /** quiet: `load`, then browser.quietMs without a request in flight; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
+  /** quiet: `load`, then browser.quietMs without a request in flight and the page's thread idle; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
   done: 'quiet' | 'deadline' | 'failed';
   /** From the navigation to the DOM taken. */
   ms: number;
@@ -232,6 +238,12 @@ export interface RenderedDocument {
   error?: { code: string; message: string };
   /** render: auto: why this page was rendered (src/browser/adaptive.ts); absent under render: browser, which renders every page. */
   reason?: RenderReason;
+  /** The DOM of the page's other frames, each with the URL its links resolve against (src/browser/frames.ts; bounded). */
+  frames?: FrameDocument[];
+  /** browser.scroll: how far the page was scrolled and why it stopped (src/browser/scroll.ts). */
+  scroll?: ScrollReport;
+  /** The handler's onRender, when the page had one: how it ended and what it returned (merged with onPage's in the classify stage). */
+  hook?: RenderHookRun;
 }
 
 export interface HttpClient {

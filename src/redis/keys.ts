@@ -66,6 +66,14 @@ export const hostKeys = (campaignKey: string, host: string) => {
      * to MAX_RENDER_PATTERNS fields.
      */
     renderPlan: `${P}:${tag}:render-plan`,
+    /**
+     * HASH URL → JSON {f, o, l, s} (WARC file, offset, length, status): the
+     * shared files of this host (scripts, stylesheets, images, fonts, media)
+     * a rendered page fetched and archived, so later pages of any session
+     * are answered from the capture (src/redis/captures.ts). Bounded to
+     * MAX_CAPTURES_PER_HOST fields.
+     */
+    captures: `${P}:${tag}:captures`,
   };
 };
 
@@ -133,6 +141,12 @@ export const campaignKeys = (campaignKey: string) => {
      * sweptAt (when the campaign last looked for what a lost write left behind).
      */
     epoch: `${P}:${tag}:epoch`,
+    /**
+     * SET of hosts a rendered page's requests reached (activities/render-hosts.ts): such a host
+     * may have no frontier, record or slot, yet per-host keys (robots.txt state, seen-set,
+     * captures); listed here so the campaign's retention finds them.
+     */
+    pageHosts: `${P}:${tag}:page-hosts`,
     /** ZSET proxy id → until when it is set aside (epoch ms, Redis clock): proxies that failed, for every worker (src/redis/proxy-health.ts). */
     proxiesDown: `${P}:${tag}:proxies-down`,
   };

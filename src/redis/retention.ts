@@ -6,7 +6,8 @@
 // The hosts are found in the campaign's own structures, which together name
 // every host that ever got a per-host key: a URL enters a host's frontier
 // only through an enqueue that then marks the host ready (or finds it
-// active), a dispatched host gets a record, and a host given up is listed.
+// active), a dispatched host gets a record, a host given up is listed, and
+// a host only a rendered page's requests reached is listed in pageHosts.
 // Cookie jars ({campaignKey|registrable domain}, src/http/cookie-jar.ts) are
 // named by a host's registrable domain, not always a host of the campaign:
 // each host's jar is expired beside its keys.
@@ -38,6 +39,7 @@ export async function* campaignHostPages(redis: RedisLike, campaignKey: string):
     [k.active, 'hscan'],
     [k.ready, 'zscan'],
     [k.givenUp, 'sscan'],
+    [k.pageHosts, 'sscan'],
   ];
   for (const [key, cmd] of scans) {
     const pairs = cmd !== 'sscan';

@@ -34,6 +34,9 @@ export interface CdxjFields {
   length: string;
   offset: string;
   filename: string;
+  /** A response to another method than GET (a rendered page's POST): the method, and its body as the key's query (pywb's fields). */
+  method?: string;
+  requestBody?: string;
 }
 
 export interface CdxjLine {
@@ -102,8 +105,17 @@ export async function* indexWarcFile(file: string, filename = path.basename(file
         offset: String(cdx.offset),
         filename,
       };
+      // A POST's response (its request record beside it) is keyed by the URL with `__wb_method=post&<body as a query>`,
+      // the key pywb computes for the POST a replayed page sends (warcio.js's postToGetUrl is pywb's rule); GETs by their URL.
+      const method = str(cdx.method);
+      const keyUrl = method && method !== 'GET' && typeof cdx.urlkey === 'string' ? cdx.urlkey : fields.url;
+      if (method && method !== 'GET') {
+        fields.method = method;
+        const body = str(cdx.requestBody);
+        if (body) fields.requestBody = body;
+      }
       const revisitOf = record.warcType === 'revisit' ? { uri: record.warcRefersToTargetURI ?? null, date: record.warcRefersToDate ?? null } : undefined;
-      yield { urlkey: surt(fields.url), timestamp: String(cdx.timestamp), fields, ...(revisitOf ? { revisitOf } : {}) };
+      yield { urlkey: surt(keyUrl), timestamp: String(cdx.timestamp), fields, ...(revisitOf ? { revisitOf } : {}) };
     }
     if (indexer.records === 0 && (await fsp.stat(file)).size > 0) throw new StorageError('CORRUPT', file, 'no WARC record in a non-empty file');
   } catch (err) {

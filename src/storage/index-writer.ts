@@ -92,7 +92,17 @@ export interface IndexEntry {
    * absent for pages not rendered. `reason` (auto only): why it was rendered
    * (sample, pattern-differs, host-differs, recheck: src/browser/adaptive.ts).
    */
-  render?: { done: 'quiet' | 'deadline' | 'failed'; ms: number; requests: number; error?: { code: string; message: string }; reason?: RenderReason };
+  render?: {
+    done: 'quiet' | 'deadline' | 'failed';
+    ms: number;
+    requests: number;
+    error?: { code: string; message: string };
+    reason?: RenderReason;
+    /** browser.scroll: viewport steps taken and why scrolling stopped (`bottom`, `steps`, `deadline`). */
+    scroll?: { steps: number; end: string };
+    /** Other frames whose DOM was read for links. */
+    frames?: number;
+  };
   /** For feeds (and pages that turned out to be one): the feed's format, items' links, links new to the frontier, parse problems. */
   feed?: { kind: string; links: number; added: number; truncated: boolean; errors: string[] };
   /** <link rel=canonical> of an HTML page, normalised. */

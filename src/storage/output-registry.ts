@@ -8,6 +8,11 @@ import { DatasetWriter, datasetDir } from './dataset-writer';
 import { IndexWriter } from './index-writer';
 import { WarcWriter, warcPrefixOf } from './warc-writer';
 
+/** The WARC folder of an output folder: where every worker of a campaign writes its files. */
+export function warcDirOf(dir: string): string {
+  return path.join(path.resolve(dir), 'warc');
+}
+
 /** Writers not used for this long are closed at the next lookup. */
 export const IDLE_CLOSE_MS = 10 * 60_000;
 
@@ -30,7 +35,7 @@ export class OutputRegistry {
    */
   warc(dir: string, campaignId: string): Promise<WarcWriter> {
     const prefix = warcPrefixOf(campaignId);
-    const warcDir = path.join(path.resolve(dir), 'warc');
+    const warcDir = warcDirOf(dir);
     return this.lookup(this.warcs, `${warcDir}\0${prefix}`, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId }));
   }
 

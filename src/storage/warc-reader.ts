@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { WARCParser } from 'warcio';
 import { StorageError } from './storage-error';
 import { base32 } from './warc-writer';
@@ -152,4 +153,58 @@ export function digestMatches(declared: string | null | undefined, data: Uint8Ar
   const raw = createHash(algo).update(data).digest();
   // Both encodings are in the wild: base32 (Heritrix, warcio) and hex.
   return value.toUpperCase() === base32(raw) || value.toLowerCase() === raw.toString('hex');
+}
+
+/** A response record read back on its own: what a rendered page's shared file is answered from (src/redis/captures.ts). */
+export interface StoredResponse {
+  targetUri: string | null;
+  status: number;
+  /** HTTP headers as stored, names lower-cased (a repeated name: its values joined with ', ', Set-Cookie with '\n'). */
+  headers: Record<string, string>;
+  payload: Buffer;
+  /** Whether the payload is the one WARC-Payload-Digest names: a record read at a stale offset is not taken for another. */
+  payloadDigestOk: boolean;
+}
+
+/**
+ * The response record whose gzip member is `length` bytes at `offset` of
+ * `file` (a WarcLocation). Throws StorageError READ_FAILED when the file
+ * cannot be read there (not on this machine, cut short), CORRUPT when the
+ * bytes are not one response record.
+ */
+export async function readResponseAt(file: string, offset: number, length: number): Promise<StoredResponse> {
+  const member = Buffer.alloc(length);
+  let fh: Awaited<ReturnType<typeof fsp.open>> | null = null;
+  try {
+    fh = await fsp.open(file, 'r');
+    const { bytesRead } = await fh.read(member, 0, length, offset);
+    if (bytesRead !== length) throw new Error(`${bytesRead} of ${length} bytes at ${offset}`);
+  } catch (err) {
+    throw new StorageError('READ_FAILED', file, `cannot read the record at ${offset}`, { cause: err });
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+  try {
+    const parser = new WARCParser(Readable.from([member]));
+    const record = await parser.parse();
+    if (!record || record.warcType !== 'response' || !record.httpHeaders) throw new Error(`not a response record (${record?.warcType ?? 'nothing'})`);
+    const status = Number(record.httpHeaders.statusCode);
+    if (!Number.isInteger(status)) throw new Error(`no status in ${JSON.stringify(record.httpHeaders.statusline)}`);
+    const headers: Record<string, string> = {};
+    for (const [rawName, value] of record.httpHeaders.headers) {
+      const name = rawName.toLowerCase();
+      headers[name] = name in headers ? `${headers[name]}${name === 'set-cookie' ? '\n' : ', '}${value}` : value;
+    }
+    // Raw: the stored payload is already decoded and unchunked (its encoding headers are renamed, src/storage/warc-writer.ts).
+    const payload = Buffer.from(await record.readFully(false));
+    return {
+      targetUri: record.warcTargetURI ?? null,
+      status,
+      headers,
+      payload,
+      payloadDigestOk: digestMatches(record.warcPayloadDigest, payload) === true,
+    };
+  } catch (err) {
+    throw new StorageError('CORRUPT', file, `no response record at ${offset}`, { cause: err });
+  }
 }

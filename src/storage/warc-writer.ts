@@ -269,6 +269,8 @@ export function storedResponseHeaders(headers: Record<string, string>, storedByt
   for (const [rawName, value] of Object.entries(headers)) {
     const name = headerSafe(rawName);
     const lower = name.toLowerCase();
+    // HTTP/2 pseudo-headers (:status…) are not headers of the HTTP/1.1 message a record holds.
+    if (lower.startsWith(':')) continue;
     if (lower === 'content-encoding' && bodyDecoded) {
       out.push(['X-Crawler-Original-Content-Encoding', headerValue(value)]);
     } else if (lower === 'transfer-encoding') {
@@ -603,7 +605,9 @@ export class WarcWriter {
 
     const req = ex.request;
     const reqHeaders = redactRequest(
-      Object.entries(req.headers).map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]),
+      Object.entries(req.headers)
+        .filter(([n]) => !n.startsWith(':'))
+        .map(([n, v]): [string, string] => [headerSafe(n), headerValue(v)]),
       ex.keepSecrets === true ? null : new Set([...SECRET_REQUEST_HEADERS, ...(req.secretHeaders ?? []).map((n) => n.toLowerCase())]),
     );
     const reqBody = storedRequestBody(req, reqHeaders, ex.keepSecrets === true);

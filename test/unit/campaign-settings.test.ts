@@ -246,7 +246,7 @@ describe('one schema', () => {
       requisites: 'on',
       // Off unless a campaign asks: nothing changes for the others (docs/rendering.md).
       render: 'off',
-      browser: { pageTimeoutMs: 30_000, quietMs: 500, maxPagesAtOnce: 4, pagesPerContext: 100, screenshot: false, autoSamples: 3, autoRecheckEvery: 20 },
+      browser: { pageTimeoutMs: 30_000, quietMs: 500, maxPagesAtOnce: 4, pagesPerContext: 100, scroll: false, screenshot: false, autoSamples: 3, autoRecheckEvery: 20 },
       sitemaps: 'robots+root',
       output: { dir: 'crawl-output', warcKeepSecrets: false },
       handler: null,

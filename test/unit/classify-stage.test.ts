@@ -253,3 +253,54 @@ describe('requisites (issue 24)', () => {
     });
   });
 });
+
+describe("a rendered page's frames", () => {
+  const shell = '<!doctype html><html><body><div id="app"></div></body></html>';
+  const rendered = (frames: { url: string; html: string }[], html = '<a href="/main">m</a><iframe src="/frame/inner.html"></iframe>') =>
+    fakeResponse(PAGE, { html: shell, rendered: { html, url: PAGE, done: 'quiet', ms: 10, requests: 1, frames } });
+
+  test("each frame's links are read against the frame's own URL, after the main frame's, each once; the index line counts the frames", async () => {
+    const c = await classify({
+      response: rendered([
+        { url: 'https://a.test/frame/inner.html', html: '<a href="child-a">a</a> <a href="/main">again</a> <a href="child-a#x">a again</a>' },
+        // A frame built by the page's script (about:blank): its links resolve against the page.
+        { url: PAGE, html: '<a href="blank-1">b</a> <a rel="nofollow" href="/no">n</a>' },
+      ]),
+    });
+    expect(c.kind === 'page' && c.candidates.map((x) => [x.url, x.depth])).toEqual([
+      ['https://a.test/main', 2],
+      ['https://a.test/frame/inner.html', 2],
+      ['https://a.test/frame/child-a', 2],
+      ['https://a.test/blank-1', 2],
+    ]);
+    expect(c.kind === 'page' && c.common.render).toMatchObject({ frames: 2 });
+  });
+
+  test("a frame's links count against budgets.maxLinksPerPage with the main frame's; a frame's meta nofollow, or the page's, keeps its links back", async () => {
+    const frames = [{ url: 'https://a.test/f/', html: '<a href="1">1</a><a href="2">2</a><a href="3">3</a>' }];
+    const capped = await classify({ response: rendered(frames), maxLinks: 3 });
+    expect(capped.kind === 'page' && capped.candidates.map((x) => x.url)).toEqual(['https://a.test/main', 'https://a.test/frame/inner.html', 'https://a.test/f/1']);
+    expect(capped.kind === 'page' && capped.linksDropped).toBe(2);
+    const frameNofollow = await classify({ response: rendered([{ ...frames[0]!, html: `<meta name="robots" content="nofollow">${frames[0]!.html}` }]) });
+    expect(frameNofollow.kind === 'page' && frameNofollow.candidates.map((x) => x.url)).toEqual(['https://a.test/main', 'https://a.test/frame/inner.html']);
+    const pageNofollow = await classify({ response: rendered(frames, '<meta name="robots" content="nofollow"><a href="/main">m</a>') });
+    expect(pageNofollow.kind === 'page' && pageNofollow.candidates).toEqual([]);
+  });
+
+  test("a frame's requisites are the page's (embeds at its depth); without frames nothing changes", async () => {
+    const c = await classify({ requisites: 'on', response: rendered([{ url: 'https://a.test/f/x.html', html: '<img src="pic.png">' }], '<p>no links</p>') });
+    expect(c.kind === 'page' && c.candidates.map((x) => [x.url, x.kind, x.depth])).toEqual([['https://a.test/f/pic.png', 'embed', 1]]);
+    const none = await classify({ response: rendered([], '<a href="/main">m</a>') });
+    expect(none.kind === 'page' && none.candidates.map((x) => x.url)).toEqual(['https://a.test/main']);
+    expect(none.kind === 'page' && none.common.render?.frames).toBeUndefined();
+  });
+});
+
+test("a failed handler run keeps its own code (a render hook's), HANDLER_ERROR otherwise", async () => {
+  const fail = (code?: string): Hook => ({ ok: false, message: 'onRender failed: boom', attempts: 1, ctx: {} as never, ...(code ? { code } : {}) });
+  const withCode = await classify({ handler: true }, { runHandler: async () => fail('RENDER_HOOK_ERROR') });
+  expect(withCode).toMatchObject({ verdict: { outcome: 'error', counted: 'failed', error: { code: 'RENDER_HOOK_ERROR', message: 'onRender failed: boom' } } });
+  // The page's own links are still followed.
+  expect(withCode.kind === 'page' && withCode.candidates).toHaveLength(2);
+  expect(await classify({ handler: true }, { runHandler: async () => fail() })).toMatchObject({ verdict: { error: { code: 'HANDLER_ERROR' } } });
+});

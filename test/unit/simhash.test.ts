@@ -1,4 +1,4 @@
-import { fmix64, fnv1a64, hammingDistance, simhash64, simhashFromHex, simhashToHex, tokens } from '../../src/dedup/simhash';
+import { featureHash, fmix64, fnv1a64, hammingDistance, hasWords, simhash64, simhashFromHex, simhashToHex, tokens } from '../../src/dedup/simhash';
 
 // A deterministic "article": words from a 400-word vocabulary picked by mulberry32.
 // (An LCG won't do: two seeds walk the same orbit, so "unrelated" articles share long runs.)
@@ -129,5 +129,41 @@ describe('hex form', () => {
     expect(() => simhashToHex(1n << 64n)).toThrow(RangeError);
     expect(() => simhashFromHex('abc')).toThrow(RangeError);
     expect(() => simhashFromHex('0x00000000000000')).toThrow(RangeError);
+  });
+});
+
+describe('simhash64 against the plain definition', () => {
+  // featureHash of each joined shingle, counted bit by bit: what simhash64 computes without building the strings.
+  const plain = (text: string): bigint => {
+    const words = tokens(text);
+    if (words.length === 0) return 0n;
+    const features = words.length < 3 ? words : words.slice(0, -2).map((_, i) => words.slice(i, i + 3).join(' '));
+    const counts = new Array<number>(64).fill(0);
+    for (const f of features) {
+      const [hi, lo] = featureHash(f);
+      const h = (BigInt(hi) << 32n) | BigInt(lo);
+      for (let bit = 0; bit < 64; bit++) counts[bit] += (h >> BigInt(bit)) & 1n ? 1 : -1;
+    }
+    return counts.reduce((acc, c, bit) => (c > 0 ? acc | (1n << BigInt(bit)) : acc), 0n);
+  };
+
+  it('gives the same bits on ASCII, accented, CJK, emoji and mixed texts', () => {
+    const texts = [
+      article(500, 3).join(' '),
+      'Hello, WORLD! Café 東京 42 and Cafe\u0301 again',
+      '東京 タワー 夜景 東京 タワー',
+      'one',
+      'two words',
+      '🙂 emoji shingle ünïcödé ＦＵＬＬ-width ｗｏｒｄｓ',
+      article(200, 9).join(' ') + ' Straße München Ωmega ' + article(50, 4).join(', '),
+    ];
+    for (const text of texts) expect(simhash64(text)).toBe(plain(text));
+  });
+});
+
+describe('hasWords', () => {
+  it('counts space-separated words as text.split(" ").length does', () => {
+    for (const text of ['', 'a', 'a b', 'a  b', ' a b ', article(60, 1).join(' ')])
+      for (const n of [0, 1, 2, 3, 50, 60, 61]) expect(hasWords(text, n)).toBe(text.split(' ').length >= n);
   });
 });

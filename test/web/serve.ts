@@ -3,8 +3,10 @@
 //   npx tsx test/web/serve.ts --latency 300 --latency-random 700 --slow-share 0.05 --slow-ms 3000
 //   npx tsx test/web/serve.ts --hostile hostile.test   (issue 23's host, beside the generated sites)
 //   npx tsx test/web/serve.ts --archive   (issue 24's site of pages and their requisites, and its CDN)
+//   npx tsx test/web/serve.ts --folder DIR --hosts 8 --host-pattern 'bench{i}.test'   (real files: DIR on every host)
 import { parseArgs } from 'node:util';
 import { archiveSite } from './archive-site';
+import { folderPages, folderSite, loadFolder } from './folder-site';
 import { hostileHost } from './hostile-sites';
 import { generateSites, startTestWeb } from './test-web';
 
@@ -29,6 +31,9 @@ const usage = `usage: serve.ts [options]
                      page, a 150,000-link page, /poison, and 300 subdomains s1.HOST … on this address
   --archive          also serve archive-site.ts: www.archive-site.test, four pages and their requisites
                      (stylesheets, a font, images), and its CDN static.cdn-host.test (Crawl-delay 1)
+  --folder DIR       serve the files of DIR (its index.html at /) on every host instead of generated
+                     pages (folder-site.ts); --pages, --fan-out, --cross, --delay and the rest of the
+                     link-graph options are then ignored
 `;
 
 function int(name: string, value: string | undefined, fallback: number): number {
@@ -59,6 +64,7 @@ async function main(): Promise<void> {
       bind: { type: 'string' },
       hostile: { type: 'string' },
       archive: { type: 'boolean' },
+      folder: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -96,7 +102,8 @@ async function main(): Promise<void> {
     seed,
   });
   if (specs.length === 0) throw new Error('--hosts must be at least 1');
-  for (const spec of specs) web.addSite(spec);
+  const folder = values.folder ? loadFolder(values.folder) : null;
+  for (const spec of specs) web.addSite(folder ? folderSite(spec.host, folder) : spec);
   if (values.hostile) {
     const hostile = hostileHost(values.hostile);
     for (const spec of [hostile.site, ...hostile.subdomainSites]) web.addSite(spec);
@@ -106,12 +113,12 @@ async function main(): Promise<void> {
   for (const spec of archive?.specs ?? []) web.addSite(spec);
 
   const seedUrl = web.url(specs[0].host);
-  const expected = web.expectedPages([seedUrl]).size;
+  const expected = folder ? folderPages(folder).length : web.expectedPages([seedUrl]).size;
   const resolve = web.resolveArgs().map((r) => `--resolve ${r}`);
   if (values.hostile) process.stdout.write(`hostile: ${web.url(values.hostile)} and s1…s300.${values.hostile}\n`);
   if (archive) process.stdout.write(`archive: ${web.url(archive.host)} (${archive.pages.length} pages, ${archive.requisites.length} requisites), CDN ${archive.cdnHost}\n`);
   process.stdout.write(
-    `test web: ${specs.length} sites × ${specs[0].pages} pages on ${web.address}:${web.port}\n` +
+    `test web: ${specs.length} sites × ${folder ? `the ${folder.size} files of ${values.folder}` : `${specs[0].pages} pages`} on ${web.address}:${web.port}\n` +
       `port: ${web.port}\n` +
       `seed: ${seedUrl}\n` +
       `latency: ${latency.fixedMs} ms + 0..${latency.randomMs} ms, ${latency.slowShare * 100} % of responses ${latency.slowMs} ms more (mean ${web.meanLatencyMs()} ms)\n` +
