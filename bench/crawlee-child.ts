@@ -1,9 +1,11 @@
 // The Crawlee process of `npm run bench -- --crawlee` (started by
 // bench/crawlee.ts, never by hand): a CheerioCrawler over the same generated
-// test web as our crawler, in a process of its own so that its RSS and CPU
-// are its alone. It talks to its parent over the IPC channel: it gets a
+// test web as our crawler, or (scenario v) a PlaywrightCrawler driving the
+// same Chromium as our browser mode, in a process of its own so that its RSS
+// and CPU (its browser's included) are its alone. It talks to its parent over the IPC channel: it gets a
 // config, says ready once Crawlee is loaded and the crawler built, crawls on
 // "go", and reports its own counters, CPU and peak RSS when done.
+import dns from 'node:dns';
 import fs from 'node:fs';
 import type { LookupFunction } from 'node:net';
 import { CheerioCrawler, Configuration, log, LogLevel } from '@crawlee/cheerio';
@@ -26,6 +28,15 @@ export interface CrawleeChildConfig {
   respectRobots: boolean;
   /** Page budget (maxRequestsPerCrawl), for scenarios cut short on purpose. */
   maxPages?: number;
+  /** CheerioCrawler (HTTP; the default), or PlaywrightCrawler rendering every page in this Chromium. */
+  browser?: CrawleeBrowser;
+}
+
+export interface CrawleeBrowser {
+  /** The same executable as our workers' (src/stack/chromium.ts). */
+  executablePath: string;
+  /** A selector the client-rendered page shows once its script has rendered it: the handler waits for it. */
+  renderedSelector: string;
 }
 
 export type ParentMessage = { type: 'config'; config: CrawleeChildConfig } | { type: 'go' };
@@ -81,6 +92,44 @@ function loopbackLookup(hosts: string[], address: string): LookupFunction {
   };
 }
 
+/** What the crawl needs of either crawler. */
+interface Crawler {
+  run(seeds: string[]): Promise<{ requestsFinished: number; requestsFailed: number }>;
+  readonly autoscaledPool?: { currentConcurrency: number; desiredConcurrency: number };
+}
+
+/**
+ * PlaywrightCrawler as Crawlee runs it by default (fingerprints, its
+ * browser pool's page and browser limits, nothing blocked), on our
+ * playwright-core and the given Chromium: no browser of Playwright's own.
+ * Crawlee's Chromium reaches the web through a proxy of Crawlee's in this
+ * process (proxy-chain), which connects with node's own lookup: set to the
+ * test web for the test hosts, and to nothing for any other name.
+ */
+async function playwrightCrawler(config: CrawleeChildConfig, browser: CrawleeBrowser, common: object, configuration: Configuration): Promise<Crawler> {
+  const [{ PlaywrightCrawler }, { chromium }] = await Promise.all([import('@crawlee/playwright'), import('playwright-core')]);
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  return new PlaywrightCrawler(
+    {
+      ...common,
+      headless: true,
+      launchContext: {
+        launcher: chromium,
+        // Chromium refuses to run as root with its sandbox (containers), as for our workers. No
+        // resolver rules: Crawlee sends all of Chromium's traffic through a proxy in this process
+        // (proxy-chain, its default), whose lookups the stand-in resolver answers.
+        launchOptions: { executablePath: browser.executablePath, args: [...(root ? ['--no-sandbox'] : []), '--disable-dev-shm-usage'] },
+      },
+      async requestHandler({ page, enqueueLinks }) {
+        // The shell has no links: wait until the script has rendered the page, then take the rendered DOM's.
+        await page.waitForSelector(browser.renderedSelector);
+        await enqueueLinks({ strategy: 'same-hostname' });
+      },
+    },
+    configuration,
+  );
+}
+
 async function crawl(config: CrawleeChildConfig, go: Promise<void>): Promise<void> {
   log.setLevel(LogLevel.WARNING);
   const lookup = loopbackLookup(config.hosts, config.address);
@@ -91,28 +140,35 @@ async function crawl(config: CrawleeChildConfig, go: Promise<void>): Promise<voi
   // robots.txt alike.
   const { gotScraping } = await import('got-scraping');
   gotScraping.defaults.options.dnsLookup = lookup as never;
+  // PlaywrightCrawler's proxy (proxy-chain) connects with net's default lookup, dns.lookup.
+  if (config.browser) dns.lookup = lookup as unknown as typeof dns.lookup;
 
   const configuration =
     config.storage === 'memory'
       ? new Configuration({ persistStorage: false })
       : new Configuration({ persistStorage: true, storageClientOptions: { localDataDirectory: config.storageDir } });
-  const crawler = new CheerioCrawler(
-    {
-      sameDomainDelaySecs: config.sameDomainDelaySecs,
-      respectRobotsTxtFile: config.respectRobots,
-      // Crawlee otherwise starts at 1 and adds 5 % every 10 s, which would
-      // measure its ramp-up rather than its crawling.
-      autoscaledPoolOptions: { desiredConcurrency: config.concurrency },
-      maxConcurrency: config.concurrency,
-      minConcurrency: config.minConcurrency,
-      ...(config.maxPages ? { maxRequestsPerCrawl: config.maxPages } : {}),
-      async requestHandler({ enqueueLinks }) {
-        // Same scope as our crawler's bench run: every host's pages are reachable from its home page, a seed.
-        await enqueueLinks({ strategy: 'same-hostname' });
-      },
-    },
-    configuration,
-  );
+  const common = {
+    sameDomainDelaySecs: config.sameDomainDelaySecs,
+    respectRobotsTxtFile: config.respectRobots,
+    // Crawlee otherwise starts at 1 and adds 5 % every 10 s, which would
+    // measure its ramp-up rather than its crawling.
+    autoscaledPoolOptions: { desiredConcurrency: config.concurrency },
+    maxConcurrency: config.concurrency,
+    minConcurrency: config.minConcurrency,
+    ...(config.maxPages ? { maxRequestsPerCrawl: config.maxPages } : {}),
+  };
+  const crawler: Crawler = config.browser
+    ? await playwrightCrawler(config, config.browser, common, configuration)
+    : new CheerioCrawler(
+        {
+          ...common,
+          async requestHandler({ enqueueLinks }) {
+            // Same scope as our crawler's bench run: every host's pages are reachable from its home page, a seed.
+            await enqueueLinks({ strategy: 'same-hostname' });
+          },
+        },
+        configuration,
+      );
   await send({ type: 'ready' });
   const readyRssMb = statusMb('VmRSS');
   await go;

@@ -1,7 +1,8 @@
-// Crawlee beside us in `npm run bench -- --crawlee`: runs a CheerioCrawler
-// (bench/crawlee-child.ts) as a child process over a test web, so its RSS and
-// CPU are measured as a process of its own, and judges its crawl by the same
-// request-log figures as ours (bench/figures.ts).
+// Crawlee beside us in `npm run bench -- --crawlee`: runs a CheerioCrawler,
+// or a PlaywrightCrawler for the rendering scenario (bench/crawlee-child.ts),
+// as a child process over a test web, so its RSS and CPU (its Chromium's
+// included) are measured as a process tree of its own, and judges its crawl
+// by the same request-log figures as ours (bench/figures.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,8 +10,20 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { LOCAL_DIR, PROJECT_ROOT } from '../src/stack/paths';
 import type { TestWeb } from '../test/web/test-web';
-import type { ChildMessage, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
-import { logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeRssMb, type PolitenessTarget } from './figures';
+import type { ChildMessage, CrawleeBrowser, CrawleeChildConfig, CrawleeChildDone, ParentMessage } from './crawlee-child';
+import {
+  cpuSeconds,
+  logFigures,
+  pacedRequests,
+  peakRssMb,
+  politeness,
+  politenessCeiling,
+  politenessFigures,
+  treeCpuSeconds,
+  treePssMb,
+  treeRssMb,
+  type PolitenessTarget,
+} from './figures';
 
 export type CrawleeStorage = 'memory' | 'disk';
 
@@ -19,6 +32,10 @@ export interface CrawleeTarget extends PolitenessTarget {
   /** The pages a correct crawler fetches (web.expectedPages of the seeds); null under a page budget. */
   expected: Set<string> | null;
   maxPages?: number;
+  /** Which requests are pages (default: all but robots.txt and /sitemap.xml); a rendered site's scripts, JSON and images are not. */
+  isPage?: (path: string) => boolean;
+  /** Render with PlaywrightCrawler in this Chromium instead of fetching with CheerioCrawler. */
+  browser?: CrawleeBrowser;
 }
 
 export interface CrawleeRunOptions {
@@ -35,6 +52,8 @@ export interface CrawleeRunOptions {
 
 export interface CrawleeFigures {
   crawler: 'crawlee';
+  /** Which of Crawlee's crawlers ran. */
+  crawlerClass: 'CheerioCrawler' | 'PlaywrightCrawler';
   storage: CrawleeStorage;
   concurrency: number;
   minConcurrency: number;
@@ -51,11 +70,17 @@ export interface CrawleeFigures {
   pageViolations: number;
   closestPageGapMs: number | null;
   duplicateFetches: number;
-  /** Peak RSS of the Crawlee process: VmHWM, or the 0.5 s samples if larger. */
+  /** Every request the test web received (robots.txt included) ÷ pages. */
+  requestsPerPage: number;
+  /** Peak RSS of the Crawlee process and its descendants (its Chromium): the node process's VmHWM, or the 0.5 s samples of the tree if larger. */
   peakRssMb: number;
+  /** PlaywrightCrawler: peak PSS of the same tree (0.5 s samples; shared pages counted once), what it really takes. */
+  peakPssMb?: number;
   /** Its RSS once loaded, before crawling. */
   readyRssMb: number;
   cpuMsPerPage: number;
+  /** PlaywrightCrawler: the part of cpuMsPerPage spent by its Chromium (the tree less the node process, sampled every 0.5 s). */
+  browserCpuMsPerPage?: number;
   /** The bench process, which serves the test web, during the crawl. */
   testWebCpuMsPerPage: number;
   /** Crawlee's process and the test web together: on a saturated machine, pages/s ≈ cores ÷ this. */
@@ -101,6 +126,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     minConcurrency: opts.minConcurrency ?? 1,
     respectRobots: opts.respectRobots ?? true,
     maxPages: target.maxPages,
+    browser: target.browser,
   };
   const cmd = childCommand();
   // CRAWLEE_STORAGE_DIR in memory mode too: anything Crawlee wrote anyway would show in storageBytes.
@@ -126,6 +152,11 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
   }
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let sampledPeak = 0;
+  let peakPss = 0;
+  // CPU of the whole tree: a browser's processes are not in the child's own
+  // counters until they exit and are waited for. Sampled, the largest seen.
+  let treeCpu = 0;
+  let ownCpu = 0;
   let rssTimer: NodeJS.Timeout | undefined;
   try {
     const message = (want: ChildMessage['type']): Promise<ChildMessage> =>
@@ -146,7 +177,14 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     const ready = message('ready');
     child.send({ type: 'config', config } satisfies ParentMessage);
     await ready;
-    rssTimer = setInterval(() => (sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!))), 500);
+    const treeCpu0 = treeCpuSeconds(child.pid!);
+    const ownCpu0 = cpuSeconds(child.pid!);
+    rssTimer = setInterval(() => {
+      sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!));
+      if (config.browser) peakPss = Math.max(peakPss, treePssMb(child.pid!));
+      treeCpu = Math.max(treeCpu, treeCpuSeconds(child.pid!) - treeCpu0);
+      ownCpu = Math.max(ownCpu, cpuSeconds(child.pid!) - ownCpu0);
+    }, 500);
     const finished = message('done');
     // This process serves the test web.
     const benchCpu0 = process.cpuUsage();
@@ -158,11 +196,14 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     clearInterval(rssTimer);
     const peak = Math.max(sampledPeak, done.peakRssMb, peakRssMb(child.pid!));
     await exited;
-    const fromLog = logFigures(web.requests(), web.port, target.expected, t0, target.delayMs);
+    const fromLog = logFigures(web.requests(), web.port, target.expected, t0, target.delayMs, target.isPage);
     const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
     const perPage = (ms: number): number => Number((ms / Math.max(1, fromLog.pagesFetched)).toFixed(2));
+    // Its own counters (children it waited for included) once its browser is closed, or the tree's samples, whichever saw more.
+    const crawleeCpuMs = Math.max(done.cpuMs, treeCpu * 1000);
     return {
       crawler: 'crawlee',
+      crawlerClass: config.browser ? 'PlaywrightCrawler' : 'CheerioCrawler',
       storage: opts.storage,
       concurrency: opts.concurrency,
       minConcurrency: config.minConcurrency,
@@ -172,12 +213,15 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       crawlSeconds: fromLog.crawlSeconds,
       pagesPerSec: Number((fromLog.pagesFetched / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
       ...politenessFigures(fromLog, polite),
-      politenessCeiling: politenessCeiling(web.requests(), target, web.meanLatencyMs(), (host, path, nth) => web.latencyFor(host, path, nth)),
+      politenessCeiling: politenessCeiling(pacedRequests(web.requests(), target.isPage), target, web.meanLatencyMs(), (host, path, nth) => web.latencyFor(host, path, nth)),
+      requestsPerPage: Number((web.requests().length / Math.max(1, fromLog.pagesFetched)).toFixed(2)),
       peakRssMb: Math.round(peak),
+      ...(config.browser ? { peakPssMb: Math.round(peakPss) } : {}),
       readyRssMb: done.readyRssMb,
-      cpuMsPerPage: perPage(done.cpuMs),
+      cpuMsPerPage: perPage(crawleeCpuMs),
+      ...(config.browser ? { browserCpuMsPerPage: perPage(crawleeCpuMs - ownCpu * 1000) } : {}),
       testWebCpuMsPerPage: perPage(benchCpuMs),
-      allCpuMsPerPage: perPage(done.cpuMs + benchCpuMs),
+      allCpuMsPerPage: perPage(crawleeCpuMs + benchCpuMs),
       requestsFinished: done.requestsFinished,
       requestsFailed: done.requestsFailed,
       meanConcurrency: done.meanConcurrency,

@@ -18,7 +18,7 @@ export interface LogFigures {
   pagesFetched: number;
   /** Start → last request that reached the test web. */
   crawlSeconds: number;
-  /** Page requests (robots.txt and /sitemap.xml excluded) minus distinct pages requested. */
+  /** Page requests (robots.txt, /sitemap.xml and what `isPage` refuses excluded) minus distinct pages requested. */
   duplicateFetches: number;
   /** Consecutive requests to one host, robots.txt and /sitemap.xml included, closer than the delay. */
   politenessViolations: number;
@@ -48,8 +48,13 @@ function gaps(times: number[]): number[] {
   return times.slice(1).map((t, i) => t - times[i]);
 }
 
-/** What a test web's request log (web.requests(), served on `port`) says about a crawl that started at t0 (ms, the log's clock). */
-export function logFigures(log: RequestRecord[], port: number, expected: Set<string> | null, t0: number, delayMs: number): LogFigures {
+/**
+ * What a test web's request log (web.requests(), served on `port`) says about
+ * a crawl that started at t0 (ms, the log's clock). `isPage` says which
+ * requests are pages (by path, query included); by default every request
+ * but robots.txt and /sitemap.xml is (a rendered page's scripts and data are not).
+ */
+export function logFigures(log: RequestRecord[], port: number, expected: Set<string> | null, t0: number, delayMs: number, isPage?: (path: string) => boolean): LogFigures {
   const all = new Map<string, number[]>();
   const pages = new Map<string, number[]>();
   const keys: string[] = [];
@@ -63,7 +68,7 @@ export function logFigures(log: RequestRecord[], port: number, expected: Set<str
     last = Math.max(last, r.t);
     push(all, r.host, r.t);
     const path = r.path.replace(/[?#].*$/, '');
-    if (NOT_PAGES.has(path)) continue;
+    if (NOT_PAGES.has(path) || (isPage && !isPage(r.path))) continue;
     push(pages, r.host, r.t);
     keys.push(pageKey(port, r.host, r.path));
   }
@@ -154,12 +159,40 @@ export function politenessCeiling(
   return Number((idealMs / Math.max(slowestMs, 1)).toFixed(3));
 }
 
+/**
+ * The requests that pace a host: robots.txt, /sitemap.xml and the pages
+ * (`isPage`), without a rendered page's own requests (its script, data and
+ * images come right after its document, within the page's deadline, by design).
+ */
+export function pacedRequests(log: RequestRecord[], isPage?: (path: string) => boolean): RequestRecord[] {
+  return isPage ? log.filter((r) => NOT_PAGES.has(r.path.replace(/[?#].*$/, '')) || isPage(r.path)) : log;
+}
+
 /** RSS of a process and its descendants, in MB. */
 export function treeRssMb(pid: number): number {
   let kb = 0;
   for (const p of processTree(pid)) {
     try {
       kb += Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      /* gone */
+    }
+  }
+  return kb / 1024;
+}
+
+/**
+ * Proportional set size of a process and its descendants, in MB: each shared
+ * page counted once across them (divided among the processes mapping it).
+ * Summed RSS counts Chromium's shared binary and libraries once per process
+ * (a browser tree of a dozen processes, each 70–200 MB RSS, is about a third
+ * of that in PSS): this is what the tree takes from the machine.
+ */
+export function treePssMb(pid: number): number {
+  let kb = 0;
+  for (const p of processTree(pid)) {
+    try {
+      kb += Number(/Pss:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
     } catch {
       /* gone */
     }

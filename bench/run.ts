@@ -1,14 +1,15 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, p, v only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
-//   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200]   (p: real pages, a Debian package's HTML manual)
+//   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200] [--hosts 8]   (p: real pages, a Debian package's HTML manual)
 //   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
-// With --crawlee, Crawlee's CheerioCrawler crawls a fresh copy of the same
-// test web after ours, and with --scrapy a Scrapy CrawlSpider after it; one
-// JSON line per scenario holds them all and ours ÷ each, and a table of the
-// same goes to stderr.
+//   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
+// With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
+// fresh copy of the same test web after ours, and with --scrapy a Scrapy
+// CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
+// scenario holds them all and ours ÷ each, and a table of the same goes to stderr.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,7 +37,23 @@ import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
 import { folderPages, folderSite, loadFolder, type FolderFiles } from '../test/web/folder-site';
 import { CORPUS_PACKAGE, ensureCorpus } from './corpus';
 import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './scrapy';
-import { cpuSeconds, embedFigures, firstTaskFigures, logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeCpuSeconds, treeRssMb } from './figures';
+import { spaSite } from '../test/web/spa-site';
+import { findOrInstallChromium } from '../src/stack/chromium';
+import { renderFigures } from './render-figures';
+import {
+  cpuSeconds,
+  embedFigures,
+  firstTaskFigures,
+  logFigures,
+  pacedRequests,
+  peakRssMb,
+  politeness,
+  politenessCeiling,
+  politenessFigures,
+  treeCpuSeconds,
+  treePssMb,
+  treeRssMb,
+} from './figures';
 
 interface Scenario {
   name: string;
@@ -60,11 +77,16 @@ interface Scenario {
   sitemaps?: 'off' | 'robots';
   /**
    * The sites: generated link lists (default), pages sharing their static
-   * files (bench/shared-static-site.ts), or a real documentation corpus
+   * files (bench/shared-static-site.ts), a real documentation corpus
    * (bench/corpus.ts) served from a folder on every host, whose `pages` is
-   * what the folder holds (set once the corpus is there).
+   * what the folder holds (set once the corpus is there), or client-rendered
+   * sites (test/web/spa-site.ts: a shell whose script builds the page from JSON).
    */
-  site?: 'generated' | 'shared-static' | 'corpus';
+  site?: 'generated' | 'shared-static' | 'corpus' | 'spa';
+  /** Our crawl renders every page in Chromium (render: browser); Crawlee runs its PlaywrightCrawler on the same Chromium. */
+  render?: 'browser';
+  /** browser.* settings of our campaign (bench options --quiet-ms, --pages-at-once), to show what they change. */
+  browser?: { quietMs?: number; maxPagesAtOnce?: number };
   /** The campaign's requisites setting; a shared-static scenario runs once with each. */
   requisites?: 'on' | 'off';
 }
@@ -96,6 +118,11 @@ const SCENARIOS: Record<string, Scenario> = {
   r: { name: '(r) 4 hosts × 20 pages sharing 12 static files, 1 s delay', hosts: 4, pages: 20, delayMs: 1000, site: 'shared-static', optIn: true },
   // Real pages, bound by CPU: a Debian package's HTML manual on 8 hosts, no delay (issue 27).
   p: { name: `(p) 8 hosts × Debian's ${CORPUS_PACKAGE} HTML, no delay`, hosts: 8, pages: 0, delayMs: 0, site: 'corpus', optIn: true },
+  // Rendering (issue 26): client-rendered sites, every page rendered in Chromium by both crawlers.
+  // 10 hosts × 20 pages at 1 s: enough hosts for several pages to render at once (ours: up to
+  // browser.maxPagesAtOnce per worker), few enough that neither crawler's browsers saturate two
+  // cores, and a crawl of about a minute, so a browser's start is a small part of it.
+  v: { name: '(v) 10 client-rendered hosts × 20 pages, 1 s delay, rendered in Chromium', hosts: 10, pages: 20, delayMs: 1000, site: 'spa', render: 'browser', optIn: true },
 };
 
 /** The corpus's files and its pages, read once for every run of a corpus scenario. */
@@ -124,13 +151,25 @@ function runsOf(s: Scenario): Scenario[] {
  * (`bench<i>.test`), because Crawlee keeps its delay per registrable domain:
  * `b<i>.bench.test` would make every site one domain to it.
  */
-async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null }> {
+async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]; expected: Set<string> | null; isPage?: (path: string) => boolean }> {
   const web = await startTestWeb({ latency: s.latency });
   if (s.site === 'corpus') {
     const { files, pages } = corpusSite!;
     const hosts = Array.from({ length: s.hosts }, (_, i) => `bench${i}.test`);
     for (const host of hosts) web.addSite(folderSite(host, files));
     return { web, seeds: hosts.map((h) => web.url(h, '/')), expected: new Set(hosts.flatMap((h) => pages.map((p) => web.url(h, p)))) };
+  }
+  if (s.site === 'spa') {
+    const sites = Array.from({ length: s.hosts }, (_, i) => spaSite(`bench${i}.test`, { pages: s.pages }));
+    for (const x of sites) web.addSite(x.spec);
+    // Pages are the routes; the script, the JSON and the image every page loads are not.
+    const routes = new Set(sites[0].pages.map((p) => p.path));
+    return {
+      web,
+      seeds: sites.map((x) => web.url(x.host, '/')),
+      expected: new Set(sites.flatMap((x) => x.pages.map((p) => web.url(x.host, p.path)))),
+      isPage: (p) => routes.has(p.replace(/[?#].*$/, '')),
+    };
   }
   if (s.site === 'shared-static') {
     const sites = Array.from({ length: s.hosts }, (_, i) => sharedStaticSite(`bench${i}.test`, s.pages));
@@ -251,13 +290,14 @@ function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: s
     // (the product's default, robots+root, costs one more request per host).
     sitemaps: s.sitemaps ?? 'robots',
     ...(s.requisites ? { requisites: s.requisites } : {}),
+    ...(s.render ? { render: s.render, ...(s.browser ? { browser: s.browser } : {}) } : {}),
     fetch: { resolve: web.resolveArgs() },
     output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
   };
 }
 
 async function runScenario(s: Scenario, workers: number, client: Client, env: Record<string, string>, redis: RedisLike, pids: StackPids) {
-  const { web, seeds, expected } = await scenarioWeb(s);
+  const { web, seeds, expected, isPage } = await scenarioWeb(s);
   const queue = `bench-${Date.now()}`;
   // Supervised like `crawl`'s workers: a worker that dies (say, under a heap
   // cap set through CRAWLER_WORKER_NODE_ARGS) is replaced and counted, and one
@@ -277,6 +317,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   let peakTotalRss = 0;
   // By worker process (a replaced worker is one more entry).
   const peakRssOf = new Map<number, number>();
+  let peakPss = 0;
   const rssTimer = setInterval(() => {
     const each = pool.alive().map((w) => treeRssMb(w.child.pid!));
     pool.alive().forEach((w, i) => peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, each[i])));
@@ -284,6 +325,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       peakTotalRss,
       each.reduce((a, b) => a + b, 0),
     );
+    // A worker's Chromium is a dozen processes sharing their binary: PSS says what they take.
+    if (s.render) peakPss = Math.max(peakPss, ...pool.alive().map((w) => treePssMb(w.child.pid!)));
   }, 500);
   // Every 10 s: worker RSS (is memory flat?) and, for one-host scenarios, the frontier size.
   const samples: { s: number; rssMb: number[]; frontier?: number }[] = [];
@@ -298,6 +341,8 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   }, 10_000);
   // Worker CPU counted per process from its value now; a worker that dies takes its share with it (see workerRestarts).
   const workerCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, treeCpuSeconds(w.child.pid!)]));
+  // The worker processes alone, without their browsers: the rest of the tree is Chromium's.
+  const workerOwnCpu0 = new Map(pool.alive().map((w) => [w.child.pid!, cpuSeconds(w.child.pid!)]));
   const temporalCpu0 = sumCpu(pids.temporal);
   const redisCpu0 = sumCpu(pids.redis);
   const databaseCpu0 = sumCpu(pids.database, true);
@@ -329,20 +374,24 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const benchCpuUs = process.cpuUsage(benchCpu0);
   const benchCpu = (benchCpuUs.user + benchCpuUs.system) / 1e6;
   let workerCpu = 0;
+  let workerOwnCpu = 0;
   for (const w of pool.alive()) {
     workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
+    workerOwnCpu += cpuSeconds(w.child.pid!) - (workerOwnCpu0.get(w.child.pid!) ?? 0);
     peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, peakRssMb(w.child.pid!)));
   }
   const peakRss = Math.max(0, ...peakRssOf.values());
   const perPage = (seconds: number): number => Number(((seconds * 1000) / Math.max(1, result.pages)).toFixed(2));
   // The crawl is over when the last page is stored; the campaign then waits for idle domains to close.
-  const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs);
+  const fromLog = logFigures(web.requests(), web.port, expected, t0, s.delayMs, isPage);
+  const requestsPerPage = Number((web.requests().length / Math.max(1, result.pages)).toFixed(2));
   const embeds = s.site === 'shared-static' ? sharedStaticFigures(web, s) : null;
   // A polite crawl's ideal span counts every request a host must take, its embeds too.
   const target = embeds ? { ...s, pages: embeds.requestsPerHost } : s;
   const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
-  const ceiling = politenessCeiling(web.requests(), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
+  const ceiling = politenessCeiling(pacedRequests(web.requests(), isPage), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
   const history = await historyFigures(client, campaignId);
+  const rendered = s.render ? await renderFigures(result.sealedIndex?.file ?? null) : null;
   await release();
   return {
     scenario: s.name,
@@ -359,12 +408,16 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
     ...politenessFigures(fromLog, polite),
     politenessCeiling: ceiling,
+    requestsPerPage,
+    ...(rendered ? { render: { ...rendered, settings: s.browser ?? {} } } : {}),
     loadAverage1m: loadAverage(),
     peakWorkerRssMb: Math.round(peakRss),
     peakRssPerWorkerMb: [...peakRssOf.values()].map(Math.round),
     peakWorkersTotalRssMb: Math.round(peakTotalRss),
+    ...(s.render ? { peakWorkerPssMb: Math.round(peakPss) } : {}),
     workerRestarts: pool.restarts,
     cpuMsPerPage: perPage(workerCpu),
+    ...(s.render ? { browserCpuMsPerPage: perPage(workerCpu - workerOwnCpu) } : {}),
     temporalCpuMsPerPage: perPage(temporalCpu + databaseCpu),
     redisCpuMsPerPage: perPage(redisCpu),
     stackCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu),
@@ -523,11 +576,13 @@ interface CrawleeOptions {
 }
 
 async function crawleeRun(s: Scenario, storage: CrawleeStorage, o: CrawleeOptions): Promise<CrawleeFigures> {
-  const { web, seeds, expected } = await scenarioWeb(s);
+  const { web, seeds, expected, isPage } = await scenarioWeb(s);
+  // The same Chromium as our workers', and (scenario v) a page is rendered once its script has shown its title.
+  const browser = s.render ? { executablePath: await findOrInstallChromium(), renderedSelector: '#title' } : undefined;
   try {
     const figures = await runCrawlee(
       web,
-      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
+      { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages, isPage, browser },
       { storage, ...o, onLog: (l) => process.stderr.write(`crawlee: ${l}\n`) },
     );
     return { ...figures, loadAverage1m: loadAverage() };
@@ -545,7 +600,8 @@ async function scrapyRun(s: Scenario, python: string, o: { concurrency: number; 
       { hosts: s.hosts, pages: s.pages, delayMs: s.delayMs, seeds, expected, maxPages: s.maxPages },
       { ...o, onLog: (l) => process.stderr.write(`scrapy: ${l}\n`) },
     );
-    return { ...figures, loadAverage1m: loadAverage() };
+    // Requests per page as Crawlee's are counted: every request in the test web's log.
+    return { ...figures, requestsPerPage: Number((web.requests().length / Math.max(1, figures.pages)).toFixed(2)), loadAverage1m: loadAverage() };
   } finally {
     await web.close();
   }
@@ -553,7 +609,9 @@ async function scrapyRun(s: Scenario, python: string, o: { concurrency: number; 
 
 /** What every crawler beside ours reports under the same names (Crawlee in either storage, Scrapy). */
 type PeerFigures = CrawleeFigures | ScrapyFigures;
-type PeerKey = keyof CrawleeFigures & keyof ScrapyFigures;
+/** Their figures' names: those all have, and Crawlee's rendering ones (PSS, browsers' CPU), which Scrapy never has. */
+type PeerKey = (keyof CrawleeFigures & keyof ScrapyFigures) | 'peakPssMb' | 'browserCpuMsPerPage';
+const peerFigure = (p: PeerFigures, k: PeerKey): unknown => (p as Partial<Record<PeerKey, unknown>>)[k];
 /** The crawlers beside ours in one run, by column: `memory` and `disk` are Crawlee's storages. */
 type Peers = Partial<Record<CrawleeStorage | 'scrapy', PeerFigures>>;
 
@@ -569,8 +627,11 @@ const COMPARED: [string, keyof OurFigures, PeerKey][] = [
   ['violations (pages only)', 'pageViolations', 'pageViolations'],
   ['closest page gap ms', 'closestPageGapMs', 'closestPageGapMs'],
   ['duplicate fetches', 'duplicateFetches', 'duplicateFetches'],
+  ['requests per page', 'requestsPerPage', 'requestsPerPage'],
   ['peak RSS MB (largest process)', 'peakWorkerRssMb', 'peakRssMb'],
+  ['peak PSS MB (largest process, rendering)', 'peakWorkerPssMb', 'peakPssMb'],
   ['CPU ms/page (crawler processes)', 'cpuMsPerPage', 'cpuMsPerPage'],
+  ['CPU ms/page (of which browsers)', 'browserCpuMsPerPage', 'browserCpuMsPerPage'],
   // Ours with the servers it needs (Temporal, Redis) against theirs alone: the durable crawler's whole cost.
   ['CPU ms/page (ours with Temporal, Redis)', 'stackCpuMsPerPage', 'cpuMsPerPage'],
   ['CPU ms/page (all, test web too)', 'allCpuMsPerPage', 'allCpuMsPerPage'],
@@ -588,7 +649,7 @@ function comparison(s: Scenario, ours: OurFigures | null, peers: Peers) {
   if (ours) {
     for (const [col, p] of Object.entries(peers) as [keyof Peers, PeerFigures][]) {
       // The machine's load is context, not a figure of the crawler: no ratio.
-      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, o === 'loadAverage1m' ? null : ratio(ours[o], p[k])]));
+      ratios[col] = Object.fromEntries(COMPARED.map(([, o, k]) => [o, o === 'loadAverage1m' ? null : ratio(ours[o], peerFigure(p, k))]));
     }
   }
   const { scrapy, ...crawlee } = peers;
@@ -601,13 +662,15 @@ function table(c: ReturnType<typeof comparison>): string {
   const cols = Object.keys(c.peers) as (keyof Peers)[];
   const head = ['figure', ...(c.ours ? ['ours'] : []), ...cols.map(columnName), ...(c.ours ? cols.map((m) => `ours ÷ ${columnName(m)}`) : [])];
   const show = (v: unknown, expected?: number): string => (v === null || v === undefined ? '–' : expected ? `${v}/${expected}` : String(v));
-  const rows = COMPARED.map(([label, o, k]) => {
+  // Figures of rendering scenarios only (PSS, browsers' CPU) are left out of the others' tables.
+  const had = ([, o, k]: (typeof COMPARED)[number]): boolean => (c.ours?.[o] ?? null) !== null || cols.some((m) => (peerFigure(c.peers[m]!, k) ?? null) !== null);
+  const rows = COMPARED.filter(had).map(([label, o, k]) => {
     // Pages read as found/expected.
     const of = (f: { expectedPages: number }): number | undefined => (o === 'pages' ? f.expectedPages : undefined);
     return [
       label,
       ...(c.ours ? [show(c.ours[o], of(c.ours))] : []),
-      ...cols.map((m) => show(c.peers[m]![k], of(c.peers[m]!))),
+      ...cols.map((m) => show(peerFigure(c.peers[m]!, k), of(c.peers[m]!))),
       ...(c.ours ? cols.map((m) => show(c.ratio[m]?.[o])) : []),
     ];
   });
@@ -619,7 +682,7 @@ function table(c: ReturnType<typeof comparison>): string {
 /** Where our CPU and memory go, process by process: what the comparison's sums are made of. */
 function ourCpuLines(o: OurFigures): string[] {
   return [
-    `ours, CPU ms/page: workers ${o.cpuMsPerPage} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
+    `ours, CPU ms/page: workers ${o.cpuMsPerPage}${o.browserCpuMsPerPage !== undefined ? ` (browsers ${o.browserCpuMsPerPage})` : ''} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
     `ours, peak RSS MB per worker: ${o.peakRssPerWorkerMb.join(', ')}; pages requested ${o.pagesRequested}/${o.expectedPages}`,
   ];
 }
@@ -640,6 +703,26 @@ function profileWorkers(): void {
   process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
 }
 
+/** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts those and the real-page ones (their names say so). */
+function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
+  const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be a whole number ≥ ${min}, not ${v}`);
+    return n;
+  };
+  const quietMs = whole('quiet-ms', values['quiet-ms'], 0);
+  const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
+  const hosts = whole('hosts', values.hosts, 1);
+  for (const s of Object.values(SCENARIOS)) {
+    if (!s.render && s.site !== 'corpus') continue;
+    if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) \d+/, `($1) ${(s.hosts = hosts)}`);
+    if (!s.render || (quietMs === undefined && maxPagesAtOnce === undefined)) continue;
+    s.browser = { ...(quietMs !== undefined ? { quietMs } : {}), ...(maxPagesAtOnce !== undefined ? { maxPagesAtOnce } : {}) };
+    s.name += `, browser ${JSON.stringify(s.browser)}`;
+  }
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
@@ -655,6 +738,10 @@ async function main() {
       scrapy: { type: 'boolean', default: false },
       'scrapy-concurrency': { type: 'string', default: '200' },
       'cpu-prof': { type: 'boolean', default: false },
+      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce; --hosts for rendering and real-page ones.
+      'quiet-ms': { type: 'string' },
+      'pages-at-once': { type: 'string' },
+      hosts: { type: 'string' },
     },
   });
   if (values['cpu-prof']) profileWorkers();
@@ -672,6 +759,7 @@ async function main() {
   const scrapyConcurrency = Number(values['scrapy-concurrency']);
   if (!Number.isInteger(scrapyConcurrency) || scrapyConcurrency < 1) throw new Error(`--scrapy-concurrency must be a whole number ≥ 1, not ${values['scrapy-concurrency']}`);
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
+  scenarioOverrides(values);
   for (const key of keys)
     if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
   // What a scenario needs from outside (a corpus, Scrapy) is set up before anything is measured.
@@ -681,7 +769,8 @@ async function main() {
   const runPeers = async (s: Scenario): Promise<Peers> => {
     const out: Peers = {};
     if (withCrawlee) for (const mode of storages) out[mode] = await crawleeRun(s, mode, { concurrency, minConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
-    if (scrapyPython) out.scrapy = await scrapyRun(s, scrapyPython, { concurrency: scrapyConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
+    // Scrapy renders nothing: beside a rendering crawl it would only fetch shells.
+    if (scrapyPython && !s.render) out.scrapy = await scrapyRun(s, scrapyPython, { concurrency: scrapyConcurrency, respectRobots: !values['crawlee-ignore-robots'] });
     return out;
   };
   if (values['crawlee-only']) {
@@ -698,7 +787,10 @@ async function main() {
   const stack = values.server === 'cluster' ? await benchCluster(dataDir) : await benchDevStack(dataDir);
   const bundle = await ensureWorkflowBundle();
   const client = await connectClient(stack.temporalAddress);
-  const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle };
+  // Rendering scenarios: the workers and Crawlee are given the same Chromium executable.
+  const renders = keys.some((k) => SCENARIOS[k]?.render);
+  const chromium = renders ? await findOrInstallChromium({ log: (m) => process.stderr.write(`${m}\n`) }) : null;
+  const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle, ...(chromium ? { CHROMIUM_PATH: chromium } : {}) };
   try {
     const redis = createRedis(stack.redisUrl);
     const pids = stack.pids;

@@ -80,6 +80,8 @@ export interface ScrapyFigures {
   responses: number;
   requestErrors: number;
   finishReason: string | null;
+  /** Every request in the test web's log ÷ pages, as Crawlee's (set by bench/run.ts). */
+  requestsPerPage?: number;
   /** The machine's 1-minute load average when the crawl ended (set by bench/run.ts). */
   loadAverage1m?: number;
 }

@@ -57,13 +57,35 @@ const APP = `(function () {
 })();
 `;
 
-export function spaSite(host = 'spa.test'): SpaSite {
-  const pages: SpaPage[] = [
-    { path: '/', title: 'Spa home', text: 'Welcome to a site built by its script.', links: ['/p/one', '/p/two'] },
-    { path: '/p/one', title: 'Page one', text: 'The first page, rendered in the browser.', links: ['/'] },
-    { path: '/p/two', title: 'Page two', text: 'The second page links a third one.', links: ['/p/three'] },
-    { path: '/p/three', title: 'Page three', text: 'Only the rendered page two links here.', links: ['/p/one'] },
-  ];
+export interface SpaSiteOptions {
+  /**
+   * Generate this many pages (`/`, `/p/1`…) instead of the four hand-written
+   * ones: each links to the next three (so the home page reaches them all),
+   * with a title and text of its own. For benchmarks needing more pages.
+   */
+  pages?: number;
+}
+
+/** The four hand-written pages the tests know: page three is linked only from the rendered page two. */
+const FOUR: SpaPage[] = [
+  { path: '/', title: 'Spa home', text: 'Welcome to a site built by its script.', links: ['/p/one', '/p/two'] },
+  { path: '/p/one', title: 'Page one', text: 'The first page, rendered in the browser.', links: ['/'] },
+  { path: '/p/two', title: 'Page two', text: 'The second page links a third one.', links: ['/p/three'] },
+  { path: '/p/three', title: 'Page three', text: 'Only the rendered page two links here.', links: ['/p/one'] },
+];
+
+function generatedPages(host: string, n: number): SpaPage[] {
+  const paths = Array.from({ length: n }, (_, i) => (i === 0 ? '/' : `/p/${i}`));
+  return paths.map((path, i) => ({
+    path,
+    title: `Page ${i} of ${host}`,
+    text: `Page ${i} of ${host}, rendered in the browser from the site's JSON.`,
+    links: [1, 2, 3].map((d) => paths[(i + d) % n]).filter((l, j, all) => l !== path && all.indexOf(l) === j),
+  }));
+}
+
+export function spaSite(host = 'spa.test', opts: SpaSiteOptions = {}): SpaSite {
+  const pages = opts.pages === undefined ? FOUR : generatedPages(host, Math.max(1, Math.floor(opts.pages)));
   const files = { script: '/static/app.js', data: '/api/pages.json', image: '/img/logo.png' };
   const logo = png(4, 4, [0x20, 0x80, 0x40]);
   const handler = (ctx: SiteRequest): boolean => {
