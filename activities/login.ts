@@ -26,6 +26,7 @@ import { isLoggedOutResponse, runLogin } from '../src/handlers/runner';
 import { decodeBody } from '../src/parse/decode';
 import { hostKey } from '../src/url/normalize';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import { exchangeOf } from '../src/storage/exchange-of';
 
 /** Requests one login may make, redirect hops included: a hook that loops runs out of them. */
 export const MAX_LOGIN_REQUESTS = 20;
@@ -255,22 +256,7 @@ export class HostLogin {
   private async store(res: FetchResult, secretHeaders: string[]): Promise<void> {
     const s = this.d.campaign.settings;
     const warc = await this.d.rt.outputs.warc(s.output.dir, s.campaignId);
-    const u = new URL(res.url);
-    await warc.writeExchange({
-      url: res.url,
-      fetchedAt: new Date(res.startedAt),
-      ip: res.remoteAddress ?? undefined,
-      request: {
-        method: res.method ?? 'GET',
-        headers: res.requestHeaders,
-        path: `${u.pathname}${u.search}`,
-        secretHeaders: [...(res.secretHeaders ?? []), ...secretHeaders],
-        ...(res.requestBody ? { body: res.requestBody } : {}),
-      },
-      response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
-      metadata: { fetchTimeMs: String(res.endedAt - res.startedAt), crawlerRequest: 'login' },
-      keepSecrets: s.output.warcKeepSecrets,
-    });
+    await warc.writeExchange(exchangeOf(res, { url: res.url, metadata: { crawlerRequest: 'login' }, keepSecrets: s.output.warcKeepSecrets, secretHeaders }));
   }
 }
 

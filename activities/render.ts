@@ -22,6 +22,7 @@ import { RenderPlans } from '../src/redis/render-plan';
 import type { Fetcher } from '../src/http/fetcher';
 import { Frontier } from '../src/redis/frontier';
 import { warcDirOf } from '../src/storage/output-registry';
+import { exchangeOf } from '../src/storage/exchange-of';
 import { readResponseAt } from '../src/storage/warc-reader';
 import type { WarcLocation } from '../src/storage/warc-writer';
 import { urlFingerprint } from '../src/url/fingerprint';
@@ -141,24 +142,8 @@ export function answerHeaders(stored: Record<string, string>): Record<string, st
 /** One exchange of a page as WARC records: request (with its body) and response, and a metadata record naming the page. */
 async function archive(rt: WorkerRuntime, campaign: CampaignRuntime, c: SubresourceCapture): Promise<WarcLocation> {
   const s = campaign.settings;
-  const res = c.response;
   const warc = await rt.outputs.warc(s.output.dir, s.campaignId);
-  const u = new URL(c.url);
-  return warc.writeExchange({
-    url: c.url,
-    fetchedAt: new Date(res.startedAt),
-    ip: res.remoteAddress ?? undefined,
-    request: {
-      method: res.method ?? 'GET',
-      headers: res.requestHeaders,
-      path: `${u.pathname}${u.search}`,
-      secretHeaders: res.secretHeaders,
-      ...(res.requestBody ? { body: res.requestBody } : {}),
-    },
-    response: { status: res.status, statusText: res.statusText, headers: res.headers, body: res.body, truncated: res.truncated },
-    metadata: { fetchTimeMs: String(res.endedAt - res.startedAt), via: c.page.slice(0, 2048), renderedBy: 'browser' },
-    keepSecrets: s.output.warcKeepSecrets,
-  });
+  return warc.writeExchange(exchangeOf(c.response, { url: c.url, metadata: { via: c.page.slice(0, 2048), renderedBy: 'browser' }, keepSecrets: s.output.warcKeepSecrets }));
 }
 
 /** A requisite of the page marked seen in its own host's seen-set (another host's, when it came from there). */

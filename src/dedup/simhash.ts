@@ -40,33 +40,16 @@ export function fnv1a64(s: string): [number, number] {
   return [hi, lo];
 }
 
-/** (ah:al) * (bh:bl) mod 2^64 on unsigned 32-bit halves; 16-bit partial products keep every step exact. */
-function mul64(ah: number, al: number, bh: number, bl: number): [number, number] {
-  const a0 = al & 0xffff;
-  const a1 = al >>> 16;
-  const b0 = bl & 0xffff;
-  const b1 = bl >>> 16;
-  const p00 = a0 * b0;
-  const p01 = a0 * b1;
-  const p10 = a1 * b0;
-  const mid = (p00 >>> 16) + (p01 & 0xffff) + (p10 & 0xffff);
-  const lo = (((mid & 0xffff) << 16) | (p00 & 0xffff)) >>> 0;
-  const hi = (a1 * b1 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16) + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
-  return [hi, lo];
-}
-
 /**
  * MurmurHash3's fmix64 finaliser. FNV-1a alone barely spreads a key's last
  * bytes into its high bits, so shingles that differ only at the end share
  * many bits, and unrelated pages came out ~10 bits apart instead of ~32.
  */
 export function fmix64([hi, lo]: [number, number]): [number, number] {
-  lo = (lo ^ (hi >>> 1)) >>> 0;
-  [hi, lo] = mul64(hi, lo, 0xff51afd7, 0xed558ccd);
-  lo = (lo ^ (hi >>> 1)) >>> 0;
-  [hi, lo] = mul64(hi, lo, 0xc4ceb9fe, 0x1a85ec53);
-  lo = (lo ^ (hi >>> 1)) >>> 0;
-  return [hi, lo];
+  fh = hi;
+  fl = lo;
+  fmixState();
+  return [fh, fl];
 }
 
 /** The 64-bit hash of one feature (shingle). */
@@ -148,7 +131,7 @@ function fnvByte(b: number): void {
   fh = (Math.imul(fh, 0x1b3) + (p1 >>> 16) + (x << 8)) >>> 0;
 }
 
-/** fmix64 of the running state, in place (fmix64 without its arrays: this runs once per feature). */
+/** fmix64 of the running state, in place (no arrays: this runs once per feature). */
 function fmixState(): void {
   fl = (fl ^ (fh >>> 1)) >>> 0;
   mulState(0xff51afd7, 0xed558ccd);
@@ -157,7 +140,7 @@ function fmixState(): void {
   fl = (fl ^ (fh >>> 1)) >>> 0;
 }
 
-/** The running state times (bh:bl) mod 2^64, as mul64. */
+/** The running state times (bh:bl) mod 2^64, on unsigned 32-bit halves; 16-bit partial products keep every step exact. */
 function mulState(bh: number, bl: number): void {
   const a0 = fl & 0xffff;
   const a1 = fl >>> 16;
