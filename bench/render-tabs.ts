@@ -23,6 +23,10 @@ interface Way {
   keepBlankTab?: boolean;
   /** One tab per session, navigated to each page, instead of a new tab per page. */
   reuseTab?: boolean;
+  /** With reuseTab: the tab sent to about:blank after each page (ours: the page's scripts stop before the next page is routed). */
+  blankBetween?: boolean;
+  /** Chromium started without site isolation (one renderer process may serve several sites). */
+  noSiteIsolation?: boolean;
   /** Every request answered by a route (ours), instead of Chromium's own network. */
   routes?: boolean;
 }
@@ -32,6 +36,8 @@ const WAYS: Way[] = [
   { name: 'the same, a blank tab kept open in the context', routes: true, keepBlankTab: true },
   { name: 'one tab per session, navigated page to page, routes, quiet period', routes: true, reuseTab: true },
   { name: "new tab per page, one persistent context, no routes, wait for #title (Crawlee's PlaywrightCrawler)", persistent: true },
+  { name: 'one tab per session, about:blank between pages, routes, quiet period (ours now)', routes: true, reuseTab: true, blankBetween: true },
+  { name: 'the same, without site isolation', routes: true, reuseTab: true, blankBetween: true, noSiteIsolation: true },
 ];
 
 /** Routes every request of a tab to the test web through undici, as ours routes them (page.route) through its HTTP client. */
@@ -60,6 +66,7 @@ async function renderSession(way: Way, ctx: BrowserContext, site: SpaSite, web: 
     else await page.waitForSelector('#title');
     await page.content();
     if (!way.reuseTab) await page.close();
+    else if (way.blankBetween) await page.goto('about:blank');
   }
   await tab?.close();
   await blank?.close();
@@ -83,8 +90,9 @@ async function main(): Promise<void> {
   try {
     for (const [i, way] of WAYS.entries()) {
       if (only && !only.includes(i + 1)) continue;
-      const persistent = way.persistent ? await chromium.launchPersistentContext('', { executablePath, headless: true, args }) : null;
-      const browser = persistent ? null : await chromium.launch({ executablePath, headless: true, args });
+      const wayArgs = way.noSiteIsolation ? [...args, '--disable-site-isolation-trials', '--disable-features=IsolateOrigins,site-per-process'] : args;
+      const persistent = way.persistent ? await chromium.launchPersistentContext('', { executablePath, headless: true, args: wayArgs }) : null;
+      const browser = persistent ? null : await chromium.launch({ executablePath, headless: true, args: wayArgs });
       let peakPss = 0;
       const sampler = setInterval(() => (peakPss = Math.max(peakPss, treePssMb(process.pid))), 500);
       const cpu0 = treeCpuSeconds(process.pid);
