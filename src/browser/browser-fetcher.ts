@@ -225,8 +225,13 @@ class SessionContext {
       const page = await this.#context.newPage();
       // Pop-ups would be pages nobody waits for.
       page.on('popup', (popup) => void popup.close().catch(() => undefined));
-      // Installed once for the tab: a request between two pages (a beacon of the page left) finds no routes and is refused.
-      await page.route('**/*', (route) => (this.#routes ? this.#routes.handle(route) : route.abort('blockedbyclient')));
+      // Installed once for the tab: a request between two pages (a beacon of the page left) finds no routes and is
+      // refused; a navigation is answered 204 as during a page (src/browser/page-routes.ts), since an aborted one
+      // would put Chromium's error page in the tab and interrupt the next page's navigation.
+      await page.route('**/*', (route) => {
+        if (this.#routes) return this.#routes.handle(route);
+        return (route.request().isNavigationRequest() ? route.fulfill({ status: 204, body: '' }) : route.abort('blockedbyclient')).catch(() => undefined);
+      });
       this.#tab = page;
     }
     return { context: this.#context, page: this.#tab };
