@@ -127,18 +127,14 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
     signal.addEventListener('abort', onAbort, { once: true });
     const inflight = new InFlight();
     let routes: PageRoutes | undefined;
-    let page: Page | undefined;
     let watch: PageWatch | undefined;
+    let clean = false;
     try {
-      const context = await contexts.forPage();
-      page = await context.newPage();
-      const p = page;
+      const { context, page: p } = await contexts.tab();
       // A crash ends the page's requests in flight, so that it ends at once (RENDER_CRASHED) rather than at its deadline.
       watch = watchPage(p, context.browser(), () => stop.abort());
-      // Pop-ups would be pages nobody waits for.
-      p.on('popup', (popup) => void popup.close().catch(() => undefined));
       routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
-      await routes.install();
+      contexts.routeTo(routes);
 
       // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.
       const { done, scroll, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log, watch });
@@ -154,6 +150,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       // Links are in every frame's DOM, not only the main frame's (src/browser/frames.ts).
       const frames = await frameDocuments(p, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS);
       if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
+      clean = true;
       return {
         html,
         url: sameOrigin(p.url(), url),
@@ -178,7 +175,8 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       watch?.dispose();
       stop.abort();
       signal.removeEventListener('abort', onAbort);
-      await page?.close().catch(() => undefined);
+      // The tab goes on to the session's next page; one whose page failed is closed, and the next page gets a new tab.
+      await contexts.leave(clean);
       await routes?.settled();
       release();
     }
@@ -196,14 +194,25 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
   };
 }
 
-/** The host session's own browser context: fresh for every session, replaced after pagesPerContext pages or when its browser died. */
+/**
+ * The host session's own browser context, fresh for every session, replaced
+ * after pagesPerContext pages or when its browser died; and its one tab,
+ * navigated from page to page. A tab per page cost Chromium about four times
+ * the CPU of rendering the page (a context left without a tab tears its
+ * renderer down, and the next tab starts one again: bench/render-tabs.ts),
+ * which made the browser the bottleneck of a rendering crawl.
+ */
 class SessionContext {
   #context: BrowserContext | null = null;
+  #tab: Page | null = null;
+  /** The page the tab is rendering: every request of the tab goes to its routes, none once it is done. */
+  #routes: PageRoutes | null = null;
   #pages = 0;
 
   constructor(private readonly o: BrowserFetcherOptions) {}
 
-  async forPage(): Promise<BrowserContext> {
+  /** The tab for the next page (made, with its context, when there is none, or replaced as its context is). */
+  async tab(): Promise<{ context: BrowserContext; page: Page }> {
     // Replaced after pagesPerContext pages (its cache and memory grow), or when its browser died.
     if (this.#context && (this.#pages >= this.o.settings.pagesPerContext || !this.#context.browser()?.isConnected())) await this.close();
     if (!this.#context) {
@@ -212,7 +221,45 @@ class SessionContext {
       this.#pages = 0;
     }
     this.#pages++;
-    return this.#context;
+    if (!this.#tab || this.#tab.isClosed()) {
+      const page = await this.#context.newPage();
+      // Pop-ups would be pages nobody waits for.
+      page.on('popup', (popup) => void popup.close().catch(() => undefined));
+      // Installed once for the tab: a request between two pages (a beacon of the page left) finds no routes and is
+      // refused; a navigation is answered 204 as during a page (src/browser/page-routes.ts), since an aborted one
+      // would put Chromium's error page in the tab and interrupt the next page's navigation.
+      await page.route('**/*', (route) => {
+        if (this.#routes) return this.#routes.handle(route);
+        return (route.request().isNavigationRequest() ? route.fulfill({ status: 204, body: '' }) : route.abort('blockedbyclient')).catch(() => undefined);
+      });
+      this.#tab = page;
+    }
+    return { context: this.#context, page: this.#tab };
+  }
+
+  routeTo(routes: PageRoutes): void {
+    this.#routes = routes;
+  }
+
+  /**
+   * The page is done: its routes are taken away, and the tab is sent to a
+   * blank page, so that the page's scripts and timers stop before the next
+   * page is routed. A page that failed (crashed, hung) takes its tab with it.
+   */
+  async leave(clean: boolean): Promise<void> {
+    this.#routes = null;
+    const tab = this.#tab;
+    if (!tab) return;
+    if (clean) {
+      try {
+        await tab.goto('about:blank', { timeout: BLANK_TIMEOUT_MS });
+        return;
+      } catch {
+        /* a tab that cannot even go blank is closed below */
+      }
+    }
+    this.#tab = null;
+    await tab.close().catch(() => undefined);
   }
 
   /** Its context's browser died (crashed, killed): the next page makes a new context on a new browser. */
@@ -223,9 +270,14 @@ class SessionContext {
   async close(): Promise<void> {
     const c = this.#context;
     this.#context = null;
+    this.#tab = null;
+    this.#routes = null;
     await c?.close().catch(() => undefined);
   }
 }
+
+/** Going blank between two pages takes milliseconds; a tab that takes longer is closed, and the next page gets a new one. */
+const BLANK_TIMEOUT_MS = 5_000;
 
 /** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
 async function takeScreenshot(p: Page, url: string, o: BrowserFetcherOptions): Promise<void> {

@@ -144,17 +144,15 @@ export class PageRoutes {
     private readonly deadlineAt = Date.now() + o.settings.pageTimeoutMs,
   ) {}
 
-  /** Routes every request of the page here. */
-  async install(): Promise<void> {
-    await this.page.route('**/*', (route) => {
-      const handled = this.answer(route).catch((err: unknown) => {
-        this.o.log?.debug('route failed', { url: route.request().url(), error: String(err).slice(0, 300) });
-        return route.abort('failed').catch(() => undefined);
-      });
-      this.#pending.add(handled);
-      void handled.finally(() => this.#pending.delete(handled));
-      return handled;
+  /** Answers one request of the page (the session's tab routes every request to the page it is rendering: src/browser/browser-fetcher.ts). */
+  handle(route: Route): Promise<unknown> {
+    const handled = this.answer(route).catch((err: unknown) => {
+      this.o.log?.debug('route failed', { url: route.request().url(), error: String(err).slice(0, 300) });
+      return route.abort('failed').catch(() => undefined);
     });
+    this.#pending.add(handled);
+    void handled.finally(() => this.#pending.delete(handled));
+    return handled;
   }
 
   /** Waits for the routes still answering (after the page is done and `stop` aborted). */
