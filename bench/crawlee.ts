@@ -22,6 +22,7 @@ import {
   treeCpuSeconds,
   treePssMb,
   treeRssMb,
+  type PeerCrawlFigures,
   type PolitenessTarget,
 } from './figures';
 
@@ -50,26 +51,13 @@ export interface CrawleeRunOptions {
   onLog?: (line: string) => void;
 }
 
-export interface CrawleeFigures {
+export interface CrawleeFigures extends PeerCrawlFigures {
   crawler: 'crawlee';
   /** Which of Crawlee's crawlers ran. */
   crawlerClass: 'CheerioCrawler' | 'PlaywrightCrawler';
   storage: CrawleeStorage;
   concurrency: number;
   minConcurrency: number;
-  respectRobots: boolean;
-  pages: number;
-  expectedPages: number;
-  crawlSeconds: number;
-  pagesPerSec: number;
-  politenessEfficiency: number | null;
-  politenessBoundPagesPerSec: number | null;
-  /** What a perfect polite crawler reaches on these requests (figures.ts politenessCeiling). */
-  politenessCeiling: number | null;
-  politenessViolations: number;
-  pageViolations: number;
-  closestPageGapMs: number | null;
-  duplicateFetches: number;
   /** Every request the test web received (robots.txt included) ÷ pages. */
   requestsPerPage: number;
   /** Peak RSS of the Crawlee process and its descendants (its Chromium): the node process's VmHWM, or the 0.5 s samples of the tree if larger. */

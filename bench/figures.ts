@@ -13,6 +13,23 @@ export interface PolitenessTarget {
   delayMs: number;
 }
 
+/** What every crawler of a comparison reports of its crawl (Crawlee's and Scrapy's figures extend it). */
+export interface PeerCrawlFigures {
+  respectRobots: boolean;
+  pages: number;
+  expectedPages: number;
+  crawlSeconds: number;
+  pagesPerSec: number;
+  politenessEfficiency: number | null;
+  politenessBoundPagesPerSec: number | null;
+  /** What a perfect polite crawler reaches on these requests (figures.ts politenessCeiling). */
+  politenessCeiling: number | null;
+  politenessViolations: number;
+  pageViolations: number;
+  closestPageGapMs: number | null;
+  duplicateFetches: number;
+}
+
 export interface LogFigures {
   /** Distinct pages of the expected set that were requested (tracking parameters ignored); without a set, distinct pages requested. */
   pagesFetched: number;

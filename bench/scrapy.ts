@@ -12,7 +12,7 @@ import { StackError } from '../src/stack/stack-error';
 import { ensurePythonVenv, executable, withInstallLock } from '../src/stack/tools';
 import type { TestWeb } from '../test/web/test-web';
 import type { CrawleeTarget } from './crawlee';
-import { logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeRssMb } from './figures';
+import { logFigures, peakRssMb, politeness, politenessCeiling, politenessFigures, treeRssMb, type PeerCrawlFigures } from './figures';
 
 /** The Scrapy compared against; bump deliberately (the figures of docs/benchmarks.md name it). */
 export const SCRAPY_VERSION = '2.19.0';
@@ -52,22 +52,10 @@ export interface ScrapyRunOptions {
 }
 
 /** The figures Scrapy is judged by: the same names as Crawlee's (bench/crawlee.ts). */
-export interface ScrapyFigures {
+export interface ScrapyFigures extends PeerCrawlFigures {
   crawler: 'scrapy';
   version: string;
   concurrency: number;
-  respectRobots: boolean;
-  pages: number;
-  expectedPages: number;
-  crawlSeconds: number;
-  pagesPerSec: number;
-  politenessEfficiency: number | null;
-  politenessBoundPagesPerSec: number | null;
-  politenessCeiling: number | null;
-  politenessViolations: number;
-  pageViolations: number;
-  closestPageGapMs: number | null;
-  duplicateFetches: number;
   /** Peak RSS of the Scrapy process: its VmHWM, or the 0.5 s samples of its tree if larger. */
   peakRssMb: number;
   readyRssMb: number;
