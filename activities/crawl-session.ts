@@ -343,7 +343,7 @@ class HostSession {
   }
 
   private async writeRecord(state: HostState, extra: Partial<HostRecord> = {}) {
-    const [st, size] = await Promise.all([this.frontier.stats(), this.frontier.size()]);
+    const { stats: st, size } = await this.frontier.statsAndSize();
     const stats = hostStatsOf(st);
     this.lastRecordAt = Date.now();
     await this.hosts.record(this.host, {

@@ -105,6 +105,17 @@ function attentionScore(r: HostRecord): number {
 
 const PROBLEMS_KEPT = 1_000;
 
+/** The control hash's fields (version, paused, stop, minDelayMs, maxActiveHosts) as read. */
+function controlOf(version: string | null, paused: string | null, stop: string | null, minDelayMs: string | null, cap: string | null): CampaignControl {
+  return {
+    version: Number(version ?? 1),
+    paused: paused === '1',
+    stop: stop === 'budget' || stop === 'cancelled' || stop === 'drained' ? stop : null,
+    minDelayMs: minDelayMs ? Number(minDelayMs) : null,
+    ...(cap === null ? {} : { maxActiveHosts: cap === '' ? null : Number(cap) }),
+  };
+}
+
 export class CampaignHosts {
   private readonly k: ReturnType<typeof campaignKeys>;
 
@@ -316,24 +327,24 @@ export class CampaignHosts {
 
   async control(): Promise<CampaignControl> {
     const [version, paused, stop, minDelayMs, cap] = await this.redis.hmget(this.k.control, 'version', 'paused', 'stop', 'minDelayMs', 'maxActiveHosts');
-    return {
-      version: Number(version ?? 1),
-      paused: paused === '1',
-      stop: stop === 'budget' || stop === 'cancelled' || stop === 'drained' ? stop : null,
-      minDelayMs: minDelayMs ? Number(minDelayMs) : null,
-      ...(cap === null ? {} : { maxActiveHosts: cap === '' ? null : Number(cap) }),
-    };
+    return controlOf(version, paused, stop, minDelayMs, cap);
   }
 
-  /** What a session checks between pages: the control hash plus its own host's pause, delay and render mode, in one round trip. */
+  /** What a session checks between pages: the control hash plus its own host's pause, delay and render mode, in one command (all under the campaign's tag). */
   async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null; hostRender: RenderMode | null }> {
-    const [c, hostPaused, hostDelay, hostRender] = await Promise.all([
-      this.control(),
-      this.redis.sismember(this.k.pausedHosts, host),
-      this.redis.hget(this.k.hostDelays, host),
-      this.redis.hget(this.k.hostRender, host),
-    ]);
-    return { ...c, hostPaused: hostPaused === 1, hostDelayMs: hostDelay ? Number(hostDelay) : null, hostRender: renderMode(hostRender) };
+    const [version, paused, stop, minDelayMs, cap, hostPaused, hostDelay, hostRender] = await this.redis.crawlSessionControl(
+      this.k.control,
+      this.k.pausedHosts,
+      this.k.hostDelays,
+      this.k.hostRender,
+      host,
+    );
+    return {
+      ...controlOf(version, paused, stop, minDelayMs, cap),
+      hostPaused: hostPaused === 1,
+      hostDelayMs: hostDelay ? Number(hostDelay) : null,
+      hostRender: renderMode(hostRender),
+    };
   }
 
   async setControl(fields: Partial<{ version: number; paused: boolean; stop: CampaignControl['stop']; minDelayMs: number | null; maxActiveHosts: number | null }>): Promise<void> {

@@ -271,7 +271,16 @@ export class Frontier {
   }
 
   async stats(): Promise<Record<string, number>> {
-    const raw = await this.redis.hgetall(this.keys.stats);
-    return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
+    return numbers(await this.redis.hgetall(this.keys.stats));
+  }
+
+  /** stats() and size() in one round trip (one slot: a pipeline even on a cluster). */
+  async statsAndSize(): Promise<{ stats: Record<string, number>; size: number }> {
+    const res = await this.redis.pipeline().hgetall(this.keys.stats).zcard(this.keys.frontier).exec();
+    const [[statsErr, raw], [sizeErr, size]] = res!;
+    if (statsErr ?? sizeErr) throw statsErr ?? sizeErr;
+    return { stats: numbers(raw as Record<string, string>), size: size as number };
   }
 }
+
+const numbers = (raw: Record<string, string>): Record<string, number> => Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v)]));

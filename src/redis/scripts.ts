@@ -150,9 +150,15 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
     lua: `
 ${NOW_MS}
 local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last', 'epoch')
-local info = redis.call('INFO', 'server')
-local run = string.match(info, 'run_id:(%w+)') or ''
-if h[5] ~= run and tonumber(ARGV[3]) > 0 then
+-- No delay, no spacing to protect: INFO, the heaviest call here, is left
+-- out and the clock keeps the run ID it had (a caller with a delay then
+-- trusts it no sooner than before).
+local run, info = h[5], nil
+if tonumber(ARGV[3]) > 0 then
+  info = redis.call('INFO', 'server')
+  run = string.match(info, 'run_id:(%w+)') or ''
+end
+if h[5] ~= run then
   if h[5] then
     -- Another server granted it: no request before a delay from now (a
     -- lease still running keeps its own end if later). 'since' too, so a
@@ -182,13 +188,21 @@ if now < nxt then
   if now < ok then return ok - now end
 end
 local lease = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now), 'epoch', run, 'holder', ARGV[4] or '')
+local grant = {'next', string.format('%.0f', now + lease), 'owner', ARGV[1], 'since', string.format('%.0f', now), 'holder', ARGV[4] or ''}
+if run then
+  grant[#grant + 1] = 'epoch'
+  grant[#grant + 1] = run
+end
+redis.call('HSET', KEYS[1], unpack(grant))
 redis.call('PEXPIRE', KEYS[1], lease + 60000)
 return 0`,
   },
   // KEYS: clock. ARGV: owner, delayMs, holder. The next request may go out delayMs
   // from now; `last` keeps when this request ended, so a caller with a longer
-  // delay of its own waits that long from it (crawlClockAcquire).
+  // delay of its own waits that long from it (crawlClockAcquire). Returns the
+  // ms until the next request may go (delayMs, or longer when a wait already
+  // set ends later; 0 when someone else holds the clock now): the session
+  // waits that out before its next acquire rather than ask twice.
   crawlClockRelease: {
     numberOfKeys: 1,
     lua: `
@@ -208,14 +222,15 @@ if (owner and owner ~= '' and owner ~= ARGV[1]) or superseded then
   nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0'))
   redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'last', string.format('%.0f', now))
   redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
-  return 1
+  -- Their lease may end long before its time: nothing known to wait out (crawlClockAcquire decides).
+  return 0
 end
 if owner ~= ARGV[1] then nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0')) end
 redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', now))
 -- Kept as long as the next allowed time it holds: a late release after a
 -- long Retry-After must not let that wait expire with the key.
 redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
-return 1`,
+return math.max(nxt - now, 0)`,
   },
   // KEYS: clock. ARGV: owner, holder. A lease taken and not used (no request went
   // out): the clock is free at once and `last` keeps the end of the host's
@@ -262,6 +277,16 @@ for i = 1, #ARGV do
   end
 end
 return n`,
+  },
+  // KEYS: control, pausedHosts, hostDelays, hostRender. ARGV: host. What a
+  // session reads between pages (CampaignHosts.sessionControl): the control
+  // hash's fields, then whether the host is paused, its operator delay and
+  // its render mode, as one command rather than four.
+  crawlSessionControl: {
+    numberOfKeys: 4,
+    lua: `
+local c = redis.call('HMGET', KEYS[1], 'version', 'paused', 'stop', 'minDelayMs', 'maxActiveHosts')
+return {c[1], c[2], c[3], c[4], c[5], redis.call('SISMEMBER', KEYS[2], ARGV[1]), redis.call('HGET', KEYS[3], ARGV[1]), redis.call('HGET', KEYS[4], ARGV[1])}`,
   },
   // KEYS: ready, active. ARGV: host, readySeq seen by the dispatch, gen.
   // After the host's workflow was started or signalled with this
@@ -445,6 +470,13 @@ declare module 'ioredis' {
     crawlClockRelease(clock: string, owner: string, delayMs: number, holder: string): Result<number, Context>;
     crawlClockAbandon(clock: string, owner: string, holder: string): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
+    crawlSessionControl(
+      control: string,
+      pausedHosts: string,
+      hostDelays: string,
+      hostRender: string,
+      host: string,
+    ): Result<[string | null, string | null, string | null, string | null, string | null, number, string | null, string | null], Context>;
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
