@@ -1,7 +1,7 @@
 // The shared host clock against a real Redis: the rules every request to a
 // host goes through, whichever worker or campaign sends it.
 import { createRedis } from '../../src/redis/client';
-import { HostClock } from '../../src/redis/host-clock';
+import { acquireWithin, HostClock } from '../../src/redis/host-clock';
 import { sharedHostKeys } from '../../src/redis/keys';
 import type { RedisLike } from '../../src/redis/scripts';
 
@@ -24,6 +24,39 @@ test('a request holds the clock until it ends; the next one waits the delay from
   expect(wait).toBeGreaterThan(250);
   // The release rounds its time up to the next millisecond, so no gap falls short.
   expect(wait).toBeLessThanOrEqual(301);
+});
+
+test('a release says how long the host stays quiet: waiting that out first, the next request takes the clock with one acquire', async () => {
+  const c = clock();
+  let asked = 0;
+  const acquire = c.acquire.bind(c);
+  c.acquire = (...a) => {
+    asked++;
+    return acquire(...a);
+  };
+  expect(await acquireWithin(c, 'a', 10_000, 300, 60_000, new AbortController().signal)).toBe(0);
+  await c.release('a', 300);
+  expect(c.knownWait()).toBeGreaterThan(250);
+  expect(c.knownWait()).toBeLessThanOrEqual(302);
+  const waits: number[] = [];
+  asked = 0;
+  expect(await acquireWithin(c, 'a', 10_000, 300, 60_000, new AbortController().signal, (ms) => waits.push(ms))).toBe(0);
+  expect(asked).toBe(1);
+  // The wait slept is still reported (the politeness-wait metric).
+  expect(waits).toHaveLength(1);
+  expect(waits[0]).toBeGreaterThan(250);
+  // A wait past the caller's limit is not slept here: the acquire says it, for a durable sleep.
+  await c.release('a', 5_000);
+  expect(await acquireWithin(c, 'a', 10_000, 5_000, 1_000, new AbortController().signal)).toBeGreaterThan(4_000);
+});
+
+test("a late release while someone else holds the clock announces no wait: their lease's end is not known", async () => {
+  const c = clock();
+  expect(await c.acquire('a', 200, 100)).toBe(0);
+  await sleep(250);
+  expect(await c.acquire('b', 10_000, 100)).toBe(0);
+  await c.release('a', 100);
+  expect(c.knownWait()).toBe(0);
 });
 
 test('a caller with a longer delay of its own waits that long from the last request, whoever sent it', async () => {
@@ -130,6 +163,20 @@ test('after a Redis restart a clock it did not grant itself is trusted only once
   // Short delays, the server up longer than them: nothing changes.
   const d = clock();
   expect(await d.acquire('a', 10_000, 300)).toBe(0);
+});
+
+test("an acquire without a delay leaves the clock's run ID as it was: a caller with a delay trusts it no sooner than before", async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const key = sharedHostKeys(host).clock;
+  const c = new HostClock(redis, host);
+  await redis.hset(key, 'epoch', 'an-earlier-server', 'next', '0', 'last', '0', 'owner', '');
+  await redis.pexpire(key, 60_000);
+  // No spacing to protect: granted at once, and the server is not asked who it is (INFO).
+  expect(await c.acquire('a', 10_000, 0)).toBe(0);
+  expect(await redis.hget(key, 'epoch')).toBe('an-earlier-server');
+  await c.release('a', 0);
+  // A caller with a delay still sees a clock another server granted: a delay from now.
+  expect(await c.acquire('b', 10_000, 500)).toBe(500);
 });
 
 test('after a failover the promoted replica, up for long, trusts a clock the old master granted only a delay after it first sees it', async () => {
