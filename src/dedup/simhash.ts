@@ -194,15 +194,15 @@ function featureOf(text: string, first: number, count: number): void {
       let bytes: number;
       let nbytes: number;
       if (cp < 0x800) {
-        bytes = (0xc0 | (cp >>> 6)) | ((0x80 | (cp & 0x3f)) << 8);
+        bytes = 0xc0 | (cp >>> 6) | ((0x80 | (cp & 0x3f)) << 8);
         nbytes = 2;
       } else if (cp >= 0xd800 && cp <= 0xdbff) {
         // A word's surrogates are always paired (a lone one is no letter).
         cp = ((cp - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00) + 0x10000;
-        bytes = (0xf0 | (cp >>> 18)) | ((0x80 | ((cp >>> 12) & 0x3f)) << 8) | ((0x80 | ((cp >>> 6) & 0x3f)) << 16) | ((0x80 | (cp & 0x3f)) << 24);
+        bytes = 0xf0 | (cp >>> 18) | ((0x80 | ((cp >>> 12) & 0x3f)) << 8) | ((0x80 | ((cp >>> 6) & 0x3f)) << 16) | ((0x80 | (cp & 0x3f)) << 24);
         nbytes = 4;
       } else {
-        bytes = (0xe0 | (cp >>> 12)) | ((0x80 | ((cp >>> 6) & 0x3f)) << 8) | ((0x80 | (cp & 0x3f)) << 16);
+        bytes = 0xe0 | (cp >>> 12) | ((0x80 | ((cp >>> 6) & 0x3f)) << 8) | ((0x80 | (cp & 0x3f)) << 16);
         nbytes = 3;
       }
       for (let k = 0; k < nbytes; k++) {
@@ -304,7 +304,6 @@ function mulState(bh: number, bl: number): void {
   fh = (a1 * b1 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16) + Math.imul(fh, bl) + Math.imul(fl, bh)) >>> 0;
   fl = lo;
 }
-
 
 const MASK64 = (1n << 64n) - 1n;
 
