@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, hash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -341,7 +341,7 @@ function warcFields(fields: Record<string, string | string[]>): Uint8Array {
 }
 
 function sha1Base32(data: Uint8Array): string {
-  return `sha1:${base32(createHash('sha1').update(data).digest())}`;
+  return `sha1:${base32(hash('sha1', data, 'buffer'))}`;
 }
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
