@@ -66,10 +66,12 @@ export function featureHash(s: string): [number, number] {
  * collide easily.
  *
  * The same bits as hashing each joined shingle with featureHash, computed
- * without building the shingle strings or encoding them again: each word is
- * UTF-8 encoded once (an ASCII word not at all) and FNV-1a, which reads
- * bytes in order, runs over the three words and the spaces between them.
- * It was a tenth of a worker's CPU on real pages (docs/benchmarks.md).
+ * without building any string: the words are found by char code in the
+ * text (lower-cased NFKC, or ASCII as it is), FNV-1a runs over the three
+ * words' UTF-8 bytes, encoded as it reads them, and the spaces between, and
+ * the 64 bit counts are kept bit-sliced. It was a tenth of a worker's CPU
+ * on real pages (docs/benchmarks.md), where most texts have a non-ASCII
+ * character (a dash, a no-break space).
  */
 export function simhash64(text: string): bigint {
   // The classify stage (a revisit's simhash) and the near-duplicate check ask for the same page's text in turn.
@@ -83,24 +85,186 @@ export function simhash64(text: string): bigint {
 const last = { text: null as string | null, hash: 0n };
 
 function simhashOf(text: string): bigint {
-  const words = tokens(text);
-  if (words.length === 0) return 0n;
-  const bytes = words.map(wordBytes);
-  const counts = new Int32Array(64);
-  let features: number;
-  if (words.length < SHINGLE) {
-    for (const b of bytes) countFeature(counts, b, null, null);
-    features = bytes.length;
-  } else {
-    for (let i = 0; i + SHINGLE <= bytes.length; i++) countFeature(counts, bytes[i]!, bytes[i + 1]!, bytes[i + 2]!);
-    features = bytes.length - SHINGLE + 1;
+  // ASCII text is its own NFKC form and needs no lower-casing first: its A–Z are folded while hashing.
+  const folded = NON_ASCII.test(text) ? text.normalize('NFKC').toLowerCase() : text;
+  const n = wordBounds(folded);
+  if (n === 0) return 0n;
+  resetCounts();
+  if (n < SHINGLE) {
+    for (let w = 0; w < n; w++) featureOf(folded, w, 1);
+    return vote(n);
   }
-  // A bit is set when more features have it than not: ones > features − ones.
+  for (let w = 0; w + SHINGLE <= n; w++) featureOf(folded, w, SHINGLE);
+  return vote(n - SHINGLE + 1);
+}
+
+/** Word bounds of the last text, [start, end) pairs of UTF-16 indexes, reused from page to page (grown when a page has more words). */
+let bounds = new Int32Array(2 * 4096);
+
+/**
+ * Whether a code point above U+007F is a letter or a number (\p{L}, \p{N}),
+ * for the Basic Multilingual Plane: 0 not looked up yet, 1 yes, 2 no. A page
+ * uses few distinct such characters; one regex test each, once per process.
+ */
+const BMP_WORD = new Uint8Array(0x10000);
+const WORD_CHAR = /^[\p{L}\p{N}]$/u;
+
+function isWordCodePoint(cp: number): boolean {
+  if (cp < 0x10000) {
+    let known = BMP_WORD[cp]!;
+    if (known === 0) BMP_WORD[cp] = known = WORD_CHAR.test(String.fromCharCode(cp)) ? 1 : 2;
+    return known === 1;
+  }
+  return WORD_CHAR.test(String.fromCodePoint(cp));
+}
+
+/**
+ * Finds the words of `text` (lower-cased NFKC, or ASCII) into `bounds`: the
+ * maximal runs of letters and numbers, what `tokens` matches with
+ * [\p{L}\p{N}]+ (or [a-z0-9]+ after lower-casing ASCII), read by char code
+ * without building the word strings. Returns how many.
+ */
+function wordBounds(text: string): number {
+  let n = 0;
+  let start = -1;
+  const len = text.length;
+  for (let i = 0; i <= len; i++) {
+    let word = false;
+    let units = 1;
+    if (i < len) {
+      const c = text.charCodeAt(i);
+      if (c < 0x80) word = (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a);
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < len) {
+        const d = text.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) {
+          word = isWordCodePoint(((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000);
+          units = 2;
+        }
+      } else word = isWordCodePoint(c);
+    }
+    if (word) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      if (2 * n + 2 > bounds.length) {
+        const grown = new Int32Array(bounds.length * 2);
+        grown.set(bounds);
+        bounds = grown;
+      }
+      bounds[2 * n] = start;
+      bounds[2 * n + 1] = i;
+      n++;
+      start = -1;
+    }
+    i += units - 1;
+  }
+  return n;
+}
+
+/**
+ * Adds the feature of `count` words from word `first` (joined by single
+ * spaces) to the bit counts: FNV-1a 64 over their UTF-8 bytes, encoded from
+ * the code points as they are read (ASCII A–Z folded to a–z), then fmix64.
+ * One function with its state in locals: this runs for every word of every page.
+ */
+function featureOf(text: string, first: number, count: number): void {
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
+  for (let w = first; w < first + count; w++) {
+    if (w > first) {
+      // The space between two words.
+      const x = (lo ^ 0x20) >>> 0;
+      const p0 = (x & 0xffff) * 0x1b3;
+      const p1 = (x >>> 16) * 0x1b3 + (p0 >>> 16);
+      lo = (((p1 & 0xffff) << 16) | (p0 & 0xffff)) >>> 0;
+      hi = (Math.imul(hi, 0x1b3) + (p1 >>> 16) + (x << 8)) >>> 0;
+    }
+    const end = bounds[2 * w + 1]!;
+    for (let i = bounds[2 * w]!; i < end; i++) {
+      let cp = text.charCodeAt(i);
+      if (cp < 0x80) {
+        // x * (2^40 + 0x1b3) mod 2^64 in 16-bit partial products: integer operations only, every step exact.
+        const x = (lo ^ (cp <= 0x5a && cp >= 0x41 ? cp | 0x20 : cp)) >>> 0;
+        const p0 = (x & 0xffff) * 0x1b3;
+        const p1 = (x >>> 16) * 0x1b3 + (p0 >>> 16);
+        lo = (((p1 & 0xffff) << 16) | (p0 & 0xffff)) >>> 0;
+        hi = (Math.imul(hi, 0x1b3) + (p1 >>> 16) + (x << 8)) >>> 0;
+        continue;
+      }
+      // The code point's two to four UTF-8 bytes, the first in the lowest byte.
+      let bytes: number;
+      let nbytes: number;
+      if (cp < 0x800) {
+        bytes = 0xc0 | (cp >>> 6) | ((0x80 | (cp & 0x3f)) << 8);
+        nbytes = 2;
+      } else if (cp >= 0xd800 && cp <= 0xdbff) {
+        // A word's surrogates are always paired (a lone one is no letter).
+        cp = ((cp - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00) + 0x10000;
+        bytes = 0xf0 | (cp >>> 18) | ((0x80 | ((cp >>> 12) & 0x3f)) << 8) | ((0x80 | ((cp >>> 6) & 0x3f)) << 16) | ((0x80 | (cp & 0x3f)) << 24);
+        nbytes = 4;
+      } else {
+        bytes = 0xe0 | (cp >>> 12) | ((0x80 | ((cp >>> 6) & 0x3f)) << 8) | ((0x80 | (cp & 0x3f)) << 16);
+        nbytes = 3;
+      }
+      for (let k = 0; k < nbytes; k++) {
+        const x = (lo ^ ((bytes >>> (8 * k)) & 0xff)) >>> 0;
+        const p0 = (x & 0xffff) * 0x1b3;
+        const p1 = (x >>> 16) * 0x1b3 + (p0 >>> 16);
+        lo = (((p1 & 0xffff) << 16) | (p0 & 0xffff)) >>> 0;
+        hi = (Math.imul(hi, 0x1b3) + (p1 >>> 16) + (x << 8)) >>> 0;
+      }
+    }
+  }
+  fh = hi;
+  fl = lo;
+  fmixState();
+  addToCounts(fh, fl);
+}
+
+/**
+ * How many features have each of the 64 bits set, kept bit-sliced: plane k
+ * holds bit k of all 32 counters of a half, so adding a feature is a
+ * ripple-carry add of its two 32-bit halves (about two steps each on
+ * average) instead of 64 counter updates. 31 planes count up to 2^31 − 1 features, more than a string has characters.
+ */
+const PLANES = 31;
+const loPlanes = new Int32Array(PLANES);
+const hiPlanes = new Int32Array(PLANES);
+
+function resetCounts(): void {
+  loPlanes.fill(0);
+  hiPlanes.fill(0);
+}
+
+function addToCounts(hi: number, lo: number): void {
+  let carry = lo | 0;
+  for (let k = 0; carry !== 0; k++) {
+    const t = loPlanes[k]! & carry;
+    loPlanes[k] = loPlanes[k]! ^ carry;
+    carry = t;
+  }
+  carry = hi | 0;
+  for (let k = 0; carry !== 0; k++) {
+    const t = hiPlanes[k]! & carry;
+    hiPlanes[k] = hiPlanes[k]! ^ carry;
+    carry = t;
+  }
+}
+
+/** A bit is set when more features have it than not: ones > features − ones. */
+function vote(features: number): bigint {
+  // Planes past the feature count's own bits are all zero.
+  const planes = Math.min(PLANES, 32 - Math.clz32(features));
   let hi = 0;
   let lo = 0;
   for (let bit = 0; bit < 32; bit++) {
-    if (2 * counts[bit]! > features) lo |= 1 << bit;
-    if (2 * counts[bit + 32]! > features) hi |= 1 << bit;
+    let loOnes = 0;
+    let hiOnes = 0;
+    for (let k = 0; k < planes; k++) {
+      loOnes += ((loPlanes[k]! >>> bit) & 1) << k;
+      hiOnes += ((hiPlanes[k]! >>> bit) & 1) << k;
+    }
+    if (2 * loOnes > features) lo |= 1 << bit;
+    if (2 * hiOnes > features) hi |= 1 << bit;
   }
   return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
 }
@@ -113,23 +277,9 @@ export function hasWords(text: string, n: number): boolean {
   return false;
 }
 
-/** A word's UTF-8 bytes: the string itself when it is ASCII (its code units are its bytes). */
-function wordBytes(w: string): string | Uint8Array {
-  return !NON_ASCII.test(w) ? w : encoder.encode(w);
-}
-
 /** One running FNV-1a 64 state, as unsigned 32-bit halves (no array per byte or feature). */
 let fh = 0;
 let fl = 0;
-
-function fnvByte(b: number): void {
-  const x = (fl ^ b) >>> 0;
-  // x * (2^40 + 0x1b3) mod 2^64 in 16-bit partial products: integer operations only (no division for the carry).
-  const p0 = (x & 0xffff) * 0x1b3;
-  const p1 = (x >>> 16) * 0x1b3 + (p0 >>> 16);
-  fl = (((p1 & 0xffff) << 16) | (p0 & 0xffff)) >>> 0;
-  fh = (Math.imul(fh, 0x1b3) + (p1 >>> 16) + (x << 8)) >>> 0;
-}
 
 /** fmix64 of the running state, in place (no arrays: this runs once per feature). */
 function fmixState(): void {
@@ -153,32 +303,6 @@ function mulState(bh: number, bl: number): void {
   const lo = (((mid & 0xffff) << 16) | (p00 & 0xffff)) >>> 0;
   fh = (a1 * b1 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16) + Math.imul(fh, bl) + Math.imul(fl, bh)) >>> 0;
   fl = lo;
-}
-
-function fnvWord(w: string | Uint8Array): void {
-  if (typeof w === 'string') for (let i = 0; i < w.length; i++) fnvByte(w.charCodeAt(i));
-  else for (let i = 0; i < w.length; i++) fnvByte(w[i]!);
-}
-
-/** Adds one feature (a word, or three words joined by spaces) to the bit counts. */
-function countFeature(counts: Int32Array, a: string | Uint8Array, b: string | Uint8Array | null, c: string | Uint8Array | null): void {
-  fh = 0xcbf29ce4;
-  fl = 0x84222325;
-  fnvWord(a);
-  if (b !== null && c !== null) {
-    fnvByte(0x20);
-    fnvWord(b);
-    fnvByte(0x20);
-    fnvWord(c);
-  }
-  fmixState();
-  const hi = fh;
-  const lo = fl;
-  // Ones per bit, without a branch; a bit's vote is 2·ones − features (simhash64).
-  for (let bit = 0; bit < 32; bit++) {
-    counts[bit]! += (lo >>> bit) & 1;
-    counts[bit + 32]! += (hi >>> bit) & 1;
-  }
 }
 
 const MASK64 = (1n << 64n) - 1n;

@@ -7,7 +7,7 @@
 // iconv-lite's, which knows every WHATWG encoding and, unlike Node 20's
 // TextDecoder since 20.18.3, maps windows-1252's 0x80–0x9F to € “ ” ™.
 import { isUtf8 } from 'node:buffer';
-import { getEncoding } from 'encoding-sniffer';
+import { ResultType, Sniffer, type SnifferOptions } from 'encoding-sniffer/sniffer';
 import iconv from 'iconv-lite';
 import { TextDecoder } from 'node:util';
 
@@ -67,11 +67,25 @@ export function decodeBody(body: Uint8Array, contentType: string | null | undefi
     if (decoder) return { text: decoder.decode(buf), charset: decoder.encoding };
   }
   const fallback = isHtml(contentType) && !isUtf8Body(body) ? 'windows-1252' : 'UTF-8';
-  const encoding = getEncoding(buf, { maxBytes: PRESCAN_BYTES, defaultEncoding: fallback, ...(transport ? { transportLayerEncodingLabel: transport } : {}) });
+  const encoding = sniff(buf, { maxBytes: PRESCAN_BYTES, defaultEncoding: fallback, ...(transport ? { transportLayerEncodingLabel: transport } : {}) });
   if (iconv.encodingExists(encoding)) return { text: iconv.decode(buf, encoding), charset: encoding.toLowerCase() };
   const decoder = nodeDecoder(encoding);
   if (decoder) return { text: decoder.decode(buf), charset: decoder.encoding };
   return { text: iconv.decode(buf, fallback), charset: fallback.toLowerCase() };
+}
+
+/**
+ * encoding-sniffer's getEncoding, without reading past the BOM when the
+ * Content-Type named a charset the sniffer knows: then only a BOM (in the
+ * first three bytes) can still win, and the prescan of 4 KB for a <meta>,
+ * which could not change the answer, is skipped.
+ */
+function sniff(buf: Buffer, opts: SnifferOptions): string {
+  const sniffer = new Sniffer(opts);
+  sniffer.write(buf.subarray(0, 3));
+  if (sniffer.resultType === ResultType.BOM || sniffer.resultType === ResultType.PASSED) return sniffer.encoding;
+  sniffer.write(buf.subarray(3));
+  return sniffer.encoding;
 }
 
 export function isHtml(contentType: string | null | undefined): boolean {

@@ -1,5 +1,5 @@
 import { constants as bufferConstants } from 'node:buffer';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -131,7 +131,7 @@ export interface IndexEntry {
 
 /** The `contentHash` value for a stored body. */
 export function contentHashOf(body: Uint8Array): string {
-  return `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  return `sha256:${hash('sha256', body, 'hex')}`;
 }
 
 export interface IndexWriterOptions {

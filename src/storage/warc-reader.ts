@@ -59,6 +59,20 @@ export async function readWarcDir(dir: string, opts: ReadWarcOptions = {}): Prom
   return out;
 }
 
+/**
+ * A WARC header's value as read: warcio.js joins a repeated header with
+ * ",,,", and its own iterator, which splits them again, throws for a WARC-*
+ * name other than WARC-Concurrent-To and WARC-Protocol, so a WARC-Target-URI
+ * holding ",,," could not be read. Those names are never repeated: their
+ * value is kept whole. Of a repeated one, the last, as before.
+ */
+function lastValue(name: string, value: string): string {
+  const lower = name.toLowerCase();
+  if (lower.startsWith('warc-') && lower !== 'warc-concurrent-to' && lower !== 'warc-protocol') return value;
+  const at = value.lastIndexOf(',,,');
+  return at > 0 ? value.slice(at + 3) : value;
+}
+
 /** All records of one WARC file. */
 export async function readWarcFile(file: string, opts: ReadWarcOptions = {}): Promise<WarcReadRecord[]> {
   const name = path.basename(file);
@@ -80,7 +94,7 @@ export async function readWarcFile(file: string, opts: ReadWarcOptions = {}): Pr
     for await (const record of parser) {
       const offset = parser.offset;
       const headers: Record<string, string> = {};
-      for (const [k, v] of record.warcHeaders.headers) headers[k] = v;
+      for (const [k, v] of Map.prototype.entries.call(record.warcHeaders.headers) as IterableIterator<[string, string]>) headers[k] = lastValue(k, v);
       const declared = Number(record.warcHeaders.headers.get('Content-Length') ?? NaN);
       const block = Buffer.from(await record.readFully(false));
       // A short block means the data ran out: this is the truncated tail.

@@ -1,12 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, hash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { HeadersMultiMap, StatusAndHeaders, WARCRecord, WARCSerializer } from 'warcio';
+import { HeadersMultiMap, StatusAndHeaders, WARCRecord } from 'warcio';
 import { SerialQueue } from './serial-queue';
 import { createUniqueFile, ensureWritableDir, writeFully } from './files';
 import { StorageError } from './storage-error';
@@ -172,8 +171,6 @@ export interface WarcLocation {
 // Record building
 
 const WARC_VERSION = 'WARC/1.1';
-// gzip: false: the record is serialised plain and compressed by gzipMember.
-const DIGEST_OPTS = { gzip: false, digest: { algo: 'sha-1', prefix: 'sha1:', base32: true } } as const;
 const DEFAULT_MAX_FILE_BYTES = 1024 ** 3;
 const DEFAULT_SOFTWARE = 'durable-crawler (warcio.js)';
 
@@ -344,7 +341,7 @@ function warcFields(fields: Record<string, string | string[]>): Uint8Array {
 }
 
 function sha1Base32(data: Uint8Array): string {
-  return `sha1:${base32(createHash('sha1').update(data).digest())}`;
+  return `sha1:${base32(hash('sha1', data, 'buffer'))}`;
 }
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -371,30 +368,51 @@ function urn(): string {
   return `<urn:uuid:${randomUUID()}>`;
 }
 
-const gzip = promisify(zlib.gzip);
 const EMPTY = new Uint8Array(0);
-const utf8 = new TextEncoder();
+const CRLF = Buffer.from('\r\n');
+const CRLFCRLF = Buffer.from('\r\n\r\n');
 
 /**
- * A record as one gzip member. warcio.js would hash with a WebAssembly
- * SHA-1 it instantiates for every record and compress through web streams
- * on the event loop: together about a fifth of a worker's CPU per page.
- * Here the digests are computed with node:crypto exactly as warcio defines
- * them (block: the HTTP header block as warcio serialises it, then the
- * payload; payload: the payload), set on the record so warcio computes
- * none, and the plain record is gzipped by native zlib in libuv's thread
- * pool. warcinfo records carry the block digest their caller set.
+ * The WARC header block: the version line, then each header as it was set,
+ * as warcio.js's toString() lays it out. Read from the Map's own entries:
+ * warcio's iterator would split a value holding ",,," (its multi-value
+ * marker, which a URL may hold) and throws for a WARC-* name, so a page
+ * whose URL had ",,," could not be stored.
  */
-async function gzipMember(record: WARCRecord, payload: Uint8Array, payloadDigest?: string): Promise<Uint8Array> {
+function warcHeaderBlock(record: WARCRecord): string {
+  let text = `${record.warcHeaders.statusline}\r\n`;
+  for (const [name, value] of Map.prototype.entries.call(record.warcHeaders.headers) as IterableIterator<[string, string]>) text += `${name}: ${value}\r\n`;
+  return text;
+}
+
+/**
+ * A record as one gzip member. The plain record is laid out exactly as
+ * warcio.js's WARCSerializer writes it (WARC header block, CRLF, HTTP
+ * header block, payload, CRLF CRLF; Content-Length the HTTP block and
+ * payload), without its async iterators and with node:crypto's SHA-1
+ * instead of the WebAssembly one it instantiates for every record. The
+ * digests are those warcio defines (block: the HTTP header block, then the
+ * payload; payload: the payload); warcinfo records carry the block digest
+ * their caller set. The HTTP header block is encoded once, for the digest
+ * and the record. Compressed in one synchronous call: zlib's own work is
+ * the same on the event loop as in libuv's pool, and the asynchronous
+ * call's stream and promise around it cost a page more than the
+ * compression's wait (docs/benchmarks.md, issue 27).
+ */
+function gzipMember(record: WARCRecord, payload: Uint8Array, payloadDigest?: string): Uint8Array {
+  const http = record.httpHeaders ? Buffer.from(`${record.httpHeaders.toString()}\r\n`, 'utf8') : null;
+  const headers = record.warcHeaders.headers;
   if (record.warcType !== 'warcinfo') {
     const block = createHash('sha1');
-    if (record.httpHeaders) block.update(utf8.encode(`${record.httpHeaders.toString()}\r\n`));
+    if (http) block.update(http);
     block.update(payload);
     // A revisit's block has no payload, but its payload digest is the (identical) payload's.
-    record.warcHeaders.headers.set('WARC-Payload-Digest', payloadDigest ?? sha1Base32(payload));
-    record.warcHeaders.headers.set('WARC-Block-Digest', `sha1:${base32(block.digest())}`);
+    headers.set('WARC-Payload-Digest', payloadDigest ?? sha1Base32(payload));
+    headers.set('WARC-Block-Digest', `sha1:${base32(block.digest())}`);
   }
-  return gzip(await WARCSerializer.serialize(record, DIGEST_OPTS));
+  headers.set('Content-Length', String((http?.length ?? 0) + payload.length));
+  const head = Buffer.from(warcHeaderBlock(record), 'utf8');
+  return zlib.gzipSync(Buffer.concat(http ? [head, CRLF, http, payload, CRLFCRLF] : [head, CRLF, payload, CRLFCRLF]));
 }
 
 // ---------------------------------------------------------------------------
@@ -551,7 +569,7 @@ export class WarcWriter {
     );
     // As for exchanges: exactly the URI given, not as `new URL()` re-spells it.
     rec.warcHeaders.headers.set('WARC-Target-URI', headerSafe(r.uri));
-    const bytes = await gzipMember(rec, r.body);
+    const bytes = gzipMember(rec, r.body);
     const offset = await this.append(file, [{ bytes }], r.uri);
     return { file: file.name, offset, length: bytes.length, recordId };
   }
@@ -652,16 +670,14 @@ export class WarcWriter {
     // WARC-Target-URI must be exactly the URL the index records.
     for (const { r } of records) r.warcHeaders.headers.set('WARC-Target-URI', headerSafe(ex.url));
 
-    const members = await Promise.all(
-      records.map(async ({ r, payload, payloadDigest }) => {
-        const bytes = await gzipMember(r, payload, payloadDigest);
-        return {
-          bytes,
-          payloadDigest: r.warcHeaders.headers.get('WARC-Payload-Digest') ?? '',
-          blockDigest: r.warcHeaders.headers.get('WARC-Block-Digest') ?? '',
-        };
-      }),
-    );
+    const members = records.map(({ r, payload, payloadDigest }) => {
+      const bytes = gzipMember(r, payload, payloadDigest);
+      return {
+        bytes,
+        payloadDigest: r.warcHeaders.headers.get('WARC-Payload-Digest') ?? '',
+        blockDigest: r.warcHeaders.headers.get('WARC-Block-Digest') ?? '',
+      };
+    });
     return { members, responseId };
   }
 
@@ -701,7 +717,7 @@ export class WarcWriter {
       );
       // warcio.js computes no digests for warcinfo; we set the block digest
       // above so a reader can verify every record of the file.
-      const bytes = await gzipMember(rec, body);
+      const bytes = gzipMember(rec, body);
       await writeFully(fh, bytes, 0);
       this.current = { name, path: full, fh, size: bytes.length, warcinfoId };
       return this.current;

@@ -20,6 +20,13 @@ describe('decodeBody', () => {
       expect(r.text).toContain('caf\u00e9');
     });
 
+    it('reads the <meta> when the Content-Type names a charset nobody knows', () => {
+      const body = Buffer.concat([Buffer.from(page('<meta charset="windows-1251">', '')), Buffer.from([0xf1, 0xeb, 0xee, 0xe2, 0xee])]);
+      const r = decodeBody(body, 'text/html; charset=no-such-charset');
+      expect(r.charset).toBe('windows-1251');
+      expect(r.text).toContain('слово');
+    });
+
     it('reads bytes 0x80-0x9F as windows-1252 for every label of it (Node’s TextDecoder gives C1 controls)', () => {
       for (const label of ['windows-1252', 'ISO-8859-1', 'latin1', 'us-ascii']) {
         const r = decodeBody(latin1('<p>\u0080 \u0093q\u0094 \u0099 \u009f</p>'), `text/html; charset=${label}`);

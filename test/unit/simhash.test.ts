@@ -156,6 +156,11 @@ describe('simhash64 against the plain definition', () => {
       'two words',
       '🙂 emoji shingle ünïcödé ＦＵＬＬ-width ｗｏｒｄｓ',
       article(200, 9).join(' ') + ' Straße München Ωmega ' + article(50, 4).join(', '),
+      // Final sigma (lower-cased by its context), a lone surrogate (no letter), astral letters, a no-break space (NFKC: a space).
+      'ΟΔΟΣ ΟΔΟΣ end \ud800 lone 𝐀𝐁 math\u00a0bold 🙂x 東京',
+      // More words than the word buffer starts with, in ASCII and with one non-ASCII word.
+      article(9000, 5).join(' '),
+      article(9000, 6).join(' ') + ' naïve',
     ];
     for (const text of texts) expect(simhash64(text)).toBe(plain(text));
   });

@@ -222,6 +222,23 @@ describe('WarcWriter', () => {
     }
   });
 
+  it('stores a URL holding ",,," (warcio.js\'s multi-value marker) whole, in every record of its exchange', async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const ex = { ...exchange(1), url: 'https://example.test/a,,,b?c=,,,d' };
+    ex.metadata = { via: 'https://example.test/x,,,y' };
+    const loc = await w.writeExchange(ex);
+    await w.close();
+    const recs = await readWarcDir(dir, { truncatedTail: 'throw' });
+    expect(recs.map((r) => r.type)).toEqual(['warcinfo', 'response', 'request', 'metadata']);
+    for (const r of recs.slice(1)) {
+      expect(r.targetUri).toBe(ex.url);
+      expect(r.blockDigestOk).toBe(true);
+    }
+    expect(byId(recs).get(loc.recordId)!.payloadDigestOk).toBe(true);
+    expect(recs[3]!.payload!.toString('utf8')).toContain('via: https://example.test/x,,,y\r\n');
+  });
+
   it('round-trips binary bodies byte for byte, including CRLFCRLF and empty bodies', async () => {
     const dir = tmpDir();
     const w = await WarcWriter.open({ dir });
