@@ -35,7 +35,10 @@ export { contentKeys } from '../redis/keys';
 // agree exactly on at least one band, so scanning the buckets of our own band
 // values finds every such earlier page still in its bucket. Lua numbers are
 // doubles and Redis's Lua has no 64-bit integers, so distances are computed
-// nibble by nibble from the hex text through a 16x16 popcount table.
+// on the hex text's two 32-bit halves with the bit library (XOR, then a
+// popcount in a few shifts and masks). A popcount table built in Lua cost
+// more than the rest of the check together: a script cannot keep it between
+// runs, so every check built its 256 entries again.
 const CONTENT_CHECK_LUA = `
 local url, exactHash, sim = ARGV[1], ARGV[2], ARGV[3]
 local known = redis.call('HGET', KEYS[1], url)
@@ -48,23 +51,18 @@ if owner and owner ~= url then verdict = 'e\\t' .. owner end
 local n = #KEYS - 2
 local packed = {}
 if not verdict and sim ~= '' then
-  local NIB = {}
-  for i = 0, 9 do NIB[48 + i] = i end
-  for i = 0, 5 do NIB[97 + i] = 10 + i end
-  local POP = {}
-  for x = 0, 15 do
-    for y = 0, 15 do
-      local a, b, d = x, y, 0
-      for _ = 1, 4 do
-        if a % 2 ~= b % 2 then d = d + 1 end
-        a = (a - a % 2) / 2
-        b = (b - b % 2) / 2
-      end
-      POP[x * 16 + y] = d
-    end
+  -- Hamming distance as two 32-bit halves: XOR, then a SWAR popcount. The
+  -- bit library's results are 32-bit signed; every step goes through it,
+  -- which reduces modulo 2^32, so the sign never shows.
+  local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+  local function pop(x)
+    x = x - band(rshift(x, 1), 0x55555555)
+    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+    x = band(x + rshift(x, 4), 0x0F0F0F0F)
+    x = x + rshift(x, 8)
+    return band(x + rshift(x, 16), 0x3F)
   end
-  local mine = { string.byte(sim, 1, 16) }
-  for i = 1, 16 do mine[i] = NIB[mine[i]] * 16 end
+  local hi, lo = tonumber(string.sub(sim, 1, 8), 16), tonumber(string.sub(sim, 9, 16), 16)
 
   local bestD, bestUrl = tonumber(ARGV[4]) + 1, nil
   for i = 1, n do
@@ -72,14 +70,13 @@ if not verdict and sim ~= '' then
     packed[i] = p
     if p then
       for rec in string.gmatch(p, '[^\\n]+') do
-        local theirs = { string.byte(rec, 1, 16) }
-        local d = 0
-        for j = 1, 16 do
-          d = d + POP[mine[j] + NIB[theirs[j]]]
-          if d >= bestD then break end
+        local d = pop(bxor(hi, tonumber(string.sub(rec, 1, 8), 16)))
+        -- The first half alone already too far: the second cannot bring it back.
+        if d < bestD then
+          d = d + pop(bxor(lo, tonumber(string.sub(rec, 9, 16), 16)))
+          local of = string.sub(rec, 17)
+          if d < bestD and of ~= url then bestD, bestUrl = d, of end
         end
-        local of = string.sub(rec, 17)
-        if d < bestD and of ~= url then bestD, bestUrl = d, of end
       end
     end
   end
@@ -161,7 +158,7 @@ function parseVerdict(v: string): ContentVerdict {
  * blocks Redis for all workers, and bucket sizes are skewed (template-heavy
  * sites put many pages in the same buckets; wide maxDistance means narrow
  * bands and few distinct values). Capping each bucket bounds both the script's
- * run time (bands x cap x 16 nibble steps) and the memory per bucket. Dropping
+ * run time (bands x cap records compared) and the memory per bucket. Dropping
  * the oldest costs recall only: a page whose match was evicted from every
  * band it shares may be called unique, but nothing is ever called a duplicate
  * wrongly, and a breadth-first crawl meets a section's look-alike pages close

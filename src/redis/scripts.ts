@@ -28,34 +28,64 @@ export type RedisLike = Redis | Cluster;
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
+// Per batch, not per link, whatever its size: one SMISMEMBER asks the
+// seen-set about every fingerprint, and the new ones go in with one SADD,
+// one INCRBY (their discovery numbers are the counter's last k values, in
+// ARGV order, as k INCRs would have given them) and one ZADD. A fingerprint
+// twice in a batch is queued once, as a second SADD would have found it.
+// The stats are read only when a bound applies (a link bomb still costs its
+// one SMISMEMBER, never a call per link).
 const ENQUEUE_BODY = `
 local added = 0
 local pageLimit = tonumber(ARGV[BOUNDS])
 local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
-local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps', 'embedsQueued')
-local sitemaps = tonumber(counts[3] or '0')
-local room = 0
-if pageLimit >= 0 then
-  local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps - tonumber(counts[4] or '0'), 0)
-  room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
+local fps = {}
+for i = BOUNDS + 2, #ARGV, 4 do fps[#fps + 1] = ARGV[i] end
+local sitemaps, room, newSitemaps, newEmbeds = 0, 0, 0, 0
+if #fps > 0 and (pageLimit >= 0 or sitemapLimit >= 0) then
+  local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps', 'embedsQueued')
+  sitemaps = tonumber(counts[3] or '0')
+  if pageLimit >= 0 then
+    local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps - tonumber(counts[4] or '0'), 0)
+    room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
+  end
 end
-for i = BOUNDS + 2, #ARGV, 4 do
-  local class = ARGV[i + 3]
-  local fits
-  if class == 's' then fits = sitemapLimit < 0 or sitemaps < sitemapLimit elseif class == 'e' then fits = true else fits = pageLimit < 0 or room > 0 end
-  if fits and redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
-    local n = redis.call('INCR', KEYS[3])
-    redis.call('ZADD', KEYS[2], string.format('%.0f', tonumber(ARGV[i + 1]) + n), ARGV[i + 2])
-    added = added + 1
-    if class == 's' then
-      sitemaps = sitemaps + 1
-      redis.call('HINCRBY', STATS, 'sitemaps', 1)
-    elseif class == 'e' then
-      redis.call('HINCRBY', STATS, 'embedsQueued', 1)
-    else
-      room = room - 1
+local known = #fps > 0 and redis.call('SMISMEMBER', KEYS[1], unpack(fps)) or {}
+local fresh, at, taken = {}, {}, {}
+for j = 1, #fps do
+  local i = BOUNDS + 2 + (j - 1) * 4
+  if known[j] == 0 and not taken[fps[j]] then
+    local class = ARGV[i + 3]
+    local fits
+    if class == 's' then fits = sitemapLimit < 0 or sitemaps < sitemapLimit elseif class == 'e' then fits = true else fits = pageLimit < 0 or room > 0 end
+    if fits then
+      taken[fps[j]] = true
+      fresh[#fresh + 1] = fps[j]
+      at[#at + 1] = i
+      if class == 's' then
+        sitemaps = sitemaps + 1
+        newSitemaps = newSitemaps + 1
+      elseif class == 'e' then
+        newEmbeds = newEmbeds + 1
+      else
+        room = room - 1
+      end
     end
   end
+end
+added = #fresh
+if added > 0 then
+  redis.call('SADD', KEYS[1], unpack(fresh))
+  local first = redis.call('INCRBY', KEYS[3], added) - added
+  local zargs = {}
+  for j = 1, added do
+    local i = at[j]
+    zargs[2 * j - 1] = string.format('%.0f', tonumber(ARGV[i + 1]) + first + j)
+    zargs[2 * j] = ARGV[i + 2]
+  end
+  redis.call('ZADD', KEYS[2], unpack(zargs))
+  if newSitemaps > 0 then redis.call('HINCRBY', STATS, 'sitemaps', newSitemaps) end
+  if newEmbeds > 0 then redis.call('HINCRBY', STATS, 'embedsQueued', newEmbeds) end
 end
 `;
 

@@ -65,7 +65,7 @@ describe('content index', () => {
     expect(await idx.check({ url: 'http://f.test/packed', exactHash: hash(), simhash: flip(s, [16, 17, 18, 31]) })).toEqual({ kind: 'unique' });
   });
 
-  it('agrees with hammingDistance on random pairs (the script computes distance nibble by nibble)', async () => {
+  it('agrees with hammingDistance on random pairs (the script computes distance on two 32-bit halves)', async () => {
     for (let i = 0; i < 200; i++) {
       const idx = new ContentIndex(redis, ck());
       const a = random64();

@@ -143,6 +143,23 @@ describe('frontier on Redis', () => {
     expect(await drain(f)).toEqual(['http://d.test/urgent', 'http://d.test/b', 'http://d.test/', 'http://d.test/c']);
   });
 
+  it('queues a URL named twice in one batch once, skips those already seen, and numbers the new ones in the order given', async () => {
+    const campaign = `t-${randomUUID()}`;
+    const f = new Frontier(redis, campaign, 'g.test');
+    const u = (p: string) => `http://g.test/${p}`;
+    expect((await f.enqueue([item(u('a')), item(u('b'))])).added).toBe(2);
+    // The seen-set is asked once for the whole batch: a URL repeated in it is still new to that answer.
+    expect((await f.enqueue([item(u('b')), item(u('c')), item(u('c')), item(u('d')), item(u('a')), item(u('e'))])).added).toBe(3);
+    const head = await f.claim();
+    expect(head?.entry.url).toBe(u('a'));
+    // A commit's links likewise: one already queued, one twice, one new.
+    const c = await f.commit(head!.member, 'fetched', 0, [item(u('f')), item(u('d')), item(u('f')), item(u('g'))]);
+    expect(c).toEqual({ removed: true, added: 2, remaining: 6 });
+    expect(await drain(f)).toEqual(['b', 'c', 'd', 'e', 'f', 'g'].map(u));
+    // Seven discovery numbers, one per URL queued (five by the enqueues, two by the commit): none skipped, none reused.
+    expect(await redis.get(hostKeys(campaign, 'g.test').seq)).toBe('7');
+  });
+
   it('stores scores exactly at the extremes of priority, depth and discovery counter', async () => {
     const campaignKey = `t-${randomUUID()}`;
     const k = hostKeys(campaignKey, 'e.test');
