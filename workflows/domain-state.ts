@@ -99,6 +99,8 @@ export class DomainBook {
     this.pages = input.carry?.pages ?? 0;
     this.pausedAt = input.carry?.pausedAt ?? null;
     this.published = startsShowing ? (input.carry ? (input.carry.shown ?? null) : HOST_STARTED_AS) : null;
+    // A continued run is where the run before left off (paused, sleeping), until its first session says otherwise.
+    if (startsShowing && input.carry?.shown) this.state = input.carry.shown;
   }
 
   onWake(gen: number): void {
