@@ -49,7 +49,8 @@ const fixturesDir = path.join(__dirname, '..', 'fixtures');
 describe('the fixtures cover', () => {
   test('every workflow type, each with a run that continued as new', () => {
     expect(campaigns.length).toBeGreaterThan(0);
-    for (const type of DOMAIN_WORKFLOWS) expect({ type, continued: ofType(type).filter((h) => endedAs(h.history) === 'CONTINUED_AS_NEW').length > 0 }).toEqual({ type, continued: true });
+    for (const type of DOMAIN_WORKFLOWS)
+      expect({ type, continued: ofType(type).filter((h) => endedAs(h.history) === 'CONTINUED_AS_NEW').length > 0 }).toEqual({ type, continued: true });
     expect(histories.length).toBe(campaigns.length + domains.length);
     // The next run of a chain starts from the carry: both sides of continue-as-new replay.
     expect(campaigns.filter((h) => endedAs(h.history) === 'CONTINUED_AS_NEW').length).toBeGreaterThan(0);
