@@ -43,13 +43,12 @@ const { releaseHost } = proxyLocalActivities<CrawlerActivities>({
   retry: ACTIVITY_RETRY.bookkeeping,
 });
 
-const sessionRetry = { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] };
 const sessionOptions: ActivityOptions = {
   // A session is bounded by its time cap plus one page's fetch; the heartbeat
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: SESSION_HEARTBEAT.timeoutMs,
-  retry: sessionRetry,
+  retry: { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
 };
 // Through the task queue, never handed straight back to this worker: the
 // queue's fairness (one key per campaign) decides which campaign's session
@@ -69,7 +68,10 @@ const { crawlSession: firstCrawlSession } = proxyActivities<CrawlerActivities>({
 // and the next attempt runs it again elsewhere, taking the host over. Its
 // attempt is bounded like a session's: one slow page at most (fetch and
 // render timeouts), retried as a session is.
-const { crawlSession: localFirstSession } = proxyLocalActivities<CrawlerActivities>({ startToCloseTimeout: '10 minutes', retry: sessionRetry });
+const { crawlSession: localFirstSession } = proxyLocalActivities<CrawlerActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
+});
 
 /** The host's workflow, as the dispatch starts it. */
 export async function hostCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {

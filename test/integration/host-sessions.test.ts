@@ -108,6 +108,8 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
   expect(fast.sessions).toBe(1);
   expect(fast.upserts).toBe(0);
   expect(fast.events).toBeLessThan(20);
+  // Started, the local session's marker, the regular session (its few seconds send no heartbeat past the first).
+  expect(fast.actions).toBeLessThanOrEqual(4);
   // Politeness held both ways.
   const times = (host: string) =>
     h.web
