@@ -6,8 +6,8 @@
 // Two workflow types run this code. `hostCrawl`, which the dispatch starts,
 // runs the host's first session as a local activity inside its first
 // workflow task and upserts CrawlState only when it differs from what the
-// run started with: a host done in one session costs six history events (
-// started, one workflow task, the session's marker, completed). `domainCrawl`
+// run started with: a host done in one session costs six history events
+// (started, one workflow task, the session's marker, completed). `domainCrawl`
 // is the type of releases before, kept command for command so that their
 // runs still open replay (docs/operations.md, "Upgrading workflow code"). A
 // new type rather than patched(): the SDK records a patch as a marker and a
