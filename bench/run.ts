@@ -20,6 +20,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { processSetting } from '../src/config/env';
 import { SESSION_HEARTBEAT } from '../src/config/retry-policy';
+import { DOMAIN_WORKFLOWS } from '../src/temporal/workflow-types';
 import { LOCAL_DIR } from '../src/stack/paths';
 import { clusterDown, clusterUp } from '../src/worker/cluster';
 import { startStack } from '../src/stack/stack';
@@ -248,7 +249,7 @@ async function historyFigures(
           const a = e.workflowExecutionStartedEventAttributes!;
           largestPayload = Math.max(largestPayload, size(a.input));
           // A host's first run (not a continued one): how long its first workflow task waited.
-          if (a.workflowType?.name === 'domainCrawl' && !a.continuedExecutionRunId) runStarted = t;
+          if (DOMAIN_WORKFLOWS.includes(a.workflowType?.name ?? '') && !a.continuedExecutionRunId) runStarted = t;
         }
         if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED && runStarted !== null) {
           firstTaskWaitsMs.push(t - runStarted);
