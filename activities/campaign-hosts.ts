@@ -19,6 +19,7 @@ import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
 import type { DomainCrawlInput } from '../workflows/domain-crawl';
+import { HOST_STARTED_AS } from '../workflows/domain-state';
 import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import type { RedisLike } from '../src/redis/scripts';
 import { findClosedDomains } from './domain-watch';
@@ -125,7 +126,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                 typedSearchAttributes: [
                   { key: CrawlCampaign, value: input.campaignId },
                   { key: CrawlHost, value: host },
-                  { key: CrawlState, value: 'starting' },
+                  // What its first session shows: a host done in that session never upserts it (DomainBook).
+                  { key: CrawlState, value: HOST_STARTED_AS },
                 ],
                 memo: { campaign: input.campaignId, host },
                 staticSummary: hostStaticSummary(host, input.campaignId),

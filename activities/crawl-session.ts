@@ -4,6 +4,7 @@
 // beyond the durable-sleep threshold (the host's workflow sleeps that out
 // with a durable timer), at its page or time cap, or when the campaign's
 // control says so (pause, new settings, stop), which it reads between pages.
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type { CampaignSettings } from '../src/config/campaign';
@@ -30,7 +31,7 @@ import type { HostStats, SessionEnd, SessionInput, SessionResult } from './types
 const CONTROL_EVERY_MS = 250;
 /** How often the host's record (what `crawler status` shows) is brought up to date while the session runs. */
 const RECORD_EVERY_MS = 2_000;
-/** The SDK throttles heartbeats to 80 % of the heartbeat timeout; this only keeps them coming while a page takes long. */
+/** The SDK throttles heartbeats (SESSION_HEARTBEAT.throttleMs); this only keeps them coming while a page takes long. */
 const HEARTBEAT_EVERY_MS = 1_000;
 /** A URL whose processing failed this many times for a reason other than the network is recorded as INTERNAL_ERROR. */
 const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
@@ -79,7 +80,10 @@ class HostSession {
   private readonly threshold: number;
   private readonly nudger: CampaignNudger;
   private readonly started: number;
-  private readonly heartbeat: ReturnType<typeof setInterval>;
+  /** session.maxMs, or session.firstLocalMs for a host's first session (a local activity) when shorter. */
+  private readonly maxMs: number;
+  /** Local activities do not heartbeat (their workflow task is their lease): null for them. */
+  private readonly heartbeat: ReturnType<typeof setInterval> | null;
   private readonly revisits: RevisitSchedule | null;
   private pages = 0;
   private lastUrl: string | null = null;
@@ -103,8 +107,11 @@ class HostSession {
     // This attempt owns the host from now on: an older attempt of the same
     // session still running somewhere (its heartbeat timed out under load)
     // fails its next claim and stops, so at most its page in flight is
-    // fetched twice.
-    const token = `${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}/${ctx.info.attempt}`;
+    // fetched twice. A local session run again after its workflow task timed
+    // out (its worker stalled or died) has the same run, ID and attempt as the
+    // one before: a nonce tells them apart, so the older one loses its claim.
+    const attempt = `${ctx.info.workflowExecution?.runId}/${ctx.info.activityId}/${ctx.info.attempt}`;
+    const token = ctx.info.isLocal ? `${attempt}/local-${randomUUID()}` : attempt;
     await frontier.takeOver(token);
     return new HostSession(rt, input, ctx, hosts, control, campaign, frontier, token);
   }
@@ -126,7 +133,8 @@ class HostSession {
     this.threshold = this.s.session.durableSleepMs;
     this.nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     this.started = Date.now();
-    this.heartbeat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+    this.maxMs = input.local ? Math.min(this.s.session.maxMs, this.s.session.firstLocalMs) : this.s.session.maxMs;
+    this.heartbeat = ctx.info.isLocal ? null : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     this.delay = delayFor(this.s, control, null);
     this.lastControlAt = Date.now();
     // Continuous crawling: the host's revisit schedule (src/redis/revisit.ts).
@@ -135,7 +143,7 @@ class HostSession {
 
   /** Stops the heartbeat, whichever way the session ends (a throw included). */
   close(): void {
-    clearInterval(this.heartbeat);
+    if (this.heartbeat) clearInterval(this.heartbeat);
   }
 
   /** The session: an early stop, robots.txt, then page after page until a step ends it. */
@@ -184,10 +192,10 @@ class HostSession {
       if (why) return this.endFor(why);
     }
     if (Date.now() - this.lastRecordAt >= RECORD_EVERY_MS) await this.writeRecord('crawling');
-    if (this.pages >= this.s.session.maxPages || Date.now() - this.started >= this.s.session.maxMs || this.rt.draining) return this.end('cap');
+    if (this.pages >= this.s.session.maxPages || Date.now() - this.started >= this.maxMs || this.rt.draining) return this.end('cap');
     // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
     this.signal.throwIfAborted();
-    this.ctx.heartbeat();
+    if (this.heartbeat) this.ctx.heartbeat();
     // A host that may not be fetched at all: its URLs are recorded, none requested.
     if (f.robots.kind === 'unavailable' || f.robots.refused) return this.recordUnfetched(f);
     return this.fetchNext(f);
@@ -363,7 +371,7 @@ class HostSession {
   }
 
   private async end(how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> {
-    clearInterval(this.heartbeat);
+    this.close();
     const waitMs = more.waitMs ?? 0;
     const reason = more.reason ?? this.delay.reason;
     const state: HostState =

@@ -4,7 +4,7 @@
 // the campaign would wait for it forever and keep its concurrency slot taken.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { queryLiteral } from '../src/temporal/search-attributes';
-import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
+import { DOMAIN_WORKFLOWS } from '../src/temporal/workflow-types';
 import type { WorkerRuntime } from './runtime';
 
 /** A host workflow whose latest run ended other than by completing (its host never released its slot). */
@@ -31,13 +31,13 @@ export async function findClosedDomains(rt: WorkerRuntime, input: { campaignId: 
     // latest run decides, since a host whose old run was terminated may have
     // been started again since.
     const query =
-      `WorkflowType = ${queryLiteral(DOMAIN_WORKFLOW)} AND CrawlCampaign = ${queryLiteral(input.campaignId)}` +
+      `(${DOMAIN_WORKFLOWS.map((t) => `WorkflowType = ${queryLiteral(t)}`).join(' OR ')}) AND CrawlCampaign = ${queryLiteral(input.campaignId)}` +
       (input.since ? ` AND CloseTime >= ${queryLiteral(input.since)}` : '') +
       ` AND (${ABNORMAL.map((s) => `ExecutionStatus = '${s}'`).join(' OR ')})`;
     const prefix = `${input.campaignId}/`;
     const ids = new Set<string>();
     for await (const wf of client.workflow.list({ query })) {
-      if (wf.type === DOMAIN_WORKFLOW && wf.workflowId.startsWith(prefix)) ids.add(wf.workflowId);
+      if (DOMAIN_WORKFLOWS.includes(wf.type) && wf.workflowId.startsWith(prefix)) ids.add(wf.workflowId);
     }
     const closed: ClosedDomain[] = [];
     const all = [...ids];

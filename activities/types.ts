@@ -77,6 +77,12 @@ export interface SessionInput {
   configVersion: number;
   /** How long the workflow slept before this session (the politeness-wait metric). */
   sleptMs?: number;
+  /**
+   * The host's first session, run as a local activity inside the workflow's
+   * task: it ends at session.firstLocalMs (well under the workflow-task
+   * timeout) and hands the rest of the host to regular sessions.
+   */
+  local?: true;
 }
 
 /**

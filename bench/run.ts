@@ -19,6 +19,8 @@ import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { processSetting } from '../src/config/env';
+import { SESSION_HEARTBEAT } from '../src/config/retry-policy';
+import { DOMAIN_WORKFLOWS } from '../src/temporal/workflow-types';
 import { LOCAL_DIR } from '../src/stack/paths';
 import { clusterDown, clusterUp } from '../src/worker/cluster';
 import { startStack } from '../src/stack/stack';
@@ -195,8 +197,9 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
  * the way Temporal Cloud bills them, from history: a workflow started, a
  * signal, an update, an activity or local activity started (retries
  * included), a timer, a search-attribute or memo upsert, a child workflow,
- * plus one per heartbeat sent (sessions heartbeat at most every 5 s: their
- * running time ÷ 5 s).
+ * plus one per heartbeat sent (sessions heartbeat at most once per
+ * SESSION_HEARTBEAT.throttleMs: their running time ÷ that; a host's first
+ * session, a local activity, sends none).
  */
 async function historyFigures(
   client: Client,
@@ -239,14 +242,14 @@ async function historyFigures(
         if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
           const a = e.activityTaskCompletedEventAttributes!;
           const from = startedAt.get(Number(a.scheduledEventId));
-          if (from !== undefined) heartbeats += Math.floor((t - from) / 5_000);
+          if (from !== undefined) heartbeats += Math.floor((t - from) / SESSION_HEARTBEAT.throttleMs);
           largestPayload = Math.max(largestPayload, size(a.result));
         }
         if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
           const a = e.workflowExecutionStartedEventAttributes!;
           largestPayload = Math.max(largestPayload, size(a.input));
           // A host's first run (not a continued one): how long its first workflow task waited.
-          if (a.workflowType?.name === 'domainCrawl' && !a.continuedExecutionRunId) runStarted = t;
+          if (DOMAIN_WORKFLOWS.includes(a.workflowType?.name ?? '') && !a.continuedExecutionRunId) runStarted = t;
         }
         if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED && runStarted !== null) {
           firstTaskWaitsMs.push(t - runStarted);

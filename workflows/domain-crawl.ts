@@ -2,6 +2,19 @@
 // (one activity crawls a run of the host's URLs) and sleeps durably between
 // them for every wait at or above the durable-sleep threshold. A thin shell:
 // the rules live in DomainBook (workflows/domain-state.ts).
+//
+// Two workflow types run this code. `hostCrawl`, which the dispatch starts,
+// runs the host's first session as a local activity inside its first
+// workflow task and upserts CrawlState only when it differs from what the
+// run started with: a host done in one session costs six history events
+// (started, one workflow task, the session's marker, completed). `domainCrawl`
+// is the type of releases before, kept command for command so that their
+// runs still open replay (docs/operations.md, "Upgrading workflow code"). A
+// new type rather than patched(): the SDK records a patch as a marker and a
+// TemporalChangeVersion upsert in every run, two events of those six, and an
+// old worker fails a task of a type it does not know (so it never writes an
+// old-shaped history under the new type), where it would run a patch's old
+// branch.
 import {
   allHandlersFinished,
   condition,
@@ -16,7 +29,7 @@ import {
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { CrawlerActivities } from '../activities/types';
-import { ACTIVITY_RETRY } from '../src/config/retry-policy';
+import { ACTIVITY_RETRY, SESSION_HEARTBEAT } from '../src/config/retry-policy';
 import { CrawlDueDay, CrawlErrors, CrawlNextDue, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
 import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal } from './messages';
@@ -34,7 +47,7 @@ const sessionOptions: ActivityOptions = {
   // A session is bounded by its time cap plus one page's fetch; the heartbeat
   // timeout is what hands a killed worker's session to another worker.
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '15 seconds',
+  heartbeatTimeout: SESSION_HEARTBEAT.timeoutMs,
   retry: { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
 };
 // Through the task queue, never handed straight back to this worker: the
@@ -46,19 +59,42 @@ const { crawlSession } = proxyActivities<CrawlerActivities>({ ...sessionOptions,
 // has a free slot, saving a round through the task queue while hundreds of
 // hosts start at once. It is one session per host, and it takes a slot only
 // when one is free, so the queue still decides every session after it.
+// (Runs of the legacy type only.)
 const { crawlSession: firstCrawlSession } = proxyActivities<CrawlerActivities>({ ...sessionOptions, allowEagerDispatch: true });
+// hostCrawl: the first session runs on the worker that runs the workflow's
+// first task (the one that started it eagerly, most often), inside that task:
+// no activity task, one marker. It ends at session.firstLocalMs (≤ 8 s) after
+// its page in flight; a worker that dies in it lets the task time out (10 s)
+// and the next attempt runs it again elsewhere, taking the host over. Its
+// attempt is bounded like a session's: one slow page at most (fetch and
+// render timeouts), retried as a session is.
+const { crawlSession: localFirstSession } = proxyLocalActivities<CrawlerActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { ...ACTIVITY_RETRY.session, nonRetryableErrorTypes: [FailureType.invalidCampaignInput] },
+});
 
+/** The host's workflow, as the dispatch starts it. */
+export async function hostCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
+  return crawlHost(input, false);
+}
+
+/** The host's workflow of releases before hostCrawl: runs still open replay on it. */
 export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlResult> {
-  const book = new DomainBook(input);
+  return crawlHost(input, true);
+}
+
+async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<DomainCrawlResult> {
+  const book = new DomainBook(input, !legacy);
   setHandler(wakeSignal, ({ gen }) => book.onWake(gen));
   setHandler(finishSignal, ({ reason }) => book.onFinish(reason));
   setHandler(steerSignal, ({ configVersion }) => book.onSteer(configVersion));
   setHandler(domainStatusQuery, () => book.status());
 
-  const publish = (sleepMs = 0) => {
+  /** `state`: false when closing (a closed host's state is its ExecutionStatus: only the legacy type writes 'done'). */
+  const publish = (sleepMs = 0, state = true) => {
     // The Web UI's status card: no history event, read with the workflow's metadata.
     setCurrentDetails(hostCard(book.status()));
-    const shown = book.takeStateChange(sleepMs);
+    const shown = state ? book.takeStateChange(sleepMs) : null;
     const revisit = book.takeRevisitChange();
     if (shown === null && revisit === null) return;
     upsertSearchAttributes([
@@ -104,7 +140,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     }
     let next;
     try {
-      next = book.onSession(await (book.firstSession ? firstCrawlSession : crawlSession)(book.sessionInput()));
+      next = book.onSession(await runSession(book, legacy));
     } catch (err) {
       if (isCancellation(err)) throw err;
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));
@@ -118,7 +154,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
     else publish();
   }
   book.state = 'done';
-  publish();
+  publish(0, legacy);
   // Told to finish while it slept or waited on a pause: no session gave the slot up.
   if (!book.released) {
     const { campaignKey, campaignWorkflowId, host } = input;
@@ -126,4 +162,10 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
   }
   await condition(allHandlersFinished);
   return book.result();
+}
+
+/** The next session: the host's first runs locally (hostCrawl) or eagerly dispatched (legacy), the others through the task queue. */
+function runSession(book: DomainBook, legacy: boolean) {
+  if (!book.firstSession) return crawlSession(book.sessionInput());
+  return legacy ? firstCrawlSession(book.sessionInput()) : localFirstSession(book.sessionInput(true));
 }

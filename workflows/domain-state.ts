@@ -27,7 +27,15 @@ export interface DomainCarry {
   pages: number;
   /** Settings version a pause was seen at; the host waits for a newer one. */
   pausedAt: number | null;
+  /** The CrawlState the run showed last: the next run starts with it (continue-as-new keeps search attributes). */
+  shown?: DomainState | null;
 }
+
+/**
+ * The CrawlState the dispatch starts a host's workflow with: what its first
+ * session shows, so that a host done in one session never upserts it.
+ */
+export const HOST_STARTED_AS: DomainState = 'crawling';
 
 export interface DomainCrawlResult {
   host: string;
@@ -71,10 +79,18 @@ export class DomainBook {
   /** The last session gave the host's slot up (a workflow that ends otherwise must still do it). */
   released = false;
   private sleptMs = 0;
-  private published: DomainState | null = null;
+  private published: DomainState | null;
   private publishedRevisit = '';
 
-  constructor(input: DomainCrawlInput) {
+  /**
+   * `startsShowing`: the run knows its CrawlState at start (HOST_STARTED_AS,
+   * or the carried one) and publishes only a change from it. Without it (runs
+   * of the legacy type) the first state is published whatever it is.
+   */
+  constructor(
+    input: DomainCrawlInput,
+    private readonly startsShowing = false,
+  ) {
     this.input = input;
     this.gen = input.gen;
     this.configVersion = input.configVersion;
@@ -82,6 +98,9 @@ export class DomainBook {
     this.sessions = input.carry?.sessions ?? 0;
     this.pages = input.carry?.pages ?? 0;
     this.pausedAt = input.carry?.pausedAt ?? null;
+    this.published = startsShowing ? (input.carry ? (input.carry.shown ?? null) : HOST_STARTED_AS) : null;
+    // A continued run is where the run before left off (paused, sleeping), until its first session says otherwise.
+    if (startsShowing && input.carry?.shown) this.state = input.carry.shown;
   }
 
   onWake(gen: number): void {
@@ -112,7 +131,8 @@ export class DomainBook {
     this.pausedAt = null;
   }
 
-  sessionInput(): SessionInput {
+  /** `local`: the session runs as a local activity, in the workflow's task (capped at session.firstLocalMs). */
+  sessionInput(local = false): SessionInput {
     this.wakePending = false;
     const input: SessionInput = {
       campaignKey: this.input.campaignKey,
@@ -121,6 +141,7 @@ export class DomainBook {
       gen: this.gen,
       configVersion: this.configVersion,
       ...(this.sleptMs ? { sleptMs: this.sleptMs } : {}),
+      ...(local ? { local: true as const } : {}),
     };
     this.sleptMs = 0;
     this.state = 'crawling';
@@ -191,7 +212,9 @@ export class DomainBook {
   }
 
   carry(): DomainCrawlInput {
-    return { ...this.input, gen: this.gen, configVersion: this.configVersion, carry: { stats: this.stats, sessions: this.sessions, pages: this.pages, pausedAt: this.pausedAt } };
+    const carry: DomainCarry = { stats: this.stats, sessions: this.sessions, pages: this.pages, pausedAt: this.pausedAt };
+    if (this.startsShowing) carry.shown = this.published;
+    return { ...this.input, gen: this.gen, configVersion: this.configVersion, carry };
   }
 
   /**

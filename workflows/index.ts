@@ -1,3 +1,3 @@
 // The worker's workflowsPath points here.
 export { crawlCampaign } from './crawl-campaign';
-export { domainCrawl } from './domain-crawl';
+export { domainCrawl, hostCrawl } from './domain-crawl';

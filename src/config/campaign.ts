@@ -121,6 +121,13 @@ function whole(o: WholeOptions) {
   return o.max === undefined ? n : n.max(o.max, { error });
 }
 
+/**
+ * A host's first session runs in its workflow's first task: the SDK keeps the
+ * task alive past 8 s (80 % of its 10 s timeout) only by extending it, three
+ * history events each time, which the local session is there to save.
+ */
+const MAX_FIRST_LOCAL_MS = 8_000;
+
 /** Milliseconds that end in a Node timer: at most MAX_TIMER_MS. */
 const timerMs = (min: 0 | 1) => whole({ min, max: MAX_TIMER_MS, unit: ' ms, the longest timer Node keeps' });
 
@@ -438,6 +445,11 @@ const campaignFields = {
       ),
     maxPages: whole({ min: 1 }).default(1_000).describe('A session ends after this many URLs, so its progress lands in history.'),
     maxMs: timerMs(1).default(120_000).describe('A session ends after this long.'),
+    firstLocalMs: whole({ min: 1, max: MAX_FIRST_LOCAL_MS, unit: ' ms, under the 10 s workflow-task timeout' })
+      .default(5_000)
+      .describe(
+        "A host's first session runs inside its workflow's first task (a local activity: no activity of its own in history) and ends after this long, or at maxMs if shorter; the host's later sessions are regular ones. A one-page host is done in it.",
+      ),
   }).prefault({}),
   traps: section({
     maxUrlLength: whole({ min: 1 }).default(DEFAULT_TRAP_LIMITS.maxUrlLength).describe('Longest discovered link followed, in characters.'),

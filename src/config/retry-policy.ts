@@ -25,6 +25,16 @@ export const ACTIVITY_RETRY = {
   session: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 } as const satisfies Record<string, ActivityRetry>;
 
+/**
+ * A host session's heartbeats. The heartbeat timeout is how long a killed
+ * worker's session waits before Temporal runs it again elsewhere; the
+ * throttle is how often a session calls the server at most (each call a
+ * billable action on Temporal Cloud, none a history event) and so how late a
+ * session learns that its workflow was terminated or cancelled. Pause, stop
+ * and new settings reach a session through Redis, not through these.
+ */
+export const SESSION_HEARTBEAT = { timeoutMs: 30_000, throttleMs: 20_000 } as const;
+
 /** A page's retries inside its host session (activities/pipeline/fetch-stage.ts). */
 export const PAGE_RETRY = {
   /** Processing attempts (claims minus claims that ended in a deliberate retry) before a URL is recorded INTERNAL_ERROR. */

@@ -10,6 +10,7 @@ import { startMetricsServer } from '../metrics/metrics-server';
 import { temporalRuntimeTelemetry } from '../metrics/temporal-telemetry';
 import { createActivities, WorkerRuntime } from '../../activities';
 import { processSettings, type ProcessSettings } from '../config/env';
+import { SESSION_HEARTBEAT } from '../config/retry-policy';
 import { createRedis } from '../redis/client';
 import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
@@ -57,11 +58,16 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     // Activities are mostly host sessions, which wait on the network and the
     // host clock, not the CPU: a worker keeps hundreds of slow hosts in flight.
     maxConcurrentActivityTaskExecutions: cfg.activitySlots,
+    // A host's first session runs as a local activity in its workflow's first
+    // task (workflows/domain-crawl.ts): the same work as a session from the
+    // queue, so as many of them; the campaign's own short local activities
+    // share these slots.
+    maxConcurrentLocalActivityExecutions: cfg.activitySlots,
     // A session learns that it is cancelled (its workflow was terminated, the
     // campaign cancelled it) from a heartbeat's answer: at most this late.
-    // Each heartbeat is one call to the server, not a history event.
-    maxHeartbeatThrottleInterval: '5 seconds',
-    defaultHeartbeatThrottleInterval: '5 seconds',
+    // Each heartbeat is one call to the server (a billable action), not a history event.
+    maxHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
+    defaultHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     maxCachedWorkflows: cfg.workflowCacheSize,
     // SIGTERM: sessions finish the page in flight and end (rt.draining); the
     // grace time bounds a page that hangs.

@@ -2,8 +2,12 @@
 // robots.txt Crawl-delay is at or above the durable-sleep threshold sleeps
 // durably between every page (one timer per page in its history); a host at
 // 1 s is paced inside its sessions (no timer, a few activities for all its
-// pages); a pause reaches a session that is running within 2 s.
+// pages); a one-page host is done in its first session, a local activity in
+// its workflow's first task (six history events); a pause reaches a session
+// that is running within 2 s.
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { CrawlState } from '../../src/temporal/search-attributes';
 import { domainWorkflowId } from '../../workflows/ids';
 import { hostKey } from '../../src/url/normalize';
 import { generateSites } from '../web/test-web';
@@ -19,14 +23,68 @@ beforeAll(async () => {
   h.web.addSite({ ...slow, robots: { crawlDelaySec: 6 } });
   for (const spec of generateSites({ count: 1, pages: 10, fanOut: 2, crossPerPage: 0, hostPattern: () => 'fast.sessions.test', seed: 2 })) h.web.addSite(spec);
   for (const spec of generateSites({ count: 1, pages: 60, fanOut: 3, crossPerPage: 0, hostPattern: () => 'paused.sessions.test', seed: 2 })) h.web.addSite(spec);
+  for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, crossPerPage: 0, hostPattern: () => 'one.sessions.test', seed: 2 })) h.web.addSite(spec);
 });
 afterAll(() => h?.close());
 
 async function historyOf(campaignId: string, host: string) {
   const events = (await h.client.workflow.getHandle(domainWorkflowId(campaignId, hostKey(h.web.url(host, '/')))).fetchHistory()).events ?? [];
   const count = (t: temporal.api.enums.v1.EventType) => events.filter((e) => e.eventType === t).length;
-  return { events: events.length, timers: count(EventType.EVENT_TYPE_TIMER_STARTED), sessions: count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) };
+  const localSessions = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && markerActivity(e) === 'crawlSession').length;
+  return {
+    types: events.map((e) => EventType[e.eventType!]),
+    events: events.length,
+    timers: count(EventType.EVENT_TYPE_TIMER_STARTED),
+    /** Regular sessions, through the task queue. */
+    sessions: count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+    localSessions,
+    upserts: count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES),
+    /** Billable actions as bench/run.ts counts them from history (heartbeats aside). */
+    actions: events.filter((e) => BILLABLE.has(e.eventType!)).length,
+  };
 }
+
+const BILLABLE = new Set([
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+  EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+  EventType.EVENT_TYPE_MARKER_RECORDED,
+  EventType.EVENT_TYPE_TIMER_STARTED,
+  EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+  EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+  EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+]);
+
+/** The activity type a local activity's marker names. */
+function markerActivity(e: temporal.api.history.v1.IHistoryEvent): string | undefined {
+  const p = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0];
+  return p ? defaultPayloadConverter.fromPayload<{ activity_type?: string }>(p as Parameters<typeof defaultPayloadConverter.fromPayload>[0])?.activity_type : undefined;
+}
+
+test('a one-page host is done in its first session, run locally in its first workflow task: six history events, no activity task, no upsert', async () => {
+  const handle = await launch(h, { seeds: [h.web.url('one.sessions.test', '/')], scope: { mode: 'same-host' }, sitemaps: 'off' });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  expect(result.pages).toBe(1);
+  const one = await historyOf(result.campaignId, 'one.sessions.test');
+  expect(one.types).toEqual([
+    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+    'EVENT_TYPE_MARKER_RECORDED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED',
+  ]);
+  expect(one.localSessions).toBe(1);
+  // Started and the session's marker.
+  expect(one.actions).toBe(2);
+  // Closed, its state is its ExecutionStatus: CrawlState kept what the dispatch started it with.
+  const d = await h.client.workflow.getHandle(domainWorkflowId(result.campaignId, hostKey(h.web.url('one.sessions.test', '/')))).describe();
+  expect(d.type).toBe('hostCrawl');
+  expect(d.status.name).toBe('COMPLETED');
+  expect(d.typedSearchAttributes.get(CrawlState)).toBe('crawling');
+});
 
 test('a Crawl-delay above the threshold is one durable timer per page; a 1 s delay is paced inside a few sessions', async () => {
   const handle = await launch(h, {
@@ -43,10 +101,15 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
   // Four pages 6 s apart (robots.txt first): a durable sleep before each page after robots.txt.
   expect(slow.timers).toBeGreaterThanOrEqual(4);
   expect(slow.sessions).toBeGreaterThanOrEqual(5);
-  // Ten pages 1 s apart: no timer, one session.
+  // Ten pages 1 s apart: no timer; the first session (local, in the first
+  // workflow task) stops at session.firstLocalMs and one regular session does the rest.
   expect(fast.timers).toBe(0);
+  expect(fast.localSessions).toBe(1);
   expect(fast.sessions).toBe(1);
+  expect(fast.upserts).toBe(0);
   expect(fast.events).toBeLessThan(20);
+  // Started, the local session's marker, the regular session (its few seconds send no heartbeat past the first).
+  expect(fast.actions).toBeLessThanOrEqual(4);
   // Politeness held both ways.
   const times = (host: string) =>
     h.web

@@ -1,4 +1,4 @@
-// One campaign over 2,000 hosts: the real crawlCampaign and domainCrawl
+// One campaign over 2,000 hosts: the real crawlCampaign and hostCrawl
 // workflows and the real campaign activities (prepareCampaign seeds 2,000
 // frontiers, dispatchHosts starts the host workflows) on the real dev
 // server, with the host session replaced by a stand-in that commits without
@@ -13,6 +13,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { Frontier } from '../../src/redis/frontier';
 import { startCampaign } from '../../src/temporal/campaign-client';
+import { DOMAIN_WORKFLOW } from '../../src/temporal/workflow-types';
 import { campaignStatusQuery } from '../../workflows/messages';
 import { TASK_QUEUE_PREFIX } from '../support/harness';
 import { startInProcessWorker, type InProcessWorker } from '../support/in-process-worker';
@@ -91,7 +92,7 @@ test('a campaign over 2,000 hosts starts each, counts each once, completes, and 
   for (let i = 0; i < 60 && runs.size < HOSTS; i++) {
     if (i) await new Promise((r) => setTimeout(r, 1_000));
     runs = new Map();
-    for await (const wf of client.workflow.list({ query: `WorkflowType = 'domainCrawl' AND CrawlCampaign = '${campaignId}'` }))
+    for await (const wf of client.workflow.list({ query: `WorkflowType = '${DOMAIN_WORKFLOW}' AND CrawlCampaign = '${campaignId}'` }))
       runs.set(wf.workflowId, (runs.get(wf.workflowId) ?? 0) + 1);
   }
   expect(runs.size).toBe(HOSTS);

@@ -252,7 +252,7 @@ describe('one schema', () => {
         headers: [],
         credentialsFile: null,
       },
-      session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000 },
+      session: { durableSleepMs: 5_000, maxPages: 1_000, maxMs: 120_000, firstLocalMs: 5_000 },
       traps: { maxUrlLength: 2048, maxQueryParams: 20, maxRepeatedSegment: 3, maxPathDepth: 32 },
       content: { nonHtml: 'store', dedup: 'near', maxSimhashDistance: 3, maxParseMs: 10_000 },
       requisites: 'on',

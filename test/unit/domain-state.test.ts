@@ -1,7 +1,7 @@
 // The host workflow's rules, without a server: what it does after each kind of session.
 import type { SessionResult } from '../../activities/types';
 import { LONG_SLEEP_MS } from '../../src/config/retry-policy';
-import { AWAIT_WAKE_MS, DomainBook, type DomainCrawlInput } from '../../workflows/domain-state';
+import { AWAIT_WAKE_MS, DomainBook, HOST_STARTED_AS, type DomainCrawlInput } from '../../workflows/domain-state';
 
 const input: DomainCrawlInput = { campaignId: 'c', campaignKey: 'c.1', campaignWorkflowId: 'c', host: 'a.test', gen: 1, configVersion: 1 };
 const session = (over: Partial<SessionResult>): SessionResult => ({
@@ -54,6 +54,30 @@ test('a wait at or above the threshold becomes a durable sleep, shown as sleepin
   expect(short.takeStateChange(LONG_SLEEP_MS - 1)).toBe('crawling');
   // Unchanged state: nothing to publish (no search-attribute event per session).
   expect(short.takeStateChange(LONG_SLEEP_MS - 1)).toBeNull();
+});
+
+test('a run that knows its starting CrawlState publishes only a change from it: a host done in its first session never does', () => {
+  const b = new DomainBook(input, true);
+  expect(HOST_STARTED_AS).toBe('crawling');
+  // The first session runs locally and says so; a later one does not.
+  expect(b.sessionInput(true)).toMatchObject({ local: true });
+  expect(b.onSession(session({ end: 'cap' }))).toEqual({ kind: 'continue' });
+  expect(b.takeStateChange()).toBeNull();
+  expect(b.sessionInput()).not.toHaveProperty('local');
+  b.onSession(session({ end: 'wait', waitMs: 30_000 }));
+  expect(b.takeStateChange(30_000)).toBe('sleeping');
+  // Continue-as-new carries what the run showed last (the next run inherits the attribute).
+  const next = new DomainBook(b.carry(), true);
+  expect(next.takeStateChange(30_000)).toBeNull();
+  next.sessionInput();
+  next.onSession(session({ end: 'cap' }));
+  expect(next.takeStateChange()).toBe('crawling');
+  // The legacy type publishes its first state whatever it is, and carries nothing of it.
+  const legacy = new DomainBook(input);
+  legacy.sessionInput();
+  legacy.onSession(session({ end: 'cap' }));
+  expect(legacy.takeStateChange()).toBe('crawling');
+  expect(legacy.carry().carry).not.toHaveProperty('shown');
 });
 
 test('a back-off is shown as backing-off and the slept time is reported to the next session', () => {

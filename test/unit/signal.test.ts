@@ -7,9 +7,9 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defineSignal } from '@temporalio/workflow';
 import { signalIfRunning } from '../../src/temporal/signal';
-import { CAMPAIGN_WORKFLOW, DOMAIN_WORKFLOW } from '../../src/temporal/workflow-types';
+import { CAMPAIGN_WORKFLOW, DOMAIN_WORKFLOW, DOMAIN_WORKFLOWS, LEGACY_DOMAIN_WORKFLOW } from '../../src/temporal/workflow-types';
 import { crawlCampaign } from '../../workflows/crawl-campaign';
-import { domainCrawl } from '../../workflows/domain-crawl';
+import { domainCrawl, hostCrawl } from '../../workflows/domain-crawl';
 
 const steer = defineSignal<[{ configVersion: number }]>('steer');
 
@@ -52,5 +52,7 @@ test('any other failure reaches the caller (its retries decide)', async () => {
 
 test("the workflow types clients start, signal and list by are the workflow functions' names", () => {
   expect(CAMPAIGN_WORKFLOW).toBe(crawlCampaign.name);
-  expect(DOMAIN_WORKFLOW).toBe(domainCrawl.name);
+  expect(DOMAIN_WORKFLOW).toBe(hostCrawl.name);
+  expect(LEGACY_DOMAIN_WORKFLOW).toBe(domainCrawl.name);
+  expect([...DOMAIN_WORKFLOWS].sort()).toEqual([domainCrawl.name, hostCrawl.name].sort());
 });
