@@ -4,7 +4,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureWorkerBundle as buildWorkerBundle, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import vm from 'node:vm';
+import { ensureWorkerBundle as buildWorkerBundle, escapeNonAscii, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import { workerCommand } from '../../src/worker/worker-bundle';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-bundle-'));
@@ -118,3 +120,23 @@ test("this project's worker bundle is ASCII only and does not load playwright-co
   expect(res.stderr).toMatch(/^crawler: .*(ConnectionRefused|Connection refused)/m);
   expect(/^LOADED (.*)$/m.exec(res.stderr)?.[1]).toBe('[]');
 });
+
+test('escaping non-ASCII characters keeps what code means: strings, templates, regular expressions, comments', () => {
+  const source = [
+    '// a response’s status (RFC 9110 §15)',
+    "const s = 'a–b ≥ “c” é 😀';",
+    'const t = `≥ ${1 + 1} — ${s}`;',
+    'const r = /[–—]+|😀/u;',
+    '/* “kept” */ ({ s, t, dash: r.test("x—y"), emoji: r.test("😀"), plain: r.test("x-y"), len: s.length });',
+  ].join('\n');
+  const escaped = escapeNonAscii(source);
+  expect([...escaped].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
+  expect(escaped.split('\n')).toHaveLength(5);
+  expect(vm.runInNewContext(escaped)).toEqual(vm.runInNewContext(source));
+  expect(escapeNonAscii('plain ascii')).toBe('plain ascii');
+});
+
+test('the workflow bundle is written ASCII only (its thread holds the code as a one-byte string)', async () => {
+  const file = await ensureWorkflowBundle();
+  expect(fs.readFileSync(file).every((b) => b < 0x80)).toBe(true);
+}, 120_000);
