@@ -8,6 +8,8 @@ export interface WorkerBundleOptions {
   out?: string;
 }
 export function ensureWorkerBundle(opts?: WorkerBundleOptions): Promise<string>;
+/** JavaScript source with every non-ASCII character as a \\u escape (V8 then holds it as a one-byte string). */
+export function escapeNonAscii(text: string): string;
 export function sourceHash(root: string): string;
 export function buildOptions(root: string, outfile: string): Record<string, unknown>;
 export const EXTERNAL: string[];

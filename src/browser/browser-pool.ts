@@ -12,7 +12,7 @@
 // next page starts a fresh one, the sessions making their contexts again on
 // it. A browser that dies (crashed, killed) is started again by the next
 // page that needs it.
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { Logger } from '../log/logger';
 import { childWithArg, treeMemory } from './process-memory';
 
@@ -62,6 +62,11 @@ export interface BrowserPoolStats {
 /** Launches Chromium as the workers do (root: without its sandbox, which refuses to start as root). */
 export async function launchChromium(executablePath: string, extraArgs: string[] = []): Promise<Browser> {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  // Loaded on the first launch, not with the worker: playwright-core is two
+  // bundles of 6–7 MB of source (kept whole in V8's heap once loaded) that a
+  // worker whose campaigns render nothing never needs (docs/benchmarks.md,
+  // issue 27 worker memory).
+  const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath, headless: true, args: [...(root ? ['--no-sandbox'] : []), ...CHROMIUM_ARGS, ...extraArgs] });
 }
 

@@ -11,8 +11,15 @@ import { pipeline } from 'node:stream/promises';
 // records' originals (./revisit-originals.ts) are sorted with, whatever
 // their size.
 
-/** Lines held in memory before a sorted run is spilled to a temporary file. */
-export const DEFAULT_RUN_BYTES = 64 * 1024 * 1024;
+/**
+ * Lines held in memory before a sorted run is spilled to a temporary file.
+ * The worker that seals a campaign holds them, as one small Buffer each: a
+ * 250,000-line index (70 MB) sorted under a worker's node options peaked
+ * 120 MB above the process's start with 64 MB runs, 70 MB with 16 MB runs,
+ * and took no longer (docs/benchmarks.md, issue 27 worker memory). The same
+ * size as the seal's buckets (./seal.ts).
+ */
+export const DEFAULT_RUN_BYTES = 16 * 1024 * 1024;
 
 const byteOrder = (a: Buffer, b: Buffer) => Buffer.compare(a, b);
 

@@ -1,7 +1,6 @@
 // One worker process: runs workflow tasks and activities from the task
 // queue. More processes (on any machine) = more capacity; killing one loses
 // nothing, Temporal hands its tasks to the others.
-import fs from 'node:fs';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createLogger, TemporalLoggerAdapter } from '../log/logger';
@@ -53,7 +52,10 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     connection: nativeConnection,
     namespace: cfg.temporalNamespace,
     taskQueue: cfg.taskQueue,
-    ...(bundlePath ? { workflowBundle: { code: fs.readFileSync(bundlePath, 'utf8') } } : { workflowsPath: WORKFLOWS_PATH }),
+    // By path, not as code: the SDK reads the file and hands it to its
+    // workflow thread, while code passed in stays referenced by the worker's
+    // options for its whole life (3 MB of file, a 6 MB string in the main heap).
+    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(rt),
     // Activities are mostly host sessions, which wait on the network and the
     // host clock, not the CPU: a worker keeps hundreds of slow hosts in flight.

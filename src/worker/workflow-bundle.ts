@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { escapeNonAscii } from '../../scripts/worker-bundle.cjs';
 import { LOCAL_DIR, PROJECT_ROOT } from '../stack/paths';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
@@ -21,6 +22,8 @@ function sourceHash(): string {
   walk(path.join(PROJECT_ROOT, 'workflows'));
   walk(path.join(PROJECT_ROOT, 'src'));
   h.update(fs.readFileSync(path.join(PROJECT_ROOT, 'node_modules', '@temporalio', 'workflow', 'package.json')));
+  // How the file is written (ASCII only since issue 27): a bundle cached before is not reused.
+  h.update('ascii');
   return h.digest('hex').slice(0, 16);
 }
 
@@ -31,7 +34,8 @@ export async function ensureWorkflowBundle(): Promise<string> {
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
   fs.mkdirSync(dir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, code);
+  // ASCII only: the workflow thread holds the code as a one-byte string, half the size (scripts/worker-bundle.cjs).
+  fs.writeFileSync(tmp, escapeNonAscii(code));
   fs.renameSync(tmp, file);
   return file;
 }

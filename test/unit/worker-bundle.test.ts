@@ -4,7 +4,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureWorkerBundle as buildWorkerBundle, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import vm from 'node:vm';
+import { ensureWorkerBundle as buildWorkerBundle, escapeNonAscii, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import { workerCommand } from '../../src/worker/worker-bundle';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-bundle-'));
@@ -79,3 +81,62 @@ test("this project's worker bundle loads every module under plain node and gets 
   expect(res.stderr).toMatch(/^crawler: .*(ConnectionRefused|Connection refused)/m);
   expect(res.status).toBe(1);
 });
+
+test('the bundle is ASCII only, its strings unchanged, and finds an external package it imports late from a cache outside the project', async () => {
+  const p = project('late');
+  // The project's dependencies, as a real project has them; the cache folder lies elsewhere.
+  fs.symlinkSync(path.resolve(__dirname, '../../node_modules'), path.join(p.root, 'node_modules'), 'dir');
+  p.write(
+    'src/worker/worker-main.ts',
+    [
+      '// A comment of the kind esbuild keeps as it is: a response’s status (RFC 9110 §15).',
+      "const text = 'a–b ≥ “c” é 😀';",
+      'void (async () => {',
+      "  const common = await import('@temporalio/common');",
+      '  console.log(JSON.stringify({ text, codes: [...text].map((c) => c.codePointAt(0)), loaded: typeof common.ApplicationFailure }));',
+      '})();',
+    ].join('\n'),
+  );
+  const file = await buildWorkerBundle({ root: p.root, localDir: path.join(tmp, 'elsewhere') });
+  const bytes = fs.readFileSync(file);
+  expect(bytes.every((b) => b < 0x80)).toBe(true);
+  const res = runNode(file);
+  expect(res.stderr).toBe('');
+  const text = 'a–b ≥ “c” é 😀';
+  expect(JSON.parse(res.stdout)).toEqual({ text, codes: [...text].map((c) => c.codePointAt(0)), loaded: 'function' });
+});
+
+test("this project's worker bundle is ASCII only and does not load playwright-core until a page is rendered", async () => {
+  const cmd = await workerCommand();
+  expect(fs.readFileSync(cmd.args[0]).every((b) => b < 0x80)).toBe(true);
+  // What the worker loaded by the time it fails to connect (every module of its own is loaded by then).
+  const probe = path.join(tmp, 'loaded-probe.cjs');
+  fs.writeFileSync(probe, "process.on('exit', () => process.stderr.write(`LOADED ${JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('playwright')))}\\n`));\n");
+  const res = spawnSync(process.execPath, ['--require', probe, cmd.args[0]], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1' },
+    timeout: 60_000,
+  });
+  expect(res.stderr).toMatch(/^crawler: .*(ConnectionRefused|Connection refused)/m);
+  expect(/^LOADED (.*)$/m.exec(res.stderr)?.[1]).toBe('[]');
+});
+
+test('escaping non-ASCII characters keeps what code means: strings, templates, regular expressions, comments', () => {
+  const source = [
+    '// a response’s status (RFC 9110 §15)',
+    "const s = 'a–b ≥ “c” é 😀';",
+    'const t = `≥ ${1 + 1} — ${s}`;',
+    'const r = /[–—]+|😀/u;',
+    '/* “kept” */ ({ s, t, dash: r.test("x—y"), emoji: r.test("😀"), plain: r.test("x-y"), len: s.length });',
+  ].join('\n');
+  const escaped = escapeNonAscii(source);
+  expect([...escaped].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
+  expect(escaped.split('\n')).toHaveLength(5);
+  expect(vm.runInNewContext(escaped)).toEqual(vm.runInNewContext(source));
+  expect(escapeNonAscii('plain ascii')).toBe('plain ascii');
+});
+
+test('the workflow bundle is written ASCII only (its thread holds the code as a one-byte string)', async () => {
+  const file = await ensureWorkflowBundle();
+  expect(fs.readFileSync(file).every((b) => b < 0x80)).toBe(true);
+}, 120_000);
