@@ -34,6 +34,7 @@ import { createRedis } from '../src/redis/client';
 import { hostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { hostKey } from '../src/url/normalize';
+import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee';
 import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
 import { folderPages, folderSite, loadFolder, type FolderFiles } from '../test/web/folder-site';
@@ -249,7 +250,8 @@ async function historyFigures(
           const a = e.workflowExecutionStartedEventAttributes!;
           largestPayload = Math.max(largestPayload, size(a.input));
           // A host's first run (not a continued one): how long its first workflow task waited.
-          if (a.workflowType?.name === 'domainCrawl' && !a.continuedExecutionRunId) runStarted = t;
+          // By the constant the dispatch starts with: a renamed host workflow would otherwise leave this figure null.
+          if (a.workflowType?.name === DOMAIN_WORKFLOW && !a.continuedExecutionRunId) runStarted = t;
         }
         if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED && runStarted !== null) {
           firstTaskWaitsMs.push(t - runStarted);
