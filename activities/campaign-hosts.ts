@@ -105,12 +105,13 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
         // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
         const campaign = batch.length > 0 ? await rt.campaign(input.campaignKey, control.version).catch(() => null) : null;
         if (batch.length > 0) {
-          const last = await hosts.nextGens(batch.length);
-          const known = await hosts.haveRecords(batch.map((b) => b.host));
+          const names = batch.map((b) => b.host);
+          // Read once for the batch, not per host: only this activity's watch gives hosts up (before
+          // the batch is read), and a host given up leaves the ready set, so one seen here stays so.
+          const [last, known, givenUp] = await Promise.all([hosts.nextGens(batch.length), hosts.haveRecords(names), hosts.givenUpOf(names)]);
           await inBatches(
-            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i] })),
+            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i], givenUp: givenUp[i] })).filter((b) => !b.givenUp),
             async ({ host, seq, gen, known }) => {
-              if (await hosts.isGivenUp(host)) return;
               const args: DomainCrawlInput = {
                 campaignId: input.campaignId,
                 campaignKey: input.campaignKey,
@@ -129,7 +130,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                   // What its first session shows: a host done in that session never upserts it (DomainBook).
                   { key: CrawlState, value: HOST_STARTED_AS },
                 ],
-                memo: { campaign: input.campaignId, host },
+                // No memo: it said what the search attributes say, and a payload stored per host (history,
+                // mutable state, visibility) that nothing read.
                 staticSummary: hostStaticSummary(host, input.campaignId),
                 staticDetails: hostStaticDetails(host, input.campaignId),
                 // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
@@ -153,7 +155,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               if (!started) await client.workflow.signalWithStart(DOMAIN_WORKFLOW, { ...start, signal: wakeSignal, signalArgs: [{ gen }] });
               await hosts.dispatched(host, seq, gen);
               dispatched++;
-              if (campaign) warmRobots(rt, campaign, host);
+              // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
+              if (campaign) warmRobots(rt, campaign, host, !known);
             },
           );
         }

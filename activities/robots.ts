@@ -34,6 +34,14 @@ export interface RobotsContext {
   /** A dispatch's warm-up: it holds the clock under an owner of its own (a session with the session owner could take it over after the delay). */
   warmUp?: boolean;
   /**
+   * The host has never had a session in this campaign (the dispatch's first
+   * warm-up of it): nothing is settled about it yet, so the check before
+   * taking the clock is skipped (four Redis reads and a cache lookup a new
+   * host); the one made once the clock is held still finds a file another
+   * campaign cached.
+   */
+  unseen?: boolean;
+  /**
    * For another host's request of a rendered page (activities/render-hosts.ts): its owner on the
    * clock is its own, its sitemaps are left to the host's own session (a host with no session of
    * its own would hold them in a frontier nobody reads), and robots.txt is asked on this scheme
@@ -105,11 +113,11 @@ export const MAX_ROBOTS_WARMUPS = 500;
  * sitemaps); it is skipped when the clock is busy, and the session on this
  * worker takes its verdict instead of asking again. Never throws.
  */
-export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string): void {
+export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, unseen = false): void {
   const key = `${campaign.key}|${host}`;
   if (rt.draining || rt.robotsWarmups.size >= MAX_ROBOTS_WARMUPS || rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
   const signal = AbortSignal.any([AbortSignal.timeout(campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1)), rt.closing.signal]);
-  const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal, warmUp: true }).catch((err: unknown): RobotsVerdict => {
+  const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal, warmUp: true, unseen }).catch((err: unknown): RobotsVerdict => {
     rt.log.warn('robots.txt warm-up failed; the host session fetches it', { host, error: err instanceof Error ? err.message : String(err) });
     return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
   });
@@ -132,7 +140,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   }
   const url = await robotsUrl(rt, campaign.key, host, ctx.forPage?.scheme);
   const sitemaps = !ctx.forPage;
-  const known = await knownVerdict(rt, campaign, host, url, sitemaps);
+  const known = ctx.unseen ? null : await knownVerdict(rt, campaign, host, url, sitemaps);
   if (known) return known;
   const redis = rt.deps.redis;
   const hk = hostKeys(campaign.key, host);

@@ -292,6 +292,26 @@ export function firstTaskFigures(waitsMs: number[]): { p50: number; p90: number;
   };
 }
 
+/** Calls by command from Redis's `INFO commandstats` (`cmdstat_get:calls=3,usec=…`); the commands a script runs count under their own names too, beside its evalsha. */
+export function redisCommandCalls(info: string): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1], Number(m[2]));
+  return calls;
+}
+
+/**
+ * Redis commands a crawl sent per page, from two `INFO commandstats`
+ * readings (before, after): the total and the commands that make most of
+ * it, largest first, so a cut in calls per host shows by name.
+ */
+export function redisCommandsPerPage(before: string, after: string, pages: number, top = 16): { total: number; byCommand: Record<string, number> } {
+  const b = redisCommandCalls(before);
+  const per = (n: number): number => Number((n / Math.max(1, pages)).toFixed(2));
+  const delta = [...redisCommandCalls(after)].map(([cmd, n]) => [cmd, n - (b.get(cmd) ?? 0)] as const).filter(([, n]) => n > 0);
+  delta.sort((x, y) => y[1] - x[1]);
+  return { total: per(delta.reduce((a, [, n]) => a + n, 0)), byCommand: Object.fromEntries(delta.slice(0, top).map(([cmd, n]) => [cmd, per(n)])) };
+}
+
 export interface EmbedFigures {
   /** Distinct pages requested (what `isPage` names). */
   pagesRequested: number;

@@ -6,6 +6,7 @@
 //   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200] [--hosts 8]   (p: real pages, a Debian package's HTML manual)
 //   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 //   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
+//   npm run bench -- --only k --workers 2 --crawlee [--hosts 3000] [--max-active-hosts 300]   (many one-page hosts; --hosts sets any scenario's host count)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -17,6 +18,7 @@ import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
+import type { Redis } from 'ioredis';
 import { temporal } from '@temporalio/proto';
 import { processSetting } from '../src/config/env';
 import { SESSION_HEARTBEAT } from '../src/config/retry-policy';
@@ -52,6 +54,7 @@ import {
   politeness,
   politenessCeiling,
   politenessFigures,
+  redisCommandsPerPage,
   treeCpuSeconds,
   treePssMb,
   treeRssMb,
@@ -274,6 +277,11 @@ interface StackPids {
 }
 const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
 
+/** Redis's command counters (the dev stack's one Redis; a cluster's are spread over its nodes: none). */
+async function commandStats(redis: RedisLike, pids: StackPids): Promise<string | null> {
+  return pids.server === 'dev' && 'info' in redis ? (redis as Redis).info('commandstats') : null;
+}
+
 /** A scenario's campaign: the product's defaults but for what the bench's test web needs. */
 function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: string) {
   return {
@@ -284,7 +292,7 @@ function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: s
     // With the delay in robots.txt the campaign asks for none of its own: Crawl-delay alone paces the hosts.
     // The test web's hosts share 127.0.0.1 but stand for distinct servers
     // (here and in every campaign below): no cap on requests per address.
-    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null },
+    politeness: { minDelayMs: s.delayFrom === 'robots' ? 0 : s.delayMs, maxInFlightPerAddress: null, ...(maxActiveHosts !== null ? { maxActiveHosts } : {}) },
     ...(s.maxPages ? { budgets: { maxPages: s.maxPages } } : {}),
     // Generated pages are link lists that differ only in numbers: near-duplicate
     // detection would call them copies and not follow their links.
@@ -349,6 +357,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const temporalCpu0 = sumCpu(pids.temporal);
   const redisCpu0 = sumCpu(pids.redis);
   const databaseCpu0 = sumCpu(pids.database, true);
+  const commands0 = await commandStats(redis, pids);
   // This process serves the test web (and samples the others).
   const benchCpu0 = process.cpuUsage();
   const t0 = now();
@@ -374,6 +383,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const temporalCpu = sumCpu(pids.temporal) - temporalCpu0;
   const redisCpu = sumCpu(pids.redis) - redisCpu0;
   const databaseCpu = sumCpu(pids.database, true) - databaseCpu0;
+  const commands1 = await commandStats(redis, pids);
   const benchCpuUs = process.cpuUsage(benchCpu0);
   const benchCpu = (benchCpuUs.user + benchCpuUs.system) / 1e6;
   let workerCpu = 0;
@@ -423,6 +433,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     ...(s.render ? { browserCpuMsPerPage: perPage(workerCpu - workerOwnCpu) } : {}),
     temporalCpuMsPerPage: perPage(temporalCpu + databaseCpu),
     redisCpuMsPerPage: perPage(redisCpu),
+    ...(commands0 !== null && commands1 !== null ? { redisCommandsPerPage: redisCommandsPerPage(commands0, commands1, result.pages) } : {}),
     stackCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu),
     testWebCpuMsPerPage: perPage(benchCpu),
     allCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu),
@@ -687,8 +698,18 @@ function ourCpuLines(o: OurFigures): string[] {
   return [
     `ours, CPU ms/page: workers ${o.cpuMsPerPage}${o.browserCpuMsPerPage !== undefined ? ` (browsers ${o.browserCpuMsPerPage})` : ''} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
     `ours, peak RSS MB per worker: ${o.peakRssPerWorkerMb.join(', ')}; pages requested ${o.pagesRequested}/${o.expectedPages}`,
+    `ours, per page: ${o.historyEventsPerPage} history events, ${o.billableActionsPerPage} actions${
+      o.redisCommandsPerPage
+        ? `, ${o.redisCommandsPerPage.total} Redis commands (${Object.entries(o.redisCommandsPerPage.byCommand)
+            .map(([c, n]) => `${c} ${n}`)
+            .join(', ')})`
+        : ''
+    }`,
   ];
 }
+
+/** --max-active-hosts: our campaigns' politeness.maxActiveHosts (default null, unlimited), to see what bounding the hosts in flight changes. */
+let maxActiveHosts: number | null = null;
 
 /** Node flags the scenarios' workers get besides their defaults (--cpu-prof). */
 let extraWorkerNodeArgs: string[] = [];
@@ -706,7 +727,7 @@ function profileWorkers(): void {
   process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
 }
 
-/** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts those and the real-page ones (their names say so). */
+/** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts every scenario's host count (their names say so: (k) at 3,000 hosts is a quicker k). */
 function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
   const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
     if (v === undefined) return undefined;
@@ -718,8 +739,8 @@ function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: stri
   const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
   const hosts = whole('hosts', values.hosts, 1);
   for (const s of Object.values(SCENARIOS)) {
-    if (!s.render && s.site !== 'corpus') continue;
-    if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) \d+/, `($1) ${(s.hosts = hosts)}`);
+    // The name's count may be written with separators (10,000).
+    if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) [\d,]+/, `($1) ${(s.hosts = hosts).toLocaleString('en-US')}`);
     if (!s.render || (quietMs === undefined && maxPagesAtOnce === undefined)) continue;
     s.browser = { ...(quietMs !== undefined ? { quietMs } : {}), ...(maxPagesAtOnce !== undefined ? { maxPagesAtOnce } : {}) };
     s.name += `, browser ${JSON.stringify(s.browser)}`;
@@ -741,12 +762,17 @@ async function main() {
       scrapy: { type: 'boolean', default: false },
       'scrapy-concurrency': { type: 'string', default: '200' },
       'cpu-prof': { type: 'boolean', default: false },
-      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce; --hosts for rendering and real-page ones.
+      // Rendering scenarios only: our campaign's browser.quietMs and browser.maxPagesAtOnce; --hosts for any scenario.
       'quiet-ms': { type: 'string' },
       'pages-at-once': { type: 'string' },
       hosts: { type: 'string' },
+      'max-active-hosts': { type: 'string' },
     },
   });
+  if (values['max-active-hosts'] !== undefined) {
+    maxActiveHosts = Number(values['max-active-hosts']);
+    if (!Number.isInteger(maxActiveHosts) || maxActiveHosts < 1) throw new Error(`--max-active-hosts must be a whole number ≥ 1, not ${values['max-active-hosts']}`);
+  }
   if (values['cpu-prof']) profileWorkers();
   const workers = Number(values.workers);
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);

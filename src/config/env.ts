@@ -29,6 +29,8 @@ export interface ProcessSettings {
   activitySlots: number;
   /** Workflow executions kept in a worker's sticky cache. */
   workflowCacheSize: number;
+  /** Workflow tasks a worker runs at once (a host's first session holds its task's slot while it runs as a local activity). */
+  workflowTaskSlots: number;
   /** Pre-built workflow bundle to load instead of bundling at start-up. */
   workflowBundlePath: string | null;
   /** Port of the worker's Prometheus /metrics endpoint; null = off, 0 = any free port. */
@@ -119,6 +121,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     doc: 'Concurrent activities per worker, mostly host sessions (each one host with a request or a short wait in flight)',
   },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
+  {
+    key: 'workflowTaskSlots',
+    env: 'CRAWLER_WORKFLOW_TASK_SLOTS',
+    default: 200,
+    parse: int('CRAWLER_WORKFLOW_TASK_SLOTS'),
+    doc: 'Concurrent workflow tasks per worker; a new host is started on the dispatching worker only while one is free',
+  },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
   {
     key: 'metricsPort',

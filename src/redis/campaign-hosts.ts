@@ -257,8 +257,10 @@ export class CampaignHosts {
     return added === 1;
   }
 
-  async isGivenUp(host: string): Promise<boolean> {
-    return (await this.redis.sismember(this.k.givenUp, host)) === 1;
+  /** For each host, whether it was given up. One call for a whole dispatch batch. */
+  async givenUpOf(hosts: string[]): Promise<boolean[]> {
+    if (hosts.length === 0) return [];
+    return (await this.redis.smismember(this.k.givenUp, ...hosts)).map((m) => m === 1);
   }
 
   async record(host: string, r: HostRecord): Promise<boolean> {

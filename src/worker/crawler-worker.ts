@@ -71,6 +71,12 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     maxHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     defaultHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     maxCachedWorkflows: cfg.workflowCacheSize,
+    // The SDK's default is 40. A new host's workflow is started eagerly (its
+    // first task handed back with the start) only while this worker has a
+    // slot free, and a task that runs a local activity holds its slot until
+    // the activity ends: with 40, a dispatch of hundreds of hosts sent most
+    // of them through the task queue, where they waited behind each other.
+    maxConcurrentWorkflowTaskExecutions: cfg.workflowTaskSlots,
     // SIGTERM: sessions finish the page in flight and end (rt.draining); the
     // grace time bounds a page that hangs.
     shutdownGraceTime: '30s',

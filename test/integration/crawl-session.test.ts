@@ -31,7 +31,7 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -461,6 +461,21 @@ test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the
   } finally {
     warm.restore();
   }
+});
+
+test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {
+  // One campaign's session fetches the host's robots.txt into the shared cache.
+  const first = await prepared('nineteen');
+  expect(await first.session()).toMatchObject({ end: 'drained', pages: 8 });
+  expect(robotsOf(first.host)).toHaveLength(1);
+  // Another campaign's dispatch warms the same host up as one without a record (unseen): the check
+  // made once the clock is held finds the cached file, so no request goes out.
+  const second = await prepared('nineteen');
+  const campaign = await rt.campaign(second.campaignKey, 1);
+  warmRobots(rt, campaign, second.host, true);
+  const verdict = await rt.robotsWarmups.get(`${campaign.key}|${second.host}`);
+  expect(verdict).toMatchObject({ kind: 'ok' });
+  expect(robotsOf(second.host)).toHaveLength(1);
 });
 
 test("a warm-up's failed robots.txt sets a back-off that a session waiting on another worker keeps: no second request", async () => {

@@ -14,6 +14,8 @@ import { connectClient } from '../../src/temporal/connect';
 export interface InProcessWorker {
   client: Client;
   redis: Redis;
+  /** Workflow executions in the worker's cache now (the SDK's count). */
+  cachedWorkflows(): number;
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function startInProcessWorker(
   return {
     client,
     redis,
+    cachedWorkflows: () => worker.getStatus().numCachedWorkflows,
     stop: async () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);

@@ -1,6 +1,6 @@
 // The benchmark judges our crawler and Crawlee by these figures alone, so
 // they are checked on a request log whose answers are known.
-import { embedFigures, firstTaskFigures, logFigures, politeness, politenessCeiling } from '../../bench/figures';
+import { embedFigures, firstTaskFigures, logFigures, politeness, politenessCeiling, redisCommandsPerPage } from '../../bench/figures';
 import type { RequestRecord } from '../web/test-web';
 
 const PORT = 8080;
@@ -178,5 +178,22 @@ describe('embedFigures', () => {
       sharedRequestsPerHost: 0,
       extraRequestsPerLaterPage: 0,
     });
+  });
+});
+
+describe('redisCommandsPerPage', () => {
+  // INFO commandstats as Redis 7 prints it: a command's calls, then its timings.
+  const stats = (calls: Record<string, number>): string =>
+    ['# Commandstats', ...Object.entries(calls).map(([c, n]) => `cmdstat_${c}:calls=${n},usec=${n * 3},usec_per_call=3.00,rejected_calls=0,failed_calls=0`)].join('\r\n');
+
+  test('counts the calls made between two readings, per page, largest first', () => {
+    const before = stats({ get: 10, evalsha: 4, info: 1 });
+    // A command first seen after the start (sismember) counts whole; one unchanged (info) not at all.
+    const after = stats({ get: 30, evalsha: 44, info: 1, sismember: 5 });
+    expect(redisCommandsPerPage(before, after, 10)).toEqual({ total: 6.5, byCommand: { evalsha: 4, get: 2, sismember: 0.5 } });
+  });
+
+  test('keeps only the largest commands by name, but counts them all in the total', () => {
+    expect(redisCommandsPerPage(stats({}), stats({ get: 3, hget: 2, set: 1 }), 1, 2)).toEqual({ total: 6, byCommand: { get: 3, hget: 2 } });
   });
 });
