@@ -6,7 +6,7 @@ import { CDXAndRecordIndexer, type IndexerOffsetLength, type WARCRecord } from '
 import { surt } from './surt';
 import { StorageError } from './storage-error';
 import { warcPrefixOf } from './warc-writer';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { LineSorter } from './line-sort';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
@@ -315,9 +315,7 @@ const INDEX_LOCK_WAIT_MS = 30 * 60_000;
  * removes its own lock; its mtime is renewed while held. A waiter takes a
  * lock over only after seeing it unchanged for INDEX_LOCK_STALE_MS by its
  * own clock (machines sharing the folder may disagree on the time), and
- * moves it aside before checking that it moved the very lock it judged dead
- * (two waiters judging the same dead lock: the second puts the first's new
- * lock back).
+ * only through a claim on that very lock (see takeOverDeadLock).
  */
 export async function withIndexLock<T>(out: string, fn: () => Promise<T>, opts: { waitMs?: number; staleMs?: number } = {}): Promise<T> {
   const { waitMs = INDEX_LOCK_WAIT_MS, staleMs = INDEX_LOCK_STALE_MS } = opts;
@@ -337,7 +335,7 @@ export async function withIndexLock<T>(out: string, fn: () => Promise<T>, opts: 
     if (held !== null) {
       if (seen?.what !== held) seen = { what: held, since: Date.now() };
       else if (Date.now() - seen.since > staleMs) {
-        await takeOverDeadLock(lock, held.slice(held.indexOf(' ') + 1));
+        await takeOverDeadLock(lock, held, held.slice(held.indexOf(' ') + 1));
         seen = null;
         continue;
       }
@@ -363,16 +361,25 @@ async function lockState(lock: string): Promise<string | null> {
   return st && token !== null ? `${st.mtimeMs} ${token}` : null;
 }
 
-async function takeOverDeadLock(lock: string, deadToken: string): Promise<void> {
-  const aside = `${lock}.${randomBytes(6).toString('hex')}.dead`;
+/**
+ * Removes a lock judged dead, at most once per dead lock. Waiters that judged
+ * the same lock dead race for one claim: a hard link named after what they saw
+ * (mtime and token), which only one of them can create. The claim's winner
+ * checks that the file it linked is the dead holder's (not a lock taken a
+ * moment ago) and only then removes the lock. Moving the lock aside instead
+ * let a second waiter move the first's new lock and a third take the name
+ * before it was put back: two holders at once.
+ */
+async function takeOverDeadLock(lock: string, held: string, deadToken: string): Promise<void> {
+  const claim = `${lock}.${createHash('sha1').update(held).digest('hex').slice(0, 16)}.dead`;
   try {
-    await fsp.rename(lock, aside);
+    await fsp.link(lock, claim);
   } catch {
-    return; // gone already: someone else took it over
+    return; // the lock is gone, or another waiter claims this dead lock: look again
   }
-  if ((await fsp.readFile(aside, 'utf8').catch(() => null)) !== deadToken) {
-    // Moved a live lock (another waiter's, taken a moment ago): put it back unless someone holds the name by now.
-    await fsp.link(aside, lock).catch(() => undefined);
+  try {
+    if ((await fsp.readFile(claim, 'utf8').catch(() => null)) === deadToken) await fsp.rm(lock, { force: true });
+  } finally {
+    await fsp.rm(claim, { force: true });
   }
-  await fsp.rm(aside, { force: true });
 }
