@@ -67,6 +67,7 @@ function heartbeat(): void {
 
 export function dispatchHostsActivity(rt: WorkerRuntime) {
   return async function dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot> {
+    rt.localShare.touch(input.campaignKey);
     const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
     const client = rt.deps.temporal;
     // Before anything is read: news written from here on is nudged again (activities/nudge.ts).

@@ -38,12 +38,45 @@ const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {
-    const session = await HostSession.open(rt, input);
-    try {
-      return await session.run();
-    } finally {
-      session.close();
+    if (!input.local) {
+      rt.localShare.touch(input.campaignKey);
+      return runSession(rt, input);
     }
+    // A local first session past its campaign's share of this worker: the host goes to the task queue (activities/local-share.ts).
+    if (!rt.localShare.tryEnter(input.campaignKey)) return deferredSession(input);
+    try {
+      return await runSession(rt, input);
+    } finally {
+      rt.localShare.leave(input.campaignKey);
+    }
+  };
+}
+
+async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<SessionResult> {
+  const session = await HostSession.open(rt, input);
+  try {
+    return await session.run();
+  } finally {
+    session.close();
+  }
+}
+
+/** A first session that fetched nothing and hands the host to a regular session at once ('cap'). */
+function deferredSession(input: SessionInput): SessionResult {
+  return {
+    end: 'cap',
+    waitMs: 0,
+    backingOff: false,
+    released: false,
+    stop: null,
+    configVersion: input.configVersion,
+    pages: 0,
+    stats: { fetched: 0, failed: 0, skipped: 0, bytes: 0 },
+    frontier: 0,
+    delayMs: 0,
+    reason: 'first session deferred: campaigns share this worker, and this one holds its share of local sessions',
+    lastUrl: null,
+    lastStatus: null,
   };
 }
 

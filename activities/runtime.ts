@@ -1,5 +1,6 @@
 // What activities share inside one worker process: the Redis and Temporal
 // clients, and per-campaign objects built once from the stored settings.
+import { LocalSessionShare } from './local-share';
 import type { Client } from '@temporalio/client';
 import { createLogger, type Logger } from '../src/log/logger';
 import type { CrawlMetrics } from '../src/metrics/crawl-metrics';
@@ -33,6 +34,8 @@ export interface ActivityDeps {
    * started eagerly on this worker (the SDK refuses an eager start otherwise).
    */
   eagerStart?: boolean;
+  /** The worker's local activity slots, shared fairly between campaigns by their first sessions (activities/local-share.ts); absent: unbounded. */
+  localSessionSlots?: number;
   /** Chromium's executable for `render: browser` (found or installed by the worker: src/stack/chromium.ts); absent: no page is rendered. */
   chromium?: () => Promise<string>;
   /** Why this worker could not render (no Chromium, none installable), or null: checked when an operator steers a host to rendering. */
@@ -98,9 +101,12 @@ export class WorkerRuntime {
   readonly closing = new AbortController();
   /** The process's Chromium (render: browser), started by the first page that needs it. */
   readonly browsers: BrowserPool;
+  /** Each campaign's share of this worker's local first sessions while campaigns share it. */
+  readonly localShare: LocalSessionShare;
 
   constructor(readonly deps: ActivityDeps) {
     this.robots = new RobotsStore(deps.redis);
+    this.localShare = new LocalSessionShare(deps.localSessionSlots ?? null);
     this.log = deps.log ?? createLogger({ level: 'silent' });
     this.browsers = new BrowserPool(deps.chromium ?? (() => Promise.reject(new Error('this process has no Chromium to render with'))), this.log, {
       restarted: (reason) => deps.metrics?.recordBrowserRestart(reason),

@@ -2,6 +2,7 @@
 // CLI's output and the worker's ready line). A small module rather than a
 // library: pino is not installed, and this needs levels, child fields and
 // safe serialisation, nothing more.
+import { DOMAIN_WORKFLOW } from '../temporal/workflow-types';
 import type { LogLevel as TemporalLogLevel, LogMetadata, Logger as TemporalLogger } from '@temporalio/common';
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -127,7 +128,11 @@ export class TemporalLoggerAdapter implements TemporalLogger {
   constructor(private readonly logger: Logger) {}
 
   log(level: TemporalLogLevel, message: string, meta?: LogMetadata): void {
-    const l = level.toLowerCase() as EmitLevel;
+    // A host's first session runs inside its workflow's first task (a local
+    // activity, up to session.firstLocalMs): the core's warning that the task
+    // took over 5 s is expected there, so it is kept for debugging only.
+    const expected = level === 'WARN' && meta?.workflowType === DOMAIN_WORKFLOW && message.includes('[TMPRL1104]');
+    const l = (expected ? 'debug' : level.toLowerCase()) as EmitLevel;
     if (!this.logger.isEnabled(l)) return;
     const { [LOG_TIMESTAMP]: nanos, taskToken: _token, activityType, ...rest } = meta ?? {};
     const fields: LogFields = activityType !== undefined ? { activity: activityType, ...rest } : rest;

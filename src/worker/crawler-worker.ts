@@ -1,6 +1,7 @@
 // One worker process: runs workflow tasks and activities from the task
 // queue. More processes (on any machine) = more capacity; killing one loses
 // nothing, Temporal hands its tasks to the others.
+import { BOOKKEEPING_LOCAL_SLOTS } from '../../activities/local-share';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createLogger, TemporalLoggerAdapter } from '../log/logger';
@@ -46,7 +47,16 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // of a second one in JavaScript on the main thread.
   const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
-  const rt = new WorkerRuntime({ redis, temporal, eagerStart: true, metrics, log, chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }), chromiumProblem });
+  const rt = new WorkerRuntime({
+    redis,
+    temporal,
+    eagerStart: true,
+    localSessionSlots: cfg.activitySlots,
+    metrics,
+    log,
+    chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }),
+    chromiumProblem,
+  });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -64,7 +74,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     // task (workflows/domain-crawl.ts): the same work as a session from the
     // queue, so as many of them; the campaign's own short local activities
     // share these slots.
-    maxConcurrentLocalActivityExecutions: cfg.activitySlots,
+    maxConcurrentLocalActivityExecutions: cfg.activitySlots + BOOKKEEPING_LOCAL_SLOTS,
     // A session learns that it is cancelled (its workflow was terminated, the
     // campaign cancelled it) from a heartbeat's answer: at most this late.
     // Each heartbeat is one call to the server (a billable action), not a history event.
