@@ -31,7 +31,7 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   redis = createRedis(process.env.REDIS_URL!);
@@ -461,6 +461,24 @@ test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the
   } finally {
     warm.restore();
   }
+});
+
+test("a warm-up that ended before the host's session began leaves it its verdict: the session asks Redis nothing about robots.txt", async () => {
+  const c = await prepared('twenty');
+  warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+  expect(await rt.robotsWarmups.get(`${c.campaignKey}|${c.host}`)).toMatchObject({ kind: 'ok' });
+  expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(true);
+  // The back-off read (one of the reads a session without a verdict makes), watched, not replaced.
+  const pttl = jest.spyOn(redis, 'pttl');
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
+    expect(pttl.mock.calls.filter(([k]) => k === hostKeys(c.campaignKey, c.host).robotsRetry)).toHaveLength(0);
+  } finally {
+    pttl.mockRestore();
+  }
+  expect(robotsOf(c.host)).toHaveLength(1);
+  // Taken once: the host's next session asks as before.
+  expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(false);
 });
 
 test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {
