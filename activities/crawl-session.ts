@@ -89,9 +89,17 @@ class HostSession {
   private lastUrl: string | null = null;
   private lastStatus: number | null = null;
   private delay: { ms: number; reason: string };
-  private lastRecordAt = 0;
+  /**
+   * When the record was last written: the session's start at first, so the first record is
+   * written RECORD_EVERY_MS in or at the session's end, whichever is sooner. A one-page session
+   * writes one record, not a 'crawling' one its end overwrites a second later (issue 27: about
+   * 9 Redis commands a host).
+   */
+  private lastRecordAt: number;
   private lastControlAt: number;
   private queue: RevisitQueue | null = null;
+  /** The host's counters and frontier size when the session's end read them already (drained): its record takes them. */
+  private counted: Awaited<ReturnType<Frontier['statsAndSize']>> | null = null;
 
   /** Reads the campaign's control and settings, and takes the host over; the session runs from `run`. */
   static async open(rt: WorkerRuntime, input: SessionInput): Promise<HostSession> {
@@ -133,6 +141,7 @@ class HostSession {
     this.threshold = this.s.session.durableSleepMs;
     this.nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     this.started = Date.now();
+    this.lastRecordAt = this.started;
     this.maxMs = input.local ? Math.min(this.s.session.maxMs, this.s.session.firstLocalMs) : this.s.session.maxMs;
     this.heartbeat = ctx.info.isLocal ? null : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     this.delay = delayFor(this.s, control, null);
@@ -351,7 +360,8 @@ class HostSession {
   }
 
   private async writeRecord(state: HostState, extra: Partial<HostRecord> = {}) {
-    const { stats: st, size } = await this.frontier.statsAndSize();
+    const { stats: st, size } = this.counted ?? (await this.frontier.statsAndSize());
+    this.counted = null;
     const stats = hostStatsOf(st);
     this.lastRecordAt = Date.now();
     await this.hosts.record(this.host, {
@@ -423,7 +433,10 @@ class HostSession {
     const r = await this.hosts.release(this.host, this.input.gen);
     // URLs enqueued between the empty claim and the release found the host
     // holding its slot and did not mark it ready: mark it now.
-    const late = r.released && (await this.frontier.size()) > 0 && (await this.hosts.markReady([this.host])) > 0;
+    // The counts the end's record carries are read here once, after the release, for both.
+    const counted = r.released ? await this.frontier.statsAndSize() : null;
+    this.counted = counted;
+    const late = counted !== null && counted.size > 0 && (await this.hosts.markReady([this.host])) > 0;
     // The campaign dispatches the next ready host into the slot, or checks whether it is done.
     if (r.released && (late || r.ready > 0 || r.active === 0)) this.nudger.nudge();
     return this.end('drained', { released: r.released });
