@@ -233,10 +233,10 @@ class HostSession {
 
   /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */
   private async fetchNext(f: Fetching): Promise<SessionResult | null> {
+    if (this.frontier.emptyAfterCommit) return this.claimThenClock(f);
     const { clock, owner } = f;
     const wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
-    // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
-    if (wait > 0) return this.end('wait', { waitMs: wait, reason: wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent' });
+    if (wait > 0) return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
     let claim;
     try {
       claim = await this.frontier.claim(this.token);
@@ -250,6 +250,38 @@ class HostSession {
       // No request went out: the host's delay still counts from its real last request.
       await clock.abandon(owner);
       return this.nothingQueued();
+    }
+    return this.crawlPage(f, claim);
+  }
+
+  /** Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After). */
+  private clockWaitReason(wait: number): string {
+    return wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent';
+  }
+
+  /**
+   * The last page's commit left the frontier empty (a one-page host): the claim goes first, so a
+   * host with nothing more to fetch ends without waiting out its delay for the clock and without
+   * taking and giving it back (issue 27: a second a host, 8 Redis commands). An empty claim clears
+   * the awake flag as in fetchNext. A URL enqueued since the commit is claimed, then the clock
+   * taken for it; a wait for the clock past the threshold ends the session with the URL still the
+   * host's current one, that claim noted as a retry: it uses up none of the URL's processing attempts.
+   */
+  private async claimThenClock(f: Fetching): Promise<SessionResult | null> {
+    const claim = await this.frontier.claim(this.token);
+    if (!claim) return this.nothingQueued();
+    const { clock, owner } = f;
+    let wait;
+    try {
+      wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
+    } catch (err) {
+      // Cancelled while it waited: nothing was requested.
+      await this.frontier.noteRetry(claim.member).catch(() => undefined);
+      throw err;
+    }
+    if (wait > 0) {
+      await this.frontier.noteRetry(claim.member);
+      return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
     }
     return this.crawlPage(f, claim);
   }

@@ -34,6 +34,7 @@ beforeAll(async () => {
   for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
+  for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, hostPattern: () => 'one-page.session.test', seed: 3 })) h.web.addSite(spec);
   redis = createRedis(process.env.REDIS_URL!);
   rt = new WorkerRuntime({ redis, temporal: h.client });
 });
@@ -479,6 +480,24 @@ test("a warm-up that ended before the host's session began leaves it its verdict
   expect(robotsOf(c.host)).toHaveLength(1);
   // Taken once: the host's next session asks as before.
   expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(false);
+});
+
+test('a one-page host ends once its page is committed: it neither waits out its delay nor takes the host clock to find its frontier empty', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 500 } });
+  const clockCalls = (spy: jest.SpyInstance) => spy.mock.calls.filter(([k]) => String(k).includes('one-page.session.test')).length;
+  // Watched, not replaced: the host clock's scripts as the session calls them.
+  const acquire = jest.spyOn(redis, 'crawlClockAcquire');
+  const abandon = jest.spyOn(redis, 'crawlClockAbandon');
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 1, stats: { fetched: 1 } });
+    // robots.txt's request and the page's, each taking the clock once (the page's after waiting out robots.txt's delay).
+    expect(clockCalls(acquire)).toBe(2);
+    expect(clockCalls(abandon)).toBe(0);
+  } finally {
+    acquire.mockRestore();
+    abandon.mockRestore();
+  }
+  expect(pagesOf(c.host)).toHaveLength(1);
 });
 
 test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {
