@@ -500,6 +500,25 @@ test('a one-page host ends once its page is committed: it neither waits out its 
   expect(pagesOf(c.host)).toHaveLength(1);
 });
 
+test('a URL enqueued just after a commit left the frontier empty is claimed, then fetched once the clock allows', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 300 } });
+  const late = h.web.url('one-page.session.test', '/found-late');
+  const commit = redis.crawlCommit.bind(redis);
+  // Another host's page links here right after this host's only page was committed (real Redis, this interleaving).
+  const spy = jest.spyOn(redis, 'crawlCommit').mockImplementationOnce(async (...a: Parameters<typeof commit>) => {
+    const r = await commit(...a);
+    await new Frontier(redis, c.campaignKey, c.host).enqueue([{ url: late, depth: 1, referrer: 'http://elsewhere.test/', fp: urlFingerprint(late) }]);
+    return r;
+  });
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 2 });
+  } finally {
+    spy.mockRestore();
+  }
+  expect(pagesOf(c.host).filter((r) => r.path === '/found-late')).toHaveLength(1);
+  expect(await new Frontier(redis, c.campaignKey, c.host).size()).toBe(0);
+});
+
 test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {
   // One campaign's session fetches the host's robots.txt into the shared cache.
   const first = await prepared('nineteen');
