@@ -194,10 +194,10 @@ class HostSession {
 
   /** One turn of the loop: the campaign's control, the host's record, the caps, then one URL. */
   private async turn(f: Fetching): Promise<SessionResult | null> {
-    if (Date.now() - this.lastControlAt >= CONTROL_EVERY_MS) {
-      this.control = await this.hosts.sessionControl(this.host);
-      this.lastControlAt = Date.now();
-      const why = this.stopFor();
+    const unfetched = f.robots.kind === 'unavailable' || !!f.robots.refused;
+    // After a commit that left the frontier empty the claim comes first (claimThenClock), and the control is read only if it finds a URL.
+    if (unfetched || !this.frontier.emptyAfterCommit) {
+      const why = await this.controlStop();
       if (why) return this.endFor(why);
     }
     if (Date.now() - this.lastRecordAt >= RECORD_EVERY_MS) await this.writeRecord('crawling');
@@ -206,8 +206,16 @@ class HostSession {
     this.signal.throwIfAborted();
     if (this.heartbeat) this.ctx.heartbeat();
     // A host that may not be fetched at all: its URLs are recorded, none requested.
-    if (f.robots.kind === 'unavailable' || f.robots.refused) return this.recordUnfetched(f);
+    if (unfetched) return this.recordUnfetched(f);
     return this.fetchNext(f);
+  }
+
+  /** The campaign's control, read again when CONTROL_EVERY_MS have passed: why the session must end, if it must. */
+  private async controlStop(): Promise<SessionEnd | null> {
+    if (Date.now() - this.lastControlAt < CONTROL_EVERY_MS) return null;
+    this.control = await this.hosts.sessionControl(this.host);
+    this.lastControlAt = Date.now();
+    return this.stopFor();
   }
 
   /** The next URL of a host that may not be fetched (robots.txt unavailable, its address refused), recorded without a request. */
@@ -262,7 +270,8 @@ class HostSession {
   /**
    * The last page's commit left the frontier empty (a one-page host): the claim goes first, so a
    * host with nothing more to fetch ends without waiting out its delay for the clock and without
-   * taking and giving it back (issue 27: a second a host, 8 Redis commands). An empty claim clears
+   * taking and giving it back, nor reading the campaign's control (nothing is left to pause or
+   * stop; issue 27: a second a host, 13 Redis commands). An empty claim clears
    * the awake flag as in fetchNext. A URL enqueued since the commit is claimed, then the clock
    * taken for it; a wait for the clock past the threshold ends the session with the URL still the
    * host's current one, that claim noted as a retry: it uses up none of the URL's processing attempts.
@@ -270,6 +279,12 @@ class HostSession {
   private async claimThenClock(f: Fetching): Promise<SessionResult | null> {
     const claim = await this.frontier.claim(this.token);
     if (!claim) return this.nothingQueued();
+    // Paused or stopped since: the URL stays the host's current one, its claim noted as a retry.
+    const why = await this.controlStop();
+    if (why) {
+      await this.frontier.noteRetry(claim.member);
+      return this.endFor(why);
+    }
     const { clock, owner } = f;
     let wait;
     try {

@@ -519,6 +519,29 @@ test('a URL enqueued just after a commit left the frontier empty is claimed, the
   expect(await new Frontier(redis, c.campaignKey, c.host).size()).toBe(0);
 });
 
+test('a host paused after the commit that left its frontier empty fetches nothing more: the URL enqueued since waits for its next session', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 300 } });
+  const late = h.web.url('one-page.session.test', '/paused-late');
+  const commit = redis.crawlCommit.bind(redis);
+  const spy = jest.spyOn(redis, 'crawlCommit').mockImplementationOnce(async (...a: Parameters<typeof commit>) => {
+    const r = await commit(...a);
+    await new Frontier(redis, c.campaignKey, c.host).enqueue([{ url: late, depth: 1, referrer: 'http://elsewhere.test/', fp: urlFingerprint(late) }]);
+    await c.hosts.setHostPaused(c.host, true);
+    // Past CONTROL_EVERY_MS: the session reads the control before its next request.
+    await new Promise((r) => setTimeout(r, 300));
+    return r;
+  });
+  try {
+    expect(await c.session()).toMatchObject({ end: 'paused', pages: 1 });
+  } finally {
+    spy.mockRestore();
+  }
+  expect(pagesOf(c.host).filter((r) => r.path === '/paused-late')).toHaveLength(0);
+  await c.hosts.setHostPaused(c.host, false);
+  expect(await c.session()).toMatchObject({ end: 'drained', pages: 1 });
+  expect(pagesOf(c.host).filter((r) => r.path === '/paused-late')).toHaveLength(1);
+});
+
 test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {
   // One campaign's session fetches the host's robots.txt into the shared cache.
   const first = await prepared('nineteen');
