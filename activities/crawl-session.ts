@@ -93,7 +93,7 @@ class HostSession {
    * When the record was last written: the session's start at first, so the first record is
    * written RECORD_EVERY_MS in or at the session's end, whichever is sooner. A one-page session
    * writes one record, not a 'crawling' one its end overwrites a second later (issue 27: about
-   * 9 Redis commands a host).
+   * 8 Redis commands a host).
    */
   private lastRecordAt: number;
   private lastControlAt: number;
@@ -271,7 +271,7 @@ class HostSession {
    * The last page's commit left the frontier empty (a one-page host): the claim goes first, so a
    * host with nothing more to fetch ends without waiting out its delay for the clock and without
    * taking and giving it back, nor reading the campaign's control (nothing is left to pause or
-   * stop; issue 27: a second a host, 13 Redis commands). An empty claim clears
+   * stop; issue 27: a second a host, 15 Redis commands). An empty claim clears
    * the awake flag as in fetchNext. A URL enqueued since the commit is claimed, then the clock
    * taken for it; a wait for the clock past the threshold ends the session with the URL still the
    * host's current one, that claim noted as a retry: it uses up none of the URL's processing attempts.
