@@ -122,9 +122,17 @@ class HostSession {
   private lastUrl: string | null = null;
   private lastStatus: number | null = null;
   private delay: { ms: number; reason: string };
-  private lastRecordAt = 0;
+  /**
+   * When the record was last written: the session's start at first, so the first record is
+   * written RECORD_EVERY_MS in or at the session's end, whichever is sooner. A one-page session
+   * writes one record, not a 'crawling' one its end overwrites a second later (issue 27: about
+   * 8 Redis commands a host).
+   */
+  private lastRecordAt: number;
   private lastControlAt: number;
   private queue: RevisitQueue | null = null;
+  /** The host's counters and frontier size when the session's end read them already (drained): its record takes them. */
+  private counted: Awaited<ReturnType<Frontier['statsAndSize']>> | null = null;
 
   /** Reads the campaign's control and settings, and takes the host over; the session runs from `run`. */
   static async open(rt: WorkerRuntime, input: SessionInput): Promise<HostSession> {
@@ -166,6 +174,7 @@ class HostSession {
     this.threshold = this.s.session.durableSleepMs;
     this.nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     this.started = Date.now();
+    this.lastRecordAt = this.started;
     this.maxMs = input.local ? Math.min(this.s.session.maxMs, this.s.session.firstLocalMs) : this.s.session.maxMs;
     this.heartbeat = ctx.info.isLocal ? null : setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
     this.delay = delayFor(this.s, control, null);
@@ -218,10 +227,10 @@ class HostSession {
 
   /** One turn of the loop: the campaign's control, the host's record, the caps, then one URL. */
   private async turn(f: Fetching): Promise<SessionResult | null> {
-    if (Date.now() - this.lastControlAt >= CONTROL_EVERY_MS) {
-      this.control = await this.hosts.sessionControl(this.host);
-      this.lastControlAt = Date.now();
-      const why = this.stopFor();
+    const unfetched = f.robots.kind === 'unavailable' || !!f.robots.refused;
+    // After a commit that left the frontier empty the claim comes first (claimThenClock), and the control is read only if it finds a URL.
+    if (unfetched || !this.frontier.emptyAfterCommit) {
+      const why = await this.controlStop();
       if (why) return this.endFor(why);
     }
     if (Date.now() - this.lastRecordAt >= RECORD_EVERY_MS) await this.writeRecord('crawling');
@@ -230,8 +239,16 @@ class HostSession {
     this.signal.throwIfAborted();
     if (this.heartbeat) this.ctx.heartbeat();
     // A host that may not be fetched at all: its URLs are recorded, none requested.
-    if (f.robots.kind === 'unavailable' || f.robots.refused) return this.recordUnfetched(f);
+    if (unfetched) return this.recordUnfetched(f);
     return this.fetchNext(f);
+  }
+
+  /** The campaign's control, read again when CONTROL_EVERY_MS have passed: why the session must end, if it must. */
+  private async controlStop(): Promise<SessionEnd | null> {
+    if (Date.now() - this.lastControlAt < CONTROL_EVERY_MS) return null;
+    this.control = await this.hosts.sessionControl(this.host);
+    this.lastControlAt = Date.now();
+    return this.stopFor();
   }
 
   /** The next URL of a host that may not be fetched (robots.txt unavailable, its address refused), recorded without a request. */
@@ -257,10 +274,10 @@ class HostSession {
 
   /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */
   private async fetchNext(f: Fetching): Promise<SessionResult | null> {
+    if (this.frontier.emptyAfterCommit) return this.claimThenClock(f);
     const { clock, owner } = f;
     const wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
-    // Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After).
-    if (wait > 0) return this.end('wait', { waitMs: wait, reason: wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent' });
+    if (wait > 0) return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
     let claim;
     try {
       claim = await this.frontier.claim(this.token);
@@ -274,6 +291,45 @@ class HostSession {
       // No request went out: the host's delay still counts from its real last request.
       await clock.abandon(owner);
       return this.nothingQueued();
+    }
+    return this.crawlPage(f, claim);
+  }
+
+  /** Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After). */
+  private clockWaitReason(wait: number): string {
+    return wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent';
+  }
+
+  /**
+   * The last page's commit left the frontier empty (a one-page host): the claim goes first, so a
+   * host with nothing more to fetch ends without waiting out its delay for the clock and without
+   * taking and giving it back, nor reading the campaign's control (nothing is left to pause or
+   * stop; issue 27: a second a host, 15 Redis commands). An empty claim clears
+   * the awake flag as in fetchNext. A URL enqueued since the commit is claimed, then the clock
+   * taken for it; a wait for the clock past the threshold ends the session with the URL still the
+   * host's current one, that claim noted as a retry: it uses up none of the URL's processing attempts.
+   */
+  private async claimThenClock(f: Fetching): Promise<SessionResult | null> {
+    const claim = await this.frontier.claim(this.token);
+    if (!claim) return this.nothingQueued();
+    // Paused or stopped since: the URL stays the host's current one, its claim noted as a retry.
+    const why = await this.controlStop();
+    if (why) {
+      await this.frontier.noteRetry(claim.member);
+      return this.endFor(why);
+    }
+    const { clock, owner } = f;
+    let wait;
+    try {
+      wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
+    } catch (err) {
+      // Cancelled while it waited: nothing was requested.
+      await this.frontier.noteRetry(claim.member).catch(() => undefined);
+      throw err;
+    }
+    if (wait > 0) {
+      await this.frontier.noteRetry(claim.member);
+      return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
     }
     return this.crawlPage(f, claim);
   }
@@ -384,7 +440,8 @@ class HostSession {
   }
 
   private async writeRecord(state: HostState, extra: Partial<HostRecord> = {}) {
-    const { stats: st, size } = await this.frontier.statsAndSize();
+    const { stats: st, size } = this.counted ?? (await this.frontier.statsAndSize());
+    this.counted = null;
     const stats = hostStatsOf(st);
     this.lastRecordAt = Date.now();
     await this.hosts.record(this.host, {
@@ -456,7 +513,10 @@ class HostSession {
     const r = await this.hosts.release(this.host, this.input.gen);
     // URLs enqueued between the empty claim and the release found the host
     // holding its slot and did not mark it ready: mark it now.
-    const late = r.released && (await this.frontier.size()) > 0 && (await this.hosts.markReady([this.host])) > 0;
+    // The counts the end's record carries are read here once, after the release, for both.
+    const counted = r.released ? await this.frontier.statsAndSize() : null;
+    this.counted = counted;
+    const late = counted !== null && counted.size > 0 && (await this.hosts.markReady([this.host])) > 0;
     // The campaign dispatches the next ready host into the slot, or checks whether it is done.
     if (r.released && (late || r.ready > 0 || r.active === 0)) this.nudger.nudge();
     return this.end('drained', { released: r.released });

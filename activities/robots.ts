@@ -122,7 +122,34 @@ export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: s
     return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
   });
   rt.robotsWarmups.set(key, p);
-  void p.finally(() => rt.robotsWarmups.delete(key));
+  void p.then((v) => settle(rt, key, campaign.version, v)).finally(() => rt.robotsWarmups.delete(key));
+}
+
+/** How long a warm-up's verdict waits for the host's session on this worker (a host's first task may wait that long on a loaded server). */
+const SETTLED_MS = 60_000;
+
+/**
+ * Keeps a warm-up's verdict for the host's first session, which then asks Redis nothing about
+ * robots.txt (issue 27: the frontier's head, four reads and the sitemaps flag, 6 commands a
+ * host). It is what the session would have read: the host's robots.txt state changes only by
+ * a fetch of the file (this module), and a fetch happens only when no verdict is known. A wait
+ * is not kept (its time runs from when it was said), nor past the bound.
+ */
+function settle(rt: WorkerRuntime, key: string, version: number, verdict: RobotsVerdict): void {
+  if (verdict.kind === 'wait') return;
+  const now = Date.now();
+  if (rt.robotsSettled.size >= MAX_ROBOTS_WARMUPS) for (const [k, s] of rt.robotsSettled) if (now - s.at >= SETTLED_MS) rt.robotsSettled.delete(k);
+  if (rt.robotsSettled.size < MAX_ROBOTS_WARMUPS) rt.robotsSettled.set(key, { verdict, version, at: now });
+}
+
+/** The verdict a warm-up on this worker settled for the session, taken once; null when none (or it is too old, or of other settings). */
+function takeSettled(rt: WorkerRuntime, ctx: RobotsContext): RobotsVerdict | null {
+  if (ctx.forPage || ctx.warmUp) return null;
+  const key = `${ctx.campaign.key}|${ctx.host}`;
+  const s = rt.robotsSettled.get(key);
+  if (!s) return null;
+  rt.robotsSettled.delete(key);
+  return Date.now() - s.at < SETTLED_MS && s.version === ctx.campaign.version ? s.verdict : null;
 }
 
 export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promise<RobotsVerdict> {
@@ -131,8 +158,14 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   if (warming) {
     const v = await Promise.race([warming, aborted(ctx.signal)]);
     // A busy clock (or a failed warm-up) is no verdict: ask as usual. A back-off is.
-    if (v.kind !== 'wait' || v.backingOff) return v;
+    if (v.kind !== 'wait' || v.backingOff) {
+      // Taken from the warm-up itself: what it settled is not kept for another session.
+      if (!ctx.forPage && !ctx.warmUp) rt.robotsSettled.delete(`${campaign.key}|${host}`);
+      return v;
+    }
   }
+  const settled = takeSettled(rt, ctx);
+  if (settled) return settled;
   const s = campaign.settings;
   if (!s.politeness.respectRobots) {
     const refused = await rt.deps.redis.get(hostKeys(campaign.key, host).refused);

@@ -97,6 +97,8 @@ export class WorkerRuntime {
   draining = false;
   /** robots.txt fetches a dispatch started ahead of a host's first session, by campaign key and host (activities/robots.ts). */
   readonly robotsWarmups = new Map<string, Promise<RobotsVerdict>>();
+  /** Verdicts of warm-ups that ended, kept for the host's first session on this worker to take (activities/robots.ts). */
+  readonly robotsSettled = new Map<string, { verdict: RobotsVerdict; version: number; at: number }>();
   /** Aborted by close(): what runs outside any activity (the warm-ups) stops with the worker. */
   readonly closing = new AbortController();
   /** The process's Chromium (render: browser), started by the first page that needs it. */

@@ -146,6 +146,11 @@ export class SessionSupersededError extends CrawlerError<'SESSION_SUPERSEDED'> {
 
 export class Frontier {
   private readonly keys: ReturnType<typeof hostKeys>;
+  /**
+   * This object's last commit left the frontier empty, and no claim was made through it since:
+   * the frontier was empty then, though others may have enqueued since (a hint, never a fact).
+   */
+  emptyAfterCommit = false;
 
   constructor(
     private readonly redis: RedisLike,
@@ -195,6 +200,7 @@ export class Frontier {
    */
   async claim(session = ''): Promise<{ member: string; entry: FrontierEntry; attempts: number; retried: number } | null> {
     const k = this.keys;
+    this.emptyAfterCommit = false;
     const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, session);
     if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
     return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
@@ -252,6 +258,7 @@ export class Frontier {
       attempt?.id ?? '',
       ...enqueueArgs(last, bounds),
     );
+    this.emptyAfterCommit = remaining === 0;
     return { removed: removed === 1, added: before + added, remaining };
   }
 

@@ -6,10 +6,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sharedHostKeys } from './keys';
 import type { RedisLike } from './scripts';
 
+/** Known free times kept per connection at most: past it the expired ones go (a clock's entry lasts one delay). */
+const MAX_KNOWN = 10_000;
+
+/**
+ * Per Redis connection, clock key → performance.now() before which the clock's last release on
+ * this worker said no request may go. Shared by every HostClock of the key on the worker, so a
+ * host's session that follows its robots.txt warm-up (another HostClock of the same key) waits
+ * out the warm-up's delay first and takes the clock with one acquire instead of two (issue 27).
+ */
+const knownFree = new WeakMap<object, Map<string, number>>();
+
 export class HostClock {
   private readonly key: string;
-  /** performance.now() before which this clock's last release said no request may go (0: none known). */
-  private freeAt = 0;
+  private readonly known: Map<string, number>;
 
   /**
    * `holder`: which attempt of an owner this is (a session's attempt token).
@@ -23,6 +33,9 @@ export class HostClock {
     private readonly holder = '',
   ) {
     this.key = sharedHostKeys(host).clock;
+    let known = knownFree.get(redis);
+    if (!known) knownFree.set(redis, (known = new Map()));
+    this.known = known;
   }
 
   /** 0 when the caller may send a request now (it then holds the clock for leaseMs), else ms to wait. */
@@ -34,7 +47,21 @@ export class HostClock {
   async release(owner: string, delayMs: number): Promise<void> {
     const wait = await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)), this.holder);
     // +1: the release rounds the Redis clock up and the acquire rounds it down.
-    this.freeAt = wait > 0 ? performance.now() + wait + 1 : 0;
+    if (wait > 0) this.remember(performance.now() + wait + 1);
+    else this.known.delete(this.key);
+  }
+
+  private remember(freeAt: number): void {
+    if (this.known.size >= MAX_KNOWN) {
+      const now = performance.now();
+      for (const [k, at] of this.known) if (at <= now) this.known.delete(k);
+      // All still running (a burst of releases): the oldest go; a wait not known is only asked for again.
+      for (const k of this.known.keys()) {
+        if (this.known.size < MAX_KNOWN) break;
+        this.known.delete(k);
+      }
+    }
+    this.known.set(this.key, freeAt);
   }
 
   /**
@@ -44,7 +71,12 @@ export class HostClock {
    * out first takes the clock with one acquire instead of two.
    */
   knownWait(): number {
-    return Math.max(0, Math.ceil(this.freeAt - performance.now()));
+    const at = this.known.get(this.key);
+    if (at === undefined) return 0;
+    const wait = Math.ceil(at - performance.now());
+    if (wait > 0) return wait;
+    this.known.delete(this.key);
+    return 0;
   }
 
   /** The clock was taken but no request went out: free it without counting a request. */

@@ -31,9 +31,10 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
+  for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, hostPattern: () => 'one-page.session.test', seed: 3 })) h.web.addSite(spec);
   redis = createRedis(process.env.REDIS_URL!);
   rt = new WorkerRuntime({ redis, temporal: h.client });
 });
@@ -461,6 +462,84 @@ test("a dispatch's robots.txt warm-up is the host's only robots.txt request: the
   } finally {
     warm.restore();
   }
+});
+
+test("a warm-up that ended before the host's session began leaves it its verdict: the session asks Redis nothing about robots.txt", async () => {
+  const c = await prepared('twenty');
+  warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
+  expect(await rt.robotsWarmups.get(`${c.campaignKey}|${c.host}`)).toMatchObject({ kind: 'ok' });
+  expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(true);
+  // The back-off read (one of the reads a session without a verdict makes), watched, not replaced.
+  const pttl = jest.spyOn(redis, 'pttl');
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 8, stats: { fetched: 8, failed: 0 } });
+    expect(pttl.mock.calls.filter(([k]) => k === hostKeys(c.campaignKey, c.host).robotsRetry)).toHaveLength(0);
+  } finally {
+    pttl.mockRestore();
+  }
+  expect(robotsOf(c.host)).toHaveLength(1);
+  // Taken once: the host's next session asks as before.
+  expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(false);
+});
+
+test('a one-page host ends once its page is committed: it neither waits out its delay nor takes the host clock to find its frontier empty', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 500 } });
+  const clockCalls = (spy: jest.SpyInstance) => spy.mock.calls.filter(([k]) => String(k).includes('one-page.session.test')).length;
+  // Watched, not replaced: the host clock's scripts as the session calls them.
+  const acquire = jest.spyOn(redis, 'crawlClockAcquire');
+  const abandon = jest.spyOn(redis, 'crawlClockAbandon');
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 1, stats: { fetched: 1 } });
+    // robots.txt's request and the page's, each taking the clock once (the page's after waiting out robots.txt's delay).
+    expect(clockCalls(acquire)).toBe(2);
+    expect(clockCalls(abandon)).toBe(0);
+  } finally {
+    acquire.mockRestore();
+    abandon.mockRestore();
+  }
+  expect(pagesOf(c.host)).toHaveLength(1);
+});
+
+test('a URL enqueued just after a commit left the frontier empty is claimed, then fetched once the clock allows', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 300 } });
+  const late = h.web.url('one-page.session.test', '/found-late');
+  const commit = redis.crawlCommit.bind(redis);
+  // Another host's page links here right after this host's only page was committed (real Redis, this interleaving).
+  const spy = jest.spyOn(redis, 'crawlCommit').mockImplementationOnce(async (...a: Parameters<typeof commit>) => {
+    const r = await commit(...a);
+    await new Frontier(redis, c.campaignKey, c.host).enqueue([{ url: late, depth: 1, referrer: 'http://elsewhere.test/', fp: urlFingerprint(late) }]);
+    return r;
+  });
+  try {
+    expect(await c.session()).toMatchObject({ end: 'drained', pages: 2 });
+  } finally {
+    spy.mockRestore();
+  }
+  expect(pagesOf(c.host).filter((r) => r.path === '/found-late')).toHaveLength(1);
+  expect(await new Frontier(redis, c.campaignKey, c.host).size()).toBe(0);
+});
+
+test('a host paused after the commit that left its frontier empty fetches nothing more: the URL enqueued since waits for its next session', async () => {
+  const c = await prepared('one-page', { politeness: { minDelayMs: 300 } });
+  const late = h.web.url('one-page.session.test', '/paused-late');
+  const commit = redis.crawlCommit.bind(redis);
+  const spy = jest.spyOn(redis, 'crawlCommit').mockImplementationOnce(async (...a: Parameters<typeof commit>) => {
+    const r = await commit(...a);
+    await new Frontier(redis, c.campaignKey, c.host).enqueue([{ url: late, depth: 1, referrer: 'http://elsewhere.test/', fp: urlFingerprint(late) }]);
+    await c.hosts.setHostPaused(c.host, true);
+    // Past CONTROL_EVERY_MS: the session reads the control before its next request.
+    await new Promise((r) => setTimeout(r, 300));
+    return r;
+  });
+  try {
+    expect(await c.session()).toMatchObject({ end: 'paused', pages: 1 });
+  } finally {
+    spy.mockRestore();
+  }
+  expect(pagesOf(c.host).filter((r) => r.path === '/paused-late')).toHaveLength(0);
+  await c.hosts.setHostPaused(c.host, false);
+  expect(await c.session()).toMatchObject({ end: 'drained', pages: 1 });
+  expect(pagesOf(c.host).filter((r) => r.path === '/paused-late')).toHaveLength(1);
 });
 
 test("a new host's warm-up skips the reads before the clock, yet a robots.txt another campaign cached is not asked for again", async () => {

@@ -50,6 +50,25 @@ test('a release says how long the host stays quiet: waiting that out first, the 
   expect(await acquireWithin(c, 'a', 10_000, 5_000, 1_000, new AbortController().signal)).toBeGreaterThan(4_000);
 });
 
+test("a release's wait is known to the worker's other clocks of the host: a session after its robots.txt warm-up takes the clock with one acquire", async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const warmUp = new HostClock(redis, host);
+  expect(await warmUp.acquire('robots-warm-up', 10_000, 300)).toBe(0);
+  await warmUp.release('robots-warm-up', 300);
+  const session = new HostClock(redis, host, 'attempt-1');
+  expect(session.knownWait()).toBeGreaterThan(250);
+  let asked = 0;
+  const acquire = session.acquire.bind(session);
+  session.acquire = (...a) => {
+    asked++;
+    return acquire(...a);
+  };
+  expect(await acquireWithin(session, 'session', 10_000, 300, 60_000, new AbortController().signal)).toBe(0);
+  expect(asked).toBe(1);
+  // Another host's clock knows nothing of it.
+  expect(clock().knownWait()).toBe(0);
+});
+
 test("a late release while someone else holds the clock announces no wait: their lease's end is not known", async () => {
   const c = clock();
   expect(await c.acquire('a', 200, 100)).toBe(0);

@@ -100,7 +100,9 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
   const fast = await historyOf(result.campaignId, 'fast.sessions.test');
   // Four pages 6 s apart (robots.txt first): a durable sleep before each page after robots.txt.
   expect(slow.timers).toBeGreaterThanOrEqual(4);
-  expect(slow.sessions).toBeGreaterThanOrEqual(5);
+  // A regular session per page: the last page's commit leaves the frontier empty, so its session
+  // ends there, with no timer and no session more only to find it empty.
+  expect(slow.sessions).toBeGreaterThanOrEqual(4);
   // Ten pages 1 s apart: no timer; the first session (local, in the first
   // workflow task) stops at session.firstLocalMs and one regular session does the rest.
   expect(fast.timers).toBe(0);
