@@ -105,6 +105,24 @@ function attentionScore(r: HostRecord): number {
 
 const PROBLEMS_KEPT = 1_000;
 
+/** What a host shows before its session's first record: nothing counted yet. */
+function startingRecord(): HostRecord {
+  return {
+    state: 'starting',
+    fetched: 0,
+    failed: 0,
+    skipped: 0,
+    bytes: 0,
+    frontier: 0,
+    delayMs: 0,
+    reason: 'session starting',
+    lastUrl: null,
+    lastStatus: null,
+    nextWakeAt: null,
+    updatedAt: new Date().toISOString(),
+  };
+}
+
 /** The control hash's fields (version, paused, stop, minDelayMs, maxActiveHosts) as read. */
 function controlOf(version: string | null, paused: string | null, stop: string | null, minDelayMs: string | null, cap: string | null): CampaignControl {
   return {
@@ -284,13 +302,40 @@ export class CampaignHosts {
     return (await this.redis.hmget(this.k.hosts, ...hosts)).map((r) => r !== null);
   }
 
-  /** Hosts in order of attention, `offset` and `limit` bounding the work (a page of `crawler status`). */
+  /**
+   * Hosts in order of attention, `offset` and `limit` bounding the work (a page of `crawler status`).
+   * The first page also shows the hosts that may be requesting but whose session has not written
+   * its record yet (`starting`): a session writes its first record 2 s in or at its end (issue 27),
+   * so without them a host dispatched a moment ago would be missing, or show the 'done' of its
+   * previous run, while it fetches.
+   */
   async page(offset: number, limit: number): Promise<(HostRecord & { host: string })[]> {
     if (limit <= 0) return [];
     const hosts = await this.redis.zrange(this.k.attention, offset, offset + limit - 1);
-    if (hosts.length === 0) return [];
     const records = await this.getMany(hosts);
-    return hosts.flatMap((host, i) => (records[i] ? [{ host, ...records[i] }] : []));
+    const listed = hosts.flatMap((host, i) => (records[i] ? [{ host, ...records[i] }] : []));
+    if (offset > 0) return listed;
+    const starting = await this.starting(limit);
+    const rerun = new Map(starting.filter((x) => x.record).map((x) => [x.host, x.record!]));
+    const fresh = starting.filter((x) => !x.record).map(({ host }) => ({ host, ...startingRecord() }));
+    return [...listed.map((r) => (rerun.has(r.host) ? { ...r, state: 'starting' as const } : r)), ...fresh];
+  }
+
+  /**
+   * Up to `limit` hosts holding a slot whose record is missing or says 'done' (a run before this
+   * dispatch), each with that record if any. HSCAN over the slots: bounded work per call.
+   */
+  private async starting(limit: number): Promise<{ host: string; record: HostRecord | null }[]> {
+    const found: { host: string; record: HostRecord | null }[] = [];
+    for await (const batch of this.activeHosts()) {
+      const records = await this.getMany(batch.map((b) => b.host));
+      batch.forEach((b, i) => {
+        const r = records[i];
+        if (found.length < limit && (r === null || r.state === 'done')) found.push({ host: b.host, record: r });
+      });
+      if (found.length >= limit) break;
+    }
+    return found;
   }
 
   /** Every host record, a page at a time (HSCAN: bounded work per call, stable under concurrent writes). */

@@ -126,7 +126,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
   } else {
     lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
     lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason + renderNote(h) + revisitNote(h)].join('\t')));
-    if (hosts.length === STATUS_PAGE_SIZE) lines.push(`(page ${page}; --page ${page + 1} for more)`);
+    if (hosts.length >= STATUS_PAGE_SIZE) lines.push(`(page ${page}; --page ${page + 1} for more)`);
   }
   return lines.join('\n');
 }

@@ -1,0 +1,62 @@
+// The campaign's host table on real Redis: what `crawler status` lists while
+// hosts start. A session writes its host's first record 2 s in or at its end
+// (issue 27), so a host that holds a slot without a record of this run must
+// still show, as 'starting': it may be making requests (a pause is not taken
+// until every live host says 'paused').
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
+import { createRedis } from '../../src/redis/client';
+
+const record = (state: HostRecord['state'], fetched: number): HostRecord => ({
+  state,
+  fetched,
+  failed: 0,
+  skipped: 0,
+  bytes: 100 * fetched,
+  frontier: 0,
+  delayMs: 300,
+  reason: 'settings',
+  lastUrl: null,
+  lastStatus: 200,
+  nextWakeAt: null,
+  updatedAt: new Date().toISOString(),
+});
+
+describe('the host table', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  test('a host holding a slot shows as starting until its session writes a record; one re-dispatched after it ended shows starting with its counts', async () => {
+    const hosts = new CampaignHosts(redis, `hosts-${randomUUID()}`);
+    const states = async () => Object.fromEntries((await hosts.page(0, 50)).map((x) => [x.host, { state: x.state, fetched: x.fetched }]));
+
+    // Dispatched, no record yet: listed as starting, nothing counted.
+    await hosts.markReady(['a.test', 'b.test']);
+    for (const b of await hosts.readyBatch(10)) await hosts.dispatched(b.host, b.seq, await hosts.nextGens(1));
+    expect(await states()).toEqual({ 'a.test': { state: 'starting', fetched: 0 }, 'b.test': { state: 'starting', fetched: 0 } });
+
+    // Its session's record replaces that.
+    await hosts.record('a.test', record('crawling', 3));
+    expect((await states())['a.test']).toEqual({ state: 'crawling', fetched: 3 });
+
+    // A host whose run ended (slot released, record 'done') shows done...
+    await hosts.record('b.test', record('done', 5));
+    const gen = (await hosts.slotGens(['b.test']))[0]!;
+    expect((await hosts.release('b.test', gen)).released).toBe(true);
+    expect((await states())['b.test']).toEqual({ state: 'done', fetched: 5 });
+    // ...and once dispatched again, starting, its counts kept (they agree with the totals).
+    await hosts.markReady(['b.test']);
+    for (const b of await hosts.readyBatch(10)) await hosts.dispatched(b.host, b.seq, await hosts.nextGens(1));
+    expect((await states())['b.test']).toEqual({ state: 'starting', fetched: 5 });
+    expect((await hosts.totals()).fetched).toBe(8);
+
+    // Later pages list records only: the starting hosts are on the first.
+    expect(await hosts.page(50, 50)).toEqual([]);
+  });
+});
