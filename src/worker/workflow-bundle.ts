@@ -10,6 +10,16 @@ import { LOCAL_DIR, PROJECT_ROOT } from '../stack/paths';
 
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
+/**
+ * The SDK needs an inline source map (it maps workflow stack traces, the Web UI's stack trace
+ * included, back to the TypeScript). Its default is a full map with every source's text: a 3.2 MB
+ * bundle of which 2 MB is the map, held as a string by the workflow thread and parsed by the main
+ * thread, and 8 MB of WebAssembly memory in the workflow thread to decode its mappings. A
+ * line-level map without the sources still names each frame's .ts file and line: 1.3 MB in all
+ * (issue 27: worker RSS).
+ */
+const WORKFLOW_DEVTOOL = 'inline-nosources-cheap-module-source-map';
+
 function sourceHash(): string {
   const h = createHash('sha256');
   const walk = (dir: string) => {
@@ -24,6 +34,8 @@ function sourceHash(): string {
   h.update(fs.readFileSync(path.join(PROJECT_ROOT, 'node_modules', '@temporalio', 'workflow', 'package.json')));
   // How the file is written (ASCII only since issue 27): a bundle cached before is not reused.
   h.update('ascii');
+  // And with a line-level map without sources (below).
+  h.update(WORKFLOW_DEVTOOL);
   return h.digest('hex').slice(0, 16);
 }
 
@@ -31,7 +43,7 @@ export async function ensureWorkflowBundle(): Promise<string> {
   const dir = path.join(LOCAL_DIR, 'bundles');
   const file = path.join(dir, `workflows-${sourceHash()}.js`);
   if (fs.existsSync(file)) return file;
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger, webpackConfigHook: (config) => ({ ...config, devtool: WORKFLOW_DEVTOOL }) });
   fs.mkdirSync(dir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   // ASCII only: the workflow thread holds the code as a one-byte string, half the size (scripts/worker-bundle.cjs).
