@@ -462,6 +462,11 @@ class HostSession {
 
   private async end(how: SessionEnd, more: Partial<SessionResult> = {}): Promise<SessionResult> {
     this.close();
+    // Drained, asleep, paused or stopped: the host's next request, if any, is a durable sleep or a
+    // new session away, likely on another worker; its idle connection is let go rather than kept
+    // alive (issue 27: in a crawl of one-page hosts, a socket and 40 KB of heap per finished host).
+    // A session ended at its cap or for new settings goes on at once: its connection is kept.
+    if (how !== 'cap' && how !== 'config') this.campaign.http.releaseHost?.(this.host);
     const waitMs = more.waitMs ?? 0;
     const reason = more.reason ?? this.delay.reason;
     const state: HostState =

@@ -17,7 +17,7 @@ import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { Agent, Client, Pool, type buildConnector, type Dispatcher } from 'undici';
+import { Client, Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { RenderReason } from '../browser/adaptive';
 import type { FrameDocument } from '../browser/frames';
 import type { RenderHookRun } from '../browser/page-hook';
@@ -27,6 +27,7 @@ import { sharedDnsCache, type DnsCache } from './dns-cache';
 import { FetchError, classifyError } from './fetch-error';
 import { createResolvingConnector, defaultPort, findOverride, parseResolveEntries, type ResolveOverrides } from './resolve-overrides';
 import type { Credentials } from './credentials';
+import { OriginPools } from './origin-pools';
 import { ProxyRouter, type ProxyOptions } from './proxy-router';
 
 export const DEFAULT_ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8';
@@ -249,6 +250,11 @@ export interface RenderedDocument {
 export interface HttpClient {
   fetch(url: string, opts?: FetchOptions): Promise<FetchResult>;
   close(): Promise<void>;
+  /**
+   * The host (`name[:port]`, as URL.host) has nothing more to fetch here for now: its idle
+   * connections are let go instead of kept alive (src/http/origin-pools.ts). Through a proxy, nothing.
+   */
+  releaseHost?(host: string): void;
 }
 
 const DEFAULTS = {
@@ -412,7 +418,7 @@ class KeepAliveOrigins {
 }
 
 class UndiciHttpClient implements HttpClient {
-  readonly #agent: Agent;
+  readonly #pools: OriginPools;
   readonly #overrides: ResolveOverrides;
   readonly #policy: AddressPolicy | null;
   readonly #lookup: LookupFunction;
@@ -452,13 +458,12 @@ class UndiciHttpClient implements HttpClient {
       connections: opts.connectionsPerOrigin ?? null,
       factory: (origin: string | URL, options: object) => new Pool(origin, { ...(options as Pool.Options), factory: probingClientFactory }),
     };
-    this.#agent = new Agent({
-      // The policy lives in the connector rather than in fetch() so that it
-      // sees the address of each socket as it is opened: redirect targets and
-      // DNS answers that change between requests included.
-      connect: createResolvingConnector(overrides, { timeout: connectTimeoutMs }, { policy: this.#policy, lookup: this.#lookup }),
-      ...agentOptions,
-    });
+    // The policy lives in the connector rather than in fetch() so that it
+    // sees the address of each socket as it is opened: redirect targets and
+    // DNS answers that change between requests included.
+    const connect = createResolvingConnector(overrides, { timeout: connectTimeoutMs }, { policy: this.#policy, lookup: this.#lookup });
+    const { factory, ...poolOptions } = agentOptions;
+    this.#pools = new OriginPools((origin) => factory(origin, { ...poolOptions, connect }));
     this.#proxies =
       opts.proxies && opts.proxies.list.length > 0
         ? new ProxyRouter(opts.proxies, {
@@ -472,7 +477,11 @@ class UndiciHttpClient implements HttpClient {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#agent.close(), this.#proxies?.close()]);
+    await Promise.all([this.#pools.close(), this.#proxies?.close()]);
+  }
+
+  releaseHost(host: string): void {
+    for (const scheme of ['http', 'https']) this.#pools.release(`${scheme}://${host}`);
   }
 
   async fetch(url: string, opts: FetchOptions = {}): Promise<FetchResult> {
@@ -593,7 +602,7 @@ class UndiciHttpClient implements HttpClient {
         this.#checkLiteral(current);
         ({ response, proxyId: proxy } = await this.#proxies.request(current, request));
       } else {
-        response = await this.#agent.request({ ...request, origin: current.origin, path: current.pathname + current.search });
+        response = await this.#pools.for(current.origin).request({ ...request, origin: current.origin, path: current.pathname + current.search });
       }
     } catch (err) {
       throw deadline.classify(err, current.href);

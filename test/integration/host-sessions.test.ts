@@ -86,6 +86,30 @@ test('a one-page host is done in its first session, run locally in its first wor
   expect(d.typedSearchAttributes.get(CrawlState)).toBe('crawling');
 });
 
+test('a host done in its session lets its connection go at once, while another host is still being crawled', async () => {
+  // Earlier tests' campaigns finished, their hosts' connections let go: none is open.
+  for (let t0 = Date.now(); h.web.openConnections() > 0 && Date.now() - t0 < 10_000;) await sleep(50);
+  expect(h.web.openConnections()).toBe(0);
+  const handle = await launch(h, {
+    seeds: [h.web.url('one.sessions.test', '/'), h.web.url('fast.sessions.test', '/')],
+    scope: { mode: 'same-host' },
+    sitemaps: 'off',
+    politeness: { minDelayMs: 1_000 },
+  });
+  const fast = () => pageRequests(h.web.requests()).filter((r) => r.host === 'fast.sessions.test' && r.t >= started).length;
+  const started = performance.timeOrigin + performance.now();
+  // The one-page host is done within a second or two; the test web would keep its idle
+  // connection a minute, the client 30 s: with the host let go, only fast's stays open.
+  let alone = false;
+  while (fast() < 8 && !alone) {
+    const one = pageRequests(h.web.requests()).some((r) => r.host === 'one.sessions.test' && r.t >= started);
+    alone = one && fast() >= 2 && h.web.openConnections() === 1;
+    await sleep(50);
+  }
+  expect(alone).toBe(true);
+  expect((await handle.result()).pages).toBe(11);
+});
+
 test('a Crawl-delay above the threshold is one durable timer per page; a 1 s delay is paced inside a few sessions', async () => {
   const handle = await launch(h, {
     seeds: [h.web.url('slow.sessions.test', '/'), h.web.url('fast.sessions.test', '/')],

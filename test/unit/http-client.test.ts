@@ -243,6 +243,51 @@ describe('request and response basics', () => {
     expect(server.connections()).toBe(1);
   });
 
+  it("lets a released host's idle connection go at once, and opens a new one for a later request", async () => {
+    const server = await startServer((_req, res) => res.end('ok'));
+    const closed: number[] = [];
+    const srv = await new Promise<http.Server>((resolve) => {
+      const h = http.createServer((_req, res) => res.end('ok'));
+      h.keepAliveTimeout = 60_000; // the server would keep it a minute: the client lets it go
+      h.on('connection', (socket) => socket.on('close', () => closed.push(Date.now())));
+      h.listen(0, '127.0.0.1', () => resolve(h));
+    });
+    const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const c = client();
+    await c.fetch(`${base}/1`);
+    await c.fetch(`${base}/2`);
+    expect(closed).toEqual([]); // kept alive between a host's pages
+    c.releaseHost!(new URL(base).host);
+    const t0 = Date.now();
+    while (closed.length === 0 && Date.now() - t0 < 3_000) await new Promise((r) => setTimeout(r, 20));
+    expect(closed).toHaveLength(1);
+    // Another host's connection is not touched; the released host is fetched again on a new one.
+    await c.fetch(`${server.base}/a`);
+    c.releaseHost!('127.0.0.1:1');
+    await c.fetch(`${server.base}/b`);
+    expect(server.connections()).toBe(1);
+    expect((await c.fetch(`${base}/3`)).status).toBe(200);
+    await new Promise<void>((resolve) => {
+      srv.closeAllConnections();
+      srv.close(() => resolve());
+    });
+  });
+
+  it('answers a request in flight when its host is released meanwhile', async () => {
+    let answer: (() => void) | null = null;
+    const server = await startServer((_req, res) => {
+      answer = () => res.end('late');
+    });
+    const c = client();
+    const pending = c.fetch(`${server.base}/slow`);
+    while (!answer) await new Promise((r) => setTimeout(r, 10));
+    c.releaseHost!(new URL(server.base).host);
+    (answer as () => void)();
+    const result = await pending;
+    expect(result.status).toBe(200);
+    expect(result.body.toString()).toBe('late');
+  });
+
   it('rejects non-http URLs', async () => {
     const err = await fetchError(client().fetch('ftp://127.0.0.1/file'));
     expect(err.code).toBe('INVALID_URL');

@@ -339,6 +339,11 @@ export class TestWeb {
     return fixedMs + randomMs / 2 + slowShare * slowMs;
   }
 
+  /** Connections open to the web now (a crawler's idle keep-alive ones included). */
+  openConnections(): number {
+    return this.sockets.size;
+  }
+
   requests(): RequestRecord[] {
     return this.log.map((r) => ({ ...r }));
   }
