@@ -22,6 +22,7 @@ import type { CampaignSnapshot, LoadSeedsResult, SessionResult } from '../../act
 import type { SetPolitenessRequest } from '../../src/config/steering';
 import type { CrawlCampaignInput } from '../../workflows/crawl-campaign';
 import { DOMAIN_WORKFLOWS } from '../../src/temporal/workflow-types';
+import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import type { CampaignResult } from '../../workflows/messages';
 
 jest.setTimeout(300_000);
@@ -36,10 +37,12 @@ const campaigns = ofType('crawlCampaign');
 const domains = DOMAIN_WORKFLOWS.flatMap(ofType);
 const coverage = coverageOf(histories);
 
-async function replay(workflowsPath: string, hs: RecordedHistory[] = histories): Promise<Map<string, ReplayResult>> {
+/** Replays through the workflows at a path (bundled by the SDK), or `{ bundle }`: a bundle file as the workers load it. */
+async function replay(code: string | { bundle: string }, hs: RecordedHistory[] = histories): Promise<Map<string, ReplayResult>> {
   const results = new Map<string, ReplayResult>();
   const input = hs.map((h) => ({ workflowId: h.workflowId, history: h.history }));
-  for await (const r of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-test' }, input)) results.set(r.workflowId, r);
+  const from = typeof code === 'string' ? { workflowsPath: code } : { workflowBundle: { codePath: code.bundle } };
+  for await (const r of Worker.runReplayHistories({ ...from, replayName: 'replay-test' }, input)) results.set(r.workflowId, r);
   expect([...results.keys()].sort()).toEqual(hs.map((h) => h.workflowId).sort());
   return results;
 }
@@ -126,6 +129,14 @@ describe('the fixtures cover', () => {
 
 test('every recorded history replays without nondeterminism on workflows/index.ts', async () => {
   const results = await replay(path.join(__dirname, '..', '..', 'workflows', 'index.ts'));
+  for (const [id, r] of results) expect({ id, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined }).toEqual({ id, error: undefined });
+});
+
+// The workers' own bundle (src/worker/workflow-bundle.ts): its workflow modules are loaded once and
+// shared by every workflow of the worker's context, so a module that kept state per workflow would
+// carry it from one history to the next here, all of them replayed in one context.
+test("every recorded history replays without nondeterminism on the workers' bundle, its modules shared", async () => {
+  const results = await replay({ bundle: await ensureWorkflowBundle() });
   for (const [id, r] of results) expect({ id, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined }).toEqual({ id, error: undefined });
 });
 
