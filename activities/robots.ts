@@ -116,11 +116,23 @@ export const MAX_ROBOTS_WARMUPS = 500;
 export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, unseen = false): void {
   const key = `${campaign.key}|${host}`;
   if (rt.draining || rt.robotsWarmups.size >= MAX_ROBOTS_WARMUPS || rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
-  const signal = AbortSignal.any([AbortSignal.timeout(campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1)), rt.closing.signal]);
-  const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal, warmUp: true, unseen }).catch((err: unknown): RobotsVerdict => {
-    rt.log.warn('robots.txt warm-up failed; the host session fetches it', { host, error: err instanceof Error ? err.message : String(err) });
-    return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
-  });
+  // Not AbortSignal.any([timeout, rt.closing.signal]): Node 20 keeps, in the worker's long-lived
+  // closing signal, a reference to every signal made from it, never pruned: one per host warmed
+  // up, for the worker's life (3,000 after bench (k)). A listener taken off again leaves nothing.
+  const stop = new AbortController();
+  const onClose = () => stop.abort(rt.closing.signal.reason);
+  rt.closing.signal.addEventListener('abort', onClose, { once: true });
+  const timer = setTimeout(() => stop.abort(new DOMException('robots.txt warm-up timed out', 'TimeoutError')), campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1));
+  timer.unref();
+  const p = ensureRobots(rt, { campaign, host, maxWaitMs: 0, signal: stop.signal, warmUp: true, unseen })
+    .catch((err: unknown): RobotsVerdict => {
+      rt.log.warn('robots.txt warm-up failed; the host session fetches it', { host, error: err instanceof Error ? err.message : String(err) });
+      return { kind: 'wait', waitMs: 0, why: 'warm-up failed', backingOff: false };
+    })
+    .finally(() => {
+      clearTimeout(timer);
+      rt.closing.signal.removeEventListener('abort', onClose);
+    });
   rt.robotsWarmups.set(key, p);
   void p.then((v) => settle(rt, key, campaign.version, v)).finally(() => rt.robotsWarmups.delete(key));
 }

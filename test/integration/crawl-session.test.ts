@@ -3,6 +3,7 @@
 // does after the first died, how control in Redis stops one between pages,
 // and how a page that can never be stored ends.
 import fs from 'node:fs';
+import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, WorkerRuntime } from '../../activities';
@@ -469,6 +470,11 @@ test("a warm-up that ended before the host's session began leaves it its verdict
   warmRobots(rt, await rt.campaign(c.campaignKey, 1), c.host);
   expect(await rt.robotsWarmups.get(`${c.campaignKey}|${c.host}`)).toMatchObject({ kind: 'ok' });
   expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(true);
+  // Nothing of the warm-up stays attached to the worker's closing signal: no listener, and none
+  // of the references Node 20 keeps there for each AbortSignal.any made from it.
+  expect(getEventListeners(rt.closing.signal, 'abort')).toHaveLength(0);
+  const dependants = Object.getOwnPropertySymbols(rt.closing.signal).find((x) => x.description === 'kDependantSignals');
+  expect(dependants ? (rt.closing.signal as unknown as Record<symbol, Set<unknown>>)[dependants].size : 0).toBe(0);
   // The back-off read (one of the reads a session without a verdict makes), watched, not replaced.
   const pttl = jest.spyOn(redis, 'pttl');
   try {
