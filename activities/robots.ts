@@ -3,6 +3,7 @@
 // §2.3.1: 2xx = the file's rules, 4xx (but 429) = no restrictions, 5xx / 429
 // / unreachable = unavailable, retried a bounded number of times, after
 // which the host is crawled not at all.
+import { setMaxListeners } from 'node:events';
 import { ROBOTS_RETRY, robotsBackoffMs } from '../src/config/retry-policy';
 import { crawlDelayMs, frontierPriority } from '../src/config/campaign';
 import { isFetchError } from '../src/http/fetch-error';
@@ -121,6 +122,8 @@ export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: s
   // up, for the worker's life (3,000 after bench (k)). A listener taken off again leaves nothing.
   const stop = new AbortController();
   const onClose = () => stop.abort(rt.closing.signal.reason);
+  // One listener per warm-up in flight, up to MAX_ROBOTS_WARMUPS: not a leak (Node warns past 10).
+  setMaxListeners(MAX_ROBOTS_WARMUPS + 1, rt.closing.signal);
   rt.closing.signal.addEventListener('abort', onClose, { once: true });
   const timer = setTimeout(() => stop.abort(new DOMException('robots.txt warm-up timed out', 'TimeoutError')), campaign.settings.fetch.robotsTimeoutMs * (ROBOTS_MAX_HOPS + 1));
   timer.unref();
