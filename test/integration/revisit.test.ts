@@ -284,7 +284,10 @@ test('with maxActiveHosts, revisit hosts take turns: one asleep on the only slot
   const seededAt = performance.timeOrigin + performance.now();
   expect((await handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: [h.web.url(second, '/')] }] })).accepted).toHaveLength(1);
   await until('the second host crawled', () => homeVisits(second).length >= 1, 30_000);
-  expect(homeVisits(second)[0]!.t - seededAt).toBeLessThan(10_000);
+  // Before the sleeper's revisit was due: it gave the slot up, rather than the second host waiting
+  // for its turn. (No tighter bound: on a loaded machine the slot may pass at the next dispatch
+  // round, seconds later; CI once took 14 s.)
+  expect(homeVisits(second)[0]!.t).toBeGreaterThan(seededAt);
   expect(homeVisits(second)[0]!.t).toBeLessThan(wakeAt);
   // Its revisit due, the first host gets the slot back (the second, asleep on it now, gives it up) and is revisited.
   await until('the first host revisited', () => homeVisits(first).length >= 2, 90_000);
