@@ -48,15 +48,6 @@ export class OriginPools {
     if (!entry.pool.closed && !entry.pool.destroyed) entry.pool.close().catch(() => undefined);
   }
 
-  /** Origins with a pool now (what a finished host should not be among). */
-  get size(): number {
-    return this.#pools.size;
-  }
-
-  has(origin: string): boolean {
-    return this.#pools.has(origin);
-  }
-
   async close(): Promise<void> {
     this.#closed = true;
     const pools = [...this.#pools.values()].map((e) => e.pool);

@@ -316,22 +316,23 @@ export class CampaignHosts {
     const listed = hosts.flatMap((host, i) => (records[i] ? [{ host, ...records[i] }] : []));
     if (offset > 0) return listed;
     const starting = await this.starting(limit);
-    const rerun = new Map(starting.filter((x) => x.record).map((x) => [x.host, x.record!]));
-    const fresh = starting.filter((x) => !x.record).map(({ host }) => ({ host, ...startingRecord() }));
+    // A host re-dispatched after a run that ended keeps that run's counts (the totals hold them), shown as starting.
+    const rerun = new Set(starting.filter((x) => x.hasRecord).map((x) => x.host));
+    const fresh = starting.filter((x) => !x.hasRecord).map(({ host }) => ({ host, ...startingRecord() }));
     return [...listed.map((r) => (rerun.has(r.host) ? { ...r, state: 'starting' as const } : r)), ...fresh];
   }
 
   /**
    * Up to `limit` hosts holding a slot whose record is missing or says 'done' (a run before this
-   * dispatch), each with that record if any. HSCAN over the slots: bounded work per call.
+   * dispatch). HSCAN over the slots: bounded work per call.
    */
-  private async starting(limit: number): Promise<{ host: string; record: HostRecord | null }[]> {
-    const found: { host: string; record: HostRecord | null }[] = [];
+  private async starting(limit: number): Promise<{ host: string; hasRecord: boolean }[]> {
+    const found: { host: string; hasRecord: boolean }[] = [];
     for await (const batch of this.activeHosts()) {
       const records = await this.getMany(batch.map((b) => b.host));
       batch.forEach((b, i) => {
         const r = records[i];
-        if (found.length < limit && (r === null || r.state === 'done')) found.push({ host: b.host, record: r });
+        if (found.length < limit && (r === null || r.state === 'done')) found.push({ host: b.host, hasRecord: r !== null });
       });
       if (found.length >= limit) break;
     }
