@@ -53,11 +53,18 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
 }
 
 async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<SessionResult> {
-  const session = await HostSession.open(rt, input);
+  // Counted from before it opens: the session that waits on its host's robots.txt warm-up is
+  // what keeps the warm-up's connection open for it (activities/robots.ts).
+  rt.sessionOpened(input.campaignKey, input.host);
   try {
-    return await session.run();
+    const session = await HostSession.open(rt, input);
+    try {
+      return await session.run();
+    } finally {
+      session.close();
+    }
   } finally {
-    session.close();
+    rt.sessionClosed(input.campaignKey, input.host);
   }
 }
 

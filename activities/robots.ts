@@ -135,6 +135,11 @@ export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: s
     .finally(() => {
       clearTimeout(timer);
       rt.closing.signal.removeEventListener('abort', onClose);
+      // No session of the host here (it runs on another worker, or has yet to be handed one): its
+      // connection is not kept alive for nothing (issue 27: in bench (l) and (k) the dispatching
+      // worker otherwise held an idle pool and socket for every host it warmed up, 40 KB of heap
+      // each, for the server's keep-alive time). A session that comes here later opens its own.
+      if (!rt.hasSession(campaign.key, host)) campaign.http.releaseHost?.(host);
     });
   rt.robotsWarmups.set(key, p);
   void p.then((v) => settle(rt, key, campaign.version, v)).finally(() => rt.robotsWarmups.delete(key));

@@ -99,6 +99,11 @@ export class WorkerRuntime {
   readonly robotsWarmups = new Map<string, Promise<RobotsVerdict>>();
   /** Verdicts of warm-ups that ended, kept for the host's first session on this worker to take (activities/robots.ts). */
   readonly robotsSettled = new Map<string, { verdict: RobotsVerdict; version: number; at: number }>();
+  /**
+   * Host sessions running (or opening) on this worker, by campaign key and host: a warm-up for a
+   * host with none here lets its connection go (activities/robots.ts).
+   */
+  private readonly hostSessions = new Map<string, number>();
   /** Aborted by close(): what runs outside any activity (the warm-ups) stops with the worker. */
   readonly closing = new AbortController();
   /** The process's Chromium (render: browser), started by the first page that needs it. */
@@ -118,6 +123,24 @@ export class WorkerRuntime {
       deps.metrics?.recordEventLoopBlocked(ms);
       this.log.error('worker thread blocked', { blockedMs: ms, handlerPages: urls.slice(0, 10) });
     });
+  }
+
+  /** A host session starts opening on this worker; `sessionClosed` when it ends, whatever the way. */
+  sessionOpened(campaignKey: string, host: string): void {
+    const key = `${campaignKey}|${host}`;
+    this.hostSessions.set(key, (this.hostSessions.get(key) ?? 0) + 1);
+  }
+
+  sessionClosed(campaignKey: string, host: string): void {
+    const key = `${campaignKey}|${host}`;
+    const n = (this.hostSessions.get(key) ?? 1) - 1;
+    if (n > 0) this.hostSessions.set(key, n);
+    else this.hostSessions.delete(key);
+  }
+
+  /** Whether a session of the host runs (or opens) on this worker. */
+  hasSession(campaignKey: string, host: string): boolean {
+    return this.hostSessions.has(`${campaignKey}|${host}`);
   }
 
   /**

@@ -32,7 +32,7 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty', 'twentyone', 'twentytwo']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, hostPattern: () => 'one-page.session.test', seed: 3 })) h.web.addSite(spec);
@@ -486,6 +486,32 @@ test("a warm-up that ended before the host's session began leaves it its verdict
   expect(robotsOf(c.host)).toHaveLength(1);
   // Taken once: the host's next session asks as before.
   expect(rt.robotsSettled.has(`${c.campaignKey}|${c.host}`)).toBe(false);
+});
+
+const accepted = () => [...h.web.load().values()].reduce((n, l) => n + l.accepted, 0);
+
+test('a warm-up for a host with no session on this worker lets its connection go; one a session here waits on is kept for the session', async () => {
+  // The dispatch warms up a host whose session then runs on another worker: no keep-alive connection stays behind here.
+  const away = await prepared('twentyone');
+  const awayName = away.host.split(':')[0];
+  warmRobots(rt, await rt.campaign(away.campaignKey, 1), away.host);
+  expect(await rt.robotsWarmups.get(`${away.campaignKey}|${away.host}`)).toMatchObject({ kind: 'ok' });
+  expect(robotsOf(away.host)).toHaveLength(1);
+  for (let t0 = Date.now(); h.web.openConnections(awayName) > 0 && Date.now() - t0 < 5_000;) await new Promise((r) => setTimeout(r, 20));
+  expect(h.web.openConnections(awayName)).toBe(0);
+  // The host's session starts here while its warm-up is in flight: robots.txt and every page on one connection.
+  const here = await prepared('twentytwo');
+  h.web.resetLoad();
+  const warm = await warmUpHeld(here);
+  try {
+    const running = here.session();
+    await new Promise((r) => setTimeout(r, 300));
+    warm.release();
+    expect(await running).toMatchObject({ end: 'drained', pages: 8 });
+    expect(accepted()).toBe(1);
+  } finally {
+    warm.restore();
+  }
 });
 
 test('a one-page host ends once its page is committed: it neither waits out its delay nor takes the host clock to find its frontier empty', async () => {

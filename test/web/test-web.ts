@@ -119,6 +119,8 @@ export interface AddressLoad {
   maxInFlight: number;
   connections: number;
   maxConnections: number;
+  /** TCP connections accepted since the start (or resetLoad()). */
+  accepted: number;
 }
 
 /** A TLS handshake that failed on the HTTPS listener, as the server saw it. */
@@ -236,6 +238,8 @@ export class TestWeb {
   private readonly sites = new Map<string, SiteState>();
   private readonly log: RequestRecord[] = [];
   private readonly sockets = new Set<Socket>();
+  /** The host a connection's last request was for. */
+  private readonly socketHosts = new WeakMap<Socket, string>();
   /** By the server's local address of the connection (IPv4-mapped IPv6 unwrapped). */
   private readonly loads = new Map<string, AddressLoad>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -339,9 +343,12 @@ export class TestWeb {
     return fixedMs + randomMs / 2 + slowShare * slowMs;
   }
 
-  /** Connections open to the web now (a crawler's idle keep-alive ones included). */
-  openConnections(): number {
-    return this.sockets.size;
+  /** Connections open to the web now (a crawler's idle keep-alive ones included); `host`: those whose last request was for it. */
+  openConnections(host?: string): number {
+    if (host === undefined) return this.sockets.size;
+    let n = 0;
+    for (const s of this.sockets) if (this.socketHosts.get(s) === host) n++;
+    return n;
   }
 
   requests(): RequestRecord[] {
@@ -366,6 +373,7 @@ export class TestWeb {
     for (const l of this.loads.values()) {
       l.maxInFlight = l.inFlight;
       l.maxConnections = l.connections;
+      l.accepted = 0;
     }
   }
 
@@ -517,6 +525,7 @@ export class TestWeb {
     res.once('close', () => load.inFlight--);
     const target = req.url ?? '/';
     const { host, port } = parseHostHeader(req.headers.host, req.socket.localPort ?? this.port);
+    this.socketHosts.set(req.socket, host);
     this.log.push({
       host,
       port,
@@ -553,7 +562,7 @@ export class TestWeb {
     const address = (socket.localAddress ?? this.address).replace(/^::ffff:/, '');
     let load = this.loads.get(address);
     if (!load) {
-      load = { inFlight: 0, maxInFlight: 0, connections: 0, maxConnections: 0 };
+      load = { inFlight: 0, maxInFlight: 0, connections: 0, maxConnections: 0, accepted: 0 };
       this.loads.set(address, load);
     }
     return load;
@@ -562,6 +571,7 @@ export class TestWeb {
   private countConnection(socket: Socket): void {
     const load = this.loadOf(socket);
     load.connections++;
+    load.accepted++;
     load.maxConnections = Math.max(load.maxConnections, load.connections);
     socket.once('close', () => load.connections--);
   }
