@@ -29,13 +29,13 @@ const SOURCE_DIRS = ['src', 'activities', 'workflows'];
  *   workflow bundler (webpack, @swc/core) it loads to bundle workflows; one
  *   copy of @temporalio/common shared with the SDK keeps its failure and
  *   payload classes the SDK's own.
- * - @swc/*, esbuild: native binaries.
+ * - @swc/*, esbuild, koffi: native binaries.
  * - playwright-core: reads its own files relative to its folder.
  * Everything else (undici, ioredis, cheerio, prom-client, …) is bundled: one
  * file to read and no module resolution at start-up, and measured a few MB
  * lighter than leaving them in node_modules.
  */
-const EXTERNAL = ['@temporalio/*', '@swc/*', 'esbuild', 'playwright-core'];
+const EXTERNAL = ['@temporalio/*', '@swc/*', 'esbuild', 'playwright-core', 'koffi'];
 
 /** Where bundles are cached: the project's local folder (src/stack/paths.ts LOCAL_DIR). */
 function defaultLocalDir(root) {

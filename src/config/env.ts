@@ -31,6 +31,8 @@ export interface ProcessSettings {
   workflowCacheSize: number;
   /** Workflow tasks a worker runs at once (a host's first session holds its task's slot while it runs as a local activity). */
   workflowTaskSlots: number;
+  /** How often a worker process gives freed native memory back (glibc malloc_trim), in ms; 0 = never. */
+  mallocTrimMs: number;
   /** Pre-built workflow bundle to load instead of bundling at start-up. */
   workflowBundlePath: string | null;
   /** Port of the worker's Prometheus /metrics endpoint; null = off, 0 = any free port. */
@@ -65,6 +67,11 @@ interface Field<K extends keyof ProcessSettings> {
 const int = (name: string) => (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive whole number (got ${JSON.stringify(raw)})`);
+  return n;
+};
+const intOrZero = (name: string) => (raw: string) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, 0 or more (got ${JSON.stringify(raw)})`);
   return n;
 };
 const str = (raw: string) => raw;
@@ -127,6 +134,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     default: 200,
     parse: int('CRAWLER_WORKFLOW_TASK_SLOTS'),
     doc: 'Concurrent workflow tasks per worker; a new host is started on the dispatching worker only while one is free',
+  },
+  {
+    key: 'mallocTrimMs',
+    env: 'CRAWLER_MALLOC_TRIM_MS',
+    default: 2000,
+    parse: intOrZero('CRAWLER_MALLOC_TRIM_MS'),
+    doc: 'How often a worker process gives freed native memory back to the system (glibc malloc_trim), in ms; 0 = never',
   },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
   {

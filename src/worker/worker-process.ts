@@ -4,12 +4,16 @@
 // `npm run crawler -- worker` run) and the `crawler worker` command of the
 // TypeScript CLI.
 import { processSettings, redactRedisUrl } from '../config/env';
+import { createLogger } from '../log/logger';
 import { startCrawlerWorker } from './crawler-worker';
+import { startMallocTrim } from './malloc-trim';
 import { WORKER_READY_LINE } from './ready-line';
 
 export async function runWorkerProcess(): Promise<void> {
   const cfg = processSettings();
   const w = await startCrawlerWorker();
+  // The worker process only: it holds hundreds of hosts in flight, and what its threads free in bursts would otherwise stay in its RSS.
+  const trim = await startMallocTrim(cfg.mallocTrimMs, createLogger({ level: cfg.logLevel }).child({ pid: process.pid }));
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -21,5 +25,9 @@ export async function runWorkerProcess(): Promise<void> {
   process.on('SIGINT', stop);
   const metrics = w.metricsUrl ? `, metrics ${w.metricsUrl}` : '';
   process.stdout.write(`${WORKER_READY_LINE} (pid ${process.pid}, queue ${cfg.taskQueue}, temporal ${cfg.temporalAddress}, redis ${redactRedisUrl(cfg.redisUrl)}${metrics})\n`);
-  await w.done;
+  try {
+    await w.done;
+  } finally {
+    trim.stop();
+  }
 }
