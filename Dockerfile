@@ -27,4 +27,4 @@ STOPSIGNAL SIGTERM
 # worker itself and it drains in-flight steps before exiting.
 # With the worker's memory defaults (scripts/worker-bundle.cjs: DEFAULT_WORKER_NODE_ARGS, DEFAULT_WORKER_ENV).
 ENV MALLOC_ARENA_MAX=2
-CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=30", "dist/worker.cjs"]
+CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=30", "dist/worker.cjs"]

@@ -194,12 +194,14 @@ async function ensureWorkerBundle(opts = {}) {
  * otherwise. Neither caps the heap (a worker parsing a large page must not
  * run out of it); both keep V8 from growing it far ahead of what is live on
  * a machine with memory to spare (docs/benchmarks.md, measured on (a) and (b)):
- * - a 4 MB young generation (V8's default grows it to 16 MB per semi-space):
- *   about 90 MB less at no measured cost in pages/s;
+ * - a 2 MB young generation (V8's default grows it to 16 MB per semi-space):
+ *   4 MB took about 90 MB off at no measured cost in pages/s; 2 MB another
+ *   10-20 MB where hundreds of hosts are in flight (bench (l), (k)), for about
+ *   7 % more CPU per page on real pages (p);
  * - the old generation grown by 30 % of what a full collection left live
  *   (V8 otherwise grows it by up to 4×): about 70 MB less, ~8 % more CPU.
  */
-const DEFAULT_WORKER_NODE_ARGS = '--max-semi-space-size=4 --heap-growing-percent=30';
+const DEFAULT_WORKER_NODE_ARGS = '--max-semi-space-size=2 --heap-growing-percent=30';
 
 /** The node options of a worker process, as a list. */
 function workerNodeArgs(env = process.env) {
