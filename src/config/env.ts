@@ -138,7 +138,7 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   {
     key: 'mallocTrimMs',
     env: 'CRAWLER_MALLOC_TRIM_MS',
-    default: 2000,
+    default: 1000,
     parse: intOrZero('CRAWLER_MALLOC_TRIM_MS'),
     doc: 'How often a worker process gives freed native memory back to the system (glibc malloc_trim), in ms; 0 = never',
   },

@@ -1,5 +1,5 @@
-// Gives the memory a worker process freed back to the system, every few
-// seconds, by calling glibc's malloc_trim(0).
+// Gives the memory a worker process freed back to the system, every second
+// (CRAWLER_MALLOC_TRIM_MS), by calling glibc's malloc_trim(0).
 //
 // Why (issue 27): a worker's native memory (V8's compiler zones on the main
 // and workflow threads, the Temporal SDK's core, zlib's compression state)
