@@ -157,7 +157,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               await hosts.dispatched(host, seq, gen);
               dispatched++;
               // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
-              if (campaign) warmRobots(rt, campaign, host, !known);
+              if (campaign) warmRobots(rt, campaign, host, !known, started);
             },
           );
         }

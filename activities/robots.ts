@@ -114,7 +114,11 @@ export const MAX_ROBOTS_WARMUPS = 500;
  * sitemaps); it is skipped when the clock is busy, and the session on this
  * worker takes its verdict instead of asking again. Never throws.
  */
-export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, unseen = false): void {
+/**
+ * `sessionHere`: the host's first workflow task was handed to this worker with its start (eager):
+ * its first session runs here, maybe only after the warm-up has ended, and takes its connection.
+ */
+export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, unseen = false, sessionHere = false): void {
   const key = `${campaign.key}|${host}`;
   if (rt.draining || rt.robotsWarmups.size >= MAX_ROBOTS_WARMUPS || rt.robotsWarmups.has(key) || !campaign.settings.politeness.respectRobots) return;
   // Not AbortSignal.any([timeout, rt.closing.signal]): Node 20 keeps, in the worker's long-lived
@@ -135,11 +139,11 @@ export function warmRobots(rt: WorkerRuntime, campaign: CampaignRuntime, host: s
     .finally(() => {
       clearTimeout(timer);
       rt.closing.signal.removeEventListener('abort', onClose);
-      // No session of the host here (it runs on another worker, or has yet to be handed one): its
-      // connection is not kept alive for nothing (issue 27: in bench (l) and (k) the dispatching
-      // worker otherwise held an idle pool and socket for every host it warmed up, 40 KB of heap
-      // each, for the server's keep-alive time). A session that comes here later opens its own.
-      if (!rt.hasSession(campaign.key, host)) campaign.http.releaseHost?.(host);
+      // No session of the host here, nor one on its way (it runs on another worker, or goes through
+      // the task queue): its connection is not kept alive for nothing (issue 27: in bench (l) the
+      // dispatching worker otherwise held an idle pool and socket for every host it warmed up, for
+      // the server's keep-alive time). A session that comes here after all opens its own.
+      if (!sessionHere && !rt.hasSession(campaign.key, host)) campaign.http.releaseHost?.(host);
     });
   rt.robotsWarmups.set(key, p);
   void p.then((v) => settle(rt, key, campaign.version, v)).finally(() => rt.robotsWarmups.delete(key));

@@ -69,9 +69,9 @@ const int = (name: string) => (raw: string) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive whole number (got ${JSON.stringify(raw)})`);
   return n;
 };
-const intOrZero = (name: string) => (raw: string) => {
+const intOrZero = (name: string, max: number) => (raw: string) => {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, 0 or more (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(n) || n < 0 || n > max) throw new Error(`${name} must be a whole number from 0 to ${max} (got ${JSON.stringify(raw)})`);
   return n;
 };
 const str = (raw: string) => raw;
@@ -139,7 +139,7 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     key: 'mallocTrimMs',
     env: 'CRAWLER_MALLOC_TRIM_MS',
     default: 1000,
-    parse: intOrZero('CRAWLER_MALLOC_TRIM_MS'),
+    parse: intOrZero('CRAWLER_MALLOC_TRIM_MS', 3_600_000),
     doc: 'How often a worker process gives freed native memory back to the system (glibc malloc_trim), in ms; 0 = never',
   },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },

@@ -94,7 +94,7 @@ export class LightQueue<T> {
 /**
  * The pool with its waiting queue swapped for a LightQueue, while it is still
  * empty. undici keeps the queue under a private symbol; if a later undici
- * names or shapes it otherwise, the pool is left as it is (test/unit/http-client.test.ts
+ * names or shapes it otherwise, the pool is left as it is (test/unit/origin-pools.test.ts
  * says so by failing, not the crawler by breaking).
  */
 export function withLightQueue(pool: Pool): Pool {

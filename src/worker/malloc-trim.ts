@@ -27,25 +27,27 @@ export interface MallocTrim {
 
 type TrimFn = (pad: number) => number;
 
-let bound: TrimFn | null | undefined;
+let bound: Promise<TrimFn | null> | undefined;
 
-/** glibc's malloc_trim, bound once per process; null where there is none. */
-export async function glibcMallocTrim(log?: Pick<Logger, 'info'>): Promise<TrimFn | null> {
-  if (bound !== undefined) return bound;
-  bound = null;
-  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
-  if (process.platform !== 'linux' || !header?.glibcVersionRuntime) {
-    log?.info('malloc_trim: not glibc on Linux; freed native memory stays with the allocator');
-    return bound;
+/** glibc's malloc_trim, bound once per process; null where there is none (not Linux, not glibc: musl has no libc.so.6). */
+export function glibcMallocTrim(log?: Pick<Logger, 'info'>): Promise<TrimFn | null> {
+  bound ??= bind(log);
+  return bound;
+}
+
+async function bind(log?: Pick<Logger, 'info'>): Promise<TrimFn | null> {
+  if (process.platform !== 'linux') {
+    log?.info('malloc_trim: not Linux; freed native memory stays with the allocator');
+    return null;
   }
   try {
     // Loaded on first use: a process that never trims (the CLI, most tests) loads no native module for it.
     const koffi = await import('koffi');
-    bound = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as TrimFn;
+    return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as TrimFn;
   } catch (err) {
-    log?.info('malloc_trim: could not be bound; freed native memory stays with the allocator', { error: err instanceof Error ? err.message : String(err) });
+    log?.info('malloc_trim: could not be bound (not glibc?); freed native memory stays with the allocator', { error: err instanceof Error ? err.message : String(err) });
+    return null;
   }
-  return bound;
 }
 
 /** Calls malloc_trim(0) every `intervalMs` (0: never) on a timer that keeps no process alive. */

@@ -32,7 +32,7 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty', 'twentyone', 'twentytwo']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty', 'twentyone', 'twentytwo', 'twentythree']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, hostPattern: () => 'one-page.session.test', seed: 3 })) h.web.addSite(spec);
@@ -490,7 +490,7 @@ test("a warm-up that ended before the host's session began leaves it its verdict
 
 const accepted = () => [...h.web.load().values()].reduce((n, l) => n + l.accepted, 0);
 
-test('a warm-up for a host with no session on this worker lets its connection go; one a session here waits on is kept for the session', async () => {
+test('a warm-up for a host with no session on this worker lets its connection go; one a session here waits on, or an eager start will run here, is kept for the session', async () => {
   // The dispatch warms up a host whose session then runs on another worker: no keep-alive connection stays behind here.
   const away = await prepared('twentyone');
   const awayName = away.host.split(':')[0];
@@ -512,6 +512,13 @@ test('a warm-up for a host with no session on this worker lets its connection go
   } finally {
     warm.restore();
   }
+  // A host started eagerly here: its session may begin only after the warm-up ended, and still finds the connection.
+  const eager = await prepared('twentythree');
+  h.web.resetLoad();
+  warmRobots(rt, await rt.campaign(eager.campaignKey, 1), eager.host, false, true);
+  expect(await rt.robotsWarmups.get(`${eager.campaignKey}|${eager.host}`)).toMatchObject({ kind: 'ok' });
+  expect(await eager.session()).toMatchObject({ end: 'drained', pages: 8 });
+  expect(accepted()).toBe(1);
 });
 
 test('a one-page host ends once its page is committed: it neither waits out its delay nor takes the host clock to find its frontier empty', async () => {

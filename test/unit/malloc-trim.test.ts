@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { processSettings } from '../../src/config/env';
 import { startMallocTrim } from '../../src/worker/malloc-trim';
 
 const PROJECT_ROOT = path.resolve(__dirname, '../..');
@@ -59,6 +60,14 @@ describe('malloc trim', () => {
     expect(r.released).toBe(true);
     // Without the trim the 150 MB freed stay in the process's RSS.
     expect(r.held - r.after).toBeGreaterThan(100);
+  });
+
+  it('takes its interval from CRAWLER_MALLOC_TRIM_MS: every second unless set, 0 turns it off, nonsense is refused', () => {
+    expect(processSettings({}).mallocTrimMs).toBe(1000);
+    expect(processSettings({ CRAWLER_MALLOC_TRIM_MS: '0' }).mallocTrimMs).toBe(0);
+    expect(processSettings({ CRAWLER_MALLOC_TRIM_MS: '250' }).mallocTrimMs).toBe(250);
+    for (const bad of ['-1', '1.5', 'often', '3600001'])
+      expect(() => processSettings({ CRAWLER_MALLOC_TRIM_MS: bad })).toThrow(/CRAWLER_MALLOC_TRIM_MS must be a whole number from 0 to 3600000/);
   });
 
   it('does nothing when turned off (0)', async () => {
