@@ -27,4 +27,5 @@ STOPSIGNAL SIGTERM
 # worker itself and it drains in-flight steps before exiting.
 # With the worker's memory defaults (scripts/worker-bundle.cjs: DEFAULT_WORKER_NODE_ARGS, DEFAULT_WORKER_ENV).
 ENV MALLOC_ARENA_MAX=2
+ENV MALLOC_MMAP_THRESHOLD_=131072
 CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=30", "dist/worker.cjs"]

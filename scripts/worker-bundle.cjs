@@ -210,11 +210,16 @@ function workerNodeArgs(env = process.env) {
 
 /**
  * What a worker process's environment adds to `env`, unless `env` sets it:
- * at most two glibc malloc arenas. Every thread (libuv's pool compressing
- * WARC records, the SDK's core, the workflow thread) otherwise gets arenas
- * of its own that keep freed memory: about 70 MB of RSS in (a) and (b).
+ * - at most two glibc malloc arenas. Every thread (libuv's pool compressing
+ *   WARC records, the SDK's core, the workflow thread) otherwise gets arenas
+ *   of its own that keep freed memory: about 70 MB of RSS in (a) and (b);
+ * - blocks of 128 KB and more always mapped on their own (glibc's starting
+ *   threshold, held there): glibc otherwise raises it as large blocks are
+ *   freed, up to 32 MB, and then serves them from its heaps, where they
+ *   stay after they are freed until the next malloc_trim (src/worker/malloc-trim.ts).
+ *   Bench (c): 251-263 MB against 241-246, at the same CPU in (c) and (p).
  */
-const DEFAULT_WORKER_ENV = { MALLOC_ARENA_MAX: '2' };
+const DEFAULT_WORKER_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
 
 function workerProcessEnv(env = process.env) {
   return { ...DEFAULT_WORKER_ENV, ...env };

@@ -137,18 +137,20 @@ describe('worker process environment', () => {
     );
   const stay = { command: process.execPath, args: ['-e', `console.log(${JSON.stringify(WORKER_READY_LINE)}); setInterval(() => {}, 1000)`] };
 
-  test('a pool worker gets at most two malloc arenas unless its environment says otherwise', async () => {
-    const saved = process.env.MALLOC_ARENA_MAX;
+  test("a pool worker gets at most two malloc arenas and glibc's fixed mmap threshold unless its environment says otherwise", async () => {
+    const saved = { arenas: process.env.MALLOC_ARENA_MAX, mmap: process.env.MALLOC_MMAP_THRESHOLD_ };
     delete process.env.MALLOC_ARENA_MAX;
+    delete process.env.MALLOC_MMAP_THRESHOLD_;
     const plain = new WorkerPool({}, { command: stay });
-    const told = new WorkerPool({ MALLOC_ARENA_MAX: '8' }, { command: stay });
+    const told = new WorkerPool({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '65536' }, { command: stay });
     try {
       await plain.start(1);
       await told.start(1);
-      expect(envOf(plain.alive()[0].child.pid!).MALLOC_ARENA_MAX).toBe('2');
-      expect(envOf(told.alive()[0].child.pid!).MALLOC_ARENA_MAX).toBe('8');
+      expect(envOf(plain.alive()[0].child.pid!)).toMatchObject({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' });
+      expect(envOf(told.alive()[0].child.pid!)).toMatchObject({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '65536' });
     } finally {
-      if (saved !== undefined) process.env.MALLOC_ARENA_MAX = saved;
+      if (saved.arenas !== undefined) process.env.MALLOC_ARENA_MAX = saved.arenas;
+      if (saved.mmap !== undefined) process.env.MALLOC_MMAP_THRESHOLD_ = saved.mmap;
       await Promise.all([plain.stopAll(2000), told.stopAll(2000)]);
     }
   });
