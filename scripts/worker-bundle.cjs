@@ -197,7 +197,7 @@ async function ensureWorkerBundle(opts = {}) {
  * - a 2 MB young generation (V8's default grows it to 16 MB per semi-space):
  *   4 MB took about 90 MB off at no measured cost in pages/s; 2 MB another
  *   10-20 MB where hundreds of hosts are in flight (bench (l), (k)), for about
- *   7 % more CPU per page on real pages (p);
+ *   15 % more worker CPU per page on real pages (p), measured in three pairs;
  * - the old generation grown by 30 % of what a full collection left live
  *   (V8 otherwise grows it by up to 4×): about 70 MB less, ~8 % more CPU.
  */
