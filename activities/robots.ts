@@ -113,8 +113,6 @@ export const MAX_ROBOTS_WARMUPS = 500;
  * instead of adding up. The request is an ordinary one (host clock, cache,
  * sitemaps); it is skipped when the clock is busy, and the session on this
  * worker takes its verdict instead of asking again. Never throws.
- */
-/**
  * `sessionHere`: the host's first workflow task was handed to this worker with its start (eager):
  * its first session runs here, maybe only after the warm-up has ended, and takes its connection.
  */
