@@ -2,6 +2,7 @@ import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { defineScripts, type RedisLike } from './scripts';
 import { parseRedisUrl, redactRedisUrl, type RedisTarget } from '../config/env';
 import { CrawlerError } from '../errors';
+import { coalesceClientWrites } from './write-coalescing';
 
 const retryStrategy = (n: number) => Math.min(n * 200, 2000);
 
@@ -65,6 +66,7 @@ export function createRedis(url: string): RedisLike {
   client.on('error', () => {
     // Reconnection is automatic; callers see failures as rejected commands.
   });
+  coalesceClientWrites(client);
   defineScripts(client);
   return client;
 }

@@ -109,6 +109,43 @@ test('concurrent page-step scripts of many hosts (many slots) all succeed throug
   }
 });
 
+test("the cluster client's node connections send one turn's commands in one write each", async () => {
+  // src/redis/write-coalescing.ts: a node connection the cluster opens is coalesced like a single server's.
+  const redis = createRedis(cluster!.url) as import('ioredis').Cluster;
+  try {
+    const tags = ['a', 'b', 'c', 'd', 'e', 'f'];
+    // Node connections open on first use.
+    await Promise.all(tags.map((t) => redis.set(`{co-${t}}:k`, '0')));
+    const counts = new Map<object, number>();
+    const restores: (() => void)[] = [];
+    for (const node of redis.nodes('master')) {
+      const s = (node as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
+      counts.set(s, 0);
+      for (const m of ['_write', '_writev'] as const) {
+        const orig = s[m];
+        s[m] = function (this: unknown, ...a: unknown[]) {
+          counts.set(s, counts.get(s)! + 1);
+          return orig.apply(this, a);
+        };
+        restores.push(() => (s[m] = orig));
+      }
+    }
+    try {
+      const replies = await Promise.all(tags.flatMap((t) => Array.from({ length: 20 }, () => redis.incr(`{co-${t}}:k`))));
+      expect(replies.length).toBe(120);
+    } finally {
+      for (const r of restores) r();
+    }
+    expect(await Promise.all(tags.map((t) => redis.get(`{co-${t}}:k`)))).toEqual(tags.map(() => '20'));
+    // 120 commands over three masters: one write to each master they went to.
+    const used = [...counts.values()].filter((n) => n > 0);
+    expect(used.length).toBeGreaterThan(1);
+    expect(used).toEqual(used.map(() => 1));
+  } finally {
+    redis.disconnect();
+  }
+});
+
 test('a campaign on a 3-master cluster fetches every page exactly once and spreads its keys', async () => {
   const { web } = h!;
   const seed = web.url(hostName(0), '/');
