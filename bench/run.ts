@@ -7,6 +7,7 @@
 //   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 //   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
 //   npm run bench -- --only k --workers 2 --crawlee [--hosts 3000] [--max-active-hosts 300]   (many one-page hosts; --hosts sets any scenario's host count)
+//   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -44,6 +45,7 @@ import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './s
 import { spaSite } from '../test/web/spa-site';
 import { findOrInstallChromium } from '../src/stack/chromium';
 import { renderFigures } from './render-figures';
+import { workflowFloorRun } from './workflow-floor';
 import {
   cpuSeconds,
   embedFigures,
@@ -727,6 +729,9 @@ function profileWorkers(): void {
   process.stderr.write(`bench: workers write CPU profiles into ${dir} (summary: npx tsx bench/profile-summary.ts ${dir})\n`);
 }
 
+/** --hosts as given; the floor scenario takes it as its count of workflows. */
+let hostsOption: number | undefined;
+
 /** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts every scenario's host count (their names say so: (k) at 3,000 hosts is a quicker k). */
 function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
   const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
@@ -738,6 +743,7 @@ function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: stri
   const quietMs = whole('quiet-ms', values['quiet-ms'], 0);
   const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
   const hosts = whole('hosts', values.hosts, 1);
+  hostsOption = hosts;
   for (const s of Object.values(SCENARIOS)) {
     // The name's count may be written with separators (10,000).
     if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) [\d,]+/, `($1) ${(s.hosts = hosts).toLocaleString('en-US')}`);
@@ -790,7 +796,8 @@ async function main() {
   const keys = values.only ? values.only.split(',') : Object.keys(SCENARIOS).filter((k) => !SCENARIOS[k].optIn);
   scenarioOverrides(values);
   for (const key of keys)
-    if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds') throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds`);
+    if (!SCENARIOS[key] && key !== 'fair' && key !== 'seeds' && key !== 'floor')
+      throw new Error(`no scenario ${key}; choose from ${Object.keys(SCENARIOS).join(', ')}, fair, seeds, floor`);
   // What a scenario needs from outside (a corpus, Scrapy) is set up before anything is measured.
   const scenarios = Object.fromEntries(keys.filter((k) => SCENARIOS[k]).map((k) => [k, prepare(SCENARIOS[k])]));
   const scrapyPython = values.scrapy ? await ensureScrapy((m) => process.stderr.write(`${m}\n`)) : null;
@@ -826,6 +833,14 @@ async function main() {
     for (const key of keys) {
       if (key === 'fair') {
         process.stdout.write(`${JSON.stringify(await fairnessRun(workers, client, env))}\n`);
+        continue;
+      }
+      if (key === 'floor') {
+        const f = await workflowFloorRun(stack.temporalAddress, pids.temporal, hostsOption ?? 2_000);
+        process.stdout.write(`${JSON.stringify(f)}\n`);
+        process.stderr.write(
+          `\n${f.scenario}: ${f.workflowsPerSec}/s; CPU a workflow: server ${f.serverCpuMsPerWorkflow} ms, worker ${f.workerCpuMsPerWorkflow} ms; two cores could sustain ${f.twoCoreCeilingPerSec}/s\n\n`,
+        );
         continue;
       }
       if (key === 'seeds') {
