@@ -1,12 +1,17 @@
 // Where a worker's CPU goes, from the V8 CPU profiles `npm run bench -- --cpu-prof`
 // has its workers write:
-//   npx tsx bench/profile-summary.ts <folder or .cpuprofile files> [--top 30]
+//   npx tsx bench/profile-summary.ts <folder or .cpuprofile files> [--top 30] [--per 2000]
 // Self time by function and by category (SimHash, text encoding, GC, parse5,
 // Redis, the Temporal SDK…), per profile (each thread writes its own: the
 // worker's main thread, the SDK's workflow thread) and for all of them.
 // Frames of the worker bundle are mapped back to their source file (the
 // bundle's linked source map, read with node:module's SourceMap), so a
 // function of parse5 is named as parse5's, not the bundle's.
+// Then our own functions (src/, activities/, workflows/) by inclusive time:
+// a sample counts for every one of ours on its stack, so a stage's share
+// includes what it called. Only synchronous slices are on a stack (an async
+// function's time is what it ran between two awaits). With --per N the
+// figures are divided by N too (the pages or hosts the run crawled).
 // Native work on other threads (zlib's compression in libuv's pool, the SDK's
 // Rust core) is in no profile: the process's CPU time (the bench's
 // cpuMsPerPage) holds it, a profile's samples do not.
@@ -111,6 +116,25 @@ interface Tally {
   totalMs: number;
   byFunction: Map<string, number>;
   byCategory: Map<string, number>;
+  /** Our functions, each counted once for every sample it is on the stack of. */
+  oursInclusive: Map<string, number>;
+}
+
+const newTally = (): Tally => ({ totalMs: 0, byFunction: new Map(), byCategory: new Map(), oursInclusive: new Map() });
+
+/** A frame of ours, named as in the sources (function and file), or null for anything else. */
+function oursLabeller(profile: CpuProfile): (id: number) => string | null {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const labels = new Map<number, string | null>();
+  return (id) => {
+    if (labels.has(id)) return labels.get(id)!;
+    const f = nodes.get(id)!.callFrame;
+    const src = sourceOf(f);
+    const ours = !src.includes('/node_modules/') && /\/(src|activities|workflows|handlers)\//.test(src);
+    const label = ours ? `${f.functionName || '(anonymous)'} (${shortName(src)})` : null;
+    labels.set(id, label);
+    return label;
+  };
 }
 
 /** What one profile node is: its own function, its nearest package-or-ours caller, and the category both make it. */
@@ -147,6 +171,9 @@ function labeller(profile: CpuProfile): (id: number) => { fn: string; cat: strin
 
 function tally(profile: CpuProfile, into: Tally): void {
   const label = labeller(profile);
+  const ours = oursLabeller(profile);
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const add = (m: Map<string, number>, k: string, ms: number): void => void m.set(k, (m.get(k) ?? 0) + ms);
   for (let i = 0; i < profile.samples.length; i++) {
     // A sample's time is the gap to the next one (the last sample's is unknown: the one before).
@@ -155,30 +182,42 @@ function tally(profile: CpuProfile, into: Tally): void {
     into.totalMs += ms;
     add(into.byFunction, fn, ms);
     add(into.byCategory, cat, ms);
+    const seen = new Set<string>();
+    for (let id: number | undefined = profile.samples[i]; id !== undefined; id = parent.get(id)) {
+      const l = ours(id);
+      if (l && !seen.has(l)) {
+        seen.add(l);
+        add(into.oursInclusive, l, ms);
+      }
+    }
   }
 }
 
-function report(title: string, t: Tally, top: number): string {
+function report(title: string, t: Tally, top: number, per: number | null): string {
   const idle = t.byCategory.get('idle') ?? 0;
   const busy = t.totalMs - idle;
   const pct = (ms: number): string => `${((ms / Math.max(busy, 1e-9)) * 100).toFixed(1)} %`.padStart(7);
-  const rows = (m: Map<string, number>, n: number): string[] =>
+  const rows = (m: Map<string, number>, n: number, perOne: number | null = null): string[] =>
     [...m]
       .filter(([k]) => k !== 'idle' && !k.startsWith('(idle)'))
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
-      .map(([k, ms]) => `${pct(ms)}  ${(ms / 1000).toFixed(1).padStart(7)} s  ${k}`);
+      .map(([k, ms]) => `${pct(ms)}  ${(ms / 1000).toFixed(1).padStart(7)} s  ${perOne ? `${(ms / perOne).toFixed(3).padStart(7)} ms  ` : ''}${k}`);
   return [
     `${title}: ${(t.totalMs / 1000).toFixed(1)} s profiled, ${(busy / 1000).toFixed(1)} s busy (${((busy / Math.max(t.totalMs, 1e-9)) * 100).toFixed(0)} %); shares are of busy time`,
     'by category:',
     ...rows(t.byCategory, 40),
     `top ${top} functions by self time:`,
     ...rows(t.byFunction, top),
+    `top ${top} of our functions by inclusive time${per ? ` (and ms per one of ${per})` : ''}:`,
+    ...rows(t.oursInclusive, top, per),
   ].join('\n');
 }
 
 function main(): void {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, per: { type: 'string' } } });
+  const per = values.per === undefined ? null : Number(values.per);
+  if (per !== null && !(per > 0)) throw new Error(`--per takes a count above 0, not ${values.per}`);
   const files = positionals.flatMap((p) =>
     fs.statSync(p).isDirectory()
       ? fs
@@ -187,16 +226,16 @@ function main(): void {
           .map((f) => path.join(p, f))
       : [p],
   );
-  if (files.length === 0) throw new Error('usage: profile-summary.ts <folder of .cpuprofile files | files…> [--top N]');
-  const all: Tally = { totalMs: 0, byFunction: new Map(), byCategory: new Map() };
+  if (files.length === 0) throw new Error('usage: profile-summary.ts <folder of .cpuprofile files | files…> [--top N] [--per N]');
+  const all = newTally();
   for (const file of files.sort()) {
-    const one: Tally = { totalMs: 0, byFunction: new Map(), byCategory: new Map() };
+    const one = newTally();
     const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
     tally(profile, one);
     tally(profile, all);
-    process.stdout.write(`${report(path.basename(file), one, Number(values.top))}\n\n`);
+    process.stdout.write(`${report(path.basename(file), one, Number(values.top), per)}\n\n`);
   }
-  if (files.length > 1) process.stdout.write(`${report(`all ${files.length} profiles`, all, Number(values.top))}\n`);
+  if (files.length > 1) process.stdout.write(`${report(`all ${files.length} profiles`, all, Number(values.top), per)}\n`);
 }
 
 main();
