@@ -10,8 +10,8 @@
 // Then our own functions (src/, activities/, workflows/) by inclusive time:
 // a sample counts for every one of ours on its stack, so a stage's share
 // includes what it called. Only synchronous slices are on a stack (an async
-// function's time is what it ran between two awaits). With --per N the
-// figures are divided by N too (the pages or hosts the run crawled).
+// function's time is what it ran between two awaits). With --per N those
+// rows also give ms per one of N (the pages or hosts the run crawled).
 // Native work on other threads (zlib's compression in libuv's pool, the SDK's
 // Rust core) is in no profile: the process's CPU time (the bench's
 // cpuMsPerPage) holds it, a profile's samples do not.

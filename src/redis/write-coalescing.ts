@@ -7,15 +7,20 @@ import type { Cluster } from 'ioredis';
  * one socket write.
  *
  * ioredis writes every command to its socket on its own, and Node tries each
- * write as a syscall at once: in a many-hosts crawl (bench scenario k) that
- * was 11 % of a worker's main thread, about 130 commands a host. ioredis's
- * own answer, auto-pipelining, is off (src/redis/client.ts says why: it
- * crashed workers, and on a cluster it mixes slots). This only corks the
- * socket at a turn's first write and uncorks it once the turn's ticks and
- * microtasks have run, so Node hands the turn's commands to the kernel in one
- * writev. ioredis still sends and matches every command and reply exactly as
- * before: only how the bytes reach the kernel changes, and nothing waits on a
- * timer.
+ * write as a syscall at once: in a many-hosts crawl (bench scenario k, about
+ * 37 commands a host from the workers) those writes were 11 % of a worker's
+ * main thread. ioredis's own answer, auto-pipelining, is off
+ * (src/redis/client.ts says why: it crashed workers, and on a cluster it
+ * mixes slots). This only corks the socket at a turn's first write and
+ * uncorks it on the next tick, so Node hands what was written meanwhile to
+ * the kernel in one writev. When the first write comes from a promise
+ * continuation (most of ours), that tick runs once the microtask queue has
+ * drained, and every continuation of the turn joins in; when it comes from
+ * the synchronous part of a timer or I/O callback, the tick runs before the
+ * microtasks, and their commands go in a second write. ioredis still sends and
+ * matches every command and reply as before, in order: only how the bytes
+ * reach the kernel changes, and nothing waits on a timer. The price: a
+ * command waits for the rest of its turn's synchronous work before it leaves.
  */
 export function coalesceWrites(socket: Socket): void {
   if (coalesced.has(socket)) return;

@@ -58,6 +58,10 @@ test('200 commands issued in one turn reach the socket in one write, and every r
 });
 
 test('commands issued by promise continuations of the same turn join the write; the next turn writes again', async () => {
+  // The test body itself runs as a promise continuation (jest-circus calls it
+  // from one), as our commands mostly are: the uncork's tick then waits for
+  // the microtask queue. From the synchronous part of a timer callback, the
+  // continuations' commands would be a second write (src/redis/write-coalescing.ts).
   const counter = countWrites(streamOf(redis));
   try {
     const first = redis.set(key('b'), '1');
