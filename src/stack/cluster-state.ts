@@ -55,11 +55,18 @@ export function readClusterState(dir = CLUSTER_DIR): ClusterState | null {
   }
 }
 
-/** Whether the recorded pid is still that process (same start time and command line), not a reused pid. */
-export function stillRunning(p: Pick<ClusterProcess, 'pid' | 'identity'>): boolean {
-  const now = processIdentity(p.pid);
+/**
+ * Whether the recorded pid is still that process (same start time and command
+ * line), not a reused pid. A process that is exiting reads an empty command
+ * line once its memory is gone, before it becomes a zombie: with its start
+ * time unchanged it is still that process, still running (`cluster down`
+ * waits for it, and PostgreSQL's postmaster can take a while there).
+ */
+export function stillRunning(p: Pick<ClusterProcess, 'pid' | 'identity'>, procRoot = '/proc'): boolean {
+  const now = processIdentity(p.pid, procRoot);
   if (!now) return false;
-  return !p.identity || (now.startTime === p.identity.startTime && now.cmdline === p.identity.cmdline);
+  if (!p.identity) return true;
+  return now.startTime === p.identity.startTime && (now.cmdline === p.identity.cmdline || now.cmdline === '');
 }
 
 /**

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { clusterStateFile, runningClusterEndpoints, type ClusterProcess, type ClusterState } from '../../src/stack/cluster-state';
+import { clusterStateFile, runningClusterEndpoints, stillRunning, type ClusterProcess, type ClusterState } from '../../src/stack/cluster-state';
 import { processIdentity } from '../../src/stack/stack';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-state-'));
@@ -59,4 +59,47 @@ test('an `up` that stopped half-way, or no cluster at all: none', () => {
   write([alive('temporal', 'temporal-server'), alive('redis', 'redis-cluster-17001')], false);
   expect(runningClusterEndpoints(dir)).toBeNull();
   expect(runningClusterEndpoints(path.join(dir, 'nothing-here'))).toBeNull();
+});
+
+describe('stillRunning', () => {
+  // A /proc of one process, as the kernel shows it at each step of its life.
+  const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'proc-'));
+  afterAll(() => fs.rmSync(proc, { recursive: true, force: true }));
+  const pid = 4242;
+  const recorded = { pid, identity: { cmdline: '/usr/lib/postgresql/15/bin/postgres -D /data -p 15432', startTime: '777' } };
+  const show = (state: string, startTime: string, cmdline: string | null) => {
+    fs.rmSync(path.join(proc, String(pid)), { recursive: true, force: true });
+    if (cmdline === null) return;
+    fs.mkdirSync(path.join(proc, String(pid)), { recursive: true });
+    // Fields after "(comm) ": state is the first, start time the 20th.
+    const after = [state, ...Array.from({ length: 18 }, () => '0'), startTime, '0'].join(' ');
+    fs.writeFileSync(path.join(proc, String(pid), 'stat'), `${pid} (postgres) ${after}`);
+    fs.writeFileSync(path.join(proc, String(pid), 'cmdline'), cmdline.split(' ').join('\0'));
+  };
+
+  test('the recorded process, running: yes', () => {
+    show('S', '777', recorded.identity.cmdline);
+    expect(stillRunning(recorded, proc)).toBe(true);
+  });
+
+  test('exiting, its memory gone so its command line reads empty, not yet a zombie: still running', () => {
+    // What `cluster down` saw of PostgreSQL's postmaster while it shut down: taking it for gone
+    // reported it stopped while it still ran.
+    show('R', '777', '');
+    expect(stillRunning(recorded, proc)).toBe(true);
+  });
+
+  test('a zombie, or gone: no', () => {
+    show('Z', '777', '');
+    expect(stillRunning(recorded, proc)).toBe(false);
+    show('S', '777', null);
+    expect(stillRunning(recorded, proc)).toBe(false);
+  });
+
+  test('the pid reused by another process (another start time, or another command line): no', () => {
+    show('S', '778', recorded.identity.cmdline);
+    expect(stillRunning(recorded, proc)).toBe(false);
+    show('S', '777', '/usr/bin/something-else');
+    expect(stillRunning(recorded, proc)).toBe(false);
+  });
 });
