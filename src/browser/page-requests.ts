@@ -37,6 +37,14 @@ export interface RouteRules {
   /** robots.txt of the page's host, null when not respected (other hosts' robots.txt is their turn's business). */
   allowedByRobots: ((url: string) => boolean) | null;
   documentServed: boolean;
+  /**
+   * The page's URL: only a navigation there is answered with the document.
+   * A navigation of the page before (its scripts navigating while the tab went
+   * blank) can still reach the routes once they are this page's; served the
+   * document, it would use it up, and the tab's own navigation would find it
+   * served and stay blank.
+   */
+  documentUrl: string;
   /** Requests to other hosts may be fetched (in their hosts' turns); false refuses them. */
   otherHosts: boolean;
   /** The campaign's scope.exclude: true refuses the URL. */
@@ -45,8 +53,8 @@ export interface RouteRules {
 
 /**
  * What becomes of one request of a page. The main frame's first navigation
- * is the document (answered from the response already fetched); any later
- * one would leave the page, and is refused (links are followed by the
+ * to the page's URL is the document (answered from the response already
+ * fetched); any other would leave the page (or is a page's before), and is refused (links are followed by the
  * frontier, under the host clock, not by the page). WebSockets and event
  * streams never end and are not archived; methods other than PAGE_METHODS
  * are refused. Requests to other hosts are fetched like the page's own
@@ -54,7 +62,7 @@ export interface RouteRules {
  * in that host's turn (its robots.txt and clock).
  */
 export function routeDecision(r: PageRequest, o: RouteRules): RouteDecision {
-  if (r.mainFrameNavigation) return o.documentServed ? { kind: 'refuse', why: 'navigation' } : { kind: 'document' };
+  if (r.mainFrameNavigation) return !o.documentServed && sameDocument(r.url, o.documentUrl) ? { kind: 'document' } : { kind: 'refuse', why: 'navigation' };
   if (r.resourceType === 'websocket' || r.resourceType === 'eventsource') return { kind: 'refuse', why: 'stream' };
   if (!PAGE_METHODS.has(r.method)) return { kind: 'refuse', why: 'method' };
   if (!/^https?:/i.test(r.url)) return { kind: 'refuse', why: 'scheme' };
@@ -68,6 +76,29 @@ export function routeDecision(r: PageRequest, o: RouteRules): RouteDecision {
   if (host !== o.host) return o.otherHosts ? { kind: 'fetch', host, sameHost: false } : { kind: 'refuse', why: 'other-host' };
   if (o.allowedByRobots && !o.allowedByRobots(r.url)) return { kind: 'refuse', why: 'robots' };
   return { kind: 'fetch', host, sameHost: true };
+}
+
+/**
+ * Two URLs of one document: equal once parsed, fragments aside (the browser
+ * sends none), and percent-encoding aside (Chromium may escape a character
+ * the URL parser leaves, or the other way round).
+ */
+function sameDocument(a: string, b: string): boolean {
+  const plain = (s: string): string | null => {
+    try {
+      const u = new URL(s);
+      u.hash = '';
+      try {
+        return decodeURI(u.href);
+      } catch {
+        return u.href;
+      }
+    } catch {
+      return null;
+    }
+  };
+  const x = plain(a);
+  return x !== null && x === plain(b);
 }
 
 /** Response headers for the browser: the body it gets is decoded and whole, so no encoding or framing headers of the original. */

@@ -188,7 +188,14 @@ export class PageRoutes {
     const { o } = this;
     return routeDecision(
       { url, method, resourceType, mainFrameNavigation },
-      { host: o.host, allowedByRobots: o.allowedByRobots, documentServed: this.#documentServed, otherHosts: o.network?.otherHosts !== undefined, excluded: o.network?.excluded },
+      {
+        host: o.host,
+        allowedByRobots: o.allowedByRobots,
+        documentServed: this.#documentServed,
+        documentUrl: this.url,
+        otherHosts: o.network?.otherHosts !== undefined,
+        excluded: o.network?.excluded,
+      },
     );
   }
 

@@ -10,14 +10,37 @@ import type { FetchResult } from '../../src/http/http-client';
 
 const host = 'spa.test:8080';
 const req = (over: Partial<PageRequest>): PageRequest => ({ url: `http://${host}/app.js`, method: 'GET', resourceType: 'script', mainFrameNavigation: false, ...over });
-const decide = (r: PageRequest, o: { documentServed?: boolean; allows?: (u: string) => boolean; otherHosts?: boolean; excluded?: (u: string) => boolean } = {}) =>
-  routeDecision(r, { host, allowedByRobots: o.allows ?? null, documentServed: o.documentServed ?? false, otherHosts: o.otherHosts ?? false, excluded: o.excluded });
+const decide = (
+  r: PageRequest,
+  o: { documentServed?: boolean; documentUrl?: string; allows?: (u: string) => boolean; otherHosts?: boolean; excluded?: (u: string) => boolean } = {},
+) =>
+  routeDecision(r, {
+    host,
+    allowedByRobots: o.allows ?? null,
+    documentServed: o.documentServed ?? false,
+    documentUrl: o.documentUrl ?? `http://${host}/`,
+    otherHosts: o.otherHosts ?? false,
+    excluded: o.excluded,
+  });
 
 describe('routeDecision', () => {
   test("the main frame's first navigation is the document; a later one would leave the page and is refused", () => {
     const nav = req({ url: `http://${host}/`, resourceType: 'document', mainFrameNavigation: true });
     expect(decide(nav)).toEqual({ kind: 'document' });
     expect(decide(nav, { documentServed: true })).toEqual({ kind: 'refuse', why: 'navigation' });
+    // The same document asked for with a fragment, or escaped otherwise than the page's URL.
+    expect(decide(req({ url: `http://${host}/#top`, resourceType: 'document', mainFrameNavigation: true }))).toEqual({ kind: 'document' });
+    expect(decide(req({ url: `http://${host}/`, resourceType: 'document', mainFrameNavigation: true }), { documentUrl: `http://${host.toUpperCase()}/` })).toEqual({
+      kind: 'document',
+    });
+    const q = req({ url: `http://${host}/a?q=it%27s`, resourceType: 'document', mainFrameNavigation: true });
+    expect(decide(q, { documentUrl: `http://${host}/a?q=it's` })).toEqual({ kind: 'document' });
+  });
+
+  test("a navigation elsewhere is refused even before the document is served: a page before's late navigation cannot use it up", () => {
+    // The tab's previous page navigated in a loop; one of its navigations reached the routes once they were this page's.
+    const late = req({ url: `http://${host}/loop?0.42`, resourceType: 'document', mainFrameNavigation: true });
+    expect(decide(late)).toEqual({ kind: 'refuse', why: 'navigation' });
   });
 
   test("GETs, HEADs and POSTs on the page's host are fetched; methods that change a site, streams and robots-disallowed URLs are refused", () => {
