@@ -54,8 +54,9 @@ export interface RouteRules {
 /**
  * What becomes of one request of a page. The main frame's first navigation
  * to the page's URL is the document (answered from the response already
- * fetched); any other would leave the page (or is a page's before), and is refused (links are followed by the
- * frontier, under the host clock, not by the page). WebSockets and event
+ * fetched); any other would leave the page (or is the page before's), and is
+ * refused (links are followed by the frontier, under the host clock, not by
+ * the page). WebSockets and event
  * streams never end and are not archived; methods other than PAGE_METHODS
  * are refused. Requests to other hosts are fetched like the page's own
  * requisites on other hosts (out of scope allowed, scope.exclude not), each
