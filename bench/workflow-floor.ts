@@ -32,6 +32,18 @@ export async function workflowFloorRun(temporalAddress: string, temporalPids: nu
   const taskQueue = `bench-floor-${Date.now()}`;
   // Workflows that ran (their sink call), counted in this process.
   let done = 0;
+  // Waiters for the next sink call: woken by it, not by polling (a timer per
+  // waiter every few ms would be worker CPU counted against the workflows).
+  let waiters: (() => void)[] = [];
+  const ran = () => {
+    done++;
+    const woken = waiters;
+    waiters = [];
+    for (const w of woken) w();
+  };
+  const until = async (ok: () => boolean) => {
+    while (!ok()) await new Promise<void>((r) => waiters.push(r));
+  };
   const worker = await Worker.create({
     connection,
     namespace,
@@ -39,7 +51,7 @@ export async function workflowFloorRun(temporalAddress: string, temporalPids: nu
     workflowsPath: path.join(__dirname, 'workflow-floor-workflows.ts'),
     // As our workers (CRAWLER_WORKFLOW_TASK_SLOTS): eager starts need a free slot.
     maxConcurrentWorkflowTaskExecutions: 200,
-    sinks: { floor: { done: { fn: () => void done++, callDuringReplay: false } } } satisfies InjectedSinks<FloorSinks>,
+    sinks: { floor: { done: { fn: ran, callDuringReplay: false } } } satisfies InjectedSinks<FloorSinks>,
   });
   const running = worker.run();
   try {
@@ -53,7 +65,7 @@ export async function workflowFloorRun(temporalAddress: string, temporalPids: nu
     let next = 0;
     let eager = 0;
     // Sinks run after their activation: the warm-up's may come after its results.
-    while (done < 50) await new Promise((r) => setTimeout(r, 2));
+    await until(() => done >= 50);
     const done0 = done;
     // Started as activities/campaign-hosts.ts starts hosts: nobody waits on a
     // workflow's result (a long poll of its history each, which would add to
@@ -61,9 +73,7 @@ export async function workflowFloorRun(temporalAddress: string, temporalPids: nu
     // paced so that at most `concurrency` are in flight, which leaves the
     // worker free workflow-task slots, so starts can be eager, as for our
     // hosts while the dispatching worker has slots.
-    const room = async () => {
-      while (next - (done - done0) >= concurrency) await new Promise((r) => setTimeout(r, 2));
-    };
+    const room = () => until(() => next - (done - done0) < concurrency);
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         for (;;) {
@@ -75,7 +85,7 @@ export async function workflowFloorRun(temporalAddress: string, temporalPids: nu
         }
       }),
     );
-    while (done - done0 < count) await new Promise((r) => setTimeout(r, 2));
+    await until(() => done - done0 >= count);
     const seconds = (performance.now() - t0) / 1000;
     const serverMs = (temporalPids.reduce((s, p) => s + cpuSeconds(p), 0) - server0) * 1000;
     const own = process.cpuUsage(own0);
