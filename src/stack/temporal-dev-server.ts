@@ -51,18 +51,19 @@ export const FAIRNESS_DYNAMIC_CONFIG = [
 ];
 
 /**
- * `temporal server start-dev` with SQLite persistence under dataDir, so
- * workflows survive a restart, and our search attributes registered.
+ * The CLI's dev server re-reads the search attribute registry from SQLite on
+ * every read of it, so that attributes added at run time show at once (a
+ * testing aid that Temporal says not to use in production): once per workflow
+ * start and per visibility record, 3–4 % of the server's CPU in
+ * `npm run bench -- --only k` (a profile of a symbol-built dev server,
+ * docs/benchmarks.md). Ours are on the command line, registered before the
+ * server serves, so the registry it caches at start is already complete; a
+ * server we did not start is waited on by `awaitSearchAttributesServed`.
  */
-export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<ManagedProcess> {
-  // Something else on the port would answer the readiness probe below while
-  // our server dies on the busy port, and we would take it for ours.
-  const ports: [number, string][] = [[opts.port, 'Temporal dev server']];
-  if (!opts.headless && opts.uiPort) ports.push([opts.uiPort, 'Temporal Web UI']);
-  for (const [port, what] of ports) {
-    if (await portOpen(port)) throw new StackError('PORT_IN_USE', `cannot start the ${what} on 127.0.0.1:${port}: another process already listens there`);
-  }
-  const cli = await findOrInstallTemporalCli(opts.log);
+export const DEV_SERVER_CACHE_DYNAMIC_CONFIG = ['system.forceSearchAttributesCacheRefreshOnRead=false'];
+
+/** The command line of `temporal server start-dev` for these options. */
+export function devServerArgs(opts: TemporalDevServerOptions): string[] {
   const args = [
     'server',
     'start-dev',
@@ -85,12 +86,29 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     // activities/campaign-hosts.ts), and the matcher round-robins between keys
     // instead of serving one campaign's backlog first.
     ...FAIRNESS_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
+    ...DEV_SERVER_CACHE_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
   ];
   if (opts.headless) args.push('--headless');
   else if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   for (const sa of CRAWL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${sa.name}=${sa.cliType}`);
   args.push(...dynamicConfigArgs(opts.dynamicConfig));
-  const proc = ManagedProcess.start('temporal', cli, args, {
+  return args;
+}
+
+/**
+ * `temporal server start-dev` with SQLite persistence under dataDir, so
+ * workflows survive a restart, and our search attributes registered.
+ */
+export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<ManagedProcess> {
+  // Something else on the port would answer the readiness probe below while
+  // our server dies on the busy port, and we would take it for ours.
+  const ports: [number, string][] = [[opts.port, 'Temporal dev server']];
+  if (!opts.headless && opts.uiPort) ports.push([opts.uiPort, 'Temporal Web UI']);
+  for (const [port, what] of ports) {
+    if (await portOpen(port)) throw new StackError('PORT_IN_USE', `cannot start the ${what} on 127.0.0.1:${port}: another process already listens there`);
+  }
+  const cli = await findOrInstallTemporalCli(opts.log);
+  const proc = ManagedProcess.start('temporal', cli, devServerArgs(opts), {
     logFile: path.join(opts.dataDir, 'temporal.log'),
     detached: opts.detached,
   });

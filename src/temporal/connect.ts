@@ -68,6 +68,7 @@ export async function connectClient(address: string, namespace = processSettings
  * embedded dev server gets them on its command line). Already-registered
  * attributes are fine; a server that refuses (e.g. Temporal Cloud without
  * permissions) gets a clear message instead of failing workflows later.
+ * Returns once the server serves the ones it added.
  */
 export async function ensureSearchAttributes(client: Client, namespace: string): Promise<void> {
   const svc = client.connection.operatorService;
@@ -80,6 +81,9 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
     namespace,
     searchAttributes: Object.fromEntries(missing.map((sa) => [sa.name, INDEXED_TYPE[sa.cliType]])),
   });
+  // A campaign may start the moment this returns, and a server serves new
+  // attributes only once its caches refresh.
+  await awaitSearchAttributesServed(client, namespace);
 }
 
 /**
