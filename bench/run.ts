@@ -836,7 +836,8 @@ async function main() {
         continue;
       }
       if (key === 'floor') {
-        const f = await workflowFloorRun(stack.temporalAddress, pids.temporal, hostsOption ?? 2_000);
+        // The server's CPU: the dev server, or the cluster's Temporal and the PostgreSQL it keeps its data in.
+        const f = await workflowFloorRun(stack.temporalAddress, [...pids.temporal, ...pids.database], hostsOption ?? 2_000);
         process.stdout.write(`${JSON.stringify(f)}\n`);
         process.stderr.write(
           `\n${f.scenario}: ${f.workflowsPerSec}/s; CPU a workflow: server ${f.serverCpuMsPerWorkflow} ms, worker ${f.workerCpuMsPerWorkflow} ms; two cores could sustain ${f.twoCoreCeilingPerSec}/s\n\n`,
