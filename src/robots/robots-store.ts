@@ -46,15 +46,57 @@ export function robotsCacheKey(source: RobotsSource): string {
   return `${sharedHostKeys(source.host).robots}:${source.scheme}:${source.port}${pin}`;
 }
 
-export class RobotsStore {
-  private readonly local = new Map<string, { at: number; value: StoredRobots; parsed: RobotsTxt | null }>();
+/**
+ * What a worker keeps parsed at most. A broad crawl touches thousands of
+ * hosts a minute, and a file kept parsed, rules compiled, takes about 4.5
+ * times its JSON's length in heap (a 49 KB robots.txt: 300 KB): the cache
+ * held up to 10,000 files, whatever their age, which for large files is
+ * gigabytes. An entry past its minute only costs a Redis read to bring back.
+ * Entries leave oldest first: on expiry, past the count, or past the bytes
+ * (their JSON's length), so a few huge files cannot hold the worker's memory.
+ */
+export const ROBOTS_LOCAL_MAX_ENTRIES = 2_000;
+export const ROBOTS_LOCAL_MAX_BYTES = 4 * 1024 * 1024;
 
-  constructor(private readonly redis: RedisLike) {}
+interface LocalEntry {
+  at: number;
+  value: StoredRobots;
+  parsed: RobotsTxt | null;
+  bytes: number;
+}
+
+export interface RobotsStoreOptions {
+  maxEntries?: number;
+  maxBytes?: number;
+  now?: () => number;
+}
+
+export class RobotsStore {
+  /** Oldest first: an entry is re-inserted when it is remembered again. */
+  private readonly local = new Map<string, LocalEntry>();
+  private localBytes = 0;
+  private readonly maxEntries: number;
+  private readonly maxBytes: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly redis: RedisLike,
+    opts: RobotsStoreOptions = {},
+  ) {
+    this.maxEntries = opts.maxEntries ?? ROBOTS_LOCAL_MAX_ENTRIES;
+    this.maxBytes = opts.maxBytes ?? ROBOTS_LOCAL_MAX_BYTES;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Files kept parsed on this worker now (expired ones included until the next insert sweeps them). */
+  get localEntries(): number {
+    return this.local.size;
+  }
 
   async get(source: RobotsSource): Promise<{ value: StoredRobots; parsed: RobotsTxt | null } | null> {
     const key = robotsCacheKey(source);
     const hit = this.local.get(key);
-    if (hit && Date.now() - hit.at < LOCAL_TTL_MS) return hit;
+    if (hit && this.now() - hit.at < LOCAL_TTL_MS) return hit;
     const raw = await this.redis.get(key);
     if (!raw) return null;
     const value = JSON.parse(raw) as StoredRobots;
@@ -66,7 +108,7 @@ export class RobotsStore {
       if (err instanceof RobotsError) return null;
       throw err;
     }
-    const entry = { at: Date.now(), value, parsed };
+    const entry = { at: this.now(), value, parsed, bytes: raw.length };
     this.remember(key, entry);
     return entry;
   }
@@ -74,12 +116,24 @@ export class RobotsStore {
   async put(source: RobotsSource, value: StoredRobots): Promise<void> {
     const key = robotsCacheKey(source);
     const ttl = value.state === 'ok' ? ROBOTS_TTL_MS : ROBOTS_UNAVAILABLE_TTL_MS;
-    await this.redis.set(key, JSON.stringify(value), 'PX', ttl);
-    this.remember(key, { at: Date.now(), value, parsed: value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null });
+    const json = JSON.stringify(value);
+    await this.redis.set(key, json, 'PX', ttl);
+    this.remember(key, { at: this.now(), value, parsed: value.state === 'ok' ? RobotsTxt.fromJSON(value.robots) : null, bytes: json.length });
   }
 
-  private remember(key: string, entry: { at: number; value: StoredRobots; parsed: RobotsTxt | null }): void {
-    if (this.local.size > 10_000) this.local.clear();
+  private remember(key: string, entry: LocalEntry): void {
+    const old = this.local.get(key);
+    if (old) {
+      this.local.delete(key);
+      this.localBytes -= old.bytes;
+    }
     this.local.set(key, entry);
+    this.localBytes += entry.bytes;
+    // Oldest first: stop at the first entry that is fresh while the bounds hold.
+    for (const [k, e] of this.local) {
+      if (this.local.size <= this.maxEntries && this.localBytes <= this.maxBytes && entry.at - e.at < LOCAL_TTL_MS) break;
+      this.local.delete(k);
+      this.localBytes -= e.bytes;
+    }
   }
 }

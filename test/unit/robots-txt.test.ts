@@ -468,3 +468,64 @@ describe('RobotsStore keys an entry by scheme, host, port and address pin', () =
     expect(await lookUp(data, store, 'https://shop.test/robots.txt', staging)).toBe(false);
   });
 });
+
+describe("RobotsStore's local cache is bounded", () => {
+  const NO_PINS = parseResolveEntries([]);
+  const stored = (text: string): StoredRobots => ({ state: 'ok', robots: parseRobotsTxt(text).toJSON(), status: 200, fetchedAt: 'x' });
+  /** A Map standing in for Redis that counts reads: a local hit reads nothing. */
+  const countingRedis = (data: Map<string, string>) => {
+    const reads = { n: 0 };
+    const redis = mapRedis(data);
+    const get = redis.get.bind(redis);
+    (redis as unknown as { get: (k: string) => Promise<string | null> }).get = async (k: string) => {
+      reads.n++;
+      return get(k);
+    };
+    return { redis, reads };
+  };
+  const src = (host: string) => robotsSource(`http://${host}/robots.txt`, NO_PINS);
+
+  it('past its count, the oldest file leaves first and is read from Redis again', async () => {
+    const data = new Map<string, string>();
+    const { redis, reads } = countingRedis(data);
+    const store = new RobotsStore(redis, { maxEntries: 3 });
+    for (const host of ['a.test', 'b.test', 'c.test', 'd.test']) await store.put(src(host), stored('User-agent: *\nDisallow: /private\n'));
+    expect(store.localEntries).toBe(3);
+    await store.get(src('d.test'));
+    await store.get(src('b.test'));
+    expect(reads.n).toBe(0);
+    const a = await store.get(src('a.test'));
+    expect(reads.n).toBe(1);
+    expect(a?.parsed?.rulesFor(UA).isAllowed('/private')).toBe(false);
+  });
+
+  it('past its bytes, older files leave, and one file larger than all of it is not kept', async () => {
+    const data = new Map<string, string>();
+    const { redis, reads } = countingRedis(data);
+    const small = stored('User-agent: *\nDisallow: /a\n');
+    const big = stored(`User-agent: *\n${Array.from({ length: 200 }, (_, i) => `Disallow: /path-${i}\n`).join('')}`);
+    const smallBytes = JSON.stringify(small).length;
+    const store = new RobotsStore(redis, { maxBytes: smallBytes * 3 });
+    for (const host of ['a.test', 'b.test', 'c.test']) await store.put(src(host), small);
+    expect(store.localEntries).toBe(3);
+    await store.put(src('huge.test'), big);
+    expect(store.localEntries).toBe(0);
+    expect((await store.get(src('huge.test')))?.parsed?.rulesFor(UA).isAllowed('/path-7')).toBe(false);
+    expect(reads.n).toBe(1);
+  });
+
+  it('files past their minute are dropped when the next one comes in, not kept until the count is reached', async () => {
+    const data = new Map<string, string>();
+    const { redis } = countingRedis(data);
+    let now = 1_000_000;
+    const store = new RobotsStore(redis, { now: () => now });
+    for (let i = 0; i < 50; i++) await store.put(src(`old${i}.test`), stored('User-agent: *\nAllow: /\n'));
+    expect(store.localEntries).toBe(50);
+    now += 30_000;
+    await store.put(src('mid.test'), stored('User-agent: *\nAllow: /\n'));
+    expect(store.localEntries).toBe(51);
+    now += 31_000;
+    await store.put(src('new.test'), stored('User-agent: *\nAllow: /\n'));
+    expect(store.localEntries).toBe(2);
+  });
+});
