@@ -143,10 +143,14 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               // in the answer instead of through the task queue (hundreds of
               // hosts starting at once are where a loaded server shows).
               let started = false;
+              // The server hands the first task to this worker only while it has a slot free;
+              // otherwise the task goes through the queue, maybe to another worker.
+              let firstTaskHere = false;
               if (!known && rt.deps.eagerStart) {
                 try {
-                  await client.workflow.start(DOMAIN_WORKFLOW, { ...start, requestEagerStart: true, workflowIdConflictPolicy: 'FAIL' });
+                  const handle = await client.workflow.start(DOMAIN_WORKFLOW, { ...start, requestEagerStart: true, workflowIdConflictPolicy: 'FAIL' });
                   started = true;
+                  firstTaskHere = handle.eagerlyStarted;
                 } catch (err) {
                   if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
                 }
@@ -157,7 +161,8 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
               await hosts.dispatched(host, seq, gen);
               dispatched++;
               // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
-              if (campaign) warmRobots(rt, campaign, host, !known, started);
+              // Its connection is kept for the session only when that session is sure to run here.
+              if (campaign) warmRobots(rt, campaign, host, !known, firstTaskHere);
             },
           );
         }
