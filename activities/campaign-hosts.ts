@@ -5,7 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -18,7 +18,7 @@ import { signalIfRunning } from '../src/temporal/signal';
 import { DOMAIN_WORKFLOW } from '../src/temporal/workflow-types';
 import { domainWorkflowId } from '../workflows/ids';
 import { finishSignal, wakeSignal } from '../workflows/messages';
-import type { DomainCrawlInput } from '../workflows/domain-crawl';
+import type { DomainCrawlInput, hostCrawl } from '../workflows/domain-crawl';
 import { HOST_STARTED_AS } from '../workflows/domain-state';
 import { hostStaticDetails, hostStaticSummary } from '../workflows/status-card';
 import type { RedisLike } from '../src/redis/scripts';
@@ -138,26 +138,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
                 // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
                 priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
               };
-              // A host never crawled yet most likely has no workflow: start it
-              // eagerly, its first workflow task handed straight to this worker
-              // in the answer instead of through the task queue (hundreds of
-              // hosts starting at once are where a loaded server shows).
-              let started = false;
-              // The server hands the first task to this worker only while it has a slot free;
-              // otherwise the task goes through the queue, maybe to another worker.
-              let firstTaskHere = false;
-              if (!known && rt.deps.eagerStart) {
-                try {
-                  const handle = await client.workflow.start(DOMAIN_WORKFLOW, { ...start, requestEagerStart: true, workflowIdConflictPolicy: 'FAIL' });
-                  started = true;
-                  firstTaskHere = handle.eagerlyStarted;
-                } catch (err) {
-                  if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-                }
-              }
-              // Otherwise start the host's workflow or wake the one that runs, in one call:
-              // no race between "it is closing" and "it gets new URLs" to handle here.
-              if (!started) await client.workflow.signalWithStart(DOMAIN_WORKFLOW, { ...start, signal: wakeSignal, signalArgs: [{ gen }] });
+              const { firstTaskHere } = await startHostWorkflow(client, start, gen, !known && rt.deps.eagerStart === true);
               await hosts.dispatched(host, seq, gen);
               dispatched++;
               // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
@@ -170,6 +151,37 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
     return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
   };
+}
+
+/**
+ * Starts a host's workflow, or wakes the one that runs, and says whether its
+ * first workflow task came to this worker with the start.
+ *
+ * `eager` (a host never crawled yet most likely has no workflow): start it
+ * eagerly, its first workflow task handed straight to this worker in the
+ * answer instead of through the task queue (hundreds of hosts starting at
+ * once are where a loaded server shows). Otherwise, or when its workflow
+ * exists, one signal-with-start starts it or wakes it: no race between "it
+ * is closing" and "it gets new URLs" to handle here.
+ *
+ * `firstTaskHere` is the answer's, not "the start succeeded": the server
+ * hands the first task over only while this worker has a workflow-task slot
+ * free; otherwise the task goes through the queue, maybe to another worker,
+ * and a robots.txt warm-up here must not keep the host's connection for a
+ * session that runs elsewhere (issue 27: 530 idle pools on the dispatching
+ * worker in bench (k)).
+ */
+export async function startHostWorkflow(client: Client, start: WorkflowStartOptions<typeof hostCrawl>, gen: number, eager: boolean): Promise<{ firstTaskHere: boolean }> {
+  if (eager) {
+    try {
+      const handle = await client.workflow.start(DOMAIN_WORKFLOW, { ...start, requestEagerStart: true, workflowIdConflictPolicy: 'FAIL' });
+      return { firstTaskHere: handle.eagerlyStarted };
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  }
+  await client.workflow.signalWithStart(DOMAIN_WORKFLOW, { ...start, signal: wakeSignal, signalArgs: [{ gen }] });
+  return { firstTaskHere: false };
 }
 
 /**
