@@ -10,47 +10,81 @@ export type PolitenessKeyMode = 'host' | 'domain' | 'ip';
 
 /** Addresses are looked up again after this long, so a moved site is followed. */
 const IP_CACHE_MS = 60_000;
+/** Hosts whose address is kept at once (about 200 bytes each); the oldest go first past it. */
 const IP_CACHE_MAX = 50_000;
 
+export interface PolitenessKeysOptions {
+  /** Bound on hosts kept (default IP_CACHE_MAX). */
+  maxEntries?: number;
+  /** The clock, for tests. */
+  now?: () => number;
+}
+
 export class PolitenessKeys {
+  /** By host key, oldest lookup first: an entry looked up again is moved to the end. */
   private readonly ips = new Map<string, { at: number; key: Promise<string> }>();
+  private readonly maxEntries: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly mode: PolitenessKeyMode,
     private readonly overrides: ResolveOverrides,
-  ) {}
+    opts: PolitenessKeysOptions = {},
+  ) {
+    this.maxEntries = opts.maxEntries ?? IP_CACHE_MAX;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Hosts whose address is cached now (ip mode). */
+  get cachedHosts(): number {
+    return this.ips.size;
+  }
 
   /** The clock key for a host key (`hostname[:port]`, as hostKey() returns it). */
   keyFor(hostKey: string): Promise<string> {
     if (this.mode === 'host') return Promise.resolve(hostKey);
     const { hostname, port } = splitHostKey(hostKey);
     if (this.mode === 'domain') return Promise.resolve(`domain:${registrableDomain(hostname)}`);
+    const now = this.now();
     const hit = this.ips.get(hostKey);
-    if (hit && Date.now() - hit.at < IP_CACHE_MS) return hit.key;
-    const key = this.resolve(hostname, port, hostKey);
-    if (this.ips.size >= IP_CACHE_MAX) this.ips.clear();
-    this.ips.set(hostKey, { at: Date.now(), key });
-    return key;
+    if (hit && now - hit.at < IP_CACHE_MS) return hit.key;
+    const entry = {
+      at: now,
+      key: this.resolve(hostname, port).then(
+        (address) => `ip:${address}`,
+        // No address: the fetch will fail with a typed DNS error; until then
+        // the host keeps its own clock, and the next request looks again.
+        () => {
+          if (this.ips.get(hostKey) === entry) this.ips.delete(hostKey);
+          return hostKey;
+        },
+      ),
+    };
+    this.ips.delete(hostKey);
+    this.ips.set(hostKey, entry);
+    // Oldest first, as long as they are expired or too many: the Map keeps
+    // insertion order, and every insert is at the end, so the front is the
+    // oldest. Not a wholesale clear at the bound, which made every host of a
+    // broad crawl look its address up again at once.
+    for (const [k, e] of this.ips) {
+      if (this.ips.size <= this.maxEntries && now - e.at < IP_CACHE_MS) break;
+      this.ips.delete(k);
+    }
+    return entry.key;
   }
 
-  private async resolve(hostname: string, port: number | null, hostKey: string): Promise<string> {
+  /** The address a host's requests go to: its --resolve pin, its literal address, or the first the fetches' DNS cache gives. */
+  private async resolve(hostname: string, port: number | null): Promise<string> {
     // A host key without a port stands for the scheme's default port, and it
     // names the host whatever the scheme: a pin for either default port counts.
     const pinned = port !== null ? findOverride(this.overrides, hostname, port) : (findOverride(this.overrides, hostname, 443) ?? findOverride(this.overrides, hostname, 80));
-    if (pinned) return `ip:${pinned.address}`;
-    if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return `ip:${hostname}`;
-    try {
-      // The cache the fetches use: no thread-pool lookup, and the address the
-      // fetch will dial first.
-      const [first] = await sharedDnsCache().resolve(hostname);
-      if (!first) throw new Error('no address');
-      return `ip:${first.address}`;
-    } catch {
-      // No address: the fetch will fail with a typed DNS error; until then
-      // the host keeps its own clock.
-      this.ips.delete(hostKey);
-      return hostKey;
-    }
+    if (pinned) return pinned.address;
+    if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return hostname;
+    // The cache the fetches use: no thread-pool lookup, and the address the
+    // fetch will dial first.
+    const [first] = await sharedDnsCache().resolve(hostname);
+    if (!first) throw new Error('no address');
+    return first.address;
   }
 }
 
