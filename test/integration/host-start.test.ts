@@ -76,20 +76,31 @@ beforeAll(async () => {
 afterAll(async () => {
   holding = false;
   for (const s of sessions.values()) s.end();
+  // A failed assertion can leave hosts running that no worker would take after this one: ended here.
+  for (const host of started)
+    await client?.workflow
+      .getHandle(domainWorkflowId(campaignId, host))
+      .terminate('test ended')
+      .catch(() => undefined);
   if (worker?.getState() === 'RUNNING') worker.shutdown();
   await running?.catch(() => undefined);
   await connection?.close();
 });
 
-const startOf = (host: string, gen = 1) => ({
-  workflowId: domainWorkflowId(campaignId, host),
-  taskQueue,
-  args: [{ campaignId, campaignKey: `crawl:${campaignId}`, campaignWorkflowId: `campaign-${campaignId}`, host, gen, configVersion: 1 }] as [DomainCrawlInput],
-  typedSearchAttributes: [
-    { key: CrawlCampaign, value: campaignId },
-    { key: CrawlHost, value: host },
-  ],
-});
+/** Hosts whose workflow the test started. */
+const started = new Set<string>();
+function startOf(host: string, gen = 1) {
+  started.add(host);
+  return {
+    workflowId: domainWorkflowId(campaignId, host),
+    taskQueue,
+    args: [{ campaignId, campaignKey: `crawl:${campaignId}`, campaignWorkflowId: `campaign-${campaignId}`, host, gen, configVersion: 1 }] as [DomainCrawlInput],
+    typedSearchAttributes: [
+      { key: CrawlCampaign, value: campaignId },
+      { key: CrawlHost, value: host },
+    ],
+  };
+}
 
 async function until(what: () => boolean, ms = 20_000): Promise<void> {
   for (const t0 = Date.now(); !what();) {
@@ -114,16 +125,15 @@ test('a host whose first task the server hands to this worker is marked so; one 
   expect(here.length).toBeGreaterThanOrEqual(1);
   expect(here.length).toBeLessThanOrEqual(SLOTS);
   expect(refused).toBeDefined();
-  // Started all the same: its workflow runs, its task waiting in the queue for a free slot.
+  // Started all the same: its workflow runs, its first task in the queue for whichever worker polls it.
   const queued = await client.workflow.getHandle(domainWorkflowId(campaignId, refused!.host)).describe();
   expect(queued.status.name).toBe('RUNNING');
-  expect(sessions.has(refused!.host)).toBe(false);
 
   // A host whose workflow runs already: the eager start fails, the signal-with-start wakes it; not "here".
   expect(await startHostWorkflow(client, startOf(here[0]!.host, 2), 2, true)).toEqual({ firstTaskHere: false });
-  // The held sessions end: a slot frees, and the refused host's task, from the queue, runs here.
+  // The held sessions end, slots free, and the refused host's task, from the queue, runs here (if not already).
   holding = false;
-  for (const a of here) sessions.get(a.host)!.end();
+  for (const held of sessions.values()) held.end();
   await until(() => sessions.has(refused!.host));
   // Not eager (a host crawled before): signal-with-start, never "here", even with slots free.
   const later = 'later.host-start.test';
