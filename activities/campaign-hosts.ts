@@ -168,7 +168,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
  * hands the first task over only while this worker has a workflow-task slot
  * free; otherwise the task goes through the queue, maybe to another worker,
  * and a robots.txt warm-up here must not keep the host's connection for a
- * session that runs elsewhere (issue 27: 530 idle pools on the dispatching
+ * session that runs elsewhere (issue 27: 533 idle pools on the dispatching
  * worker in bench (k)).
  */
 export async function startHostWorkflow(client: Client, start: WorkflowStartOptions<typeof hostCrawl>, gen: number, eager: boolean): Promise<{ firstTaskHere: boolean }> {

@@ -21,7 +21,11 @@ export interface PolitenessKeysOptions {
 }
 
 export class PolitenessKeys {
-  /** By host key, oldest lookup first: an entry looked up again is moved to the end. */
+  /**
+   * By host key, in the order of their lookups: a host looked up again (a miss, or its entry
+   * expired) moves to the end, a hit does not. So `at` grows from front to back, and the sweep
+   * can stop at the first entry that is neither expired nor over the bound.
+   */
   private readonly ips = new Map<string, { at: number; key: Promise<string> }>();
   private readonly maxEntries: number;
   private readonly now: () => number;
