@@ -16,6 +16,7 @@ import { CrawlCampaign, CrawlHost } from '../../src/temporal/search-attributes';
 import type { DomainCrawlInput } from '../../workflows/domain-crawl';
 import { domainWorkflowId } from '../../workflows/ids';
 import { TASK_QUEUE_PREFIX } from '../support/harness';
+import { drainedResult } from '../support/stand-in-session';
 
 jest.setTimeout(120_000);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -35,22 +36,7 @@ let holding = true;
 
 function heldSession(input: SessionInput): Promise<SessionResult> {
   return new Promise((resolve) => {
-    const stats = { fetched: 0, failed: 0, skipped: 0, bytes: 0 };
-    const result: SessionResult = {
-      end: 'drained',
-      waitMs: 0,
-      backingOff: false,
-      released: true,
-      stop: null,
-      configVersion: input.configVersion,
-      pages: 0,
-      stats,
-      frontier: 0,
-      delayMs: 0,
-      reason: 'stand-in',
-      lastUrl: null,
-      lastStatus: null,
-    };
+    const result = drainedResult(input, true, 0, { fetched: 0, failed: 0, skipped: 0, bytes: 0 });
     sessions.set(input.host, { input, end: () => resolve(result) });
     if (!holding) resolve(result);
   });

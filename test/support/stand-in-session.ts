@@ -6,7 +6,7 @@
 // a host count a real crawl could not reach in a test's time.
 import { CampaignNudger } from '../../activities/nudge';
 import type { WorkerRuntime } from '../../activities/runtime';
-import type { SessionInput, SessionResult } from '../../activities/types';
+import type { HostStats, SessionInput, SessionResult } from '../../activities/types';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { Frontier } from '../../src/redis/frontier';
 
@@ -37,20 +37,25 @@ export function standInSession(rt: WorkerRuntime) {
     const nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     if (r.released && (r.ready > 0 || r.active === 0)) nudger.nudge();
     await nudger.flush();
-    return {
-      end: 'drained',
-      waitMs: 0,
-      backingOff: false,
-      released: r.released,
-      stop: null,
-      configVersion: input.configVersion,
-      pages,
-      stats,
-      frontier: 0,
-      delayMs: 0,
-      reason: 'stand-in',
-      lastUrl: null,
-      lastStatus: null,
-    };
+    return drainedResult(input, r.released, pages, stats);
+  };
+}
+
+/** What a stand-in session that drained its host returns. */
+export function drainedResult(input: SessionInput, released: boolean, pages: number, stats: HostStats): SessionResult {
+  return {
+    end: 'drained',
+    waitMs: 0,
+    backingOff: false,
+    released,
+    stop: null,
+    configVersion: input.configVersion,
+    pages,
+    stats,
+    frontier: 0,
+    delayMs: 0,
+    reason: 'stand-in',
+    lastUrl: null,
+    lastStatus: null,
   };
 }
