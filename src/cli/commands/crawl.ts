@@ -68,8 +68,8 @@ export interface CrawlOptions {
   maxEmbeds?: number;
   requisites?: RequisiteMode;
   render?: RenderMode;
-  /** A number, or null for `none`. */
-  maxInFlightPerAddress?: number | null;
+  /** A number, or `none` (null in the campaign input; see limitOrNone). */
+  maxInFlightPerAddress?: number | 'none';
   maxActiveHosts?: number;
   allowAddresses?: string;
   allowPrivate?: boolean;
@@ -80,8 +80,8 @@ export interface CrawlOptions {
   maxUrlLength?: number;
   politenessKey?: PolitenessKey;
   priority: string[];
-  /** ms, or null for `never`. */
-  retention?: number | null;
+  /** ms, or `never` (null in the campaign input; see limitOrNone). */
+  retention?: number | 'never';
   handler?: string;
   handlerTimeoutMs?: number;
   cookies?: CookieMode;
@@ -114,6 +114,20 @@ export const wholeNumber = (name: string) => (raw: string) => {
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
 
+/**
+ * `--flag N|none`. The parser returns the word, not null: commander (v14)
+ * stores a parser's null or undefined as '' (its stand-in for a missing
+ * value), which the campaign schema then refuses. buildCampaignInput turns
+ * the word into the null of the campaign input.
+ */
+export const limitOrNone =
+  (name: string) =>
+  (raw: string): number | 'none' => {
+    if (raw.trim().toLowerCase() === 'none') return 'none';
+    if (!/^\s*\d+\s*$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number, or none for unlimited (got ${JSON.stringify(raw)})`);
+    return Number(raw);
+  };
+
 /** A flag taking one of a setting's values (declared once, in src/config/campaign.ts). */
 export const choice =
   <T extends string>(name: string, values: readonly T[]) =>
@@ -133,10 +147,13 @@ export const parseDuration = (flag: string) => (raw: string) => {
   return Number(m[1]) * DURATION_UNITS[m[2]];
 };
 
-/** `--retention 7d` / `36h` / `90m` / `never`: how long a finished campaign's Redis keys stay. */
-export function parseRetention(raw: string): number | null {
+/**
+ * `--retention 7d` / `36h` / `90m` / `never`: how long a finished campaign's
+ * Redis keys stay. `never` comes back as the word, for the reason limitOrNone gives.
+ */
+export function parseRetention(raw: string): number | 'never' {
   const v = raw.trim().toLowerCase();
-  if (v === 'never') return null;
+  if (v === 'never') return 'never';
   const m = /^(\d+)([mhd])$/.exec(v);
   // Seconds are for revisit bounds; a retention that short would drop keys a finishing campaign still reads.
   if (!m) throw new InvalidArgumentError(`--retention must be a number with a unit m, h or d (such as 7d or 36h), or never (got ${JSON.stringify(raw)})`);
@@ -254,7 +271,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
       ...(o.ignoreRobots ? { respectRobots: false } : {}),
       ...(o.politenessKey !== undefined ? { key: o.politenessKey } : {}),
       ...(o.maxActiveHosts !== undefined ? { maxActiveHosts: o.maxActiveHosts } : {}),
-      ...(o.maxInFlightPerAddress !== undefined ? { maxInFlightPerAddress: o.maxInFlightPerAddress } : {}),
+      ...(o.maxInFlightPerAddress !== undefined ? { maxInFlightPerAddress: o.maxInFlightPerAddress === 'none' ? null : o.maxInFlightPerAddress } : {}),
     },
     fetch: {
       resolve: o.resolve,
@@ -276,7 +293,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.render !== undefined ? { render: o.render } : {}),
     output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)), ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}) },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
-    ...(o.retention !== undefined ? { retention: { redisMs: o.retention } } : {}),
+    ...(o.retention !== undefined ? { retention: { redisMs: o.retention === 'never' ? null : o.retention } } : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
     ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
     ...(o.cookies !== undefined ? { cookies: o.cookies } : {}),
@@ -373,8 +390,10 @@ export function campaignOptions(command: Command): Command {
     )
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
     .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))
-    .option('--max-in-flight-per-address <n>', 'at most this many requests in flight to one IP address, whatever the politeness key (default 8; none: unlimited)', (v: string) =>
-      v === 'none' ? null : wholeNumber('--max-in-flight-per-address')(v),
+    .option(
+      '--max-in-flight-per-address <n|none>',
+      'at most this many requests in flight to one IP address, whatever the politeness key (default 8; none: unlimited)',
+      limitOrNone('--max-in-flight-per-address'),
     )
     .option('--max-url-length <n>', 'ignore discovered links longer than this (default 2048)', wholeNumber('--max-url-length'))
     .option('--allow-addresses <cidrs>', 'comma-separated private ranges that may be fetched, e.g. 10.1.0.0/16')
