@@ -112,6 +112,23 @@ export async function* addSeedsBatches(urls: string[], file: string | undefined,
   for await (const b of batches) if (b.seeds.length > 0) yield b.seeds;
 }
 
+/**
+ * set-concurrency's request from its flags as typed: `none` is null, unlimited.
+ * The flags stay strings for commander (a parser's null would come back as '');
+ * the campaign's validator judges what this makes of them.
+ */
+export function concurrencyRequest(opts: { maxHosts: string }): { maxActiveHosts: number | null } {
+  return { maxActiveHosts: parseLimitArg(opts.maxHosts) as number | null };
+}
+
+/** set-budget's request from its flags as typed: only the budgets given, `none` as null. */
+export function budgetsRequest(opts: { maxPages?: string; maxDepth?: string }): SetBudgetsRequest {
+  const req: SetBudgetsRequest = {};
+  if (opts.maxPages !== undefined) req.maxPages = parseLimitArg(opts.maxPages) as number | null;
+  if (opts.maxDepth !== undefined) req.maxDepth = parseLimitArg(opts.maxDepth) as number | null;
+  return req;
+}
+
 /** Rejections printed by name before "… and N more". */
 const REJECTED_SHOWN = 20;
 
@@ -147,7 +164,7 @@ export function registerSteerCommands(program: Command): void {
     .description('change how many hosts the campaign crawls at once (each host is always one request at a time); crawling hosts are not stopped')
     .requiredOption('--max-hosts <n|none>', 'most hosts crawled at once, or "none" for unlimited')
     .action(async (campaignId: string, opts: { maxHosts: string }) => {
-      const req = { maxActiveHosts: parseLimitArg(opts.maxHosts) as number | null };
+      const req = concurrencyRequest(opts);
       checkLocally(() => validateSetConcurrency(req));
       const r = await steerCampaign(campaignId, setConcurrencyUpdate, req);
       process.stdout.write(`${campaignId}: at most ${limitText(r.maxActiveHosts)} host(s) crawled at once\n`);
@@ -159,9 +176,7 @@ export function registerSteerCommands(program: Command): void {
     .option('--max-pages <n|none>', 'pages fetched across the campaign')
     .option('--max-depth <n|none>', 'link hops from a seed')
     .action(async (campaignId: string, opts: { maxPages?: string; maxDepth?: string }) => {
-      const req: SetBudgetsRequest = {};
-      if (opts.maxPages !== undefined) req.maxPages = parseLimitArg(opts.maxPages) as number | null;
-      if (opts.maxDepth !== undefined) req.maxDepth = parseLimitArg(opts.maxDepth) as number | null;
+      const req = budgetsRequest(opts);
       checkLocally(() => validateSetBudgets(req));
       const r = await steerCampaign(campaignId, setBudgetsUpdate, req);
       process.stdout.write(`${campaignId}: maxPages ${limitText(r.budgets.maxPages)}, maxDepth ${limitText(r.budgets.maxDepth)} (settings version ${r.configVersion})\n`);
