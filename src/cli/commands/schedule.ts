@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { CAMPAIGN_ID_PATTERN, CAMPAIGN_PLACEHOLDER } from '../../config/campaign';
+import { CAMPAIGN_ID_PATTERN, CAMPAIGN_PLACEHOLDER, type CampaignInput } from '../../config/campaign';
 import { processSettings } from '../../config/env';
 import {
   createSchedule,
@@ -15,12 +15,12 @@ import {
 } from '../../temporal/schedules';
 import { UsageError } from '../usage-error';
 import { connectCli } from './campaign-control';
-import { campaignOptions, prepareCrawlInput, type CrawlOptions } from './crawl';
+import { campaignOptions, prepareCrawlInput, type CrawlIo, type CrawlOptions } from './crawl';
 
 /** What Temporal appends to a scheduled run's workflow ID: "-" and an RFC 3339 time. */
 const RUN_SUFFIX_EXAMPLE = '-2026-01-01T00:00:00Z';
 
-interface CreateOptions extends Omit<CrawlOptions, 'workers'> {
+export interface CreateOptions extends Omit<CrawlOptions, 'workers'> {
   cron: string[];
   every: string[];
   overlap: string;
@@ -63,6 +63,28 @@ export function formatSchedules(rows: ScheduleRow[]): string {
   ].join('\n');
 }
 
+/**
+ * The campaign every run of a schedule starts with, from `schedule create`'s
+ * flags: checked like a crawl's, with a run's ID standing in for the real
+ * ones, and the output folder `<out>/{campaign}` so each run gets its own.
+ */
+export async function scheduledCampaign(name: string, seeds: string[], o: CreateOptions, io: CrawlIo): Promise<{ out: string; campaign: CampaignInput }> {
+  const problems: string[] = [];
+  if (!CAMPAIGN_ID_PATTERN.test(`${name}${RUN_SUFFIX_EXAMPLE}`)) {
+    problems.push(`schedule name ${JSON.stringify(name)}: letters, digits, dot, dash, underscore or colon, at most ${80 - RUN_SUFFIX_EXAMPLE.length} characters`);
+  }
+  if (!(o.overlap in OVERLAP_POLICIES)) problems.push(`--overlap must be one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
+  if (o.cron.length === 0 && o.every.length === 0) problems.push('give when it runs: --cron "EXPR" and/or --every DURATION');
+  if (o.seedsFile === '-') problems.push('--seeds-file -: a schedule runs later, without this terminal; give a file or URL');
+  // A revisit campaign never ends on its own: every run after the first would be skipped (or pile up).
+  if (o.revisit) problems.push('--revisit: a revisit campaign runs until cancelled, so a schedule of them makes no sense; start it once with `crawl --revisit`');
+  if (problems.length) throw new UsageError(problems.join('\n'));
+  const out = path.join(path.resolve(o.out ?? 'crawl-output'), CAMPAIGN_PLACEHOLDER);
+  const { campaignId: _example, ...campaign } = await prepareCrawlInput(seeds, { ...o, id: `${name}${RUN_SUFFIX_EXAMPLE}`, out, workers: 0 } as CrawlOptions, io);
+  // The folder as typed, `{campaign}` unreplaced (the example ID stood in for it); the rest of output (warcKeepSecrets) as the flags set it.
+  return { out, campaign: { ...campaign, output: { ...campaign.output, dir: out } } };
+}
+
 export function registerScheduleCommands(program: Command): void {
   const schedule = program.command('schedule').description('recurring campaigns on Temporal Schedules (also in the Web UI, Schedules page)');
 
@@ -80,22 +102,7 @@ export function registerScheduleCommands(program: Command): void {
       .option('--seeds-file <file|url>', 'more seeds from a list every run reads: a path every worker can read, or an http(s) URL')
       .option('--out <dir>', 'parent folder of the runs’ output folders (default crawl-output)'),
   ).action(async (name: string, seeds: string[], o: CreateOptions) => {
-    const problems: string[] = [];
-    if (!CAMPAIGN_ID_PATTERN.test(`${name}${RUN_SUFFIX_EXAMPLE}`)) {
-      problems.push(`schedule name ${JSON.stringify(name)}: letters, digits, dot, dash, underscore or colon, at most ${80 - RUN_SUFFIX_EXAMPLE.length} characters`);
-    }
-    if (!(o.overlap in OVERLAP_POLICIES)) problems.push(`--overlap must be one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
-    if (o.cron.length === 0 && o.every.length === 0) problems.push('give when it runs: --cron "EXPR" and/or --every DURATION');
-    if (o.seedsFile === '-') problems.push('--seeds-file -: a schedule runs later, without this terminal; give a file or URL');
-    // A revisit campaign never ends on its own: every run after the first would be skipped (or pile up).
-    if (o.revisit) problems.push('--revisit: a revisit campaign runs until cancelled, so a schedule of them makes no sense; start it once with `crawl --revisit`');
-    if (problems.length) throw new UsageError(problems.join('\n'));
-    // Checked like a crawl's flags, with a run's ID standing in for the real ones.
-    const out = path.join(path.resolve(o.out ?? 'crawl-output'), CAMPAIGN_PLACEHOLDER);
-    const { campaignId: _example, ...campaign } = await prepareCrawlInput(seeds, { ...o, id: `${name}${RUN_SUFFIX_EXAMPLE}`, out, workers: 0 } as CrawlOptions, {
-      stdin: process.stdin,
-      log: (m) => process.stderr.write(`${m}\n`),
-    });
+    const { out, campaign } = await scheduledCampaign(name, seeds, o, { stdin: process.stdin, log: (m) => process.stderr.write(`${m}\n`) });
     const cfg = processSettings();
     await withClient((client) =>
       createSchedule(client, {
@@ -106,7 +113,7 @@ export function registerScheduleCommands(program: Command): void {
         paused: o.paused ?? false,
         note: o.note,
         taskQueue: cfg.taskQueue,
-        campaign: { ...campaign, output: { dir: out } },
+        campaign,
       }),
     );
     process.stdout.write(`schedule ${name} created${o.paused ? ' (paused)' : ''}; its runs are campaigns ${name}-<time>, output in ${out}\n`);
