@@ -1,5 +1,5 @@
 // What a rendered page costs Chromium, by how its tab is opened (scenario v
-// of docs/benchmarks.md: why our browser mode spends several times
+// of docs/benchmarks-history.md: why our browser mode spends several times
 // Crawlee's CPU a page). The client-rendered test sites, rendered by
 // playwright-core in the Chromium the workers use, hosts side by side and
 // each host's pages one after another, as host sessions render them:

@@ -103,7 +103,7 @@ const SCENARIOS: Record<string, Scenario> = {
   b: { name: '(b) 100 hosts × 50 pages, 0 delay', hosts: 100, pages: 50, delayMs: 0 },
   c: { name: '(c) 2000 hosts × 3 pages, 1 s delay', hosts: 2000, pages: 3, delayMs: 1000, optIn: true },
   // (a) with a quarter of the hosts: what the crawler achieves when the dev
-  // server has timer capacity to spare (docs/benchmarks.md, "the ceiling").
+  // server has timer capacity to spare (docs/benchmarks-history.md, "the ceiling").
   e: { name: '(e) 50 hosts × 20 pages, 1 s delay', hosts: 50, pages: 20, delayMs: 1000, optIn: true },
   d: { name: '(d) one host, 200k pages, fan-out 20 (frontier ≥ 100k), first 10k pages', hosts: 1, pages: 200_000, fanOut: 20, delayMs: 0, maxPages: 10_000, optIn: true },
   // Real-web shapes: a server that takes its time, and the delay asked for by robots.txt.

@@ -4,7 +4,7 @@
 // waiting on their results), run for one workflow task and completed. No host
 // workflow can cost less, so 2 cores ÷ (server + worker CPU per workflow)
 // bounds (k)'s pages/s on this machine, whatever the crawl does
-// (docs/benchmarks.md).
+// (docs/benchmarks-history.md, sessions 16–18).
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type InjectedSinks } from '@temporalio/worker';

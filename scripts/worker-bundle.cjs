@@ -2,7 +2,7 @@
 // compiled by esbuild into one CommonJS file that plain `node` runs. A worker
 // started this way carries no TypeScript loader (tsx's loader thread, its
 // transform cache and source maps): about 45 MB less resident memory per
-// worker and a faster start (docs/benchmarks.md, Memory).
+// worker and a faster start (docs/benchmarks-history.md, Memory).
 //
 // Built from the sources as they are when a worker starts, never committed:
 // the file is cached under the project's local folder, named by a hash of
@@ -193,7 +193,7 @@ async function ensureWorkerBundle(opts = {}) {
  * node's own options for a worker, unless CRAWLER_WORKER_NODE_ARGS says
  * otherwise. Neither caps the heap (a worker parsing a large page must not
  * run out of it); both keep V8 from growing it far ahead of what is live on
- * a machine with memory to spare (docs/benchmarks.md, measured on (a) and (b)):
+ * a machine with memory to spare (docs/benchmarks-history.md, measured on (a) and (b)):
  * - a 2 MB young generation (V8's default grows it to 16 MB per semi-space):
  *   4 MB took about 90 MB off at no measured cost in pages/s; 2 MB another
  *   10-20 MB where hundreds of hosts are in flight (bench (l), (k)), for about

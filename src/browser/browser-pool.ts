@@ -64,7 +64,7 @@ export async function launchChromium(executablePath: string, extraArgs: string[]
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   // Loaded on the first launch, not with the worker: playwright-core is two
   // bundles of 6–7 MB of source (kept whole in V8's heap once loaded) that a
-  // worker whose campaigns render nothing never needs (docs/benchmarks.md,
+  // worker whose campaigns render nothing never needs (docs/benchmarks-history.md,
   // issue 27 worker memory).
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath, headless: true, args: [...(root ? ['--no-sandbox'] : []), ...CHROMIUM_ARGS, ...extraArgs] });

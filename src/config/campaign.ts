@@ -434,7 +434,7 @@ const campaignFields = {
         'Absolute path of a credentials file every worker can read (docs/operations.md): one origin and its credentials a line (user:password, Bearer token, or Name: value), sent only to that origin. The input carries the path, never the secrets. null: none.',
       ),
   }).prefault({}),
-  // Chosen by measurement (docs/benchmarks.md): a host session costs a
+  // Chosen by measurement (docs/benchmarks-history.md, "the ceiling"): a host session costs a
   // worker nothing while it waits, a durable timer costs the Temporal server
   // about 9 ms of CPU and five history events.
   session: section({

@@ -70,7 +70,7 @@ export function featureHash(s: string): [number, number] {
  * text (lower-cased NFKC, or ASCII as it is), FNV-1a runs over the three
  * words' UTF-8 bytes, encoded as it reads them, and the spaces between, and
  * the 64 bit counts are kept bit-sliced. It was a tenth of a worker's CPU
- * on real pages (docs/benchmarks.md), where most texts have a non-ASCII
+ * on real pages (docs/benchmarks-history.md), where most texts have a non-ASCII
  * character (a dash, a no-break space).
  */
 export function simhash64(text: string): bigint {

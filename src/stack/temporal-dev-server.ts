@@ -56,7 +56,7 @@ export const FAIRNESS_DYNAMIC_CONFIG = [
  * testing aid that Temporal says not to use in production): once per workflow
  * start and per visibility record, 3–4 % of the server's CPU in
  * `npm run bench -- --only k` (a profile of a symbol-built dev server,
- * docs/benchmarks.md). Ours are on the command line, registered before the
+ * docs/benchmarks-history.md, session 17). Ours are on the command line, registered before the
  * server serves, so the registry it caches at start is already complete; a
  * server we did not start is waited on by `awaitSearchAttributesServed`.
  */

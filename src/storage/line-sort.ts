@@ -16,7 +16,7 @@ import { pipeline } from 'node:stream/promises';
  * The worker that seals a campaign holds them, as one small Buffer each: a
  * 250,000-line index (70 MB) sorted under a worker's node options peaked
  * 120 MB above the process's start with 64 MB runs, 70 MB with 16 MB runs,
- * and took no longer (docs/benchmarks.md, issue 27 worker memory). The same
+ * and took no longer (docs/benchmarks-history.md, issue 27 worker memory). The same
  * size as the seal's buckets (./seal.ts).
  */
 export const DEFAULT_RUN_BYTES = 16 * 1024 * 1024;

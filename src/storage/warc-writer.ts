@@ -397,7 +397,7 @@ function warcHeaderBlock(record: WARCRecord): string {
  * and the record. Compressed in one synchronous call: zlib's own work is
  * the same on the event loop as in libuv's pool, and the asynchronous
  * call's stream and promise around it cost a page more than the
- * compression's wait (docs/benchmarks.md, issue 27).
+ * compression's wait (docs/benchmarks-history.md, issue 27).
  */
 function gzipMember(record: WARCRecord, payload: Uint8Array, payloadDigest?: string): Uint8Array {
   const http = record.httpHeaders ? Buffer.from(`${record.httpHeaders.toString()}\r\n`, 'utf8') : null;
