@@ -34,6 +34,7 @@ const PURE_SRC = [
   'src/url/traps.ts',
   'src/url/url-rules.ts',
   'src/http/header-rules.ts',
+  'src/stats/counters.ts',
   'src/state/',
 ];
 

@@ -12,6 +12,7 @@ import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
 import { expireCampaign } from '../src/redis/retention';
 import { tallyIndex } from '../src/storage/index-tally';
+import { countersOf, countsOf, PAGE_COUNTS } from '../src/stats/counters';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
 import { signalIfRunning } from '../src/temporal/signal';
@@ -265,16 +266,7 @@ export async function reconcileHostRecords(redis: RedisLike, campaignKey: string
       page.map(async ({ host, ...r }) => {
         const f = new Frontier(redis, campaignKey, host);
         const [st, size] = await Promise.all([f.stats(), f.size()]);
-        const counts = {
-          fetched: st.fetched ?? 0,
-          failed: st.failed ?? 0,
-          skipped: st.skipped ?? 0,
-          embeds: st.embeds ?? 0,
-          embedsFailed: st.embedsFailed ?? 0,
-          embedsSkipped: st.embedsSkipped ?? 0,
-          bytes: st.bytes ?? 0,
-          frontier: size,
-        };
+        const counts = { ...countersOf(st), frontier: size };
         if ((Object.keys(counts) as (keyof typeof counts)[]).some((k) => counts[k] !== (r[k] ?? 0))) await hosts.record(host, { ...r, ...counts });
       }),
     );
@@ -369,19 +361,10 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       const t = await tallyIndex(path.join(path.resolve(settings.output.dir), 'index'));
       rt.log.warn('summary recounted from the index after a Redis restart', {
         campaignKey: input.campaignKey,
-        redis: { fetched: totals.fetched, failed: totals.failed, skipped: totals.skipped },
-        index: { fetched: t.fetched, failed: t.failed, skipped: t.skipped },
+        redis: countsOf(PAGE_COUNTS, totals),
+        index: countsOf(PAGE_COUNTS, t),
       });
-      counted = {
-        ...totals,
-        fetched: t.fetched,
-        failed: t.failed,
-        skipped: t.skipped,
-        embeds: t.embeds,
-        embedsFailed: t.embedsFailed,
-        embedsSkipped: t.embedsSkipped,
-        bytes: t.bytes,
-      };
+      counted = { ...totals, ...countersOf(t) };
     }
     // The summary is the campaign's last look at its keys: from here they
     // only cost memory, so they get the campaign's retention. A retried

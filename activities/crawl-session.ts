@@ -12,6 +12,7 @@ import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/cam
 import { Frontier, SessionSupersededError } from '../src/redis/frontier';
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
+import { hostStatsOf } from '../src/stats/counters';
 import { delayFor } from './host-delay';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
@@ -25,7 +26,7 @@ import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
 import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
-import type { HostStats, SessionEnd, SessionInput, SessionResult } from './types';
+import type { SessionEnd, SessionInput, SessionResult } from './types';
 
 /** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
 const CONTROL_EVERY_MS = 250;
@@ -78,7 +79,7 @@ function deferredSession(input: SessionInput): SessionResult {
     stop: null,
     configVersion: input.configVersion,
     pages: 0,
-    stats: { fetched: 0, failed: 0, skipped: 0, bytes: 0 },
+    stats: hostStatsOf(),
     frontier: 0,
     delayMs: 0,
     reason: 'first session deferred: campaigns share this worker, and this one holds its share of local sessions',
@@ -576,11 +577,4 @@ async function runPage(rt: WorkerRuntime, job: PageJob, c: { clock: HostClock; o
 /** What operators see of a host's revisit queue (host record, domainStatus query). */
 function revisitView(q: RevisitQueue): NonNullable<HostRecord['revisit']> {
   return { scheduled: q.scheduled, nextDueAt: q.nextInMs === null ? null : new Date(Date.now() + q.nextInMs).toISOString(), dueHour: q.dueHour, dueDay: q.dueDay };
-}
-
-/** A host's counters as its record and session result carry them; embeds only once it has any, so page-only crawls keep their shape. */
-function hostStatsOf(st: Record<string, number>): HostStats {
-  const stats: HostStats = { fetched: st.fetched ?? 0, failed: st.failed ?? 0, skipped: st.skipped ?? 0, bytes: st.bytes ?? 0 };
-  if (st.embeds || st.embedsFailed || st.embedsSkipped) Object.assign(stats, { embeds: st.embeds ?? 0, embedsFailed: st.embedsFailed ?? 0, embedsSkipped: st.embedsSkipped ?? 0 });
-  return stats;
 }

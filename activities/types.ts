@@ -2,7 +2,7 @@
 // Results are small summaries: page bodies never enter workflow history.
 import type { CampaignSettings, RenderMode } from '../src/config/campaign';
 import type { RevisitView } from '../src/redis/campaign-hosts';
-import type { CountedAs } from '../src/storage/index-tally';
+import type { CountedAs, HostStats } from '../src/stats/counters';
 import type { IndexOutcome } from '../src/storage/index-writer';
 
 export interface PrepareCampaignInput {
@@ -52,19 +52,8 @@ export interface Outcome {
   bytes: number;
 }
 
-export interface HostStats {
-  /** Pages fetched with a 2xx or 3xx response (redirects and duplicates included). */
-  fetched: number;
-  /** URLs that ended in an error outcome: a final 4xx/5xx, network errors, timeouts, refused addresses… */
-  failed: number;
-  /** URLs not requested on purpose (robots.txt, budget). */
-  skipped: number;
-  /** Page requisites fetched, failed and not requested, apart from the pages above (absent in state carried by older releases). */
-  embeds?: number;
-  embedsFailed?: number;
-  embedsSkipped?: number;
-  bytes: number;
-}
+/** A host's counters (declared with the others in src/stats/counters.ts). */
+export type { HostStats } from '../src/stats/counters';
 
 export interface SessionInput {
   campaignKey: string;

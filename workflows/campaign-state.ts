@@ -6,6 +6,7 @@
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+import { hostStatsOf } from '../src/stats/counters';
 import { embedsOf, sealedOf } from './result-counts';
 import { campaignCard } from './status-card';
 
@@ -55,7 +56,7 @@ export const DISPATCH_RETRY_MS = 10_000;
 /** How long a finishing campaign waits for its hosts to stop before it gives the rest up. */
 export const FINISH_WAIT_MS = 2 * 60_000;
 
-const emptyTotals = (): CampaignTotals => ({ fetched: 0, failed: 0, skipped: 0, bytes: 0, hosts: 0, activeHosts: 0, readyHosts: 0, frontier: 0 });
+const emptyTotals = (): CampaignTotals => ({ ...hostStatsOf(), hosts: 0, activeHosts: 0, readyHosts: 0, frontier: 0 });
 
 export class CampaignBook {
   status: CampaignRunStatus;

@@ -6,6 +6,7 @@
 import type { HostStats, SessionInput, SessionResult } from '../activities/types';
 import { hostFailureBackoffMs, LONG_SLEEP_MS } from '../src/config/retry-policy';
 import type { RevisitView } from '../src/redis/campaign-hosts';
+import { hostStatsOf } from '../src/stats/counters';
 import type { DomainState, DomainStatus } from './messages';
 
 export interface DomainCrawlInput {
@@ -94,7 +95,7 @@ export class DomainBook {
     this.input = input;
     this.gen = input.gen;
     this.configVersion = input.configVersion;
-    this.stats = input.carry?.stats ?? { fetched: 0, failed: 0, skipped: 0, bytes: 0 };
+    this.stats = input.carry?.stats ?? hostStatsOf();
     this.sessions = input.carry?.sessions ?? 0;
     this.pages = input.carry?.pages ?? 0;
     this.pausedAt = input.carry?.pausedAt ?? null;

@@ -1,13 +1,14 @@
 // The parts of a campaign's result that exist only for some campaigns
 // (pure, run inside the workflow): left out when there is nothing to say, so
 // page-only campaigns keep the result older releases gave.
-import type { CampaignSummary, HostStats } from '../activities/types';
+import type { CampaignSummary } from '../activities/types';
+import { embedCounts, type HostStats } from '../src/stats/counters';
 import type { CampaignResult } from './messages';
 
 /** Page requisites, apart from pages: only once there are any. */
 export function embedsOf(t: HostStats): Pick<CampaignResult, 'embeds'> {
-  if (!t.embeds && !t.embedsFailed && !t.embedsSkipped) return {};
-  return { embeds: { fetched: t.embeds ?? 0, failed: t.embedsFailed ?? 0, skipped: t.embedsSkipped ?? 0 } };
+  const embeds = embedCounts(t);
+  return embeds ? { embeds } : {};
 }
 
 /** The summary's rendered pages: shown when the campaign renders, or when a page was rendered. */

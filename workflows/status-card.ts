@@ -5,6 +5,7 @@
 // it sleeps). Pure text builders, so the workflows stay thin and the
 // wording is unit-tested; the UI renders the details as markdown.
 import type { CampaignInput } from '../src/config/campaign';
+import { embedCounts, type HostStats } from '../src/stats/counters';
 import type { CampaignStatus, DomainStatus } from './messages';
 
 /** "850 ms", "30 s", "2 min 5 s", "3 h 4 min", "2 d 3 h": the two largest units, enough to read at a glance. */
@@ -100,7 +101,7 @@ export function campaignCard(s: CampaignStatus, problems: number): string {
 }
 
 /** Page requisites, apart from pages; only once there are any, so page-only campaigns keep their card. */
-function embedLine(t: { embeds?: number; embedsFailed?: number; embedsSkipped?: number }): string[] {
-  if (!t.embeds && !t.embedsFailed && !t.embedsSkipped) return [];
-  return [`**Embeds:** ${t.embeds ?? 0} fetched, ${t.embedsFailed ?? 0} errors, ${t.embedsSkipped ?? 0} skipped`];
+function embedLine(t: HostStats): string[] {
+  const e = embedCounts(t);
+  return e ? [`**Embeds:** ${e.fetched} fetched, ${e.failed} errors, ${e.skipped} skipped`] : [];
 }

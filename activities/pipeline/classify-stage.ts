@@ -14,9 +14,10 @@ import type { EntryKind, FrontierEntry } from '../../src/redis/frontier';
 import { contentHashOf, type IndexEntry } from '../../src/storage/index-writer';
 import { hasWords, simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
+import { embedCounted } from '../../src/stats/counters';
 import { redirectTargetOf, sitemapCandidatesOf, type Candidate } from '../discovery';
 import { frameLinks } from './frame-links';
-import { OUTCOME, PAGE_CODE, embedCounted, httpCode, type Counted } from './outcome';
+import { OUTCOME, PAGE_CODE, httpCode, type Counted } from './outcome';
 
 /** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
 export const MIN_SIMHASH_WORDS = 50;

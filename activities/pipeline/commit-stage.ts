@@ -9,7 +9,8 @@ import type { EnqueueItem, FrontierEntry } from '../../src/redis/frontier';
 import { planNotRequested, planRevisit, type Observation, type RevisitMeta, type RevisitPlan } from '../../src/revisit/adapt';
 import type { IndexEntry, IndexOutcome } from '../../src/storage/index-writer';
 import { impliedHops } from '../../src/url/hop-path';
-import { OUTCOME, embedCounted, type Counted } from './outcome';
+import { OUTCOME, type Counted } from './outcome';
+import { embedCounted, isPageCounted } from '../../src/stats/counters';
 
 /** The claimed URL a commit is for: plain data. */
 export interface CommitTarget {
@@ -77,7 +78,7 @@ const KEPT_ON_SCHEDULE: ReadonlySet<IndexOutcome> = new Set([OUTCOME.robotsDisal
 export async function commitPage(deps: CommitDeps, target: CommitTarget, rec: PageRecord): Promise<Committed> {
   const { fields = {}, links = [] } = rec;
   // An embed counts in the embed classes whoever decided its outcome (a skip, a failure, a response).
-  const counted = target.entry.kind === 'embed' && (rec.counted === 'fetched' || rec.counted === 'failed' || rec.counted === 'skipped') ? embedCounted(rec.counted) : rec.counted;
+  const counted = target.entry.kind === 'embed' && isPageCounted(rec.counted) ? embedCounted(rec.counted) : rec.counted;
   let outcome = rec.outcome;
   const status = fields.status ?? null;
   const bytes = fields.bytes ?? 0;

@@ -3,7 +3,7 @@
 // error. The written strings are the index's (tests, reports and seals read
 // them) and never change.
 import type { IndexOutcome } from '../../src/storage/index-writer';
-import type { CountedAs } from '../../src/storage/index-tally';
+import type { CountedAs } from '../../src/stats/counters';
 
 export type { IndexOutcome } from '../../src/storage/index-writer';
 
@@ -37,11 +37,6 @@ void everyOutcome;
  * page budgets never count it.
  */
 export type Counted = CountedAs;
-
-/** An embed's class for what would be a page's. */
-export function embedCounted(c: 'fetched' | 'failed' | 'skipped'): Counted {
-  return c === 'fetched' ? 'embeds' : c === 'failed' ? 'embedsFailed' : 'embedsSkipped';
-}
 
 /** The error codes the page pipeline writes itself (the HTTP layer's are FetchErrorCode, robots.txt's its own). */
 export const PAGE_CODE = {

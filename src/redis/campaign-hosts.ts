@@ -10,6 +10,7 @@
 import { campaignKeys } from './keys';
 import type { RedisLike } from './scripts';
 import type { RenderMode } from '../config/campaign';
+import { countersOf, hostStatsOf, type Counters, type HostStats } from '../stats/counters';
 
 /** A render mode as stored (an operator's, per host); anything else reads as none. */
 function renderMode(v: string | null | undefined): RenderMode | null {
@@ -19,16 +20,9 @@ function renderMode(v: string | null | undefined): RenderMode | null {
 /** What an operator sees of a host (also its CrawlState search attribute). */
 export type HostState = 'starting' | 'crawling' | 'sleeping' | 'backing-off' | 'paused' | 'idle' | 'done' | 'given-up';
 
-export interface HostRecord {
+/** A host's counters (src/stats/counters.ts: the embeds only once it has any), and what it is doing. */
+export interface HostRecord extends HostStats {
   state: HostState;
-  fetched: number;
-  failed: number;
-  skipped: number;
-  /** Page requisites fetched, failed, not requested: apart from pages (absent in records of older releases). */
-  embeds?: number;
-  embedsFailed?: number;
-  embedsSkipped?: number;
-  bytes: number;
   /** URLs waiting in the host's frontier. */
   frontier: number;
   /** The pause between two requests now in force, and why (robots.txt, operator, back-off…). */
@@ -50,14 +44,8 @@ export interface RevisitView {
   dueDay: number;
 }
 
-export interface CampaignTotals {
-  fetched: number;
-  failed: number;
-  skipped: number;
-  embeds: number;
-  embedsFailed: number;
-  embedsSkipped: number;
-  bytes: number;
+/** The sums of the host records (the totals hash): every counter, the frontiers, and how many hosts have a record. */
+export interface CampaignTotals extends Counters {
   frontier: number;
   hosts: number;
 }
@@ -109,10 +97,7 @@ const PROBLEMS_KEPT = 1_000;
 function startingRecord(): HostRecord {
   return {
     state: 'starting',
-    fetched: 0,
-    failed: 0,
-    skipped: 0,
-    bytes: 0,
+    ...hostStatsOf(),
     frontier: 0,
     delayMs: 0,
     reason: 'session starting',
@@ -353,18 +338,7 @@ export class CampaignHosts {
 
   async totals(): Promise<CampaignTotals> {
     const t = await this.redis.hgetall(this.k.totals);
-    const n = (f: string) => Number(t[f] ?? 0);
-    return {
-      fetched: n('fetched'),
-      failed: n('failed'),
-      skipped: n('skipped'),
-      embeds: n('embeds'),
-      embedsFailed: n('embedsFailed'),
-      embedsSkipped: n('embedsSkipped'),
-      bytes: n('bytes'),
-      frontier: n('frontier'),
-      hosts: n('hosts'),
-    };
+    return { ...countersOf(t), frontier: Number(t.frontier ?? 0), hosts: Number(t.hosts ?? 0) };
   }
 
   /** Totals with the slot counts: what a progress display shows, as fresh as the sessions' last records (≤ 2 s). */

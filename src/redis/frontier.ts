@@ -5,7 +5,7 @@ import { FRONTIER_PRIORITY_MAX, FRONTIER_PRIORITY_MIN } from '../config/campaign
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 import { CrawlerError } from '../errors';
-import type { CountedAs } from '../storage/index-tally';
+import type { CountedAs } from '../stats/counters';
 
 /**
  * page: fetch, store, follow links. sitemap / sitemap-child: fetch, store,

@@ -24,7 +24,7 @@ export const hostKeys = (campaignKey: string, host: string) => {
     attempts: `${P}:${tag}:attempts`,
     /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
     committed: `${P}:${tag}:committed`,
-    /** HASH of counters (fetched, failed, skipped, bytes). */
+    /** HASH of the host's counters (src/stats/counters.ts), plus sitemaps and embedsQueued (the enqueue bounds) and revisit-<verdict> counts. */
     stats: `${P}:${tag}:stats`,
     /** HASH fails (robots.txt attempts that failed in a row), cause (JSON), given-up (1 once RFC 9309 says crawl nothing). */
     robots: `${P}:${tag}:robots`,
@@ -130,7 +130,7 @@ export const campaignKeys = (campaignKey: string) => {
     hosts: `${P}:${tag}:hosts`,
     /** ZSET host → attention score (most in need of an operator first). */
     attention: `${P}:${tag}:attention`,
-    /** HASH fetched, failed, skipped, bytes, frontier, hosts: the sum of the host records. */
+    /** HASH of the counters (src/stats/counters.ts), frontier and hosts: the sum of the host records. */
     totals: `${P}:${tag}:totals`,
     /** LIST of problem strings (capped) and their total count. */
     problems: `${P}:${tag}:problems`,

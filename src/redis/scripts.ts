@@ -1,5 +1,6 @@
 // Lua scripts: each is atomic and touches keys of a single hash slot.
 import type { Cluster, Redis, Result } from 'ioredis';
+import { COUNTERS, EMBED_COUNTS, PAGE_COUNTS } from '../stats/counters';
 
 export type RedisLike = Redis | Cluster;
 
@@ -91,6 +92,13 @@ end
 
 /** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1] and the host's stats at `stats`. */
 const enqueueBody = (bounds: number, stats: string) => ENQUEUE_BODY.replaceAll('BOUNDS', String(bounds)).replaceAll('STATS', stats);
+
+/**
+ * The fields of a host record that the campaign totals sum (crawlHostRecord):
+ * the counters, then the frontier. Records of older releases may lack the
+ * embed counters, which the finished-URL count reads as 0.
+ */
+const RECORD_SUMS = [...COUNTERS, 'frontier'] as const;
 
 export const SCRIPTS = {
   // KEYS: seen, frontier, seq, awake, stats. ARGV: page bound, sitemap
@@ -411,11 +419,11 @@ return n`,
     lua: `
 local new = cjson.decode(ARGV[2])
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local old = {fetched = 0, failed = 0, skipped = 0, embeds = 0, embedsFailed = 0, embedsSkipped = 0, bytes = 0, frontier = 0}
+local old = {${RECORD_SUMS.map((f) => `${f} = 0`).join(', ')}}
 if raw then old = cjson.decode(raw) else redis.call('HINCRBY', KEYS[2], 'hosts', 1) end
-local function done(r) return r.fetched + r.failed + r.skipped + (r.embeds or 0) + (r.embedsFailed or 0) + (r.embedsSkipped or 0) end
+local function done(r) return ${[...PAGE_COUNTS.map((f) => `r.${f}`), ...EMBED_COUNTS.map((f) => `(r.${f} or 0)`)].join(' + ')} end
 if raw and done(new) < done(old) then return 0 end
-for _, f in ipairs({'fetched', 'failed', 'skipped', 'embeds', 'embedsFailed', 'embedsSkipped', 'bytes', 'frontier'}) do
+for _, f in ipairs({${RECORD_SUMS.map((f) => `'${f}'`).join(', ')}}) do
   local d = (tonumber(new[f]) or 0) - (tonumber(old[f]) or 0)
   if d ~= 0 then redis.call('HINCRBY', KEYS[2], f, d) end
 end

@@ -1,7 +1,8 @@
 // Pure: index entries → the figures of a campaign report. Everything the HTML
 // shows comes from here, and the same object is embedded in the page as JSON,
 // so a test can check the page against the index without parsing charts.
-import { countedAs } from '../storage/index-tally';
+import { countedAs, pageCountedAs } from '../storage/index-tally';
+import { countersOf, countsOf, PAGE_COUNTS, type Counters, type PageCounted } from '../stats/counters';
 import { renderTag } from '../storage/seal';
 import type { IndexEntry } from '../storage/index-writer';
 
@@ -18,7 +19,7 @@ export const OTHER_TYPES = '(other)';
 export const NO_TYPE = '(none)';
 
 /** How an entry counts, matching the frontier's fetched/failed/skipped counters. */
-export type EntryClass = 'fetched' | 'failed' | 'skipped';
+export type EntryClass = PageCounted;
 
 /**
  * As the commit counted it: one table for every outcome (src/storage/index-tally.ts).
@@ -29,23 +30,15 @@ export type EntryClass = 'fetched' | 'failed' | 'skipped';
 export function classify(e: IndexEntry): EntryClass {
   // Sitemaps and feeds are requests, not pages.
   if (e.kind === 'sitemap' || e.kind === 'sitemap-child' || e.kind === 'feed') return 'skipped';
-  return countedAs(e.outcome) as EntryClass;
+  return pageCountedAs(e.outcome);
 }
 
 /** A page requisite (a stylesheet, script, image, font…): counted apart from pages. */
 export const isEmbed = (e: IndexEntry): boolean => e.kind === 'embed';
 
-export interface ReportSummary {
+/** The counters (src/stats/counters.ts: pages, embeds apart, stored body bytes), and what else the index tells. */
+export interface ReportSummary extends Counters {
   entries: number;
-  fetched: number;
-  failed: number;
-  skipped: number;
-  /** Page requisites (kind embed), apart from the pages above. */
-  embeds: number;
-  embedsFailed: number;
-  embedsSkipped: number;
-  /** Sum of stored body sizes. */
-  bytes: number;
   /** ISO 8601 of the earliest and latest entry (null when no entry has a valid time). */
   firstAt: string | null;
   lastAt: string | null;
@@ -60,19 +53,15 @@ export interface ReportSummary {
   rendered: number;
 }
 
-export interface TimeBucket {
+/** Pages per class. */
+export interface TimeBucket extends Record<PageCounted, number> {
   /** ISO 8601 start of the bucket. */
   start: string;
-  fetched: number;
-  failed: number;
-  skipped: number;
 }
 
-export interface HostRow {
+/** Pages per class, and what else the host got. */
+export interface HostRow extends Record<PageCounted, number> {
   host: string;
-  fetched: number;
-  failed: number;
-  skipped: number;
   /** Embeds of any outcome (requests the host got for page requisites). */
   embeds: number;
   /** Responses with status ≥ 400. */
@@ -152,8 +141,7 @@ const minOf = (xs: number[]) => xs.reduce((m, x) => (x < m ? x : m), Infinity);
 const maxOf = (xs: number[]) => xs.reduce((m, x) => (x > m ? x : m), -Infinity);
 
 function summarise(entries: IndexEntry[]): ReportSummary {
-  const counts = { fetched: 0, failed: 0, skipped: 0, embeds: 0, embedsFailed: 0, embedsSkipped: 0 };
-  let bytes = 0;
+  const counts = countersOf();
   let first = Infinity;
   let end = -Infinity;
   let last = -Infinity;
@@ -165,12 +153,12 @@ function summarise(entries: IndexEntry[]): ReportSummary {
     const tag = renderTag(e);
     if (tag !== '') htmlPages++;
     if (tag !== '' && tag !== '-') rendered++;
-    counts[countedAs(e.outcome, e.kind === 'embed' ? 'embed' : undefined) as keyof typeof counts]++;
+    counts[countedAs(e.outcome, e.kind === 'embed' ? 'embed' : undefined)]++;
     if (e.revisit) {
       revisits++;
       revisitBytes += Number.isFinite(e.bytes) ? e.bytes : 0;
     }
-    bytes += Number.isFinite(e.bytes) ? e.bytes : 0;
+    counts.bytes += Number.isFinite(e.bytes) ? e.bytes : 0;
     const t = timeOf(e);
     if (!Number.isFinite(t)) continue;
     first = Math.min(first, t);
@@ -181,7 +169,6 @@ function summarise(entries: IndexEntry[]): ReportSummary {
   return {
     entries: entries.length,
     ...counts,
-    bytes,
     firstAt: dated ? new Date(first).toISOString() : null,
     lastAt: dated ? new Date(last).toISOString() : null,
     durationMs: dated ? end - first : 0,
@@ -203,9 +190,7 @@ function timeline(entries: IndexEntry[]): ReportData['timeline'] {
   const n = Math.floor((max - origin) / bucketMs) + 1;
   const buckets: TimeBucket[] = Array.from({ length: n }, (_, i) => ({
     start: new Date(origin + i * bucketMs).toISOString(),
-    fetched: 0,
-    failed: 0,
-    skipped: 0,
+    ...countsOf(PAGE_COUNTS),
   }));
   for (const e of entries) {
     const t = timeOf(e);
@@ -225,7 +210,7 @@ function hostRows(entries: IndexEntry[]): HostRow[] {
   const rows = new Map<string, HostRow>();
   for (const e of entries) {
     let r = rows.get(e.host);
-    if (!r) rows.set(e.host, (r = { host: e.host, fetched: 0, failed: 0, skipped: 0, embeds: 0, httpErrors: 0, errors: 0, bytes: 0 }));
+    if (!r) rows.set(e.host, (r = { host: e.host, ...countsOf(PAGE_COUNTS), embeds: 0, httpErrors: 0, errors: 0, bytes: 0 }));
     const cls = classify(e);
     if (isEmbed(e)) r.embeds++;
     else r[cls]++;

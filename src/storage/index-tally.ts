@@ -10,17 +10,14 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { IndexEntry, IndexOutcome } from './index-writer';
 import { StorageError } from './storage-error';
+import { COUNTED, countersOf, embedCounted, type Counters, type CountedAs, type PageCounted } from '../stats/counters';
 
 /**
- * How a URL's outcome is counted in Redis (Frontier.commit's stat field),
- * mirrored from activities/page.ts: pages as fetched, failed or skipped;
- * embeds (page requisites) apart, so page budgets and figures count pages only.
+ * Every outcome, as the commit counts it (Frontier.commit's stat field,
+ * mirrored from activities/page.ts; embeds in their own classes: src/stats/counters.ts):
+ * a new outcome does not compile until it is listed here.
  */
-export type CountedAs = 'fetched' | 'failed' | 'skipped' | 'embeds' | 'embedsFailed' | 'embedsSkipped';
-type PageCounted = 'fetched' | 'failed' | 'skipped';
-
-/** Every outcome, as the commit counts it: a new outcome does not compile until it is listed here. */
-const COUNTED: Readonly<Record<IndexOutcome, PageCounted>> = {
+const OUTCOME_COUNTED: Readonly<Record<IndexOutcome, PageCounted>> = {
   fetched: 'fetched',
   duplicate: 'fetched',
   redirect: 'fetched',
@@ -42,16 +39,18 @@ const COUNTED: Readonly<Record<IndexOutcome, PageCounted>> = {
   gone: 'failed',
 };
 
-const EMBED_COUNTED: Readonly<Record<PageCounted, CountedAs>> = { fetched: 'embeds', failed: 'embedsFailed', skipped: 'embedsSkipped' };
-
 /**
  * fetched: a response that counts as a page; skipped: no request, or a
- * sitemap or feed; failed: a failure, or an outcome of another version. An
- * embed (`kind` 'embed') counts the same way in the embed classes.
+ * sitemap or feed; failed: a failure, or an outcome of another version.
  */
+export function pageCountedAs(outcome: string): PageCounted {
+  return Object.prototype.hasOwnProperty.call(OUTCOME_COUNTED, outcome) ? OUTCOME_COUNTED[outcome as IndexOutcome] : 'failed';
+}
+
+/** As pageCountedAs; an embed (`kind` 'embed') counts the same way in the embed classes. */
 export function countedAs(outcome: string, kind?: string): CountedAs {
-  const c = Object.prototype.hasOwnProperty.call(COUNTED, outcome) ? COUNTED[outcome as IndexOutcome] : 'failed';
-  return kind === 'embed' ? EMBED_COUNTED[c] : c;
+  const c = pageCountedAs(outcome);
+  return kind === 'embed' ? embedCounted(c) : c;
 }
 
 /** The fields of a URL's last line that the tally and a sealed index need. */
@@ -132,22 +131,13 @@ export async function readIndexLatest(dir: string): Promise<Map<string, LatestEn
   return latest;
 }
 
-export interface IndexTally {
+/** The counters (src/stats/counters.ts), with the URLs and hosts they cover. */
+export interface IndexTally extends Counters {
   /** Distinct URLs with a line. */
   urls: number;
-  fetched: number;
-  failed: number;
-  skipped: number;
-  /** Page requisites, counted apart from pages. */
-  embeds: number;
-  embedsFailed: number;
-  embedsSkipped: number;
-  bytes: number;
   /** Distinct hosts with a line. */
   hosts: number;
 }
-
-const CLASSES: CountedAs[] = ['fetched', 'failed', 'skipped', 'embeds', 'embedsFailed', 'embedsSkipped'];
 
 /**
  * The campaign's counts as its index tells them: one outcome per URL (its
@@ -181,12 +171,12 @@ export async function tallyIndex(dir: string): Promise<IndexTally> {
     } else if (at[i] > t) return;
     at[i] = t;
     bytes[i] = e.bytes;
-    cls[i] = CLASSES.indexOf(countedAs(e.outcome, e.kind));
+    cls[i] = COUNTED.indexOf(countedAs(e.outcome, e.kind));
     if (!hostIds.has(e.host)) hostIds.set(e.host, hostIds.size);
   });
-  const tally: IndexTally = { urls: slot.size, fetched: 0, failed: 0, skipped: 0, embeds: 0, embedsFailed: 0, embedsSkipped: 0, bytes: 0, hosts: hostIds.size };
+  const tally: IndexTally = { urls: slot.size, ...countersOf(), hosts: hostIds.size };
   for (let i = 0; i < slot.size; i++) {
-    tally[CLASSES[cls[i]]]++;
+    tally[COUNTED[cls[i]]]++;
     tally.bytes += bytes[i];
   }
   return tally;

@@ -18,6 +18,7 @@ import {
   type HostStatus,
 } from '../../../workflows/messages';
 import { CampaignHosts } from '../../redis/campaign-hosts';
+import { embedCounts } from '../../stats/counters';
 import { revisitTotals, type RevisitTotals } from '../../redis/revisit';
 import { createRedis } from '../../redis/client';
 import { explicitSetting, processSettings } from '../../config/env';
@@ -110,7 +111,8 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
     `pages ${t.fetched}, failed ${t.failed}, skipped ${t.skipped}, bytes ${t.bytes}, hosts ${t.hosts} (${t.activeHosts} active, ${t.readyHosts} waiting for a slot), frontier ${t.frontier}` +
       (s.problems ? `, problems ${s.problems}` : ''),
   ];
-  if (t.embeds || t.embedsFailed || t.embedsSkipped) lines.push(`embeds ${t.embeds ?? 0}, failed ${t.embedsFailed ?? 0}, skipped ${t.embedsSkipped ?? 0} (page requisites)`);
+  const embeds = embedCounts(t);
+  if (embeds) lines.push(`embeds ${embeds.fetched}, failed ${embeds.failed}, skipped ${embeds.skipped} (page requisites)`);
   if (s.dispatchError) {
     lines.push(`dispatch failing ${s.dispatchError.failures}× since ${s.dispatchError.at} (tried again every 10 s; hosts already running go on): ${s.dispatchError.message}`);
   }
