@@ -4,8 +4,9 @@
 // and the final outcome as a closed union. Takes the response and returns
 // plain data; what needs Redis or the handler comes in as `deps`.
 import type { FetchResult } from '../../src/http/http-client';
+import { isHtml, mediaTypeOf } from '../../src/http/media-type';
 import type { HookRun } from '../../src/handlers/runner';
-import { decodeBody, isHtml } from '../../src/parse/decode';
+import { decodeBody } from '../../src/parse/decode';
 import { extractLinks, type ExtractedPage } from '../../src/parse/links';
 import { extractCssUrls } from '../../src/parse/css';
 import { isFeedContentType, looksLikeFeed, parseFeed } from '../../src/parse/feeds';
@@ -389,7 +390,7 @@ export function withHookLinks(candidates: Candidate[], hook: Hook & { ok: true }
 
 /** A stylesheet, by its type, or by its extension when the server names none (or a generic one). */
 export function isStylesheet(contentType: string | null, url: string): boolean {
-  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   if (type === 'text/css') return true;
   if (type !== '' && type !== 'text/plain' && type !== 'application/octet-stream') return false;
   try {

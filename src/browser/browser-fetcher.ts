@@ -22,7 +22,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from '../log/logger';
 import type { FetchResult, RenderedDocument } from '../http/http-client';
 import type { Fetcher } from '../http/fetcher';
-import { isHtml } from '../parse/decode';
+import { isHtml } from '../http/media-type';
 import type { BrowserPool } from './browser-pool';
 import { InFlight } from './page-done';
 import { contentOf, crashError, RENDER_ERROR, targetGone, watchPage, type PageWatch } from './page-watch';

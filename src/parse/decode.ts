@@ -10,6 +10,7 @@ import { isUtf8 } from 'node:buffer';
 import { ResultType, Sniffer, type SnifferOptions } from 'encoding-sniffer/sniffer';
 import iconv from 'iconv-lite';
 import { TextDecoder } from 'node:util';
+import { charsetOf, isHtml } from '../http/media-type';
 
 /**
  * How much of the body the <meta> prescan reads. The spec prescans 1024
@@ -17,11 +18,6 @@ import { TextDecoder } from 'node:util';
  * so a crawler reads a little further.
  */
 const PRESCAN_BYTES = 4096;
-
-function charsetFromContentType(ct: string | null | undefined): string | undefined {
-  const m = ct ? /charset\s*=\s*["']?([\w.:-]+)/i.exec(ct) : null;
-  return m ? m[1] : undefined;
-}
 
 function hasBom(b: Uint8Array): boolean {
   return (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) || (b[0] === 0xfe && b[1] === 0xff) || (b[0] === 0xff && b[1] === 0xfe);
@@ -57,7 +53,7 @@ function isUtf8Body(body: Uint8Array): boolean {
  */
 export function decodeBody(body: Uint8Array, contentType: string | null | undefined): { text: string; charset: string } {
   const buf = Buffer.from(body.buffer, body.byteOffset, body.length);
-  const transport = charsetFromContentType(contentType);
+  const transport = charsetOf(contentType);
   // A WHATWG encoding iconv-lite lacks (ISO-8859-8-I, ISO-2022-JP,
   // x-mac-cyrillic) would be dropped by the sniffer as unknown: Node's own
   // decoder has it. (A BOM still wins.) Declared only in a <meta>, such an
@@ -86,10 +82,4 @@ function sniff(buf: Buffer, opts: SnifferOptions): string {
   if (sniffer.resultType === ResultType.BOM || sniffer.resultType === ResultType.PASSED) return sniffer.encoding;
   sniffer.write(buf.subarray(3));
   return sniffer.encoding;
-}
-
-export function isHtml(contentType: string | null | undefined): boolean {
-  if (!contentType) return false;
-  const t = contentType.split(';')[0].trim().toLowerCase();
-  return t === 'text/html' || t === 'application/xhtml+xml';
 }

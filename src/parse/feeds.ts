@@ -26,6 +26,7 @@
 //   and normalised like page links (normalizeUrl's default options), since
 //   they are pages to crawl, not resources to replay.
 import { Tokenizer, type TokenizerCallbacks as Callbacks } from 'htmlparser2';
+import { mediaTypeOf } from '../http/media-type';
 import { normalizeUrl } from '../url/normalize';
 import { CrawlerError } from '../errors';
 import { UrlError } from '../url/url-error';
@@ -69,7 +70,7 @@ const SNIFF_BYTES = 1024;
 const JSON_FEED_VERSION = 'https://jsonfeed.org/version/';
 
 export function isFeedContentType(contentType: string | null | undefined): boolean {
-  return FEED_TYPES.has(mediaType(contentType));
+  return FEED_TYPES.has(mediaTypeOf(contentType));
 }
 
 /**
@@ -79,7 +80,7 @@ export function isFeedContentType(contentType: string | null | undefined): boole
  */
 export function looksLikeFeed(body: Uint8Array, contentType: string | null): boolean {
   if (isFeedContentType(contentType)) return true;
-  if (!SNIFFED_TYPES.has(mediaType(contentType))) return false;
+  if (!SNIFFED_TYPES.has(mediaTypeOf(contentType))) return false;
   return sniff(decodeHead(body.subarray(0, SNIFF_BYTES))) !== null;
 }
 
@@ -108,12 +109,6 @@ export function parseFeed(body: Uint8Array, opts: ParseFeedOptions): FeedParseRe
 }
 
 // ---------------------------------------------------------------------------
-
-function mediaType(contentType: string | null | undefined): string {
-  if (!contentType) return '';
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
-}
 
 function isJsonSpace(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;

@@ -19,6 +19,7 @@
 // Their raw values are collected during the pass and resolved after it, in
 // batches under the same clock as links.
 import { Tokenizer, type TokenizerCallbacks as Callbacks } from 'htmlparser2';
+import { mediaTypeOf } from '../http/media-type';
 import { normalizeUrl, type NormalizeOptions } from '../url/normalize';
 import { UrlError } from '../url/url-error';
 import { requisiteUrl, scanCss } from './css';
@@ -501,7 +502,7 @@ class Scan implements Callbacks {
         if (a.rel !== undefined && a.href !== undefined) {
           const rels = relTokens(a.rel);
           if (this.canonicalHref === null && rels.includes('canonical')) this.canonicalHref = a.href;
-          if (rels.includes('alternate') && a.type !== undefined && this.feedHrefs.length < MAX_FEED_CANDIDATES && isFeedLink(mediaType(a.type), a.href))
+          if (rels.includes('alternate') && a.type !== undefined && this.feedHrefs.length < MAX_FEED_CANDIDATES && isFeedLink(mediaTypeOf(a.type), a.href))
             this.feedHrefs.push(a.href);
         }
         break;
@@ -652,12 +653,6 @@ function withoutFragment(raw: string): string {
 
 function hasNofollowRel(rel: string | undefined): boolean {
   return rel !== undefined && relTokens(rel).some((t) => NOFOLLOW_RELS.has(t));
-}
-
-/** A Content-Type's type/subtype, lower-cased, without parameters. */
-function mediaType(type: string): string {
-  const semi = type.indexOf(';');
-  return (semi === -1 ? type : type.slice(0, semi)).trim().toLowerCase();
 }
 
 function relTokens(rel: string): string[] {

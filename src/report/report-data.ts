@@ -1,6 +1,7 @@
 // Pure: index entries → the figures of a campaign report. Everything the HTML
 // shows comes from here, and the same object is embedded in the page as JSON,
 // so a test can check the page against the index without parsing charts.
+import { mediaTypeOf } from '../http/media-type';
 import { countedAs, pageCountedAs } from '../storage/index-tally';
 import { countersOf, countsOf, PAGE_COUNTS, type Counters, type PageCounted } from '../stats/counters';
 import { renderTag } from '../storage/seal';
@@ -117,10 +118,9 @@ const byCountThenName =
     b.count - a.count || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** `text/HTML; charset=x` → `text/html`. */
+/** A content type's bar: `text/HTML; charset=x` → `text/html`, NO_TYPE when there is none. */
 export function mediaType(contentType: string | null): string {
-  const t = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  return t === '' ? NO_TYPE : t;
+  return mediaTypeOf(contentType) || NO_TYPE;
 }
 
 /** Median of a non-empty list, rounded to a whole ms. */

@@ -7,6 +7,7 @@
 // cannot tell which of its bytes are the password. output.warcKeepSecrets
 // keeps bodies as sent, like the secret headers.
 import { REDACTED } from '../http/header-rules';
+import { mediaTypeOf } from '../http/media-type';
 
 /**
  * Field names whose values are secrets: passwords, one-time codes, tokens
@@ -22,7 +23,7 @@ export function isSecretField(name: string): boolean {
 /** The body as stored: unchanged when nothing in it is secret. */
 export function redactRequestBody(body: Uint8Array, contentType: string | undefined): Uint8Array {
   if (body.length === 0) return body;
-  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   const text = Buffer.from(body).toString('utf8');
   let out: string;
   if (type === 'application/x-www-form-urlencoded') out = redactForm(text);

@@ -1,4 +1,4 @@
-import { decodeBody, isHtml } from '../../src/parse/decode';
+import { decodeBody } from '../../src/parse/decode';
 import { extractLinks } from '../../src/parse/links';
 
 const latin1 = (s: string): Buffer => Buffer.from(s, 'latin1');
@@ -155,15 +155,6 @@ describe('decodeBody', () => {
         expect(r.text).toContain('caf\ufffd');
       }
     });
-  });
-});
-
-describe('isHtml', () => {
-  it('recognises HTML and XHTML media types only', () => {
-    expect(isHtml('text/html; charset=utf-8')).toBe(true);
-    expect(isHtml('Application/XHTML+XML')).toBe(true);
-    expect(isHtml('text/xml')).toBe(false);
-    expect(isHtml(null)).toBe(false);
   });
 });
 
