@@ -22,6 +22,7 @@ import type { Fetcher, FetchOutcome } from '../src/http/fetcher';
 import type { FetchResult } from '../src/http/http-client';
 import { headerProblem, isSecretHeaderName } from '../src/http/header-rules';
 import type { Handler, LoginContext, LoginRequestInit, LoginResponse } from '../src/handlers/api';
+import { handlerLog } from '../src/handlers/handler-log';
 import { isLoggedOutResponse, runLogin } from '../src/handlers/runner';
 import { decodeBody } from '../src/parse/decode';
 import { hostKey } from '../src/url/normalize';
@@ -170,8 +171,7 @@ export class HostLogin {
   }
 
   private log(url?: string) {
-    const l = this.d.rt.log.child({ campaign: this.d.campaign.settings.campaignId, host: this.d.host, ...(url ? { url } : {}), handler: true, login: true });
-    return { debug: l.debug.bind(l), info: l.info.bind(l), warn: l.warn.bind(l), error: l.error.bind(l) };
+    return handlerLog(this.d.rt.log, { campaign: this.d.campaign.settings.campaignId, host: this.d.host, ...(url ? { url } : {}), login: true });
   }
 
   /** Runs the hook; true when it resolved. The outcome goes to Redis for the other sessions of the host. */

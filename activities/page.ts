@@ -25,6 +25,7 @@ import { hostKey } from '../src/url/normalize';
 import { impliedHops } from '../src/url/hop-path';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf } from '../src/storage/warc-writer';
+import { handlerLog } from '../src/handlers/handler-log';
 import { loadHandler } from '../src/handlers/loader';
 import { pageContext, runHook, type HookInput, type HookRun } from '../src/handlers/runner';
 import { withRenderHook } from '../src/browser/page-hook';
@@ -459,7 +460,7 @@ async function runHandler(
   p: { res: FetchResult; contentType: string | null; text: string; log: ReturnType<WorkerRuntime['log']['child']> },
 ): Promise<(HookRun & { filter?: (url: string) => boolean }) | null> {
   const handler = await loadHandler(spec);
-  const log = p.log.child({ handler: true, label: job.entry.label ?? null });
+  const log = handlerLog(p.log, { label: job.entry.label ?? null });
   const input: HookInput = {
     url: job.entry.url,
     finalUrl: p.res.finalUrl,
@@ -470,12 +471,7 @@ async function runHandler(
     contentType: p.contentType,
     body: p.res.body,
     text: p.text,
-    log: {
-      debug: (m, f) => log.debug(m, f),
-      info: (m, f) => log.info(m, f),
-      warn: (m, f) => log.warn(m, f),
-      error: (m, f) => log.error(m, f),
-    },
+    log,
   };
   const leave = rt.loopWatch.enter(job.entry.url);
   let run: HookRun | null;

@@ -13,8 +13,8 @@
 import path from 'node:path';
 import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
 import { hasRenderHooks, renderHookFor, type RenderHooks } from '../src/browser/page-hook';
-import type { Handler, HandlerLog } from '../src/handlers/api';
-import type { Logger } from '../src/log/logger';
+import type { Handler } from '../src/handlers/api';
+import { handlerLog } from '../src/handlers/handler-log';
 import { browserFetcher, type PageNetwork, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
 import { isSharedResource, type Answer } from '../src/browser/page-routes';
 import { Captures } from '../src/redis/captures';
@@ -57,7 +57,7 @@ export function renderingFetcher(
       ? {
           hookFor: (label) => renderHookFor(handler, label),
           timeoutMs: s.handlerTimeoutMs,
-          log: (url, label) => handlerLog(log.child({ url, handler: true, hook: 'onRender', label })),
+          log: (url, label) => handlerLog(log, { url, hook: 'onRender', label }),
           enter: (url) => rt.loopWatch.enter(url),
         }
       : undefined;
@@ -98,15 +98,6 @@ export function renderingFetcher(
   });
 }
 
-/** The hook's log: bound methods, so a hook may take `log.info` apart from `log`. */
-function handlerLog(log: Logger): HandlerLog {
-  return {
-    debug: (m, f) => log.debug(m, f),
-    info: (m, f) => log.info(m, f),
-    warn: (m, f) => log.warn(m, f),
-    error: (m, f) => log.error(m, f),
-  };
-}
 /** Other hosts in their turns, earlier captures read back from this worker's WARC folder, scope.exclude. */
 function pageNetwork(rt: WorkerRuntime, campaign: CampaignRuntime, host: string, captures: Captures): PageNetwork {
   const s = campaign.settings;
