@@ -82,7 +82,7 @@ function countBy<T>(items: T[], key: (t: T) => string): Map<string, number> {
 
 /**
  * The figures the report must show, by the crawler's own definitions
- * (workflows/messages.ts HostStats): a page is fetched when its request got
+ * (src/stats/counters.ts PAGE_COUNTS): a page is fetched when its request got
  * a 2xx/3xx response; failed when it ended in an error: a final 4xx/5xx
  * (outcome http-error) or no response at all. Sitemap probes are requests
  * but not pages.
