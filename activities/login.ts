@@ -19,7 +19,7 @@ import { hostKeys } from '../src/redis/keys';
 import { CrawlerError } from '../src/errors';
 import { FetchError } from '../src/http/fetch-error';
 import type { Fetcher, FetchOutcome } from '../src/http/fetcher';
-import type { FetchResult } from '../src/http/http-client';
+import type { FetchResult } from '../src/http/http-types';
 import { headerProblem, isSecretHeaderName } from '../src/http/header-rules';
 import type { Handler, LoginContext, LoginRequestInit, LoginResponse } from '../src/handlers/api';
 import { handlerLog } from '../src/handlers/handler-log';

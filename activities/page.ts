@@ -12,7 +12,7 @@
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { randomFillSync } from 'node:crypto';
 import type { Fetcher } from '../src/http/fetcher';
-import type { FetchResult } from '../src/http/http-client';
+import type { FetchResult } from '../src/http/http-types';
 import { reserveBudget, reserveEmbedBudget } from '../src/redis/campaign-store';
 import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/frontier';
 import type { IndexEntry } from '../src/storage/index-writer';

@@ -3,7 +3,7 @@
 // page (its links, canonical, duplicate verdict), the campaign's handler,
 // and the final outcome as a closed union. Takes the response and returns
 // plain data; what needs Redis or the handler comes in as `deps`.
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 import { isHtml, mediaTypeOf } from '../../src/http/media-type';
 import type { HookRun } from '../../src/handlers/runner';
 import { decodeBody } from '../../src/parse/decode';

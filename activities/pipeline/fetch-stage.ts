@@ -4,7 +4,7 @@
 // needs (`hostPauseMs`, null when nothing was requested); it never touches
 // the clock itself (activities/crawl-session.ts owns it).
 import type { Fetcher } from '../../src/http/fetcher';
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 import { parseRetryAfter } from '../../src/http/retry-after';
 import { PAGE_RETRY, pageBackoffMs } from '../../src/config/retry-policy';
 import type { EntryKind } from '../../src/redis/frontier';

@@ -2,7 +2,7 @@
 // record when its payload was stored before), and the handler's dataset
 // items. Plain data in, where it landed out; the writers and the payload
 // index come in as `deps`.
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 import type { PayloadClaim } from '../../src/dedup/payload-index';
 import type { DatasetLine } from '../../src/storage/dataset-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';

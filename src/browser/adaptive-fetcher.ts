@@ -4,7 +4,7 @@
 // kept in Redis for every worker (src/redis/render-plan.ts), learns from
 // each sampled or re-checked page what HTTP and the browser found on it.
 // Everything after the fetch is the same code as for `render: browser`.
-import type { FetchResult, RenderedDocument } from '../http/http-client';
+import type { FetchResult, RenderedDocument } from '../http/http-types';
 import { decodeBody } from '../parse/decode';
 import { extractLinks } from '../parse/links';
 import type { RenderPlans } from '../redis/render-plan';

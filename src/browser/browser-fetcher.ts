@@ -20,7 +20,7 @@
 // decides and answers each request).
 import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from '../log/logger';
-import type { FetchResult, RenderedDocument } from '../http/http-client';
+import type { FetchResult, RenderedDocument } from '../http/http-types';
 import type { Fetcher } from '../http/fetcher';
 import { isHtml } from '../http/media-type';
 import type { BrowserPool } from './browser-pool';

@@ -11,7 +11,7 @@
 // (`PageNetwork.captures`), before the network.
 import type { Page, Request, Route } from 'playwright-core';
 import type { Logger } from '../log/logger';
-import type { FetchResult, HttpMethod } from '../http/http-client';
+import type { FetchResult, HttpMethod } from '../http/http-types';
 import type { Fetcher, FetchOutcome } from '../http/fetcher';
 import type { InFlight } from './page-done';
 import { forwardedHeaders, fulfilHeaders, MAX_REQUEST_BODY_BYTES, redirected, routeDecision, type OutgoingRequest, type RouteDecision } from './page-requests';

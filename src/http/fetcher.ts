@@ -4,7 +4,7 @@
 // a browser fetcher plugs in beside it, and everything after the fetch stays
 // one code path.
 import { isFetchError, type FetchError } from './fetch-error';
-import type { FetchResult, HttpClient, HttpMethod } from './http-client';
+import type { FetchResult, HttpClient, HttpMethod } from './http-types';
 
 export interface FetchRequest {
   url: string;

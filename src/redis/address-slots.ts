@@ -11,7 +11,7 @@
 // timeout), so a live request never loses its slot under it.
 import { randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
-import type { AddressGate, AddressSlotRelease } from '../http/http-client';
+import type { AddressGate, AddressSlotRelease } from '../http/http-types';
 import { addressKeys } from './keys';
 import type { RedisLike } from './scripts';
 

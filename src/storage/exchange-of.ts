@@ -3,7 +3,7 @@
 // received. The login's requests and a rendered page's requests are stored
 // this way; a page's own exchange adds payload digests and revisits
 // (activities/pipeline/store-stage.ts).
-import type { FetchResult } from '../http/http-client';
+import type { FetchResult } from '../http/http-types';
 import type { WarcExchange } from './warc-writer';
 
 export function exchangeOf(

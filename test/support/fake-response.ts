@@ -1,6 +1,6 @@
 // A response as the HTTP client hands it out, for the page pipeline's unit
 // tests: the stages take plain data, so a fetch is a value, not a server.
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 
 export function fakeResponse(url: string, over: Partial<FetchResult> & { html?: string } = {}): FetchResult {
   const { html, ...rest } = over;

@@ -5,7 +5,8 @@
 // proxy, which alone knows where the sites are.
 import type { LookupFunction } from 'node:net';
 import { FetchError } from '../../src/http/fetch-error';
-import { createHttpClient, type HttpClient, type HttpClientOptions } from '../../src/http/http-client';
+import { createHttpClient } from '../../src/http/http-client';
+import type { HttpClient, HttpClientOptions } from '../../src/http/http-types';
 import { MemoryProxyHealth, parseProxyUrl, rankProxies, withIds, type ProxyEndpoint } from '../../src/http/proxies';
 import { selfSignedCertificate, startTestWeb, type TestWeb } from '../web/test-web';
 import { startHttpProxy, startSocksProxy, type TestProxy } from '../web/forward-proxy';

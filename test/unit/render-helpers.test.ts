@@ -6,7 +6,7 @@ import { fulfilHeaders, InFlight, routeDecision, shouldRender, type PageRequest 
 import { frameDocument, MAX_FRAME_CHARS, MAX_FRAMES_CHARS, type FrameRead } from '../../src/browser/frames';
 import { waitDone, type IdleProbe } from '../../src/browser/page-done';
 import { nextScroll, SCROLL_MAX_STEPS, type ScrollState } from '../../src/browser/scroll';
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 
 const host = 'spa.test:8080';
 const req = (over: Partial<PageRequest>): PageRequest => ({ url: `http://${host}/app.js`, method: 'GET', resourceType: 'script', mainFrameNavigation: false, ...over });

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { forwardedHeaders, redirected } from '../../src/browser/page-requests';
 import { SessionCache } from '../../src/browser/page-routes';
-import type { FetchResult } from '../../src/http/http-client';
+import type { FetchResult } from '../../src/http/http-types';
 import { parseRef } from '../../src/redis/captures';
 import { indexWarcFile } from '../../src/storage/cdxj';
 import { readResponseAt, readWarcFile } from '../../src/storage/warc-reader';
