@@ -16,7 +16,8 @@ import { hostStatsOf } from '../src/stats/counters';
 import { delayFor } from './host-delay';
 import { CampaignNudger, wakeSleepingHolders } from './nudge';
 import { LONG_SLEEP_MS, PAGE_RETRY } from '../src/config/retry-policy';
-import { httpFetcher, type Fetcher } from '../src/http/fetcher';
+import { httpFetcher } from '../src/http/fetcher';
+import type { PageFetcher } from '../src/browser/page-fetcher';
 import { cookieFetcher } from '../src/http/cookie-jar';
 import { loadHandler } from '../src/handlers/loader';
 import { HostLogin, type ClockTurn } from './login';
@@ -102,7 +103,7 @@ interface Fetching {
   /** One owner per campaign and host (see `run`). */
   owner: string;
   lease: number;
-  fetcher: Fetcher;
+  fetcher: PageFetcher;
   /** The handler's login for this host (activities/login.ts); null when it has no login hook. */
   login: HostLogin | null;
 }

@@ -19,6 +19,7 @@ import { hostKeys } from '../src/redis/keys';
 import { CrawlerError } from '../src/errors';
 import { FetchError } from '../src/http/fetch-error';
 import type { Fetcher, FetchOutcome } from '../src/http/fetcher';
+import type { PageFetcher, PageOutcome } from '../src/browser/page-fetcher';
 import type { FetchResult } from '../src/http/http-types';
 import { headerProblem, isSecretHeaderName } from '../src/http/header-rules';
 import type { Handler, LoginContext, LoginRequestInit, LoginResponse } from '../src/handlers/api';
@@ -111,9 +112,9 @@ export class HostLogin {
    * code LOGIN_FAILED (not retried: the login is set aside). On return the
    * session holds the clock again, as after a plain request.
    */
-  fetcherFor(inner: Fetcher, turn: ClockTurn, page: { depth: number; label: string | null }): Fetcher {
+  fetcherFor(inner: PageFetcher, turn: ClockTurn, page: { depth: number; label: string | null }): PageFetcher {
     return {
-      fetch: async (request, ctx): Promise<FetchOutcome> => {
+      fetch: async (request, ctx): Promise<PageOutcome> => {
         if (this.due()) await this.login(inner, turn, request.url, 'first', ctx.signal);
         await turn.take();
         const got = await inner.fetch(request, ctx);
@@ -143,12 +144,12 @@ export class HostLogin {
     return this.due();
   }
 
-  private through(got: FetchOutcome): FetchOutcome {
+  private through(got: PageOutcome): PageOutcome {
     if (got.ok && this.state.s === 'in') this.state.good++;
     return got;
   }
 
-  private failed(url: string): FetchOutcome {
+  private failed(url: string): PageOutcome {
     const why = this.state.s === 'failed' ? `${this.state.code}: ${this.state.message}` : 'not logged in';
     return { ok: false, failure: new FetchError('LOGIN_FAILED', url, { detail: why }) };
   }

@@ -11,7 +11,7 @@
 // committing means the URL is fetched and stored again (docs/guarantees.md).
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { randomFillSync } from 'node:crypto';
-import type { Fetcher } from '../src/http/fetcher';
+import type { PageFetcher, PageResponse } from '../src/browser/page-fetcher';
 import type { FetchResult } from '../src/http/http-types';
 import { reserveBudget, reserveEmbedBudget } from '../src/redis/campaign-store';
 import { frontierBounds, type Frontier, type FrontierEntry } from '../src/redis/frontier';
@@ -43,7 +43,7 @@ export interface PageJob {
   campaign: CampaignRuntime;
   frontier: Frontier;
   /** How the page is requested (the HTTP fetcher; a browser fetcher plugs in here). */
-  fetcher: Fetcher;
+  fetcher: PageFetcher;
   host: string;
   member: string;
   entry: FrontierEntry;
@@ -162,7 +162,7 @@ async function respond(
   rt: WorkerRuntime,
   job: PageJob,
   attempt: Attempt,
-  res: FetchResult,
+  res: PageResponse,
   hostRequests: number | undefined,
   commit: (rec: PageRecord) => Promise<Committed>,
 ): Promise<PageResult> {
@@ -182,7 +182,7 @@ async function respond(
 }
 
 /** The classify stage, its duplicate check and handler from the runtime. */
-function classify(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: FetchResult): Promise<Classified> {
+function classify(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: PageResponse): Promise<Classified> {
   const s = job.campaign.settings;
   const url = job.entry.url;
   return classifyStage(
@@ -457,7 +457,7 @@ async function runHandler(
   job: PageJob,
   spec: string,
   timeoutMs: number,
-  p: { res: FetchResult; contentType: string | null; text: string; log: ReturnType<WorkerRuntime['log']['child']> },
+  p: { res: PageResponse; contentType: string | null; text: string; log: ReturnType<WorkerRuntime['log']['child']> },
 ): Promise<(HookRun & { filter?: (url: string) => boolean }) | null> {
   const handler = await loadHandler(spec);
   const log = handlerLog(p.log, { label: job.entry.label ?? null });

@@ -3,7 +3,7 @@
 // page (its links, canonical, duplicate verdict), the campaign's handler,
 // and the final outcome as a closed union. Takes the response and returns
 // plain data; what needs Redis or the handler comes in as `deps`.
-import type { FetchResult } from '../../src/http/http-types';
+import type { PageResponse, RenderedDocument } from '../../src/browser/page-fetcher';
 import { isHtml, mediaTypeOf } from '../../src/http/media-type';
 import type { HookRun } from '../../src/handlers/runner';
 import { decodeBody } from '../../src/parse/decode';
@@ -29,7 +29,7 @@ export type Hook = HookRun & { filter?: (url: string) => boolean };
 
 export interface ClassifyInput {
   entry: FrontierEntry;
-  response: FetchResult;
+  response: PageResponse;
   nonHtml: 'store' | 'skip';
   dedup: 'off' | 'exact' | 'near';
   maxRedirects: number;
@@ -329,7 +329,7 @@ function embedsOf(entry: FrontierEntry, hops: string, urls: string[]): Candidate
 }
 
 /** What the index line says of a rendered page. */
-function renderFields(r: NonNullable<FetchResult['rendered']>): NonNullable<IndexEntry['render']> {
+function renderFields(r: RenderedDocument): NonNullable<IndexEntry['render']> {
   return {
     done: r.done,
     ms: r.ms,

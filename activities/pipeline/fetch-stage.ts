@@ -3,8 +3,7 @@
 // runs while the session holds the host clock and returns what the clock
 // needs (`hostPauseMs`, null when nothing was requested); it never touches
 // the clock itself (activities/crawl-session.ts owns it).
-import type { Fetcher } from '../../src/http/fetcher';
-import type { FetchResult } from '../../src/http/http-types';
+import type { PageFetcher, PageResponse } from '../../src/browser/page-fetcher';
 import { parseRetryAfter } from '../../src/http/retry-after';
 import { PAGE_RETRY, pageBackoffMs } from '../../src/config/retry-policy';
 import type { EntryKind } from '../../src/redis/frontier';
@@ -33,7 +32,7 @@ export interface FetchStageInput {
 }
 
 export interface FetchStageDeps {
-  fetcher: Fetcher;
+  fetcher: PageFetcher;
   /** Requests made to the host so far (its fetched and failed URLs). */
   hostRequests(): Promise<number>;
   /** Takes one of the campaign's page requests (keyed by the URL, so a retry takes none); false when they are spent. */
@@ -63,7 +62,7 @@ export type FetchStageResult =
   /** A failure without a response, final. A refused address sent nothing (`requested` false). */
   | { kind: 'failed'; hostPauseMs: number; outcome: typeof OUTCOME.error | typeof OUTCOME.refused; requested: boolean; error: Failure }
   /** A response to classify and store. `hostRequests`: the host's requests before this one, when its budget is counted. */
-  | { kind: 'response'; hostPauseMs: number; response: FetchResult; hostRequests?: number };
+  | { kind: 'response'; hostPauseMs: number; response: PageResponse; hostRequests?: number };
 
 export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): Promise<FetchStageResult> {
   const { url, attempt, delayMs } = input;

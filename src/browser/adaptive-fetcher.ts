@@ -4,7 +4,7 @@
 // kept in Redis for every worker (src/redis/render-plan.ts), learns from
 // each sampled or re-checked page what HTTP and the browser found on it.
 // Everything after the fetch is the same code as for `render: browser`.
-import type { FetchResult, RenderedDocument } from '../http/http-types';
+import type { FetchResult } from '../http/http-types';
 import { decodeBody } from '../parse/decode';
 import { extractLinks } from '../parse/links';
 import type { RenderPlans } from '../redis/render-plan';
@@ -12,6 +12,7 @@ import type { Logger } from '../log/logger';
 import { observe, planRender, rendererFoundMore, urlPattern, type AutoOptions, type PageFindings } from './adaptive';
 import { shouldRender, type RenderingFetcher } from './browser-fetcher';
 import type { Fetcher } from '../http/fetcher';
+import type { RenderedDocument } from './page-fetcher';
 
 /** Parsing one side of a comparison never holds the host clock longer than this. */
 const COMPARE_PARSE_MS = 2_000;

@@ -20,7 +20,7 @@
 // decides and answers each request).
 import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from '../log/logger';
-import type { FetchResult, RenderedDocument } from '../http/http-types';
+import type { FetchResult } from '../http/http-types';
 import type { Fetcher } from '../http/fetcher';
 import { isHtml } from '../http/media-type';
 import type { BrowserPool } from './browser-pool';
@@ -28,6 +28,7 @@ import { InFlight } from './page-done';
 import { contentOf, crashError, RENDER_ERROR, targetGone, watchPage, type PageWatch } from './page-watch';
 import { PageRoutes, SessionCache, type PageNetwork } from './page-routes';
 import { frameDocuments } from './frames';
+import type { PageFetcher, RenderedDocument } from './page-fetcher';
 import type { RenderHooks } from './page-hook';
 import { settlePage, type RenderEntry } from './page-steps';
 
@@ -101,7 +102,7 @@ export interface BrowserFetcherOptions {
   log?: Logger;
 }
 
-export interface RenderingFetcher extends Fetcher {
+export interface RenderingFetcher extends PageFetcher {
   /** Renders a page already fetched (`render: auto` decides which: src/browser/adaptive-fetcher.ts). */
   render(doc: FetchResult, url: string, signal: AbortSignal, entry?: RenderEntry): Promise<RenderedDocument>;
   /** Closes the session's browser context. */

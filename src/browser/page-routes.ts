@@ -258,9 +258,7 @@ export class PageRoutes {
     try {
       if (this.stop.aborted) return null;
       sent = true;
-      got = await this.o.inner
-        .fetch({ url: r.url, kind: 'subresource', method: r.method, headers: r.headers, ...(r.body ? { body: r.body } : {}) }, { signal: this.stop })
-        .catch(() => null); // the page is done, or the session cancelled
+      got = await this.o.inner.fetch({ url: r.url, method: r.method, headers: r.headers, ...(r.body ? { body: r.body } : {}) }, { signal: this.stop }).catch(() => null); // the page is done, or the session cancelled
     } finally {
       await turn.done(sent);
     }

@@ -1,8 +1,10 @@
-// How the page pipeline gets a response: a Fetcher takes one request and
-// gives back the response or a typed failure, never throwing for what the
-// web did (only for a cancellation or a bug). The HTTP fetcher is the first;
-// a browser fetcher plugs in beside it, and everything after the fetch stays
-// one code path.
+// How a response is got: a Fetcher takes one request and gives back the
+// response or a typed failure, never throwing for what the web did (only
+// for a cancellation or a bug). The HTTP fetcher is the first; the cookie
+// jar wraps it, and the page pipeline's browser fetchers wrap those
+// (src/browser/page-fetcher.ts), so everything after the fetch stays one
+// code path. A layer above may send more with a request and get more back
+// (the page pipeline: the frontier entry, a rendered DOM): `Q` and `R`.
 import { isFetchError, type FetchError } from './fetch-error';
 import type { FetchResult, HttpClient, HttpMethod } from './http-types';
 
@@ -13,11 +15,6 @@ export interface FetchRequest {
   /** Default GET; POST is a handler's login form (activities/login.ts) or a rendered page's script (src/browser/page-routes.ts), never a page. */
   method?: HttpMethod;
   body?: Buffer;
-  /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
-  kind?: string;
-  /** The frontier entry's label and depth: the browser fetcher picks and calls the handler's render hook with them. */
-  label?: string | null;
-  depth?: number;
 }
 
 export interface FetchContext {
@@ -26,10 +23,10 @@ export interface FetchContext {
 }
 
 /** A response, or the typed failure of a request that got none (its `code` is stable, `retryable` its verdict). */
-export type FetchOutcome = { ok: true; response: FetchResult } | { ok: false; failure: FetchError };
+export type FetchOutcome<R extends FetchResult = FetchResult> = { ok: true; response: R } | { ok: false; failure: FetchError };
 
-export interface Fetcher {
-  fetch(request: FetchRequest, ctx: FetchContext): Promise<FetchOutcome>;
+export interface Fetcher<Q extends FetchRequest = FetchRequest, R extends FetchResult = FetchResult> {
+  fetch(request: Q, ctx: FetchContext): Promise<FetchOutcome<R>>;
 }
 
 /**

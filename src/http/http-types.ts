@@ -3,10 +3,6 @@
 // (http-client.ts) implements them on undici; the rest of the crawler
 // depends on these types alone.
 import type { LookupFunction } from 'node:net';
-import type { RenderReason } from '../browser/adaptive';
-import type { FrameDocument } from '../browser/frames';
-import type { RenderHookRun } from '../browser/page-hook';
-import type { ScrollReport } from '../browser/scroll';
 import type { Credentials } from './credentials';
 import type { DnsCache } from './dns-cache';
 import type { ProxyOptions } from './proxy-router';
@@ -192,36 +188,6 @@ export interface FetchResult {
   /** Epoch ms. */
   startedAt: number;
   endedAt: number;
-  /**
-   * Set by the browser fetcher (src/browser/browser-fetcher.ts) on a page it
-   * rendered: the DOM after the page's scripts ran, which link extraction
-   * and the handler read. Everything else here (the body above included)
-   * stays the document as the server sent it, which is what the WARC holds.
-   */
-  rendered?: RenderedDocument;
-}
-
-/** What rendering made of a page (docs/rendering.md). */
-export interface RenderedDocument {
-  /** The serialized DOM of the main frame; null when rendering failed (the page keeps its HTTP body). */
-  html: string | null;
-  /** The page's URL when its DOM was taken (the History API may have changed it; same origin). */
-  url: string;
-  /** quiet: `load`, then browser.quietMs without a request in flight and the page's thread idle; deadline: browser.pageTimeoutMs came first; failed: see `error`. */
-  done: 'quiet' | 'deadline' | 'failed';
-  /** From the navigation to the DOM taken. */
-  ms: number;
-  /** Requests of the page answered from the network (the document excluded), each archived. */
-  requests: number;
-  error?: { code: string; message: string };
-  /** render: auto: why this page was rendered (src/browser/adaptive.ts); absent under render: browser, which renders every page. */
-  reason?: RenderReason;
-  /** The DOM of the page's other frames, each with the URL its links resolve against (src/browser/frames.ts; bounded). */
-  frames?: FrameDocument[];
-  /** browser.scroll: how far the page was scrolled and why it stopped (src/browser/scroll.ts). */
-  scroll?: ScrollReport;
-  /** The handler's onRender, when the page had one: how it ended and what it returned (merged with onPage's in the classify stage). */
-  hook?: RenderHookRun;
 }
 
 export interface HttpClient {

@@ -12,7 +12,7 @@ import { BrowserPool, type RestartReason } from '../../src/browser/browser-pool'
 import { browserFetcher, type RenderSettings } from '../../src/browser/browser-fetcher';
 import { hasArg, processTree } from '../../src/browser/process-memory';
 import type { Fetcher } from '../../src/http/fetcher';
-import type { RenderedDocument } from '../../src/http/http-types';
+import type { RenderedDocument } from '../../src/browser/page-fetcher';
 import { fakeResponse } from '../support/fake-response';
 import { findOrInstallChromium } from '../support/browser';
 

@@ -1,8 +1,9 @@
-// A response as the HTTP client hands it out, for the page pipeline's unit
-// tests: the stages take plain data, so a fetch is a value, not a server.
-import type { FetchResult } from '../../src/http/http-types';
+// A response as the HTTP client hands it out (with the DOM a browser
+// rendered, when a test gives one), for the page pipeline's unit tests: the
+// stages take plain data, so a fetch is a value, not a server.
+import type { PageResponse } from '../../src/browser/page-fetcher';
 
-export function fakeResponse(url: string, over: Partial<FetchResult> & { html?: string } = {}): FetchResult {
+export function fakeResponse(url: string, over: Partial<PageResponse> & { html?: string } = {}): PageResponse {
   const { html, ...rest } = over;
   const body = Buffer.from(html ?? '');
   return {

@@ -4,17 +4,17 @@
 import { fetchStage, type FetchStageDeps, type FetchStageInput } from '../../activities/pipeline/fetch-stage';
 import { PAGE_RETRY } from '../../src/config/retry-policy';
 import { FetchError } from '../../src/http/fetch-error';
-import type { FetchOutcome, FetchRequest } from '../../src/http/fetcher';
+import type { PageOutcome, PageRequest } from '../../src/browser/page-fetcher';
 import { fakeResponse } from '../support/fake-response';
 
 const URL_ = 'https://a.test/page';
 
 function setup(
-  answer: FetchOutcome | (() => FetchOutcome),
+  answer: PageOutcome | (() => PageOutcome),
   over: Partial<FetchStageInput> = {},
   budget: { hostRequests: number; campaignLeft: boolean; embedsLeft?: boolean } = { hostRequests: 0, campaignLeft: true },
 ) {
-  const requests: FetchRequest[] = [];
+  const requests: PageRequest[] = [];
   const deps: FetchStageDeps = {
     fetcher: {
       fetch: async (req) => {
@@ -41,7 +41,7 @@ function setup(
   };
   return { run: () => fetchStage(input, deps), requests };
 }
-const ok = (status = 200, headers: Record<string, string> = {}): FetchOutcome => ({ ok: true, response: fakeResponse(URL_, { status, headers }) });
+const ok = (status = 200, headers: Record<string, string> = {}): PageOutcome => ({ ok: true, response: fakeResponse(URL_, { status, headers }) });
 
 test('a response is handed on, the host quiet for its delay after it', async () => {
   const s = setup(ok(), { headers: { 'if-none-match': '"x"' } });
@@ -77,7 +77,7 @@ test("embeds count against their own budget, never the pages': spent, the embed 
 });
 
 test('a retryable network failure is retried up to fetch.maxRetries, then fails the URL', async () => {
-  const reset: FetchOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
+  const reset: PageOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
   const first = await setup(reset, { attempt: 1 }).run();
   expect(first).toMatchObject({ kind: 'retry', hostPauseMs: 1_000, status: null, code: 'CONNECTION_RESET' });
   expect(first.kind === 'retry' && first.waitMs).toBeGreaterThanOrEqual(1_000);
@@ -85,7 +85,7 @@ test('a retryable network failure is retried up to fetch.maxRetries, then fails 
 });
 
 test('a refused address is a failure with no request sent', async () => {
-  const refused: FetchOutcome = { ok: false, failure: new FetchError('ADDRESS_REFUSED', URL_) };
+  const refused: PageOutcome = { ok: false, failure: new FetchError('ADDRESS_REFUSED', URL_) };
   expect(await setup(refused).run()).toMatchObject({ kind: 'failed', outcome: 'refused', requested: false, error: { code: 'ADDRESS_REFUSED' } });
 });
 
@@ -105,11 +105,11 @@ test('a cancelled fetch is not a failure of the URL: it rethrows', async () => {
 });
 
 test("an address kept busy by the crawler's own requests (ADDRESS_BUSY) is the crawler pacing itself: as many extra attempts as a 429", async () => {
-  const busy: FetchOutcome = { ok: false, failure: new FetchError('ADDRESS_BUSY', URL_) };
+  const busy: PageOutcome = { ok: false, failure: new FetchError('ADDRESS_BUSY', URL_) };
   // Past fetch.maxRetries (2), still retried.
   expect(await setup(busy, { attempt: 2 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'retry', code: 'ADDRESS_BUSY' });
   expect(await setup(busy, { attempt: 3 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'failed', error: { code: 'ADDRESS_BUSY' } });
   // Any other network failure is past its attempts at the same point.
-  const reset: FetchOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
+  const reset: PageOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
   expect(await setup(reset, { attempt: 2 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'failed' });
 });

@@ -17,7 +17,8 @@ import {
 import { adaptiveFetcher } from '../../src/browser/adaptive-fetcher';
 import { sealLines } from '../../src/cli/commands/crawl';
 import type { FetchRequest } from '../../src/http/fetcher';
-import type { FetchResult, RenderedDocument } from '../../src/http/http-types';
+import type { FetchResult } from '../../src/http/http-types';
+import type { RenderedDocument } from '../../src/browser/page-fetcher';
 import { renderTag } from '../../src/storage/seal';
 
 const o = { samples: 3, recheckEvery: 20 };
