@@ -24,6 +24,7 @@ import { parseHeaderEntries } from '../src/http/header-rules';
 import { loadProxyFiles } from '../src/http/proxies';
 import { RedisProxyHealth } from '../src/redis/proxy-health';
 import { CookieJars } from '../src/http/cookie-jar';
+import { RedisCookieStore } from '../src/redis/cookie-store';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { BrowserPool } from '../src/browser/browser-pool';
 
@@ -201,7 +202,10 @@ export class WorkerRuntime {
     // Read here, like a handler is loaded: the lists (and their passwords) never leave the workers.
     const proxyList = f.proxyFiles.length > 0 ? await loadProxyFiles(f.proxyFiles) : [];
     // The file is read here, by the worker: its cookies never travel in the campaign input.
-    const cookies = settings.cookies === 'on' ? new CookieJars(this.deps.redis, campaignKey, settings.cookiesFile ? await readCookiesFile(settings.cookiesFile) : []) : null;
+    const cookies =
+      settings.cookies === 'on'
+        ? new CookieJars(new RedisCookieStore(this.deps.redis, campaignKey), settings.cookiesFile ? await readCookiesFile(settings.cookiesFile) : [])
+        : null;
     return {
       key: campaignKey,
       // Settings are saved before the control version that announces them,

@@ -5,17 +5,15 @@
 // tough-cookie's; what is ours is where the cookies live and how much a
 // site may put there.
 //
-// Where: one Redis HASH per campaign and registrable domain (eTLD+1),
-// field [domain, path, name] → the cookie as tough-cookie's JSON. That is
+// Where: a CookieStore, one jar per campaign and registrable domain
+// (eTLD+1), field [domain, path, name] → the cookie as tough-cookie's JSON;
+// the crawler's is a Redis HASH per jar (src/redis/cookie-store.ts). That is
 // the largest unit a cookie can be shared in (Domain=example.com set by
 // www.example.com goes to shop.example.com too, and no Domain attribute
 // may name a public suffix), so every cookie a request may carry is in the
 // one jar its host belongs to; tough-cookie's matching keeps host-only
 // cookies to their host inside it. Cookies ignore ports (RFC 6265 §8.5), so
-// the jar is named by the host name without one. The key is in the host
-// family of the registrable domain (`{campaignKey|example.com}`): one slot,
-// so a transaction on it runs on Redis Cluster, and the campaign's
-// retention and purge reach it (src/redis/retention.ts).
+// the jar is named by the host name without one.
 //
 // How: the jar is read before each request and what the response set is
 // written before the fetch returns, one cookie a field. Nothing is kept in
@@ -32,8 +30,6 @@
 // recently set cookies (RFC 6265 §5.3 step 12 lets a user agent evict; the
 // expired go first).
 import { Cookie, CookieJar, MemoryCookieStore } from 'tough-cookie';
-import { cookieJarKey } from '../redis/keys';
-import type { RedisLike } from '../redis/scripts';
 import { registrableDomain } from '../url/scope';
 import type { Fetcher } from './fetcher';
 
@@ -41,12 +37,27 @@ import type { Fetcher } from './fetcher';
 export const MAX_COOKIE_BYTES = 4096;
 /** Cookies one jar (a registrable domain) keeps: about what browsers keep per site. */
 export const MAX_JAR_COOKIES = 150;
-/** Bytes one jar keeps in Redis (field names and JSON together). */
+/** Bytes one jar keeps in its store (field names and JSON together). */
 export const MAX_JAR_BYTES = 64 * 1024;
 /** Set-Cookie headers of one response read; the rest are ignored. */
 export const MAX_SET_COOKIES_PER_RESPONSE = MAX_JAR_COOKIES;
 
-/** Hash field marking a jar as seeded from the campaign's cookies file (not a cookie: cookie fields are JSON arrays). */
+/**
+ * Where the campaign's jars live, each a map of field → value, named by
+ * any host whose cookies it holds (the store finds the jar of its
+ * registrable domain: cookieJarDomain). Every write is one transaction: a
+ * crash leaves a jar as before it or after it, never half.
+ */
+export interface CookieStore {
+  /** Every field of `host`'s jar, as stored now. */
+  read(host: string): Promise<Record<string, string>>;
+  /** Seeding: each of `fields` set only where the jar has no such field yet, and `mark` set, in one transaction. */
+  seed(host: string, fields: [string, string][], mark: [string, string]): Promise<void>;
+  /** `sets` written and `deletes` removed, in one transaction; rejects when the store refused any of them. */
+  write(host: string, sets: [string, string][], deletes: string[]): Promise<void>;
+}
+
+/** Field marking a jar as seeded from the campaign's cookies file (not a cookie: cookie fields are JSON arrays). */
 const IMPORTED_FIELD = '!imported';
 
 /** The registrable domain a host's cookies live under (port dropped, IP addresses and single labels as they are). */
@@ -83,13 +94,12 @@ const expired = (c: Cookie, now: number): boolean => {
   return t !== undefined && t <= now;
 };
 
-/** The campaign's jars, one per registrable domain, in Redis. `imported`: the campaign's cookies file, seeded into each jar on first use. */
+/** The campaign's jars, one per registrable domain, in its store. `imported`: the campaign's cookies file, seeded into each jar on first use. */
 export class CookieJars {
   private readonly imported = new Map<string, Cookie[]>();
 
   constructor(
-    private readonly redis: RedisLike,
-    private readonly campaignKey: string,
+    private readonly store: CookieStore,
     imported: Cookie[] = [],
   ) {
     for (const c of imported) {
@@ -99,28 +109,28 @@ export class CookieJars {
     }
   }
 
-  /** The jar for a request to `url`, as Redis holds it now (seeded from the cookies file on its first use). */
+  /** The jar for a request to `url`, as its store holds it now (seeded from the cookies file on its first use). */
   async open(url: string): Promise<LoadedJar> {
     const host = new URL(url).hostname;
-    const key = cookieJarKey(this.campaignKey, host);
-    let stored = await this.redis.hgetall(key);
+    let stored = await this.store.read(host);
     const seeds = this.imported.get(cookieJarDomain(host));
     if (seeds && stored[IMPORTED_FIELD] === undefined) {
-      // HSETNX: a cookie a response already set is newer than the file's; the
-      // mark makes a cookie the site deleted since stay deleted.
-      const tx = this.redis.multi();
-      for (const c of seeds) tx.hsetnx(key, fieldOf(c), JSON.stringify(c.toJSON()));
-      tx.hset(key, IMPORTED_FIELD, '1');
-      await tx.exec();
-      stored = await this.redis.hgetall(key);
+      // Only where unset: a cookie a response already set is newer than the
+      // file's; the mark makes a cookie the site deleted since stay deleted.
+      await this.store.seed(
+        host,
+        seeds.map((c) => [fieldOf(c), JSON.stringify(c.toJSON())]),
+        [IMPORTED_FIELD, '1'],
+      );
+      stored = await this.store.read(host);
     }
-    const store = new MemoryCookieStore();
+    const memory = new MemoryCookieStore();
     const now = Date.now();
     const stale: string[] = [];
     const ages = new Map<string, { at: number; bytes: number }>();
     // Cookies of equal path length go out oldest first (RFC 6265 §5.4), and tough-cookie breaks
     // a tie of creation times by the order the Cookie objects were made in: so they are made
-    // in order of creation, then of field, whatever order Redis lists them in.
+    // in order of creation, then of field, whatever order the store lists them in.
     const entries = Object.entries(stored)
       .filter(([field]) => field !== IMPORTED_FIELD)
       .map(([field, json]) => ({ field, json, raw: parseJson(json) }))
@@ -131,10 +141,10 @@ export class CookieJars {
         stale.push(field);
         continue;
       }
-      await store.putCookie(c);
+      await memory.putCookie(c);
       ages.set(field, { at: lastSet(c), bytes: field.length + json.length });
     }
-    return new LoadedJar(this.redis, key, new CookieJar(store, jarOptions), store, ages, stale);
+    return new LoadedJar(this.store, host, new CookieJar(memory, jarOptions), memory, ages, stale);
   }
 }
 
@@ -157,10 +167,11 @@ const lastSet = (c: Cookie): number => (c.lastAccessed instanceof Date ? c.lastA
 /** One request's view of a jar: the Cookie header to send, then what the response set. */
 export class LoadedJar {
   constructor(
-    private readonly redis: RedisLike,
-    private readonly key: string,
+    private readonly store: CookieStore,
+    /** The host of the request: its jar in the store. */
+    private readonly host: string,
     private readonly jar: CookieJar,
-    private readonly store: MemoryCookieStore,
+    private readonly memory: MemoryCookieStore,
     /** Field → when its cookie was last set and what it costs: what eviction goes by. */
     private readonly ages: Map<string, { at: number; bytes: number }>,
     /** Fields of cookies found expired or unreadable: deleted with the next write. */
@@ -197,7 +208,7 @@ export class LoadedJar {
       const field = fieldOf(set);
       if (expired(set, now)) {
         // An expiry in the past is how a server deletes a cookie.
-        await this.store.removeCookie(set.domain!, set.path!, set.key);
+        await this.memory.removeCookie(set.domain!, set.path!, set.key);
         this.ages.delete(field);
         writes.set(field, null);
         continue;
@@ -208,7 +219,7 @@ export class LoadedJar {
     }
     for (const field of this.evictions()) {
       const [domain, path, key] = JSON.parse(field) as [string, string, string];
-      await this.store.removeCookie(domain, path, key);
+      await this.memory.removeCookie(domain, path, key);
       this.ages.delete(field);
       writes.set(field, null);
     }
@@ -216,13 +227,9 @@ export class LoadedJar {
     this.stale.length = 0;
     if (writes.size === 0) return 0;
     // One transaction: a crash leaves the jar as before the response or after it, never half.
-    const tx = this.redis.multi();
-    const sets = [...writes].filter((w): w is [string, string] => w[1] !== null).flat();
+    const sets = [...writes].filter((w): w is [string, string] => w[1] !== null);
     const dels = [...writes].filter(([, v]) => v === null).map(([f]) => f);
-    if (sets.length > 0) tx.hset(this.key, ...sets);
-    if (dels.length > 0) tx.hdel(this.key, ...dels);
-    const results = await tx.exec();
-    for (const [err] of results ?? []) if (err) throw err;
+    await this.store.write(this.host, sets, dels);
     return writes.size;
   }
 

@@ -8,7 +8,7 @@
 // only through an enqueue that then marks the host ready (or finds it
 // active), a dispatched host gets a record, a host given up is listed, and
 // a host only a rendered page's requests reached is listed in pageHosts.
-// Cookie jars ({campaignKey|registrable domain}, src/http/cookie-jar.ts) are
+// Cookie jars ({campaignKey|registrable domain}, cookie-store.ts) are
 // named by a host's registrable domain, not always a host of the campaign:
 // each host's jar is expired beside its keys.
 // Host clocks and the robots.txt cache ({host}) are shared by all campaigns

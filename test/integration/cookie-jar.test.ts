@@ -7,6 +7,7 @@ import { Cookie } from 'tough-cookie';
 import { CookieJars, cookieFetcher, MAX_COOKIE_BYTES, MAX_JAR_BYTES, MAX_JAR_COOKIES, setCookieLines } from '../../src/http/cookie-jar';
 import type { Fetcher, FetchRequest } from '../../src/http/fetcher';
 import { createRedis } from '../../src/redis/client';
+import { RedisCookieStore } from '../../src/redis/cookie-store';
 import { campaignKeys, cookieJarKey } from '../../src/redis/keys';
 import { expireCampaign, purgeCampaign } from '../../src/redis/retention';
 import type { RedisLike } from '../../src/redis/scripts';
@@ -31,7 +32,7 @@ async function respond(jars: CookieJars, url: string, ...setCookies: string[]): 
 }
 
 test('a cookie goes back to the host that set it, on its path, and a Domain cookie to the sibling hosts as well', async () => {
-  const jars = new CookieJars(redis, campaign());
+  const jars = new CookieJars(new RedisCookieStore(redis, campaign()));
   await respond(jars, 'http://www.shop.test/', 'host=1', 'wide=2; Domain=shop.test', 'deep=3; Path=/account');
   expect(await sent(jars, 'http://www.shop.test/page')).toBe('host=1; wide=2');
   // Path=/account: sent there and below it, longest path first (RFC 6265 §5.4).
@@ -44,7 +45,7 @@ test('a cookie goes back to the host that set it, on its path, and a Domain cook
 });
 
 test('a Domain naming a public suffix or another site is refused; a Secure cookie never goes over plain http', async () => {
-  const jars = new CookieJars(redis, campaign());
+  const jars = new CookieJars(new RedisCookieStore(redis, campaign()));
   await respond(jars, 'https://www.example.co.uk/', 'suffix=1; Domain=co.uk', 'elsewhere=2; Domain=other.co.uk', 'safe=3; Secure');
   expect(await sent(jars, 'https://www.example.co.uk/')).toBe('safe=3');
   expect(await sent(jars, 'http://www.example.co.uk/')).toBeNull();
@@ -53,7 +54,7 @@ test('a Domain naming a public suffix or another site is refused; a Secure cooki
 
 test('an expiry in the past or Max-Age=0 deletes the cookie; a Max-Age is kept as the moment it ends', async () => {
   const ck = campaign();
-  const jars = new CookieJars(redis, ck);
+  const jars = new CookieJars(new RedisCookieStore(redis, ck));
   await respond(jars, 'http://a.test/', 'gone=1', 'also=2', 'timed=3; Max-Age=3600');
   await respond(jars, 'http://a.test/', 'gone=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT', 'also=x; Max-Age=0');
   expect(await sent(jars, 'http://a.test/')).toBe('timed=3');
@@ -67,7 +68,7 @@ test('an expiry in the past or Max-Age=0 deletes the cookie; a Max-Age is kept a
 
 test('a cookie that has expired in Redis is not sent, and goes with the next write', async () => {
   const ck = campaign();
-  const jars = new CookieJars(redis, ck);
+  const jars = new CookieJars(new RedisCookieStore(redis, ck));
   await respond(jars, 'http://b.test/', 'live=1', `old=2; Expires=${new Date(Date.now() + 60_000).toUTCString()}`);
   // Its time has come (written as a worker of an hour later would find it).
   const key = cookieJarKey(ck, 'b.test');
@@ -81,14 +82,14 @@ test('a cookie that has expired in Redis is not sent, and goes with the next wri
 
 test('the jar lives in Redis: another worker (a new CookieJars) sends what the last response set', async () => {
   const ck = campaign();
-  await respond(new CookieJars(redis, ck), 'http://c.test/', 'session=first');
-  await respond(new CookieJars(redis, ck), 'http://c.test/', 'session=second');
-  expect(await sent(new CookieJars(redis, ck), 'http://c.test/x')).toBe('session=second');
+  await respond(new CookieJars(new RedisCookieStore(redis, ck)), 'http://c.test/', 'session=first');
+  await respond(new CookieJars(new RedisCookieStore(redis, ck)), 'http://c.test/', 'session=second');
+  expect(await sent(new CookieJars(new RedisCookieStore(redis, ck)), 'http://c.test/x')).toBe('session=second');
 });
 
 test('a site setting thousands of cookies keeps at most the jar bound, the most recently set; an oversized cookie is ignored', async () => {
   const ck = campaign();
-  const jars = new CookieJars(redis, ck);
+  const jars = new CookieJars(new RedisCookieStore(redis, ck));
   for (let batch = 0; batch < 4; batch++) {
     const lines = Array.from({ length: 100 }, (_, i) => `c${batch * 100 + i}=v`);
     await respond(jars, 'http://flood.test/', ...lines);
@@ -118,13 +119,13 @@ test('cookies of a cookies.txt seed the jar once: a cookie the site deletes stay
     new Cookie({ key: 'sid', value: 'from-file', domain: 'members.test', path: '/', hostOnly: false }),
     new Cookie({ key: 'pref', value: 'dark', domain: 'www.members.test', path: '/', hostOnly: true }),
   ];
-  const jars = new CookieJars(redis, ck, file);
+  const jars = new CookieJars(new RedisCookieStore(redis, ck), file);
   expect(await sent(jars, 'http://www.members.test/')).toBe('sid=from-file; pref=dark');
   expect(await sent(jars, 'http://forum.members.test/')).toBe('sid=from-file');
   expect(await sent(jars, 'http://else.test/')).toBeNull();
   await respond(jars, 'http://www.members.test/logout', 'sid=; Domain=members.test; Max-Age=0');
   // Another worker with the same file: the jar was seeded already.
-  expect(await sent(new CookieJars(redis, ck, file), 'http://www.members.test/')).toBe('pref=dark');
+  expect(await sent(new CookieJars(new RedisCookieStore(redis, ck), file), 'http://www.members.test/')).toBe('pref=dark');
 });
 
 test('several Set-Cookie headers come apart whole, commas of an Expires included', () => {
@@ -133,7 +134,7 @@ test('several Set-Cookie headers come apart whole, commas of an Expires included
 });
 
 test('the cookie fetcher sends the jar through the request headers and keeps what a redirect sets', async () => {
-  const jars = new CookieJars(redis, campaign());
+  const jars = new CookieJars(new RedisCookieStore(redis, campaign()));
   const seen: FetchRequest[] = [];
   const inner: Fetcher = {
     fetch(request) {
@@ -153,7 +154,7 @@ test('the cookie fetcher sends the jar through the request headers and keeps wha
 
 test("the jar's key goes with the campaign's: a retention expires it, a purge deletes it", async () => {
   const ck = campaign();
-  const jars = new CookieJars(redis, ck);
+  const jars = new CookieJars(new RedisCookieStore(redis, ck));
   // Hosts the campaign knows; their jar is their registrable domain's.
   await redis.hset(campaignKeys(ck).hosts, 'www.kept.test', '{}', 'cdn.kept.test:8080', '{}');
   await respond(jars, 'http://www.kept.test/', 'a=1');
