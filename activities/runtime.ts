@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { createLogger, type Logger } from '../src/log/logger';
 import type { CrawlMetrics } from '../src/metrics/crawl-metrics';
 import type { CampaignSettings } from '../src/config/campaign';
+import { sharedDnsCache, type DnsCache } from '../src/http/dns-cache';
 import { createHttpClient } from '../src/http/http-client';
 import type { HttpClient } from '../src/http/http-types';
 import { parseResolveEntries, type ResolveOverrides } from '../src/http/resolve-overrides';
@@ -42,6 +43,8 @@ export interface ActivityDeps {
   chromium?: () => Promise<string>;
   /** Why this worker could not render (no Chromium, none installable), or null: checked when an operator steers a host to rendering. */
   chromiumProblem?: () => string | null;
+  /** Where this worker's connections resolve names (the worker's names its hosts file); absent: the process's cache of the system's hosts file. */
+  dnsCache?: DnsCache;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;
@@ -112,8 +115,11 @@ export class WorkerRuntime {
   readonly browsers: BrowserPool;
   /** Each campaign's share of this worker's local first sessions while campaigns share it. */
   readonly localShare: LocalSessionShare;
+  /** Shared by every campaign's HTTP client and politeness keys (`ip` mode looks up what the fetches will dial). */
+  readonly dnsCache: DnsCache;
 
   constructor(readonly deps: ActivityDeps) {
+    this.dnsCache = deps.dnsCache ?? sharedDnsCache();
     this.robots = new RobotsStore(deps.redis);
     this.localShare = new LocalSessionShare(deps.localSessionSlots ?? null);
     this.log = deps.log ?? createLogger({ level: 'silent' });
@@ -216,7 +222,7 @@ export class WorkerRuntime {
       inScope: seedListScope(this.deps.redis, campaignKey, settings, scope),
       urlRules: compileUrlRules(settings.scope),
       resolve,
-      clockKeys: new PolitenessKeys(settings.politeness.key, resolve),
+      clockKeys: new PolitenessKeys(settings.politeness.key, resolve, { dnsCache: this.dnsCache }),
       cookies,
       credentials,
       http: createHttpClient({
@@ -230,6 +236,7 @@ export class WorkerRuntime {
         maxRedirects: f.maxRedirects,
         refusePrivateAddresses: f.refusePrivateAddresses,
         allowAddresses: f.allowAddresses,
+        dnsCache: this.dnsCache,
         // Shared by every worker through Redis; idle connections are capped per process.
         addressGate: perAddress === null ? undefined : new AddressSlots(this.deps.redis, { limit: perAddress, leaseMs: f.totalTimeoutMs + ADDRESS_LEASE_SLACK_MS }),
         keepAliveOriginsPerAddress: perAddress,

@@ -28,7 +28,6 @@
 import * as dns from 'node:dns';
 import { promises as fsp } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
-import { processSetting } from '../config/env';
 
 /** The part of dns.promises.Resolver the cache uses (tests point one at a DNS server on loopback). */
 export interface DnsResolver {
@@ -41,7 +40,7 @@ export interface DnsCacheOptions {
   resolver?: DnsResolver;
   /**
    * A hosts file (`/etc/hosts` format) asked before anything else; null =
-   * none. The shared cache uses CRAWLER_HOSTS_FILE (default /etc/hosts).
+   * none. A worker's shared cache reads CRAWLER_HOSTS_FILE (src/worker/crawler-worker.ts).
    */
   hostsFile?: string | null;
   /** How often the hosts file is checked for changes (by its size and modification time). Default 5 s. */
@@ -315,10 +314,18 @@ function notFound(hostname: string, code: 'ENOTFOUND' | 'ENODATA'): NodeJS.Errno
   return Object.assign(new Error(`getaddrinfo ${code} ${hostname}`), { code, hostname, syscall: 'getaddrinfo' });
 }
 
-let shared: DnsCache | null = null;
+/** The hosts file a cache reads unless its builder names another: the system's (CRAWLER_HOSTS_FILE's default too). */
+export const SYSTEM_HOSTS_FILE = '/etc/hosts';
 
-/** The process's cache: every HTTP client (every campaign) of a worker shares its answers. */
-export function sharedDnsCache(): DnsCache {
-  shared ??= new DnsCache({ hostsFile: processSetting('hostsFile') });
-  return shared;
+const shared = new Map<string | null, DnsCache>();
+
+/**
+ * The process's cache over `hostsFile`: every HTTP client (every campaign)
+ * of a worker shares its answers. One per hosts file, so whoever asks first
+ * does not decide the file for the others; a worker asks for one alone.
+ */
+export function sharedDnsCache(hostsFile: string | null = SYSTEM_HOSTS_FILE): DnsCache {
+  let cache = shared.get(hostsFile);
+  if (!cache) shared.set(hostsFile, (cache = new DnsCache({ hostsFile })));
+  return cache;
 }

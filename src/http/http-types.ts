@@ -56,8 +56,8 @@ export interface HttpClientOptions {
   lookup?: LookupFunction;
   /**
    * Where names without a pin are resolved when `lookup` is not given:
-   * default the process's shared cache (dns-cache.ts: queries on the event
-   * loop, answers kept for their TTL). The address policy applies to every
+   * default the process's shared cache of the system's hosts file
+   * (dns-cache.ts: queries on the event loop, answers kept for their TTL). The address policy applies to every
    * address it returns, cached or fresh, at every connection.
    */
   dnsCache?: DnsCache;

@@ -2,7 +2,7 @@
 // own; `domain` makes a whole registrable domain one "site" (a.example.com and
 // b.example.com together), and `ip` makes hosts that resolve to one address
 // share a clock, since they share the server that has to bear the load.
-import { sharedDnsCache } from '../http/dns-cache';
+import { sharedDnsCache, type DnsCache } from '../http/dns-cache';
 import { findOverride, type ResolveOverrides } from '../http/resolve-overrides';
 import { registrableDomain } from '../url/scope';
 
@@ -14,6 +14,8 @@ const IP_CACHE_MS = 60_000;
 const IP_CACHE_MAX = 50_000;
 
 export interface PolitenessKeysOptions {
+  /** The cache the fetches resolve names with (default the process's cache of the system's hosts file): `ip` mode keys a host by the address they will dial. */
+  dnsCache?: DnsCache;
   /** Bound on hosts kept (default IP_CACHE_MAX). */
   maxEntries?: number;
   /** The clock, for tests. */
@@ -29,6 +31,7 @@ export class PolitenessKeys {
   private readonly ips = new Map<string, { at: number; key: Promise<string> }>();
   private readonly maxEntries: number;
   private readonly now: () => number;
+  private readonly dns: DnsCache;
 
   constructor(
     private readonly mode: PolitenessKeyMode,
@@ -37,6 +40,7 @@ export class PolitenessKeys {
   ) {
     this.maxEntries = opts.maxEntries ?? IP_CACHE_MAX;
     this.now = opts.now ?? Date.now;
+    this.dns = opts.dnsCache ?? sharedDnsCache();
   }
 
   /** Hosts whose address is cached now (ip mode). */
@@ -86,7 +90,7 @@ export class PolitenessKeys {
     if (/^[\d.]+$/.test(hostname) || hostname.includes(':')) return hostname;
     // The cache the fetches use: no thread-pool lookup, and the address the
     // fetch will dial first.
-    const [first] = await sharedDnsCache().resolve(hostname);
+    const [first] = await this.dns.resolve(hostname);
     if (!first) throw new Error('no address');
     return first.address;
   }

@@ -12,6 +12,7 @@ import { createActivities, WorkerRuntime } from '../../activities';
 import { processSettings, type ProcessSettings } from '../config/env';
 import { SESSION_HEARTBEAT } from '../config/retry-policy';
 import { createRedis } from '../redis/client';
+import { sharedDnsCache } from '../http/dns-cache';
 import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
@@ -52,6 +53,8 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     temporal,
     eagerStart: true,
     localSessionSlots: cfg.activitySlots,
+    // Every name this worker's connections resolve: the hosts file first.
+    dnsCache: sharedDnsCache(cfg.hostsFile),
     metrics,
     log,
     chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }),

@@ -5,7 +5,7 @@ import type { LookupAddress } from 'node:dns';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { LookupFunction } from 'node:net';
-import { DnsCache, type DnsCacheOptions } from '../../src/http/dns-cache';
+import { DnsCache, SYSTEM_HOSTS_FILE, sharedDnsCache, type DnsCacheOptions } from '../../src/http/dns-cache';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { tempDirs } from '../support/temp-dirs';
 
@@ -214,6 +214,18 @@ describe('the hosts file', () => {
   test('a missing hosts file lists nothing', async () => {
     const cache = cacheWith({ hostsFile: path.join(dirs(), 'absent') });
     expect(await cache.resolve('site.test')).toHaveLength(3);
+  });
+
+  test("the process's shared cache reads the hosts file its builder names, one cache per file", async () => {
+    const file = hostsFile('192.0.2.95 shared-listed.test\n');
+    const cache = sharedDnsCache(file);
+    expect(await cache.resolve('shared-listed.test')).toEqual([{ address: '192.0.2.95', family: 4 }]);
+    expect(sharedDnsCache(file)).toBe(cache);
+    // Another file (or the system's, the default) is another cache: the first to ask does not choose for the rest.
+    const other = hostsFile('192.0.2.96 shared-listed.test\n');
+    expect(await sharedDnsCache(other).resolve('shared-listed.test')).toEqual([{ address: '192.0.2.96', family: 4 }]);
+    expect(sharedDnsCache()).not.toBe(cache);
+    expect(sharedDnsCache()).toBe(sharedDnsCache(SYSTEM_HOSTS_FILE));
   });
 });
 
