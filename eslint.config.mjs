@@ -5,8 +5,9 @@
 // replayed from history, so workflows/ may import only @temporalio/workflow,
 // @temporalio/common and pure modules. An import of node:fs, undici or a
 // Redis client there would fail at bundling, or worse, work until a replay.
-// Besides: no import reaches a layer above its own (LAYERS), and one idiom
-// per concern (errors, environment). test/unit/lint.test.ts checks that the
+// Besides: no import reaches a layer above its own (LAYERS), the HTTP layer
+// knows neither the browser nor Redis, and one idiom per concern (errors,
+// environment). test/unit/lint.test.ts checks that the
 // rules catch what they are for.
 import path from 'node:path';
 import { builtinModules } from 'node:module';
@@ -123,9 +124,18 @@ function relativeImportVisitors(context, check) {
  * before run time). workflows/ stands apart: the rules above keep it to pure
  * code (messages, IDs, status cards the client shows at start), which any
  * layer may use without pulling in I/O or an upper layer.
+ *
+ * `never`: folders a layer may not import even for types. The HTTP layer
+ * serves the browser and stores nothing itself: a page is the browser's
+ * type over its own (src/browser/page-fetcher.ts), and what it keeps
+ * (cookies, address slots) goes through an interface it declares, with
+ * Redis behind it in src/redis/. A type-only import would tie it to them
+ * all the same.
  */
+const LIBRARIES_ABOVE = ['src/stack/', 'src/worker/', 'src/cli/', 'activities/'];
 const LAYERS = [
-  { files: ['src/**/*.ts'], ignores: ['src/stack/**', 'src/worker/**', 'src/cli/**'], above: ['src/stack/', 'src/worker/', 'src/cli/', 'activities/'] },
+  { files: ['src/**/*.ts'], ignores: ['src/stack/**', 'src/worker/**', 'src/cli/**'], above: LIBRARIES_ABOVE },
+  { files: ['src/http/**/*.ts'], above: LIBRARIES_ABOVE, never: ['src/browser/', 'src/redis/'] },
   { files: ['src/stack/**/*.ts'], above: ['src/worker/', 'src/cli/', 'activities/'] },
   { files: ['activities/**/*.ts'], above: ['src/stack/', 'src/worker/', 'src/cli/'] },
   { files: ['src/worker/**/*.ts'], above: ['src/cli/'] },
@@ -135,15 +145,24 @@ const layeredImports = {
   meta: {
     type: 'problem',
     docs: { description: 'no import reaches a layer above its own' },
-    schema: [{ type: 'object', properties: { above: { type: 'array', items: { type: 'string' } } }, additionalProperties: false }],
+    schema: [
+      {
+        type: 'object',
+        properties: { above: { type: 'array', items: { type: 'string' } }, never: { type: 'array', items: { type: 'string' } } },
+        additionalProperties: false,
+      },
+    ],
     messages: {
       upward: "'{{source}}' ({{target}}) is in a layer above this file's: move what it needs down, or pass it in. Not from here: {{above}} (types aside).",
+      never:
+        "'{{source}}' ({{target}}) is a layer this file's must not know, not even for types: declare what it needs here and let the layer above supply it. Not from here: {{never}}.",
     },
   },
   create(context) {
-    const { above = [] } = context.options[0] ?? {};
+    const { above = [], never = [] } = context.options[0] ?? {};
     return relativeImportVisitors(context, (node, source, rel, typeOnly) => {
-      if (!typeOnly && matches(rel, above)) context.report({ node, messageId: 'upward', data: { source, target: rel, above: above.join(', ') } });
+      if (matches(rel, never)) context.report({ node, messageId: 'never', data: { source, target: rel, never: never.join(', ') } });
+      else if (!typeOnly && matches(rel, above)) context.report({ node, messageId: 'upward', data: { source, target: rel, above: above.join(', ') } });
     });
   },
 };
@@ -243,7 +262,7 @@ export default defineConfig(
     files: ['src/config/env.ts'],
     rules: { 'no-restricted-syntax': ['error', errorIdiom] },
   },
-  ...LAYERS.map(({ above, ...files }) => ({ ...files, rules: { 'crawler/layered-imports': ['error', { above }] } })),
+  ...LAYERS.map(({ above, never, ...files }) => ({ ...files, rules: { 'crawler/layered-imports': ['error', { above, ...(never ? { never } : {}) }] } })),
   {
     // The deterministic code: workflows/ and the pure src/ modules it imports.
     files: ['workflows/**/*.ts', ...PURE_SRC.map((p) => (p.endsWith('/') ? `${p}**/*.ts` : p))],

@@ -105,6 +105,13 @@ test('no import reaches a layer above its own, types aside; pure workflow code i
   expect(flagged('activities/imports-stack.ts')).toEqual(['2 crawler/layered-imports', '3 crawler/layered-imports']);
 });
 
+test('the HTTP layer imports nothing of the browser or Redis, types included; the rules of every library still hold in it', () => {
+  expect(flagged('src/http/imports-browser.ts')).toEqual(['3 crawler/layered-imports', '4 crawler/layered-imports', '5 crawler/layered-imports', '7 crawler/layered-imports']);
+  expect(findings('src/http/imports-browser.ts')[0].message).toContain('not even for types');
+  expect(findings('src/http/imports-browser.ts')[0].message).toContain('src/browser/page-fetcher');
+  expect(findings('src/http/imports-browser.ts')[3].message).toContain('a layer above');
+});
+
 test('environment variables are read in the settings table only; the whole environment may be handed on', () => {
   expect(flagged('src/stack/reads-env.ts')).toEqual(['5 no-restricted-syntax', '6 no-restricted-syntax', '7 no-restricted-syntax', '8 no-restricted-syntax']);
   expect(findings('src/stack/reads-env.ts')[0].message).toContain('src/config/env.ts');
