@@ -1,25 +1,26 @@
-// Two projects: unit tests need nothing running; integration tests share one
-// real Temporal dev server and one real Redis started by globalSetup.
+// Three projects: unit tests need nothing running; integration and acceptance
+// tests share one real Temporal dev server and one real Redis started by
+// globalSetup. `npm test` runs unit and integration (a contributor's check,
+// under 10 minutes on a 2-core machine); `npm run test:acceptance` runs the
+// long scenarios at full size (thousands of hosts, the hostile host, chaos,
+// a browser's life), and CI runs both (.ci/run).
 // Two test files at a time: most integration time is spent waiting on
 // crawl-delays and timers, and every file has its own task queue, test web
 // port and Redis keys, so they do not see each other.
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
+const stack = {
+  testEnvironment: 'node',
+  transform,
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+};
 module.exports = {
   maxWorkers: 2,
+  // The slowest files and tests, listed at the end of every run so that a regression shows in CI's output.
+  reporters: ['default', '<rootDir>/test/support/slowest-reporter.cjs'],
   projects: [
-    {
-      displayName: 'unit',
-      testEnvironment: 'node',
-      transform,
-      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
-    },
-    {
-      displayName: 'integration',
-      testEnvironment: 'node',
-      transform,
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/support/global-setup.ts',
-      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-    },
+    { displayName: 'unit', testEnvironment: 'node', transform, testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { displayName: 'integration', ...stack, testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { displayName: 'acceptance', ...stack, testMatch: ['<rootDir>/test/acceptance/**/*.test.ts'] },
   ],
 };

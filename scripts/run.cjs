@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The only entry point behind `npm run crawl`, `npm run crawler`, `npm test`,
-// `npm run test:cluster`, `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
+// `npm run test:acceptance`, `npm run test:cluster`, `npm run lint`, `npm run bench` and `npm run chaos`. Plain CommonJS with no dependencies, because on a fresh
 // clone node_modules does not exist yet: it installs them first, then hands
 // over to the TypeScript entry points (run with tsx's loader, so there is no
 // build step to forget; workers run a bundle built here on demand, see
@@ -102,16 +102,20 @@ function lint() {
 
 if (argv[0] === '--lint') {
   process.exit(lint() ? 0 : 1);
-} else if (argv[0] === '--test') {
-  // `npm test` (--test --lint-first) lints before the suites; `--test <file>` runs just the tests.
+} else if (argv[0] === '--test' || argv[0] === '--test-acceptance') {
+  // `npm test` (--test --lint-first) lints, then runs the unit and integration
+  // suites; `npm run test:acceptance` (--test-acceptance) the long scenarios
+  // (test/acceptance/); `--test <file>` runs just the tests it names, of any project.
   const lintFirst = argv[1] === '--lint-first';
   if (lintFirst && !lint()) process.exit(1);
+  const projects = argv[0] === '--test-acceptance' ? ['acceptance'] : lintFirst ? ['unit', 'integration'] : [];
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
   run(process.execPath, [
     path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
     '--config',
     path.join(root, 'jest.config.js'),
     '--forceExit',
+    ...(projects.length ? ['--selectProjects', ...projects] : []),
     ...argv.slice(lintFirst ? 2 : 1),
   ]);
 } else if (argv[0] === '--test-cluster') {

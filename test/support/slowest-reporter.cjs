@@ -1,0 +1,41 @@
+// A Jest reporter that ends every run with the slowest test files and tests,
+// so a suite that grows slower shows in CI's output the day it does
+// (`npm test` must stay under 10 minutes on a 2-core machine). Jest's own
+// reporter prints a file's time only beside its PASS line, scattered among
+// hundreds; this lists them in one place, slowest first. Plain CommonJS:
+// Jest loads reporters with require, before any transform.
+'use strict';
+
+const FILES = 12;
+const TESTS = 10;
+
+class SlowestReporter {
+  constructor(globalConfig, options = {}) {
+    this.rootDir = globalConfig.rootDir;
+    this.files = options.files ?? FILES;
+    this.tests = options.tests ?? TESTS;
+  }
+
+  onRunComplete(_contexts, results) {
+    const rel = (p) => (p.startsWith(this.rootDir) ? p.slice(this.rootDir.length + 1) : p);
+    const files = results.testResults
+      .map((r) => ({ path: rel(r.testFilePath), ms: r.perfStats.end - r.perfStats.start, tests: r.testResults.length }))
+      .filter((f) => Number.isFinite(f.ms) && f.ms > 0)
+      .sort((a, b) => b.ms - a.ms);
+    const tests = results.testResults.flatMap((r) => r.testResults.map((t) => ({ path: rel(r.testFilePath), name: t.fullName, ms: t.duration ?? 0 }))).sort((a, b) => b.ms - a.ms);
+    if (files.length === 0) return;
+    const total = (results.testResults.length && Date.now() - results.startTime) / 1000;
+    const sec = (ms) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
+    const lines = [
+      '',
+      `Slowest test files (wall time of the whole run: ${total.toFixed(0)} s, ${results.numTotalTests} tests in ${results.numTotalTestSuites} files):`,
+      ...files.slice(0, this.files).map((f) => `  ${sec(f.ms)}  ${f.path} (${f.tests} tests)`),
+      'Slowest tests:',
+      ...tests.slice(0, this.tests).map((t) => `  ${sec(t.ms)}  ${t.path}: ${t.name.slice(0, 120)}`),
+      '',
+    ];
+    process.stderr.write(`${lines.join('\n')}\n`);
+  }
+}
+
+module.exports = SlowestReporter;
