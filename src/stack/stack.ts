@@ -133,6 +133,18 @@ export function clientEndpoints(): { temporalAddress: string; redisUrl: string; 
   };
 }
 
+/**
+ * The Redis a client command reads when it needs one (`status`'s host table):
+ * REDIS_URL, else the embedded stack's or a running `cluster up`'s; null when
+ * none is named or running, rather than guessing the default port.
+ */
+export function clientRedisUrl(dirs: { stack?: string; cluster?: string } = {}): string | null {
+  const named = explicitSetting('redisUrl');
+  if (named) return named;
+  const state = readStackState(dirs.stack);
+  return state.redis?.url ?? runningClusterEndpoints(dirs.cluster)?.redisUrl ?? null;
+}
+
 export interface StartStackOptions {
   dataDir?: string;
   temporalPort?: number;

@@ -3,7 +3,7 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError, t
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal as proto } from '@temporalio/proto';
 import type { UpdateDefinition } from '@temporalio/common';
-import { clientEndpoints } from '../../stack/stack';
+import { clientEndpoints, clientRedisUrl } from '../../stack/stack';
 import { connectClient, TemporalUnavailableError } from '../../temporal/connect';
 import { SteeringError, validateHostRequest } from '../../config/steering';
 import {
@@ -21,7 +21,7 @@ import { CampaignHosts } from '../../redis/campaign-hosts';
 import { embedCounts } from '../../stats/counters';
 import { revisitTotals, type RevisitTotals } from '../../redis/revisit';
 import { createRedis } from '../../redis/client';
-import { explicitSetting, processSettings } from '../../config/env';
+import { processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
 
 export async function connectCli() {
@@ -124,7 +124,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
   }
   lines.push('');
   if (hosts === null) {
-    lines.push("(per-host table: set REDIS_URL to the campaign's Redis)");
+    lines.push("(per-host table: no Redis found; set REDIS_URL to the campaign's Redis)");
   } else {
     lines.push(['HOST', 'STATE', 'PAGES', 'FAILED', 'SKIPPED', 'FRONTIER', 'DELAY', 'WHY'].join('\t'));
     lines.push(...hosts.map((h) => [h.host, h.state, h.fetched, h.failed, h.skipped, h.frontier, `${h.delayMs} ms`, h.reason + renderNote(h) + revisitNote(h)].join('\t')));
@@ -150,7 +150,7 @@ function revisitNote(h: HostStatus): string {
  * revisit queue over every host; null when no Redis is named or it does not answer.
  */
 async function hostPage(campaignKey: string, page: number, revisit: boolean): Promise<{ hosts: HostStatus[]; revisits: RevisitTotals | null } | null> {
-  const url = explicitSetting('redisUrl');
+  const url = clientRedisUrl();
   if (!url) return null;
   const redis = createRedis(url);
   try {
@@ -198,7 +198,7 @@ export function noWorkerMessage(taskQueue: string, defaultTaskQueue: string, con
 export function registerCampaignControlCommands(program: Command): void {
   program
     .command('status <campaign>')
-    .description("show a campaign's progress, and its hosts most in need of attention first (REDIS_URL)")
+    .description("show a campaign's progress, and its hosts most in need of attention first (from REDIS_URL, or the running stack's Redis)")
     .option('--json', 'print the status as JSON')
     .option('--page <n>', 'page of the host table (50 hosts a page)', '1')
     .action(async (campaignId: string, opts: { json?: boolean; page: string }) => {
