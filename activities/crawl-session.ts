@@ -22,7 +22,7 @@ import { cookieFetcher } from '../src/http/cookie-jar';
 import { loadHandler } from '../src/handlers/loader';
 import { HostLogin, type ClockTurn } from './login';
 import { renderingFetcher } from './render';
-import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult } from './page';
+import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult, type Woke } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
 import type { RobotsVerdict } from './robots-verdict';
@@ -388,7 +388,7 @@ class HostSession {
       this.nudger.nudge();
       return this.stopped();
     }
-    if (job.wokenHosts.length > 0) await this.wake(job.wokenHosts, job.readied);
+    if (res.kind === 'done' && res.woke.hosts.length > 0) await this.wake(res.woke);
     this.lastUrl = res.url;
     this.lastStatus = res.status;
     if (res.kind === 'retry') {
@@ -428,14 +428,14 @@ class HostSession {
 
   private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots'], fetcher = f.fetcher): PageJob {
     const { campaign, frontier, host, signal } = this;
-    return { campaign, frontier, fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, wokenHosts: [], readied: 0, signal };
+    return { campaign, frontier, fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, signal };
   }
 
-  /** The page marked `hs` ready before its commit (`readied` of them became so). */
-  private async wake(hs: string[], readied: number): Promise<void> {
-    let marked = readied;
+  /** The page marked `woke.hosts` ready before its commit (`readied` of them became so). */
+  private async wake(woke: Woke): Promise<void> {
+    let marked = woke.readied;
     // A revisit host holding its slot may be asleep until its next due URL: wake it.
-    if (this.revisits) marked += await wakeSleepingHolders(this.rt, this.input.campaignKey, this.s.campaignId, hs);
+    if (this.revisits) marked += await wakeSleepingHolders(this.rt, this.input.campaignKey, this.s.campaignId, woke.hosts);
     if (marked > 0) this.nudger.nudge();
   }
 

@@ -55,26 +55,31 @@ export interface PageJob {
   delayMs: number;
   /** Robots rules for the host, null when robots.txt is not respected. */
   allowedByRobots: ((url: string) => boolean) | null;
-  /**
-   * Filled by the page: other hosts that got URLs and nobody consuming them.
-   * The page marks them ready itself, before its commit (a worker dying
-   * after the commit must not strand their URLs: the page is never routed
-   * again); `readied` counts those that became ready, so the session knows
-   * to nudge the campaign (and, revisiting, to wake sleeping holders).
-   */
-  wokenHosts: string[];
-  readied: number;
   signal: AbortSignal;
 }
 
 /**
+ * Other hosts a page's links reached with nobody consuming their frontier.
+ * The page marks them ready itself, before its commit (a worker dying after
+ * the commit must not strand their URLs: the page is never routed again);
+ * `readied` counts those that became ready, so the session knows to nudge
+ * the campaign (and, revisiting, to wake sleeping holders).
+ */
+export interface Woke {
+  hosts: string[];
+  readied: number;
+}
+
+const WOKE_NONE: Woke = { hosts: [], readied: 0 };
+
+/**
  * What became of a page. `done`: committed (index line, counters, its
- * same-host links). `retry`: a transient
+ * same-host links), with the hosts it woke. `retry`: a transient
  * failure; the URL stays claimed and the session waits `waitMs` before its
  * next attempt. `budget`: the campaign's page budget is spent.
  */
 export type PageResult =
-  ({ kind: 'done' } & Outcome) | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string } | { kind: 'budget'; url: string };
+  ({ kind: 'done'; woke: Woke } & Outcome) | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string } | { kind: 'budget'; url: string };
 
 /** The fetch stage's result with the attempt it belongs to: what the session hands back to processPage once it has settled the clock. */
 export interface FetchedPage {
@@ -174,9 +179,9 @@ async function respond(
       return done(job, await commit({ outcome: OUTCOME.skippedContentType, counted: 'fetched', requested: true, fields: classified.common }));
     case 'page': {
       if (attempt.schedule) await hintSitemapRevisits(rt, job, classified.sitemapHints);
-      const routed = await route(rt, job, classified.candidates, hostRequests);
+      const { routed, woke } = await route(rt, job, classified.candidates, hostRequests);
       const stored = await store(rt, job, attempt, res, classified);
-      return done(job, await commit(pageRecord(job, attempt, res, classified, routed, stored)));
+      return done(job, await commit(pageRecord(job, attempt, res, classified, routed, stored)), woke);
     }
   }
 }
@@ -249,15 +254,16 @@ async function hintSitemapRevisits(rt: WorkerRuntime, job: PageJob, listed: { ur
 
 /**
  * The page's candidates through depth, scope and trap rules: other hosts'
- * URLs are enqueued now (the hosts nobody is consuming go into
- * job.wokenHosts, for the session to mark ready), its own come back for
- * the commit.
+ * URLs are enqueued now and the hosts nobody is consuming marked ready here,
+ * before the commit (`woke`, for the session to nudge and wake); its own
+ * links come back for the commit.
  */
-async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<Routed> {
+async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<{ routed: Routed; woke: Woke }> {
   const max = job.campaign.settings.budgets.maxPagesPerHost;
   const ownHostBudgetLeft = max === null ? undefined : max - (hostRequests ?? 0) - 1;
   // A page's links (its own and its handler's) are capped; a sitemap's are held by the per-host frontier bound instead.
   const maxLinks = (job.entry.kind ?? 'page') === 'page' ? job.campaign.settings.budgets.maxLinksPerPage : undefined;
+  let woke = WOKE_NONE;
   const routed = await routeCandidates(
     rt,
     job.campaign,
@@ -265,12 +271,12 @@ async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], h
     job.entry.url,
     candidates,
     async (hs) => {
-      job.readied += await new CampaignHosts(rt.deps.redis, job.campaign.key).markReady(hs);
-      job.wokenHosts.push(...hs);
+      const readied = await new CampaignHosts(rt.deps.redis, job.campaign.key).markReady(hs);
+      woke = { hosts: [...woke.hosts, ...hs], readied: woke.readied + readied };
     },
     { ownHostBudgetLeft, maxLinks },
   );
-  return withoutDisallowedOwnLinks(job, routed);
+  return { routed: withoutDisallowedOwnLinks(job, routed), woke };
 }
 
 /**
@@ -367,8 +373,8 @@ function validatorsOf(res: FetchResult): { etag: string | null; lastModified: st
 type Committed = Awaited<ReturnType<typeof commitPage>>;
 type ClassifiedPage = Extract<Classified, { kind: 'page' }>;
 
-function done(job: PageJob, c: Committed): PageResult {
-  return { kind: 'done', url: job.entry.url, ...c };
+function done(job: PageJob, c: Committed, woke = WOKE_NONE): PageResult {
+  return { kind: 'done', url: job.entry.url, ...c, woke };
 }
 
 /** A new attempt at the job's URL: its id, and its revisit state. */
