@@ -10,7 +10,6 @@ import { Context } from '@temporalio/activity';
 import type { CampaignSettings } from '../src/config/campaign';
 import { CampaignHosts, type HostRecord, type HostState } from '../src/redis/campaign-hosts';
 import { Frontier, SessionSupersededError } from '../src/redis/frontier';
-import { acquireWithin, HostClock } from '../src/redis/host-clock';
 import { RevisitSchedule, type RevisitQueue } from '../src/redis/revisit';
 import { hostStatsOf } from '../src/stats/counters';
 import { delayFor } from './host-delay';
@@ -20,13 +19,15 @@ import { httpFetcher } from '../src/http/fetcher';
 import type { PageFetcher } from '../src/browser/page-fetcher';
 import { cookieFetcher } from '../src/http/cookie-jar';
 import { loadHandler } from '../src/handlers/loader';
-import { HostLogin, type ClockTurn } from './login';
+import { HostLogin } from './login';
+import type { LoginRun } from './login-run';
 import { renderingFetcher } from './render';
-import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type PageJob, type PageResult, type Woke } from './page';
+import { fetchPage, processPage, recordInternalError, recordWithoutFetch, type FetchedPage, type PageJob, type PageResult, type Woke } from './page';
 import { OUTCOME, PAGE_CODE } from './pipeline/outcome';
 import { ensureRobots } from './robots';
 import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import { SessionClock } from './session-clock';
 import type { SessionEnd, SessionInput, SessionResult } from './types';
 
 /** How often a session reads the campaign's control (pause, stop, settings version): steering reaches it within this. */
@@ -96,13 +97,10 @@ type Claim = NonNullable<Awaited<ReturnType<Frontier['claim']>>>;
 /** The campaign's control as a session reads it between pages. */
 type SessionControl = Awaited<ReturnType<CampaignHosts['sessionControl']>>;
 
-/** What the session fetches with, once robots.txt is known. */
+/** What the session fetches with, once robots.txt is known, and the clock it fetches under. */
 interface Fetching {
   robots: Robots;
-  clock: HostClock;
-  /** One owner per campaign and host (see `run`). */
-  owner: string;
-  lease: number;
+  clock: SessionClock;
   fetcher: PageFetcher;
   /** The handler's login for this host (activities/login.ts); null when it has no login hook. */
   login: HostLogin | null;
@@ -204,25 +202,18 @@ class HostSession {
     const robots = await ensureRobots(this.rt, { campaign: this.campaign, host: this.host, maxWaitMs: this.threshold, signal: this.signal });
     if (robots.kind === 'wait') return this.end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
     this.delay = delayFor(this.s, this.control, robots.kind === 'ok' ? robots.crawlDelaySec : null);
-    const clock = new HostClock(this.rt.deps.redis, await this.campaign.clockKeys.keyFor(this.host), this.token);
-    // One owner per campaign and host: a session retried after its worker
-    // died may take the clock once the delay has passed since the dead
-    // attempt took it (crawlClockAcquire), never sooner.
-    const owner = `${this.campaign.key}|${this.host}`;
-    // A rendered page holds the clock through its render too (docs/rendering.md). An operator's
-    // mode for the host wins over the campaign's (`crawler set-render`: a change ends the session at
-    // its settings version, and the next one reads it).
+    // An operator's mode for the host wins over the campaign's (`crawler set-render`: a change ends the session at
+    // its settings version, and the next one reads it). A rendered page holds the clock through its render too.
     const mode = this.control.hostRender ?? this.s.render;
-    const render = mode !== 'off';
-    const lease = this.s.fetch.totalTimeoutMs + this.delay.ms + 5_000 + (render ? this.s.browser.pageTimeoutMs : 0);
+    const clock = await SessionClock.open(this.rt, this.campaign, { host: this.host, token: this.token, delay: this.delay, rendered: mode !== 'off', signal: this.signal });
     const http = httpFetcher(this.campaign.http);
     const fetcher = this.campaign.cookies ? cookieFetcher(http, this.campaign.cookies) : http;
     const allows = robots.kind === 'ok' ? robots.allows : null;
     const handler = this.s.handler && robots.kind === 'ok' && !robots.refused ? await loadHandler(this.s.handler) : null;
-    const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows, delayMs: () => this.delay.ms }) : null;
+    const login = handler ? await HostLogin.open({ rt: this.rt, campaign: this.campaign, host: this.host, handler, allows }) : null;
     const rendering =
       mode !== 'off' ? renderingFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, inner: fetcher, allowedByRobots: allows, mode, handler }) : null;
-    const f: Fetching = { robots, clock, owner, lease, fetcher: rendering ?? fetcher, login };
+    const f: Fetching = { robots, clock, fetcher: rendering ?? fetcher, login };
     try {
       for (;;) {
         const done = await this.turn(f);
@@ -284,29 +275,23 @@ class HostSession {
   /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */
   private async fetchNext(f: Fetching): Promise<SessionResult | null> {
     if (this.frontier.emptyAfterCommit) return this.claimThenClock(f);
-    const { clock, owner } = f;
-    const wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
-    if (wait > 0) return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
+    const wait = await f.clock.take(this.threshold);
+    if (wait > 0) return this.end('wait', { waitMs: wait, reason: f.clock.waitReason(wait) });
     let claim;
     try {
       claim = await this.frontier.claim(this.token);
     } catch (err) {
       // A newer attempt took the host over: this one sends nothing, and
       // gives back the lease it just took (only if it still holds it).
-      if (err instanceof SessionSupersededError) await clock.abandon(owner).catch(() => undefined);
+      if (err instanceof SessionSupersededError) await f.clock.abandon().catch(() => undefined);
       throw err;
     }
     if (!claim) {
       // No request went out: the host's delay still counts from its real last request.
-      await clock.abandon(owner);
+      await f.clock.abandon();
       return this.nothingQueued();
     }
     return this.crawlPage(f, claim);
-  }
-
-  /** Up to one delay away is our own pace; longer is someone else's request (another campaign, a Retry-After). */
-  private clockWaitReason(wait: number): string {
-    return wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent';
   }
 
   /**
@@ -327,10 +312,9 @@ class HostSession {
       await this.frontier.noteRetry(claim.member);
       return this.endFor(why);
     }
-    const { clock, owner } = f;
     let wait;
     try {
-      wait = await acquireWithin(clock, owner, f.lease, this.delay.ms, this.threshold, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
+      wait = await f.clock.take(this.threshold);
     } catch (err) {
       // Cancelled while it waited: nothing was requested.
       await this.frontier.noteRetry(claim.member).catch(() => undefined);
@@ -338,7 +322,7 @@ class HostSession {
     }
     if (wait > 0) {
       await this.frontier.noteRetry(claim.member);
-      return this.end('wait', { waitMs: wait, reason: this.clockWaitReason(wait) });
+      return this.end('wait', { waitMs: wait, reason: f.clock.waitReason(wait) });
     }
     return this.crawlPage(f, claim);
   }
@@ -378,11 +362,8 @@ class HostSession {
 
   /** One claimed URL through the page pipeline (`runPage`), then what its result asks of the session. */
   private async crawlPage(f: Fetching, claim: Claim): Promise<SessionResult | null> {
-    // With a login hook, the page's request may take the host clock more than once (logging in first, or again): one turn tracks it.
-    const page = { depth: claim.entry.depth, label: claim.entry.label ?? null };
-    const fetcher = f.login ? f.login.fetcherFor(f.fetcher, this.clockTurn(f), page) : f.fetcher;
-    const job = this.jobFor(f, claim, f.robots.kind === 'ok' ? f.robots.allows : null, fetcher);
-    const res = await runPage(this.rt, job, { clock: f.clock, owner: f.owner, delayMs: this.delay.ms });
+    const job = this.jobFor(f, claim, f.robots.kind === 'ok' ? f.robots.allows : null);
+    const res = await this.runPage(f, job);
     if (res.kind === 'budget') {
       await this.hosts.requestStop('budget');
       this.nudger.nudge();
@@ -403,32 +384,71 @@ class HostSession {
   }
 
   /**
-   * The clock as one page holds it (held on entry: fetchNext took it). Taken
-   * again it waits inline whatever the wait: a login's requests and the page
-   * after them are one turn of the session, each spaced by the host's delay.
+   * One claimed URL through the page pipeline, the host clock held on entry:
+   * fetched under it (login turns included), the clock given back, then processed.
    */
-  private clockTurn(f: Fetching): ClockTurn {
-    let held = true;
-    return {
-      get held() {
-        return held;
-      },
-      take: async () => {
-        if (held) return;
-        await acquireWithin(f.clock, f.owner, f.lease, this.delay.ms, Number.POSITIVE_INFINITY, this.signal, (ms) => this.rt.deps.metrics?.recordPolitenessWait(ms));
-        held = true;
-      },
-      release: async () => {
-        if (!held) return;
-        held = false;
-        await f.clock.release(f.owner, this.delay.ms);
-      },
-    };
+  private async runPage(f: Fetching, job: PageJob): Promise<PageResult> {
+    // Processing attempts: claims that ended in a retry (a 503, a reset connection) are not processing failures.
+    const processing = job.attempts - job.retried;
+    if (processing > MAX_PAGE_ATTEMPTS) {
+      // Claimed again and again without a commit and without an error to
+      // catch: its processing killed the worker (out of memory, a crash) or
+      // blocked it past the heartbeat timeout. Not requested again, or it
+      // would take its host (and worker after worker) down forever.
+      await f.clock.abandon();
+      const message = `claimed ${job.attempts} times without finishing: ${processing - 1} processing attempts ended without a commit (the worker died or was blocked past its heartbeat timeout); not requested again`;
+      return recordInternalError(this.rt, job, message);
+    }
+    try {
+      return await processPage(this.rt, await this.fetchUnderClock(f, job));
+    } catch (err) {
+      if (job.signal.aborted || processing < MAX_PAGE_ATTEMPTS) throw err;
+      return recordInternalError(this.rt, job, `processing failed ${processing} times: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
-  private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots'], fetcher = f.fetcher): PageJob {
+  /**
+   * The page's request under the clock this session holds, and the login turns it asks for: the
+   * clock goes back (with the delay after a logged-out answer; a first login's first request takes
+   * the lease unused), the login runs a clock turn per request, and the page is requested once
+   * more. Then the clock goes back as soon as the response is in (parsing and storing are not the
+   * host's business); a URL recorded without a request (robots.txt, a budget) gives the lease back
+   * unused, so a host with thousands of disallowed links does not wait its delay for each.
+   */
+  private async fetchUnderClock(f: Fetching, job: PageJob): Promise<FetchedPage> {
+    const login = f.login?.gateFor({ url: job.entry.url, depth: job.entry.depth, label: job.entry.label ?? null }) ?? null;
+    let page;
+    try {
+      for (page = await fetchPage(this.rt, job, login); page.kind === 'login-needed'; page = await fetchPage(this.rt, job, login)) {
+        if (page.hostPauseMs !== null) await f.clock.release(page.hostPauseMs);
+        await this.logIn(f, login!.start(page.reason, { delayMs: this.delay.ms, signal: this.signal }));
+        if (!f.clock.held) await f.clock.take(Number.POSITIVE_INFINITY);
+      }
+    } catch (err) {
+      // A request may have gone out: the host gets its delay either way.
+      await f.clock.release(this.delay.ms);
+      throw err;
+    }
+    if (page.hostPauseMs === null) await f.clock.abandon();
+    else await f.clock.release(page.hostPauseMs);
+    return page;
+  }
+
+  /**
+   * A login, a turn of the session: the hook's requests one at a time, each in a clock turn of its
+   * own (a first login's first request has the clock already). What went wrong is the hook's to see
+   * as its fetch's failure (a cancellation then ends the run).
+   */
+  private async logIn(f: Fetching, run: LoginRun): Promise<void> {
+    for (let step = await run.next(); step.kind === 'request'; step = await run.next()) {
+      const { request, signal } = step;
+      await step.settle(f.clock.turn(() => f.fetcher.fetch(request, { signal })));
+    }
+  }
+
+  private jobFor(f: Fetching, claim: Claim, allowedByRobots: PageJob['allowedByRobots']): PageJob {
     const { campaign, frontier, host, signal } = this;
-    return { campaign, frontier, fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, signal };
+    return { campaign, frontier, fetcher: f.fetcher, host, ...claim, delayMs: this.delay.ms, allowedByRobots, signal };
   }
 
   /** The page marked `woke.hosts` ready before its commit (`readied` of them became so). */
@@ -534,44 +554,6 @@ class HostSession {
     // The campaign dispatches the next ready host into the slot, or checks whether it is done.
     if (r.released && (late || r.ready > 0 || r.active === 0)) this.nudger.nudge();
     return this.end('drained', { released: r.released });
-  }
-}
-
-/**
- * One claimed URL through the page pipeline, the host clock held by this
- * session alone: the fetch stage runs under it, and the session gives it
- * back from what the stage returned before the rest of the pipeline runs.
- */
-async function runPage(rt: WorkerRuntime, job: PageJob, c: { clock: HostClock; owner: string; delayMs: number }): Promise<PageResult> {
-  const { clock, owner } = c;
-  // Processing attempts: claims that ended in a retry (a 503, a reset connection) are not processing failures.
-  const processing = job.attempts - job.retried;
-  if (processing > MAX_PAGE_ATTEMPTS) {
-    // Claimed again and again without a commit and without an error to
-    // catch: its processing killed the worker (out of memory, a crash) or
-    // blocked it past the heartbeat timeout. Not requested again, or it
-    // would take its host (and worker after worker) down forever.
-    await clock.abandon(owner);
-    const message = `claimed ${job.attempts} times without finishing: ${processing - 1} processing attempts ended without a commit (the worker died or was blocked past its heartbeat timeout); not requested again`;
-    return recordInternalError(rt, job, message);
-  }
-  try {
-    const page = await fetchPage(rt, job).catch(async (err: unknown) => {
-      // A request may have gone out: the host gets its delay either way.
-      await clock.release(owner, c.delayMs);
-      throw err;
-    });
-    // The clock goes back as soon as the response is in (parsing and
-    // storing are not the host's business). A URL recorded without a
-    // request (robots.txt disallows it, a budget is spent) gives the lease
-    // back unused, so a host with thousands of disallowed links does not
-    // wait its delay once for each of them.
-    if (page.hostPauseMs === null) await clock.abandon(owner);
-    else await clock.release(owner, page.hostPauseMs);
-    return await processPage(rt, page);
-  } catch (err) {
-    if (job.signal.aborted || processing < MAX_PAGE_ATTEMPTS) throw err;
-    return recordInternalError(rt, job, `processing failed ${processing} times: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -5,7 +5,10 @@
 // cookie jar (so the session cookie it earns is the crawl's), its proxy and
 // credentials (the campaign's HTTP client), robots.txt and the address
 // policy, and the host clock, one request at a time, each spaced by the
-// host's delay; each is stored in the WARC.
+// host's delay; each is stored in the WARC. The clock is the session's: the
+// page's fetch stage only says a login is needed (`gateFor`), and the session
+// runs it as a turn of its own, sending the hook's requests one clock turn
+// each (`start`, activities/login-run.ts).
 //
 // Whether the host is logged in is kept in Redis (the host's `login` key),
 // so a session resumed elsewhere, or the next session of a polite crawl that
@@ -18,8 +21,6 @@
 import { hostKeys } from '../src/redis/keys';
 import { CrawlerError } from '../src/errors';
 import { FetchError } from '../src/http/fetch-error';
-import type { Fetcher, FetchOutcome } from '../src/http/fetcher';
-import type { PageFetcher, PageOutcome } from '../src/browser/page-fetcher';
 import type { FetchResult } from '../src/http/http-types';
 import { headerProblem, isSecretHeaderName } from '../src/http/header-rules';
 import type { Handler, LoginContext, LoginRequestInit, LoginResponse } from '../src/handlers/api';
@@ -29,6 +30,8 @@ import { decodeBody } from '../src/parse/decode';
 import { hostKey } from '../src/url/normalize';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import { exchangeOf } from '../src/storage/exchange-of';
+import type { LoginGate, LoginReason } from './pipeline/fetch-stage';
+import { LoginRequests, type LoginRun } from './login-run';
 
 /** Requests one login may make, redirect hops included: a hook that loops runs out of them. */
 export const MAX_LOGIN_REQUESTS = 20;
@@ -47,20 +50,6 @@ export class LoginError extends CrawlerError<LoginErrorCode> {
   }
 }
 
-/**
- * The host clock as one page's turn holds it. `held`: the session holds the
- * clock for a request now. The session acquires it before the page and
- * releases it after; a login in between releases it after each of its
- * requests and takes it again before the next, and before the page's own.
- */
-export interface ClockTurn {
-  readonly held: boolean;
-  /** Waits (inline, whatever the wait) until the clock is this session's. */
-  take(): Promise<void>;
-  /** A request is over: the next one may go after the host's delay. */
-  release(): Promise<void>;
-}
-
 /** The host's login as Redis keeps it: logged in (since `at`), or failed and set aside until `until`. */
 type Stored = { s: 'in'; at: number } | { s: 'failed'; code: string; message: string; until: number };
 
@@ -73,9 +62,31 @@ export interface LoginDeps {
   handler: Handler;
   /** robots.txt's verdict for the host; null when robots.txt is not respected. */
   allows: ((url: string) => boolean) | null;
-  /** The host's delay between requests now (it bounds the login's time with the hook's limit). */
-  delayMs: () => number;
 }
+
+/** The page a login is for: its URL, and its depth and label for the handler's isLoggedOut. */
+export interface LoginPage {
+  url: string;
+  depth: number;
+  label: string | null;
+}
+
+/** One page's login: the fetch stage's gate, and the login runs the session starts when the gate asks for one. */
+export interface PageLogin extends LoginGate {
+  /**
+   * The hook, as a run of requests for the session to send. `delayMs`, the host's delay,
+   * bounds the run's time with the hook's limit (each request waits its turn on the clock).
+   */
+  start(reason: LoginReason, o: { delayMs: number; signal: AbortSignal }): LoginRun;
+}
+
+/**
+ * Where one page stands with its login: nothing yet; after a first login
+ * (whatever it came to, the page is requested); after a login for a
+ * logged-out answer that got in (the page is requested once more), or that
+ * failed (the page fails without another request).
+ */
+type PagePhase = 'start' | 'after-first' | 'after-logged-out' | 'logged-out-failed';
 
 /** One session's view of its host's login. */
 export class HostLogin {
@@ -106,29 +117,37 @@ export class HostLogin {
   }
 
   /**
-   * The page's fetcher with the login around its request: logs in first if
-   * due; on a logged-out answer logs in again (when allowed) and requests
-   * the page once more. A page that still cannot get in is a failure with
-   * code LOGIN_FAILED (not retried: the login is set aside). On return the
-   * session holds the clock again, as after a plain request.
+   * The login around one page's request: a login first if due; on a
+   * logged-out answer a login again (when allowed), then the page once more.
+   * A page that still cannot get in is a failure with code LOGIN_FAILED (not
+   * retried: the login is set aside).
    */
-  fetcherFor(inner: PageFetcher, turn: ClockTurn, page: { depth: number; label: string | null }): PageFetcher {
+  gateFor(page: LoginPage): PageLogin {
+    let phase: PagePhase = 'start';
     return {
-      fetch: async (request, ctx): Promise<PageOutcome> => {
-        if (this.due()) await this.login(inner, turn, request.url, 'first', ctx.signal);
-        await turn.take();
-        const got = await inner.fetch(request, ctx);
-        if (!got.ok || !this.loggedOut(got.response, page)) return this.through(got);
-        if (!this.mayLogInAgain()) return this.failed(request.url);
-        // The logged-out answer was a request: the login's first one waits the host's delay after it.
-        await turn.release();
-        const ok = await this.login(inner, turn, request.url, 'logged-out', ctx.signal);
-        await turn.take();
-        if (!ok) return this.failed(request.url);
-        const again = await inner.fetch(request, ctx);
-        if (!again.ok || !this.loggedOut(again.response, page)) return this.through(again);
-        await this.setAside('LOGIN_FAILED', 'the site still answers logged out right after the login hook logged in');
-        return this.failed(request.url);
+      before: () => {
+        if (phase === 'start' && this.due()) return { login: 'first' };
+        return phase === 'logged-out-failed' ? { failure: this.failure(page.url) } : null;
+      },
+      after: async (res) => {
+        if (!this.loggedOut(res, page)) {
+          if (this.state.s === 'in') this.state.good++;
+          return null;
+        }
+        if (phase === 'after-logged-out') {
+          await this.setAside('LOGIN_FAILED', 'the site still answers logged out right after the login hook logged in');
+          return { failure: this.failure(page.url) };
+        }
+        return this.mayLogInAgain() ? { login: 'logged-out' } : { failure: this.failure(page.url) };
+      },
+      start: (reason, o) => {
+        const run = new LoginRequests();
+        const done = this.login(run, reason, page.url, o).then((ok) => {
+          phase = reason === 'first' ? 'after-first' : ok ? 'after-logged-out' : 'logged-out-failed';
+          return ok;
+        });
+        run.endWith(done, () => new LoginError('LOGIN_OVER', 'the login is over: no more requests'));
+        return run;
       },
     };
   }
@@ -144,17 +163,12 @@ export class HostLogin {
     return this.due();
   }
 
-  private through(got: PageOutcome): PageOutcome {
-    if (got.ok && this.state.s === 'in') this.state.good++;
-    return got;
-  }
-
-  private failed(url: string): PageOutcome {
+  private failure(url: string): FetchError {
     const why = this.state.s === 'failed' ? `${this.state.code}: ${this.state.message}` : 'not logged in';
-    return { ok: false, failure: new FetchError('LOGIN_FAILED', url, { detail: why }) };
+    return new FetchError('LOGIN_FAILED', url, { detail: why });
   }
 
-  private loggedOut(res: FetchResult, page: { depth: number; label: string | null }): boolean {
+  private loggedOut(res: FetchResult, page: LoginPage): boolean {
     if (res.status !== 401 && res.status !== 403) return false;
     const contentType = res.headers['content-type'] ?? null;
     return isLoggedOutResponse(this.d.handler, {
@@ -175,67 +189,25 @@ export class HostLogin {
     return handlerLog(this.d.rt.log, { campaign: this.d.campaign.settings.campaignId, host: this.d.host, ...(url ? { url } : {}), login: true });
   }
 
-  /** Runs the hook; true when it resolved. The outcome goes to Redis for the other sessions of the host. */
-  private async login(inner: Fetcher, turn: ClockTurn, pageUrl: string, reason: LoginContext['reason'], signal: AbortSignal): Promise<boolean> {
+  /** Runs the hook, its requests sent by the session through `line`; true when it resolved. The outcome goes to Redis for the other sessions of the host. */
+  private async login(line: LoginRequests, reason: LoginReason, pageUrl: string, o: { delayMs: number; signal: AbortSignal }): Promise<boolean> {
     const s = this.d.campaign.settings;
     const origin = new URL(pageUrl).origin;
     const over = new AbortController();
-    const stop = AbortSignal.any([signal, over.signal]);
-    let requests = 0;
+    const stop = AbortSignal.any([o.signal, over.signal]);
+    const count = { requests: 0 };
     const log = this.log();
-    // A hook left behind at its time limit (or one that did not await its fetch) must not touch the clock the page holds by then.
-    let live = true;
-    const clock = {
-      take: async () => {
-        if (!live) throw new LoginError('LOGIN_OVER', 'the login is over: no more requests');
-        await turn.take();
-      },
-      release: async () => {
-        if (live) await turn.release();
-      },
-    };
-    const fetch = async (url: string, init: LoginRequestInit = {}): Promise<LoginResponse> => {
-      if (stop.aborted) throw new LoginError('LOGIN_OVER', 'the login is over (its time limit passed): no more requests');
-      let target: URL;
-      try {
-        target = new URL(url, origin);
-      } catch {
-        throw new LoginError('LOGIN_REQUEST_FAILED', `cannot parse ${JSON.stringify(String(url).slice(0, 200))}`);
-      }
-      const req = loginRequest(init);
-      for (let hops = 0; ; hops++) {
-        if (hostKey(target.href) !== this.d.host) throw new LoginError('LOGIN_OFF_HOST', `${target.href} is not on ${this.d.host}: a login's requests stay on its host`);
-        if (++requests > MAX_LOGIN_REQUESTS) throw new LoginError('LOGIN_TOO_MANY_REQUESTS', `a login may make ${MAX_LOGIN_REQUESTS} requests`);
-        if (this.d.allows && !this.d.allows(target.href)) throw new LoginError('LOGIN_ROBOTS_DISALLOWED', `robots.txt disallows ${target.href}`);
-        await clock.take();
-        let got: FetchOutcome;
-        try {
-          got = await inner.fetch({ url: target.href, method: req.method, headers: req.headers, ...(req.body ? { body: req.body } : {}) }, { signal: stop });
-        } finally {
-          await clock.release();
-        }
-        if (!got.ok) throw new LoginError('LOGIN_REQUEST_FAILED', `${target.href}: ${got.failure.code}`);
-        const res = got.response;
-        await this.store(res, req.secretHeaders);
-        const location = res.status >= 300 && res.status < 400 && res.headers.location ? safeUrl(res.headers.location, target) : null;
-        // Redirects on the host are followed, as a browser submitting the form would; one elsewhere is the hook's to see.
-        if (location && [301, 302, 303, 307, 308].includes(res.status) && hops < Math.min(s.fetch.maxRedirects, MAX_LOGIN_REDIRECTS) && hostKey(location.href) === this.d.host) {
-          if (req.method === 'POST' && res.status !== 307 && res.status !== 308) Object.assign(req, { method: 'GET', body: undefined, headers: withoutContentType(req.headers) });
-          target = location;
-          continue;
-        }
-        const contentType = res.headers['content-type'] ?? null;
-        return { status: res.status, headers: res.headers, text: decodeBody(res.body, contentType).text, url: res.finalUrl };
-      }
-    };
+    const fetch = (url: string, init: LoginRequestInit = {}) => this.hookFetch(line, { origin, stop, count }, url, init);
     const ctx: LoginContext = { host: this.d.host, origin, reason, fetch, log, credentials: this.d.campaign.credentials.loginFor(new URL(origin)) };
     // The hook's own limit, plus the host's delay for each request it may make (they wait their turn on the clock).
-    const limit = s.handlerTimeoutMs + MAX_LOGIN_REQUESTS * this.d.delayMs();
+    const limit = s.handlerTimeoutMs + MAX_LOGIN_REQUESTS * o.delayMs;
     const run = await runLogin(this.d.handler, ctx, limit, () => over.abort());
-    live = false;
+    // A hook left behind at its time limit (or one that did not await its fetch) makes no more requests.
+    line.close(new LoginError('LOGIN_OVER', 'the login is over: no more requests'));
     over.abort();
-    signal.throwIfAborted();
+    o.signal.throwIfAborted();
     this.d.rt.deps.metrics?.recordHandlerRun(run.ok ? 'ok' : 'failed');
+    const { requests } = count;
     if (run.ok) {
       this.state = { s: 'in', good: 0 };
       await this.d.rt.deps.redis.set(this.key, JSON.stringify({ s: 'in', at: Date.now() } satisfies Stored));
@@ -245,6 +217,45 @@ export class HostLogin {
     log.warn('login failed', { reason, requests, ms: run.ms, code: run.code, error: run.message.slice(0, 500) });
     await this.setAside(run.code, run.message);
     return false;
+  }
+
+  /**
+   * The hook's `fetch`: one request on the host (and each redirect hop on it), robots.txt and
+   * MAX_LOGIN_REQUESTS checked before it goes to the session to send, the exchange stored after.
+   */
+  private async hookFetch(
+    line: LoginRequests,
+    run: { origin: string; stop: AbortSignal; count: { requests: number } },
+    url: string,
+    init: LoginRequestInit,
+  ): Promise<LoginResponse> {
+    if (run.stop.aborted) throw new LoginError('LOGIN_OVER', 'the login is over (its time limit passed): no more requests');
+    let target: URL;
+    try {
+      target = new URL(url, run.origin);
+    } catch {
+      throw new LoginError('LOGIN_REQUEST_FAILED', `cannot parse ${JSON.stringify(String(url).slice(0, 200))}`);
+    }
+    const req = loginRequest(init);
+    const maxHops = Math.min(this.d.campaign.settings.fetch.maxRedirects, MAX_LOGIN_REDIRECTS);
+    for (let hops = 0; ; hops++) {
+      if (hostKey(target.href) !== this.d.host) throw new LoginError('LOGIN_OFF_HOST', `${target.href} is not on ${this.d.host}: a login's requests stay on its host`);
+      if (++run.count.requests > MAX_LOGIN_REQUESTS) throw new LoginError('LOGIN_TOO_MANY_REQUESTS', `a login may make ${MAX_LOGIN_REQUESTS} requests`);
+      if (this.d.allows && !this.d.allows(target.href)) throw new LoginError('LOGIN_ROBOTS_DISALLOWED', `robots.txt disallows ${target.href}`);
+      const got = await line.send({ url: target.href, method: req.method, headers: req.headers, ...(req.body ? { body: req.body } : {}) }, run.stop);
+      if (!got.ok) throw new LoginError('LOGIN_REQUEST_FAILED', `${target.href}: ${got.failure.code}`);
+      const res = got.response;
+      await this.store(res, req.secretHeaders);
+      const location = res.status >= 300 && res.status < 400 && res.headers.location ? safeUrl(res.headers.location, target) : null;
+      // Redirects on the host are followed, as a browser submitting the form would; one elsewhere is the hook's to see.
+      if (location && [301, 302, 303, 307, 308].includes(res.status) && hops < maxHops && hostKey(location.href) === this.d.host) {
+        if (req.method === 'POST' && res.status !== 307 && res.status !== 308) Object.assign(req, { method: 'GET', body: undefined, headers: withoutContentType(req.headers) });
+        target = location;
+        continue;
+      }
+      const contentType = res.headers['content-type'] ?? null;
+      return { status: res.status, headers: res.headers, text: decodeBody(res.body, contentType).text, url: res.finalUrl };
+    }
   }
 
   private async setAside(code: string, message: string): Promise<void> {

@@ -3,6 +3,9 @@
 //   fetchPage (under the host clock)  →  the session releases the clock  →
 //   processPage: classify → route links → store → commit
 //
+// (fetchPage may answer that the handler's login must run first: the session
+// runs it in clock turns of its own and calls fetchPage again.)
+//
 // Each stage is a module of activities/pipeline/ that takes plain data and
 // returns plain data; this file wires them to the worker's runtime (Redis,
 // writers, the handler). Idempotent per URL: the entry stays claimed until
@@ -32,7 +35,7 @@ import { withRenderHook } from '../src/browser/page-hook';
 import { routeCandidates, type Candidate, type Routed } from './discovery';
 import { classifyStage, MIN_SIMHASH_WORDS, type Classified } from './pipeline/classify-stage';
 import { commitPage, type CommitDeps, type CommitTarget, type PageRecord } from './pipeline/commit-stage';
-import { fetchStage, type FetchStageResult } from './pipeline/fetch-stage';
+import { fetchStage, type FetchStageResult, type LoginGate } from './pipeline/fetch-stage';
 import { OUTCOME, PAGE_CODE, type IndexOutcome } from './pipeline/outcome';
 import { storeNotModified, storeStage, type Stored } from './pipeline/store-stage';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
@@ -83,12 +86,16 @@ export type PageResult =
 
 /** The fetch stage's result with the attempt it belongs to: what the session hands back to processPage once it has settled the clock. */
 export interface FetchedPage {
+  kind: 'fetched';
   job: PageJob;
   attempt: Attempt;
-  fetched: FetchStageResult;
+  fetched: Exclude<FetchStageResult, { kind: 'login-needed' }>;
   /** What the host clock needs: the next request to the host due this far from now; null: nothing was requested, the lease is given back unused. */
   hostPauseMs: number | null;
 }
+
+/** The handler's login must run before the page is requested (again): the fetch stage's word, for the session. */
+export type LoginNeeded = Extract<FetchStageResult, { kind: 'login-needed' }>;
 
 /** One attempt at a claimed URL. */
 interface Attempt {
@@ -102,7 +109,7 @@ interface Attempt {
  * Stage 1, while the session holds the host clock: budgets, robots.txt, the
  * request and the retry decision. Returns as soon as the response is in.
  */
-export async function fetchPage(rt: WorkerRuntime, job: PageJob): Promise<FetchedPage> {
+export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGate | null = null): Promise<FetchedPage | LoginNeeded> {
   const attempt = await attemptOf(rt, job);
   const s = job.campaign.settings;
   const fetched = await fetchStage(
@@ -128,10 +135,12 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob): Promise<Fetche
       },
       reserveCampaignBudget: () => reserveBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxPages!),
       reserveEmbedBudget: () => reserveEmbedBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxEmbeds!),
+      login,
       signal: job.signal,
     },
   );
-  return { job, attempt, fetched, hostPauseMs: fetched.hostPauseMs };
+  if (fetched.kind === 'login-needed') return fetched;
+  return { kind: 'fetched', job, attempt, fetched, hostPauseMs: fetched.hostPauseMs };
 }
 
 /**

@@ -2,8 +2,11 @@
 // campaign's budgets), the request, and whether a failure is retried. It
 // runs while the session holds the host clock and returns what the clock
 // needs (`hostPauseMs`, null when nothing was requested); it never touches
-// the clock itself (activities/crawl-session.ts owns it).
-import type { PageFetcher, PageResponse } from '../../src/browser/page-fetcher';
+// the clock itself (activities/crawl-session.ts owns it). A handler's login
+// is no request of the page's: the stage only says that one must come first
+// (`login-needed`), and the session runs it in clock turns of its own.
+import type { PageFetcher, PageOutcome, PageResponse } from '../../src/browser/page-fetcher';
+import type { FetchError } from '../../src/http/fetch-error';
 import { parseRetryAfter } from '../../src/http/retry-after';
 import { PAGE_RETRY, pageBackoffMs } from '../../src/config/retry-policy';
 import type { EntryKind } from '../../src/redis/frontier';
@@ -39,7 +42,25 @@ export interface FetchStageDeps {
   reserveCampaignBudget(): Promise<boolean>;
   /** The same for an embed, against budgets.maxEmbeds. */
   reserveEmbedBudget(): Promise<boolean>;
+  /** The handler's login for this page (activities/login.ts); null without a login hook. */
+  login?: LoginGate | null;
   signal: AbortSignal;
+}
+
+/** Why the handler's login must run before the page's request: none yet, or the site answered logged out. */
+export type LoginReason = 'first' | 'logged-out';
+
+/**
+ * The handler's login as one page's fetch sees it: whether a login must come
+ * before the request, and what the response says of it. Neither touches the
+ * host clock. `failure`: the page fails with it (LOGIN_FAILED) as a request
+ * that got no usable answer.
+ */
+export interface LoginGate {
+  /** Before the request: a login first, the page failed without asking again (its login failed), or null: request it. */
+  before(): { login: 'first' } | { failure: FetchError } | null;
+  /** A response: null when it got through; a login and then the page again; or the page failed. */
+  after(res: PageResponse): Promise<{ login: 'logged-out' } | { failure: FetchError } | null>;
 }
 
 type Failure = { code: string; message: string };
@@ -62,7 +83,13 @@ export type FetchStageResult =
   /** A failure without a response, final. A refused address sent nothing (`requested` false). */
   | { kind: 'failed'; hostPauseMs: number; outcome: typeof OUTCOME.error | typeof OUTCOME.refused; requested: boolean; error: Failure }
   /** A response to classify and store. `hostRequests`: the host's requests before this one, when its budget is counted. */
-  | { kind: 'response'; hostPauseMs: number; response: PageResponse; hostRequests?: number };
+  | { kind: 'response'; hostPauseMs: number; response: PageResponse; hostRequests?: number }
+  /**
+   * The handler's login must run, then the page is requested once more. `first`: nothing was
+   * requested (null: the clock the session holds is the login's first request's); `logged-out`:
+   * the logged-out answer was a request, the host quiet for its delay after it.
+   */
+  | { kind: 'login-needed'; reason: LoginReason; hostPauseMs: number | null };
 
 export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): Promise<FetchStageResult> {
   const { url, attempt, delayMs } = input;
@@ -87,7 +114,9 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     return { kind: 'skipped', hostPauseMs: null, outcome: OUTCOME.embedBudgetExhausted, error };
   }
 
-  const got = await deps.fetcher.fetch({ url, headers: input.headers, kind: input.kind, label: input.label, depth: input.depth }, { signal: deps.signal });
+  const got = await request(input, deps);
+  if ('login' in got)
+    return got.login === 'first' ? { kind: 'login-needed', reason: 'first', hostPauseMs: null } : { kind: 'login-needed', reason: 'logged-out', hostPauseMs: delayMs };
   if (!got.ok) {
     const err = got.failure;
     // An address kept busy by the crawler's own other requests (the per-address
@@ -128,4 +157,16 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     };
   }
   return { kind: 'response', hostPauseMs, response: res, ...(hostRequests !== undefined ? { hostRequests } : {}) };
+}
+
+/** The page's request, with the login's word before and after it: a login to run, or what the request came to. */
+async function request(input: FetchStageInput, deps: FetchStageDeps): Promise<PageOutcome | { login: LoginReason }> {
+  const gate = deps.login ?? null;
+  const first = gate?.before() ?? null;
+  if (first && 'login' in first) return first;
+  if (first) return { ok: false, failure: first.failure };
+  const got = await deps.fetcher.fetch({ url: input.url, headers: input.headers, kind: input.kind, label: input.label, depth: input.depth }, { signal: deps.signal });
+  const verdict = gate && got.ok ? await gate.after(got.response) : null;
+  if (!verdict) return got;
+  return 'login' in verdict ? verdict : { ok: false, failure: verdict.failure };
 }

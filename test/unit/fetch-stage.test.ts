@@ -1,7 +1,7 @@
 // The fetch stage: what may be requested, the request, the retry decision,
 // and what the host clock needs (the session owns the clock; the stage only
 // says how long the host must stay quiet, or that nothing was requested).
-import { fetchStage, type FetchStageDeps, type FetchStageInput } from '../../activities/pipeline/fetch-stage';
+import { fetchStage, type FetchStageDeps, type FetchStageInput, type LoginGate } from '../../activities/pipeline/fetch-stage';
 import { PAGE_RETRY } from '../../src/config/retry-policy';
 import { FetchError } from '../../src/http/fetch-error';
 import type { PageOutcome, PageRequest } from '../../src/browser/page-fetcher';
@@ -39,7 +39,7 @@ function setup(
     maxRetries: 2,
     ...over,
   };
-  return { run: () => fetchStage(input, deps), requests };
+  return { run: () => fetchStage(input, deps), requests, deps };
 }
 const ok = (status = 200, headers: Record<string, string> = {}): PageOutcome => ({ ok: true, response: fakeResponse(URL_, { status, headers }) });
 
@@ -112,4 +112,52 @@ test("an address kept busy by the crawler's own requests (ADDRESS_BUSY) is the c
   // Any other network failure is past its attempts at the same point.
   const reset: PageOutcome = { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) };
   expect(await setup(reset, { attempt: 2 + PAGE_RETRY.throttleExtraAttempts }).run()).toMatchObject({ kind: 'failed' });
+});
+
+describe("the handler's login: the stage says a login is needed, and never runs it", () => {
+  const gate = (o: { before?: ReturnType<LoginGate['before']>; after?: Awaited<ReturnType<LoginGate['after']>> }): LoginGate & { seen: number[] } => {
+    const seen: number[] = [];
+    return { seen, before: () => o.before ?? null, after: async (res) => (seen.push(res.status), o.after ?? null) };
+  };
+  const withLogin = (login: LoginGate, answer: PageOutcome = ok()) => {
+    const s = setup(answer);
+    return {
+      ...s,
+      run: () =>
+        fetchStage(
+          { url: URL_, kind: 'page', attempt: 1, delayMs: 1_000, allowedByRobots: null, maxPagesPerHost: null, maxPages: null, maxEmbeds: null, maxRetries: 2 },
+          { ...s.deps, login },
+        ),
+    };
+  };
+
+  test('a login due before the first page: nothing requested, the clock the session holds left for the login', async () => {
+    const s = withLogin(gate({ before: { login: 'first' } }));
+    expect(await s.run()).toEqual({ kind: 'login-needed', reason: 'first', hostPauseMs: null });
+    expect(s.requests).toEqual([]);
+  });
+
+  test('a logged-out answer: a login again, the host quiet for its delay after that answer', async () => {
+    const g = gate({ after: { login: 'logged-out' } });
+    const s = withLogin(g, ok(401));
+    expect(await s.run()).toEqual({ kind: 'login-needed', reason: 'logged-out', hostPauseMs: 1_000 });
+    expect([s.requests.length, g.seen]).toEqual([1, [401]]);
+  });
+
+  test('a page the login cannot get in fails for good (LOGIN_FAILED, not retried), as a request', async () => {
+    const failure = new FetchError('LOGIN_FAILED', URL_, { detail: 'LOGIN_ERROR: wrong password' });
+    const after = withLogin(gate({ after: { failure } }), ok(401));
+    expect(await after.run()).toMatchObject({ kind: 'failed', hostPauseMs: 1_000, outcome: 'error', requested: true, error: { code: 'LOGIN_FAILED' } });
+    // Its login failed just before: the page is not requested again.
+    const before = withLogin(gate({ before: { failure } }));
+    expect(await before.run()).toMatchObject({ kind: 'failed', outcome: 'error', error: { code: 'LOGIN_FAILED' } });
+    expect(before.requests).toEqual([]);
+  });
+
+  test('a page that gets through is a response like any other; a failed request is not shown to the login', async () => {
+    const g = gate({});
+    expect(await withLogin(g).run()).toMatchObject({ kind: 'response', response: { status: 200 } });
+    expect(await withLogin(g, { ok: false, failure: new FetchError('CONNECTION_RESET', URL_) }).run()).toMatchObject({ kind: 'retry' });
+    expect(g.seen).toEqual([200]);
+  });
 });

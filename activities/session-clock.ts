@@ -1,0 +1,91 @@
+// The host clock (src/redis/host-clock.ts) as one host session holds it: the
+// session is its only owner (activities/crawl-session.ts). Every request of
+// the session, a page's or its login's, is one turn: take, send, give back
+// with the host's delay; a turn in which nothing went out gives the lease
+// back unused. Each wait for the clock counts in the politeness-wait metric.
+import { acquireWithin, HostClock } from '../src/redis/host-clock';
+import type { CampaignSettings } from '../src/config/campaign';
+import type { CampaignRuntime, WorkerRuntime } from './runtime';
+
+/**
+ * How long one turn may hold the clock before another owner may take it: a request's whole
+ * time, the delay, and some slack; a rendered page holds it through its render too
+ * (docs/rendering.md). A session retried after its worker died may take it over once the
+ * delay has passed since the dead attempt took it (crawlClockAcquire), never sooner.
+ */
+export function clockLeaseMs(s: CampaignSettings, delayMs: number, rendered: boolean): number {
+  return s.fetch.totalTimeoutMs + delayMs + 5_000 + (rendered ? s.browser.pageTimeoutMs : 0);
+}
+
+export class SessionClock {
+  /** The session holds the clock now (took it, and has not given it back). */
+  held = false;
+
+  /**
+   * The host's clock (under the campaign's politeness key) for one session attempt (`token`). One
+   * owner per campaign and host: a session retried after its worker died may take the clock once
+   * the delay has passed since the dead attempt took it (crawlClockAcquire), never sooner.
+   */
+  static async open(
+    rt: WorkerRuntime,
+    campaign: CampaignRuntime,
+    o: { host: string; token: string; delay: { ms: number; reason: string }; rendered: boolean; signal: AbortSignal },
+  ): Promise<SessionClock> {
+    const clock = new HostClock(rt.deps.redis, await campaign.clockKeys.keyFor(o.host), o.token);
+    const lease = clockLeaseMs(campaign.settings, o.delay.ms, o.rendered);
+    return new SessionClock(clock, `${campaign.key}|${o.host}`, lease, o.delay, o.signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
+  }
+
+  constructor(
+    private readonly clock: HostClock,
+    /** One owner per campaign and host (`campaign|host`). */
+    private readonly owner: string,
+    private readonly leaseMs: number,
+    /** The host's delay (an acquire waits this long after the host's last request), and why it is what it is. */
+    private readonly delay: { ms: number; reason: string },
+    private readonly signal: AbortSignal,
+    private readonly onWait: (ms: number) => void,
+  ) {}
+
+  /**
+   * Takes the clock, waiting here for any gap shorter than `maxWaitMs`: 0 once held, else the
+   * wait still ahead, which the session hands to its workflow as a durable sleep. A login's
+   * requests and the page after them wait inline whatever the wait (`Infinity`): they are one
+   * turn of the session.
+   */
+  async take(maxWaitMs: number): Promise<number> {
+    const wait = await acquireWithin(this.clock, this.owner, this.leaseMs, this.delay.ms, maxWaitMs, this.signal, this.onWait);
+    if (wait === 0) this.held = true;
+    return wait;
+  }
+
+  /**
+   * One request in a clock turn of its own: the clock taken (inline, whatever the wait) unless the
+   * session holds it already, the request sent, the clock given back with the host's delay.
+   */
+  async turn<T>(send: () => Promise<T>): Promise<T> {
+    if (!this.held) await this.take(Number.POSITIVE_INFINITY);
+    try {
+      return await send();
+    } finally {
+      await this.release();
+    }
+  }
+
+  /** Why the session waits `wait` for the clock: up to one delay away is its own pace; longer is someone else's request (another campaign, a Retry-After). */
+  waitReason(wait: number): string {
+    return wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent';
+  }
+
+  /** A request went out (or may have): the next one may go `pauseMs` from now (the delay, or a longer Retry-After). */
+  async release(pauseMs = this.delay.ms): Promise<void> {
+    this.held = false;
+    await this.clock.release(this.owner, pauseMs);
+  }
+
+  /** Taken, but nothing went out: the clock is free at once, the host's delay counting from its real last request. */
+  async abandon(): Promise<void> {
+    this.held = false;
+    await this.clock.abandon(this.owner);
+  }
+}
