@@ -1,7 +1,7 @@
 // The worker registers what createActivities returns; workflows only see
 // the CrawlerActivities type.
 import { dispatchHostsActivity, finishCampaignActivity, releaseHostActivity, summarizeCampaignActivity } from './campaign-hosts';
-import { crawlSessionActivity } from './crawl-session';
+import { crawlSessionActivity } from './crawl-session-activity';
 import { prepareCampaignActivity } from './prepare-campaign';
 import type { WorkerRuntime } from './runtime';
 import { addCampaignSeedsActivity, steerCampaignActivity } from './steer-campaign';

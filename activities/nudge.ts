@@ -89,6 +89,22 @@ export class CampaignNudger {
 }
 
 /**
+ * After a page that marked `hosts` ready before its commit (`readied` of them became so): a
+ * revisit host among them that holds its slot may be asleep until its next due URL, and is woken;
+ * the campaign is nudged when any host became ready (to dispatch it).
+ */
+export async function afterWake(
+  rt: WorkerRuntime,
+  nudger: CampaignNudger,
+  c: { campaignKey: string; campaignId: string; revisits: boolean },
+  woke: { hosts: string[]; readied: number },
+): Promise<void> {
+  let marked = woke.readied;
+  if (c.revisits) marked += await wakeSleepingHolders(rt, c.campaignKey, c.campaignId, woke.hosts);
+  if (marked > 0) nudger.nudge();
+}
+
+/**
  * Revisit campaigns: new URLs for hosts that hold their slot while they sleep
  * until their next due URL (which may be days away). markReady leaves a
  * slot holder alone, so without this the URLs would wait for that wake-up:

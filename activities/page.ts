@@ -38,6 +38,7 @@ import { commitPage, type CommitDeps, type CommitTarget, type PageRecord } from 
 import { fetchStage, type FetchStageResult, type LoginGate } from './pipeline/fetch-stage';
 import { OUTCOME, PAGE_CODE, type IndexOutcome } from './pipeline/outcome';
 import { storeNotModified, storeStage, type Stored } from './pipeline/store-stage';
+import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { Outcome } from './types';
 
@@ -434,8 +435,26 @@ const ATTEMPT_ID_BYTES = 6;
 const attemptPool = Buffer.alloc(ATTEMPT_ID_BYTES * 512);
 let attemptPoolAt = attemptPool.length;
 
+/**
+ * The next URL of a host that may not be fetched at all, recorded without a request: robots.txt
+ * kept failing (RFC 9309: crawl nothing), or the host's address is one the campaign refuses.
+ */
+export async function recordUnfetched(rt: WorkerRuntime, job: PageJob, robots: Exclude<RobotsVerdict, { kind: 'wait' }>): Promise<void> {
+  if (robots.kind === 'unavailable') {
+    await recordWithoutFetch(rt, job, OUTCOME.robotsUnavailable, 'skipped', {
+      code: robots.code,
+      message: `robots.txt kept failing (${robots.detail}): RFC 9309 says crawl nothing`,
+    });
+  } else {
+    await recordWithoutFetch(rt, job, OUTCOME.refused, 'failed', {
+      code: PAGE_CODE.addressRefused,
+      message: `${job.host} resolves to an address this campaign refuses (private, loopback, link-local or metadata): ${robots.refused}`,
+    });
+  }
+}
+
 /** A URL finished without a request (its host may not be fetched at all): an index line and the commit. */
-export async function recordWithoutFetch(
+async function recordWithoutFetch(
   rt: WorkerRuntime,
   job: PageJob,
   outcome: IndexOutcome,

@@ -26,7 +26,7 @@ const BUDGETS = { maxPages: 400, maxPagesPerHost: 60, maxLinksPerPage: 1_000, ma
 const MIN_DELAY_MS = 200;
 /** politeness.maxInFlightPerAddress: the default, stated. */
 const IN_FLIGHT_CAP = 8;
-/** Claims of a URL before it is recorded INTERNAL_ERROR (activities/crawl-session.ts MAX_PAGE_ATTEMPTS). */
+/** Claims of a URL before it is recorded INTERNAL_ERROR (activities/page-attempts.ts MAX_PAGE_ATTEMPTS). */
 const POISON_CLAIMS = 3;
 /**
  * Bounds a hang, not a speed: with the fixes the crawl takes well under this;
