@@ -6,7 +6,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
-import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { CampaignHosts, type CampaignControl } from '../src/redis/campaign-hosts';
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
@@ -70,87 +70,90 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
   return async function dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot> {
     rt.localShare.touch(input.campaignKey);
     const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
-    const client = rt.deps.temporal;
     // Before anything is read: news written from here on is nudged again (activities/nudge.ts).
     await nudgesSeen(rt.deps.redis, input.campaignKey);
-    let givenUp = 0;
-    if (input.watch) {
-      // Host workflows terminated by an operator, failed or timed out never
-      // release their slot: give their hosts up, so they neither hold a slot
-      // nor keep the campaign from completing.
-      for (const { host, status } of await findClosedDomains(rt, { campaignId: input.campaignId, since: input.watchSince })) {
-        // Given up whether it still held a slot or not (its session may have given it up on
-        // the way out): its remaining URLs are not crawled, and the summary says so.
-        const problem = `domain workflow ${domainWorkflowId(input.campaignId, host)} ended ${status} without reporting: ${host} is not crawled further`;
-        if (await hosts.giveUp(host, problem)) {
-          givenUp++;
-          const r = await hosts.get(host);
-          if (r) await hosts.record(host, { ...r, state: 'given-up', updatedAt: new Date().toISOString() });
-        }
-      }
-    }
+    const givenUp = input.watch ? await giveUpClosedHosts(rt, hosts, input) : 0;
     const control = await hosts.control();
     await afterRedisRestart(rt, hosts, input.campaignId, !control.stop && !control.paused);
-    let dispatched = 0;
-    if (!control.stop && !control.paused)
-      await hosts.exclusiveDispatch(async () => {
-        // The cap in force (setConcurrency changes it here), for sessions deciding whether to park.
-        if (control.maxActiveHosts !== input.maxActiveHosts) await hosts.setControl({ maxActiveHosts: input.maxActiveHosts });
-        // Revisit hosts that gave their slot up (parked) and are due now queue for one again.
-        await hosts.unparkDue();
-        const c = await hosts.counts();
-        // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
-        const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedActive));
-        const batch = await hosts.readyBatch(free);
-        // No slot free while hosts wait: revisit hosts asleep on theirs are woken, and give them up (park) when nothing is due.
-        if (free <= 0 && c.ready > 0) await wakeSleepingForSlots(rt, hosts, input, c.ready);
-        // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
-        const campaign = batch.length > 0 ? await rt.campaign(input.campaignKey, control.version).catch(() => null) : null;
-        if (batch.length > 0) {
-          const names = batch.map((b) => b.host);
-          // Read once for the batch, not per host: only this activity's watch gives hosts up (before
-          // the batch is read), and a host given up leaves the ready set, so one seen here stays so.
-          const [last, known, givenUp] = await Promise.all([hosts.nextGens(batch.length), hosts.haveRecords(names), hosts.givenUpOf(names)]);
-          await inBatches(
-            batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i], givenUp: givenUp[i] })).filter((b) => !b.givenUp),
-            async ({ host, seq, gen, known }) => {
-              const args: DomainCrawlInput = {
-                campaignId: input.campaignId,
-                campaignKey: input.campaignKey,
-                campaignWorkflowId: input.campaignWorkflowId,
-                host,
-                gen,
-                configVersion: control.version,
-              };
-              const start = {
-                workflowId: domainWorkflowId(input.campaignId, host),
-                taskQueue: input.taskQueue,
-                args: [args] as [DomainCrawlInput],
-                typedSearchAttributes: [
-                  { key: CrawlCampaign, value: input.campaignId },
-                  { key: CrawlHost, value: host },
-                  // What its first session shows: a host done in that session never upserts it (DomainBook).
-                  { key: CrawlState, value: HOST_STARTED_AS },
-                ],
-                // No memo: it said what the search attributes say, and a payload stored per host (history,
-                // mutable state, visibility) that nothing read.
-                staticSummary: hostStaticSummary(host, input.campaignId),
-                staticDetails: hostStaticDetails(host, input.campaignId),
-                // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
-                priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
-              };
-              const { firstTaskHere } = await startHostWorkflow(client, start, gen, !known && rt.deps.eagerStart === true);
-              await hosts.dispatched(host, seq, gen);
-              dispatched++;
-              // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
-              // Its connection is kept for the session only when that session is sure to run here.
-              if (campaign) warmRobots(rt, campaign, host, !known, firstTaskHere);
-            },
-          );
-        }
-      });
+    const round = { dispatched: 0 };
+    if (!control.stop && !control.paused) await hosts.exclusiveDispatch(() => dispatchReady(rt, hosts, input, control, round));
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
+    const { dispatched } = round;
     return { dispatched, active: c.active, ready: c.ready, paused: control.paused, stop: control.stop, configVersion: control.version, totals, problems: problems.count, givenUp };
+  };
+}
+
+/**
+ * Host workflows terminated by an operator, failed or timed out never release their slot: their
+ * hosts are given up, so they neither hold a slot nor keep the campaign from completing. Returns
+ * how many were.
+ */
+async function giveUpClosedHosts(rt: WorkerRuntime, hosts: CampaignHosts, input: DispatchInput): Promise<number> {
+  let givenUp = 0;
+  for (const { host, status } of await findClosedDomains(rt, { campaignId: input.campaignId, since: input.watchSince })) {
+    // Given up whether it still held a slot or not (its session may have given it up on
+    // the way out): its remaining URLs are not crawled, and the summary says so.
+    const problem = `domain workflow ${domainWorkflowId(input.campaignId, host)} ended ${status} without reporting: ${host} is not crawled further`;
+    if (await hosts.giveUp(host, problem)) {
+      givenUp++;
+      const r = await hosts.get(host);
+      if (r) await hosts.record(host, { ...r, state: 'given-up', updatedAt: new Date().toISOString() });
+    }
+  }
+  return givenUp;
+}
+
+/** One dispatch round under the campaign's dispatch lock: ready hosts into the free slots, their workflows started or woken (`round.dispatched` counts them). */
+async function dispatchReady(rt: WorkerRuntime, hosts: CampaignHosts, input: DispatchInput, control: CampaignControl, round: { dispatched: number }): Promise<void> {
+  // The cap in force (setConcurrency changes it here), for sessions deciding whether to park.
+  if (control.maxActiveHosts !== input.maxActiveHosts) await hosts.setControl({ maxActiveHosts: input.maxActiveHosts });
+  // Revisit hosts that gave their slot up (parked) and are due now queue for one again.
+  await hosts.unparkDue();
+  const c = await hosts.counts();
+  // A host paused on its own gives its slot up (resuming it may briefly exceed the cap).
+  const free = input.maxActiveHosts === null ? DISPATCH_BATCH : Math.min(DISPATCH_BATCH, input.maxActiveHosts - Math.max(0, c.active - c.pausedActive));
+  const batch = await hosts.readyBatch(free);
+  // No slot free while hosts wait: revisit hosts asleep on theirs are woken, and give them up (park) when nothing is due.
+  if (free <= 0 && c.ready > 0) await wakeSleepingForSlots(rt, hosts, input, c.ready);
+  if (batch.length === 0) return;
+  // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
+  const campaign = await rt.campaign(input.campaignKey, control.version).catch(() => null);
+  const names = batch.map((b) => b.host);
+  // Read once for the batch, not per host: only this activity's watch gives hosts up (before
+  // the batch is read), and a host given up leaves the ready set, so one seen here stays so.
+  const [last, known, givenUp] = await Promise.all([hosts.nextGens(batch.length), hosts.haveRecords(names), hosts.givenUpOf(names)]);
+  await inBatches(
+    batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i], givenUp: givenUp[i] })).filter((b) => !b.givenUp),
+    async ({ host, seq, gen, known }) => {
+      const { firstTaskHere } = await startHostWorkflow(rt.deps.temporal, hostStart(input, host, gen, control.version), gen, !known && rt.deps.eagerStart === true);
+      await hosts.dispatched(host, seq, gen);
+      round.dispatched++;
+      // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
+      // Its connection is kept for the session only when that session is sure to run here.
+      if (campaign) warmRobots(rt, campaign, host, !known, firstTaskHere);
+    },
+  );
+}
+
+/** How a host's workflow is started for dispatch generation `gen`. */
+function hostStart(input: DispatchInput, host: string, gen: number, configVersion: number): WorkflowStartOptions<typeof hostCrawl> {
+  const args: DomainCrawlInput = { campaignId: input.campaignId, campaignKey: input.campaignKey, campaignWorkflowId: input.campaignWorkflowId, host, gen, configVersion };
+  return {
+    workflowId: domainWorkflowId(input.campaignId, host),
+    taskQueue: input.taskQueue,
+    args: [args] as [DomainCrawlInput],
+    typedSearchAttributes: [
+      { key: CrawlCampaign, value: input.campaignId },
+      { key: CrawlHost, value: host },
+      // What its first session shows: a host done in that session never upserts it (DomainBook).
+      { key: CrawlState, value: HOST_STARTED_AS },
+    ],
+    // No memo: it said what the search attributes say, and a payload stored per host (history,
+    // mutable state, visibility) that nothing read.
+    staticSummary: hostStaticSummary(host, input.campaignId),
+    staticDetails: hostStaticDetails(host, input.campaignId),
+    // Host workflows started here inherit nothing from the campaign: its key, so its sessions share the workers fairly.
+    priority: { fairnessKey: fairnessKeyOf(input.campaignId) },
   };
 }
 
@@ -314,38 +317,7 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
     const redis = rt.deps.redis;
     const hosts = new CampaignHosts(redis, input.campaignKey);
     await reconcileHostRecords(redis, input.campaignKey, heartbeat);
-    // The final index: one line per URL, the committed one (src/storage/seal.ts).
-    // A seal that keeps failing (a full disk) does not fail the campaign:
-    // the summary says so, and `crawler seal` can be run once it is fixed.
-    let sealed: CampaignSummary['sealed'] = null;
-    let sealError: string | null = null;
-    try {
-      const control = await hosts.control();
-      const { settings } = await loadCampaignSettings(redis, input.campaignKey);
-      const raw = await rawIndexBytes(settings.output.dir);
-      if (raw > SEAL_IN_SUMMARY_MAX_BYTES) {
-        // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
-        sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
-      } else {
-        // The folder's index.cdxj is rewritten with the other campaigns' lines (a shared folder): those count too.
-        const folderIndex = (await fsp.stat(path.join(settings.output.dir, CDXJ_FILE)).catch(() => ({ size: 0 }))).size;
-        const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES && folderIndex <= CDXJ_KEPT_IN_SUMMARY_MAX_BYTES;
-        const r = await sealCampaign(redis, input.campaignKey, {
-          info: { stop: control.stop, by: 'campaign end' },
-          onProgress: heartbeat,
-          cdxj,
-          cdxjLockWaitMs: SUMMARY_CDXJ_LOCK_WAIT_MS,
-        });
-        sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits, rendered: r.rendered };
-        if (!cdxj)
-          sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
-        else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`crawler cdxj ${settings.campaignId}\``;
-      }
-    } catch (err) {
-      if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;
-      sealError = `the sealed index could not be written (${err instanceof Error ? err.message : String(err)}); run \`crawler seal\` once fixed`;
-      rt.log.error('seal failed', { campaignKey: input.campaignKey, error: String(err) });
-    }
+    const { sealed, sealError } = await sealForSummary(rt, hosts, input.campaignKey);
     const [totals, c, problems] = await Promise.all([hosts.totals(), hosts.counts(), hosts.problems(Math.min(input.problems, SUMMARY_PROBLEMS) || SUMMARY_PROBLEMS)]);
     if (sealError) {
       problems.list.push(sealError);
@@ -381,6 +353,45 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
     if (retention !== null) await expireCampaign(redis, input.campaignKey, sealed ? retention : Math.max(retention, UNSEALED_RETENTION_MS), heartbeat);
     return { totals: counted, active: c.active, problems, sealed };
   };
+}
+
+/**
+ * The final index: one line per URL, the committed one (src/storage/seal.ts).
+ * A seal that keeps failing (a full disk) does not fail the campaign: the
+ * summary says so (`sealError`), and `crawler seal` can be run once it is fixed.
+ */
+async function sealForSummary(rt: WorkerRuntime, hosts: CampaignHosts, campaignKey: string): Promise<{ sealed: CampaignSummary['sealed']; sealError: string | null }> {
+  const redis = rt.deps.redis;
+  let sealed: CampaignSummary['sealed'] = null;
+  let sealError: string | null = null;
+  try {
+    const control = await hosts.control();
+    const { settings } = await loadCampaignSettings(redis, campaignKey);
+    const raw = await rawIndexBytes(settings.output.dir);
+    if (raw > SEAL_IN_SUMMARY_MAX_BYTES) {
+      // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
+      sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
+    } else {
+      // The folder's index.cdxj is rewritten with the other campaigns' lines (a shared folder): those count too.
+      const folderIndex = (await fsp.stat(path.join(settings.output.dir, CDXJ_FILE)).catch(() => ({ size: 0 }))).size;
+      const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES && folderIndex <= CDXJ_KEPT_IN_SUMMARY_MAX_BYTES;
+      const r = await sealCampaign(redis, campaignKey, {
+        info: { stop: control.stop, by: 'campaign end' },
+        onProgress: heartbeat,
+        cdxj,
+        cdxjLockWaitMs: SUMMARY_CDXJ_LOCK_WAIT_MS,
+      });
+      sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits, rendered: r.rendered };
+      if (!cdxj)
+        sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
+      else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`crawler cdxj ${settings.campaignId}\``;
+    }
+  } catch (err) {
+    if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;
+    sealError = `the sealed index could not be written (${err instanceof Error ? err.message : String(err)}); run \`crawler seal\` once fixed`;
+    rt.log.error('seal failed', { campaignKey, error: String(err) });
+  }
+  return { sealed, sealError };
 }
 
 /**

@@ -98,19 +98,53 @@ export async function routeCandidates(
   opts: { ownHostBudgetLeft?: number; maxLinks?: number } = {},
 ): Promise<Routed> {
   const s = campaign.settings;
-  // Embeds were capped where they were found (budgets.maxEmbedsPerPage); the links cap is for links.
+  const capped = await withinCaps(rt, campaign, candidates, opts.maxLinks);
+  const { passed, rejected } = screened(campaign, capped.kept);
+  const byHost = itemsByHost(passed, await campaign.inScope(passed.map((c) => c.url)), referrer, s);
+  let own = byHost.get(ownHost) ?? [];
+  byHost.delete(ownHost);
+  // A host at its page budget gains nothing from more of its own pages.
+  // Short of it, the commit's bound decides: it knows which links are new
+  // and how many pages the host has queued.
+  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => isListKind(i.kind) || i.kind === 'embed');
+  const bounds = frontierBounds(s.budgets);
+  const woken: string[] = [];
+  await Promise.all(
+    [...byHost].map(async ([host, items]) => {
+      // A host whose workflow is consuming its frontier needs no wake: most
+      // cross-host links land there, and each wake costs the campaign and the
+      // host workflow history events.
+      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items, bounds))) woken.push(host);
+    }),
+  );
+  if (woken.length > 0) await wake(woken.sort());
+  return { own, discoveredHosts: woken.length, rejectedLinks: rejected, linksDropped: capped.dropped };
+}
+
+/**
+ * The links cap (embeds were capped where they were found, budgets.maxEmbedsPerPage: the links
+ * cap is for links), and sitemaps and feeds no more than the host may have, none once the page
+ * budget is spent. `dropped`: links the cap cut.
+ */
+async function withinCaps(rt: WorkerRuntime, campaign: CampaignRuntime, candidates: Candidate[], maxLinks: number | undefined): Promise<{ kept: Candidate[]; dropped: number }> {
+  const s = campaign.settings;
   const embeds = candidates.filter((c) => c.kind === 'embed');
-  const capped = capCandidates(embeds.length > 0 ? candidates.filter((c) => c.kind !== 'embed') : candidates, opts.maxLinks);
-  candidates = embeds.length > 0 ? [...embeds, ...capped.kept] : capped.kept;
+  const capped = capCandidates(embeds.length > 0 ? candidates.filter((c) => c.kind !== 'embed') : candidates, maxLinks);
+  let kept = embeds.length > 0 ? [...embeds, ...capped.kept] : capped.kept;
   // Sitemaps and feeds do not count against the page budget, but once it is
   // spent they could only list URLs nobody will request.
-  if (candidates.some((c) => isListKind(c.kind))) {
+  if (kept.some((c) => isListKind(c.kind))) {
     const spent = await pageBudgetSpent(rt.deps.redis, campaign.key, s.budgets.maxPages);
     // No more from one index than the host may ever have; the enqueue's bound counts them against the host's earlier ones.
     let maps = 0;
-    candidates = candidates.filter((c) => !isListKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
+    kept = kept.filter((c) => !isListKind(c.kind) || (!spent && maps++ < s.budgets.maxSitemapsPerHost));
   }
-  const byHost = new Map<string, EnqueueItem[]>();
+  return { kept, dropped: capped.dropped };
+}
+
+/** Depth, embed hops, trap and URL rules: the candidates that pass, and those turned away, counted (with a few samples) for the page's index line. */
+function screened(campaign: CampaignRuntime, candidates: Candidate[]): { passed: Candidate[]; rejected: Routed['rejectedLinks'] } {
+  const s = campaign.settings;
   const counts: Record<string, number> = {};
   const samples: { code: string; url: string; length: number }[] = [];
   const passed: Candidate[] = [];
@@ -127,7 +161,12 @@ export async function routeCandidates(
     }
     passed.push(c);
   }
-  const allowed = await campaign.inScope(passed.map((c) => c.url));
+  return { passed, rejected: samples.length > 0 ? { counts, samples } : undefined };
+}
+
+/** The candidates in scope (`allowed`, by index) as frontier items, by host. */
+function itemsByHost(passed: Candidate[], allowed: boolean[], referrer: string, s: CampaignRuntime['settings']): Map<string, EnqueueItem[]> {
+  const byHost = new Map<string, EnqueueItem[]>();
   for (const [i, c] of passed.entries()) {
     // A page's requisites on other hosts (a CDN, a font service) are fetched outside the scope, two embed hops at most.
     if (!allowed[i] && !(c.kind === 'embed' && trailingEmbeds(c.hops ?? '') <= MAX_EMBED_HOPS_OUT_OF_SCOPE)) continue;
@@ -151,25 +190,7 @@ export async function routeCandidates(
     });
     byHost.set(host, list);
   }
-  let own = byHost.get(ownHost) ?? [];
-  byHost.delete(ownHost);
-  // A host at its page budget gains nothing from more of its own pages.
-  // Short of it, the commit's bound decides: it knows which links are new
-  // and how many pages the host has queued.
-  if (opts.ownHostBudgetLeft !== undefined && opts.ownHostBudgetLeft <= 0) own = own.filter((i) => isListKind(i.kind) || i.kind === 'embed');
-  const bounds = frontierBounds(s.budgets);
-  const woken: string[] = [];
-  await Promise.all(
-    [...byHost].map(async ([host, items]) => {
-      // A host whose workflow is consuming its frontier needs no wake: most
-      // cross-host links land there, and each wake costs the campaign and the
-      // host workflow history events.
-      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items, bounds))) woken.push(host);
-    }),
-  );
-  if (woken.length > 0) await wake(woken.sort());
-  const rejected = samples.length > 0 ? { counts, samples } : undefined;
-  return { own, discoveredHosts: woken.length, rejectedLinks: rejected, linksDropped: capped.dropped };
+  return byHost;
 }
 
 /**

@@ -188,8 +188,7 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   }
   const settled = takeSettled(rt, ctx);
   if (settled) return settled;
-  const s = campaign.settings;
-  if (!s.politeness.respectRobots) {
+  if (!campaign.settings.politeness.respectRobots) {
     const refused = await rt.deps.redis.get(hostKeys(campaign.key, host).refused);
     return { kind: 'ok', allows: null, crawlDelaySec: null, ...(refused ? { refused } : {}) };
   }
@@ -197,18 +196,37 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
   const sitemaps = !ctx.forPage;
   const known = ctx.unseen ? null : await knownVerdict(rt, campaign, host, url, sitemaps);
   if (known) return known;
-  const redis = rt.deps.redis;
-  const hk = hostKeys(campaign.key, host);
-  const agent = s.politeness.userAgent;
+  const fetched = await fetchRobots(rt, ctx, url, sitemaps);
+  return 'kind' in fetched ? fetched : verdictOf(rt, ctx, url, sitemaps, fetched);
+}
 
+/** What a fetch of robots.txt came to: the entry for the shared cache, the failure's code, a Retry-After for the host, the parsed file. */
+interface FetchedRobots {
+  value: StoredRobots;
+  code: string;
+  hostPause: number;
+  robots: RobotsTxt | null;
+}
+
+/** One request for robots.txt (or a redirect hop of it), and what it came to; the clock and Redis are the caller's. */
+type RobotsHop =
+  | { kind: 'redirect'; to: string }
+  /** The host (or a hop) is at an address the campaign refuses: the verdict, and what Redis keeps of it for the campaign. */
+  | { kind: 'refused'; pauseMs: number; key: string; ttlMs: number; message: string; verdict: RobotsVerdict }
+  | ({ kind: 'fetched' } & FetchedRobots);
+
+/**
+ * robots.txt fetched under its host's clock, each redirect hop under its own
+ * host's clock: what it came to, or a verdict reached on the way (the clock is
+ * busy, whoever held it settled the file, an address the campaign refuses).
+ */
+async function fetchRobots(rt: WorkerRuntime, ctx: RobotsContext, url: string, sitemaps: boolean): Promise<FetchedRobots | RobotsVerdict> {
+  const { campaign, host } = ctx;
+  const redis = rt.deps.redis;
+  const s = campaign.settings;
   const minDelay = s.politeness.minDelayMs;
   const lease = s.fetch.robotsTimeoutMs + minDelay;
-  let value: StoredRobots | null = null;
-  let code = '';
-  let hostPause = 0;
-  let robots: RobotsTxt | null = null;
-  let hopUrl = url;
-  for (let hop = 0; value === null; hop++) {
+  for (let hop = 0, hopUrl = url; ; hop++) {
     const hopHost = hostKey(hopUrl);
     const clockKey = await campaign.clockKeys.keyFor(hopHost);
     const clock = clockKey === ctx.forPage?.heldClock ? new HeldClock(redis, clockKey) : new HostClock(redis, clockKey);
@@ -225,64 +243,91 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
         return settled;
       }
     }
-    // robots.txt gets a shorter deadline than pages: a file that drips for
-    // minutes must not hold its host (and a session slot) that long.
-    const timeout = AbortSignal.timeout(s.fetch.robotsTimeoutMs);
-    try {
-      const res = await campaign.http.fetch(hopUrl, { accept: 'text/plain,*/*;q=0.5', followRedirect: () => false, signal: AbortSignal.any([ctx.signal, timeout]) });
-      const now = new Date().toISOString();
-      if (res.stoppedRedirect && hop < ROBOTS_MAX_HOPS) {
-        await clock.release(owner, minDelay);
-        hopUrl = res.stoppedRedirect.to;
-        continue;
-      }
-      if (res.status >= 200 && res.status < 300) {
-        robots = parseRobotsTxt(res.body);
-        value = { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now };
-      } else if ((res.status >= 400 && res.status < 500 && res.status !== 429) || res.stoppedRedirect) {
-        // RFC 9309 §2.3.1.2: more redirects than followed = unavailable as in "not found", i.e. allow all.
-        robots = RobotsTxt.allowAll();
-        value = { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now };
-      } else {
-        value = { state: 'unavailable', detail: `HTTP ${res.status}`, fetchedAt: now };
-        code = `HTTP_${res.status}`;
-        const retryAfter = parseRetryAfter(res.headers['retry-after']);
-        if (retryAfter !== null) hostPause = retryAfter;
-      }
-    } catch (err) {
-      if (ctx.signal.aborted) throw err;
-      if (timeout.aborted) {
-        value = { state: 'unavailable', detail: `ROBOTS_TIMEOUT: no complete robots.txt within ${s.fetch.robotsTimeoutMs} ms`, fetchedAt: new Date().toISOString() };
-        code = 'ROBOTS_TIMEOUT';
-      } else {
-        if (!isFetchError(err)) throw err;
-        if (err.code === 'ADDRESS_REFUSED' && hop > 0) {
-          // The host's robots.txt redirects to an address this campaign
-          // refuses (a misconfigured proxy, a redirect to localhost): a
-          // redirect it cannot follow, so RFC 9309 treats robots.txt as
-          // unavailable as in "not found" (allow all). The host itself is
-          // fine. Cached for this campaign only: another one's policy may follow it.
-          await clock.release(owner, minDelay);
-          await redis.set(hk.robotsRedirectRefused, err.message, 'PX', ROBOTS_TTL_MS);
-          return { kind: 'ok', allows: null, crawlDelaySec: null };
-        }
-        if (err.code === 'ADDRESS_REFUSED') {
-          // This campaign may not talk to the host at all: its URLs are
-          // recorded as refused. Nothing goes in the shared robots cache,
-          // since another campaign's address policy may allow the host.
-          await clock.release(owner, 0);
-          await redis.set(hk.refused, err.message, 'PX', REFUSED_TTL_MS);
-          return { kind: 'ok', allows: null, crawlDelaySec: null, refused: err.message };
-        }
-        value = { state: 'unavailable', detail: `${err.code}: ${err.message}`, fetchedAt: new Date().toISOString() };
-        code = err.code;
-      }
+    const got = await robotsHop(ctx, hopUrl, hop);
+    if (got.kind === 'redirect') {
+      await clock.release(owner, minDelay);
+      hopUrl = got.to;
+      continue;
     }
-    const crawlDelaySec = robots?.rulesFor(agent).crawlDelaySec ?? null;
+    if (got.kind === 'refused') {
+      await clock.release(owner, got.pauseMs);
+      await redis.set(got.key, got.message, 'PX', got.ttlMs);
+      return got.verdict;
+    }
+    const crawlDelaySec = got.robots?.rulesFor(s.politeness.userAgent).crawlDelaySec ?? null;
     // The next request to this host waits the delay robots.txt just asked
     // for, or the Retry-After of a 429/5xx answer if that is longer.
-    await clock.release(owner, Math.max(hostPause, crawlDelayMs(s.politeness, crawlDelaySec)));
+    await clock.release(owner, Math.max(got.hostPause, crawlDelayMs(s.politeness, crawlDelaySec)));
+    return { value: got.value, code: got.code, hostPause: got.hostPause, robots: got.robots };
   }
+}
+
+/** One request for robots.txt at `hopUrl`, its host's clock held. A cancellation, and an error that is no fetch failure, go up. */
+async function robotsHop(ctx: RobotsContext, hopUrl: string, hop: number): Promise<RobotsHop> {
+  const { campaign, host } = ctx;
+  const s = campaign.settings;
+  const hk = hostKeys(campaign.key, host);
+  // robots.txt gets a shorter deadline than pages: a file that drips for
+  // minutes must not hold its host (and a session slot) that long.
+  const timeout = AbortSignal.timeout(s.fetch.robotsTimeoutMs);
+  try {
+    const res = await campaign.http.fetch(hopUrl, { accept: 'text/plain,*/*;q=0.5', followRedirect: () => false, signal: AbortSignal.any([ctx.signal, timeout]) });
+    const now = new Date().toISOString();
+    if (res.stoppedRedirect && hop < ROBOTS_MAX_HOPS) return { kind: 'redirect', to: res.stoppedRedirect.to };
+    if (res.status >= 200 && res.status < 300) {
+      const robots = parseRobotsTxt(res.body);
+      return { kind: 'fetched', value: { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now }, code: '', hostPause: 0, robots };
+    }
+    if ((res.status >= 400 && res.status < 500 && res.status !== 429) || res.stoppedRedirect) {
+      // RFC 9309 §2.3.1.2: more redirects than followed = unavailable as in "not found", i.e. allow all.
+      const robots = RobotsTxt.allowAll();
+      return { kind: 'fetched', value: { state: 'ok', robots: robots.toJSON(), status: res.status, fetchedAt: now }, code: '', hostPause: 0, robots };
+    }
+    const retryAfter = parseRetryAfter(res.headers['retry-after']);
+    const value: StoredRobots = { state: 'unavailable', detail: `HTTP ${res.status}`, fetchedAt: now };
+    return { kind: 'fetched', value, code: `HTTP_${res.status}`, hostPause: retryAfter ?? 0, robots: null };
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    if (timeout.aborted) {
+      const value: StoredRobots = {
+        state: 'unavailable',
+        detail: `ROBOTS_TIMEOUT: no complete robots.txt within ${s.fetch.robotsTimeoutMs} ms`,
+        fetchedAt: new Date().toISOString(),
+      };
+      return { kind: 'fetched', value, code: 'ROBOTS_TIMEOUT', hostPause: 0, robots: null };
+    }
+    if (!isFetchError(err)) throw err;
+    if (err.code === 'ADDRESS_REFUSED' && hop > 0) {
+      // The host's robots.txt redirects to an address this campaign
+      // refuses (a misconfigured proxy, a redirect to localhost): a
+      // redirect it cannot follow, so RFC 9309 treats robots.txt as
+      // unavailable as in "not found" (allow all). The host itself is
+      // fine. Cached for this campaign only: another one's policy may follow it.
+      const verdict: RobotsVerdict = { kind: 'ok', allows: null, crawlDelaySec: null };
+      return { kind: 'refused', pauseMs: s.politeness.minDelayMs, key: hk.robotsRedirectRefused, ttlMs: ROBOTS_TTL_MS, message: err.message, verdict };
+    }
+    if (err.code === 'ADDRESS_REFUSED') {
+      // This campaign may not talk to the host at all: its URLs are
+      // recorded as refused. Nothing goes in the shared robots cache,
+      // since another campaign's address policy may allow the host.
+      const verdict: RobotsVerdict = { kind: 'ok', allows: null, crawlDelaySec: null, refused: err.message };
+      return { kind: 'refused', pauseMs: 0, key: hk.refused, ttlMs: REFUSED_TTL_MS, message: err.message, verdict };
+    }
+    const value: StoredRobots = { state: 'unavailable', detail: `${err.code}: ${err.message}`, fetchedAt: new Date().toISOString() };
+    return { kind: 'fetched', value, code: err.code, hostPause: 0, robots: null };
+  }
+}
+
+/**
+ * What a fetched robots.txt means for the host, kept in Redis: a failure counts toward giving up
+ * (then the host is crawled not at all) and sets a back-off for whoever asks next; a file goes in
+ * the shared cache, and its sitemaps into the host's frontier.
+ */
+async function verdictOf(rt: WorkerRuntime, ctx: RobotsContext, url: string, sitemaps: boolean, fetched: FetchedRobots): Promise<RobotsVerdict> {
+  const { campaign, host } = ctx;
+  const { value, code, hostPause, robots } = fetched;
+  const redis = rt.deps.redis;
+  const hk = hostKeys(campaign.key, host);
   rt.deps.metrics?.recordRobots(value.state === 'unavailable' ? 'unavailable' : value.status !== null && value.status >= 400 ? 'not-found' : 'ok');
   if (value.state === 'unavailable') {
     const fails = await redis.hincrby(hk.robots, 'fails', 1);
@@ -290,14 +335,14 @@ export async function ensureRobots(rt: WorkerRuntime, ctx: RobotsContext): Promi
       await redis.hset(hk.robots, 'given-up', '1', 'cause', JSON.stringify({ code, detail: value.detail }));
       return { kind: 'unavailable', code, detail: value.detail };
     }
-    const waitMs = robotsBackoffMs(fails, Math.max(minDelay, hostPause));
+    const waitMs = robotsBackoffMs(fails, Math.max(campaign.settings.politeness.minDelayMs, hostPause));
     await redis.set(hk.robotsRetry, String(fails), 'PX', waitMs);
     return { kind: 'wait', waitMs, why: `robots.txt unavailable (${value.detail}), retry ${fails}/${ROBOTS_ATTEMPTS - 1}`, backingOff: true };
   }
   await Promise.all([redis.hdel(hk.robots, 'fails'), redis.del(hk.robotsRetry)]);
   await rt.robots.put(robotsSource(url, campaign.resolve), value);
   if (sitemaps) await enqueueSitemapsOnce(rt, campaign, host, url, robots?.sitemaps ?? []);
-  const rules = robots!.rulesFor(agent);
+  const rules = robots!.rulesFor(campaign.settings.politeness.userAgent);
   return { kind: 'ok', allows: (u) => allowedInAnyQueryOrder(rules, u), crawlDelaySec: rules.crawlDelaySec ?? null };
 }
 

@@ -109,23 +109,13 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
   const kind = entry.kind ?? 'page';
   if (res.status === 304 && input.lastCapture) return { kind: 'not-modified' };
   const contentType = res.headers['content-type'] ?? null;
-  const common: Partial<IndexEntry> = {
-    status: res.status,
-    contentType,
-    bytes: res.body.length,
-    contentHash: contentHashOf(res.body),
-    fetchedAt: new Date(res.startedAt).toISOString(),
-    fetchMs: res.endedAt - res.startedAt,
-    truncated: res.truncated,
-    ...(entry.kind && entry.kind !== 'page' ? { kind: entry.kind } : {}),
-  };
+  const common = commonFields(entry, res, contentType);
   const ok = res.status >= 200 && res.status < 300;
   const html = isHtml(contentType);
   // A rendered page (render: browser) is read as the browser left it: its
   // links, its text and the handler's input are the rendered DOM's, while
-  // the body (hashed above, stored as sent) stays the server's.
+  // the body (hashed in `common`, stored as sent) stays the server's.
   const rendered = res.rendered?.html ?? null;
-  if (res.rendered) common.render = renderFields(res.rendered);
   let decoded: string | undefined;
   const text = () => (decoded ??= rendered ?? decodeBody(res.body, contentType).text);
 
@@ -159,23 +149,8 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     if (hook?.ok) candidates = withHookLinks(candidates, hook, entry.depth, hops);
   }
 
-  const verdict = finalVerdict({
-    redirect: redirect === null ? null : tooManyRedirects ? 'too-many' : 'followed',
-    handlerFailed: hook !== null && !hook.ok,
-    sitemap: isSitemap,
-    feed: kind === 'feed',
-    embed: kind === 'embed',
-    status: res.status,
-    duplicate: duplicateOf !== undefined,
-    parseTimedOut: parseTimeout !== undefined,
-  });
-  if (verdict.outcome === OUTCOME.parseTimeout) verdict.error = { ...parseTimeout! };
-  if (verdict.outcome === OUTCOME.httpError) verdict.error = { code: httpCode(res.status), message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` };
-  if (tooManyRedirects) {
-    const message = `redirect number ${redirectHops} (to ${redirect.shown}); fetch.maxRedirects is ${input.maxRedirects}`;
-    verdict.error = { code: PAGE_CODE.tooManyRedirects, message };
-  }
-  if (hook && !hook.ok) verdict.error = { code: hook.code ?? PAGE_CODE.handlerError, message: hook.message };
+  const tooMany = tooManyRedirects ? { hops: redirectHops, shown: redirect.shown, max: input.maxRedirects } : null;
+  const verdict = pageVerdict({ res, kind, isSitemap, redirect: redirect !== null, tooMany, hook, duplicate: duplicateOf !== undefined, parseTimeout });
   return {
     kind: 'page',
     common,
@@ -194,6 +169,50 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     ...(found.feed ? { feed: found.feed } : {}),
     verdict,
   };
+}
+
+/** The index fields of any response: status, type, size, hash, timing (and what the browser did, for a rendered page). */
+function commonFields(entry: FrontierEntry, res: PageResponse, contentType: string | null): Partial<IndexEntry> {
+  return {
+    status: res.status,
+    contentType,
+    bytes: res.body.length,
+    contentHash: contentHashOf(res.body),
+    fetchedAt: new Date(res.startedAt).toISOString(),
+    fetchMs: res.endedAt - res.startedAt,
+    truncated: res.truncated,
+    ...(entry.kind && entry.kind !== 'page' ? { kind: entry.kind } : {}),
+    ...(res.rendered ? { render: renderFields(res.rendered) } : {}),
+  };
+}
+
+/** The response's final outcome, and its error: a parse timeout, an HTTP error, a redirect past fetch.maxRedirects, the handler's failure (the last one named wins). */
+function pageVerdict(o: {
+  res: PageResponse;
+  kind: EntryKind;
+  isSitemap: boolean;
+  redirect: boolean;
+  tooMany: { hops: number; shown: string; max: number } | null;
+  hook: Hook | null;
+  duplicate: boolean;
+  parseTimeout: Found['parseTimeout'];
+}): Verdict {
+  const { res, hook, tooMany, parseTimeout } = o;
+  const verdict = finalVerdict({
+    redirect: !o.redirect ? null : tooMany ? 'too-many' : 'followed',
+    handlerFailed: hook !== null && !hook.ok,
+    sitemap: o.isSitemap,
+    feed: o.kind === 'feed',
+    embed: o.kind === 'embed',
+    status: res.status,
+    duplicate: o.duplicate,
+    parseTimedOut: parseTimeout !== undefined,
+  });
+  if (verdict.outcome === OUTCOME.parseTimeout) verdict.error = { ...parseTimeout! };
+  if (verdict.outcome === OUTCOME.httpError) verdict.error = { code: httpCode(res.status), message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}` };
+  if (tooMany) verdict.error = { code: PAGE_CODE.tooManyRedirects, message: `redirect number ${tooMany.hops} (to ${tooMany.shown}); fetch.maxRedirects is ${tooMany.max}` };
+  if (hook && !hook.ok) verdict.error = { code: hook.code ?? PAGE_CODE.handlerError, message: hook.message };
+  return verdict;
 }
 
 /** What a 2xx response that is not a redirect adds to the crawl, by what it is. */
