@@ -16,23 +16,38 @@ export async function buildProgram(argv: string[]): Promise<Command> {
   return program;
 }
 
-async function main(argv: string[]): Promise<void> {
-  const program = await buildProgram(argv);
+/**
+ * Runs `crawler` on these arguments (`argv` as process.argv) in this process,
+ * as the command line does: the exit code the process must end with when the
+ * command stopped early (0 after help or the version, 2 for a usage error,
+ * a typed error's own code or 1, its message on stderr), or undefined when
+ * the command ran to its end and the process ends when its work is done.
+ * Exported so that tests can run a command through the real program without
+ * paying a process for it.
+ */
+export async function runCrawler(argv: string[]): Promise<number | undefined> {
   try {
-    await program.parseAsync(argv);
+    const program = await buildProgram(argv);
+    try {
+      await program.parseAsync(argv);
+    } catch (err: unknown) {
+      const code = (err as { exitCode?: number; code?: string }).exitCode;
+      const commanderCode = (err as { code?: string }).code;
+      if (commanderCode === 'commander.helpDisplayed' || commanderCode === 'commander.version') return 0;
+      // Commander has printed the problem already.
+      if (typeof code === 'number' && commanderCode?.startsWith('commander.')) return 2;
+      throw err;
+    }
+    return undefined;
   } catch (err: unknown) {
-    const code = (err as { exitCode?: number; code?: string }).exitCode;
-    const commanderCode = (err as { code?: string }).code;
-    if (commanderCode === 'commander.helpDisplayed' || commanderCode === 'commander.version') process.exit(0);
-    if (typeof code === 'number' && commanderCode?.startsWith('commander.')) process.exit(2);
-    throw err;
+    const e = err as { exitCode?: number; message?: string };
+    process.stderr.write(`crawler: ${e.message ?? String(err)}\n`);
+    return typeof e.exitCode === 'number' ? e.exitCode : 1;
   }
 }
 
 if (require.main === module) {
-  main(process.argv).catch((err: unknown) => {
-    const e = err as { exitCode?: number; message?: string };
-    process.stderr.write(`crawler: ${e.message ?? String(err)}\n`);
-    process.exit(typeof e.exitCode === 'number' ? e.exitCode : 1);
+  void runCrawler(process.argv).then((code) => {
+    if (code !== undefined) process.exit(code);
   });
 }
