@@ -9,7 +9,9 @@
 // find the links a script built in frames (each against its frame's URL)
 // and those of a script that fetches its data only after keeping its thread
 // busy longer than browser.quietMs. Real workers, Temporal and Redis; the
-// workers' Chromium is Debian's.
+// workers' Chromium is Debian's. The two crawls run at the same time, each
+// on a copy of the site under a host of its own (most of a rendered page's
+// time is spent waiting for it to be done, one page at a time per host).
 import path from 'node:path';
 import { readDataset, type DatasetLine } from '../../src/storage/dataset-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
@@ -27,7 +29,10 @@ jest.setTimeout(300_000);
 const HANDLER = path.resolve(__dirname, '../fixtures/handlers/render-handler.ts');
 
 interface Crawl {
+  /** The copy of the site it crawled. */
+  site: InteractiveSite;
   result: CampaignResult;
+  /** Its site's requests. */
   requests: RequestRecord[];
   lines: IndexEntry[];
   records: WarcReadRecord[];
@@ -37,38 +42,44 @@ interface Crawl {
 }
 
 let h: Harness;
+/** The hooked crawl's site: the paths (the same on both copies) the tests look for. */
 let site: InteractiveSite;
 /** With the handler's onRender and browser.scroll on. */
 let hooked: Crawl;
 /** Neither. */
 let plain: Crawl;
 
-const url = (p: string) => normalizeUrl(h.web.url(site.host, p));
-const line = (c: Crawl, p: string) => c.lines.find((e) => e.url === url(p));
+/** The URL of path `p` on the site crawl `c` crawled (the hooked crawl's when none is given). */
+const url = (p: string, c?: Crawl) => normalizeUrl(h.web.url((c?.site ?? site).host, p));
+const line = (c: Crawl, p: string) => c.lines.find((e) => e.url === url(p, c));
 const fetched = (c: Crawl, p: string) => line(c, p)?.outcome === 'fetched';
 const archived = (c: Crawl) => new Set(c.records.filter((r) => r.type === 'response' && r.targetUri).map((r) => normalizeUrl(r.targetUri!)));
-const requested = (c: Crawl, p: string) => c.requests.some((r) => r.host === site.host && r.path === p);
+const requested = (c: Crawl, p: string) => c.requests.some((r) => r.path === p);
 
-async function crawl(extra: Partial<CampaignInput>): Promise<Crawl> {
-  h.web.clearRequests();
-  const handle = await launch(h, { seeds: [h.web.url(site.host, '/')], render: 'browser', politeness: { minDelayMs: 20 }, ...extra });
+async function crawl(copy: InteractiveSite, extra: Partial<CampaignInput>): Promise<Crawl> {
+  const handle = await launch(h, { seeds: [h.web.url(copy.host, '/')], render: 'browser', politeness: { minDelayMs: 20 }, ...extra });
   const result = await handle.result();
   const out = outputOf(h, result.campaignId);
   // Payloads are base64 in the history's JSON: read decoded, as the Web UI shows them.
   const raw = JSON.stringify(await handle.fetchHistory());
   const history = [raw, ...[...raw.matchAll(/"data":"([A-Za-z0-9+/=]+)"/g)].map((d) => Buffer.from(d[1]!, 'base64').toString('utf8'))].join('\n');
-  return { result, requests: h.web.requests(), lines: await out.sealed(), records: await out.warc(), dataset: await readDataset(out.dir), history };
+  const requests = h.web.requests().filter((r) => r.host === copy.host);
+  return { site: copy, result, requests, lines: await out.sealed(), records: await out.warc(), dataset: await readDataset(out.dir), history };
 }
 
 beforeAll(async () => {
   // The workers find Chromium the same way; installed here first so their first page does not wait for apt-get.
   await findOrInstallChromium((m) => process.stderr.write(`[browser] ${m}\n`));
   h = await createHarness('render-interactive', { workers: 1 });
-  site = interactiveSite();
+  site = interactiveSite('hooked.interactive.test');
+  const plainSite = interactiveSite('plain.interactive.test');
   h.web.addSite(site.spec);
-  // A short hook limit, so the hook that never ends is given up in 5 s (a click and its fetch take far less, even on a busy machine).
-  hooked = await crawl({ handler: HANDLER, handlerTimeoutMs: 5_000, browser: { scroll: true, pageTimeoutMs: 20_000 } });
-  plain = await crawl({});
+  h.web.addSite(plainSite.spec);
+  [hooked, plain] = await Promise.all([
+    // A short hook limit, so the hook that never ends is given up in 5 s (a click and its fetch take far less, even on a busy machine).
+    crawl(site, { handler: HANDLER, handlerTimeoutMs: 5_000, browser: { scroll: true, pageTimeoutMs: 20_000 } }),
+    crawl(plainSite, {}),
+  ]);
 });
 
 afterAll(async () => {
