@@ -388,7 +388,15 @@ export interface FaultSiteOptions {
   truncatedDeclared?: number;
   /** … and sends this many bytes before closing; default 1,000. */
   truncatedSent?: number;
+  /**
+   * The faults (of FAULT_PATHS) this copy links from its home page and
+   * expects to be crawled; default all. Every path is served either way.
+   */
+  only?: readonly string[];
 }
+
+/** Every fault of faultSite, one path each. */
+export const FAULT_PATHS = ['/slow-drip', '/stall', '/no-headers', '/truncated', '/reset', '/reset-mid-body', '/huge', '/huge-chunked', '/gzip-bomb'] as const;
 
 export const MiB = 1024 * 1024;
 
@@ -407,7 +415,24 @@ export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSit
   const hugeBytes = opts.hugeBytes ?? 50 * MiB;
   const declared = opts.truncatedDeclared ?? 100_000;
   const sent = Math.min(opts.truncatedSent ?? 1_000, declared - 1);
-  const faults = ['/slow-drip', '/stall', '/no-headers', '/truncated', '/reset', '/reset-mid-body', '/huge', '/huge-chunked', '/gzip-bomb'];
+  const faults: string[] = FAULT_PATHS.filter((p) => opts.only?.includes(p) ?? true);
+  const has = (p: string) => faults.includes(p);
+  const verdicts: Record<string, PageVerdict> = {
+    '/ok': { outcomes: ['fetched'], status: 200 },
+    '/slow-drip': { outcomes: ['fetched', 'error'], errorCodes: ['TOTAL_TIMEOUT'], note: "fetched only with truncated: 'time'" },
+    '/stall': { outcomes: ['fetched', 'error'], errorCodes: ['BODY_TIMEOUT'], note: "fetched only with truncated: 'time'" },
+    '/no-headers': { outcomes: ['error'], errorCodes: ['HEADERS_TIMEOUT', 'TOTAL_TIMEOUT'] },
+    '/truncated': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR', 'PROTOCOL_ERROR'] },
+    '/reset': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
+    '/reset-mid-body': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
+    '/huge': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
+    '/huge-chunked': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
+    '/gzip-bomb': {
+      outcomes: ['fetched', 'error'],
+      errorCodes: ['DECOMPRESSION_FAILED'],
+      note: "decoded bytes never exceed maxBodyBytes; fetched only with truncated: 'length'",
+    },
+  };
   const hang = (ctx: SiteRequest): void => {
     if (opts.hangMs !== undefined) ctx.later(opts.hangMs, () => ctx.socket.destroy());
   };
@@ -495,23 +520,12 @@ export function faultSite(host: string, opts: FaultSiteOptions = {}): HostileSit
       mustFetch: ['/', '/ok', ...faults],
       mustNotFetch: [],
       forbiddenHosts: [],
-      index: {
-        '/ok': { outcomes: ['fetched'], status: 200 },
-        '/slow-drip': { outcomes: ['fetched', 'error'], errorCodes: ['TOTAL_TIMEOUT'], note: "fetched only with truncated: 'time'" },
-        '/stall': { outcomes: ['fetched', 'error'], errorCodes: ['BODY_TIMEOUT'], note: "fetched only with truncated: 'time'" },
-        '/no-headers': { outcomes: ['error'], errorCodes: ['HEADERS_TIMEOUT', 'TOTAL_TIMEOUT'] },
-        '/truncated': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR', 'PROTOCOL_ERROR'] },
-        '/reset': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
-        '/reset-mid-body': { outcomes: ['error'], errorCodes: ['CONNECTION_RESET', 'NETWORK_ERROR'] },
-        '/huge': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
-        '/huge-chunked': { outcomes: ['fetched', 'error'], note: "fetched with truncated: 'length' and bytes <= maxBodyBytes" },
-        '/gzip-bomb': {
-          outcomes: ['fetched', 'error'],
-          errorCodes: ['DECOMPRESSION_FAILED'],
-          note: "decoded bytes never exceed maxBodyBytes; fetched only with truncated: 'length'",
-        },
+      index: Object.fromEntries(Object.entries(verdicts).filter(([p]) => p === '/ok' || has(p))),
+      groups: {
+        faults,
+        linkedFromHuge: has('/huge') || has('/huge-chunked') ? ['/huge-link'] : [],
+        linkedFromBomb: has('/gzip-bomb') ? ['/after-bomb'] : [],
       },
-      groups: { faults, linkedFromHuge: ['/huge-link'], linkedFromBomb: ['/after-bomb'] },
     },
   };
 }
@@ -1315,7 +1329,11 @@ export function allHostileSites(suffix = 'hostile.test'): HostileSite[] {
     redirectSite(h('redirects'), { otherHost: h('redirect-target') }),
     redirectTargetSite(h('redirect-target')),
     calendarTrapSite(h('traps')),
-    faultSite(h('faults')),
+    // The faults on two hosts: a host crawls one URL at a time, and each
+    // fault is tried 1 + maxRetries times with growing back-offs between,
+    // so on one host they made the longest host of a crawl by far.
+    faultSite(h('faults'), { only: ['/slow-drip', '/stall', '/no-headers', '/huge', '/huge-chunked', '/gzip-bomb'] }),
+    faultSite(h('network-faults'), { only: ['/truncated', '/reset', '/reset-mid-body'] }),
     contentSite(h('content')),
     httpErrorSite(h('http-errors')),
     robotsGarbageSite(h('robots-garbage')),
