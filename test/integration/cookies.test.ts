@@ -1,13 +1,15 @@
 // Sites behind a session cookie: one that sets it on its home page and
 // answers 403 without it everywhere else, crawled with the defaults, with
 // --cookies off, through a kill -9 of the worker, and one that admits only
-// the holders of a cookie the crawl brings in a cookies.txt.
+// the holders of a cookie the crawl brings in a cookies.txt. The crawl
+// through the kill starts first and waits out its worker's death while
+// the others run.
 import { randomBytes } from 'node:crypto';
 import { chmod, writeFile } from 'node:fs/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import path from 'node:path';
 import type { SiteRequest, SiteSpec } from '../web/test-web';
-import { createHarness, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
+import { createHarness, launch, outputOf, pageRequests, sleep, type CampaignHandle, type Harness } from '../support/harness';
 
 jest.setTimeout(240_000);
 
@@ -48,8 +50,26 @@ function membersSite(host: string, o: { issue: boolean; accepted?: string[] }): 
 
 describe('a site that requires the session cookie it sets on its home page', () => {
   let h: Harness;
+  /**
+   * The crawl whose worker is killed: started first, its worker killed
+   * after 8 pages and another started in its place. The host's session
+   * comes back only once its workflow task has timed out (about 10 s);
+   * the next tests' crawls run on the new worker meanwhile.
+   */
+  let crash: { site: ReturnType<typeof membersSite>; seed: string; handle: CampaignHandle; killedAfter: number };
   beforeAll(async () => {
     h = await createHarness('cookies', { workers: 1 });
+    const site = membersSite('www.crash.members.test', { issue: true });
+    // 16 pages still to fetch after the kill: 1.6 s at the host's delay, far longer than the kill takes.
+    site.spec.pages = 24;
+    h.web.addSite(site.spec);
+    const seed = h.web.url('www.crash.members.test', '/');
+    const handle = await launch(h, { seeds: [seed], sitemaps: 'off', politeness: { minDelayMs: 100 } });
+    while (pageRequests(h.web.requests()).filter((r) => r.host === 'www.crash.members.test').length < 8) await sleep(50);
+    const killedAfter = site.seen.length;
+    await h.pool.kill9(h.pool.alive()[0]);
+    await h.pool.startOne();
+    crash = { site, seed, handle, killedAfter };
   });
   afterAll(() => h?.close());
 
@@ -88,28 +108,6 @@ describe('a site that requires the session cookie it sets on its home page', () 
     expect(site.seen.every((s) => s.sid === null)).toBe(true);
   });
 
-  test('kill -9 of the worker mid-crawl: the session resumed on another worker sends the same cookie', async () => {
-    const site = membersSite('www.crash.members.test', { issue: true });
-    site.spec.pages = 40;
-    h.web.addSite(site.spec);
-    const seed = h.web.url('www.crash.members.test', '/');
-    const handle = await launch(h, { seeds: [seed], sitemaps: 'off', politeness: { minDelayMs: 150 } });
-    while (pageRequests(h.web.requests()).filter((r) => r.host === 'www.crash.members.test').length < 8) await sleep(50);
-    const killedAfter = site.seen.length;
-    await h.pool.kill9(h.pool.alive()[0]);
-    await h.pool.startOne();
-    const result = await handle.result();
-    expect(result.status).toBe('completed');
-    const after = site.seen.slice(killedAfter);
-    expect(after.length).toBeGreaterThan(0);
-    // No new session: the worker that took over found the cookie in Redis.
-    expect(site.issued).toHaveLength(1);
-    expect(after.filter((s) => s.path !== '/').every((s) => s.sid === site.issued[0])).toBe(true);
-    const index = await outputOf(h, result.campaignId).index();
-    expect(new Set(index.map((e) => e.url))).toEqual(h.web.expectedPages([seed]));
-    expect(index.filter((e) => e.status !== 200).map((e) => `${e.status} ${e.url}`)).toEqual([]);
-  });
-
   test('a crawl that starts from a cookies.txt is let in everywhere, home page included', async () => {
     const session = randomBytes(8).toString('hex');
     const site = membersSite('www.logged-in.test', { issue: false, accepted: [session] });
@@ -124,6 +122,20 @@ describe('a site that requires the session cookie it sets on its home page', () 
     expect(new Set(index.map((e) => e.url))).toEqual(h.web.expectedPages([seed]));
     expect(index.filter((e) => e.status !== 200).map((e) => `${e.status} ${e.url}`)).toEqual([]);
     expect(site.seen.every((s) => s.sid === session)).toBe(true);
+  });
+
+  test('kill -9 of the worker mid-crawl: the session resumed on another worker sends the same cookie', async () => {
+    const { site, seed, handle, killedAfter } = crash;
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    const after = site.seen.slice(killedAfter);
+    expect(after.length).toBeGreaterThan(0);
+    // No new session: the worker that took over found the cookie in Redis.
+    expect(site.issued).toHaveLength(1);
+    expect(after.filter((s) => s.path !== '/').every((s) => s.sid === site.issued[0])).toBe(true);
+    const index = await outputOf(h, result.campaignId).index();
+    expect(new Set(index.map((e) => e.url))).toEqual(h.web.expectedPages([seed]));
+    expect(index.filter((e) => e.status !== 200).map((e) => `${e.status} ${e.url}`)).toEqual([]);
   });
 
   test('a campaign started with a cookies file anyone may read, or with a malformed line, fails as InvalidCampaignInput before any request', async () => {
