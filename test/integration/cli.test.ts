@@ -15,7 +15,7 @@ import { generateSites } from '../web/test-web';
 import { createHarness, startWithTemporalCli, type Harness } from '../support/harness';
 import { readIndex } from '../../src/storage/index-writer';
 import { crawlerCommand } from '../../src/cli/crawler-command';
-import { runCrawler } from '../../src/cli/main';
+import { runCrawlerInProcess } from '../support/in-process-cli';
 import type { CampaignInput } from '../../src/config/campaign';
 
 jest.setTimeout(240_000);
@@ -37,20 +37,6 @@ function crawler(args: string[], env: NodeJS.ProcessEnv): Promise<Exit> {
       return { code: err.code, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
     },
   );
-}
-
-/** `crawler <args>` in this process: its exit code (0 when it ran to its end) and what it wrote to stderr. */
-async function crawlerInProcess(args: string[]): Promise<{ code: number; stderr: string }> {
-  let stderr = '';
-  const spy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stderr += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-    return true;
-  });
-  try {
-    return { code: (await runCrawler(['node', 'crawler', ...args])) ?? 0, stderr };
-  } finally {
-    spy.mockRestore();
-  }
 }
 
 let h: Harness;
@@ -149,7 +135,7 @@ const BAD_INPUT: [string, string[], RegExp][] = [
 
 test.each(BAD_INPUT)('bad input (%s): clear error, exit code 2, nothing started', async (_name, args, message) => {
   const id = `bad-input-${Math.random().toString(36).slice(2, 8)}`;
-  const res = await crawlerInProcess(['crawl', ...args, '--id', id]);
+  const res = await runCrawlerInProcess(['crawl', ...args, '--id', id]);
   expect(res.code).toBe(2);
   expect(res.stderr).toMatch(message);
   await expect(h.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);

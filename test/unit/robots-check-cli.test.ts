@@ -1,8 +1,8 @@
 // Runs every conformance case through the real `crawler robots check`
 // command, so argument parsing, file reading and output formatting are
 // covered too: in this process, through the same commander program and exit
-// code mapping the command line uses (src/cli/main.ts, runCrawler), because
-// a process per case cost about a second of CPU each. A few cases also run
+// code mapping the command line uses (test/support/in-process-cli.ts),
+// because a process per case cost about a second of CPU each. A few cases also run
 // as real processes, which must print exactly what the in-process run
 // printed and end with the same exit code: the process plumbing itself.
 import { spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fixtures from '../fixtures/robots-conformance.json';
 import { crawlerCommand } from '../../src/cli/crawler-command';
-import { runCrawler } from '../../src/cli/main';
+import { runCrawlerInProcess as runInProcess } from '../support/in-process-cli';
 
 interface ConformanceCase {
   name: string;
@@ -41,29 +41,6 @@ function runProcess(args: string[]): Promise<RunResult> {
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-/**
- * `crawler <args>` in this process: what the command wrote to stdout and
- * stderr, and the code the process would have exited with (0 when the
- * command ran to its end). One at a time: the capture is of the process's own streams.
- */
-async function runInProcess(args: string[]): Promise<RunResult> {
-  let stdout = '';
-  let stderr = '';
-  const capture = (to: (s: string) => void) => (chunk: string | Uint8Array) => {
-    to(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-    return true;
-  };
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture((s) => (stdout += s)));
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture((s) => (stderr += s)));
-  try {
-    const code = await runCrawler(['node', 'crawler', ...args]);
-    return { code: code ?? 0, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
 }
 
 function expectedLines(c: ConformanceCase): string[] {
