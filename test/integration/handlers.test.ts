@@ -14,7 +14,8 @@ import { sealedPaths } from '../../src/storage/seal';
 import { sealedDatasetPath } from '../../src/storage/seal-dataset';
 import { catalogueSite, type CatalogueSite } from '../web/catalogue-site';
 import { generateSites } from '../web/test-web';
-import { createHarness, startWithTemporalCli, launch, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
+import { runCrawlerInProcess } from '../support/in-process-cli';
+import { createHarness, startWithTemporalCli, launch, outputOf, pageRequests, sleep, type CampaignHandle, type Harness } from '../support/harness';
 
 jest.setTimeout(300_000);
 
@@ -25,6 +26,13 @@ const LINK_GRAPH = path.join(ROOT, 'examples/link-graph-handler.ts');
 let h: Harness;
 let shop: CatalogueSite;
 let shop2: CatalogueSite;
+/**
+ * The catalogue crawl through the death of every worker: started first,
+ * its workers killed after 8 product pages and one started in their place.
+ * The host's session comes back only once its workflow task has timed out
+ * (about 10 s); the other tests' crawls run on the new worker meanwhile.
+ */
+let catalogue: { handle: CampaignHandle; killedAt: number };
 beforeAll(async () => {
   h = await createHarness('handlers', { workers: 2 });
   shop = catalogueSite('shop.handlers.test', { products: 30, perPage: 8, seed: 1 });
@@ -33,6 +41,15 @@ beforeAll(async () => {
   h.web.addSite(shop2.spec);
   for (const spec of generateSites({ count: 1, pages: 12, fanOut: 2, hostPattern: () => 'h.handlers.test', seed: 7, robots: { disallow: ['/private/'] } })) h.web.addSite(spec);
   h.web.addSite({ host: 'elsewhere.other-scope.test', pages: 3, fanOut: 1 });
+
+  const handle = await launch(h, { seeds: [h.web.url(shop.spec.host, '/')], handler: CATALOGUE, politeness: { minDelayMs: 100 } });
+  const details = () => pageRequests(h.web.requests()).filter((r) => r.host === shop.spec.host && r.path.startsWith('/product/'));
+  while (details().length < 8) await sleep(50);
+  // Whichever worker runs the host's session: kill them all, then one fresh worker carries on.
+  for (const w of h.pool.alive()) await h.pool.kill9(w);
+  const killedAt = details().length;
+  await h.pool.startOne();
+  catalogue = { handle, killedAt };
 });
 afterAll(() => h?.close());
 
@@ -40,50 +57,6 @@ afterAll(() => h?.close());
 const productsOf = (lines: { item: Record<string, unknown> }[]) =>
   lines.map((l) => ({ sku: l.item.sku, name: l.item.name, priceCents: l.item.priceCents })).sort((a, b) => String(a.sku).localeCompare(String(b.sku)));
 const expectedProducts = (site: CatalogueSite) => site.products.map((p) => ({ sku: p.sku, name: p.name, priceCents: p.price }));
-
-test('catalogue: every product exactly once in the dataset, after every worker was killed mid-crawl; CSV from the CLI', async () => {
-  const handle = await launch(h, { seeds: [h.web.url(shop.spec.host, '/')], handler: CATALOGUE, politeness: { minDelayMs: 150 } });
-  const details = () => pageRequests(h.web.requests()).filter((r) => r.host === shop.spec.host && r.path.startsWith('/product/'));
-  while (details().length < 8) await sleep(50);
-  // Whichever worker runs the host's session: kill them all, then one fresh worker carries on.
-  for (const w of h.pool.alive()) await h.pool.kill9(w);
-  const killedAt = details().length;
-  await h.pool.startOne();
-  const result = await handle.result();
-  expect(result.status).toBe('completed');
-  expect(killedAt).toBeLessThan(shop.products.length);
-
-  const out = outputOf(h, result.campaignId);
-  // The campaign sealed its dataset with its index: the items of the attempts whose commit counted.
-  expect(fs.existsSync(sealedDatasetPath(out.dir, result.campaignId, 'default'))).toBe(true);
-  const dataset = await readDataset(out.dir);
-  expect(productsOf(dataset)).toEqual(expectedProducts(shop));
-  // Each item belongs to its page's committed attempt: the sealed index line's attempt, fetch time and WARC record.
-  const index = await out.index();
-  const sealed = await readIndex(path.dirname(sealedPaths(out.dir, result.campaignId).index), (f) => f.endsWith('.index.jsonl'));
-  const committedIds = new Set(sealed.map((e) => e.attemptId));
-  const committed = new Set(sealed.map(attemptKey));
-  for (const l of dataset)
-    expect({ url: l.url, label: l.label, committed: committed.has(attemptKey(l)) && committedIds.has(l.attemptId) }).toEqual({ url: l.url, label: 'detail', committed: true });
-  // List pages were routed to onPage (no items), product pages to routes.detail (one each).
-  const products = index.filter((e) => e.url.includes('/product/') && e.outcome === 'fetched');
-  expect(new Set(products.map((e) => e.label))).toEqual(new Set(['detail']));
-  expect(index.filter((e) => e.url.includes('/list/')).every((e) => e.items === 0 && e.label === undefined)).toBe(true);
-  // The raw files hold at least as much (an attempt cut short by the kill may have left items behind).
-  expect((await readRawDataset(datasetDir(out.dir))).length).toBeGreaterThanOrEqual(dataset.length);
-
-  const cmd = crawlerCommand(['dataset', out.dir, '--csv']);
-  const csv = spawnSync(cmd.command, cmd.args, { encoding: 'utf8' });
-  expect(csv.status).toBe(0);
-  const rows = csv.stdout.trim().split('\r\n');
-  expect(rows[0]).toBe('url,fetchedAt,warcFile,warcOffset,label,sku,name,priceCents,item.url');
-  expect(
-    rows
-      .slice(1)
-      .map((r) => r.split(',')[5])
-      .sort(),
-  ).toEqual(shop.products.map((p) => p.sku));
-});
 
 test('a handler that throws on some pages: those end HANDLER_ERROR, every other page is crawled; its links obey scope, robots and the address policy', async () => {
   const seed = h.web.url('h.handlers.test', '/');
@@ -159,6 +132,43 @@ test('a campaign started with the temporal CLI naming a handler produces the sam
   const result = await h.client.workflow.getHandle(id).result();
   expect(result.status).toBe('completed');
   expect(productsOf(await readDataset(path.join(h.outDir, id)))).toEqual(expectedProducts(shop2));
+});
+
+test('catalogue: every product exactly once in the dataset, after every worker was killed mid-crawl; CSV from the CLI', async () => {
+  const { handle, killedAt } = catalogue;
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  expect(killedAt).toBeLessThan(shop.products.length);
+
+  const out = outputOf(h, result.campaignId);
+  // The campaign sealed its dataset with its index: the items of the attempts whose commit counted.
+  expect(fs.existsSync(sealedDatasetPath(out.dir, result.campaignId, 'default'))).toBe(true);
+  const dataset = await readDataset(out.dir);
+  expect(productsOf(dataset)).toEqual(expectedProducts(shop));
+  // Each item belongs to its page's committed attempt: the sealed index line's attempt, fetch time and WARC record.
+  const index = await out.index();
+  const sealed = await readIndex(path.dirname(sealedPaths(out.dir, result.campaignId).index), (f) => f.endsWith('.index.jsonl'));
+  const committedIds = new Set(sealed.map((e) => e.attemptId));
+  const committed = new Set(sealed.map(attemptKey));
+  for (const l of dataset)
+    expect({ url: l.url, label: l.label, committed: committed.has(attemptKey(l)) && committedIds.has(l.attemptId) }).toEqual({ url: l.url, label: 'detail', committed: true });
+  // List pages were routed to onPage (no items), product pages to routes.detail (one each).
+  const products = index.filter((e) => e.url.includes('/product/') && e.outcome === 'fetched');
+  expect(new Set(products.map((e) => e.label))).toEqual(new Set(['detail']));
+  expect(index.filter((e) => e.url.includes('/list/')).every((e) => e.items === 0 && e.label === undefined)).toBe(true);
+  // The raw files hold at least as much (an attempt cut short by the kill may have left items behind).
+  expect((await readRawDataset(datasetDir(out.dir))).length).toBeGreaterThanOrEqual(dataset.length);
+
+  const csv = await runCrawlerInProcess(['dataset', out.dir, '--csv']);
+  expect(csv.code).toBe(0);
+  const rows = csv.stdout.trim().split('\r\n');
+  expect(rows[0]).toBe('url,fetchedAt,warcFile,warcOffset,label,sku,name,priceCents,item.url');
+  expect(
+    rows
+      .slice(1)
+      .map((r) => r.split(',')[5])
+      .sort(),
+  ).toEqual(shop.products.map((p) => p.sku));
 });
 
 test('a handler that cannot be loaded: crawl exits 2 before anything starts; a campaign started otherwise fails as InvalidCampaignInput', async () => {
