@@ -3,7 +3,7 @@
 // no host ever sees two requests closer than its delay.
 import { createHarness, launch, minGapsByHost, pageRequests, urlOf, type Harness } from '../support/harness';
 
-const DELAY_MS = 600;
+const DELAY_MS = 300;
 let h: Harness;
 
 beforeAll(async () => {
