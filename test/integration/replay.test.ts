@@ -22,6 +22,7 @@ import { freePort, portOpen, waitFor } from '../../src/stack/ports';
 import { launchBrowser, screenshot } from '../support/browser';
 import { png } from '../support/media';
 import { appendRevisit } from '../support/revisit';
+import { runCrawlerInProcess } from '../support/in-process-cli';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 
 jest.setTimeout(600_000);
@@ -183,10 +184,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function cli(args: string[], cwd?: string): Promise<string> {
-  const c = crawlerCommand(args);
-  const { stdout } = await run(c.command, c.args, { env: process.env, cwd });
-  return stdout.trim().split('\n').pop()!;
+/** The last line `crawler <args…>` prints, run in this process (test/support/in-process-cli.ts). */
+async function cli(args: string[]): Promise<string> {
+  const r = await runCrawlerInProcess(args);
+  if (r.code !== 0) throw new Error(`crawler ${args.join(' ')} exited ${r.code}:\n${r.stderr}`);
+  return r.stdout.trim().split('\n').pop()!;
 }
 
 const lineKey = (l: CdxjLine) =>
@@ -248,20 +250,7 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
   // --- the WACZ, checked by py-wacz
   const wacz = path.join(h.outDir, `${id}.wacz`);
   expect(await cli(['export', id, '--wacz', wacz, '--out', out.dir])).toBe(wacz);
-  const valid = await run(path.join(tools.bin, 'wacz'), ['validate', '-f', wacz]);
-  expect(valid.stdout).toContain('Validation succeeded');
-  // A validator that accepts anything proves nothing: a changed file must fail it.
-  const tampered = path.join(h.outDir, `${id}-tampered.wacz`);
-  await run(tools.python, ['-c', PY_TAMPER, wacz, tampered]);
-  const bad = await run(path.join(tools.bin, 'wacz'), ['validate', '-f', tampered]).then(
-    () => ({ code: 0, stdout: '' }),
-    (e: { stdout: string; code: number }) => e,
-  );
-  expect(bad.code).toBe(1);
-  expect(bad.stdout).toContain('Validation failed');
-  expect(bad.stdout).toMatch(/pages\.jsonl[\s\S]*does not match the expected hash/);
-
-  // --- pywb: collection "crawl" straight from the output folder, "pkg" unpacked from the WACZ by pywb itself
+  // pywb's collections: "crawl" straight from the output folder, "pkg" unpacked from the WACZ by pywb itself.
   const root = path.join(h.outDir, `pywb-${id}`);
   fs.mkdirSync(root, { recursive: true });
   fs.writeFileSync(
@@ -269,8 +258,27 @@ test('a crawl replays in pywb from its CDXJ and from its WACZ, as Chromium shows
     // Unframed replay: the page Chromium shows is the archived page itself, not a frame around it.
     `collections:\n  crawl:\n    index_paths: ${cdxjFile}\n    archive_paths: ${warcDir}/\nframed_replay: false\n`,
   );
-  await run(path.join(tools.bin, 'wb-manager'), ['init', 'pkg'], { cwd: root });
-  await run(path.join(tools.bin, 'wb-manager'), ['add', 'pkg', wacz, '--unpack-wacz'], { cwd: root });
+  // A validator that accepts anything proves nothing: a changed file must fail it.
+  const tampered = path.join(h.outDir, `${id}-tampered.wacz`);
+  // The package's checks and pywb's unpacking of it are independent Python processes: run side by side.
+  const [valid, bad] = await Promise.all([
+    run(path.join(tools.bin, 'wacz'), ['validate', '-f', wacz]),
+    run(tools.python, ['-c', PY_TAMPER, wacz, tampered]).then(() =>
+      run(path.join(tools.bin, 'wacz'), ['validate', '-f', tampered]).then(
+        () => ({ code: 0, stdout: '' }),
+        (e: { stdout: string; code: number }) => e,
+      ),
+    ),
+    run(path.join(tools.bin, 'wb-manager'), ['init', 'pkg'], { cwd: root }).then(() =>
+      run(path.join(tools.bin, 'wb-manager'), ['add', 'pkg', wacz, '--unpack-wacz'], { cwd: root }),
+    ),
+  ]);
+  expect(valid.stdout).toContain('Validation succeeded');
+  expect(bad.code).toBe(1);
+  expect(bad.stdout).toContain('Validation failed');
+  expect(bad.stdout).toMatch(/pages\.jsonl[\s\S]*does not match the expected hash/);
+
+  // --- pywb
   const base = await startPywb(root);
   // A replay URL of `original` in a collection: <base>/<coll>/[<timestamp>/]<original>.
   const replayOf = (coll: string, original: string) => (u: URL) => new RegExp(`^${base}/${coll}/(\\d{1,14}/)?`).test(u.href) && u.href.endsWith(`/${original}`);
