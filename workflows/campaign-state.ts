@@ -37,14 +37,17 @@ export const MAX_HISTORY_EVENTS = 8_000;
 /**
  * Test-only limits (a workflow input field, never set by the CLI or the
  * client library): small values make a short test continue as new several
- * times while it reads its seed list. Absent: MAX_HISTORY_EVENTS, and
- * loadSeeds' own batch (activities/seeds.ts).
+ * times while it reads its seed list, or meet the campaign's timers in
+ * seconds. Absent: the constants here, and loadSeeds' own batch (activities/seeds.ts).
  */
 export interface CampaignTestLimits {
   /** Continue as new past this many history events (Temporal's own suggestion still counts). */
   maxHistoryEvents?: number;
   /** Seeds read per loadSeeds call. */
   seedsPerCall?: number;
+  /** In place of TICK_MS (the watch: every second look) and DISPATCH_RETRY_MS. */
+  tickMs?: number;
+  dispatchRetryMs?: number;
 }
 /**
  * A dispatch round that failed past its local activity's retries (Redis or
@@ -149,7 +152,12 @@ export class CampaignBook {
    * round a watch (a visibility query per nudge).
    */
   watchDue(now: number): boolean {
-    return now - (this.carry.watchedAt ?? this.carry.watchSince) >= 2 * TICK_MS;
+    return now - (this.carry.watchedAt ?? this.carry.watchSince) >= 2 * this.tickMs;
+  }
+
+  /** How long the loop waits for a nudge before it looks anyway (TICK_MS). */
+  get tickMs(): number {
+    return this.limits.tickMs ?? TICK_MS;
   }
 
   /** The watch looked at `now`: the next one lists hosts closed since shortly before. */
@@ -193,7 +201,7 @@ export class CampaignBook {
   onDispatchFailed(message: string, now: number): number {
     this.dispatchError = { message: message.slice(0, 500), at: now, failures: (this.dispatchError?.failures ?? 0) + 1 };
     this.nudged = true;
-    return DISPATCH_RETRY_MS;
+    return this.limits.dispatchRetryMs ?? DISPATCH_RETRY_MS;
   }
 
   /**

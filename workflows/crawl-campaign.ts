@@ -38,13 +38,13 @@ import type { CampaignInput, CampaignSettings } from '../src/config/campaign';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const settingsSchema = () => require('../src/config/campaign') as typeof import('../src/config/campaign');
 import { CrawlCampaign, CrawlErrors, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
-import { CampaignBook, FINISH_WAIT_MS, TICK_MS, type CampaignCarry, type CampaignTestLimits } from './campaign-state';
+import { CampaignBook, FINISH_WAIT_MS, type CampaignCarry, type CampaignTestLimits } from './campaign-state';
 import { registerSteering } from './campaign-steering';
 import { campaignNudgeSignal, campaignStatusQuery, cancelSignal, FailureType, type CampaignResult } from './messages';
 
 export type CrawlCampaignInput = CampaignInput & {
   carry?: CampaignCarry;
-  /** Test-only (CampaignTestLimits): small limits so a test continues as new while seeding. Carried through continue-as-new. */
+  /** Test-only (CampaignTestLimits): small limits so a test continues as new while seeding, or meets timers in seconds. Carried through continue-as-new. */
   testLimits?: CampaignTestLimits;
 };
 
@@ -76,7 +76,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     showCard();
     const seeding = readSeedList(book);
     for (;;) {
-      await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), TICK_MS);
+      await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), book.tickMs);
       if (book.stopReason !== null) break;
       if (book.shouldContinueAsNew(workflowInfo())) {
         // The batch being read (if any) finishes first, so its cursor is the one carried.

@@ -13,7 +13,7 @@ import { startCampaign } from '../../src/temporal/campaign-client';
 import { readIndex, type IndexEntry } from '../../src/storage/index-writer';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import { WorkerPool, type SuperviseOptions } from '../../src/worker/worker-pool';
-import type { crawlCampaign } from '../../workflows/crawl-campaign';
+import type { crawlCampaign, CrawlCampaignInput } from '../../workflows/crawl-campaign';
 import { startTestWeb, type RequestRecord, type TestWeb } from '../web/test-web';
 
 export const TASK_QUEUE_PREFIX = 'test';
@@ -84,7 +84,8 @@ export async function createHarness(
 export type CampaignHandle = WorkflowHandleWithFirstExecutionRunId<typeof crawlCampaign>;
 
 let campaigns = 0;
-export async function launch(h: Harness, input: Omit<CampaignInput, 'output'> & { campaignId?: string }): Promise<CampaignHandle> {
+/** `testLimits` (CampaignTestLimits): the campaign's own timers in seconds, for tests that wait on them. */
+export async function launch(h: Harness, input: Omit<CrawlCampaignInput, 'output' | 'carry'> & { campaignId?: string }): Promise<CampaignHandle> {
   const campaignId = input.campaignId ?? `t-${process.pid}-${Date.now().toString(36)}-${campaigns++}`;
   return startCampaign(h.client, h.taskQueue, {
     ...input,

@@ -1,7 +1,7 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, TICK_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
@@ -129,6 +129,17 @@ test('the watch is due a minute after the start, then a minute after its last lo
   // A carry from before the last look was kept: due, as it was then.
   const old = new CampaignBook(settings, 'c.1', 1_000, { ...b.carry, watchedAt: undefined });
   expect(old.watchDue(600_001)).toBe(true);
+});
+
+test("a test's limits (testLimits) bring the tick, the watch and the dispatch retry to seconds; without them the constants hold", () => {
+  const fast = new CampaignBook(settings, 'c.1', 1_000, undefined, { tickMs: 2_000, dispatchRetryMs: 500 });
+  expect(fast.tickMs).toBe(2_000);
+  expect(fast.watchDue(1_000 + 3_999)).toBe(false);
+  expect(fast.watchDue(1_000 + 4_000)).toBe(true);
+  expect(fast.onDispatchFailed('redis: connection refused', 2_000)).toBe(500);
+  const plain = new CampaignBook(settings, 'c.1', 1_000);
+  expect(plain.tickMs).toBe(TICK_MS);
+  expect(plain.onDispatchFailed('redis: connection refused', 2_000)).toBe(DISPATCH_RETRY_MS);
 });
 
 test('a dispatch round fills free slots and watches when due; while finishing it starts no host and always watches the whole campaign', () => {
