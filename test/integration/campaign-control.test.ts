@@ -1,6 +1,6 @@
 // Pause, resume, cancel and the status query, through the real CLI commands
 // and through Temporal directly.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -45,7 +45,7 @@ test('pause stops requests, resume continues, status reports per-domain progress
     if (Date.now() - t0 > 30_000) throw new Error(`hosts not all paused: ${JSON.stringify(live)}`);
   }
   const paused = pageRequests(h.web.requests()).length;
-  await sleep(2_500); // long enough for several requests at 300 ms, were any made
+  await sleep(1_500); // long enough for several requests at 300 ms, were any made
   expect(pageRequests(h.web.requests()).length).toBe(paused);
 
   // Status while paused, through the CLI as JSON: every live host says so,
@@ -73,7 +73,7 @@ test('pause stops requests, resume continues, status reports per-domain progress
   expect(result.status).toBe('cancelled');
   const atCancel = pageRequests(h.web.requests()).length;
   expect(result.pages).toBeLessThan(h.web.expectedPages([seed]).size);
-  await sleep(2_000);
+  await sleep(1_000); // again several requests' time
   expect(pageRequests(h.web.requests()).length).toBe(atCancel);
   // Every domain workflow of the campaign closed with it.
   const open = [];
@@ -108,7 +108,9 @@ test('a domain workflow terminated by hand is given up: the campaign completes a
   const keep = h.web.url('keep.control.test', '/');
   const doomed = h.web.url('term.control.test', '/');
   // Slow enough that term.control.test is still crawling when it is terminated.
-  const handle = await launch(h, { seeds: [keep, doomed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 } });
+  // The campaign's watch, which finds it, looks every second tick: a tick
+  // of 2 s (test-only testLimits) rather than TICK_MS, so 4 s rather than a minute.
+  const handle = await launch(h, { seeds: [keep, doomed], scope: { mode: 'same-host' }, politeness: { minDelayMs: 2_000 }, testLimits: { tickMs: 2_000 } });
   const id = handle.workflowId;
   const host = new URL(doomed).host;
   while (!pageRequests(h.web.requests()).some((r) => r.host === 'term.control.test')) await sleep(100);
@@ -154,23 +156,25 @@ test('a campaign no worker runs: list exits cleanly, status and cancel say a wor
     fetch: { resolve: h.web.resolveArgs() },
     output: { dir: path.join(h.outDir, id) },
   });
-  const cli = (...args: string[]) => {
-    const cmd = crawlerCommand(args);
-    return spawnSync(cmd.command, cmd.args, { env: process.env, encoding: 'utf8' });
-  };
+  /** Its exit code and output, whatever the code. */
+  const cli = (...args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const cmd = crawlerCommand(args);
+      const child = execFile(cmd.command, cmd.args, { env: process.env, encoding: 'utf8' }, (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }));
+    });
 
+  // The three commands at once (none changes what the others see while no
+  // worker runs), so list's wait for the status query overlaps the others' start-up.
+  const [list, status, cancel] = await Promise.all([cli('list'), cli('status', id), cli('cancel', id)]);
   // The status query of the unanswering campaign is given up inside the
   // command, and the process exits on its own without a stack trace.
-  const list = cli('list');
   expect({ status: list.status, stderr: list.stderr }).toEqual({ status: 0, stderr: '' });
   expect(list.stdout).toMatch(new RegExp(`^${id}\trunning\t`, 'm'));
 
-  const status = cli('status', id);
   expect(status.status).toBe(1);
   expect(status.stderr).toContain(`no worker is polling task queue "${queue}": only a worker can answer a status query`);
   expect(status.stderr).toContain(`CRAWLER_TASK_QUEUE=${queue} npm run crawler -- worker`);
 
-  const cancel = cli('cancel', id);
   expect(cancel.status).toBe(0);
   expect(cancel.stdout).toBe(
     `cancel sent to ${id}\n` +
