@@ -57,12 +57,12 @@ describe('durable sleep', () => {
 
   test('no worker while domains sleep; one started later resumes where it was', async () => {
     const seed = h.web.url('s0.sleep.test', '/');
-    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 2_500 } });
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 1_000 } });
     while (pageRequests(h.web.requests()).length < 3) await sleep(100);
     await h.pool.stopAll();
     const before = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
-    // Nothing runs while no worker is up, however long it takes...
-    await sleep(6_000);
+    // Nothing runs while no worker is up, however long it takes (here three times the hosts' delay)...
+    await sleep(3_000);
     expect(pageRequests(h.web.requests()).length).toBe(before.length);
     // ...and the timers are still there: a new worker picks up the sleeping domains.
     await h.pool.startOne();
