@@ -20,9 +20,9 @@ let h: Harness;
 beforeAll(async () => {
   h = await createHarness('host-sessions', { workers: 1 });
   const [slow] = generateSites({ count: 1, pages: 4, fanOut: 2, crossPerPage: 0, hostPattern: () => 'slow.sessions.test', seed: 2 });
-  h.web.addSite({ ...slow, robots: { crawlDelaySec: 6 } });
+  h.web.addSite({ ...slow, robots: { crawlDelaySec: 2 } });
   for (const spec of generateSites({ count: 1, pages: 10, fanOut: 2, crossPerPage: 0, hostPattern: () => 'fast.sessions.test', seed: 2 })) h.web.addSite(spec);
-  for (const spec of generateSites({ count: 1, pages: 60, fanOut: 3, crossPerPage: 0, hostPattern: () => 'paused.sessions.test', seed: 2 })) h.web.addSite(spec);
+  for (const spec of generateSites({ count: 1, pages: 30, fanOut: 3, crossPerPage: 0, hostPattern: () => 'paused.sessions.test', seed: 2 })) h.web.addSite(spec);
   for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, crossPerPage: 0, hostPattern: () => 'one.sessions.test', seed: 2 })) h.web.addSite(spec);
 });
 afterAll(() => h?.close());
@@ -116,13 +116,15 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 1_000 },
     sitemaps: 'off',
+    // Between the two delays (the default, 5 s, would need a Crawl-delay of 6 s: 24 s for four pages).
+    session: { durableSleepMs: 1_500 },
   });
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.pages).toBe(14);
   const slow = await historyOf(result.campaignId, 'slow.sessions.test');
   const fast = await historyOf(result.campaignId, 'fast.sessions.test');
-  // Four pages 6 s apart (robots.txt first): a durable sleep before each page after robots.txt.
+  // Four pages 2 s apart (robots.txt first): a durable sleep before each page after robots.txt.
   expect(slow.timers).toBeGreaterThanOrEqual(4);
   // A regular session per page: the last page's commit leaves the frontier empty, so its session
   // ends there, with no timer and no session more only to find it empty.
@@ -144,7 +146,7 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
       .map((r) => r.t)
       .sort((a, b) => a - b);
   const gaps = (ts: number[]) => ts.slice(1).map((t, i) => t - ts[i]);
-  expect(Math.min(...gaps(times('slow.sessions.test')))).toBeGreaterThanOrEqual(6_000);
+  expect(Math.min(...gaps(times('slow.sessions.test')))).toBeGreaterThanOrEqual(2_000);
   expect(Math.min(...gaps(times('fast.sessions.test')))).toBeGreaterThanOrEqual(1_000);
 });
 
@@ -154,14 +156,15 @@ test('a pause reaches a running session within 2 s, and a resume lets it go on',
   while (pages().length < 5) await sleep(50);
   await handle.executeUpdate('pauseCampaign');
   const pausedAt = performance.timeOrigin + performance.now();
-  // Watch for 6 s: requests may arrive while the pause travels (at most 2 s), none after.
-  await sleep(6_000);
+  // Watch for 4 s: requests may arrive while the pause travels (at most 2 s), none after
+  // (at 200 ms, ten would arrive in the last 2 s).
+  await sleep(4_000);
   expect(pages().filter((r) => r.t > pausedAt + 2_000)).toEqual([]);
   const atPause = pages().length;
-  expect(atPause).toBeLessThan(60);
+  expect(atPause).toBeLessThan(30);
   await handle.executeUpdate('resumeCampaign');
   const result = await handle.result();
   expect(result.status).toBe('completed');
-  expect(result.pages).toBe(60);
-  expect(pages().length).toBe(60);
+  expect(result.pages).toBe(30);
+  expect(pages().length).toBe(30);
 });
