@@ -22,13 +22,13 @@ test('a small campaign started behind a large one finishes while the large one i
   const big = await launch(h, {
     seeds: Array.from({ length: BIG_HOSTS }, (_, i) => h.web.url(`b${i}.big.test`, '/')),
     scope: { mode: 'same-host' },
-    politeness: { minDelayMs: 400 },
+    politeness: { minDelayMs: 200 },
     sitemaps: 'off',
   });
   const bigPages = () => pageRequests(h.web.requests()).filter((r) => r.host.endsWith('.big.test')).length;
   // The large campaign's backlog is there: its slots are busy and most of its hosts wait.
   while (bigPages() < 8) await sleep(100);
-  const small = await launch(h, { seeds: [h.web.url('small.test', '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 400 }, sitemaps: 'off' });
+  const small = await launch(h, { seeds: [h.web.url('small.test', '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 200 }, sitemaps: 'off' });
   const smallResult = await small.result();
   const bigAtSmallDone = bigPages();
   if (process.env.FAIR_DEBUG) {
