@@ -9,17 +9,18 @@ import { domainWorkflowId } from '../../workflows/ids';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 
 const HOST = 'big.large.test';
-// Fan-out 30 on a site of a million pages: every page brings some 30 new
-// URLs, so 4,000 pages leave about 115,000 in the frontier.
-const MAX_PAGES = 4_000;
-/** Sessions of at most 500 pages here: at least 8 sessions of about 6 history events each, plus the run's own. */
-const SESSION_PAGES = 500;
+// Fan-out 60 on a site of a million pages: every page brings some 60 new
+// URLs, so 2,000 pages leave about 115,000 in the frontier.
+const MAX_PAGES = 2_000;
+const FAN_OUT = 60;
+/** Sessions of at most 250 pages here: at least 8 sessions of about 6 history events each, plus the run's own. */
+const SESSION_PAGES = 250;
 
 let h: Harness;
 
 beforeAll(async () => {
   h = await createHarness('large-domain', { workers: 1 });
-  h.web.addSite({ host: HOST, pages: 1_000_000, fanOut: 30 });
+  h.web.addSite({ host: HOST, pages: 1_000_000, fanOut: FAN_OUT });
 }, 60_000);
 
 afterAll(async () => {
