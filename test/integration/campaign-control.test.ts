@@ -2,7 +2,6 @@
 // and through Temporal directly.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { campaignStatusQuery, cancelSignal, FailureType, type CampaignStatus, type HostStatus } from '../../workflows/messages';
@@ -10,15 +9,14 @@ import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { generateSites } from '../web/test-web';
 import { createHarness, launch, pageRequests, sleep, type Harness } from '../support/harness';
 import { crawlerCommand } from '../../src/cli/crawler-command';
+import { crawlerInProcess, runCrawlerInProcess } from '../support/in-process-cli';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { WorkerPool } from '../../src/worker/worker-pool';
 
 jest.setTimeout(240_000);
-const run = promisify(execFile);
-const crawler = (...args: string[]) => {
-  const cmd = crawlerCommand(args);
-  return run(cmd.command, cmd.args, { env: process.env });
-};
+// The CLI's commands run in this process (the same program and exit codes, without a process's
+// second of start-up), but for `list` below, whose process must exit on its own.
+const crawler = (...args: string[]) => crawlerInProcess(args);
 
 let h: Harness;
 beforeAll(async () => {
@@ -156,32 +154,32 @@ test('a campaign no worker runs: list exits cleanly, status and cancel say a wor
     fetch: { resolve: h.web.resolveArgs() },
     output: { dir: path.join(h.outDir, id) },
   });
-  /** Its exit code and output, whatever the code. */
-  const cli = (...args: string[]) =>
-    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const cmd = crawlerCommand(args);
-      const child = execFile(cmd.command, cmd.args, { env: process.env, encoding: 'utf8' }, (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }));
-    });
+  // `list` as a process: the status query of the unanswering campaign is
+  // given up inside the command, and the process exits on its own without a
+  // stack trace. Status and cancel run here meanwhile (neither changes what
+  // list sees while no worker runs).
+  const listing = new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const cmd = crawlerCommand(['list']);
+    const child = execFile(cmd.command, cmd.args, { env: process.env, encoding: 'utf8' }, (_err, stdout, stderr) => resolve({ status: child.exitCode, stdout, stderr }));
+  });
 
-  // The three commands at once (none changes what the others see while no
-  // worker runs), so list's wait for the status query overlaps the others' start-up.
-  const [list, status, cancel] = await Promise.all([cli('list'), cli('status', id), cli('cancel', id)]);
-  // The status query of the unanswering campaign is given up inside the
-  // command, and the process exits on its own without a stack trace.
-  expect({ status: list.status, stderr: list.stderr }).toEqual({ status: 0, stderr: '' });
-  expect(list.stdout).toMatch(new RegExp(`^${id}\trunning\t`, 'm'));
-
-  expect(status.status).toBe(1);
+  const status = await runCrawlerInProcess(['status', id]);
+  expect(status.code).toBe(1);
   expect(status.stderr).toContain(`no worker is polling task queue "${queue}": only a worker can answer a status query`);
   expect(status.stderr).toContain(`CRAWLER_TASK_QUEUE=${queue} npm run crawler -- worker`);
 
-  expect(cancel.status).toBe(0);
+  const cancel = await runCrawlerInProcess(['cancel', id]);
+  expect(cancel.code).toBe(0);
   expect(cancel.stdout).toBe(
     `cancel sent to ${id}\n` +
       `no worker is polling task queue "${queue}": the campaign stays running until a worker picks up the cancel ` +
       `(start one with: CRAWLER_TASK_QUEUE=${queue} npm run crawler -- worker)\n`,
   );
   expect((await handle.describe()).status.name).toBe('RUNNING');
+
+  const list = await listing;
+  expect({ status: list.status, stderr: list.stderr }).toEqual({ status: 0, stderr: '' });
+  expect(list.stdout).toMatch(new RegExp(`^${id}\trunning\t`, 'm'));
 
   // What the hint promises: a worker on that queue carries the cancel out.
   const pool = new WorkerPool({

@@ -34,3 +34,14 @@ export async function runCrawlerInProcess(args: string[]): Promise<CliRun> {
     err.mockRestore();
   }
 }
+
+/**
+ * runCrawlerInProcess shaped as a promisified execFile: resolves with the
+ * output when the command exits 0, rejects with an error carrying `code`,
+ * `stdout` and `stderr` otherwise.
+ */
+export async function crawlerInProcess(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const r = await runCrawlerInProcess(args);
+  if (r.code !== 0) throw Object.assign(new Error(`crawler ${args.join(' ')} exited with code ${r.code}: ${r.stderr}`), r);
+  return { stdout: r.stdout, stderr: r.stderr };
+}
