@@ -4,9 +4,11 @@
 // under 10 minutes on a 2-core machine); `npm run test:acceptance` runs the
 // long scenarios at full size (thousands of hosts, the hostile host, chaos,
 // a browser's life), and CI runs both (.ci/run).
-// Two test files at a time: most integration time is spent waiting on
-// crawl-delays and timers, and every file has its own task queue, test web
-// port and Redis keys, so they do not see each other.
+// Three test files at a time on two cores: most integration time is spent
+// waiting on crawl-delays and timers (with two at a time the run used 0.93
+// of the machine's two cores, and took 470 s against 343 s with three), and
+// every file has its own task queue, test web port and Redis keys, so they
+// do not see each other.
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
 const stack = {
   testEnvironment: 'node',
@@ -15,7 +17,7 @@ const stack = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };
 module.exports = {
-  maxWorkers: 2,
+  maxWorkers: 3,
   // The slowest files and tests, listed at the end of every run so that a regression shows in CI's output.
   reporters: ['default', '<rootDir>/test/support/slowest-reporter.cjs'],
   projects: [

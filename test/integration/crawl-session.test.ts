@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, WorkerRuntime } from '../../activities';
 import { warmRobots } from '../../activities/robots';
 import { sealCampaign } from '../../activities/seal-campaign';
@@ -23,6 +24,9 @@ import { urlFingerprint } from '../../src/url/fingerprint';
 import { hostKey } from '../../src/url/normalize';
 import { generateSites } from '../web/test-web';
 import { createHarness, pageRequests, type Harness } from '../support/harness';
+
+/** Sessions here fail on purpose (storage that cannot be written, cancellations): the SDK's WARN line for each is noise in the run's output. */
+const mockEnv = () => new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
 
 jest.setTimeout(90_000);
 
@@ -63,7 +67,7 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
     campaignKey,
   );
   const acts = createActivities(rt);
-  await new MockActivityEnvironment().run(acts.prepareCampaign, { settings, campaignKey });
+  await mockEnv().run(acts.prepareCampaign, { settings, campaignKey });
   const hosts = new CampaignHosts(redis, campaignKey);
   // As the campaign's dispatch does: the host holds a slot with generation 1.
   await hosts.dispatched(host, '1', 1);
@@ -75,7 +79,7 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
     hosts,
     input,
     dir: settings.output.dir,
-    session: (env = new MockActivityEnvironment()) => env.run(acts.crawlSession, input) as Promise<SessionResult>,
+    session: (env = mockEnv()) => env.run(acts.crawlSession, input) as Promise<SessionResult>,
   };
 }
 /**
@@ -225,7 +229,7 @@ test("a robots.txt that redirects to an address the campaign refuses is a redire
   await c.hosts.dispatched(c.host, '2', 2);
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    await new MockActivityEnvironment().run(createActivities(other).crawlSession, { ...c.input, gen: 2 });
+    await mockEnv().run(createActivities(other).crawlSession, { ...c.input, gen: 2 });
   } finally {
     await other.close();
   }
@@ -237,7 +241,7 @@ test('a session that died mid-run is followed by one that goes on from Redis: no
   // The page cap stands in for a session cut short: three pages committed.
   expect(await c.session()).toMatchObject({ end: 'cap', pages: 3 });
   // A session cancelled (its worker died) while a page is in flight.
-  const env = new MockActivityEnvironment();
+  const env = mockEnv();
   const dying = c.session(env);
   await new Promise((r) => setTimeout(r, 5));
   env.cancel();
@@ -395,7 +399,7 @@ test('in a revisit campaign, a URL robots.txt disallows when it falls due stays 
   const requested = pagesOf(c.host).length;
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    expect(await new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input)).toMatchObject({ stats: { skipped: 2 } });
+    expect(await mockEnv().run(createActivities(other).crawlSession, c.input)).toMatchObject({ stats: { skipped: 2 } });
   } finally {
     await other.close();
   }
@@ -601,7 +605,7 @@ test("a warm-up's failed robots.txt sets a back-off that a session waiting on an
   const warm = await warmUpHeld(c, 503);
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
+    const running = mockEnv().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
     await new Promise((r) => setTimeout(r, 300));
     warm.release();
     const r = await running;
@@ -633,7 +637,7 @@ test("the robots.txt back-off is timed by Redis, not by a worker's clock: a work
     // passed for Redis, so it neither asks for robots.txt nor fetches a page.
     const real = Date.now();
     skew.mockImplementation(() => real + 3_600_000);
-    const second = (await new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input)) as SessionResult;
+    const second = (await mockEnv().run(createActivities(other).crawlSession, c.input)) as SessionResult;
     skew.mockRestore();
     expect(second).toMatchObject({ end: 'wait', backingOff: true, pages: 0 });
     expect(second.waitMs).toBeGreaterThan(first.waitMs - 5_000);
@@ -652,7 +656,7 @@ test('a session on another worker that finds the host clock held by a warm-up wa
   const warm = await warmUpHeld(c);
   const other = new WorkerRuntime({ redis, temporal: h.client });
   try {
-    const running = new MockActivityEnvironment().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
+    const running = mockEnv().run(createActivities(other).crawlSession, c.input) as Promise<SessionResult>;
     await new Promise((r) => setTimeout(r, 500));
     warm.release();
     const r = await running;
