@@ -7,10 +7,8 @@
 // (`crawler set-render`). The worker's metrics (crawler_browser_*) count the
 // restarts. The test kills only processes under the worker it started.
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { request } from 'undici';
-import { hasArg, processTree } from '../../src/browser/process-memory';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import type { IndexEntry } from '../../src/storage/index-writer';
@@ -19,6 +17,7 @@ import { campaignStatusQuery } from '../../workflows/messages';
 import { spaSite } from '../web/spa-site';
 import { generateSites, type SiteRequest, type SiteSpec } from '../web/test-web';
 import { findOrInstallChromium } from '../support/browser';
+import { chromiumUnder } from '../support/chromium-processes';
 import { createHarness, launch, outputOf, sleep, type Harness } from '../support/harness';
 
 jest.setTimeout(240_000);
@@ -50,18 +49,9 @@ async function browserMetrics(): Promise<Map<string, number>> {
   return out;
 }
 
-/** Chromium processes under the worker: its browser (launched with --crawler-browser=…) or its renderers. */
-async function workerChromium(kind: 'browser' | 'renderer'): Promise<number[]> {
-  const worker = h.pool.alive()[0]!.child.pid!;
-  return (await processTree(worker)).filter((pid) => {
-    let cmd: string;
-    try {
-      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      return false;
-    }
-    return kind === 'browser' ? /(^|\0)--crawler-browser=/.test(cmd) : hasArg(cmd, '--type=renderer');
-  });
+/** Chromium processes under the worker: its browser or its renderers. */
+function workerChromium(kind: 'browser' | 'renderer'): Promise<number[]> {
+  return chromiumUnder(h.pool.alive()[0]!.child.pid!, kind);
 }
 
 async function until(what: string, cond: () => boolean | Promise<boolean>): Promise<void> {

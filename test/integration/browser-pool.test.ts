@@ -10,11 +10,12 @@
 import fs from 'node:fs';
 import { BrowserPool, type RestartReason } from '../../src/browser/browser-pool';
 import { browserFetcher, type RenderSettings } from '../../src/browser/browser-fetcher';
-import { hasArg, processTree } from '../../src/browser/process-memory';
+import { processTree } from '../../src/browser/process-memory';
 import type { Fetcher } from '../../src/http/fetcher';
 import type { RenderedDocument } from '../../src/browser/page-fetcher';
 import { fakeResponse } from '../support/fake-response';
 import { findOrInstallChromium } from '../support/browser';
+import { chromiumUnder } from '../support/chromium-processes';
 
 jest.setTimeout(120_000);
 
@@ -69,19 +70,9 @@ function newPool(restarts: RestartReason[] = []) {
   return new BrowserPool(async () => executable, undefined, { restarted: (r) => restarts.push(r) });
 }
 
-/** Chromium processes under this test process, by a switch of their command line (the browser has none of --type). */
+/** Chromium processes under this test process (the browser has none of --type). */
 function chromiumProcesses(kind: 'browser' | 'renderer'): Promise<number[]> {
-  return processTree(process.pid).then((pids) =>
-    pids.filter((pid) => {
-      let cmd: string;
-      try {
-        cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      } catch {
-        return false;
-      }
-      return kind === 'browser' ? /(^|\0)--crawler-browser=/.test(cmd) : hasArg(cmd, '--type=renderer');
-    }),
-  );
+  return chromiumUnder(process.pid, kind);
 }
 
 const rendered = (r: RenderedDocument, path: string) => ({ done: r.done, error: r.error?.code, data: r.html?.includes(`data of ${path}`) ?? false });

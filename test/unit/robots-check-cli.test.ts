@@ -9,25 +9,15 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import fixtures from '../fixtures/robots-conformance.json';
+import { conformanceCases as cases, type ConformanceCase } from '../support/robots-conformance';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { runCrawlerInProcess as runInProcess } from '../support/in-process-cli';
-
-interface ConformanceCase {
-  name: string;
-  robots: string;
-  agent: string;
-  checks: [string, 'allowed' | 'disallowed'][];
-  crawlDelay?: string;
-}
 
 interface RunResult {
   code: number | null;
   stdout: string;
   stderr: string;
 }
-
-const cases = fixtures as ConformanceCase[];
 
 /** `crawler <args>` as a child process. */
 function runProcess(args: string[]): Promise<RunResult> {

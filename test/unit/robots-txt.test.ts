@@ -2,18 +2,9 @@ import { DEFAULT_MAX_ROBOTS_BYTES, RobotsError, RobotsTxt, allowedInAnyQueryOrde
 import { RobotsStore, robotsCacheKey, robotsSource, type StoredRobots } from '../../src/robots/robots-store';
 import { parseResolveEntries } from '../../src/http/resolve-overrides';
 import type { RedisLike } from '../../src/redis/scripts';
-import fixtures from '../fixtures/robots-conformance.json';
+import { conformanceCases as cases } from '../support/robots-conformance';
 import { pseudoRandomBytes } from '../support/pseudo-random';
 
-interface ConformanceCase {
-  name: string;
-  robots: string;
-  agent: string;
-  checks: [string, 'allowed' | 'disallowed'][];
-  crawlDelay?: string;
-}
-
-const cases = fixtures as ConformanceCase[];
 const UA = 'DurableCrawler/0.1 (+https://example.com/bot)';
 
 function verdict(robots: RobotsTxt, agent: string, url: string): 'allowed' | 'disallowed' {
