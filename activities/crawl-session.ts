@@ -17,7 +17,7 @@ import { giveUpDrained, giveUpStopped, type SlotDeps } from './host-slot';
 import type { LoginRun } from './login-run';
 import { afterWake, CampaignNudger } from './nudge';
 import { underAttemptPolicy } from './page-attempts';
-import { fetchPage, processPage, recordInternalError, recordUnfetched, type FetchedPage, type PageJob } from './page';
+import { fetchPage, processPage, recordInternalError, recordUnfetched, WokenHosts, type FetchedPage, type PageJob } from './page';
 import { parkUntilRevisit, revisitTurn, slotCap } from './revisit-parking';
 import { ensureRobots } from './robots';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
@@ -193,18 +193,20 @@ export class HostSession {
   /** One claimed URL through the page pipeline under its attempts' policy (activities/page-attempts.ts), then what its result asks of the session. */
   private async crawlPage(f: Fetching, claim: Claim): Promise<SessionResult | null> {
     const job = this.jobFor(f, claim);
+    const woken = new WokenHosts();
     const res = await underAttemptPolicy(job, job.signal, {
-      run: async () => processPage(this.rt, await this.fetchUnderClock(f, job)),
+      run: async () => processPage(this.rt, await this.fetchUnderClock(f, job), woken),
       unrequested: () => f.clock.abandon(),
       recordFailed: (message) => recordInternalError(this.rt, job, message),
     });
+    // Whatever the page's end (committed, or recorded failed for good after its links were routed), the hosts it made ready get their nudge.
+    if (woken.hosts.length > 0) {
+      await afterWake(this.rt, this.nudger, { campaignKey: this.input.campaignKey, campaignId: this.s.campaignId, revisits: !!this.revisits }, woken);
+    }
     if (res.kind === 'budget') {
       await this.slot.hosts.requestStop('budget');
       this.nudger.nudge();
       return this.endFor('stopped');
-    }
-    if (res.kind === 'done' && res.woke.hosts.length > 0) {
-      await afterWake(this.rt, this.nudger, { campaignKey: this.input.campaignKey, campaignId: this.s.campaignId, revisits: !!this.revisits }, res.woke);
     }
     this.view.lastUrl = res.url;
     this.view.lastStatus = res.status;
@@ -253,7 +255,7 @@ export class HostSession {
   private async logIn(f: Fetching, run: LoginRun): Promise<void> {
     for (let step = await run.next(); step.kind === 'request'; step = await run.next()) {
       const { request, signal } = step;
-      await step.settle(f.clock.turn(() => f.fetcher.fetch(request, { signal })));
+      await step.settle(f.clock.turn(() => f.fetcher.fetch(request, { signal }), signal));
     }
   }
 

@@ -197,14 +197,22 @@ export class HostLogin {
     const stop = AbortSignal.any([o.signal, over.signal]);
     const count = { requests: 0 };
     const log = this.log();
-    const fetch = (url: string, init: LoginRequestInit = {}) => this.hookFetch(line, { origin, stop, count }, url, init);
+    const fetch = (url: string, init: LoginRequestInit = {}) => {
+      const answer = this.hookFetch(line, { origin, stop, count }, url, init);
+      // A hook that fires a request without awaiting it (then returns, or passes its limit) must not
+      // leave an unhandled rejection behind to take the worker down: the hook still sees the failure
+      // wherever it awaits the promise.
+      answer.catch(() => undefined);
+      return answer;
+    };
     const ctx: LoginContext = { host: this.d.host, origin, reason, fetch, log, credentials: this.d.campaign.credentials.loginFor(new URL(origin)) };
     // The hook's own limit, plus the host's delay for each request it may make (they wait their turn on the clock).
     const limit = s.handlerTimeoutMs + MAX_LOGIN_REQUESTS * o.delayMs;
-    const run = await runLogin(this.d.handler, ctx, limit, () => over.abort());
+    const overAtLimit = () => over.abort(new LoginError('LOGIN_OVER', 'the login is over (its time limit passed): no more requests'));
+    const run = await runLogin(this.d.handler, ctx, limit, overAtLimit);
     // A hook left behind at its time limit (or one that did not await its fetch) makes no more requests.
     line.close(new LoginError('LOGIN_OVER', 'the login is over: no more requests'));
-    over.abort();
+    over.abort(new LoginError('LOGIN_OVER', 'the login is over: no more requests'));
     o.signal.throwIfAborted();
     this.d.rt.deps.metrics?.recordHandlerRun(run.ok ? 'ok' : 'failed');
     const { requests } = count;

@@ -65,25 +65,31 @@ export interface PageJob {
 /**
  * Other hosts a page's links reached with nobody consuming their frontier.
  * The page marks them ready itself, before its commit (a worker dying after
- * the commit must not strand their URLs: the page is never routed again);
- * `readied` counts those that became ready, so the session knows to nudge
- * the campaign (and, revisiting, to wake sleeping holders).
+ * the commit must not strand their URLs: the page is never routed again),
+ * and says so here; `readied` counts those that became ready, so the session
+ * knows to nudge the campaign (and, revisiting, to wake sleeping holders).
+ * The session hands one to each page and reads it whatever the page's end:
+ * a page recorded failed for good after its links were routed (its store or
+ * commit threw on its last attempt) still made those hosts ready.
  */
-export interface Woke {
-  hosts: string[];
-  readied: number;
-}
+export class WokenHosts {
+  readonly hosts: string[] = [];
+  readied = 0;
 
-const WOKE_NONE: Woke = { hosts: [], readied: 0 };
+  add(hosts: string[], readied: number): void {
+    this.hosts.push(...hosts);
+    this.readied += readied;
+  }
+}
 
 /**
  * What became of a page. `done`: committed (index line, counters, its
- * same-host links), with the hosts it woke. `retry`: a transient
+ * same-host links). `retry`: a transient
  * failure; the URL stays claimed and the session waits `waitMs` before its
  * next attempt. `budget`: the campaign's page budget is spent.
  */
 export type PageResult =
-  ({ kind: 'done'; woke: Woke } & Outcome) | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string } | { kind: 'budget'; url: string };
+  ({ kind: 'done' } & Outcome) | { kind: 'retry'; url: string; waitMs: number; reason: string; status: number | null; code: string } | { kind: 'budget'; url: string };
 
 /** The fetch stage's result with the attempt it belongs to: what the session hands back to processPage once it has settled the clock. */
 export interface FetchedPage {
@@ -146,9 +152,10 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGat
 
 /**
  * Stages 2 to 4, after the session gave the host clock back: classify the
- * response, route what it adds, store it, commit.
+ * response, route what it adds (the other hosts it made ready go into
+ * `woken`), store it, commit.
  */
-export async function processPage(rt: WorkerRuntime, page: FetchedPage): Promise<PageResult> {
+export async function processPage(rt: WorkerRuntime, page: FetchedPage, woken: WokenHosts): Promise<PageResult> {
   const { job, attempt, fetched } = page;
   const url = job.entry.url;
   const commit = (rec: PageRecord) => commitPage(commitDeps(rt, job, attempt), attempt.target, rec);
@@ -168,7 +175,7 @@ export async function processPage(rt: WorkerRuntime, page: FetchedPage): Promise
     case 'failed':
       return done(job, await commit({ outcome: fetched.outcome, counted: 'failed', requested: fetched.requested, fields: { error: fetched.error } }));
     case 'response':
-      return respond(rt, job, attempt, fetched.response, fetched.hostRequests, commit);
+      return respond(rt, job, attempt, fetched.response, { hostRequests: fetched.hostRequests, woken }, commit);
   }
 }
 
@@ -178,7 +185,7 @@ async function respond(
   job: PageJob,
   attempt: Attempt,
   res: PageResponse,
-  hostRequests: number | undefined,
+  { hostRequests, woken }: { hostRequests: number | undefined; woken: WokenHosts },
   commit: (rec: PageRecord) => Promise<Committed>,
 ): Promise<PageResult> {
   const classified = await classify(rt, job, attempt, res);
@@ -189,9 +196,9 @@ async function respond(
       return done(job, await commit({ outcome: OUTCOME.skippedContentType, counted: 'fetched', requested: true, fields: classified.common }));
     case 'page': {
       if (attempt.schedule) await hintSitemapRevisits(rt, job, classified.sitemapHints);
-      const { routed, woke } = await route(rt, job, classified.candidates, hostRequests);
+      const routed = await route(rt, job, classified.candidates, hostRequests, woken);
       const stored = await store(rt, job, attempt, res, classified);
-      return done(job, await commit(pageRecord(job, attempt, res, classified, routed, stored)), woke);
+      return done(job, await commit(pageRecord(job, attempt, res, classified, routed, stored)));
     }
   }
 }
@@ -265,15 +272,14 @@ async function hintSitemapRevisits(rt: WorkerRuntime, job: PageJob, listed: { ur
 /**
  * The page's candidates through depth, scope and trap rules: other hosts'
  * URLs are enqueued now and the hosts nobody is consuming marked ready here,
- * before the commit (`woke`, for the session to nudge and wake); its own
+ * before the commit (into `woken`, for the session to nudge and wake); its own
  * links come back for the commit.
  */
-async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined): Promise<{ routed: Routed; woke: Woke }> {
+async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], hostRequests: number | undefined, woken: WokenHosts): Promise<Routed> {
   const max = job.campaign.settings.budgets.maxPagesPerHost;
   const ownHostBudgetLeft = max === null ? undefined : max - (hostRequests ?? 0) - 1;
   // A page's links (its own and its handler's) are capped; a sitemap's are held by the per-host frontier bound instead.
   const maxLinks = (job.entry.kind ?? 'page') === 'page' ? job.campaign.settings.budgets.maxLinksPerPage : undefined;
-  let woke = WOKE_NONE;
   const routed = await routeCandidates(
     rt,
     job.campaign,
@@ -281,12 +287,11 @@ async function route(rt: WorkerRuntime, job: PageJob, candidates: Candidate[], h
     job.entry.url,
     candidates,
     async (hs) => {
-      const readied = await new CampaignHosts(rt.deps.redis, job.campaign.key).markReady(hs);
-      woke = { hosts: [...woke.hosts, ...hs], readied: woke.readied + readied };
+      woken.add(hs, await new CampaignHosts(rt.deps.redis, job.campaign.key).markReady(hs));
     },
     { ownHostBudgetLeft, maxLinks },
   );
-  return { routed: withoutDisallowedOwnLinks(job, routed), woke };
+  return withoutDisallowedOwnLinks(job, routed);
 }
 
 /**
@@ -383,8 +388,8 @@ function validatorsOf(res: FetchResult): { etag: string | null; lastModified: st
 type Committed = Awaited<ReturnType<typeof commitPage>>;
 type ClassifiedPage = Extract<Classified, { kind: 'page' }>;
 
-function done(job: PageJob, c: Committed, woke = WOKE_NONE): PageResult {
-  return { kind: 'done', url: job.entry.url, ...c, woke };
+function done(job: PageJob, c: Committed): PageResult {
+  return { kind: 'done', url: job.entry.url, ...c };
 }
 
 /** A new attempt at the job's URL: its id, and its revisit state. */

@@ -61,10 +61,16 @@ export class SessionClock {
 
   /**
    * One request in a clock turn of its own: the clock taken (inline, whatever the wait) unless the
-   * session holds it already, the request sent, the clock given back with the host's delay.
+   * session holds it already, the request sent, the clock given back with the host's delay. A
+   * request `called` off before it is sent (a login past its time limit while it waited its turn)
+   * is not sent: the clock goes back unused, and the turn throws the reason.
    */
-  async turn<T>(send: () => Promise<T>): Promise<T> {
+  async turn<T>(send: () => Promise<T>, called?: AbortSignal): Promise<T> {
     if (!this.held) await this.take(Number.POSITIVE_INFINITY);
+    if (called?.aborted) {
+      await this.abandon();
+      throw called.reason;
+    }
     try {
       return await send();
     } finally {

@@ -3,6 +3,8 @@
 // of them replaced (a stand-in session, an activity made to fail): for tests
 // that need the workflows at a scale or in a fault a real crawl cannot reach
 // in a test's time.
+import { processSetting } from '../../src/config/env';
+import { sharedDnsCache } from '../../src/http/dns-cache';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Client } from '@temporalio/client';
@@ -27,7 +29,8 @@ export async function startInProcessWorker(
   const client = await connectClient(process.env.TEMPORAL_ADDRESS!);
   const redis = createRedis(process.env.REDIS_URL!) as Redis;
   const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
-  const rt = new WorkerRuntime({ redis, temporal: client });
+  // Resolved as a worker process resolves (src/worker/crawler-worker.ts): its hosts file from CRAWLER_HOSTS_FILE.
+  const rt = new WorkerRuntime({ redis, temporal: client, dnsCache: sharedDnsCache(processSetting('hostsFile')) });
   const real = createActivities(rt);
   const worker = await Worker.create({
     connection,

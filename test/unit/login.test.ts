@@ -201,3 +201,24 @@ test('a cancelled session: the run fails with the cancellation', async () => {
   if (step.kind === 'request') await step.settle(Promise.reject(stop.signal.reason));
   await expect(run.next()).rejects.toThrow('worker shutting down');
 });
+
+test('a request the hook fires without awaiting it leaves no unhandled rejection behind to take the worker down', async () => {
+  const unhandled: unknown[] = [];
+  const seen = (reason: unknown) => void unhandled.push(reason);
+  process.on('unhandledRejection', seen);
+  try {
+    // Off the host: refused at once (LOGIN_OFF_HOST), and nobody awaits it.
+    const careless: Handler = {
+      async login({ fetch }) {
+        void fetch('https://elsewhere.test/');
+      },
+    };
+    const w = world();
+    const gate = (await w.login(careless)).gateFor(PAGE);
+    expect((await drive(start(gate, 'first'), site)).loggedIn).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(unhandled).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', seen);
+  }
+});

@@ -56,6 +56,18 @@ test('cancelled while it waits for the clock: nothing sent, nothing given back',
   expect(t.calls.filter((c) => !c.startsWith('acquire'))).toEqual([]);
 });
 
+test('a request called off while it waited its turn (a login past its time limit) is not sent, and the clock goes back unused', async () => {
+  const t = clock([0]);
+  const over = new AbortController();
+  over.abort(new Error('the login is over'));
+  const send = jest.fn(async () => 'sent');
+  await expect(t.c.turn(send, over.signal)).rejects.toThrow('the login is over');
+  expect(send).not.toHaveBeenCalled();
+  // No delay charged to the host for a request that never went out.
+  expect(t.calls).toEqual(['acquire camp|a.test 9000 40', 'abandon camp|a.test']);
+  expect(t.c.held).toBe(false);
+});
+
 test('a lease given back unused, and a longer pause after a Retry-After', async () => {
   const t = clock([0, 0]);
   await t.c.take(5_000);
