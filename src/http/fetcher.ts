@@ -20,6 +20,10 @@ export interface FetchRequest {
 export interface FetchContext {
   /** Cancels the request (the worker is going away). */
   signal: AbortSignal;
+  /** Called just before the request is sent (FetchOptions.beforeSend): what it throws, the fetch throws, nothing sent. */
+  beforeSend?: () => Promise<void>;
+  /** The longest the request may wait for its address's slot (FetchOptions.maxSlotWaitMs). */
+  maxSlotWaitMs?: number;
 }
 
 /** A response, or the typed failure of a request that got none (its `code` is stable, `retryable` its verdict). */
@@ -45,6 +49,8 @@ export function httpFetcher(client: HttpClient): Fetcher {
           headers: request.headers,
           ...(request.method ? { method: request.method } : {}),
           ...(request.body ? { body: request.body } : {}),
+          ...(ctx.beforeSend ? { beforeSend: ctx.beforeSend } : {}),
+          ...(ctx.maxSlotWaitMs !== undefined ? { maxSlotWaitMs: ctx.maxSlotWaitMs } : {}),
         });
         return { ok: true, response };
       } catch (err) {

@@ -131,8 +131,10 @@ class UndiciHttpClient implements HttpClient {
     try {
       for (;;) {
         deadline.check(current.href);
-        const hop = await this.#openHop(current, deadline);
+        const hop = await this.#openHop(current, deadline, opts.maxSlotWaitMs);
         try {
+          // After the slot wait, which may be long: the caller's last word comes as late as it can.
+          await opts.beforeSend?.();
           const result = await this.#sendHop(url, current, hopOpts, deadline, redirects, seen, hop.keepAlive, startedAt);
           if (result instanceof URL) {
             current = result;
@@ -155,7 +157,7 @@ class UndiciHttpClient implements HttpClient {
    * and whether its connection may stay open afterwards. `close` ends both;
    * call it once the response is over, whatever the outcome.
    */
-  async #openHop(target: URL, deadline: FetchDeadline): Promise<{ keepAlive: boolean; close: () => Promise<void> }> {
+  async #openHop(target: URL, deadline: FetchDeadline, maxSlotWaitMs?: number): Promise<{ keepAlive: boolean; close: () => Promise<void> }> {
     // Through a proxy the target's address is the proxy's business: resolving it here would be a lookup the proxy exists to avoid.
     if (this.#proxies || (!this.#gate && !this.#keepAlive)) return { keepAlive: true, close: async () => undefined };
     const address = await this.#addressOf(target);
@@ -165,13 +167,16 @@ class UndiciHttpClient implements HttpClient {
     if (this.#gate) {
       // The wait for a slot takes at most half the total timeout: the request
       // keeps the other half, rather than a few seconds won at the very end.
-      const slotWait = AbortSignal.timeout(Math.max(1, Math.floor(this.#totalTimeoutMs / 2)));
+      // A caller with less time left than that bounds it further.
+      const half = Math.floor(this.#totalTimeoutMs / 2);
+      const bounded = maxSlotWaitMs !== undefined && maxSlotWaitMs < half;
+      const slotWait = AbortSignal.timeout(Math.max(1, Math.floor(bounded ? maxSlotWaitMs : half)));
       try {
         release = await this.#gate.acquire(address, AbortSignal.any([deadline.signal, slotWait]));
       } catch (err) {
         if (deadline.timedOut || (slotWait.aborted && !deadline.signal.aborted)) {
           throw new FetchError('ADDRESS_BUSY', target.href, {
-            detail: `${address} had as many requests in flight as politeness.maxInFlightPerAddress allows for half the total timeout`,
+            detail: `${address} had as many requests in flight as politeness.maxInFlightPerAddress allows for ${bounded ? `the ${maxSlotWaitMs} ms the caller could wait` : 'half the total timeout'}`,
           });
         }
         if (deadline.signal.aborted) throw deadline.classify(err, target.href);

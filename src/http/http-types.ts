@@ -136,6 +136,18 @@ export interface FetchOptions {
   method?: HttpMethod;
   /** The request body (POST): sent with its Content-Length; its Content-Type is the caller's header. */
   body?: Buffer;
+  /**
+   * Called just before each request of the fetch (each redirect hop) is sent, once its address
+   * slot is held: a host session's last word on whether it may still send (its host clock, stamped
+   * with the send time). What it throws ends the fetch as it is, unclassified: nothing was sent.
+   */
+  beforeSend?: () => Promise<void>;
+  /**
+   * The longest this fetch waits for its address's slot (addressGate), when shorter than half
+   * the total timeout (the default bound): a session with little time left waits no longer than
+   * that. Past it the fetch fails with the retryable FetchError 'ADDRESS_BUSY', nothing sent.
+   */
+  maxSlotWaitMs?: number;
 }
 
 export interface RedirectHop {

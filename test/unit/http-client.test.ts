@@ -1240,6 +1240,44 @@ describe('requests in flight per address (addressGate) and idle connections per 
     expect((await c.fetch(`${server.base}/`)).status).toBe(200);
   });
 
+  test("beforeSend is the caller's last word once the slot is held: what it throws ends the fetch as it is, nothing sent, the slot given back", async () => {
+    let requests = 0;
+    const server = await startServer((_req, res) => {
+      requests++;
+      res.end('ok');
+    });
+    const { gate, held } = memoryGate(1);
+    const c = client({ addressGate: gate });
+    const order: string[] = [];
+    const refused = new Error('superseded');
+    const beforeSend = async () => {
+      order.push(`before send: ${held('127.0.0.1')} slot held`);
+      throw refused;
+    };
+    await expect(c.fetch(`${server.base}/`, { beforeSend })).rejects.toBe(refused);
+    expect([order, requests, held('127.0.0.1')]).toEqual([['before send: 1 slot held'], 0, 0]);
+    // Said yes: sent, once per request.
+    const ok = await c.fetch(`${server.base}/`, { beforeSend: async () => void order.push('yes') });
+    expect([ok.status, requests, order.slice(1)]).toEqual([200, 1, ['yes']]);
+  });
+
+  test('maxSlotWaitMs bounds the wait for a slot below half the total timeout: past it ADDRESS_BUSY, nothing sent', async () => {
+    let requests = 0;
+    const server = await startServer((_req, res) => {
+      requests++;
+      res.end('ok');
+    });
+    const { gate } = memoryGate(1);
+    const taken = await gate.acquire('127.0.0.1', new AbortController().signal);
+    // Half the total timeout is a minute: the caller's 100 ms is what ends the wait.
+    const c = client({ addressGate: gate, totalTimeoutMs: 120_000 });
+    const busy = await fetchError(c.fetch(`${server.base}/`, { maxSlotWaitMs: 100 }));
+    expect([busy.code, busy.retryable, requests]).toEqual(['ADDRESS_BUSY', true, 0]);
+    expect(busy.message).toMatch(/the 100 ms the caller could wait/);
+    await taken();
+    expect((await c.fetch(`${server.base}/`, { maxSlotWaitMs: 100 })).status).toBe(200);
+  });
+
   test('the gate is asked for the address the connection dials: the first DNS answer the address policy allows', async () => {
     const server = await startServer((_req, res) => res.end('ok'));
     const lookup: LookupFunction = (_hostname, _options, callback) =>
