@@ -17,13 +17,13 @@ import { giveUpDrained, giveUpStopped, type SlotDeps } from './host-slot';
 import type { LoginRun } from './login-run';
 import { afterWake, CampaignNudger } from './nudge';
 import { underAttemptPolicy } from './page-attempts';
-import { fetchPage, processPage, recordInternalError, recordUnfetched, WokenHosts, type FetchedPage, type PageJob } from './page';
+import { fetchPage, processPage, recordInternalError, recordUnfetched, WokenHosts, type FetchedPage, type PageJob, type SendGuard } from './page';
 import { parkUntilRevisit, revisitTurn, slotCap } from './revisit-parking';
 import { ensureRobots } from './robots';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import { SessionClock } from './session-clock';
 import { ControlReads } from './session-control';
-import { openSession, sessionMaxMs, type Heartbeat, type OpenedSession } from './session-open';
+import { openSession, sessionDeadline, type Heartbeat, type OpenedSession } from './session-open';
 import { openSessionFetcher, renderModeFor, robotsRules, type Robots, type SessionFetcher } from './session-fetcher';
 import type { SessionEnd, SessionInput, SessionResult } from './types';
 
@@ -51,6 +51,12 @@ export class HostSession {
   private readonly threshold: number;
   private readonly nudger: CampaignNudger;
   private readonly started = Date.now();
+  /**
+   * When the session ends at its time cap. A host's first session runs inside its workflow's task,
+   * whose timeout counts from before the session began: its time counts from when its attempt was
+   * scheduled, and bounds each of its waits too (waitBound), so it never outlives the task.
+   */
+  private readonly deadline: number;
   private readonly heartbeat: Heartbeat;
   private readonly revisits: RevisitSchedule | null;
   private readonly record: HostRecordWriter;
@@ -58,6 +64,8 @@ export class HostSession {
   private readonly slot: SlotDeps;
   /** The host's delay and what the session did so far, as its record and result show them. */
   private readonly view: SessionView;
+  /** The host clock the session paces its requests by (its politeness key), which knows this attempt's fencing number. */
+  private readonly clockKey: string;
 
   /** Reads the campaign's control and settings, and takes the host over (activities/session-open.ts); the session runs from `run`. */
   static async open(rt: WorkerRuntime, input: SessionInput): Promise<HostSession> {
@@ -69,11 +77,12 @@ export class HostSession {
     private readonly input: SessionInput,
     o: OpenedSession,
   ) {
-    ({ campaign: this.campaign, frontier: this.frontier, token: this.token, heartbeat: this.heartbeat } = o);
+    ({ campaign: this.campaign, frontier: this.frontier, token: this.token, heartbeat: this.heartbeat, clockKey: this.clockKey } = o);
     this.signal = o.ctx.cancellationSignal;
     this.host = input.host;
     this.s = o.campaign.settings;
     this.threshold = this.s.session.durableSleepMs;
+    this.deadline = sessionDeadline(this.s, input.local, o.ctx.info.currentAttemptScheduledTimestampMs, this.started);
     this.nudger = new CampaignNudger(rt, input.campaignWorkflowId, input.campaignKey);
     this.record = new HostRecordWriter(o.hosts, o.frontier, this.host, this.started);
     this.control = new ControlReads(o.hosts, this.host, o.control, o.campaign.version);
@@ -92,11 +101,22 @@ export class HostSession {
   async run(): Promise<SessionResult> {
     const early = this.control.stop();
     if (early) return this.endFor(early);
-    const robots = await ensureRobots(this.rt, { campaign: this.campaign, host: this.host, maxWaitMs: this.threshold, signal: this.signal });
-    if (robots.kind === 'wait') return this.end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
+    const robots = await ensureRobots(this.rt, { campaign: this.campaign, host: this.host, maxWaitMs: this.waitBound(), signal: this.signal });
+    if (robots.kind === 'wait') {
+      if (!robots.backingOff && robots.waitMs < this.threshold) return this.end('cap');
+      return this.end('wait', { waitMs: robots.waitMs, backingOff: robots.backingOff, reason: robots.why });
+    }
     this.view.delay = delayFor(this.s, this.control.current, robots.kind === 'ok' ? robots.crawlDelaySec : null);
     const mode = renderModeFor(this.control.current.hostRender, this.s);
-    const clock = await SessionClock.open(this.rt, this.campaign, { host: this.host, token: this.token, delay: this.view.delay, rendered: mode !== 'off', signal: this.signal });
+    const clock = SessionClock.open(this.rt, this.campaign, {
+      host: this.host,
+      clockKey: this.clockKey,
+      token: this.token,
+      fence: this.frontier.fence,
+      delay: this.view.delay,
+      rendered: mode !== 'off',
+      signal: this.signal,
+    });
     const fetching = await openSessionFetcher(this.rt, this.campaign, { host: this.host, frontier: this.frontier, robots, mode });
     const f: Fetching = { ...fetching, robots, clock };
     try {
@@ -118,13 +138,13 @@ export class HostSession {
       if (why) return this.endFor(why);
     }
     if (this.record.due()) await this.record.write('crawling', this.view);
-    if (this.view.pages >= this.s.session.maxPages || Date.now() - this.started >= sessionMaxMs(this.s, this.input.local) || this.rt.draining) return this.end('cap');
+    if (this.view.pages >= this.s.session.maxPages || Date.now() >= this.deadline || this.rt.draining) return this.end('cap');
     // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
     this.signal.throwIfAborted();
     this.heartbeat.beat();
     if (!unfetched) return this.fetchNext(f);
     // A host that may not be fetched at all (robots.txt unavailable, its address refused): its URLs are recorded, none requested.
-    const claim = await this.frontier.claim(this.token);
+    const claim = await this.frontier.claim();
     if (!claim) return this.drained();
     await recordUnfetched(this.rt, this.jobFor(f, claim, null), f.robots);
     this.view.pages++;
@@ -134,11 +154,11 @@ export class HostSession {
   /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */
   private async fetchNext(f: Fetching): Promise<SessionResult | null> {
     if (this.frontier.emptyAfterCommit) return this.claimThenClock(f);
-    const wait = await f.clock.take(this.threshold);
-    if (wait > 0) return this.end('wait', { waitMs: wait, reason: f.clock.waitReason(wait) });
+    const wait = await f.clock.take(this.waitBound());
+    if (wait > 0) return this.waiting(f, wait);
     let claim;
     try {
-      claim = await this.frontier.claim(this.token);
+      claim = await this.frontier.claim();
     } catch (err) {
       // A newer attempt took the host over: this one sends nothing, and
       // gives back the lease it just took (only if it still holds it).
@@ -159,7 +179,7 @@ export class HostSession {
    * ends the session with the URL still the host's current one, that claim noted as a retry: it uses up none of the URL's processing attempts.
    */
   private async claimThenClock(f: Fetching): Promise<SessionResult | null> {
-    const claim = await this.frontier.claim(this.token);
+    const claim = await this.frontier.claim();
     if (!claim) return this.nothingQueued();
     // Paused or stopped since: the URL stays the host's current one, its claim noted as a retry.
     const why = await this.control.read();
@@ -167,13 +187,34 @@ export class HostSession {
       await this.frontier.noteRetry(claim.member);
       return this.endFor(why);
     }
-    const wait = await f.clock.take(this.threshold).catch(async (err: unknown) => {
+    const wait = await f.clock.take(this.waitBound()).catch(async (err: unknown) => {
       // Cancelled while it waited: nothing was requested.
       await this.frontier.noteRetry(claim.member).catch(() => undefined);
       throw err;
     });
     if (wait === 0) return this.crawlPage(f, claim);
     await this.frontier.noteRetry(claim.member);
+    return this.waiting(f, wait);
+  }
+
+  /**
+   * The longest wait for the host clock (or robots.txt's) the session spends inside itself: the
+   * durable-sleep threshold, and for a host's first session no longer than the time it has left.
+   */
+  private waitBound(): number {
+    return this.input.local ? Math.min(this.threshold, this.timeLeft()) : this.threshold;
+  }
+
+  private timeLeft(): number {
+    return Math.max(0, this.deadline - Date.now());
+  }
+
+  /**
+   * The session ends waiting `wait` for the clock: a durable sleep in its workflow, or, shorter than
+   * the threshold (a first session's time ran out first), its cap: a regular session waits it out.
+   */
+  private waiting(f: Fetching, wait: number): Promise<SessionResult> {
+    if (wait < this.threshold) return this.end('cap');
     return this.end('wait', { waitMs: wait, reason: f.clock.waitReason(wait) });
   }
 
@@ -216,6 +257,8 @@ export class HostSession {
     }
     await this.frontier.noteRetry(claim.member);
     if (res.waitMs >= this.threshold) return this.end('wait', { waitMs: res.waitMs, backingOff: true, reason: res.reason });
+    // 0: not sent in the first session's time (activities/pipeline/fetch-stage.ts `unsent`): the next turn ends it at its cap.
+    if (res.waitMs === 0) return null;
     this.rt.deps.metrics?.recordPolitenessWait(res.waitMs);
     await sleep(res.waitMs, undefined, { signal: this.signal });
     return null;
@@ -226,18 +269,28 @@ export class HostSession {
    * after a logged-out answer; a first login's first request takes the lease unused), the login runs a clock turn per request, and
    * the page is requested once more. Then the clock goes back as soon as the response is in (parsing and storing are not the host's
    * business); a URL recorded without a request (robots.txt, a budget) gives the lease back unused, so a host with thousands of
-   * disallowed links does not wait its delay for each.
+   * disallowed links does not wait its delay for each. Each request is stamped on the clock just before it goes out (after its wait
+   * for an address slot): a session superseded meanwhile sends nothing and gives back nothing but a lease still its own.
    */
   private async fetchUnderClock(f: Fetching, job: PageJob): Promise<FetchedPage> {
     const login = f.login?.gateFor({ url: job.entry.url, depth: job.entry.depth, label: job.entry.label ?? null }) ?? null;
+    const guard = (): SendGuard => ({ beforeSend: f.clock.stamp, ...(this.input.local ? { maxSlotWaitMs: this.timeLeft() } : {}) });
     let page;
     try {
-      for (page = await fetchPage(this.rt, job, login); page.kind === 'login-needed'; page = await fetchPage(this.rt, job, login)) {
+      for (page = await fetchPage(this.rt, job, login, guard()); page.kind === 'login-needed'; page = await fetchPage(this.rt, job, login, guard())) {
         if (page.hostPauseMs !== null) await f.clock.release(page.hostPauseMs);
-        await this.logIn(f, login!.start(page.reason, { delayMs: this.view.delay.ms, signal: this.signal }));
+        // A login turn refused for a newer attempt aborts the hook's run: it records nothing of the host's login.
+        const superseded = new AbortController();
+        const signal = AbortSignal.any([this.signal, superseded.signal]);
+        await this.logIn(f, login!.start(page.reason, { delayMs: this.view.delay.ms, signal }), superseded);
         if (!f.clock.held) await f.clock.take(Number.POSITIVE_INFINITY);
       }
     } catch (err) {
+      // Superseded: nothing went out (the stamp refused it); the lease goes back unused if it is still this attempt's.
+      if (err instanceof SessionSupersededError) {
+        if (f.clock.held) await f.clock.abandon().catch(() => undefined);
+        throw err;
+      }
       // A request may have gone out: the host gets its delay either way.
       await f.clock.release(this.view.delay.ms);
       throw err;
@@ -252,10 +305,17 @@ export class HostSession {
    * own (a first login's first request has the clock already). What went wrong is the hook's to see
    * as its fetch's failure (a cancellation then ends the run).
    */
-  private async logIn(f: Fetching, run: LoginRun): Promise<void> {
+  private async logIn(f: Fetching, run: LoginRun, superseded: AbortController): Promise<void> {
     for (let step = await run.next(); step.kind === 'request'; step = await run.next()) {
       const { request, signal } = step;
-      await step.settle(f.clock.turn(() => f.fetcher.fetch(request, { signal }), signal));
+      const sending = f.clock.turn(() => f.fetcher.fetch(request, { signal, beforeSend: f.clock.stamp }), signal);
+      await step.settle(
+        sending.catch((err: unknown) => {
+          if (err instanceof SessionSupersededError) superseded.abort(err);
+          throw err;
+        }),
+      );
+      superseded.signal.throwIfAborted();
     }
   }
 

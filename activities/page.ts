@@ -113,10 +113,20 @@ interface Attempt {
 }
 
 /**
+ * How the session sends under its host clock: `beforeSend` stamps the clock just before the request
+ * goes out (and throws, nothing sent, when the session was superseded); `maxSlotWaitMs` bounds the
+ * wait for the address slot by the session's time left (a host's first session).
+ */
+export interface SendGuard {
+  beforeSend: () => Promise<void>;
+  maxSlotWaitMs?: number;
+}
+
+/**
  * Stage 1, while the session holds the host clock: budgets, robots.txt, the
  * request and the retry decision. Returns as soon as the response is in.
  */
-export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGate | null = null): Promise<FetchedPage | LoginNeeded> {
+export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGate | null = null, guard: SendGuard | null = null): Promise<FetchedPage | LoginNeeded> {
   const attempt = await attemptOf(rt, job);
   const s = job.campaign.settings;
   const fetched = await fetchStage(
@@ -133,6 +143,7 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGat
       maxEmbeds: s.budgets.maxEmbeds,
       maxRetries: s.fetch.maxRetries,
       headers: conditionalHeaders(attempt.previous),
+      ...(guard?.maxSlotWaitMs !== undefined ? { maxSlotWaitMs: guard.maxSlotWaitMs } : {}),
     },
     {
       fetcher: job.fetcher,
@@ -143,6 +154,7 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGat
       reserveCampaignBudget: () => reserveBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxPages!),
       reserveEmbedBudget: () => reserveEmbedBudget(rt.deps.redis, job.campaign.key, attempt.target.fp, s.budgets.maxEmbeds!),
       login,
+      ...(guard ? { beforeSend: guard.beforeSend } : {}),
       signal: job.signal,
     },
   );
@@ -166,6 +178,9 @@ export async function processPage(rt: WorkerRuntime, page: FetchedPage, woken: W
       if (fetched.outcome === OUTCOME.budgetExhausted) return { kind: 'budget', url };
       return done(job, c);
     }
+    case 'unsent':
+      // The session's time ran out first: the host's next session requests it (this claim a retry).
+      return { kind: 'retry', url, waitMs: 0, reason: fetched.reason, status: null, code: 'ADDRESS_BUSY' };
     case 'retry': {
       rt.deps.metrics?.recordFetch({ outcome: 'retry', status: fetched.status });
       if (fetched.status === null) rt.deps.metrics?.recordError(fetched.code);
@@ -188,6 +203,8 @@ async function respond(
   { hostRequests, woken }: { hostRequests: number | undefined; woken: WokenHosts },
   commit: (rec: PageRecord) => Promise<Committed>,
 ): Promise<PageResult> {
+  // A session superseded while its request was in flight stores nothing: no index verdict, links, WARC or dataset records of its own.
+  await job.frontier.assertOwner();
   const classified = await classify(rt, job, attempt, res);
   switch (classified.kind) {
     case 'not-modified':
@@ -412,6 +429,7 @@ function commitDeps(rt: WorkerRuntime, job: PageJob, attempt: Attempt): CommitDe
   return {
     index: { append: async (e) => (await rt.outputs.index(s.output.dir)).append(e) },
     frontier: {
+      assertOwner: () => job.frontier.assertOwner(),
       // Links enter a host's frontier only while its budgets can still fetch them (src/redis/frontier.ts).
       commit: (member, counted, bytes, links, at) => job.frontier.commit(member, counted, bytes, links, at, frontierBounds(s.budgets)),
     },

@@ -4,8 +4,10 @@
 // with the host's delay; a turn in which nothing went out gives the lease
 // back unused. Each wait for the clock counts in the politeness-wait metric.
 import { acquireWithin, HostClock } from '../src/redis/host-clock';
+import { SessionSupersededError } from '../src/redis/frontier';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import { clockOwner } from './session-open';
 
 /**
  * How long one turn may hold the clock before another owner may take it: a request's whole
@@ -22,18 +24,20 @@ export class SessionClock {
   held = false;
 
   /**
-   * The host's clock (under the campaign's politeness key) for one session attempt (`token`). One
-   * owner per campaign and host: a session retried after its worker died may take the clock once
-   * the delay has passed since the dead attempt took it (crawlClockAcquire), never sooner.
+   * The host's clock (`clockKey`: under the campaign's politeness key) for one session attempt
+   * (`token`, fencing number `fence`). One owner per campaign and host: a session retried after its
+   * worker died may take the clock once the delay has passed since the dead attempt took it or sent
+   * its request (crawlClockAcquire), never sooner; an attempt older than one the clock has seen may
+   * not take it at all.
    */
-  static async open(
+  static open(
     rt: WorkerRuntime,
     campaign: CampaignRuntime,
-    o: { host: string; token: string; delay: { ms: number; reason: string }; rendered: boolean; signal: AbortSignal },
-  ): Promise<SessionClock> {
-    const clock = new HostClock(rt.deps.redis, await campaign.clockKeys.keyFor(o.host), o.token);
+    o: { host: string; clockKey: string; token: string; fence: number; delay: { ms: number; reason: string }; rendered: boolean; signal: AbortSignal },
+  ): SessionClock {
+    const clock = new HostClock(rt.deps.redis, o.clockKey, o.token, o.fence);
     const lease = clockLeaseMs(campaign.settings, o.delay.ms, o.rendered);
-    return new SessionClock(clock, `${campaign.key}|${o.host}`, lease, o.delay, o.signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
+    return new SessionClock(clock, clockOwner(campaign.key, o.host), lease, o.delay, o.signal, (ms) => rt.deps.metrics?.recordPolitenessWait(ms));
   }
 
   constructor(
@@ -71,12 +75,28 @@ export class SessionClock {
       await this.abandon();
       throw called.reason;
     }
+    let sent = true;
     try {
       return await send();
+    } catch (err) {
+      // Refused by the stamp (beforeSend): nothing went out, and the lease (if still this attempt's) goes back unused.
+      if (err instanceof SessionSupersededError) sent = false;
+      throw err;
     } finally {
-      await this.release();
+      if (sent) await this.release();
+      else await this.abandon().catch(() => undefined);
     }
   }
+
+  /**
+   * Just before a request under the clock goes out (the HTTP client's `beforeSend`, once the
+   * address slot is held): the clock is still this attempt's and no newer attempt of the host has
+   * been seen, and the lease now runs from this moment. Throws SessionSupersededError otherwise: the
+   * request must not go (a newer attempt owns the host, or will once it takes the clock).
+   */
+  readonly stamp = async (): Promise<void> => {
+    if (!(await this.clock.stamp(this.owner, this.leaseMs))) throw new SessionSupersededError(this.clock.name);
+  };
 
   /** Why the session waits `wait` for the clock: up to one delay away is its own pace; longer is someone else's request (another campaign, a Retry-After). */
   waitReason(wait: number): string {

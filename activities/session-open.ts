@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { CampaignSettings } from '../src/config/campaign';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
-import { Frontier } from '../src/redis/frontier';
+import { Frontier, SessionSupersededError } from '../src/redis/frontier';
+import { HostClock } from '../src/redis/host-clock';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { SessionControl } from './session-control';
 import type { SessionInput } from './types';
@@ -13,7 +14,11 @@ import type { SessionInput } from './types';
 /** The SDK throttles heartbeats (SESSION_HEARTBEAT.throttleMs); this only keeps them coming while a page takes long. */
 const HEARTBEAT_EVERY_MS = 1_000;
 
-/** What a session starts from. `token`: this attempt's, which its claims carry. */
+/**
+ * What a session starts from. `token`: this attempt's, which its claims carry; `frontier` writes as
+ * this attempt (its owner value and fencing number); `clockKey`: the host clock the session paces its
+ * requests by, which knows the attempt's fencing number already.
+ */
 export interface OpenedSession {
   ctx: Context;
   hosts: CampaignHosts;
@@ -21,6 +26,7 @@ export interface OpenedSession {
   campaign: CampaignRuntime;
   frontier: Frontier;
   token: string;
+  clockKey: string;
   heartbeat: Heartbeat;
 }
 
@@ -54,6 +60,20 @@ export function sessionMaxMs(s: CampaignSettings, local: boolean | undefined): n
   return local ? Math.min(s.session.maxMs, s.session.firstLocalMs) : s.session.maxMs;
 }
 
+/** A schedule time further back than this is none (a mock activity environment says 1 ms after 1970): the session's start stands in. */
+const PLAUSIBLE_SCHEDULE_MS = 60 * 60_000;
+
+/**
+ * When a session that started at `started` reaches its time cap. A host's first session (a local
+ * activity) counts from when its attempt was scheduled (`scheduledMs`, the worker's own clock): it
+ * runs inside its workflow's task, whose timeout counted from before it began, and each of its waits
+ * ends by then, so it does not outlive the task (whose retry would run it again elsewhere).
+ */
+export function sessionDeadline(s: CampaignSettings, local: boolean | undefined, scheduledMs: number | undefined, started: number): number {
+  const plausible = scheduledMs !== undefined && scheduledMs <= started && started - scheduledMs < PLAUSIBLE_SCHEDULE_MS;
+  return (local && plausible ? scheduledMs : started) + sessionMaxMs(s, local);
+}
+
 /** Reads the campaign's control and settings, and takes the host over for this attempt. */
 export async function openSession(rt: WorkerRuntime, input: SessionInput): Promise<OpenedSession> {
   const ctx = Context.current();
@@ -65,6 +85,28 @@ export async function openSession(rt: WorkerRuntime, input: SessionInput): Promi
   const frontier = new Frontier(rt.deps.redis, input.campaignKey, input.host);
   const { info } = ctx;
   const token = attemptToken({ runId: info.workflowExecution?.runId, activityId: info.activityId, attempt: info.attempt, isLocal: info.isLocal });
-  await frontier.takeOver(token);
-  return { ctx, hosts, control, campaign, frontier, token, heartbeat: heartbeatOf(ctx) };
+  const clockKey = await campaign.clockKeys.keyFor(input.host);
+  await takeOver(rt, frontier, token, clockKey, clockOwner(input.campaignKey, input.host));
+  return { ctx, hosts, control, campaign, frontier, token, clockKey, heartbeat: heartbeatOf(ctx) };
+}
+
+/** The owner of a host's session on its clock: one per campaign and host (activities/session-clock.ts). */
+export const clockOwner = (campaignKey: string, host: string): string => `${campaignKey}|${host}`;
+
+/**
+ * The host taken over under a new fencing number, made known to its clock at once: an older attempt
+ * still waiting to send (for the clock, for an address slot) is refused from now on, not only once
+ * this one takes the clock. A clock that knows a higher number means either a newer attempt
+ * registered first (the host is no longer this one's: it stops) or, the host still this attempt's,
+ * that the host's counter fell behind (Redis lost its last writes): taken over again above it.
+ */
+async function takeOver(rt: WorkerRuntime, frontier: Frontier, token: string, clockKey: string, owner: string): Promise<void> {
+  const redis = rt.deps.redis;
+  let fence = await frontier.takeOver(token);
+  let newest = await new HostClock(redis, clockKey, token, fence).register(owner);
+  if (newest <= fence) return;
+  await frontier.assertOwner();
+  fence = await frontier.takeOver(token, newest);
+  newest = await new HostClock(redis, clockKey, token, fence).register(owner);
+  if (newest > fence) throw new SessionSupersededError(frontier.host);
 }

@@ -1,7 +1,9 @@
 // The last stage of every URL taken from a frontier, whatever became of it
-// (fetched, skipped, failed, or failed for good in processing): the revisit
-// plan, the index line, the frontier commit and the metrics, in that order,
-// in one place. Before the commit: a worker dying between the steps
+// (fetched, skipped, failed, or failed for good in processing): the session
+// still owns the host, the revisit plan, the index line, the frontier commit
+// and the metrics, in that order, in one place. A session superseded since
+// its claim (it was presumed dead and runs again elsewhere) writes none of
+// them. Before the commit: a worker dying between the steps
 // re-fetches the URL, which at worst writes a second index line (the seal
 // keeps the committed one) and adapts an interval twice; it never loses it.
 import type { RevisitSettings } from '../../src/config/campaign';
@@ -47,6 +49,9 @@ export interface PageRecord {
 export interface CommitDeps {
   index: { append(entry: IndexEntry): Promise<unknown> };
   frontier: {
+    /** Throws (SessionSupersededError) when another session attempt owns the host now: nothing is written. */
+    assertOwner(): Promise<void>;
+    /** Throws as assertOwner does, nothing committed, when the host changed owner since. */
     commit(member: string, counted: Counted, bytes: number, links: EnqueueItem[], attempt: { fp: string; id: string }): Promise<{ remaining: number }>;
   };
   /** The host's revisit schedule and the campaign's revisit settings; null outside continuous crawling. */
@@ -77,6 +82,8 @@ const KEPT_ON_SCHEDULE: ReadonlySet<IndexOutcome> = new Set([OUTCOME.robotsDisal
 
 export async function commitPage(deps: CommitDeps, target: CommitTarget, rec: PageRecord): Promise<Committed> {
   const { fields = {}, links = [] } = rec;
+  // Before the writes no script fences (the revisit plan, the index line); the commit checks again, atomically.
+  await deps.frontier.assertOwner();
   // An embed counts in the embed classes whoever decided its outcome (a skip, a failure, a response).
   const counted = target.entry.kind === 'embed' && isPageCounted(rec.counted) ? embedCounted(rec.counted) : rec.counted;
   let outcome = rec.outcome;

@@ -32,6 +32,12 @@ export interface FetchStageInput {
   maxRetries: number;
   /** Conditional headers of a revisit. */
   headers?: Record<string, string>;
+  /**
+   * The session's time left (a host's first session, run inside its workflow task): the request
+   * waits no longer for its address slot; one that got none in time is `unsent`. Absent: the HTTP
+   * client's own bound (half the total timeout), and ADDRESS_BUSY a retry like any other.
+   */
+  maxSlotWaitMs?: number;
 }
 
 export interface FetchStageDeps {
@@ -44,6 +50,11 @@ export interface FetchStageDeps {
   reserveEmbedBudget(): Promise<boolean>;
   /** The handler's login for this page (activities/login.ts); null without a login hook. */
   login?: LoginGate | null;
+  /**
+   * Called just before the request goes out, its address slot held (the session's stamp on its host
+   * clock): what it throws, the stage throws, nothing sent.
+   */
+  beforeSend?: () => Promise<void>;
   signal: AbortSignal;
 }
 
@@ -89,7 +100,12 @@ export type FetchStageResult =
    * requested (null: the clock the session holds is the login's first request's); `logged-out`:
    * the logged-out answer was a request, the host quiet for its delay after it.
    */
-  | { kind: 'login-needed'; reason: LoginReason; hostPauseMs: number | null };
+  | { kind: 'login-needed'; reason: LoginReason; hostPauseMs: number | null }
+  /**
+   * Not sent: no address slot within the session's time left (`maxSlotWaitMs`). The URL stays
+   * claimed for the host's next session, this claim a retry; the lease goes back unused.
+   */
+  | { kind: 'unsent'; hostPauseMs: null; reason: string };
 
 export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): Promise<FetchStageResult> {
   const { url, attempt, delayMs } = input;
@@ -119,6 +135,9 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     return got.login === 'first' ? { kind: 'login-needed', reason: 'first', hostPauseMs: null } : { kind: 'login-needed', reason: 'logged-out', hostPauseMs: delayMs };
   if (!got.ok) {
     const err = got.failure;
+    if (err.code === 'ADDRESS_BUSY' && input.maxSlotWaitMs !== undefined) {
+      return { kind: 'unsent', hostPauseMs: null, reason: `no address slot for ${url} within the session's time left (${Math.round(input.maxSlotWaitMs)} ms)` };
+    }
     // An address kept busy by the crawler's own other requests (the per-address
     // cap) is the crawler pacing itself, not the URL failing: as many extra
     // attempts as a 429 gets.
@@ -165,7 +184,14 @@ async function request(input: FetchStageInput, deps: FetchStageDeps): Promise<Pa
   const first = gate?.before() ?? null;
   if (first && 'login' in first) return first;
   if (first) return { ok: false, failure: first.failure };
-  const got = await deps.fetcher.fetch({ url: input.url, headers: input.headers, kind: input.kind, label: input.label, depth: input.depth }, { signal: deps.signal });
+  const got = await deps.fetcher.fetch(
+    { url: input.url, headers: input.headers, kind: input.kind, label: input.label, depth: input.depth },
+    {
+      signal: deps.signal,
+      ...(deps.beforeSend ? { beforeSend: deps.beforeSend } : {}),
+      ...(input.maxSlotWaitMs !== undefined ? { maxSlotWaitMs: input.maxSlotWaitMs } : {}),
+    },
+  );
   const verdict = gate && got.ok ? await gate.after(got.response) : null;
   if (!verdict) return got;
   return 'login' in verdict ? verdict : { ok: false, failure: verdict.failure };

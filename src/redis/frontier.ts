@@ -136,16 +136,28 @@ function batches<T>(items: T[]): T[][] {
 /** Longer than any session (its time cap) plus its retries. */
 const SESSION_OWNER_TTL_MS = 24 * 60 * 60_000;
 
-/** A newer attempt of the host's session took over: this one must end without claiming more. */
+/**
+ * A newer attempt of the host's session took over: this one must end without claiming, sending,
+ * committing or recording more (its heartbeat or its workflow task timed out, and Temporal ran the
+ * session again elsewhere while this one still ran).
+ */
 export class SessionSupersededError extends CrawlerError<'SESSION_SUPERSEDED'> {
   constructor(readonly host: string) {
-    super('SESSION_SUPERSEDED', `a newer session attempt owns ${host}: this one stops (its heartbeat timed out and Temporal retried it elsewhere)`);
+    super('SESSION_SUPERSEDED', `a newer session attempt owns ${host}: this one stops (it was presumed dead and Temporal ran the session again)`);
     this.name = 'SessionSupersededError';
   }
 }
 
 export class Frontier {
   private readonly keys: ReturnType<typeof hostKeys>;
+  /**
+   * The session attempt this object writes for (`<fence>/<token>`, set by takeOver): its claims,
+   * commits and retry notes are refused once another attempt took the host over. '' (no takeOver):
+   * unfenced, as every write was before fencing.
+   */
+  owner = '';
+  /** This attempt's fencing number (takeOver); 0: unfenced. */
+  fence = 0;
   /**
    * This object's last commit left the frontier empty, and no claim was made through it since:
    * the frontier was empty then, though others may have enqueued since (a hint, never a fact).
@@ -198,10 +210,10 @@ export class Frontier {
    * else the head), how often it has been claimed, this time included, and
    * how many of those claims ended in a deliberate retry (`retried`).
    */
-  async claim(session = ''): Promise<{ member: string; entry: FrontierEntry; attempts: number; retried: number } | null> {
+  async claim(): Promise<{ member: string; entry: FrontierEntry; attempts: number; retried: number } | null> {
     const k = this.keys;
     this.emptyAfterCommit = false;
-    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, session);
+    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, this.owner);
     if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
     return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
   }
@@ -212,12 +224,30 @@ export class Frontier {
    * failures (attempts − retried) are not used up by it.
    */
   async noteRetry(member: string): Promise<void> {
-    await this.redis.hincrby(this.keys.attempts, `${member}\0r`, 1);
+    if ((await this.redis.crawlNoteRetry(this.keys.attempts, this.keys.session, member, this.owner)) === -1) throw new SessionSupersededError(this.host);
   }
 
-  /** Makes `session` the host's owner: claims by any other session attempt fail from now on. */
-  async takeOver(session: string): Promise<void> {
-    await this.redis.set(this.keys.session, session, 'PX', SESSION_OWNER_TTL_MS);
+  /**
+   * Makes session attempt `token` the host's owner under a new fencing number (returned; higher
+   * than every earlier attempt's and than `floor`): claims, commits and retry notes of any other
+   * attempt fail from now on, and this object's carry the new owner.
+   */
+  async takeOver(token: string, floor = 0): Promise<number> {
+    const [n, owner] = await this.redis.crawlTakeOver(this.keys.session, this.keys.fence, token, SESSION_OWNER_TTL_MS, floor);
+    this.fence = Number(n);
+    this.owner = owner;
+    return this.fence;
+  }
+
+  /**
+   * Throws SessionSupersededError when another attempt owns the host now: asked before the writes
+   * no script can fence (the index line, the WARC records). A takeover just after it still lets
+   * those writes through; the commit, fenced, then refuses them, and sealing keeps the index line
+   * of the commit that counted. Unfenced (no takeOver): nothing asked.
+   */
+  async assertOwner(): Promise<void> {
+    if (this.owner === '') return;
+    if ((await this.redis.get(this.keys.session)) !== this.owner) throw new SessionSupersededError(this.host);
   }
 
   /**
@@ -225,7 +255,9 @@ export class Frontier {
    * same-host links (within `bounds`; past MAX_ENQUEUE_BATCH, the first
    * batches just before the commit). `attempt`: the URL's fingerprint and the id the
    * attempt wrote into its index line; the commit that counts records it
-   * (`removed`), so the sealed index keeps exactly that line.
+   * (`removed`), so the sealed index keeps exactly that line. Throws
+   * SessionSupersededError, nothing committed, when another session attempt
+   * took the host over since this object's takeOver.
    */
   async commit(
     member: string,
@@ -251,13 +283,16 @@ export class Frontier {
       k.stats,
       k.attempts,
       k.committed,
+      k.session,
       member,
       outcome,
       bytes,
       attempt?.fp ?? '',
       attempt?.id ?? '',
+      this.owner,
       ...enqueueArgs(last, bounds),
     );
+    if (removed === -1) throw new SessionSupersededError(this.host);
     this.emptyAfterCommit = remaining === 0;
     return { removed: removed === 1, added: before + added, remaining };
   }

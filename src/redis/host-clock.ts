@@ -3,6 +3,7 @@
 // the clock (a lease) until it ends and stamps the next allowed time.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SessionSupersededError } from './frontier';
 import { sharedHostKeys } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -19,28 +20,59 @@ const knownFree = new WeakMap<object, Map<string, number>>();
 
 export class HostClock {
   private readonly key: string;
+  private readonly fenceKey: string;
   private readonly known: Map<string, number>;
 
   /**
    * `holder`: which attempt of an owner this is (a session's attempt token).
    * Attempts of one owner may take its lease over after the delay (a retried
    * session whose first attempt died); a holder's late release or abandon
-   * then leaves the lease of the attempt that holds it now alone.
+   * then leaves the lease of the attempt that holds it now alone. `fence`:
+   * the attempt's fencing number (src/redis/frontier.ts takeOver); once the
+   * clock has seen a higher one of the owner, this attempt may neither take
+   * the clock nor send under it. 0: unfenced (robots.txt, other hosts of a
+   * rendered page), as every caller was before fencing.
    */
   constructor(
     private readonly redis: RedisLike,
-    host: string,
+    /** The clock's name: a host key, or a politeness key (src/politeness/politeness-key.ts). */
+    readonly name: string,
     private readonly holder = '',
+    private readonly fence = 0,
   ) {
-    this.key = sharedHostKeys(host).clock;
+    const keys = sharedHostKeys(name);
+    this.key = keys.clock;
+    this.fenceKey = keys.clockFence;
     let known = knownFree.get(redis);
     if (!known) knownFree.set(redis, (known = new Map()));
     this.known = known;
   }
 
-  /** 0 when the caller may send a request now (it then holds the clock for leaseMs), else ms to wait. */
+  /**
+   * 0 when the caller may send a request now (it then holds the clock for leaseMs), -1 when a
+   * newer attempt of the owner has been seen (this one is superseded), else ms to wait.
+   */
   acquire(owner: string, leaseMs: number, delayMs: number): Promise<number> {
-    return this.redis.crawlClockAcquire(this.key, owner, Math.max(1, Math.round(leaseMs)), Math.max(0, Math.round(delayMs)), this.holder);
+    return this.redis.crawlClockAcquire(this.key, this.fenceKey, owner, Math.max(1, Math.round(leaseMs)), Math.max(0, Math.round(delayMs)), this.holder, this.fence);
+  }
+
+  /**
+   * Just before the request goes out: true when the clock is still this holder's and no newer
+   * attempt of the owner has been seen; its lease then runs `leaseMs` from now, and another
+   * attempt of the owner may take the clock over only a delay after this moment. False: the
+   * request must not go (nothing was changed).
+   */
+  async stamp(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.redis.crawlClockStamp(this.key, this.fenceKey, owner, this.holder, this.fence, Math.max(1, Math.round(leaseMs)))) === 1;
+  }
+
+  /**
+   * Makes this attempt's fencing number known to the clock (a session that just took its host
+   * over): older attempts of the owner are refused from now on. Returns the newest number the clock
+   * has seen of the owner, higher than this one's when this attempt is not the newest.
+   */
+  register(owner: string): Promise<number> {
+    return this.redis.crawlClockFence(this.fenceKey, owner, this.fence);
   }
 
   /** The request is over: the next one may start delayMs from now. */
@@ -89,7 +121,8 @@ export class HostClock {
  * Takes the clock, waiting here for any gap shorter than `maxWaitMs` (the
  * durable-sleep threshold): 0 once held, else the wait still ahead, which the
  * caller hands to its workflow as a durable sleep. `onWait` sees each wait
- * slept here (the politeness-wait metric).
+ * slept here (the politeness-wait metric). Throws SessionSupersededError when
+ * a newer attempt of the owner has been seen (acquire's -1).
  */
 export async function acquireWithin(
   clock: HostClock,
@@ -107,6 +140,8 @@ export async function acquireWithin(
   }
   for (;;) {
     const wait = await clock.acquire(owner, leaseMs, delayMs);
+    // Before the wait check: -1 is no wait, and slept as one it would spin.
+    if (wait < 0) throw new SessionSupersededError(clock.name);
     if (wait === 0 || wait >= maxWaitMs) return wait;
     onWait?.(wait);
     await sleep(wait, undefined, { signal });

@@ -18,8 +18,14 @@ export const hostKeys = (campaignKey: string, host: string) => {
     seq: `${P}:${tag}:seq`,
     /** The entry being worked on, so a retried session retries the same URL first. */
     current: `${P}:${tag}:current`,
-    /** The session attempt that owns the host now: an older attempt still running (its heartbeat timed out) claims nothing more. */
+    /**
+     * The session attempt that owns the host now, as `<fence>/<attempt token>`: an older attempt
+     * still running (its heartbeat or its workflow task timed out) claims, commits and notes nothing
+     * more. A bare token: written by a release before fencing (src/redis/frontier.ts).
+     */
     session: `${P}:${tag}:session`,
+    /** Counter of the host's session takeovers: each attempt's fencing number, newer attempts higher (src/redis/frontier.ts). */
+    fence: `${P}:${tag}:fence`,
     /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
     attempts: `${P}:${tag}:attempts`,
     /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
@@ -180,6 +186,12 @@ export const MAX_CONTENT_BANDS = 16;
 export const sharedHostKeys = (host: string) => ({
   /** HASH next (epoch ms, Redis clock), owner: one politeness clock per host for every worker and campaign. */
   clock: `${P}:clock:{${host}}`,
+  /**
+   * HASH clock owner (`campaign|host`) → the newest fencing number of its sessions that the clock
+   * has seen: an attempt with a lower one is superseded and may neither take nor use the clock
+   * (src/redis/host-clock.ts). Beside the clock, in its slot.
+   */
+  clockFence: `${P}:clock:{${host}}:fence`,
   robots: `${P}:robots:{${host}}`,
 });
 

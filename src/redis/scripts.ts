@@ -26,6 +26,12 @@ export type RedisLike = Redis | Cluster;
 // counted while queued (stats field \`embedsQueued\`, down again at their
 // commit) so queued pages are told from them.
 /** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
+/**
+ * How long a clock remembers an owner's newest fencing number: longer than any
+ * session and its retries (the frontier keeps its session owner as long).
+ */
+export const CLOCK_FENCE_TTL_MS = 24 * 60 * 60_000;
+
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
@@ -110,10 +116,29 @@ export const SCRIPTS = {
     numberOfKeys: 5,
     lua: `${enqueueBody(1, 'KEYS[5]')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
   },
+  // KEYS: session, fence. ARGV: the attempt's token, ttlMs, floor (0: none).
+  // Makes the attempt the host's owner under a fencing number higher than
+  // every earlier attempt's, and than `floor`: the newest number a host
+  // clock has seen, which the counter can fall behind only when Redis lost
+  // its last writes (a crash, a failover). Returns {n, owner}: the session
+  // key holds `owner` (`<n>/<token>`), which every fenced write compares.
+  crawlTakeOver: {
+    numberOfKeys: 2,
+    lua: `
+local n = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[3] or '0')
+if n <= floor then
+  n = floor + 1
+  redis.call('SET', KEYS[2], string.format('%d', n))
+end
+local owner = string.format('%d', n) .. '/' .. ARGV[1]
+redis.call('SET', KEYS[1], owner, 'PX', tonumber(ARGV[2]))
+return {n, owner}`,
+  },
   // KEYS: frontier, current, awake, attempts, session. ARGV: the session
-  // attempt's token ('' = no fencing). {'', -1} when another session attempt
-  // owns the host (this one is a zombie whose heartbeat timed out: it must
-  // stop). Else {member, attempts}:
+  // attempt's owner value ('' = no fencing). {'', -1} when another session attempt
+  // owns the host (this one is a zombie whose heartbeat or workflow task timed
+  // out: it must stop). Else {member, attempts}:
   // the entry being worked on (sticky until committed, so a session retried
   // after its worker died retries the same URL) and how often it has been
   // claimed, this time included; nil when the frontier is empty. Finding it
@@ -135,9 +160,11 @@ redis.call('SET', KEYS[3], '1')
 -- Claims so far, this one included, and how many of them ended in a deliberate retry (a 5xx, a 429, a network error: field member.."\0r").
 return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET', KEYS[4], cur .. '\0r') or '0')}`,
   },
-  // KEYS: seen, frontier, seq, current, stats, attempts, committed. ARGV:
-  // member, statField, bytes, fp, attempt id, page bound, sitemap bound,
-  // then enqueue quadruples. Removes
+  // KEYS: seen, frontier, seq, current, stats, attempts, committed, session.
+  // ARGV: member, statField, bytes, fp, attempt id, the session attempt's
+  // owner value ('' = no fencing), page bound, sitemap bound, then enqueue
+  // quadruples. {-1, 0, 0} and nothing written when another session attempt
+  // owns the host (this one was presumed dead and must not count). Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
   // same-host links. The commit that removes the entry is the one that
   // counts: it records its attempt's id under the URL's fingerprint, which
@@ -145,8 +172,9 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET',
   // attempts that died or lost (src/storage/seal.ts). A later commit of the
   // same entry (an attempt that lost the race) changes nothing.
   crawlCommit: {
-    numberOfKeys: 7,
+    numberOfKeys: 8,
     lua: `
+if ARGV[6] ~= '' and redis.call('GET', KEYS[8]) ~= ARGV[6] then return {-1, 0, 0} end
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
 redis.call('HDEL', KEYS[6], ARGV[1], ARGV[1] .. '\0r')
@@ -159,14 +187,28 @@ if removed == 1 then
   end
   if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[4], ARGV[5]) end
 end
-${enqueueBody(6, 'KEYS[5]')}
+${enqueueBody(7, 'KEYS[5]')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   },
-  // KEYS: clock. ARGV: owner, leaseMs, delayMs, holder. Returns 0 when the caller
-  // may send a request now (it then holds the clock for leaseMs), else ms to
+  // KEYS: attempts, session. ARGV: member, the session attempt's owner value
+  // ('' = no fencing). This claim of the member ended in a deliberate retry;
+  // -1 and nothing written when another session attempt owns the host.
+  crawlNoteRetry: {
+    numberOfKeys: 2,
+    lua: `
+if ARGV[2] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[2] then return -1 end
+return redis.call('HINCRBY', KEYS[1], ARGV[1] .. '\0r', 1)`,
+  },
+  // KEYS: clock, fence. ARGV: owner, leaseMs, delayMs, holder, fencing
+  // number (0 = unfenced: robots.txt, another host's request of a rendered
+  // page, callers of releases before fencing). Returns 0 when the caller
+  // may send a request now (it then holds the clock for leaseMs), -1 when a
+  // session attempt of the owner with a higher fencing number has been seen
+  // (this one is superseded: it may never take the clock again), else ms to
   // wait. A retry of the same step (same owner) whose earlier attempt died
   // holding the lease may go once delayMs have passed since that attempt
-  // started, so a crash neither breaks the spacing nor stalls the host for a
+  // started (its grant, or its request's stamp: crawlClockStamp), so a crash
+  // neither breaks the spacing nor stalls the host for a
   // whole lease. Uses the Redis clock so all machines agree on "now".
   //
   // A Redis crash may take the clock's last stamps with it (appendfsync
@@ -184,8 +226,14 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   // a restart or failover (INFO SERVER is read inside the script: on a
   // cluster, from the node that holds the clock).
   crawlClockAcquire: {
-    numberOfKeys: 1,
+    numberOfKeys: 2,
     lua: `
+local fence = tonumber(ARGV[5] or '0')
+local newest = 0
+if fence > 0 then
+  newest = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+  if fence < newest then return -1 end
+end
 ${NOW_MS}
 local h = redis.call('HMGET', KEYS[1], 'next', 'owner', 'since', 'last', 'epoch')
 -- No delay, no spacing to protect: INFO, the heaviest call here, is left
@@ -233,7 +281,48 @@ if run then
 end
 redis.call('HSET', KEYS[1], unpack(grant))
 redis.call('PEXPIRE', KEYS[1], lease + 60000)
+if fence > newest then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ${CLOCK_FENCE_TTL_MS})
+end
 return 0`,
+  },
+  // KEYS: clock, fence. ARGV: owner, holder, fencing number (0 = unfenced),
+  // leaseMs. Just before the holder's request goes out (after its wait for an
+  // address slot, which may be long): 1 when the clock is still this
+  // holder's and no newer attempt of the owner has been seen; the lease then
+  // runs leaseMs from now and `since` is now, so another attempt of the owner
+  // takes the clock over no sooner than a delay after this request went out.
+  // 0, nothing changed: the request must not go.
+  crawlClockStamp: {
+    numberOfKeys: 2,
+    lua: `
+local h = redis.call('HMGET', KEYS[1], 'owner', 'holder')
+if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] then return 0 end
+local fence = tonumber(ARGV[3])
+if fence > 0 and fence < tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then return 0 end
+${NOW_MS}
+local lease = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', now + lease), 'since', string.format('%.0f', now))
+if redis.call('PTTL', KEYS[1]) < lease + 60000 then redis.call('PEXPIRE', KEYS[1], lease + 60000) end
+return 1`,
+  },
+  // KEYS: fence. ARGV: owner, fencing number. A session attempt that just
+  // took its host over makes its number known to the host's clock at once,
+  // so an older attempt still waiting to send (for the clock, for an address
+  // slot) is refused from now on, before the new attempt takes the clock.
+  // Returns the newest number seen (higher than the caller's: a newer
+  // attempt registered first, or the host's counter fell behind).
+  crawlClockFence: {
+    numberOfKeys: 1,
+    lua: `
+local newest = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > newest then
+  newest = tonumber(ARGV[2])
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+redis.call('PEXPIRE', KEYS[1], ${CLOCK_FENCE_TTL_MS})
+return newest`,
   },
   // KEYS: clock. ARGV: owner, delayMs, holder. The next request may go out delayMs
   // from now; `last` keeps when this request ended, so a caller with a longer
@@ -493,7 +582,8 @@ type ScriptArgs = (string | number)[];
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
-    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, token: string): Result<[string, number, number] | null, Context>;
+    crawlTakeOver(session: string, fence: string, token: string, ttlMs: number, floor: number): Result<[number, string], Context>;
+    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, owner: string): Result<[string, number, number] | null, Context>;
     crawlCommit(
       seen: string,
       frontier: string,
@@ -502,9 +592,13 @@ declare module 'ioredis' {
       stats: string,
       attempts: string,
       committed: string,
+      session: string,
       ...argv: ScriptArgs
     ): Result<[number, number, number], Context>;
-    crawlClockAcquire(clock: string, owner: string, leaseMs: number, delayMs: number, holder: string): Result<number, Context>;
+    crawlNoteRetry(attempts: string, session: string, member: string, owner: string): Result<number, Context>;
+    crawlClockAcquire(clock: string, fence: string, owner: string, leaseMs: number, delayMs: number, holder: string, fenceNumber: number): Result<number, Context>;
+    crawlClockStamp(clock: string, fence: string, owner: string, holder: string, fenceNumber: number, leaseMs: number): Result<number, Context>;
+    crawlClockFence(fence: string, owner: string, fenceNumber: number): Result<number, Context>;
     crawlClockRelease(clock: string, owner: string, delayMs: number, holder: string): Result<number, Context>;
     crawlClockAbandon(clock: string, owner: string, holder: string): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;

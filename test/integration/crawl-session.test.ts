@@ -14,15 +14,15 @@ import type { SessionInput, SessionResult } from '../../activities/types';
 import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
-import { Frontier } from '../../src/redis/frontier';
+import { decodeEntry, Frontier } from '../../src/redis/frontier';
 import { parseResolveEntries } from '../../src/http/resolve-overrides';
-import { hostKeys } from '../../src/redis/keys';
+import { addressKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import { robotsCacheKey, robotsSource } from '../../src/robots/robots-store';
 import type { RedisLike } from '../../src/redis/scripts';
 import { readIndex } from '../../src/storage/index-writer';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import { hostKey } from '../../src/url/normalize';
-import { generateSites } from '../web/test-web';
+import { generateSites, startTestWeb, type TestWeb } from '../web/test-web';
 import { createHarness, pageRequests, type Harness } from '../support/harness';
 
 /** Sessions here fail on purpose (storage that cannot be written, cancellations): the SDK's WARN line for each is noise in the run's output. */
@@ -50,8 +50,8 @@ afterAll(async () => {
 });
 
 let n = 0;
-async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
-  const seed = h.web.url(`${name}.session.test`, '/');
+async function prepared(name: string, extra: Partial<CampaignInput> = {}, web: TestWeb = h.web) {
+  const seed = web.url(`${name}.session.test`, '/');
   const host = hostKey(seed);
   const campaignKey = `session-${process.pid}-${n++}`;
   const settings = resolveCampaignSettings(
@@ -60,7 +60,7 @@ async function prepared(name: string, extra: Partial<CampaignInput> = {}) {
       scope: { mode: 'same-host' },
       politeness: { minDelayMs: 0 },
       sitemaps: 'off',
-      fetch: { resolve: h.web.resolveArgs() },
+      fetch: { resolve: web.resolveArgs() },
       output: { dir: path.join(h.outDir, campaignKey) },
       ...extra,
     },
@@ -340,7 +340,7 @@ test('a page claimed past its processing attempts without a commit (its processi
   // timeout): no error was ever caught for it.
   for (const token of ['dead/1', 'dead/2', 'dead/3']) {
     await frontier.takeOver(token);
-    expect(await frontier.claim(token)).toMatchObject({ entry: { url: seed }, retried: 0 });
+    expect(await frontier.claim()).toMatchObject({ entry: { url: seed }, retried: 0 });
   }
   const r = await c.session();
   expect(r).toMatchObject({ end: 'drained', stats: { fetched: 0, failed: 1 } });
@@ -673,5 +673,61 @@ test('a session on another worker that finds the host clock held by a warm-up wa
   } finally {
     warm.restore();
     await other.close();
+  }
+});
+
+test("two first sessions of one host at once (the first one's workflow task timed out while it waited for its address slot): the URL in flight is requested once, every request a delay apart, one index line per URL", async () => {
+  // An address of its own: the blocker below fills its slots, and no other test's requests go there.
+  const web = await startTestWeb({ host: '127.0.0.38' });
+  const other = new WorkerRuntime({ redis, temporal: h.client });
+  try {
+    for (const spec of generateSites({ count: 1, pages: 4, fanOut: 2, hostPattern: () => 'fenced.session.test', seed: 3 })) web.addSite(spec);
+    const slots = addressKeys(web.address).slots;
+    // The seed's answer waits until another holder fills the address's only slot (as 299 other hosts
+    // on one address would): the next page, its clock taken, waits for a slot.
+    web.site('fenced.session.test')!.holdUntil = (p) => (p === '/' ? redis.zadd(slots, Date.now() + 60_000, 'blocker') : undefined);
+    const c = await prepared('fenced', { politeness: { minDelayMs: 1_000, maxInFlightPerAddress: 1 }, session: { durableSleepMs: 10_000, firstLocalMs: 8_000 } }, web);
+    const clock = sharedHostKeys(c.host).clock;
+    const k = hostKeys(c.campaignKey, c.host);
+    const local = () => new MockActivityEnvironment({ isLocal: true, currentAttemptScheduledTimestampMs: Date.now() }, { logger: new DefaultLogger('ERROR') });
+    const until = async (what: () => Promise<boolean>) => {
+      for (let t0 = Date.now(); !(await what());) {
+        if (Date.now() - t0 > 20_000) throw new Error('timed out');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const input: SessionInput = { ...c.input, local: true };
+    // The first session, on this worker: it claims the second page and takes the clock for it.
+    const first = (local().run(c.acts.crawlSession, input) as Promise<SessionResult>).then(
+      (r) => ({ r }),
+      (err: unknown) => ({ err }),
+    );
+    let holderA: string | null = null;
+    await until(async () => {
+      const current = await redis.get(k.current);
+      holderA = await redis.hget(clock, 'holder');
+      return current !== null && decodeEntry(current).url !== web.url('fenced.session.test', '/') && !!holderA;
+    });
+    // Its workflow task timed out: the task's next attempt runs the first session again, on another worker.
+    const second = local().run(createActivities(other).crawlSession, input) as Promise<SessionResult>;
+    await until(async () => (await redis.hget(clock, 'holder')) !== holderA);
+    await redis.zrem(slots, 'blocker');
+    const r = await second;
+    const a = await first;
+    expect(r).toMatchObject({ end: 'drained', stats: { fetched: 4, failed: 0 } });
+    expect('err' in a && (a.err as { code?: string }).code).toBe('SESSION_SUPERSEDED');
+    const hostRequests = web.requests().filter((q) => q.host === 'fenced.session.test');
+    const paths = hostRequests.filter((q) => q.path !== '/robots.txt').map((q) => q.path);
+    expect(paths).toHaveLength(4);
+    expect(new Set(paths).size).toBe(4);
+    const times = hostRequests.map((q) => q.t).sort((x, y) => x - y);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1_000);
+    const lines = await readIndex(path.join(c.dir, 'index'));
+    expect(lines.map((e) => e.url).sort()).toEqual([...new Set(paths.map((p) => web.url('fenced.session.test', p)))].sort());
+    expect(await redis.hget(k.stats, 'fetched')).toBe('4');
+  } finally {
+    await redis.del(addressKeys(web.address).slots);
+    await other.close();
+    await web.close();
   }
 });

@@ -22,7 +22,7 @@ const many = (host: string, n: number, kind?: EntryKind) => Array.from({ length:
 
 describe('frontier bounds on Redis', () => {
   let redis: Redis;
-  /** URLs per call of the enqueue and commit scripts (each item is four arguments; a commit has seven before them). */
+  /** URLs per call of the enqueue and commit scripts (each item is four arguments; a commit has eight before them). */
   let perCall: number[];
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
@@ -33,7 +33,7 @@ describe('frontier bounds on Redis', () => {
       return enqueue(...args);
     }) as typeof redis.crawlEnqueue;
     redis.crawlCommit = ((...args: Parameters<typeof commit>) => {
-      perCall.push((args.length - 14) / 4);
+      perCall.push((args.length - 16) / 4);
       return commit(...args);
     }) as typeof redis.crawlCommit;
   });

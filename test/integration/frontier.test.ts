@@ -9,7 +9,7 @@ import { enqueueSeeds, groupSeeds } from '../../activities/seeds';
 import { frontierPriority, resolveCampaignSettings } from '../../src/config/campaign';
 import { saveCampaignSettings } from '../../src/redis/campaign-store';
 import { createRedis } from '../../src/redis/client';
-import { encodeEntry, Frontier, frontierScoreBase, type EnqueueItem } from '../../src/redis/frontier';
+import { encodeEntry, Frontier, frontierScoreBase, SessionSupersededError, type EnqueueItem } from '../../src/redis/frontier';
 import { hostKeys } from '../../src/redis/keys';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import type { CampaignInput } from '../../src/config/campaign';
@@ -211,6 +211,54 @@ describe('frontier on Redis', () => {
       { url: 'http://f.test/old-2', depth: 2, referrer: 'http://f.test/' },
       { url: 'http://f.test/new-2', depth: 2, referrer: null },
     ]);
+  });
+
+  it('fences a session attempt once a newer one took the host over: its commit, retry note and claim are refused and change nothing', async () => {
+    const ck = `t-${randomUUID()}`;
+    const k = hostKeys(ck, 'f.test');
+    const older = new Frontier(redis, ck, 'f.test');
+    const newer = new Frontier(redis, ck, 'f.test');
+    await older.enqueue([item('http://f.test/1'), item('http://f.test/2')]);
+    expect(await older.takeOver('run/1/1/local-a')).toBe(1);
+    const claimed = (await older.claim())!;
+    expect(claimed.entry.url).toBe('http://f.test/1');
+    // The older attempt was presumed dead (its workflow task timed out) and the session runs again.
+    expect(await newer.takeOver('run/1/1/local-b')).toBe(2);
+    expect(await redis.get(k.session)).toBe('2/run/1/1/local-b');
+    const fp = urlFingerprint('http://f.test/1');
+    await expect(older.commit(claimed.member, 'fetched', 10, [item('http://f.test/3')], { fp, id: 'older-attempt' })).rejects.toThrow(SessionSupersededError);
+    await expect(older.noteRetry(claimed.member)).rejects.toThrow(SessionSupersededError);
+    await expect(older.assertOwner()).rejects.toThrow(SessionSupersededError);
+    await expect(older.claim()).rejects.toThrow(SessionSupersededError);
+    // Nothing of it counted: the entry is still there and current, no attempt recorded as committed, its link not seen.
+    expect(await older.size()).toBe(2);
+    expect(await older.committedAttempts([fp])).toEqual([null]);
+    expect(await older.stats()).toEqual({});
+    // The newer attempt retries the same URL (its claims so far: two, none a retry) and its commit is the one that counts.
+    await newer.assertOwner();
+    expect(await newer.claim()).toMatchObject({ member: claimed.member, attempts: 2, retried: 0 });
+    expect(await newer.commit(claimed.member, 'fetched', 10, [item('http://f.test/3')], { fp, id: 'newer-attempt' })).toEqual({ removed: true, added: 1, remaining: 2 });
+    expect(await newer.committedAttempts([fp])).toEqual(['newer-attempt']);
+  });
+
+  it('keeps the unfenced writes of before fencing: a frontier without a takeover, and a host an older release took over', async () => {
+    const ck = `t-${randomUUID()}`;
+    const k = hostKeys(ck, 'g.test');
+    const fenced = new Frontier(redis, ck, 'g.test');
+    await fenced.enqueue([item('http://g.test/1')]);
+    await fenced.takeOver('new-release');
+    // A worker of an older release takes the host over as it did: its bare token, no fencing number.
+    await redis.set(k.session, 'old-release/1/1', 'PX', 60_000);
+    await expect(fenced.claim()).rejects.toThrow(SessionSupersededError);
+    // Callers with no takeover (the older release's writes, tools) go on as before.
+    const plain = new Frontier(redis, ck, 'g.test');
+    const c = (await plain.claim())!;
+    await plain.noteRetry(c.member);
+    expect(await plain.claim()).toMatchObject({ attempts: 2, retried: 1 });
+    expect((await plain.commit(c.member, 'fetched', 0, [])).removed).toBe(true);
+    // The counter goes on from where it was: a later attempt of the new release is newer than every earlier one.
+    expect(await fenced.takeOver('new-release-2')).toBe(2);
+    expect(await fenced.takeOver('new-release-3', 10)).toBe(11);
   });
 
   it('enqueues seeds at their priority, from the settings given or from the stored ones', async () => {

@@ -160,6 +160,61 @@ test("attempts of one owner: a superseded attempt's late release or abandon leav
   expect(await otherCampaign.acquire('other|h', 10_000, 100)).toBe(0);
 });
 
+test('fenced attempts of one owner: once the clock has seen a newer attempt, the older one may neither send under its lease nor take the clock again', async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const first = new HostClock(redis, host, 'attempt-1', 1);
+  const second = new HostClock(redis, host, 'attempt-2', 2);
+  expect(await first.register('c|h')).toBe(1);
+  expect(await first.acquire('c|h', 10_000, 100)).toBe(0);
+  // The first attempt waits (for an address slot) with the clock; the second took the host over and says so.
+  expect(await second.register('c|h')).toBe(2);
+  expect(await first.stamp('c|h', 10_000)).toBe(false);
+  // Its lease stands until the delay has passed since it was granted (nothing went out): then the second takes it.
+  await sleep(120);
+  expect(await second.acquire('c|h', 10_000, 100)).toBe(0);
+  await second.release('c|h', 100);
+  await sleep(120);
+  // Past the delay, free: the first attempt is still refused, whatever it waits.
+  expect(await first.acquire('c|h', 10_000, 100)).toBe(-1);
+  await expect(acquireWithin(first, 'c|h', 10_000, 100, 5_000, new AbortController().signal)).rejects.toMatchObject({ code: 'SESSION_SUPERSEDED' });
+  // A late registration of an older number changes nothing.
+  expect(await first.register('c|h')).toBe(2);
+  // Callers without a fencing number (robots.txt, another release's workers) and other owners go on as before.
+  expect(await new HostClock(redis, host, 'older-release').acquire('c|h', 10_000, 100)).toBe(0);
+});
+
+test('the grant records a newer attempt too: an attempt that took the clock over leaves the one before it refused', async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const first = new HostClock(redis, host, 'attempt-1', 1);
+  const second = new HostClock(redis, host, 'attempt-2', 2);
+  expect(await first.acquire('c|h', 10_000, 100)).toBe(0);
+  await sleep(120);
+  expect(await second.acquire('c|h', 10_000, 100)).toBe(0);
+  await second.release('c|h', 100);
+  await sleep(120);
+  // Before fencing the first attempt got the clock back here, its delay passed.
+  expect(await first.acquire('c|h', 10_000, 100)).toBe(-1);
+  expect(await redis.hget(sharedHostKeys(host).clockFence, 'c|h')).toBe('2');
+});
+
+test("another attempt of the owner takes the clock over a delay after the holder's request went out, not after its grant", async () => {
+  const host = `clock-${process.pid}-${n++}.test`;
+  const first = new HostClock(redis, host, 'attempt-1', 1);
+  const second = new HostClock(redis, host, 'attempt-2', 2);
+  expect(await first.acquire('c|h', 10_000, 1_000)).toBe(0);
+  // The first attempt's request waits for an address slot longer than the delay, then goes out.
+  await sleep(1_200);
+  expect(await first.stamp('c|h', 10_000)).toBe(true);
+  // The second attempt (its number not yet known to the clock) must wait a delay from the request, not from the grant.
+  const wait = await second.acquire('c|h', 10_000, 1_000);
+  expect(wait).toBeGreaterThan(800);
+  expect(wait).toBeLessThanOrEqual(1_000);
+  await sleep(wait);
+  expect(await second.acquire('c|h', 10_000, 1_000)).toBe(0);
+  // Its lease now: the first attempt's stamp is refused (another holder).
+  expect(await first.stamp('c|h', 10_000)).toBe(false);
+});
+
 test('after a Redis restart a clock it did not grant itself is trusted only once the server has been up for the delay', async () => {
   const info = await redis.info('server');
   const upMs = Number(/uptime_in_seconds:(\d+)/.exec(info)![1]) * 1000;

@@ -7,6 +7,7 @@ import { commitPage, type CommitDeps, type CommitTarget, type PageRecord } from 
 import type { RevisitSettings } from '../../src/config/campaign';
 import type { RevisitMeta, RevisitPlan } from '../../src/revisit/adapt';
 import type { IndexEntry } from '../../src/storage/index-writer';
+import { SessionSupersededError } from '../../src/redis/frontier';
 
 const target: CommitTarget = {
   campaignId: 'c',
@@ -18,7 +19,7 @@ const target: CommitTarget = {
 };
 const revisit: RevisitSettings = { enabled: true, minMs: 60_000, maxMs: 86_400_000, factor: 2, minChangeDistance: 3, goneAfter: 2 };
 
-function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean; target?: CommitTarget } = {}) {
+function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean; target?: CommitTarget; superseded?: boolean } = {}) {
   const steps: string[] = [];
   const lines: IndexEntry[] = [];
   const plans: RevisitPlan[] = [];
@@ -33,6 +34,10 @@ function setup(opts: { revisit?: RevisitMeta | null; failIndex?: boolean; target
       },
     },
     frontier: {
+      assertOwner: async () => {
+        steps.push('owner');
+        if (opts.superseded) throw new SessionSupersededError(target.host);
+      },
       commit: async (...args) => {
         steps.push('commit');
         commits.push(args);
@@ -65,7 +70,7 @@ test('a page fetched: its index line (claim fields, then its own), then one comm
   const link = { url: 'https://a.test/q', fp: 'fp2', depth: 3, referrer: 'https://a.test/p' };
   const c = await s.commit({ outcome: 'fetched', counted: 'fetched', requested: true, fields: { status: 200, bytes: 120, fetchMs: 25 }, links: [link] });
   expect(c).toEqual({ outcome: 'fetched', counted: 'fetched', status: 200, bytes: 120 });
-  expect(s.steps).toEqual(['index', 'commit']);
+  expect(s.steps).toEqual(['owner', 'index', 'commit']);
   expect(s.lines).toEqual([
     expect.objectContaining({
       url: 'https://a.test/p',
@@ -118,7 +123,7 @@ test('in a revisit campaign, a page that kept answering 404 leaves the schedule,
   const s = setup({ revisit: { i: 3_600_000, g: 1, v: 3 } });
   const c = await s.commit({ outcome: 'http-error', counted: 'failed', requested: true, fields: { status: 404, error: { code: 'HTTP_404', message: 'HTTP 404' } } });
   expect(c.outcome).toBe('gone');
-  expect(s.steps).toEqual(['schedule', 'index', 'commit']);
+  expect(s.steps).toEqual(['owner', 'schedule', 'index', 'commit']);
   expect(s.plans).toEqual([{ verdict: 'gone', intervalMs: null, meta: null }]);
   expect(s.lines[0]).toMatchObject({ outcome: 'gone', change: 'gone' });
 });
@@ -132,7 +137,7 @@ test('a revisit URL robots.txt or the address policy kept us from stays on its s
   const budget = setup({ revisit: { i: 3_600_000, v: 2 } });
   await budget.commit({ outcome: 'budget-exhausted', counted: 'skipped', requested: false, fields: { error: { code: 'PAGE_BUDGET', message: 'spent' } } });
   expect(budget.plans).toEqual([]);
-  expect(budget.steps).toEqual(['index', 'commit']);
+  expect(budget.steps).toEqual(['owner', 'index', 'commit']);
 });
 
 test('an index that cannot be written fails the commit, unless the failure being recorded may be the index itself', async () => {
@@ -141,5 +146,13 @@ test('an index that cannot be written fails the commit, unless the failure being
   expect(strict.commits).toEqual([]);
   const lenient = setup({ failIndex: true });
   await lenient.commit({ outcome: 'error', counted: 'failed', requested: true, fields: { error: { code: 'INTERNAL_ERROR', message: 'x' } }, indexMayFail: true });
-  expect(lenient.steps).toEqual(['logged', 'commit']);
+  expect(lenient.steps).toEqual(['owner', 'logged', 'commit']);
+});
+
+test('a session superseded since its claim (presumed dead, run again elsewhere) writes nothing: no revisit plan, no index line, no commit, no metrics', async () => {
+  const s = setup({ revisit: { i: 3_600_000, v: 2 }, superseded: true });
+  await expect(s.commit({ outcome: 'fetched', counted: 'fetched', requested: true, fields: { status: 200, bytes: 10 } })).rejects.toMatchObject({
+    code: 'SESSION_SUPERSEDED',
+  });
+  expect([s.steps, s.lines, s.plans, s.commits, s.metrics]).toEqual([['owner'], [], [], [], []]);
 });

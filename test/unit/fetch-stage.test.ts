@@ -104,6 +104,26 @@ test('a cancelled fetch is not a failure of the URL: it rethrows', async () => {
   await expect(s.run()).rejects.toThrow('cancelled');
 });
 
+test("a host's first session with little time left: a request that got no address slot within it is unsent (the lease goes back unused), whatever its attempts", async () => {
+  const busy: PageOutcome = { ok: false, failure: new FetchError('ADDRESS_BUSY', URL_) };
+  const late = setup(busy, { attempt: 9 + PAGE_RETRY.throttleExtraAttempts, maxSlotWaitMs: 1_500 });
+  expect(await late.run()).toMatchObject({ kind: 'unsent', hostPauseMs: null, reason: expect.stringContaining('1500 ms') });
+  // Any other failure is what it was.
+  const reset = setup({ ok: false, failure: new FetchError('CONNECTION_RESET', URL_) }, { maxSlotWaitMs: 1_500 });
+  expect(await reset.run()).toMatchObject({ kind: 'retry', hostPauseMs: 1_000, code: 'CONNECTION_RESET' });
+});
+
+test('the bound on the slot wait and the call just before sending go to the fetcher with the request', async () => {
+  const contexts: unknown[] = [];
+  const beforeSend = async () => undefined;
+  const s = setup(ok(), { maxSlotWaitMs: 700 });
+  s.deps.beforeSend = beforeSend;
+  const inner = s.deps.fetcher.fetch;
+  s.deps.fetcher = { fetch: (req, ctx) => (contexts.push(ctx), inner(req, ctx)) };
+  expect(await s.run()).toMatchObject({ kind: 'response' });
+  expect(contexts).toEqual([{ signal: s.deps.signal, beforeSend, maxSlotWaitMs: 700 }]);
+});
+
 test("an address kept busy by the crawler's own requests (ADDRESS_BUSY) is the crawler pacing itself: as many extra attempts as a 429", async () => {
   const busy: PageOutcome = { ok: false, failure: new FetchError('ADDRESS_BUSY', URL_) };
   // Past fetch.maxRetries (2), still retried.

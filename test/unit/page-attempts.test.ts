@@ -4,6 +4,7 @@
 // hold its host forever; claims that ended in a retry do not count, and a
 // cancellation is never recorded as the URL's failure.
 import { claimedTooOften, failedForGood, MAX_PAGE_ATTEMPTS, underAttemptPolicy } from '../../activities/page-attempts';
+import { SessionSupersededError } from '../../src/redis/frontier';
 
 const live = new AbortController().signal;
 
@@ -19,6 +20,8 @@ test('an error goes up while the URL has attempts left, and is recorded on its l
   expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS - 1, retried: 0 }, err, false)).toBeNull();
   expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, err, false)).toBe(`processing failed ${MAX_PAGE_ATTEMPTS} times: parser blew up`);
   expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, err, true)).toBeNull();
+  // A session superseded by a newer attempt records nothing, on the last attempt too: the URL is the newer attempt's.
+  expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, new SessionSupersededError('a.test'), false)).toBeNull();
 });
 
 describe('a claimed URL under the policy', () => {

@@ -112,6 +112,12 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(enq.keys).toHaveLength(SCRIPTS.crawlEnqueue.numberOfKeys);
     expectOneSlot(enq, tag);
 
+    // A session attempt takes the host over (its fencing number and owner value), then claims, commits and notes retries fenced.
+    const take = await cap.capture([1, '1/attempt'], () => f.takeOver('attempt'));
+    expect(take.script).toBe('crawlTakeOver');
+    expect(take.keys).toHaveLength(SCRIPTS.crawlTakeOver.numberOfKeys);
+    expectOneSlot(take, tag);
+
     const claim = await cap.capture(['1\thttp://x/\t', 1], () => f.claim());
     expect(claim.script).toBe('crawlClaim');
     expect(claim.keys).toHaveLength(SCRIPTS.crawlClaim.numberOfKeys);
@@ -121,6 +127,11 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(commit.script).toBe('crawlCommit');
     expect(commit.keys).toHaveLength(SCRIPTS.crawlCommit.numberOfKeys);
     expectOneSlot(commit, tag);
+
+    const retry = await cap.capture(1, () => f.noteRetry('1\thttp://x/\t'));
+    expect(retry.script).toBe('crawlNoteRetry');
+    expect(retry.keys).toHaveLength(SCRIPTS.crawlNoteRetry.numberOfKeys);
+    expectOneSlot(retry, tag);
 
     // The revisit schedule moves due URLs into this frontier and counts in its stats: same slot.
     const rs = new RevisitSchedule(cap.redis, ck, host);
@@ -136,21 +147,29 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     // The frontier's keys also share the slot of the host's other per-campaign
     // keys that activities read on their own (stats, refused).
     const k = hostKeys(ck, host);
-    expect(new Set([k.stats, k.refused, ...enq.keys, ...commit.keys, ...due.keys, ...set.keys].map(slotOf)).size).toBe(1);
+    expect(new Set([k.stats, k.refused, ...take.keys, ...enq.keys, ...commit.keys, ...retry.keys, ...due.keys, ...set.keys].map(slotOf)).size).toBe(1);
   });
 
   it.each([...TAGGED_HOSTS.map((h) => [h, true] as const), ...BRACE_HOSTS.map((h) => [h, false] as const)])('host clock scripts: host %j', async (host, tagged) => {
-    const clock = new HostClock(cap.redis, host);
+    const clock = new HostClock(cap.redis, host, 'attempt', 3);
     const acq = await cap.capture(0, () => clock.acquire('owner-1', 30_000, 500));
     expect(acq.script).toBe('crawlClockAcquire');
-    expect(acq.keys).toEqual([sharedHostKeys(host).clock]);
+    // The clock and its owners' newest fencing numbers: one slot.
+    expect(acq.keys).toEqual([sharedHostKeys(host).clock, sharedHostKeys(host).clockFence]);
     expectOneSlot(acq, tagged ? host : undefined);
+    const stamp = await cap.capture(1, () => clock.stamp('owner-1', 30_000));
+    expect(stamp.script).toBe('crawlClockStamp');
+    expect(stamp.keys).toEqual(acq.keys);
+    const fence = await cap.capture(3, () => clock.register('owner-1'));
+    expect(fence.script).toBe('crawlClockFence');
+    expect(fence.keys).toEqual([sharedHostKeys(host).clockFence]);
+    expectOneSlot(fence, tagged ? host : undefined);
     const rel = await cap.capture(1, () => clock.release('owner-1', 500));
     expect(rel.script).toBe('crawlClockRelease');
-    expect(rel.keys).toEqual(acq.keys);
+    expect(rel.keys).toEqual([sharedHostKeys(host).clock]);
     const ab = await cap.capture(1, () => clock.abandon('owner-1'));
     expect(ab.script).toBe('crawlClockAbandon');
-    expect(ab.keys).toEqual(acq.keys);
+    expect(ab.keys).toEqual([sharedHostKeys(host).clock]);
     // The robots cache of a host sits with its clock, whatever its scheme and address pin.
     for (const pinnedAddress of [null, '127.0.0.1', '::1']) {
       expect(slotOf(robotsCacheKey({ scheme: 'https', host, port: 443, pinnedAddress }))).toBe(slotOf(acq.keys[0]));

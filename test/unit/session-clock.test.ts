@@ -9,13 +9,15 @@ import type { HostClock } from '../../src/redis/host-clock';
 
 const DELAY = { ms: 40, reason: 'minimum delay 40 ms' };
 
-function clock(waits: number[] = []) {
+function clock(waits: number[] = [], stamps: boolean[] = []) {
   const calls: string[] = [];
   const fake = {
+    name: 'a.test',
     knownWait: () => 0,
     acquire: async (owner: string, leaseMs: number, delayMs: number) => (calls.push(`acquire ${owner} ${leaseMs} ${delayMs}`), waits.shift() ?? 0),
     release: async (owner: string, ms: number) => void calls.push(`release ${owner} ${ms}`),
     abandon: async (owner: string) => void calls.push(`abandon ${owner}`),
+    stamp: async (owner: string, leaseMs: number) => (calls.push(`stamp ${owner} ${leaseMs}`), stamps.shift() ?? true),
   } as unknown as HostClock;
   const waited: number[] = [];
   const signal = new AbortController();
@@ -88,4 +90,23 @@ test('a rendered page holds the clock through its render too', () => {
   const s = resolveCampaignSettings({ seeds: ['https://a.test/'], output: { dir: '/tmp/x' } }, 'c');
   expect(clockLeaseMs(s, 1_000, true) - clockLeaseMs(s, 1_000, false)).toBe(s.browser.pageTimeoutMs);
   expect(clockLeaseMs(s, 1_000, false)).toBe(s.fetch.totalTimeoutMs + 1_000 + 5_000);
+});
+
+test('a newer attempt seen by the clock (acquire -1): the take throws SESSION_SUPERSEDED at once, holding nothing', async () => {
+  const t = clock([-1]);
+  await expect(t.c.take(5_000)).rejects.toMatchObject({ code: 'SESSION_SUPERSEDED' });
+  expect([t.c.held, t.calls]).toEqual([false, ['acquire camp|a.test 9000 40']]);
+});
+
+test('the stamp just before a request: its lease runs from now; refused, the request throws SESSION_SUPERSEDED and the turn gives the lease back unused', async () => {
+  const t = clock([0, 0], [true, false]);
+  expect(await t.c.turn(async () => (await t.c.stamp(), 'answer'))).toBe('answer');
+  expect(t.calls).toEqual(['acquire camp|a.test 9000 40', 'stamp camp|a.test 9000', 'release camp|a.test 40']);
+  t.calls.splice(0);
+  const send = jest.fn(async () => 'sent');
+  await expect(t.c.turn(async () => (await t.c.stamp(), send()))).rejects.toMatchObject({ code: 'SESSION_SUPERSEDED' });
+  expect(send).not.toHaveBeenCalled();
+  // No delay charged for a request that never went out; the abandon leaves a lease another attempt holds alone.
+  expect(t.calls).toEqual(['acquire camp|a.test 9000 40', 'stamp camp|a.test 9000', 'abandon camp|a.test']);
+  expect(t.c.held).toBe(false);
 });

@@ -1,6 +1,6 @@
 // What a host session starts from (activities/session-open.ts): the token
 // its claims carry, which tells its attempts apart, and how long it runs.
-import { attemptToken, sessionMaxMs } from '../../activities/session-open';
+import { attemptToken, sessionDeadline, sessionMaxMs } from '../../activities/session-open';
 import { resolveCampaignSettings } from '../../src/config/campaign';
 
 test("an attempt's token names its run, activity and attempt; a local session's adds a nonce, so a re-run of the same attempt is another owner", () => {
@@ -17,4 +17,13 @@ test("a host's first session (local) runs no longer than session.firstLocalMs", 
   const s = resolveCampaignSettings({ seeds: ['https://a.test/'], output: { dir: '/tmp/x' }, session: { maxMs: 120_000, firstLocalMs: 5_000 } }, 'c');
   expect(sessionMaxMs(s, true)).toBe(5_000);
   expect(sessionMaxMs(s, undefined)).toBe(120_000);
+});
+
+test("a host's first session counts its time from when its attempt was scheduled (its workflow task's clock ran from before it began); a regular one from its start", () => {
+  const s = resolveCampaignSettings({ seeds: ['https://a.test/'], output: { dir: '/tmp/x' }, session: { maxMs: 120_000, firstLocalMs: 5_000 } }, 'c');
+  const started = 1_800_000_000_000;
+  expect(sessionDeadline(s, true, started - 3_000, started)).toBe(started + 2_000);
+  expect(sessionDeadline(s, undefined, started - 3_000, started)).toBe(started + 120_000);
+  // No plausible schedule time (none, later than the start, a mock environment's 1 ms after 1970): the start counts.
+  for (const scheduled of [undefined, started + 10, 1]) expect(sessionDeadline(s, true, scheduled, started)).toBe(started + 5_000);
 });
