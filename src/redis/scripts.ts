@@ -25,13 +25,13 @@ export type RedisLike = Redis | Cluster;
 // where they are found (budgets.maxEmbedsPerPage, budgets.maxEmbeds), and
 // counted while queued (stats field \`embedsQueued\`, down again at their
 // commit) so queued pages are told from them.
-/** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
 /**
  * How long a clock remembers an owner's newest fencing number: longer than any
  * session and its retries (the frontier keeps its session owner as long).
  */
 export const CLOCK_FENCE_TTL_MS = 24 * 60 * 60_000;
 
+/** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
