@@ -2,9 +2,13 @@
 // unless it is a host's first session, run locally on the worker that runs
 // the host's first workflow task, past its campaign's share of this worker's
 // local sessions (activities/local-share.ts): that one ends at once without a
-// page, and the host goes on through the task queue.
+// page, and the host goes on through the task queue. A session that failed
+// because Redis was unreachable rides the outage out and retries at once
+// (activities/redis-outage.ts).
+import { Context } from '@temporalio/activity';
 import { hostStatsOf } from '../src/stats/counters';
 import { HostSession } from './crawl-session';
+import { afterRedisFailure, sessionProbeKeys } from './redis-outage';
 import type { WorkerRuntime } from './runtime';
 import type { SessionInput, SessionResult } from './types';
 
@@ -34,8 +38,21 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
     } finally {
       session.close();
     }
+  } catch (err) {
+    throw await rideOutRedis(rt, input, err);
   } finally {
     rt.sessionClosed(input.campaignKey, input.host);
+  }
+}
+
+/** `err`, or (Redis was unreachable and answers again) a failure whose retry starts at once; the attempt heartbeats while it waits. */
+async function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown): Promise<unknown> {
+  const ctx = Context.current();
+  const beat = ctx.info.isLocal ? null : setInterval(() => ctx.heartbeat(), 1_000);
+  try {
+    return await afterRedisFailure(rt.deps.redis, sessionProbeKeys(input.campaignKey, input.host), err, ctx.cancellationSignal);
+  } finally {
+    clearInterval(beat ?? undefined);
   }
 }
 

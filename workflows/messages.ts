@@ -49,6 +49,8 @@ export const FailureType = {
   invalidCampaignInput: 'InvalidCampaignInput',
   /** A steering request the campaign refuses (SteeringError's message); nothing changed. */
   steeringRefused: 'SteeringError',
+  /** A session's Redis was unreachable and answers again: its next attempt starts at once (activities/redis-outage.ts). */
+  redisOutage: 'RedisOutage',
 } as const;
 
 // Operator steering of a running campaign (validated: a rejected update changes nothing).

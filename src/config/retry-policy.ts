@@ -35,6 +35,15 @@ export const ACTIVITY_RETRY = {
  */
 export const SESSION_HEARTBEAT = { timeoutMs: 30_000, throttleMs: 20_000 } as const;
 
+/**
+ * A session whose Redis is unreachable (a cluster master failing over: its node timeout plus an
+ * election; a restart) rides it out (activities/redis-outage.ts): it probes the keys it needs this
+ * often, each probe given this long, for at most `rideOutMs`, then its next attempt starts
+ * `retryAfterMs` later instead of after Temporal's growing back-off. `rideOutMs` covers Redis's
+ * default cluster-node-timeout (15 s) plus an election; longer outages go to the retry policy.
+ */
+export const REDIS_OUTAGE = { rideOutMs: 30_000, probeEveryMs: 250, probeTimeoutMs: 1_000, retryAfterMs: 100 } as const;
+
 /** A page's retries inside its host session (activities/pipeline/fetch-stage.ts). */
 export const PAGE_RETRY = {
   /** Processing attempts (claims minus claims that ended in a deliberate retry) before a URL is recorded INTERNAL_ERROR. */
