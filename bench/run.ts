@@ -45,6 +45,7 @@ import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './s
 import { spaSite } from '../test/web/spa-site';
 import { findOrInstallChromium } from '../src/stack/chromium';
 import { renderFigures } from './render-figures';
+import { identityPid, tallySessions, type WorkerSessions } from './session-placement';
 import { workflowFloorRun } from './workflow-floor';
 import {
   cpuSeconds,
@@ -209,7 +210,15 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
 async function historyFigures(
   client: Client,
   campaignId: string,
-): Promise<{ total: number; largest: number; actions: number; heartbeats: number; largestPayload: number; firstTaskWaitsMs: number[] }> {
+): Promise<{
+  total: number;
+  largest: number;
+  actions: number;
+  heartbeats: number;
+  largestPayload: number;
+  firstTaskWaitsMs: number[];
+  sessionsByWorker: Map<string, WorkerSessions>;
+}> {
   const E = temporal.api.enums.v1.EventType;
   const billable = new Set([
     E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
@@ -228,6 +237,7 @@ async function historyFigures(
   let heartbeats = 0;
   let largestPayload = 0;
   const firstTaskWaitsMs: number[] = [];
+  const sessionsByWorker = new Map<string, WorkerSessions>();
   const seen = new Set<string>();
   const size = (p?: temporal.api.common.v1.IPayloads | null) => (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0), 0);
   for (const query of [`WorkflowId = '${campaignId}'`, `CrawlCampaign = '${campaignId}'`]) {
@@ -238,6 +248,7 @@ async function historyFigures(
       const events = (await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? [];
       total += events.length;
       largest = Math.max(largest, events.length);
+      tallySessions(events, sessionsByWorker);
       const startedAt = new Map<number, number>();
       let runStarted: number | null = null;
       for (const e of events) {
@@ -263,7 +274,7 @@ async function historyFigures(
       }
     }
   }
-  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs };
+  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs, sessionsByWorker };
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -342,14 +353,20 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     if (s.render) peakPss = Math.max(peakPss, ...pool.alive().map((w) => treePssMb(w.child.pid!)));
   }, 500);
   // Every 10 s: worker RSS (is memory flat?) and, for one-host scenarios, the frontier size.
-  const samples: { s: number; rssMb: number[]; frontier?: number }[] = [];
+  // With each worker's CPU seconds so far: where the work went over time (one busy worker shows).
+  const samples: { s: number; rssMb: number[]; cpuS: number[]; frontier?: number }[] = [];
   let peakFrontier = 0;
   let frontierKey: string | null = null;
   const sampleTimer = setInterval(() => {
     void (async () => {
       const frontier = frontierKey ? await redis.zcard(frontierKey) : undefined;
       if (frontier !== undefined) peakFrontier = Math.max(peakFrontier, frontier);
-      samples.push({ s: Math.round((now() - t0) / 1000), rssMb: pool.alive().map((w) => Math.round(treeRssMb(w.child.pid!))), frontier });
+      samples.push({
+        s: Math.round((now() - t0) / 1000),
+        rssMb: pool.alive().map((w) => Math.round(treeRssMb(w.child.pid!))),
+        cpuS: pool.alive().map((w) => Math.round(treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0))),
+        frontier,
+      });
     })();
   }, 10_000);
   // Worker CPU counted per process from its value now; a worker that dies takes its share with it (see workerRestarts).
@@ -390,8 +407,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const benchCpu = (benchCpuUs.user + benchCpuUs.system) / 1e6;
   let workerCpu = 0;
   let workerOwnCpu = 0;
+  const cpuOf = new Map<number, number>();
   for (const w of pool.alive()) {
-    workerCpu += treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0);
+    cpuOf.set(w.child.pid!, treeCpuSeconds(w.child.pid!) - (workerCpu0.get(w.child.pid!) ?? 0));
+    workerCpu += cpuOf.get(w.child.pid!)!;
     workerOwnCpu += cpuSeconds(w.child.pid!) - (workerOwnCpu0.get(w.child.pid!) ?? 0);
     peakRssOf.set(w.child.pid!, Math.max(peakRssOf.get(w.child.pid!) ?? 0, peakRssMb(w.child.pid!)));
   }
@@ -446,6 +465,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     largestPayloadBytes: history.largestPayload,
     historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
     firstTaskWaitSeconds: firstTaskFigures(history.firstTaskWaitsMs),
+    perWorker: perWorkerFigures(cpuOf, workerCpu, history.sessionsByWorker),
     temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
     // The cluster's Temporal keeps its data in PostgreSQL (the dev server's SQLite is inside its own process).
     ...(pids.server === 'cluster' ? { postgresCpuPercent: Math.round((databaseCpu / wall) * 100) } : {}),
@@ -457,6 +477,31 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
 }
 
 type OurFigures = Awaited<ReturnType<typeof runScenario>>;
+
+/**
+ * Each worker's share of the crawl: the host sessions it ran (first ones
+ * among them), their pages, and its CPU against all workers' (issue 38: a
+ * pool whose sessions all land on one worker uses one core). By process ID;
+ * a worker that died and was replaced has sessions but no CPU figure.
+ */
+function perWorkerFigures(cpuOf: Map<number, number>, workerCpu: number, sessions: Map<string, WorkerSessions>) {
+  const byPid = new Map<number, WorkerSessions>();
+  for (const [identity, w] of sessions) {
+    const pid = identityPid(identity) ?? -1;
+    const into = byPid.get(pid) ?? { sessions: 0, firstSessions: 0, pages: 0 };
+    byPid.set(pid, { sessions: into.sessions + w.sessions, firstSessions: into.firstSessions + w.firstSessions, pages: into.pages + w.pages });
+  }
+  const pids = [...new Set([...cpuOf.keys(), ...byPid.keys()])];
+  return pids.map((pid) => {
+    const cpu = cpuOf.get(pid);
+    return {
+      pid,
+      ...(byPid.get(pid) ?? { sessions: 0, firstSessions: 0, pages: 0 }),
+      cpuSeconds: cpu === undefined ? null : Number(cpu.toFixed(1)),
+      cpuShare: cpu === undefined ? null : Number((cpu / Math.max(workerCpu, 0.001)).toFixed(2)),
+    };
+  });
+}
 
 /** A shared-static scenario's embed figures from the request log, and the requests each host took (robots.txt aside). */
 function sharedStaticFigures(web: TestWeb, s: Scenario) {
@@ -700,6 +745,12 @@ function ourCpuLines(o: OurFigures): string[] {
   return [
     `ours, CPU ms/page: workers ${o.cpuMsPerPage}${o.browserCpuMsPerPage !== undefined ? ` (browsers ${o.browserCpuMsPerPage})` : ''} + Temporal ${o.temporalCpuMsPerPage} + Redis ${o.redisCpuMsPerPage} = ${o.stackCpuMsPerPage}; test web ${o.testWebCpuMsPerPage}`,
     `ours, peak RSS MB per worker: ${o.peakRssPerWorkerMb.join(', ')}; pages requested ${o.pagesRequested}/${o.expectedPages}`,
+    `ours, per worker: ${o.perWorker
+      .map(
+        (w) =>
+          `pid ${w.pid}: ${w.sessions} sessions (${w.firstSessions} first), ${w.pages} pages, ${w.cpuShare === null ? '?' : Math.round(w.cpuShare * 100)} % of the workers' CPU`,
+      )
+      .join('; ')}`,
     `ours, per page: ${o.historyEventsPerPage} history events, ${o.billableActionsPerPage} actions${
       o.redisCommandsPerPage
         ? `, ${o.redisCommandsPerPage.total} Redis commands (${Object.entries(o.redisCommandsPerPage.byCommand)
