@@ -1,10 +1,11 @@
 // The crawlSession activity: a host session (activities/crawl-session.ts),
 // unless it is a host's first session, run locally on the worker that runs
 // the host's first workflow task, past its campaign's share of this worker's
-// local sessions (activities/local-share.ts): that one ends at once without a
-// page, and the host goes on through the task queue. A session that failed
-// because Redis was unreachable rides the outage out and retries at once
-// (activities/redis-outage.ts).
+// local sessions (activities/local-share.ts) or while this worker is full
+// (src/worker/worker-load.ts): that one ends at once without a page, and the
+// host goes on through the task queue, to a worker with room. A session that
+// failed because Redis was unreachable rides the outage out and retries at
+// once (activities/redis-outage.ts).
 import { Context } from '@temporalio/activity';
 import { hostStatsOf } from '../src/stats/counters';
 import { HostSession } from './crawl-session';
@@ -18,10 +19,17 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       rt.localShare.touch(input.campaignKey);
       return runSession(rt, input);
     }
-    if (!rt.localShare.tryEnter(input.campaignKey)) return deferredSession(input);
+    const load = rt.deps.load;
+    if (load && !(await load.admitFirstSession())) {
+      rt.localShare.touch(input.campaignKey);
+      return deferredSession(input, FULL);
+    }
+    if (!rt.localShare.tryEnter(input.campaignKey)) return deferredSession(input, SHARED);
+    load?.started();
     try {
       return await runSession(rt, input);
     } finally {
+      load?.ended();
       rt.localShare.leave(input.campaignKey);
     }
   };
@@ -56,8 +64,11 @@ async function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown
   }
 }
 
+const SHARED = 'first session deferred: campaigns share this worker, and this one holds its share of local sessions';
+const FULL = "first session deferred: this worker's thread is saturated, so the host's sessions go to a worker with room";
+
 /** A first session that fetched nothing and hands the host to a regular session at once ('cap'). */
-export function deferredSession(input: SessionInput): SessionResult {
+export function deferredSession(input: SessionInput, reason = SHARED): SessionResult {
   return {
     end: 'cap',
     waitMs: 0,
@@ -69,7 +80,7 @@ export function deferredSession(input: SessionInput): SessionResult {
     stats: hostStatsOf(),
     frontier: 0,
     delayMs: 0,
-    reason: 'first session deferred: campaigns share this worker, and this one holds its share of local sessions',
+    reason,
     lastUrl: null,
     lastStatus: null,
   };

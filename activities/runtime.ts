@@ -28,6 +28,7 @@ import { CookieJars } from '../src/http/cookie-jar';
 import { RedisCookieStore } from '../src/redis/cookie-store';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { BrowserPool } from '../src/browser/browser-pool';
+import type { WorkerLoad } from '../src/worker/worker-load';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -39,6 +40,8 @@ export interface ActivityDeps {
   eagerStart?: boolean;
   /** The worker's local activity slots, shared fairly between campaigns by their first sessions (activities/local-share.ts); absent: unbounded. */
   localSessionSlots?: number;
+  /** This worker's load (src/worker/worker-load.ts): a host's first session goes elsewhere while it is full; absent: always runs here. */
+  load?: WorkerLoad;
   /** Chromium's executable for `render: browser` (found or installed by the worker: src/stack/chromium.ts); absent: no page is rendered. */
   chromium?: () => Promise<string>;
   /** Why this worker could not render (no Chromium, none installable), or null: checked when an operator steers a host to rendering. */

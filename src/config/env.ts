@@ -27,6 +27,8 @@ export interface ProcessSettings {
   redisUrl: string;
   /** Concurrent activities per worker process (fetches are I/O bound). */
   activitySlots: number;
+  /** Activity task polls a worker keeps open at once (a burst of sessions is spread over the workers that poll). */
+  activityPolls: number;
   /** Workflow executions kept in a worker's sticky cache. */
   workflowCacheSize: number;
   /** Workflow tasks a worker runs at once (a host's first session holds its task's slot while it runs as a local activity). */
@@ -126,6 +128,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     default: 1000,
     parse: int('CRAWLER_ACTIVITY_SLOTS'),
     doc: 'Concurrent activities per worker, mostly host sessions (each one host with a request or a short wait in flight)',
+  },
+  {
+    key: 'activityPolls',
+    env: 'CRAWLER_ACTIVITY_POLLS',
+    default: 2,
+    parse: int('CRAWLER_ACTIVITY_POLLS'),
+    doc: 'Activity task polls each worker keeps open: few, so that a burst of sessions is spread over the pool (more: more sessions taken per round trip to a distant server)',
   },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
   {

@@ -16,6 +16,11 @@ import { sharedDnsCache } from '../http/dns-cache';
 import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
+import { WorkerLoad } from './worker-load';
+import { sessionSlotSupplier } from './session-slot-supplier';
+
+/** The SDK's default for Nexus tasks, which the crawler does not use; a tuner must name every kind. */
+const NEXUS_SLOTS = 100;
 
 let runtimeInstalled = false;
 
@@ -48,11 +53,14 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // of a second one in JavaScript on the main thread.
   const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
+  // This process's load: where a new session runs is decided by it (issue 38).
+  const load = new WorkerLoad().start();
   const rt = new WorkerRuntime({
     redis,
     temporal,
     eagerStart: true,
     localSessionSlots: cfg.activitySlots,
+    load,
     // Every name this worker's connections resolve: the hosts file first.
     dnsCache: sharedDnsCache(cfg.hostsFile),
     metrics,
@@ -70,26 +78,37 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     // options for its whole life (3 MB of file, a 6 MB string in the main heap).
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(rt),
-    // Activities are mostly host sessions, which wait on the network and the
-    // host clock, not the CPU: a worker keeps hundreds of slow hosts in flight.
-    maxConcurrentActivityTaskExecutions: cfg.activitySlots,
-    // A host's first session runs as a local activity in its workflow's first
-    // task (workflows/domain-crawl.ts): the same work as a session from the
-    // queue, so as many of them; the campaign's own short local activities
-    // share these slots.
-    maxConcurrentLocalActivityExecutions: cfg.activitySlots + BOOKKEEPING_LOCAL_SLOTS,
+    tuner: {
+      // Activities are mostly host sessions, which wait on the network and the
+      // host clock, not the CPU: a worker keeps hundreds of slow hosts in
+      // flight. But it takes a new one from the task queue only while its
+      // thread has room (src/worker/session-slot-supplier.ts), so a few busy
+      // hosts are spread over the pool instead of saturating one worker.
+      activityTaskSlotSupplier: sessionSlotSupplier(load, cfg.activitySlots),
+      // A host's first session runs as a local activity in its workflow's first
+      // task (workflows/domain-crawl.ts): the same work as a session from the
+      // queue, so as many of them; the campaign's own short local activities
+      // share these slots.
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: cfg.activitySlots + BOOKKEEPING_LOCAL_SLOTS },
+      // The SDK's default is 40. A new host's workflow is started eagerly (its
+      // first task handed back with the start) only while this worker has a
+      // slot free, and a task that runs a local activity holds its slot until
+      // the activity ends: with 40, a dispatch of hundreds of hosts sent most
+      // of them through the task queue, where they waited behind each other.
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: cfg.workflowTaskSlots },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: NEXUS_SLOTS },
+    },
+    // The task queue gives a task to the poll that has waited longest: with
+    // the SDK's ten polls open per worker, a burst of sessions all went to the
+    // worker that had polled first. With a few, a burst alternates between
+    // the workers.
+    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: cfg.activityPolls },
     // A session learns that it is cancelled (its workflow was terminated, the
     // campaign cancelled it) from a heartbeat's answer: at most this late.
     // Each heartbeat is one call to the server (a billable action), not a history event.
     maxHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     defaultHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     maxCachedWorkflows: cfg.workflowCacheSize,
-    // The SDK's default is 40. A new host's workflow is started eagerly (its
-    // first task handed back with the start) only while this worker has a
-    // slot free, and a task that runs a local activity holds its slot until
-    // the activity ends: with 40, a dispatch of hundreds of hosts sent most
-    // of them through the task queue, where they waited behind each other.
-    maxConcurrentWorkflowTaskExecutions: cfg.workflowTaskSlots,
     // SIGTERM: sessions finish the page in flight and end (rt.draining); the
     // grace time bounds a page that hangs.
     shutdownGraceTime: '30s',
@@ -102,6 +121,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     } finally {
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
+      load.stop();
       redis.disconnect();
       await nativeConnection.close().catch(() => undefined);
     }

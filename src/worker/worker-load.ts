@@ -1,0 +1,108 @@
+// How loaded this worker process is, for deciding whether a host session
+// should start here or on another worker of the pool (issue 38). A host
+// session crawling a fast site without a delay is bound by this process's one
+// JavaScript thread: a worker whose thread is saturated gets no faster with
+// more sessions, while another worker may idle. The figure is the main
+// thread's event loop utilisation over the last second (the share of time it
+// ran code rather than waited), this process's own: a machine-wide CPU figure
+// would be the same for two workers on one machine and tell them nothing.
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+
+/** At or above this share of the last second busy, the thread is saturated. */
+export const SATURATED_UTILIZATION = 0.85;
+/** The window the utilisation is taken over, and how often it is sampled. */
+const WINDOW_MS = 1000;
+const SAMPLE_MS = 250;
+/**
+ * Sessions a worker takes whatever its load reads. The figure lags the work
+ * (a session just taken shows only once it runs), and it stays high for up
+ * to a second after sessions end: without a floor, a worker whose first
+ * sessions had just ended would refuse the next ones and another would take
+ * them all.
+ */
+export const SESSION_FLOOR = 4;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class WorkerLoad {
+  private running = 0;
+  /** When `running` last reached the floor from below; null while under it. */
+  private floorSince: number | null = null;
+  private readonly samples: EventLoopUtilization[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly elu: () => EventLoopUtilization = () => performance.eventLoopUtilization(),
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Starts sampling (the timer does not keep the process alive). */
+  start(): this {
+    if (this.timer) return this;
+    this.sample();
+    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Takes one sample; start() does it every SAMPLE_MS. */
+  sample(): void {
+    this.samples.push(this.elu());
+    if (this.samples.length > WINDOW_MS / SAMPLE_MS + 1) this.samples.shift();
+  }
+
+  /**
+   * Work started on this worker: an activity task taken from the queue
+   * (counted as its slot is used, before the activity runs) or a host's first
+   * session run locally.
+   */
+  started(): void {
+    if (++this.running === SESSION_FLOOR) this.floorSince = this.now();
+  }
+
+  ended(): void {
+    this.running = Math.max(0, this.running - 1);
+    if (this.running < SESSION_FLOOR) this.floorSince = null;
+  }
+
+  /** Sessions (and other activities) running on this worker now. */
+  get sessions(): number {
+    return this.running;
+  }
+
+  /** The thread's utilisation over the sampled window (0 before two samples). */
+  utilization(): number {
+    if (this.samples.length < 2) return 0;
+    return performance.eventLoopUtilization(this.elu(), this.samples[0]).utilization;
+  }
+
+  /**
+   * Whether a new session should go to another worker: this one runs its
+   * floor of sessions and its thread is saturated. A worker alone in its pool
+   * gets the session back from the task queue once its load falls, so
+   * nothing waits for long.
+   */
+  full(): boolean {
+    return this.running >= SESSION_FLOOR && this.utilization() >= SATURATED_UTILIZATION;
+  }
+
+  /**
+   * Whether a host's first session may run here. Past the floor, the answer
+   * waits until the figure covers the floor's sessions (at most one window,
+   * once per ramp: a worker that keeps more than its floor busy answers at
+   * once): a dispatch starts all its hosts' first sessions on this worker in
+   * the same instant, when the figure still reads idle, and would keep every
+   * one of a few busy hosts here for their first sessions.
+   */
+  async admitFirstSession(): Promise<boolean> {
+    if (this.running < SESSION_FLOOR || this.floorSince === null) return true;
+    const wait = this.floorSince + WINDOW_MS - this.now();
+    if (wait > 0) await sleep(wait);
+    return !this.full();
+  }
+}

@@ -1,0 +1,113 @@
+// Where a session runs (issue 38): a worker takes new sessions while its
+// thread has room, and past its floor of sessions refuses them while the
+// thread is saturated, so that they go to another worker of the pool.
+import type { EventLoopUtilization } from 'node:perf_hooks';
+import type { SlotReserveContext } from '@temporalio/worker';
+import { SATURATED_UTILIZATION, SESSION_FLOOR, WorkerLoad } from '../../src/worker/worker-load';
+import { sessionSlotSupplier } from '../../src/worker/session-slot-supplier';
+
+/** A thread whose busy share of each sample period is set by the test. */
+function fakeThread() {
+  let active = 0;
+  let idle = 0;
+  let t = 0;
+  return {
+    clock: () => t,
+    elu: (): EventLoopUtilization => ({ active, idle, utilization: active / Math.max(1, active + idle) }),
+    /** `ms` pass, of which `busy` share ran code. */
+    pass(ms: number, busy: number) {
+      active += ms * busy;
+      idle += ms * (1 - busy);
+      t += ms;
+    },
+  };
+}
+
+function loadAt(busy: number, sessions: number) {
+  const thread = fakeThread();
+  const load = new WorkerLoad(thread.elu, thread.clock);
+  // The sessions started a second ago: the figure covers them.
+  for (let i = 0; i < sessions; i++) load.started();
+  load.sample();
+  for (let i = 0; i < 4; i++) {
+    thread.pass(250, busy);
+    load.sample();
+  }
+  return { load, thread };
+}
+
+const ctx = {} as SlotReserveContext;
+
+test('full only with the floor of sessions running and the thread saturated', () => {
+  expect(loadAt(0.95, SESSION_FLOOR).load.full()).toBe(true);
+  // Saturated with fewer sessions: the figure may still show work that ended.
+  expect(loadAt(0.95, SESSION_FLOOR - 1).load.full()).toBe(false);
+  // Many sessions waiting on the network: room for more.
+  expect(loadAt(SATURATED_UTILIZATION - 0.2, 50).load.full()).toBe(false);
+  const { load } = loadAt(0.95, SESSION_FLOOR);
+  load.ended();
+  expect(load.full()).toBe(false);
+});
+
+test('a full worker asks the task queue for no session until its load falls; a shutdown ends the wait', async () => {
+  const { load, thread } = loadAt(0.95, SESSION_FLOOR);
+  const supplier = sessionSlotSupplier(load, 1000);
+  expect(supplier.tryReserveSlot(ctx)).toBeNull();
+  let granted = false;
+  const reserved = supplier.reserveSlot(ctx, new AbortController().signal).then(() => (granted = true));
+  await new Promise((r) => setTimeout(r, 250));
+  expect(granted).toBe(false);
+  // A second of light work: the window no longer reads saturated.
+  for (let i = 0; i < 4; i++) {
+    thread.pass(250, 0.3);
+    load.sample();
+  }
+  await reserved;
+  expect(supplier.issued).toBe(1);
+
+  const abort = new AbortController();
+  for (let i = 0; i < 4; i++) {
+    thread.pass(250, 0.95);
+    load.sample();
+  }
+  const waiting = supplier.reserveSlot(ctx, abort.signal);
+  abort.abort();
+  await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
+  expect(supplier.issued).toBe(1);
+});
+
+test('slots: never more than the worker has, and a task in hand counts as load at once', () => {
+  const { load } = loadAt(0.1, 0);
+  const supplier = sessionSlotSupplier(load, 2);
+  const a = supplier.tryReserveSlot(ctx)!;
+  supplier.tryReserveSlot(ctx);
+  expect(supplier.tryReserveSlot(ctx)).toBeNull();
+  supplier.markSlotUsed({ permit: a, slotInfo: { type: 'activity', activityType: 'crawlSession' } });
+  expect(load.sessions).toBe(1);
+  // A poll that timed out gives back a slot that never held a task.
+  supplier.releaseSlot({ permit: {} });
+  expect(load.sessions).toBe(1);
+  supplier.releaseSlot({ permit: a, slotInfo: { type: 'activity', activityType: 'crawlSession' } });
+  expect(load.sessions).toBe(0);
+  expect(supplier.issued).toBe(0);
+});
+
+test("past the floor, a host's first session waits until the figure covers the floor's sessions, then runs here only if the thread has room", async () => {
+  // Just reached the floor, the thread still reads idle: the answer waits for a window of the new load.
+  const thread = fakeThread();
+  const load = new WorkerLoad(thread.elu, thread.clock);
+  load.sample();
+  for (let i = 0; i < SESSION_FLOOR - 1; i++) expect(await load.admitFirstSession()).toBe(true);
+  for (let i = 0; i < SESSION_FLOOR; i++) load.started();
+  let answer: boolean | null = null;
+  const admitted = load.admitFirstSession().then((a) => (answer = a));
+  for (let i = 0; i < 4; i++) {
+    thread.pass(250, 0.97);
+    load.sample();
+  }
+  await admitted;
+  expect(answer).toBe(false);
+  // Once the figure is there, no more waiting: a worker with room says yes at once.
+  const busyButRoomy = loadAt(0.5, SESSION_FLOOR + 3);
+  expect(await busyButRoomy.load.admitFirstSession()).toBe(true);
+});
