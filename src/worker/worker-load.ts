@@ -2,11 +2,43 @@
 // should start here or on another worker of the pool (issue 38). A host
 // session crawling a fast site without a delay is bound by this process's one
 // JavaScript thread: a worker whose thread is saturated gets no faster with
-// more sessions, while another worker may idle. The figure is the main
-// thread's event loop utilisation over the last second (the share of time it
-// ran code rather than waited), this process's own: a machine-wide CPU figure
-// would be the same for two workers on one machine and tell them nothing.
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+// more sessions, while another worker may idle. The figure is the CPU time
+// the main thread used over the last second, read from /proc for that thread
+// alone: the process's own (a machine-wide figure would read the same for two
+// workers on one machine), and CPU rather than the event loop's busy share,
+// which also counts the time a loaded machine kept the thread waiting for a
+// core, and would call every worker full when other programs take the CPU.
+// Without /proc (not Linux), the event loop's busy share stands in.
+import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+/** Cumulative busy time and elapsed time of the thread, in ms: the utilisation is their ratio over a window. */
+export interface ThreadTime {
+  busy: number;
+  total: number;
+}
+
+/** Clock ticks a second in /proc's CPU times (USER_HZ: 100 on every Linux the crawler runs on). */
+const USER_HZ = 100;
+
+/** The main thread's CPU time from /proc (its task ID is the process's), or the event loop's busy time without /proc. */
+export function mainThreadTime(): () => ThreadTime {
+  const stat = `/proc/self/task/${process.pid}/stat`;
+  const fromProc = (): ThreadTime | null => {
+    try {
+      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const f = fs.readFileSync(stat, 'utf8').split(') ')[1].split(' ');
+      return { busy: ((Number(f[11]) + Number(f[12])) * 1000) / USER_HZ, total: performance.now() };
+    } catch {
+      return null;
+    }
+  };
+  if (fromProc()) return () => fromProc() ?? { busy: 0, total: performance.now() };
+  return () => {
+    const elu = performance.eventLoopUtilization();
+    return { busy: elu.active, total: elu.active + elu.idle };
+  };
+}
 
 /** At or above this share of the last second busy, the thread is saturated. */
 export const SATURATED_UTILIZATION = 0.85;
@@ -28,11 +60,11 @@ export class WorkerLoad {
   private running = 0;
   /** When `running` last reached the floor from below; null while under it. */
   private floorSince: number | null = null;
-  private readonly samples: EventLoopUtilization[] = [];
+  private readonly samples: ThreadTime[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly elu: () => EventLoopUtilization = () => performance.eventLoopUtilization(),
+    private readonly thread: () => ThreadTime = mainThreadTime(),
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -52,7 +84,7 @@ export class WorkerLoad {
 
   /** Takes one sample; start() does it every SAMPLE_MS. */
   sample(): void {
-    this.samples.push(this.elu());
+    this.samples.push(this.thread());
     if (this.samples.length > WINDOW_MS / SAMPLE_MS + 1) this.samples.shift();
   }
 
@@ -78,7 +110,9 @@ export class WorkerLoad {
   /** The thread's utilisation over the sampled window (0 before two samples). */
   utilization(): number {
     if (this.samples.length < 2) return 0;
-    return performance.eventLoopUtilization(this.elu(), this.samples[0]).utilization;
+    const now = this.thread();
+    const then = this.samples[0];
+    return now.total > then.total ? (now.busy - then.busy) / (now.total - then.total) : 0;
   }
 
   /**

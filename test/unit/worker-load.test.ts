@@ -1,23 +1,20 @@
 // Where a session runs (issue 38): a worker takes new sessions while its
 // thread has room, and past its floor of sessions refuses them while the
 // thread is saturated, so that they go to another worker of the pool.
-import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { SlotReserveContext } from '@temporalio/worker';
-import { SATURATED_UTILIZATION, SESSION_FLOOR, WorkerLoad } from '../../src/worker/worker-load';
+import { mainThreadTime, SATURATED_UTILIZATION, SESSION_FLOOR, WorkerLoad, type ThreadTime } from '../../src/worker/worker-load';
 import { sessionSlotSupplier } from '../../src/worker/session-slot-supplier';
 
 /** A thread whose busy share of each sample period is set by the test. */
 function fakeThread() {
-  let active = 0;
-  let idle = 0;
+  let busyMs = 0;
   let t = 0;
   return {
     clock: () => t,
-    elu: (): EventLoopUtilization => ({ active, idle, utilization: active / Math.max(1, active + idle) }),
+    elu: (): ThreadTime => ({ busy: busyMs, total: t }),
     /** `ms` pass, of which `busy` share ran code. */
     pass(ms: number, busy: number) {
-      active += ms * busy;
-      idle += ms * (1 - busy);
+      busyMs += ms * busy;
       t += ms;
     },
   };
@@ -110,4 +107,19 @@ test("past the floor, a host's first session waits until the figure covers the f
   // Once the figure is there, no more waiting: a worker with room says yes at once.
   const busyButRoomy = loadAt(0.5, SESSION_FLOOR + 3);
   expect(await busyButRoomy.load.admitFirstSession()).toBe(true);
+});
+
+test("the main thread's own CPU time: it grows while the thread spins, not while it waits", async () => {
+  const thread = mainThreadTime();
+  // Spin until 200 ms of CPU show (however long a loaded machine makes that take).
+  const start = thread();
+  let now = start;
+  const cap = performance.now() + 30_000;
+  while (now.busy - start.busy < 200 && performance.now() < cap) now = thread();
+  expect(now.busy - start.busy).toBeGreaterThanOrEqual(200);
+  const before = thread();
+  await new Promise((r) => setTimeout(r, 500));
+  const after = thread();
+  expect(after.total - before.total).toBeGreaterThanOrEqual(400);
+  expect(after.busy - before.busy).toBeLessThan(100);
 });
