@@ -281,15 +281,16 @@ export function politenessFigures(fromLog: LogFigures, polite: ReturnType<typeof
  * starting worker with the start itself (no wait at all).
  */
 export function firstTaskFigures(waitsMs: number[]): { p50: number; p90: number; max: number; eagerShare: number } | null {
+  const q = waitFigures(waitsMs);
+  return q && { ...q, eagerShare: Number((waitsMs.filter((ms) => ms <= 1).length / waitsMs.length).toFixed(2)) };
+}
+
+/** Waits in ms as seconds: median, 90th percentile, longest; null without any. */
+export function waitFigures(waitsMs: number[]): { p50: number; p90: number; max: number } | null {
   if (waitsMs.length === 0) return null;
   const w = [...waitsMs].sort((a, b) => a - b);
   const s = (ms: number): number => Number((ms / 1000).toFixed(2));
-  return {
-    p50: s(w[Math.floor(w.length / 2)]),
-    p90: s(w[Math.floor(w.length * 0.9)]),
-    max: s(w[w.length - 1]),
-    eagerShare: Number((w.filter((ms) => ms <= 1).length / w.length).toFixed(2)),
-  };
+  return { p50: s(w[Math.floor(w.length / 2)]), p90: s(w[Math.floor(w.length * 0.9)]), max: s(w[w.length - 1]) };
 }
 
 /** Calls by command from Redis's `INFO commandstats` (`cmdstat_get:calls=3,usec=…`); the commands a script runs count under their own names too, beside its evalsha. */

@@ -51,6 +51,7 @@ import {
   cpuSeconds,
   embedFigures,
   firstTaskFigures,
+  waitFigures,
   logFigures,
   pacedRequests,
   peakRssMb,
@@ -218,6 +219,7 @@ async function historyFigures(
   largestPayload: number;
   firstTaskWaitsMs: number[];
   sessionsByWorker: Map<string, WorkerSessions>;
+  sessionQueueWaitsMs: number[];
 }> {
   const E = temporal.api.enums.v1.EventType;
   const billable = new Set([
@@ -238,6 +240,7 @@ async function historyFigures(
   let largestPayload = 0;
   const firstTaskWaitsMs: number[] = [];
   const sessionsByWorker = new Map<string, WorkerSessions>();
+  const sessionQueueWaitsMs: number[] = [];
   const seen = new Set<string>();
   const size = (p?: temporal.api.common.v1.IPayloads | null) => (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0), 0);
   for (const query of [`WorkflowId = '${campaignId}'`, `CrawlCampaign = '${campaignId}'`]) {
@@ -248,7 +251,7 @@ async function historyFigures(
       const events = (await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? [];
       total += events.length;
       largest = Math.max(largest, events.length);
-      tallySessions(events, sessionsByWorker);
+      tallySessions(events, sessionsByWorker, sessionQueueWaitsMs);
       const startedAt = new Map<number, number>();
       let runStarted: number | null = null;
       for (const e of events) {
@@ -274,7 +277,7 @@ async function historyFigures(
       }
     }
   }
-  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs, sessionsByWorker };
+  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs, sessionsByWorker, sessionQueueWaitsMs };
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
@@ -465,6 +468,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     largestPayloadBytes: history.largestPayload,
     historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
     firstTaskWaitSeconds: firstTaskFigures(history.firstTaskWaitsMs),
+    sessionQueueWaitSeconds: waitFigures(history.sessionQueueWaitsMs),
     perWorker: perWorkerFigures(cpuOf, workerCpu, history.sessionsByWorker),
     temporalServerCpuPercent: Math.round((temporalCpu / wall) * 100),
     // The cluster's Temporal keeps its data in PostgreSQL (the dev server's SQLite is inside its own process).

@@ -36,25 +36,35 @@ const pagesOf = (result: unknown): number => {
   return typeof n === 'number' ? n : 0;
 };
 
-/** Adds one run's host sessions to `by` (worker identity → its sessions). */
-export function tallySessions(events: HistoryEvent[], by: Map<string, WorkerSessions>): void {
+const timeOf = (e: HistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+
+/**
+ * Adds one run's host sessions to `by` (worker identity → its sessions), and
+ * to `queueWaitsMs` how long each session from the task queue waited there
+ * for a worker to take it (its first attempt's): a pool that takes a burst of
+ * sessions slowly shows here.
+ */
+export function tallySessions(events: HistoryEvent[], by: Map<string, WorkerSessions>, queueWaitsMs?: number[]): void {
   const of = (identity: string): WorkerSessions => {
     let w = by.get(identity);
     if (!w) by.set(identity, (w = { sessions: 0, firstSessions: 0, pages: 0 }));
     return w;
   };
-  const sessionScheduled = new Set<number>();
+  const sessionScheduled = new Map<number, number>();
   let lastTaskIdentity: string | null = null;
   for (const e of events) {
     const id = Number(e.eventId);
     switch (e.eventType) {
       case E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-        if (e.activityTaskScheduledEventAttributes?.activityType?.name === SESSION_ACTIVITY) sessionScheduled.add(id);
+        if (e.activityTaskScheduledEventAttributes?.activityType?.name === SESSION_ACTIVITY) sessionScheduled.set(id, timeOf(e));
         break;
       case E.EVENT_TYPE_ACTIVITY_TASK_STARTED: {
         const a = e.activityTaskStartedEventAttributes!;
         // Retries are one event too (its attempt count): each attempt that started is a session run there.
-        if (sessionScheduled.has(Number(a.scheduledEventId))) of(a.identity ?? '?').sessions++;
+        const scheduled = sessionScheduled.get(Number(a.scheduledEventId));
+        if (scheduled === undefined) break;
+        of(a.identity ?? '?').sessions++;
+        if ((a.attempt ?? 1) <= 1) queueWaitsMs?.push(timeOf(e) - scheduled);
         break;
       }
       case E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
