@@ -12,6 +12,7 @@ import { HostSession } from './crawl-session';
 import { afterRedisFailure, sessionProbeKeys } from './redis-outage';
 import type { WorkerRuntime } from './runtime';
 import type { SessionInput, SessionResult } from './types';
+import type { Registration } from './worker-liveness';
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {
@@ -39,6 +40,8 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
   // Counted from before it opens: the session that waits on its host's robots.txt warm-up is
   // what keeps the warm-up's connection open for it (activities/robots.ts).
   rt.sessionOpened(input.campaignKey, input.host);
+  // Recorded before it takes the host over: a worker that dies from then on is found by its lease.
+  const registration = await registerSession(rt, input);
   try {
     const session = await HostSession.open(rt, input);
     try {
@@ -50,6 +53,31 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
     throw await rideOutRedis(rt, input, err);
   } finally {
     rt.sessionClosed(input.campaignKey, input.host);
+    if (registration) await rt.deps.liveness?.unregister(registration).catch(() => undefined);
+  }
+}
+
+/**
+ * A regular session the host's workflow numbered (SessionInput.session) is recorded under this
+ * worker's lease, so that the host is told within seconds when this worker dies. A host's first
+ * session runs inside its workflow's task instead: the task's timeout is its lease.
+ */
+async function registerSession(rt: WorkerRuntime, input: SessionInput): Promise<Registration | null> {
+  const liveness = rt.deps.liveness;
+  if (!liveness || input.local || input.session === undefined) return null;
+  const { workflowExecution } = Context.current().info;
+  if (!workflowExecution?.runId) return null;
+  try {
+    return await liveness.register({
+      workflowId: workflowExecution.workflowId,
+      runId: workflowExecution.runId,
+      session: input.session,
+      campaignWorkflowId: input.campaignWorkflowId,
+    });
+  } catch (err) {
+    // Redis unreachable: the session runs anyway, found by Temporal's heartbeat timeout if this worker dies.
+    rt.log.warn('session not recorded under the worker lease', { host: input.host, error: err instanceof Error ? err.message : String(err) });
+    return null;
   }
 }
 

@@ -29,6 +29,7 @@ import { RedisCookieStore } from '../src/redis/cookie-store';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { BrowserPool } from '../src/browser/browser-pool';
 import type { WorkerLoad } from '../src/worker/worker-load';
+import type { WorkerLiveness } from './worker-liveness';
 
 export interface ActivityDeps {
   redis: RedisLike;
@@ -48,6 +49,8 @@ export interface ActivityDeps {
   chromiumProblem?: () => string | null;
   /** Where this worker's connections resolve names (the worker's names its hosts file); absent: the process's cache of the system's hosts file. */
   dnsCache?: DnsCache;
+  /** This worker's lease in Redis, where its regular sessions are recorded (activities/worker-liveness.ts); absent: outside a worker, or turned off. */
+  liveness?: WorkerLiveness;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;

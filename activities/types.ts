@@ -72,6 +72,11 @@ export interface SessionInput {
    * timeout) and hands the rest of the host to regular sessions.
    */
   local?: true;
+  /**
+   * The run's number for a regular session: the worker records it under its lease, and a live
+   * worker that finds that lease run out tells the run which of its sessions was lost.
+   */
+  session?: number;
 }
 
 /**

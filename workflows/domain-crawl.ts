@@ -17,6 +17,7 @@
 // branch.
 import {
   allHandlersFinished,
+  CancellationScope,
   condition,
   continueAsNew,
   isCancellation,
@@ -28,11 +29,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
-import type { CrawlerActivities } from '../activities/types';
+import type { CrawlerActivities, SessionResult } from '../activities/types';
 import { ACTIVITY_RETRY, SESSION_HEARTBEAT } from '../src/config/retry-policy';
 import { CrawlDueDay, CrawlErrors, CrawlNextDue, CrawlPages, CrawlState } from '../src/temporal/search-attributes';
 import { DomainBook, PAUSE_RECHECK_MS, type DomainCrawlInput, type DomainCrawlResult } from './domain-state';
-import { domainStatusQuery, FailureType, finishSignal, steerSignal, wakeSignal } from './messages';
+import { domainStatusQuery, FailureType, finishSignal, sessionLostSignal, steerSignal, wakeSignal } from './messages';
 import { hostCard, sleepSummary } from './status-card';
 
 export type { DomainCrawlInput, DomainCrawlResult } from './domain-state';
@@ -89,6 +90,8 @@ async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<Doma
   setHandler(finishSignal, ({ reason }) => book.onFinish(reason));
   setHandler(steerSignal, ({ configVersion }) => book.onSteer(configVersion));
   setHandler(domainStatusQuery, () => book.status());
+  const lost = new LostSessions();
+  setHandler(sessionLostSignal, ({ session }) => lost.onLost(session));
 
   /** `state`: false when closing (a closed host's state is its ExecutionStatus: only the legacy type writes 'done'). */
   const publish = (sleepMs = 0, state = true) => {
@@ -140,7 +143,8 @@ async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<Doma
     }
     let next;
     try {
-      next = book.onSession(await runSession(book, legacy));
+      const r = await runSession(book, legacy, lost);
+      next = r === LOST ? book.onSessionLost() : book.onSession(r);
     } catch (err) {
       if (isCancellation(err)) throw err;
       next = book.onSessionFailed(err instanceof Error ? err.message : String(err));
@@ -165,7 +169,55 @@ async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<Doma
 }
 
 /** The next session: the host's first runs locally (hostCrawl) or eagerly dispatched (legacy), the others through the task queue. */
-function runSession(book: DomainBook, legacy: boolean) {
-  if (!book.firstSession) return crawlSession(book.sessionInput());
-  return legacy ? firstCrawlSession(book.sessionInput()) : localFirstSession(book.sessionInput(true));
+function runSession(book: DomainBook, legacy: boolean, lost: LostSessions): Promise<SessionResult | typeof LOST> {
+  if (!book.firstSession) return regularSession(book, crawlSession, lost);
+  return legacy ? regularSession(book, firstCrawlSession, lost) : localFirstSession(book.sessionInput(true));
+}
+
+/** What a regular session ends with when its worker was found dead. */
+const LOST = Symbol('lost');
+
+/** Resolves the wait of the regular session running now when a lost-session message names it. */
+class LostSessions {
+  private waiting: { session: number; resolve: () => void } | null = null;
+
+  /** Settles when session `session` is reported lost (never, if it is not). */
+  wait(session: number): Promise<void> {
+    return new Promise((resolve) => (this.waiting = { session, resolve }));
+  }
+
+  done(): void {
+    this.waiting = null;
+  }
+
+  onLost(session: number): void {
+    if (this.waiting?.session !== session) return;
+    this.waiting.resolve();
+    this.waiting = null;
+  }
+}
+
+/**
+ * A regular session (an activity through the task queue), in its own cancellation scope: when the
+ * worker running it is found dead (sessionLostSignal, from a live worker: activities/worker-liveness.ts)
+ * the run cancels it and moves on at once. The cancel (TRY_CANCEL, the SDK's default) settles here at
+ * once without waiting for the dead worker, and records the request, so the server never retries that
+ * attempt once its heartbeat times out: it cannot come back and take the host from the next session.
+ * A run that hears nothing issues the same commands as before this existed (its histories replay).
+ */
+async function regularSession(book: DomainBook, activity: typeof crawlSession, lost: LostSessions): Promise<SessionResult | typeof LOST> {
+  const input = book.sessionInput();
+  const scope = new CancellationScope();
+  const session = scope.run(() => activity(input));
+  if (input.session === undefined) return session;
+  try {
+    const first = await Promise.race([session, lost.wait(input.session).then((): typeof LOST => LOST)]);
+    if (first !== LOST) return first;
+  } finally {
+    lost.done();
+  }
+  // Its rejection (cancelled) is expected and nobody else's.
+  session.catch(() => undefined);
+  scope.cancel();
+  return LOST;
 }

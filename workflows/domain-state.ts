@@ -80,6 +80,8 @@ export class DomainBook {
   /** The last session gave the host's slot up (a workflow that ends otherwise must still do it). */
   released = false;
   private sleptMs = 0;
+  /** Regular sessions started in this run: each one's number (SessionInput.session), which a lost-session message names. */
+  private sessionSeq = 0;
   private published: DomainState | null;
   private publishedRevisit = '';
 
@@ -142,7 +144,7 @@ export class DomainBook {
       gen: this.gen,
       configVersion: this.configVersion,
       ...(this.sleptMs ? { sleptMs: this.sleptMs } : {}),
-      ...(local ? { local: true as const } : {}),
+      ...(local ? { local: true as const } : { session: ++this.sessionSeq }),
     };
     this.sleptMs = 0;
     this.state = 'crawling';
@@ -188,6 +190,16 @@ export class DomainBook {
         // cap or config: straight into the next session.
         return { kind: 'continue' };
     }
+  }
+
+  /**
+   * The worker running the regular session died (its lease ran out): that session is abandoned and
+   * the next one starts at once, on a live worker. No back-off: the worker failed, not the host.
+   */
+  onSessionLost(): DomainNext {
+    this.sessions++;
+    this.delayReason = 'the worker running the last session stopped answering: a new session started on another worker';
+    return { kind: 'continue' };
   }
 
   onSessionFailed(error: string): DomainNext {

@@ -39,6 +39,13 @@ export const finishSignal = defineSignal<[{ reason: 'drained' | 'budget' | 'canc
 /** Settings (pause, delays, budgets) changed to this version: a host waiting on a pause looks again. */
 export const steerSignal = defineSignal<[{ configVersion: number }]>('steer');
 
+// Host workflow ← a live worker's liveness watch (activities/worker-liveness.ts).
+/**
+ * The worker running this run's regular session number `session` is dead (its lease in Redis ran
+ * out): the run abandons that session and starts the next at once, on a live worker.
+ */
+export const sessionLostSignal = defineSignal<[{ session: number }]>('sessionLost');
+
 /**
  * Types of the ApplicationFailures the crawler raises on purpose, shared like
  * the messages: workflows and activities raise them, retry policies and

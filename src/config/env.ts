@@ -35,6 +35,11 @@ export interface ProcessSettings {
   workflowTaskSlots: number;
   /** How often a worker process gives freed native memory back (glibc malloc_trim), in ms; 0 = never. */
   mallocTrimMs: number;
+  /**
+   * How long a worker's liveness lease in Redis lasts (ms; renewed six times as often): a worker
+   * silent this long is presumed dead and its hosts' sessions start again elsewhere. 0 = off.
+   */
+  workerLeaseMs: number;
   /** Pre-built workflow bundle to load instead of bundling at start-up. */
   workflowBundlePath: string | null;
   /** Port of the worker's Prometheus /metrics endpoint; null = off, 0 = any free port. */
@@ -150,6 +155,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     default: 1000,
     parse: intOrZero('CRAWLER_MALLOC_TRIM_MS', 3_600_000),
     doc: 'How often a worker process gives freed native memory back to the system (glibc malloc_trim), in ms; 0 = never',
+  },
+  {
+    key: 'workerLeaseMs',
+    env: 'CRAWLER_WORKER_LEASE_MS',
+    default: 3_000,
+    parse: intOrZero('CRAWLER_WORKER_LEASE_MS', 600_000),
+    doc: "A worker's liveness lease in Redis: silent this long (ms), its hosts' sessions start again on live workers; 0 = off (Temporal's heartbeat timeout only)",
   },
   { key: 'workflowBundlePath', env: 'CRAWLER_WORKFLOW_BUNDLE', default: null, parse: str, doc: 'Pre-built workflow bundle (set by `crawl` for the workers it starts)' },
   {

@@ -3,6 +3,7 @@
 //   {campaignKey|host}  per-campaign, per-host frontier state (one slot per domain)
 //   {campaignKey}       per-campaign config and budget
 //   {host}              state shared by all campaigns: host clock, robots cache
+//   {workers}           the worker processes' leases and the sessions each runs (one slot: a few hundred workers)
 import { registrableDomain } from '../url/scope';
 
 const P = 'crawl';
@@ -204,3 +205,22 @@ export const addressKeys = (address: string) => ({
   /** ZSET holder → lease expiry (epoch ms, Redis clock): the requests in flight to the address (src/redis/address-slots.ts). */
   slots: `${P}:addr:{${address}}:slots`,
 });
+
+/**
+ * The worker processes' liveness (src/redis/worker-registry.ts), shared by every campaign: one hash
+ * tag for all of it, so one script may read a worker's lease and its sessions together. One slot
+ * holds it on a cluster: a renewal a second and two writes a session per worker is little load for
+ * a few hundred workers.
+ */
+export const workerKeys = (group = '') => {
+  // `group`: a registry of its own (tests), never seen by the workers of the default one.
+  const tag = group ? `{workers:${group}}` : '{workers}';
+  return {
+    /** ZSET worker id → when its lease expires (epoch ms, Redis clock): renewed about every second by the worker itself. */
+    leases: `${P}:${tag}:leases`,
+    /** HASH `<workflow run id>|<session number>` → JSON (host workflow, campaign workflow): the regular sessions the worker runs now. */
+    sessions: (workerId: string) => `${P}:${tag}:sessions:${workerId}`,
+    /** Held (by the reaper's worker id, for a few seconds) while a live worker tells a dead one's hosts that their sessions are lost. */
+    reaping: (workerId: string) => `${P}:${tag}:reaping:${workerId}`,
+  };
+};

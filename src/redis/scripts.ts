@@ -565,6 +565,87 @@ if ARGV[4] == '' then redis.call('HDEL', KEYS[2], ARGV[2]) else redis.call('HSET
 if ARGV[5] ~= '' then redis.call('HINCRBY', KEYS[3], ARGV[5], 1) end
 return 1`,
   },
+  // The worker processes' liveness (src/redis/worker-registry.ts). Leases
+  // are kept by the Redis clock, so workers whose clocks disagree agree on
+  // which lease ran out.
+  //
+  // KEYS: leases. ARGV: worker id, lease ms. A worker process joins: its
+  // lease runs lease ms from now.
+  crawlWorkerJoin: {
+    numberOfKeys: 1,
+    lua: `
+${NOW_MS}
+redis.call('ZADD', KEYS[1], string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
+return 1`,
+  },
+  // KEYS: leases, reaping (this worker's). ARGV: worker id, lease ms, most
+  // to list. The worker's beat: its lease renewed while it has not run out.
+  // A lease that ran out is never renewed (0), even before a live worker
+  // took its cleanup: its hosts may be told at any moment from then on, so
+  // its sessions are presumed lost and the worker joins again under a new
+  // id (the old one is left for a live worker to clean up). Then the ids of
+  // workers whose lease ran out, for the caller to clean up.
+  // Returns {1 | 0, {expired ids}}.
+  crawlWorkerBeat: {
+    numberOfKeys: 2,
+    lua: `
+${NOW_MS}
+local live = 0
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 and expires and tonumber(expires) >= now then
+  redis.call('ZADD', KEYS[1], 'XX', string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
+  live = 1
+end
+return {live, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now), 'LIMIT', 0, tonumber(ARGV[3]))}`,
+  },
+  // KEYS: leases, reaping, sessions (this worker's). ARGV: worker id,
+  // field, value. A regular session opens on this worker: recorded, unless
+  // the worker's lease ran out (it may be cleaned up as dead any moment, or
+  // was): 0, and it must join again first.
+  crawlWorkerRegister: {
+    numberOfKeys: 3,
+    lua: `
+${NOW_MS}
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 1 or not expires or tonumber(expires) < now then return 0 end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return 1`,
+  },
+  // KEYS: leases, reaping, sessions (a worker's whose lease ran out). ARGV:
+  // its id, the claimer's id, claim ms. One live worker takes the cleanup
+  // (held claim ms: one that dies meanwhile leaves it to another) and gets
+  // the dead worker's sessions; false when its lease did not run out (it
+  // renewed since) or another worker holds the cleanup.
+  crawlWorkerClaim: {
+    numberOfKeys: 3,
+    lua: `
+${NOW_MS}
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expires or tonumber(expires) >= now then return false end
+if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', tonumber(ARGV[3])) then return false end
+return redis.call('HGETALL', KEYS[3])`,
+  },
+  // KEYS: leases, reaping, sessions (the dead worker's). ARGV: its id, the
+  // claimer's id. Its hosts were told: the worker and its records go. 0
+  // when the claim was lost meanwhile (it expired, another worker took it).
+  crawlWorkerReaped: {
+    numberOfKeys: 3,
+    lua: `
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[3], KEYS[2])
+return 1`,
+  },
+  // KEYS: leases, reaping, sessions (this worker's). ARGV: worker id. A
+  // worker that stops leaves, if no session of its own is still recorded
+  // (1): else (0) its lease runs out and a live worker tells those hosts.
+  crawlWorkerLeave: {
+    numberOfKeys: 3,
+    lua: `
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1`,
+  },
   // KEYS: any keys of one slot (numkeys is the first argument). ARGV: ms.
   // The campaign's retention (src/redis/retention.ts): a time to live on
   // every key that exists, in one round trip per slot.
@@ -617,6 +698,12 @@ declare module 'ioredis' {
     crawlUnpark(parked: string, ready: string, readySeq: string, givenUp: string, active: string, limit: number): Result<number, Context>;
     crawlRevisitDue(revisit: string, frontier: string, seq: string, limit: number, hourMs: number, dayMs: number): Result<[number, number, number, number, number], Context>;
     crawlRevisitSet(revisit: string, meta: string, stats: string, member: string, fp: string, intervalMs: number, metaJson: string, counter: string): Result<number, Context>;
+    crawlWorkerJoin(leases: string, workerId: string, leaseMs: number): Result<number, Context>;
+    crawlWorkerBeat(leases: string, reaping: string, workerId: string, leaseMs: number, limit: number): Result<[number, string[]], Context>;
+    crawlWorkerRegister(leases: string, reaping: string, sessions: string, workerId: string, field: string, value: string): Result<number, Context>;
+    crawlWorkerClaim(leases: string, reaping: string, sessions: string, deadId: string, claimer: string, claimMs: number): Result<string[] | null, Context>;
+    crawlWorkerReaped(leases: string, reaping: string, sessions: string, deadId: string, claimer: string): Result<number, Context>;
+    crawlWorkerLeave(leases: string, reaping: string, sessions: string, workerId: string): Result<number, Context>;
     crawlExpireKeys(numKeys: number, ...keysThenMs: (string | number)[]): Result<number, Context>;
     crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;
   }

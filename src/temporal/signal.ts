@@ -8,8 +8,21 @@ import type { SignalDefinition } from '@temporalio/common';
  * server unreachable, a refused payload) is thrown, for the caller's retries.
  */
 export async function signalIfRunning<Args extends unknown[]>(client: Client, workflowId: string, signal: SignalDefinition<Args>, ...args: Args): Promise<boolean> {
+  return signalRunIfRunning(client, { workflowId }, signal, ...args);
+}
+
+/**
+ * The same, to one run of the workflow (`runId`): a message about that run (one of its sessions)
+ * is for nobody once it ended, even when a newer run of the workflow is open.
+ */
+export async function signalRunIfRunning<Args extends unknown[]>(
+  client: Client,
+  run: { workflowId: string; runId?: string },
+  signal: SignalDefinition<Args>,
+  ...args: Args
+): Promise<boolean> {
   try {
-    await client.workflow.getHandle(workflowId).signal(signal, ...args);
+    await client.workflow.getHandle(run.workflowId, run.runId).signal(signal, ...args);
     return true;
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return false;

@@ -9,6 +9,7 @@ import { CrawlMetrics } from '../metrics/crawl-metrics';
 import { startMetricsServer } from '../metrics/metrics-server';
 import { temporalRuntimeTelemetry } from '../metrics/temporal-telemetry';
 import { createActivities, WorkerRuntime } from '../../activities';
+import { WorkerLiveness } from '../../activities/worker-liveness';
 import { processSettings, type ProcessSettings } from '../config/env';
 import { SESSION_HEARTBEAT } from '../config/retry-policy';
 import { createRedis } from '../redis/client';
@@ -55,7 +56,10 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   const metrics = new CrawlMetrics();
   // This process's load: where a new session runs is decided by it (issue 38).
   const load = new WorkerLoad().start();
+  // This process's lease in Redis and its watch over the others' (activities/worker-liveness.ts).
+  const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log }) : undefined;
   const rt = new WorkerRuntime({
+    liveness,
     redis,
     temporal,
     eagerStart: true,
@@ -115,10 +119,13 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   });
   const metricsServer =
     cfg.metricsPort === null ? null : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
+  await liveness?.start();
   const done = (async () => {
     try {
       await worker.run();
     } finally {
+      // Every session ended: the lease goes with the process (a session still recorded keeps it, for a live worker to hand over).
+      await liveness?.stop();
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
       load.stop();

@@ -232,6 +232,13 @@ export class WorkerPool {
     await w.exited;
   }
 
+  /** Graceful stop of one worker (SIGTERM: its sessions end after their page in flight and hand their hosts back); resolves when it exited. */
+  async terminate(w: WorkerProcess): Promise<void> {
+    w.stopping = true;
+    w.child.kill('SIGTERM');
+    await w.exited;
+  }
+
   /** Graceful stop of every live worker (SIGTERM drains in-flight activities). */
   async stopAll(timeoutMs = 45_000): Promise<void> {
     this.closed = true;

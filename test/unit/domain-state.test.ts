@@ -117,6 +117,30 @@ test('a stop ends the workflow with the campaign’s reason; a finish signal win
   expect(f.result().reason).toBe('cancelled');
 });
 
+test('each regular session of a run has its own number, which a lost-session message names; the first (local) one has none', () => {
+  const b = new DomainBook(input, true);
+  expect(b.sessionInput(true)).not.toHaveProperty('session');
+  b.onSession(session({ end: 'cap' }));
+  expect(b.sessionInput().session).toBe(1);
+  b.onSession(session({ end: 'cap' }));
+  expect(b.sessionInput().session).toBe(2);
+  // Continued as new: the next run numbers its sessions from 1 again (a message names the run too).
+  expect(new DomainBook(b.carry(), true).sessionInput().session).toBe(1);
+});
+
+test("a session lost with its worker is followed by the next at once: no back-off, the failures' count untouched", () => {
+  const b = new DomainBook(input, true);
+  b.sessionInput(true);
+  b.onSession(session({ end: 'cap', pages: 2 }));
+  b.sessionInput();
+  expect(b.onSessionLost()).toEqual({ kind: 'continue' });
+  expect(b.failures).toBe(0);
+  expect(b.sessions).toBe(2);
+  expect(b.pages).toBe(2);
+  expect(b.delayReason).toMatch(/another worker/);
+  expect(b.sessionInput().session).toBe(2);
+});
+
 test('failed sessions back off durably, growing and capped', () => {
   const b = new DomainBook(input);
   const waits = [1, 2, 3, 4, 5, 6, 7].map(() => (b.onSessionFailed('Redis is down') as { ms: number }).ms);

@@ -17,6 +17,7 @@ import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
 import { RevisitSchedule } from '../../src/redis/revisit';
+import { WorkerRegistry } from '../../src/redis/worker-registry';
 import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../../src/url/normalize';
@@ -227,6 +228,28 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       expect(c.script).toBe(script);
       expect(c.keys).toHaveLength(SCRIPTS[script].numberOfKeys);
       expectOneSlot(c, ck);
+    }
+  });
+
+  // The workers' liveness: a worker's lease, its cleanup claim and its sessions in one slot, whatever its id.
+  it.each(['', 'test-group'])('worker registry scripts: group %j', async (group) => {
+    const reg = new WorkerRegistry(cap.redis, group);
+    const tag = group ? `workers:${group}` : 'workers';
+    const session = { workflowId: 'c/a.test', runId: 'r', session: 2, campaignWorkflowId: 'c' };
+    for (const id of ['host-1-ab12', 'a{b}c', 'x'.repeat(80)]) {
+      for (const [script, reply, call] of [
+        ['crawlWorkerJoin', 1, () => reg.join(id, 3_000)],
+        ['crawlWorkerBeat', [1, []], () => reg.beat(id, 3_000, 10)],
+        ['crawlWorkerRegister', 1, () => reg.register(id, session)],
+        ['crawlWorkerClaim', [], () => reg.claim(id, 'other', 10_000)],
+        ['crawlWorkerReaped', 1, () => reg.reaped(id, 'other')],
+        ['crawlWorkerLeave', 1, () => reg.leave(id)],
+      ] as const) {
+        const c = await cap.capture(reply, call);
+        expect(c.script).toBe(script);
+        expect(c.keys).toHaveLength(SCRIPTS[script].numberOfKeys);
+        expectOneSlot(c, tag);
+      }
     }
   });
 

@@ -6,7 +6,7 @@
 // workflow functions.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defineSignal } from '@temporalio/workflow';
-import { signalIfRunning } from '../../src/temporal/signal';
+import { signalIfRunning, signalRunIfRunning } from '../../src/temporal/signal';
 import { CAMPAIGN_WORKFLOW, DOMAIN_WORKFLOW, DOMAIN_WORKFLOWS, LEGACY_DOMAIN_WORKFLOW } from '../../src/temporal/workflow-types';
 import { crawlCampaign } from '../../workflows/crawl-campaign';
 import { domainCrawl, hostCrawl } from '../../workflows/domain-crawl';
@@ -15,12 +15,12 @@ const steer = defineSignal<[{ configVersion: number }]>('steer');
 
 /** A client whose handles answer `signal` with `outcome` and record what was sent. */
 function fakeClient(outcome: () => Promise<void>) {
-  const sent: { workflowId: string; name: string; args: unknown[] }[] = [];
+  const sent: { workflowId: string; runId?: string; name: string; args: unknown[] }[] = [];
   const client = {
     workflow: {
-      getHandle: (workflowId: string) => ({
+      getHandle: (workflowId: string, runId?: string) => ({
         signal: async (def: { name: string }, ...args: unknown[]) => {
-          sent.push({ workflowId, name: def.name, args });
+          sent.push({ workflowId, ...(runId ? { runId } : {}), name: def.name, args });
           return outcome();
         },
       }),
@@ -33,6 +33,16 @@ test('a running workflow gets the signal and its arguments', async () => {
   const { client, sent } = fakeClient(async () => undefined);
   await expect(signalIfRunning(client, 'c1/a.test', steer, { configVersion: 7 })).resolves.toBe(true);
   expect(sent).toEqual([{ workflowId: 'c1/a.test', name: 'steer', args: [{ configVersion: 7 }] }]);
+});
+
+test('a message about one run goes to that run only (a newer run of the workflow is not told)', async () => {
+  const { client, sent } = fakeClient(async () => undefined);
+  await expect(signalRunIfRunning(client, { workflowId: 'c1/a.test', runId: 'run-1' }, steer, { configVersion: 7 })).resolves.toBe(true);
+  expect(sent).toEqual([{ workflowId: 'c1/a.test', runId: 'run-1', name: 'steer', args: [{ configVersion: 7 }] }]);
+  const gone = fakeClient(async () => {
+    throw new WorkflowNotFoundError('workflow not found', 'c1/a.test', 'run-1');
+  });
+  await expect(signalRunIfRunning(gone.client, { workflowId: 'c1/a.test', runId: 'run-1' }, steer, { configVersion: 7 })).resolves.toBe(false);
 });
 
 test('a workflow that is not running (not found) is nobody to tell: false, no error', async () => {

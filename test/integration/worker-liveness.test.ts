@@ -1,0 +1,119 @@
+// Liveness off Temporal's heartbeat (activities/worker-liveness.ts): a worker killed with SIGKILL
+// while it runs regular host sessions is found by its lease in Redis running out, and a live
+// worker tells each of those hosts' workflow runs: the run abandons the session and starts the
+// next one at once on the live worker, long before Temporal's heartbeat timeout (30 s) would have
+// handed the session over. Read from the hosts' histories, not from the clock.
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { Redis } from 'ioredis';
+import { workerKeys } from '../../src/redis/keys';
+import { parseSessionRecord, type SessionRecord } from '../../src/redis/worker-registry';
+import type { WorkerProcess } from '../../src/worker/worker-pool';
+import { generateSites } from '../web/test-web';
+import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, sleep, urlOf, type Harness } from '../support/harness';
+
+jest.setTimeout(300_000);
+const EventType = temporal.api.enums.v1.EventType;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The regular sessions recorded under the lease of worker process `w` (its ids carry its pid). */
+async function sessionsOf(redis: Redis, w: WorkerProcess): Promise<SessionRecord[]> {
+  const k = workerKeys();
+  const ids = (await redis.zrange(k.leases, 0, -1)).filter((id) => id.includes(`-${w.child.pid}-`));
+  const out: SessionRecord[] = [];
+  for (const id of ids) {
+    for (const [field, value] of Object.entries(await redis.hgetall(k.sessions(id)))) {
+      const r = parseSessionRecord(field, value);
+      if (r) out.push(r);
+    }
+  }
+  return out;
+}
+
+/** What a host run's history says about its lost session and the one after it. */
+function afterLoss(events: HistoryEvent[], session: number) {
+  const lostAt = events.findIndex((e) => {
+    const a = e.workflowExecutionSignaledEventAttributes;
+    const p = a?.input?.payloads?.[0];
+    return a?.signalName === 'sessionLost' && p && defaultPayloadConverter.fromPayload<{ session: number }>(p as Payload).session === session;
+  });
+  const scheduled = events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+  // The lost session: the activity scheduled last before the message.
+  const lost = scheduled.filter((e) => events.indexOf(e) < lostAt).pop();
+  const lostId = lost?.eventId?.toString();
+  const next = scheduled.find((e) => events.indexOf(e) > lostAt);
+  const nextId = next?.eventId?.toString();
+  const of = (id: string | undefined, t: temporal.api.enums.v1.EventType) =>
+    events.findIndex((e) => {
+      if (e.eventType !== t) return false;
+      const attrs =
+        e.activityTaskCompletedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCancelRequestedEventAttributes ?? e.activityTaskFailedEventAttributes;
+      return attrs?.scheduledEventId?.toString() === id;
+    });
+  return {
+    session,
+    told: lostAt >= 0,
+    cancelRequested: of(lostId, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED) > lostAt,
+    nextScheduled: next !== undefined,
+    nextCompletedAt: of(nextId, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED),
+    lostTimedOutAt: of(lostId, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT),
+    // The server never ran the lost session again (its retry would take the host from the next one).
+    lostRetried: events.some(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED &&
+        e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === lostId &&
+        (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1,
+    ),
+  };
+}
+
+describe('kill -9 of the worker running host sessions', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness('liveness-kill', { workers: 2 });
+    for (const spec of generateSites({ count: 4, pages: 30, fanOut: 3, hostPattern: (i) => `l${i}.liveness.test`, seed: 7 })) h.web.addSite(spec);
+  });
+  afterAll(() => h?.close());
+
+  test('its hosts start their next session on the live worker before the heartbeat timeout, losing nothing', async () => {
+    const seed = h.web.url('l0.liveness.test', '/');
+    // Short sessions: the one after the loss ends (and shows in history) well inside the 30 s heartbeat timeout.
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, session: { maxMs: 4_000, firstLocalMs: 1_000 } });
+    let victim: WorkerProcess | undefined;
+    let lost: SessionRecord[] = [];
+    while (!victim) {
+      for (const w of h.pool.alive()) {
+        const records = await sessionsOf(h.redis, w);
+        if (records.length > 0) [victim, lost] = [w, records];
+      }
+      if (!victim) await sleep(100);
+    }
+    await h.pool.kill9(victim);
+    const killedAt = performance.timeOrigin + performance.now();
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+
+    for (const r of lost) {
+      const events = (await h.client.workflow.getHandle(r.workflowId, r.runId).fetchHistory()).events ?? [];
+      const seen = afterLoss(events, r.session);
+      expect(seen).toEqual({ ...seen, told: true, cancelRequested: true, nextScheduled: true, lostRetried: false });
+      // The next session ended before the lost one's heartbeat timeout fired (or the run closed before it did).
+      expect(seen.nextCompletedAt).toBeGreaterThan(0);
+      if (seen.lostTimedOutAt >= 0) expect(seen.nextCompletedAt).toBeLessThan(seen.lostTimedOutAt);
+    }
+
+    const expected = h.web.expectedPages([seed]);
+    const requests = pageRequests(h.web.requests());
+    expect(new Set(requests.map((r) => urlOf(h, r)))).toEqual(expected);
+    // Only a page in flight on the killed worker may be fetched again: once, first before the kill.
+    const times = new Map<string, number[]>();
+    for (const r of requests) times.set(urlOf(h, r), [...(times.get(urlOf(h, r)) ?? []), r.t]);
+    const repeated = [...times].filter(([, ts]) => ts.length > 1);
+    for (const [url, ts] of repeated) expect({ url, requests: ts.length, firstBeforeKill: Math.min(...ts) < killedAt }).toEqual({ url, requests: 2, firstBeforeKill: true });
+    const perHost = new Map<string, number>();
+    for (const [url] of repeated) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);
+    expect([...perHost.values()].every((n) => n <= 1)).toBe(true);
+    for (const [, gap] of minGapsByHost(h.web.requests())) expect(gap).toBeGreaterThanOrEqual(300);
+    expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
+  });
+});
