@@ -8,12 +8,16 @@
 // net (a worker whose Redis is gone, liveness turned off).
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import type { Logger } from '../src/log/logger';
 import { WorkerRegistry, type SessionRecord } from '../src/redis/worker-registry';
 import type { RedisLike } from '../src/redis/scripts';
 import { signalRunIfRunning } from '../src/temporal/signal';
 import { sessionLostSignal } from '../workflows/messages';
+
+const PendingActivityState = proto.api.enums.v1.PendingActivityState;
 
 /** A lease is renewed this many times over its length: a beat or two lost to a slow Redis call or a busy thread costs nothing. */
 export const BEATS_PER_LEASE = 6;
@@ -21,6 +25,11 @@ export const BEATS_PER_LEASE = 6;
 const EXPIRED_PER_BEAT = 20;
 /** Hosts told at once while cleaning up after a dead worker. */
 const TELL_AT_ONCE = 16;
+/**
+ * How long the runs told of a dead worker are watched for a session handed to its leftover polls:
+ * the server answers a long poll empty after about a minute, and from then on gives it nothing.
+ */
+const FOLLOW_UP_MS = 75_000;
 /** gRPC's NOT_FOUND: the run ended (or is unknown). */
 const GRPC_NOT_FOUND = 5;
 
@@ -29,9 +38,18 @@ export interface LivenessOptions {
   leaseMs: number;
   namespace: string;
   log: Logger;
-  /** Stands for the process in worker ids (default: host name and pid). */
-  name?: string;
+  /**
+   * The worker's identity as Temporal knows it (the SDK's default, `<pid>@<host name>`): worker ids
+   * start with it, so a live worker can tell which activity tasks a dead one took.
+   */
+  identity?: string;
 }
+
+/** Between the identity and the random part of a worker id (host names have no `~`). */
+const ID_CUT = '~';
+/** The Temporal identity of the worker that holds (or held) lease `id`. */
+export const identityOf = (id: string): string => id.slice(0, Math.max(0, id.lastIndexOf(ID_CUT)));
+export const defaultIdentity = (): string => `${process.pid}@${os.hostname()}`;
 
 /** A session as registered: under the worker id it was recorded with (a worker found dead joins again under another). */
 export interface Registration {
@@ -44,7 +62,7 @@ export class WorkerLiveness {
   private readonly beatMs: number;
   /** How long a live worker holds a dead one's cleanup: one that dies meanwhile leaves it to another after this. */
   private readonly claimMs: number;
-  private readonly name: string;
+  private readonly identity: string;
   private currentId: string;
   private joined: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -61,7 +79,7 @@ export class WorkerLiveness {
     this.registry = new WorkerRegistry(redis);
     this.beatMs = Math.max(50, Math.floor(opts.leaseMs / BEATS_PER_LEASE));
     this.claimMs = Math.max(10_000, 2 * opts.leaseMs);
-    this.name = opts.name ?? `${os.hostname()}-${process.pid}`;
+    this.identity = opts.identity ?? defaultIdentity();
     this.currentId = this.newId();
   }
 
@@ -71,7 +89,7 @@ export class WorkerLiveness {
   }
 
   private newId(): string {
-    return `${this.name}-${randomBytes(4).toString('hex')}`;
+    return `${this.identity}${ID_CUT}${randomBytes(4).toString('hex')}`;
   }
 
   /** Joins and starts beating. */
@@ -133,6 +151,7 @@ export class WorkerLiveness {
    * not (Temporal unreachable), the claim runs out and a live worker tries again.
    */
   async reap(dead: string): Promise<number> {
+    const since = Date.now();
     const records = await this.registry.claim(dead, this.currentId, this.claimMs);
     if (records === null) return 0;
     let failed = 0;
@@ -155,7 +174,66 @@ export class WorkerLiveness {
     for (const campaign of new Set(records.map((r) => r.campaignWorkflowId))) await this.resetSticky(campaign).catch(() => undefined);
     if (failed === 0) await this.registry.reaped(dead, this.currentId);
     this.opts.log.info('worker liveness: a worker was presumed dead, its hosts were told', { deadWorker: dead, sessions: records.length, failed });
+    if (!this.stopped && records.length > 0) void this.followUp(identityOf(dead), records, since);
     return records.length;
+  }
+
+  /**
+   * A worker that is frozen rather than gone (SIGSTOP, a paused VM) keeps its long polls open at the
+   * server, which hands them tasks nobody will run: the next session of a host told above may be one
+   * of them, and would wait for the heartbeat timeout. So for a while each told run is looked at
+   * (DescribeWorkflowExecution): a session of it that the dead worker's identity started after the
+   * loss is that run's next session (the run starts it at once), and is reported lost in turn. A run
+   * whose next session started elsewhere, or that has none running, is left alone from then on.
+   */
+  private async followUp(deadIdentity: string, told: SessionRecord[], since: number): Promise<void> {
+    // The lost sessions started before the worker froze, a lease before `since`; a session handed to
+    // its leftover polls started after it was told, after `since`: half a lease apart either way.
+    const after = since - this.opts.leaseMs / 2;
+    let watching = told.map((r) => ({ ...r, reported: new Set<string>() }));
+    while (watching.length > 0 && !this.stopped && Date.now() - since < FOLLOW_UP_MS) {
+      await sleep(this.beatMs * 2);
+      const still: typeof watching = [];
+      for (const r of watching) {
+        const verdict = await this.nextSessionOf(r, deadIdentity, after).catch(() => ({ kind: 'wait' as const }));
+        if (verdict.kind === 'done') continue;
+        if (verdict.kind === 'taken' && !r.reported.has(verdict.activityId)) {
+          // Reported once: until the run hears of it the activity stays as it is.
+          r.reported.add(verdict.activityId);
+          r.session++;
+          this.opts.log.info('worker liveness: a session was handed to the dead worker after all; told again', { workflowId: r.workflowId, session: r.session });
+          await signalRunIfRunning(this.temporal, { workflowId: r.workflowId, runId: r.runId }, sessionLostSignal, { session: r.session }).catch(() => undefined);
+        }
+        still.push(r);
+      }
+      watching = still;
+    }
+  }
+
+  /**
+   * `taken`: a session of the run (its next one) was started by the dead worker after `after`; `wait`:
+   * the next session has not started yet; `done`: it started elsewhere, none runs, or the run closed.
+   */
+  private async nextSessionOf(r: SessionRecord, deadIdentity: string, after: number): Promise<{ kind: 'taken'; activityId: string } | { kind: 'wait' | 'done' }> {
+    let described;
+    try {
+      described = await this.temporal.workflowService.describeWorkflowExecution({ namespace: this.opts.namespace, execution: { workflowId: r.workflowId, runId: r.runId } });
+    } catch (err) {
+      if ((err as { code?: number }).code === GRPC_NOT_FOUND) return { kind: 'done' };
+      throw err;
+    }
+    if (described.workflowExecutionInfo?.closeTime) return { kind: 'done' };
+    const startedMs = (a: { lastStartedTime?: { seconds?: unknown; nanos?: number | null } | null }) =>
+      Number(a.lastStartedTime?.seconds ?? 0) * 1000 + Math.floor((a.lastStartedTime?.nanos ?? 0) / 1e6);
+    const sessions = (described.pendingActivities ?? []).filter((a) => a.activityType?.name === 'crawlSession');
+    const taken = sessions.find((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === deadIdentity && startedMs(a) >= after);
+    if (taken) return { kind: 'taken', activityId: taken.activityId ?? '' };
+    // The lost session (cancel requested, or not yet: the run has not heard yet) aside, is another one waiting to start?
+    const next = sessions.filter((a) => a.lastWorkerIdentity !== deadIdentity || startedMs(a) >= after);
+    if (next.some((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED)) return { kind: 'wait' };
+    if (next.length > 0) return { kind: 'done' };
+    // Nothing but the lost session: the run has not heard of the loss yet (its task waits), or it moved on to a sleep.
+    return sessions.some((a) => a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && a.lastWorkerIdentity === deadIdentity) ? { kind: 'wait' } : { kind: 'done' };
   }
 
   /** The run's next workflow task goes to the task queue (any live worker), not to a sticky queue a dead worker no longer polls. */

@@ -9,7 +9,7 @@ import { CrawlMetrics } from '../metrics/crawl-metrics';
 import { startMetricsServer } from '../metrics/metrics-server';
 import { temporalRuntimeTelemetry } from '../metrics/temporal-telemetry';
 import { createActivities, WorkerRuntime } from '../../activities';
-import { WorkerLiveness } from '../../activities/worker-liveness';
+import { defaultIdentity, WorkerLiveness } from '../../activities/worker-liveness';
 import { processSettings, type ProcessSettings } from '../config/env';
 import { SESSION_HEARTBEAT } from '../config/retry-policy';
 import { createRedis } from '../redis/client';
@@ -57,7 +57,9 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // This process's load: where a new session runs is decided by it (issue 38).
   const load = new WorkerLoad().start();
   // This process's lease in Redis and its watch over the others' (activities/worker-liveness.ts).
-  const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log }) : undefined;
+  // The SDK's default identity, named here so that the lease says which worker's tasks are whose.
+  const identity = defaultIdentity();
+  const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log, identity }) : undefined;
   const rt = new WorkerRuntime({
     liveness,
     redis,
@@ -77,6 +79,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     connection: nativeConnection,
     namespace: cfg.temporalNamespace,
     taskQueue: cfg.taskQueue,
+    identity,
     // By path, not as code: the SDK reads the file and hands it to its
     // workflow thread, while code passed in stays referenced by the worker's
     // options for its whole life (3 MB of file, a 6 MB string in the main heap).

@@ -16,10 +16,10 @@ jest.setTimeout(300_000);
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-/** The regular sessions recorded under the lease of worker process `w` (its ids carry its pid). */
+/** The regular sessions recorded under the lease of worker process `w` (its ids start with its identity, `<pid>@<host>`). */
 async function sessionsOf(redis: Redis, w: WorkerProcess): Promise<SessionRecord[]> {
   const k = workerKeys();
-  const ids = (await redis.zrange(k.leases, 0, -1)).filter((id) => id.includes(`-${w.child.pid}-`));
+  const ids = (await redis.zrange(k.leases, 0, -1)).filter((id) => id.startsWith(`${w.child.pid}@`));
   const out: SessionRecord[] = [];
   for (const id of ids) {
     for (const [field, value] of Object.entries(await redis.hgetall(k.sessions(id)))) {
@@ -114,6 +114,42 @@ describe('kill -9 of the worker running host sessions', () => {
     for (const [url] of repeated) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);
     expect([...perHost.values()].every((n) => n <= 1)).toBe(true);
     for (const [, gap] of minGapsByHost(h.web.requests())) expect(gap).toBeGreaterThanOrEqual(300);
+    expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
+  });
+});
+
+describe('SIGTERM to the worker running host sessions', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness('liveness-term', { workers: 2 });
+    for (const spec of generateSites({ count: 4, pages: 30, fanOut: 3, hostPattern: (i) => `t${i}.liveness.test`, seed: 8 })) h.web.addSite(spec);
+  });
+  afterAll(() => h?.close());
+
+  test('its sessions end after their page in flight and its hosts go on on the other worker, nothing fetched twice', async () => {
+    const seed = h.web.url('t0.liveness.test', '/');
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, session: { firstLocalMs: 1_000 } });
+    let victim: WorkerProcess | undefined;
+    let handed: SessionRecord[] = [];
+    while (!victim) {
+      for (const w of h.pool.alive()) {
+        const records = await sessionsOf(h.redis, w);
+        if (records.length > 0) [victim, handed] = [w, records];
+      }
+      if (!victim) await sleep(100);
+    }
+    const termAt = performance.timeOrigin + performance.now();
+    await h.pool.terminate(victim);
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    const requests = pageRequests(h.web.requests());
+    // The hosts whose sessions the stopped worker ran were crawled on after the SIGTERM (on the other worker).
+    const hostOf = (r: SessionRecord) => r.workflowId.slice(r.workflowId.lastIndexOf('/') + 1).replace(/:\d+$/, '');
+    expect(handed.some((r) => requests.some((q) => q.host === hostOf(r) && q.t > termAt))).toBe(true);
+    const expected = h.web.expectedPages([seed]);
+    const fetched = requests.map((r) => urlOf(h, r));
+    expect(new Set(fetched)).toEqual(expected);
+    expect(fetched.length).toBe(expected.size);
     expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
   });
 });
