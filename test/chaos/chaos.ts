@@ -10,6 +10,12 @@
 //   restart-temporal   SIGKILL the Temporal dev server, start it again on the same port and SQLite file
 //   reset-connections  for a few seconds the test web resets (RST) a share of page requests
 //
+// and, asked for by name, faults of the worker holding the most sessions (its lease's records):
+//
+//   kill-busiest-worker  SIGKILL it, start a replacement restartAfterMs later (or never)
+//   freeze-worker        SIGSTOP it for freezeMs, then SIGCONT
+//   term-worker          SIGTERM it (it drains and hands its hosts back), start a replacement
+//
 // Afterwards it checks the request log and the output index and returns a report.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,11 +31,13 @@ import { WorkerPool, type WorkerProcess } from '../../src/worker/worker-pool';
 import { campaignStatusQuery, type CampaignResult } from '../../workflows/messages';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
+import { workerKeys } from '../../src/redis/keys';
+import { identityOf } from '../../activities/worker-liveness';
 import { generateSites, startTestWeb, type SiteRequest, type TestWeb } from '../web/test-web';
 import { buildReport, isHousekeeping, type ChaosReport, type FaultKind, type InjectedFault, type Served } from './report';
 import { RestartableStack } from './restartable-stack';
 
-export { FAULT_KINDS, formatReport, type ChaosReport, type FaultKind, type FaultRecord } from './report';
+export { ALL_FAULT_KINDS, FAULT_KINDS, WORKER_FAULT_KINDS, formatReport, type ChaosReport, type FaultKind, type FaultRecord } from './report';
 
 export interface ChaosOptions {
   hosts: number;
@@ -58,6 +66,10 @@ export interface ChaosOptions {
   /** How long a reset-connections fault lasts and the share of page requests it resets; default 3 s, 0.5. */
   resetWindowMs?: number;
   resetShare?: number;
+  /** kill-busiest-worker: start a replacement this long after the kill; null: never (the pool is one smaller from then on). Default 1 s. */
+  restartAfterMs?: number | null;
+  /** freeze-worker: how long the worker stays stopped (SIGSTOP) before SIGCONT; default 40 s. */
+  freezeMs?: number;
   /** Give up waiting for the campaign after this long; default 20 min. */
   timeoutMs?: number;
   /** Default: a fresh folder under .crawler/chaos-runs/. */
@@ -191,9 +203,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       lock = p.catch(() => undefined);
       return p;
     };
+    /** The pool's size: one less for each worker killed and not restarted. */
+    let target = workers;
     const topUp = () =>
       exclusive(async () => {
-        while (!stopping && pool!.alive().length < workers) await startWorker();
+        while (!stopping && pool!.alive().length < target) await startWorker();
       });
 
     client = await connectClient(stack.temporalAddress);
@@ -227,6 +241,35 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         await pool!.kill9(victim);
         await startWorker();
         return { kind, at, restoredAt: now(), detail: `killed worker #${victim.index} (pid ${victim.child.pid})` };
+      }
+      if (kind === 'kill-busiest-worker' || kind === 'freeze-worker' || kind === 'term-worker') {
+        const { victim, sessions } = await busiestWorker(pool!, stack.redisUrl, rnd);
+        killedByUs.add(victim);
+        const at = now();
+        const what = `worker #${victim.index} (pid ${victim.child.pid}, ${sessions} session(s) recorded under its lease)`;
+        if (kind === 'freeze-worker') {
+          const freezeMs = opts.freezeMs ?? 40_000;
+          victim.child.kill('SIGSTOP');
+          await sleep(freezeMs);
+          victim.child.kill('SIGCONT');
+          // Woken, it goes on as a worker of the pool.
+          killedByUs.delete(victim);
+          return { kind, at, restoredAt: now(), detail: `froze ${what} for ${freezeMs / 1000} s` };
+        }
+        if (kind === 'term-worker') {
+          await pool!.terminate(victim);
+          await startWorker();
+          return { kind, at, restoredAt: now(), detail: `SIGTERM to ${what}; a replacement started` };
+        }
+        await pool!.kill9(victim);
+        const restartAfterMs = opts.restartAfterMs === undefined ? 1_000 : opts.restartAfterMs;
+        if (restartAfterMs === null) {
+          target--;
+          return { kind, at, restoredAt: now(), detail: `killed ${what}, not restarted` };
+        }
+        await sleep(Math.max(0, restartAfterMs - (now() - at)));
+        await startWorker();
+        return { kind, at, restoredAt: now(), detail: `killed ${what}, restarted ${restartAfterMs} ms later` };
       }
       if (kind === 'kill-redis') {
         const pid = stack.pids().redis;
@@ -393,6 +436,26 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await stack.stop().catch(() => undefined);
     await new Promise((r) => workerLog.end(r));
     if (report?.ok && opts.cleanupOnSuccess) fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The live worker with the most regular sessions recorded under its lease (src/redis/worker-registry.ts); a random one when none has any. */
+async function busiestWorker(pool: WorkerPool, redisUrl: string, rnd: () => number): Promise<{ victim: WorkerProcess; sessions: number }> {
+  const alive = pool.alive();
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  redis.on('error', () => undefined);
+  try {
+    const k = workerKeys();
+    const counts = new Map<number, number>();
+    for (const id of await redis.zrange(k.leases, 0, -1)) {
+      const pid = Number(identityOf(id).split('@')[0]);
+      counts.set(pid, (counts.get(pid) ?? 0) + (await redis.hlen(k.sessions(id))));
+    }
+    const ranked = alive.map((w) => ({ victim: w, sessions: counts.get(w.child.pid ?? -1) ?? 0 })).sort((a, b) => b.sessions - a.sessions);
+    if (ranked[0] && ranked[0].sessions > 0) return ranked[0];
+    return { victim: alive[Math.floor(rnd() * alive.length)], sessions: 0 };
+  } finally {
+    redis.disconnect();
   }
 }
 

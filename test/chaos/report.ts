@@ -4,7 +4,14 @@ import type { IndexEntry } from '../../src/storage/index-writer';
 import type { RequestRecord, TestWeb } from '../web/test-web';
 
 export const FAULT_KINDS = ['kill-worker', 'kill-redis', 'restart-temporal', 'reset-connections'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+/**
+ * Faults of the worker holding the most sessions (by its lease's records in Redis), asked for by
+ * name (`--faults`), not in the default set: kill -9 (restarted after ChaosOptions.restartAfterMs,
+ * or never), SIGSTOP for ChaosOptions.freezeMs then SIGCONT, SIGTERM (a replacement started).
+ */
+export const WORKER_FAULT_KINDS = ['kill-busiest-worker', 'freeze-worker', 'term-worker'] as const;
+export const ALL_FAULT_KINDS = [...FAULT_KINDS, ...WORKER_FAULT_KINDS] as const;
+export type FaultKind = (typeof ALL_FAULT_KINDS)[number];
 
 /** A fault as the driver injected it; times from performance.timeOrigin + performance.now(). */
 export interface InjectedFault {
@@ -67,14 +74,15 @@ export interface ChaosReport {
   durationMs: number;
   faults: FaultRecord[];
   totals: {
-    byKind: Record<FaultKind, number>;
-    /** worker kills + redis kills + temporal restarts. */
+    byKind: Partial<Record<FaultKind, number>>;
+    /** worker kills + redis kills + temporal restarts (freezes included: a frozen worker's sessions are taken over). */
     kills: number;
     resetRequests: number;
     unexpectedWorkerExits: { worker: number; code: number | null; at: number }[];
     /** Acknowledged probe writes missing after Redis restarts (what a kill -9 cost under appendfsync everysec). */
     redisAckedWritesLost: number;
-    recovery: { kind: FaultKind; count: number; meanMs: number | null; maxMs: number | null }[];
+    /** slowestHostMaxMs: the longest any host that was crawling waited for its next request after a fault of the kind. */
+    recovery: { kind: FaultKind; count: number; meanMs: number | null; maxMs: number | null; slowestHostMaxMs: number | null }[];
   };
   pages: {
     expected: number;
@@ -112,6 +120,8 @@ export interface ChaosReport {
     duplicateSample: string[];
     /** Duplicate fetches not preceded by any fault between the two fetches. */
     unexplained: number;
+    /** The host fetched again most often, and how many of its pages. */
+    mostRefetchedHost: { host: string; refetches: number } | null;
   };
   politeness: { delayMs: number; violations: number; minGapMs: number | null; worst: { host: string; gapMs: number; at: number }[] };
 }
@@ -165,12 +175,15 @@ export function buildReport(r: ReportInput): ChaosReport {
   const duplicateSample: string[] = [];
   const faultSpans = [...r.faults].sort((a, b) => a.at - b.at);
   const refetchesByFault = new Map<number, number>();
+  const refetchesByHost = new Map<string, number>();
   for (const [u, all] of byUrl) {
     all.sort((a, b) => a - b);
     const marked = resetAt.get(u);
     const ts = all.filter((t) => !marked?.has(t));
     if (ts.length <= 1) continue;
     duplicates += ts.length - 1;
+    const host = new URL(u).host;
+    refetchesByHost.set(host, (refetchesByHost.get(host) ?? 0) + ts.length - 1);
     if (duplicateSample.length < 10) duplicateSample.push(`${u} ×${ts.length}`);
     // Attribute each refetch to the first fault that was under way between
     // the previous fetch and it: the one that interrupted that step (a step
@@ -263,12 +276,24 @@ export function buildReport(r: ReportInput): ChaosReport {
     };
   }
 
-  const byKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, faults.filter((f) => f.kind === k).length])) as Record<FaultKind, number>;
-  const kills = byKind['kill-worker'] + byKind['kill-redis'] + byKind['restart-temporal'];
-  const recovery = FAULT_KINDS.filter((k) => byKind[k] > 0).map((kind) => {
+  // The default kinds always (0 when none), the workers' own only when injected.
+  const byKind = Object.fromEntries(
+    ALL_FAULT_KINDS.map((k) => [k, faults.filter((f) => f.kind === k).length] as const).filter(([k, n]) => n > 0 || (FAULT_KINDS as readonly string[]).includes(k)),
+  ) as Partial<Record<FaultKind, number>>;
+  const count = (k: FaultKind) => byKind[k] ?? 0;
+  const kills = count('kill-worker') + count('kill-redis') + count('restart-temporal') + count('kill-busiest-worker') + count('freeze-worker');
+  const recovery = ALL_FAULT_KINDS.filter((k) => count(k) > 0).map((kind) => {
     const rs = faults.filter((f) => f.kind === kind && f.recoveryMs !== null).map((f) => f.recoveryMs!);
-    return { kind, count: byKind[kind], meanMs: rs.length ? Math.round(rs.reduce((a, b) => a + b, 0) / rs.length) : null, maxMs: rs.length ? Math.max(...rs) : null };
+    const slowest = faults.filter((f) => f.kind === kind && f.slowestHostResumeMs !== null).map((f) => f.slowestHostResumeMs!);
+    return {
+      kind,
+      count: count(kind),
+      meanMs: rs.length ? Math.round(rs.reduce((a, b) => a + b, 0) / rs.length) : null,
+      maxMs: rs.length ? Math.max(...rs) : null,
+      slowestHostMaxMs: slowest.length ? Math.max(...slowest) : null,
+    };
   });
+  const mostRefetched = [...refetchesByHost].sort((a, b) => b[1] - a[1])[0];
   const distinct = byUrl.size;
   const requests = r.requests.length;
 
@@ -364,7 +389,15 @@ export function buildReport(r: ReportInput): ChaosReport {
     totals: { byKind, kills, resetRequests: r.resets.length, unexpectedWorkerExits: r.unexpectedExits, redisAckedWritesLost: r.ackedWritesLost, recovery },
     pages: { expected: r.expected.size, indexed: r.expected.size - missing.length, missing, duplicateLines, duplicateUrls, notFetched, unexpected },
     sealed,
-    fetches: { requests, distinct, resets: r.resets.length, duplicates, duplicateSample, unexplained },
+    fetches: {
+      requests,
+      distinct,
+      resets: r.resets.length,
+      duplicates,
+      duplicateSample,
+      unexplained,
+      mostRefetchedHost: mostRefetched ? { host: mostRefetched[0], refetches: mostRefetched[1] } : null,
+    },
     politeness: { delayMs, violations, minGapMs: minGap === null ? null : Math.round(minGap * 10) / 10, worst: worst.slice(0, 10) },
   };
 }
@@ -387,10 +420,14 @@ export function formatReport(rep: ChaosReport): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')} (kills ${rep.totals.kills}); acknowledged Redis writes lost to kills: ${rep.totals.redisAckedWritesLost}`,
   );
-  for (const r of rep.totals.recovery) out.push(`  recovery ${r.kind}: mean ${s(r.meanMs).trim()}, max ${s(r.maxMs).trim()} over ${r.count}`);
+  for (const r of rep.totals.recovery)
+    out.push(
+      `  recovery ${r.kind}: mean ${s(r.meanMs).trim()}, max ${s(r.maxMs).trim()}, slowest host crawling again after ${s(r.slowestHostMaxMs).trim()} at most, over ${r.count}`,
+    );
   out.push(
     `pages: ${rep.pages.indexed}/${rep.pages.expected} indexed, ${rep.pages.duplicateLines} duplicate index line(s); ` +
-      `requests ${rep.fetches.requests} for ${rep.fetches.distinct} URLs, ${rep.fetches.resets} reset by the web, ${rep.fetches.duplicates} duplicate fetch(es)`,
+      `requests ${rep.fetches.requests} for ${rep.fetches.distinct} URLs, ${rep.fetches.resets} reset by the web, ${rep.fetches.duplicates} duplicate fetch(es)` +
+      (rep.fetches.mostRefetchedHost ? `, at most ${rep.fetches.mostRefetchedHost.refetches} on one host (${rep.fetches.mostRefetchedHost.host})` : ''),
   );
   if (rep.sealed) out.push(`sealed index: ${rep.sealed.lines} line(s), ${rep.sealed.rawLinesLeftOut} raw line(s) of lost attempts left out`);
   out.push(`politeness: ${rep.politeness.violations} violation(s), smallest gap ${rep.politeness.minGapMs} ms (delay ${rep.politeness.delayMs} ms)`);

@@ -1,11 +1,14 @@
 // `npm run chaos -- [--hosts 20] [--pages 50] [--faults kill-worker,kill-redis,restart-temporal,reset-connections]
-//                   [--seed 1] [--workers 3] [--duration 120 | --count 12] [--delay 150] [--strict] [--json]`
+//                   [--seed 1] [--workers 3] [--duration 120 | --count 12] [--delay 150] [--strict] [--json]
+//                   [--restart-after 1000|never] [--freeze 40]`
+// The workers' own faults (kill-busiest-worker, freeze-worker, term-worker) are asked for by name in --faults;
+// --restart-after: ms from a kill-busiest-worker to its replacement ('never': none); --freeze: seconds of a freeze-worker.
 // Runs one chaos campaign on its own stack and prints the report; exits 1 when a check fails.
 // --cluster: on `crawler cluster up`'s topology instead (faults kill-worker,kill-redis,restart-temporal; cluster-chaos.ts).
 // Faults: --count of them (default three rounds of every kind) at random points of the crawl's
 // progress, or with --duration at random 3–8 s intervals during that many seconds.
 import { parseArgs } from 'node:util';
-import { FAULT_KINDS, formatReport, runChaos, type FaultKind } from './chaos';
+import { ALL_FAULT_KINDS, FAULT_KINDS, formatReport, runChaos, type FaultKind } from './chaos';
 import { CLUSTER_FAULT_KINDS, runClusterChaos, type ClusterFaultKind } from './cluster-chaos';
 
 async function main(): Promise<void> {
@@ -19,6 +22,8 @@ async function main(): Promise<void> {
       duration: { type: 'string' },
       count: { type: 'string' },
       delay: { type: 'string', default: '150' },
+      'restart-after': { type: 'string', default: '1000' },
+      freeze: { type: 'string', default: '40' },
       json: { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
       cluster: { type: 'boolean', default: false },
@@ -27,7 +32,7 @@ async function main(): Promise<void> {
   });
   if (values.help) {
     process.stdout.write(
-      `usage: npm run chaos -- [--cluster] [--hosts N] [--pages N] [--faults ${FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--strict] [--json]\n`,
+      `usage: npm run chaos -- [--cluster] [--hosts N] [--pages N] [--faults ${ALL_FAULT_KINDS.join(',')}] [--seed N] [--workers N] [--duration SECONDS | --count FAULTS] [--delay MS] [--restart-after MS|never] [--freeze SECONDS] [--strict] [--json]\n`,
     );
     return;
   }
@@ -57,7 +62,7 @@ async function main(): Promise<void> {
     .split(',')
     .map((f) => f.trim())
     .filter(Boolean) as FaultKind[];
-  for (const f of faults) if (!FAULT_KINDS.includes(f)) throw new Error(`unknown fault ${f}; known: ${FAULT_KINDS.join(', ')}`);
+  for (const f of faults) if (!ALL_FAULT_KINDS.includes(f)) throw new Error(`unknown fault ${f}; known: ${ALL_FAULT_KINDS.join(', ')}`);
   const report = await runChaos({
     hosts: int('hosts', values.hosts),
     pages: int('pages', values.pages),
@@ -66,6 +71,8 @@ async function main(): Promise<void> {
     seed: int('seed', values.seed),
     delayMs: int('delay', values.delay),
     strict: values.strict,
+    restartAfterMs: values['restart-after'] === 'never' ? null : int('restart-after', values['restart-after']),
+    freezeMs: int('freeze', values.freeze) * 1000,
     durationMs: values.duration === undefined ? undefined : int('duration', values.duration) * 1000,
     // Default: three rounds of every kind spread over the crawl by progress;
     // --duration switches to timed intervals (3–8 s) during that many seconds.
