@@ -92,9 +92,9 @@ export class WorkerLiveness {
     return `${this.identity}${ID_CUT}${randomBytes(4).toString('hex')}`;
   }
 
-  /** Joins and starts beating. */
-  async start(): Promise<void> {
-    await this.join();
+  /** Joins and starts beating. Redis unreachable: the worker starts anyway, and joins at a beat once it answers. */
+  start(): void {
+    void this.join().catch((err: unknown) => this.opts.log.warn('worker liveness: could not join yet', { error: err instanceof Error ? err.message : String(err) }));
     this.timer = setInterval(() => {
       if (this.beating) return;
       this.beating = this.beat().finally(() => (this.beating = null));

@@ -122,7 +122,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   });
   const metricsServer =
     cfg.metricsPort === null ? null : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
-  await liveness?.start();
+  liveness?.start();
   const done = (async () => {
     try {
       await worker.run();
