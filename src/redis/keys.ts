@@ -218,6 +218,8 @@ export const workerKeys = (group = '') => {
   return {
     /** ZSET worker id → when its lease expires (epoch ms, Redis clock): renewed about every second by the worker itself. */
     leases: `${P}:${tag}:leases`,
+    /** STRING when any worker last beat (epoch ms, Redis clock): a silence of everyone is Redis's, and runs out no lease. */
+    lastBeat: `${P}:${tag}:last-beat`,
     /** HASH `<workflow run id>|<session number>` → JSON (host workflow, campaign workflow): the regular sessions the worker runs now. */
     sessions: (workerId: string) => `${P}:${tag}:sessions:${workerId}`,
     /** Held (by the reaper's worker id, for a few seconds) while a live worker tells a dead one's hosts that their sessions are lost. */

@@ -578,22 +578,35 @@ ${NOW_MS}
 redis.call('ZADD', KEYS[1], string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
 return 1`,
   },
-  // KEYS: leases, reaping (this worker's). ARGV: worker id, lease ms, most
-  // to list. The worker's beat: its lease renewed while it has not run out.
-  // A lease that ran out is never renewed (0), even before a live worker
-  // took its cleanup: its hosts may be told at any moment from then on, so
-  // its sessions are presumed lost and the worker joins again under a new
-  // id (the old one is left for a live worker to clean up). Then the ids of
-  // workers whose lease ran out, for the caller to clean up.
+  // KEYS: leases, reaping (this worker's), last beat. ARGV: worker id, lease
+  // ms, most to list. The worker's beat: its lease renewed while it has not
+  // run out. A lease that ran out is never renewed (0), even before a live
+  // worker took its cleanup: its hosts may be told at any moment from then
+  // on, so its sessions are presumed lost and the worker joins again under a
+  // new id (the old one is left for a live worker to clean up). Then the ids
+  // of workers whose lease ran out, for the caller to clean up.
+  // When no worker beat for over a lease (last beat), the silence was Redis's
+  // (an outage, a failover) or everyone's, not one worker's: every lease is
+  // moved on by the silence first, so none runs out for it (a worker dead
+  // meanwhile is found a lease later).
   // Returns {1 | 0, {expired ids}}.
   crawlWorkerBeat: {
-    numberOfKeys: 2,
+    numberOfKeys: 3,
     lua: `
 ${NOW_MS}
+local leaseMs = tonumber(ARGV[2])
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+if last > 0 and now - last > leaseMs then
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    redis.call('ZADD', KEYS[1], 'XX', string.format('%d', tonumber(all[i + 1]) + now - last), all[i])
+  end
+end
+redis.call('SET', KEYS[3], string.format('%d', now))
 local live = 0
 local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 0 and expires and tonumber(expires) >= now then
-  redis.call('ZADD', KEYS[1], 'XX', string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
+  redis.call('ZADD', KEYS[1], 'XX', string.format('%d', now + leaseMs), ARGV[1])
   live = 1
 end
 return {live, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now), 'LIMIT', 0, tonumber(ARGV[3]))}`,
@@ -699,7 +712,7 @@ declare module 'ioredis' {
     crawlRevisitDue(revisit: string, frontier: string, seq: string, limit: number, hourMs: number, dayMs: number): Result<[number, number, number, number, number], Context>;
     crawlRevisitSet(revisit: string, meta: string, stats: string, member: string, fp: string, intervalMs: number, metaJson: string, counter: string): Result<number, Context>;
     crawlWorkerJoin(leases: string, workerId: string, leaseMs: number): Result<number, Context>;
-    crawlWorkerBeat(leases: string, reaping: string, workerId: string, leaseMs: number, limit: number): Result<[number, string[]], Context>;
+    crawlWorkerBeat(leases: string, reaping: string, lastBeat: string, workerId: string, leaseMs: number, limit: number): Result<[number, string[]], Context>;
     crawlWorkerRegister(leases: string, reaping: string, sessions: string, workerId: string, field: string, value: string): Result<number, Context>;
     crawlWorkerClaim(leases: string, reaping: string, sessions: string, deadId: string, claimer: string, claimMs: number): Result<string[] | null, Context>;
     crawlWorkerReaped(leases: string, reaping: string, sessions: string, deadId: string, claimer: string): Result<number, Context>;

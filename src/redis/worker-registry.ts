@@ -52,11 +52,12 @@ export class WorkerRegistry {
 
   /**
    * Renews the lease of `id` for `leaseMs`, and lists (at most `limit`) workers whose lease ran out.
+   * After a silence of every worker longer than a lease (Redis was away), every lease is moved on first.
    * `live` false: `id` was found dead (its lease ran out and a live worker took its cleanup): its
    * sessions are presumed lost, and it must join again under a new id.
    */
   async beat(id: string, leaseMs: number, limit: number): Promise<{ live: boolean; expired: string[] }> {
-    const [live, expired] = await this.redis.crawlWorkerBeat(this.k.leases, this.k.reaping(id), id, leaseMs, limit);
+    const [live, expired] = await this.redis.crawlWorkerBeat(this.k.leases, this.k.reaping(id), this.k.lastBeat, id, leaseMs, limit);
     return { live: Number(live) === 1, expired: expired.filter((x) => x !== id) };
   }
 

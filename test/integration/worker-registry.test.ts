@@ -54,6 +54,26 @@ describe('worker registry on Redis', () => {
     expect((await reg.beat('live', LONG, 10)).expired).toEqual(['dead']);
   });
 
+  test('a silence of every worker (Redis away) runs out no lease; one worker silent while the others beat is dead', async () => {
+    // Longer than SHORT: `a` alone beating must never look like everyone's silence, even on a loaded machine.
+    const lease = 400;
+    await reg.join('a', lease);
+    await reg.join('b', lease);
+    expect(await reg.beat('a', lease, 10)).toEqual({ live: true, expired: [] });
+    // Nobody beat for several leases: Redis was unreachable, not the workers dead.
+    await sleep(lease * 3);
+    expect(await reg.beat('b', lease, 10)).toEqual({ live: true, expired: [] });
+    expect(await reg.beat('a', lease, 10)).toEqual({ live: true, expired: [] });
+    // Now `a` keeps beating and `b` does not: `b` runs out.
+    const until = Date.now() + lease * 3;
+    while (Date.now() < until) {
+      await sleep(lease / 8);
+      expect((await reg.beat('a', lease, 10)).live).toBe(true);
+    }
+    expect(await reg.beat('a', lease, 10)).toEqual({ live: true, expired: ['b'] });
+    expect((await reg.beat('b', lease, 10)).live).toBe(false);
+  });
+
   test("one live worker takes a dead worker's cleanup, gets its sessions, and removes its lease and records", async () => {
     await reg.join('dead', SHORT);
     for (const n of [1, 2, 3]) expect(await reg.register('dead', record(n, `run-${n}`))).toBe(true);
