@@ -7,6 +7,7 @@
 //   npm run bench -- --only p --workers 1 --cpu-prof   (workers write CPU profiles; bench/profile-summary.ts reads them)
 //   npm run bench -- --only v --crawlee [--quiet-ms 500] [--pages-at-once 4] [--hosts 10]   (rendering: ours in render: browser, Crawlee's PlaywrightCrawler)
 //   npm run bench -- --only k --workers 2 --crawlee [--hosts 3000] [--max-active-hosts 300]   (many one-page hosts; --hosts sets any scenario's host count)
+//   npm run bench -- --only a --hosts 20 --pages 600   (--pages sets a generated scenario's pages a host: long hosts show what sessions cost)
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
@@ -200,13 +201,19 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
 /**
  * Every run of every workflow of the campaign: history events in all, the
  * largest run, the largest payload (a workflow's input or an activity's
- * result), and the Temporal Cloud actions they amount to. Actions are counted
- * the way Temporal Cloud bills them, from history: a workflow started, a
- * signal, an update, an activity or local activity started (retries
- * included), a timer, a search-attribute or memo upsert, a child workflow,
- * plus one per heartbeat sent (sessions heartbeat at most once per
- * SESSION_HEARTBEAT.throttleMs: their running time ÷ that; a host's first
- * session, a local activity, sends none).
+ * result), and the Temporal Cloud actions they amount to, in all and by what
+ * they are for (`actionsBy`, keyed `campaign:…` or `host:…`). Actions are
+ * counted the way Temporal Cloud bills them (docs/architecture.md, "What
+ * costs actions"), from history: a workflow started (a signal-with-start
+ * that starts one is one action, not two), a signal, an update, an activity
+ * started (retries included), the local activities of one workflow task
+ * (one action, however many markers), a timer, a search-attribute or memo
+ * upsert, a child workflow; plus the heartbeats an activity with a heartbeat
+ * timeout sends: sessions beat every second, and the SDK sends the first at
+ * once and then one per throttle (the smaller of 80 % of the activity's
+ * heartbeat timeout and SESSION_HEARTBEAT.throttleMs), so 1 + its running
+ * time ÷ the throttle. A host's first session, a local activity, sends none.
+ * Queries (none here) are actions too but leave no event.
  */
 async function historyFigures(
   client: Client,
@@ -216,54 +223,91 @@ async function historyFigures(
   largest: number;
   actions: number;
   heartbeats: number;
+  actionsBy: Record<string, number>;
   largestPayload: number;
   firstTaskWaitsMs: number[];
   sessionsByWorker: Map<string, WorkerSessions>;
   sessionQueueWaitsMs: number[];
 }> {
   const E = temporal.api.enums.v1.EventType;
-  const billable = new Set([
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
-    E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
-    E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
-    E.EVENT_TYPE_MARKER_RECORDED,
-    E.EVENT_TYPE_TIMER_STARTED,
-    E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
-    E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
-    E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+  const billable = new Map<number, string>([
+    [E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 'started'],
+    [E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'signal'],
+    [E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, 'update'],
+    [E.EVENT_TYPE_TIMER_STARTED, 'timer'],
+    [E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, 'upsert'],
+    [E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED, 'memo'],
+    [E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, 'child'],
   ]);
   let total = 0;
   let largest = 0;
   let actions = 0;
   let heartbeats = 0;
+  const actionsBy: Record<string, number> = {};
   let largestPayload = 0;
   const firstTaskWaitsMs: number[] = [];
   const sessionsByWorker = new Map<string, WorkerSessions>();
   const sessionQueueWaitsMs: number[] = [];
   const seen = new Set<string>();
   const size = (p?: temporal.api.common.v1.IPayloads | null) => (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0), 0);
+  const ms = (d?: { seconds?: unknown; nanos?: number | null } | null) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
   for (const query of [`WorkflowId = '${campaignId}'`, `CrawlCampaign = '${campaignId}'`]) {
     // Every run counts: continue-as-new starts new runs.
     for await (const wf of client.workflow.list({ query })) {
       if (seen.has(wf.runId)) continue;
       seen.add(wf.runId);
+      const kind = DOMAIN_WORKFLOWS.includes(wf.type) ? 'host' : 'campaign';
+      const count = (what: string, n = 1) => {
+        if (n <= 0) return;
+        actions += n;
+        actionsBy[`${kind}:${what}`] = (actionsBy[`${kind}:${what}`] ?? 0) + n;
+      };
       const events = (await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? [];
       total += events.length;
       largest = Math.max(largest, events.length);
       tallySessions(events, sessionsByWorker, sessionQueueWaitsMs);
       const startedAt = new Map<number, number>();
+      // Scheduled event id → the activity's type and heartbeat throttle (0: it has no heartbeat timeout).
+      const scheduled = new Map<number, { type: string; throttleMs: number }>();
       let runStarted: number | null = null;
+      // The workflow task whose completion last recorded a marker: its other markers cost nothing more.
+      let lastTaskCompleted = -1;
+      let markedTask = -2;
       for (const e of events) {
-        if (billable.has(e.eventType!)) actions++;
+        const id = Number(e.eventId);
+        const what = billable.get(e.eventType!);
+        // A signal-with-start that started the run: one action with its start (its signal is the run's second event).
+        if (what && !(e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && id === 2)) count(what);
         const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
-        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) startedAt.set(Number(e.activityTaskStartedEventAttributes!.scheduledEventId), t);
-        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
-          const a = e.activityTaskCompletedEventAttributes!;
-          const from = startedAt.get(Number(a.scheduledEventId));
-          if (from !== undefined) heartbeats += Math.floor((t - from) / SESSION_HEARTBEAT.throttleMs);
-          largestPayload = Math.max(largestPayload, size(a.result));
+        if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) lastTaskCompleted = id;
+        if (e.eventType === E.EVENT_TYPE_MARKER_RECORDED && markedTask !== lastTaskCompleted) {
+          markedTask = lastTaskCompleted;
+          count('local activities');
         }
+        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+          const a = e.activityTaskScheduledEventAttributes!;
+          const hb = ms(a.heartbeatTimeout);
+          scheduled.set(id, { type: a.activityType?.name ?? '?', throttleMs: hb > 0 ? Math.min(hb * 0.8, SESSION_HEARTBEAT.throttleMs) : 0 });
+        }
+        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+          const from = Number(e.activityTaskStartedEventAttributes!.scheduledEventId);
+          startedAt.set(from, t);
+          // Each attempt is an action; a retried one's history shows only its last (attempt counts them all).
+          count(`activity ${scheduled.get(from)?.type ?? '?'}`, e.activityTaskStartedEventAttributes!.attempt ?? 1);
+        }
+        const ended =
+          e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCanceledEventAttributes ?? null;
+        if (ended && 'scheduledEventId' in ended) {
+          const from = Number(ended.scheduledEventId);
+          const began = startedAt.get(from);
+          const act = scheduled.get(from);
+          if (began !== undefined && act && act.throttleMs > 0) {
+            const n = 1 + Math.floor((t - began) / act.throttleMs);
+            heartbeats += n;
+            count(`heartbeats ${act.type}`, n);
+          }
+        }
+        if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) largestPayload = Math.max(largestPayload, size(e.activityTaskCompletedEventAttributes!.result));
         if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
           const a = e.workflowExecutionStartedEventAttributes!;
           largestPayload = Math.max(largestPayload, size(a.input));
@@ -277,8 +321,16 @@ async function historyFigures(
       }
     }
   }
-  return { total, largest, actions: actions + heartbeats, heartbeats, largestPayload, firstTaskWaitsMs, sessionsByWorker, sessionQueueWaitsMs };
+  return { total, largest, actions, heartbeats, actionsBy, largestPayload, firstTaskWaitsMs, sessionsByWorker, sessionQueueWaitsMs };
 }
+
+/** Each count ÷ `n`, largest first. */
+const perUnit = (by: Record<string, number>, n: number, digits: number): Record<string, number> =>
+  Object.fromEntries(
+    Object.entries(by)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => [k, Number((v / Math.max(1, n)).toFixed(digits))]),
+  );
 
 const now = (): number => performance.timeOrigin + performance.now();
 /** The machine's 1-minute load average: above the core count, the crawlers measured shared their cores with others. */
@@ -465,6 +517,10 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     largestHistoryEvents: history.largest,
     billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
     heartbeatsPerPage: Number((history.heartbeats / Math.max(1, result.pages)).toFixed(2)),
+    // What the actions are for, a page and a host (docs/architecture.md, "What costs actions").
+    actionsPerPageBy: perUnit(history.actionsBy, result.pages, 3),
+    actionsPerHostBy: perUnit(history.actionsBy, s.hosts, 2),
+    billableActionsPerHost: Number((history.actions / Math.max(1, s.hosts)).toFixed(2)),
     largestPayloadBytes: history.largestPayload,
     historyEventsPerHost: Number((history.total / Math.max(1, s.hosts)).toFixed(1)),
     firstTaskWaitSeconds: firstTaskFigures(history.firstTaskWaitsMs),
@@ -755,6 +811,9 @@ function ourCpuLines(o: OurFigures): string[] {
           `pid ${w.pid}: ${w.sessions} sessions (${w.firstSessions} first), ${w.pages} pages, ${w.cpuShare === null ? '?' : Math.round(w.cpuShare * 100)} % of the workers' CPU`,
       )
       .join('; ')}`,
+    `ours, actions a page by what for: ${Object.entries(o.actionsPerPageBy)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
     `ours, per page: ${o.historyEventsPerPage} history events, ${o.billableActionsPerPage} actions${
       o.redisCommandsPerPage
         ? `, ${o.redisCommandsPerPage.total} Redis commands (${Object.entries(o.redisCommandsPerPage.byCommand)
@@ -788,7 +847,7 @@ function profileWorkers(): void {
 let hostsOption: number | undefined;
 
 /** --quiet-ms and --pages-at-once change the rendering scenarios, --hosts every scenario's host count (their names say so: (k) at 3,000 hosts is a quicker k). */
-function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string }): void {
+function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: string; hosts?: string; pages?: string }): void {
   const whole = (flag: string, v: string | undefined, min: number): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
@@ -798,10 +857,16 @@ function scenarioOverrides(values: { 'quiet-ms'?: string; 'pages-at-once'?: stri
   const quietMs = whole('quiet-ms', values['quiet-ms'], 0);
   const maxPagesAtOnce = whole('pages-at-once', values['pages-at-once'], 1);
   const hosts = whole('hosts', values.hosts, 1);
+  const pages = whole('pages', values.pages, 1);
   hostsOption = hosts;
   for (const s of Object.values(SCENARIOS)) {
     // The name's count may be written with separators (10,000).
     if (hosts !== undefined) s.name = s.name.replace(/^\((\w+)\) [\d,]+/, `($1) ${(s.hosts = hosts).toLocaleString('en-US')}`);
+    // Generated sites only (a corpus's pages are what its folder holds): long hosts show what a session costs a page.
+    if (pages !== undefined && (s.site ?? 'generated') === 'generated') {
+      s.pages = pages;
+      s.name = s.name.replace(/^(\(\w+\) [\d,]+ hosts × )[\d,]+/, `$1${pages.toLocaleString('en-US')}`);
+    }
     if (!s.render || (quietMs === undefined && maxPagesAtOnce === undefined)) continue;
     s.browser = { ...(quietMs !== undefined ? { quietMs } : {}), ...(maxPagesAtOnce !== undefined ? { maxPagesAtOnce } : {}) };
     s.name += `, browser ${JSON.stringify(s.browser)}`;
@@ -827,6 +892,7 @@ async function main() {
       'quiet-ms': { type: 'string' },
       'pages-at-once': { type: 'string' },
       hosts: { type: 'string' },
+      pages: { type: 'string' },
       'max-active-hosts': { type: 'string' },
     },
   });
