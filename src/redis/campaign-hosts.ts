@@ -353,12 +353,13 @@ export class CampaignHosts {
   }
 
   /** What a session checks between pages: the control hash plus its own host's pause, delay and render mode, in one command (all under the campaign's tag). */
-  async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null; hostRender: RenderMode | null }> {
-    const [version, paused, stop, minDelayMs, cap, hostPaused, hostDelay, hostRender] = await this.redis.crawlSessionControl(
+  async sessionControl(host: string): Promise<CampaignControl & { hostPaused: boolean; hostDelayMs: number | null; hostRender: RenderMode | null; hostGivenUp: boolean }> {
+    const [version, paused, stop, minDelayMs, cap, hostPaused, hostDelay, hostRender, hostGivenUp] = await this.redis.crawlSessionControl(
       this.k.control,
       this.k.pausedHosts,
       this.k.hostDelays,
       this.k.hostRender,
+      this.k.givenUp,
       host,
     );
     return {
@@ -366,6 +367,7 @@ export class CampaignHosts {
       hostPaused: hostPaused === 1,
       hostDelayMs: hostDelay ? Number(hostDelay) : null,
       hostRender: renderMode(hostRender),
+      hostGivenUp: hostGivenUp === 1,
     };
   }
 

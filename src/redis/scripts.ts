@@ -405,15 +405,16 @@ for i = 1, #ARGV do
 end
 return n`,
   },
-  // KEYS: control, pausedHosts, hostDelays, hostRender. ARGV: host. What a
-  // session reads between pages (CampaignHosts.sessionControl): the control
-  // hash's fields, then whether the host is paused, its operator delay and
-  // its render mode, as one command rather than four.
+  // KEYS: control, pausedHosts, hostDelays, hostRender, givenUp. ARGV: host.
+  // What a session reads between pages (CampaignHosts.sessionControl): the
+  // control hash's fields, then whether the host is paused, its operator
+  // delay, its render mode and whether it was given up (its workflow was
+  // terminated or cancelled by hand), as one command rather than five.
   crawlSessionControl: {
-    numberOfKeys: 4,
+    numberOfKeys: 5,
     lua: `
 local c = redis.call('HMGET', KEYS[1], 'version', 'paused', 'stop', 'minDelayMs', 'maxActiveHosts')
-return {c[1], c[2], c[3], c[4], c[5], redis.call('SISMEMBER', KEYS[2], ARGV[1]), redis.call('HGET', KEYS[3], ARGV[1]), redis.call('HGET', KEYS[4], ARGV[1])}`,
+return {c[1], c[2], c[3], c[4], c[5], redis.call('SISMEMBER', KEYS[2], ARGV[1]), redis.call('HGET', KEYS[3], ARGV[1]), redis.call('HGET', KEYS[4], ARGV[1]), redis.call('SISMEMBER', KEYS[5], ARGV[1])}`,
   },
   // KEYS: ready, active. ARGV: host, readySeq seen by the dispatch, gen.
   // After the host's workflow was started or signalled with this
@@ -701,8 +702,9 @@ declare module 'ioredis' {
       pausedHosts: string,
       hostDelays: string,
       hostRender: string,
+      givenUp: string,
       host: string,
-    ): Result<[string | null, string | null, string | null, string | null, string | null, number, string | null, string | null], Context>;
+    ): Result<[string | null, string | null, string | null, string | null, string | null, number, string | null, string | null, number], Context>;
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;

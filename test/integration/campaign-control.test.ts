@@ -118,7 +118,8 @@ test('a domain workflow terminated by hand is given up: the campaign completes a
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.problems).toEqual([expect.stringMatching(new RegExp(`${id}/${host.replace(/[.]/g, '\\.')} ended TERMINATED without reporting`))]);
-  // Its session learns at its next heartbeat that its workflow is gone (at
+  // Its session, the host's first (a local activity inside the workflow's
+  // task), ends at its few seconds' cap and its task's result is refused (at
   // most a request or two at 2 s apart); the host is never started again,
   // and the other host was crawled in full.
   const afterTerminate = pageRequests(h.web.requests()).filter((r) => r.host === 'term.control.test').length - terminatedAt;
@@ -126,6 +127,35 @@ test('a domain workflow terminated by hand is given up: the campaign completes a
   expect(result.pages).toBeGreaterThanOrEqual(h.web.expectedPages([keep], { hosts: ['keep.control.test'] }).size);
   const records = new CampaignHosts(h.redis, (await handle.query(campaignStatusQuery)).campaignKey);
   expect((await records.get(host))?.state).toBe('given-up');
+});
+
+test('a domain workflow terminated by hand while a regular session crawls it: the session stops within a few requests, without a heartbeat', async () => {
+  h.web.addSite({ host: 'term3.control.test', pages: 30, fanOut: 2 });
+  const seed = h.web.url('term3.control.test', '/');
+  const host = new URL(seed).host;
+  const requests = () => pageRequests(h.web.requests()).filter((r) => r.host === host).length;
+  // The host's first session (a local activity) ends at once: its pages are a regular session's,
+  // which heartbeats only once every few minutes (SESSION_HEARTBEAT) and so learns nothing from one
+  // here. The campaign's watch looks every 4 s (a 2 s tick).
+  const handle = await launch(h, {
+    seeds: [seed],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 3_000 },
+    session: { firstLocalMs: 1 },
+    testLimits: { tickMs: 2_000 },
+  });
+  const wf = h.client.workflow.getHandle(`${handle.workflowId}/${host}`);
+  while (requests() < 2) await sleep(100);
+  expect((await wf.describe()).raw.pendingActivities).toHaveLength(1);
+  await wf.terminate('operator stopped this host');
+  const terminatedAt = requests();
+  const result = await handle.result();
+  expect(result.problems).toEqual([expect.stringMatching(/ended TERMINATED without reporting/)]);
+  // The watch gave the host up in Redis; the session read it between pages and stopped (at most
+  // a request or two 3 s apart before the watch looked), and sends nothing after the campaign's end.
+  await sleep(4_000);
+  expect(requests() - terminatedAt).toBeLessThanOrEqual(3);
+  expect(requests()).toBeLessThan(h.web.expectedPages([seed]).size);
 });
 
 test('cancelling a campaign whose domain was terminated: the finish names it instead of waiting it out', async () => {

@@ -222,7 +222,7 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       ['crawlParkIfIdle', 1, () => hosts.parkIfIdle('a.test', 1_800_000_000_000)],
       ['crawlUnpark', 1, () => hosts.unparkDue()],
       ['crawlHostRecord', 1, () => hosts.record('a.test', record)],
-      ['crawlSessionControl', ['2', '0', null, null, null, 0, null, null], () => hosts.sessionControl('a.test:8080')],
+      ['crawlSessionControl', ['2', '0', null, null, null, 0, null, null, 0], () => hosts.sessionControl('a.test:8080')],
     ] as const) {
       const c = await cap.capture(reply, call);
       expect(c.script).toBe(script);
