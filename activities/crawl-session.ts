@@ -141,7 +141,6 @@ export class HostSession {
     if (this.view.pages >= this.s.session.maxPages || Date.now() >= this.deadline || this.rt.draining) return this.end('cap');
     // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
     this.signal.throwIfAborted();
-    this.heartbeat.beat();
     if (!unfetched) return this.fetchNext(f);
     // A host that may not be fetched at all (robots.txt unavailable, its address refused): its URLs are recorded, none requested.
     const claim = await this.frontier.claim();

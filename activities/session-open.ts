@@ -4,15 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { CampaignSettings } from '../src/config/campaign';
+import { SESSION_HEARTBEAT } from '../src/config/retry-policy';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { Frontier, SessionSupersededError } from '../src/redis/frontier';
 import { HostClock } from '../src/redis/host-clock';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { SessionControl } from './session-control';
 import type { SessionInput } from './types';
-
-/** The SDK throttles heartbeats (SESSION_HEARTBEAT.throttleMs); this only keeps them coming while a page takes long. */
-const HEARTBEAT_EVERY_MS = 1_000;
 
 /**
  * What a session starts from. `token`: this attempt's, which its claims carry; `frontier` writes as
@@ -30,17 +28,21 @@ export interface OpenedSession {
   heartbeat: Heartbeat;
 }
 
-/** The session's heartbeat: kept coming while it runs, and once more between pages; stopped at its end, whichever way it ends. */
+/** The session's heartbeat: kept coming while it runs, whatever its pages do; stopped at its end, whichever way it ends. */
 export interface Heartbeat {
-  beat(): void;
   stop(): void;
 }
 
-/** Local activities do not heartbeat (their workflow task is their lease). */
-function heartbeatOf(ctx: Context): Heartbeat {
-  if (ctx.info.isLocal) return { beat: () => undefined, stop: () => undefined };
-  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
-  return { beat: () => ctx.heartbeat(), stop: () => clearInterval(timer) };
+/**
+ * One heartbeat every `everyMs`, the first `everyMs` after the session starts, not at once (the
+ * SDK sends a session's first heartbeat to the server at once: a billable action for every
+ * session). A timer rather than a beat between pages, so a page that takes long does not starve
+ * it. Local activities do not heartbeat (their workflow task is their lease).
+ */
+export function heartbeatOf(ctx: Pick<Context, 'heartbeat'> & { info: Pick<Context['info'], 'isLocal'> }, everyMs: number = SESSION_HEARTBEAT.throttleMs): Heartbeat {
+  if (ctx.info.isLocal) return { stop: () => undefined };
+  const timer = setInterval(() => ctx.heartbeat(), everyMs);
+  return { stop: () => clearInterval(timer) };
 }
 
 /**

@@ -209,10 +209,13 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
  * started (retries included), the local activities of one workflow task
  * (one action, however many markers), a timer, a search-attribute or memo
  * upsert, a child workflow; plus the heartbeats an activity with a heartbeat
- * timeout sends: sessions beat every second, and the SDK sends the first at
- * once and then one per throttle (the smaller of 80 % of the activity's
- * heartbeat timeout and SESSION_HEARTBEAT.throttleMs), so 1 + its running
- * time ÷ the throttle. A host's first session, a local activity, sends none.
+ * timeout sends. A host session beats on a timer of its own, first after
+ * SESSION_HEARTBEAT.throttleMs and then that often: its running time ÷ that
+ * (a host's first session, a local activity, sends none). Other activities
+ * that heartbeat (the campaign's long ones) are counted as if they beat all
+ * the time: the SDK sends the first at once and then one per throttle (the
+ * smaller of 80 % of the activity's heartbeat timeout and the worker's
+ * SESSION_HEARTBEAT.throttleMs), so 1 + their running time ÷ the throttle.
  * Queries (none here) are actions too but leave no event.
  */
 async function historyFigures(
@@ -302,7 +305,7 @@ async function historyFigures(
           const began = startedAt.get(from);
           const act = scheduled.get(from);
           if (began !== undefined && act && act.throttleMs > 0) {
-            const n = 1 + Math.floor((t - began) / act.throttleMs);
+            const n = act.type === 'crawlSession' ? Math.floor((t - began) / SESSION_HEARTBEAT.throttleMs) : 1 + Math.floor((t - began) / act.throttleMs);
             heartbeats += n;
             count(`heartbeats ${act.type}`, n);
           }

@@ -26,14 +26,23 @@ export const ACTIVITY_RETRY = {
 } as const satisfies Record<string, ActivityRetry>;
 
 /**
- * A host session's heartbeats. The heartbeat timeout is how long a killed
- * worker's session waits before Temporal runs it again elsewhere; the
- * throttle is how often a session calls the server at most (each call a
- * billable action on Temporal Cloud, none a history event) and so how late a
- * session learns that its workflow was terminated or cancelled. Pause, stop
- * and new settings reach a session through Redis, not through these.
+ * A host session's heartbeats: a safety net of minutes, no longer how a dead
+ * worker's hosts are found. Each heartbeat is a billable action on Temporal
+ * Cloud (none a history event), and at one every 20 s they were a third of
+ * what a polite crawl paid per page (docs/architecture.md, "What costs
+ * actions"). A worker's hosts move on within seconds through its lease in
+ * Redis; pause, stop, new settings and a host whose workflow was ended by
+ * hand reach a session through its control read (activities/session-control.ts).
+ * What is left to the heartbeat: a session whose worker is alive but which
+ * itself hangs, or one the liveness watch missed, is run again elsewhere
+ * after `timeoutMs`; and Temporal's own cancel, reset or pause of the
+ * activity reaches it at its next beat.
+ * `throttleMs`: a session sends its first heartbeat this long after it
+ * started and then one this often (the SDK's throttle too), so a session of
+ * the default `session.maxMs` (2 min) sends none; half the timeout, so one
+ * beat late or lost (a long pause of the process) does not time it out.
  */
-export const SESSION_HEARTBEAT = { timeoutMs: 30_000, throttleMs: 20_000 } as const;
+export const SESSION_HEARTBEAT = { timeoutMs: 5 * 60_000, throttleMs: 150_000 } as const;
 
 /**
  * A session whose Redis is unreachable (a cluster master failing over: its node timeout plus an

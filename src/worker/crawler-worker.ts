@@ -110,9 +110,9 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     // worker that had polled first. With a few, a burst alternates between
     // the workers.
     activityTaskPollerBehavior: { type: 'simple-maximum', maximum: cfg.activityPolls },
-    // A session learns that it is cancelled (its workflow was terminated, the
-    // campaign cancelled it) from a heartbeat's answer: at most this late.
-    // Each heartbeat is one call to the server (a billable action), not a history event.
+    // Each heartbeat is one call to the server (a billable action), not a
+    // history event: a session beats this often (SESSION_HEARTBEAT), and no
+    // activity calls the server more often than this.
     maxHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     defaultHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     maxCachedWorkflows: cfg.workflowCacheSize,
