@@ -139,7 +139,7 @@ test('a Crawl-delay above the threshold is one durable timer per page; a 1 s del
   expect(fast.sessions).toBe(1);
   expect(fast.upserts).toBe(0);
   expect(fast.events).toBeLessThan(20);
-  // Started, the local session's marker, the regular session (its few seconds send no heartbeat past the first).
+  // Started, the local session's marker, the regular session (its few seconds send no heartbeat: SESSION_HEARTBEAT).
   expect(fast.actions).toBeLessThanOrEqual(4);
   // Politeness held both ways.
   const times = (host: string) =>
