@@ -81,15 +81,13 @@ async function registerSession(rt: WorkerRuntime, input: SessionInput): Promise<
   }
 }
 
-/** `err`, or (Redis was unreachable and answers again) a failure whose retry starts at once; the attempt heartbeats while it waits. */
-async function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown): Promise<unknown> {
-  const ctx = Context.current();
-  const beat = ctx.info.isLocal ? null : setInterval(() => ctx.heartbeat(), 1_000);
-  try {
-    return await afterRedisFailure(rt.deps.redis, sessionProbeKeys(input.campaignKey, input.host), err, ctx.cancellationSignal);
-  } finally {
-    clearInterval(beat ?? undefined);
-  }
+/**
+ * `err`, or (Redis was unreachable and answers again) a failure whose retry starts at once. No
+ * heartbeat while it waits: the ride-out (REDIS_OUTAGE.rideOutMs) is far inside the heartbeat
+ * timeout, and a beat is a billable action.
+ */
+function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown): Promise<unknown> {
+  return afterRedisFailure(rt.deps.redis, sessionProbeKeys(input.campaignKey, input.host), err, Context.current().cancellationSignal);
 }
 
 const SHARED = 'first session deferred: campaigns share this worker, and this one holds its share of local sessions';
