@@ -1,7 +1,7 @@
 // Liveness off Temporal's heartbeat (activities/worker-liveness.ts): a worker killed with SIGKILL
 // while it runs regular host sessions is found by its lease in Redis running out, and a live
 // worker tells each of those hosts' workflow runs: the run abandons the session and starts the
-// next one at once on the live worker, long before Temporal's heartbeat timeout (30 s) would have
+// next one at once on the live worker, long before Temporal's heartbeat timeout (5 min) would have
 // handed the session over. Read from the hosts' histories, not from the clock.
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -77,7 +77,7 @@ describe('kill -9 of the worker running host sessions', () => {
 
   test('its hosts start their next session on the live worker before the heartbeat timeout, losing nothing', async () => {
     const seed = h.web.url('l0.liveness.test', '/');
-    // Short sessions: the one after the loss ends (and shows in history) well inside the 30 s heartbeat timeout.
+    // Short sessions: the one after the loss ends (and shows in history) well inside the heartbeat timeout (5 min).
     const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, session: { maxMs: 4_000, firstLocalMs: 1_000 } });
     let victim: WorkerProcess | undefined;
     let lost: SessionRecord[] = [];
