@@ -42,15 +42,16 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
   rt.sessionOpened(input.campaignKey, input.host);
   // Recorded before it takes the host over: a worker that dies from then on is found by its lease.
   const registration = await registerSession(rt, input);
+  let session: HostSession | null = null;
   try {
-    const session = await HostSession.open(rt, input);
+    session = await HostSession.open(rt, input);
     try {
       return await session.run();
     } finally {
       session.close();
     }
   } catch (err) {
-    throw await rideOutRedis(rt, input, err);
+    throw await rideOutRedis(rt, input, err, session);
   } finally {
     rt.sessionClosed(input.campaignKey, input.host);
     if (registration) await rt.deps.liveness?.unregister(registration).catch(() => undefined);
@@ -86,8 +87,11 @@ async function registerSession(rt: WorkerRuntime, input: SessionInput): Promise<
  * heartbeat while it waits: the ride-out (REDIS_OUTAGE.rideOutMs) is far inside the heartbeat
  * timeout, and a beat is a billable action.
  */
-function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown): Promise<unknown> {
-  return afterRedisFailure(rt.deps.redis, sessionProbeKeys(input.campaignKey, input.host), err, Context.current().cancellationSignal);
+function rideOutRedis(rt: WorkerRuntime, input: SessionInput, err: unknown, session: HostSession | null): Promise<unknown> {
+  return afterRedisFailure(rt.deps.redis, sessionProbeKeys(input.campaignKey, input.host), err, {
+    signal: Context.current().cancellationSignal,
+    onBack: async () => session?.noteOutage(),
+  });
 }
 
 const SHARED = 'first session deferred: campaigns share this worker, and this one holds its share of local sessions';

@@ -92,6 +92,18 @@ export class HostSession {
     this.revisits = this.s.revisit?.enabled ? new RevisitSchedule(rt.deps.redis, input.campaignKey, this.host) : null;
   }
 
+  /** The frontier member of the URL being processed now: noted as a retry if Redis fails under it (noteOutage). */
+  private inFlight: string | null = null;
+
+  /**
+   * Redis failed under the session and answers again (activities/redis-outage.ts): the URL it was
+   * processing is noted as a retry, so the outage does not count against the URL's processing
+   * attempts (a page whose commit failed three times in a failover was recorded INTERNAL_ERROR).
+   */
+  async noteOutage(): Promise<void> {
+    if (this.inFlight !== null) await this.frontier.noteRetry(this.inFlight);
+  }
+
   /** Stops the heartbeat, whichever way the session ends (a throw included). */
   close(): void {
     this.heartbeat.stop();
@@ -234,11 +246,14 @@ export class HostSession {
   private async crawlPage(f: Fetching, claim: Claim): Promise<SessionResult | null> {
     const job = this.jobFor(f, claim);
     const woken = new WokenHosts();
+    this.inFlight = claim.member;
     const res = await underAttemptPolicy(job, job.signal, {
       run: async () => processPage(this.rt, await this.fetchUnderClock(f, job), woken),
       unrequested: () => f.clock.abandon(),
       recordFailed: (message) => recordInternalError(this.rt, job, message),
     });
+    // Committed, recorded or about to be noted as a retry below: no longer the session's in flight.
+    this.inFlight = null;
     // Whatever the page's end (committed, or recorded failed for good after its links were routed), the hosts it made ready get their nudge.
     if (woken.hosts.length > 0) {
       await afterWake(this.rt, this.nudger, { campaignKey: this.input.campaignKey, campaignId: this.s.campaignId, revisits: !!this.revisits }, woken);

@@ -5,6 +5,7 @@
 // processing failures: the network's retries are the fetch stage's to count.
 import { PAGE_RETRY } from '../src/config/retry-policy';
 import { SessionSupersededError } from '../src/redis/frontier';
+import { isRedisUnavailable } from './redis-outage';
 
 /** A URL whose processing failed this many times for a reason other than the network is recorded as INTERNAL_ERROR. */
 export const MAX_PAGE_ATTEMPTS = PAGE_RETRY.maxProcessingAttempts;
@@ -33,13 +34,15 @@ export function claimedTooOften(c: ClaimCount): string | null {
 
 /**
  * The page's processing threw: the message it is recorded INTERNAL_ERROR with, or null when the
- * error goes up instead (the session was cancelled or superseded, or the URL has attempts left: the
- * session fails and its next attempt claims the URL again). A superseded session records nothing:
- * the URL is the newer attempt's, and its commit would be refused anyway.
+ * error goes up instead (the session was cancelled or superseded, Redis is unreachable, or the URL
+ * has attempts left: the session fails and its next attempt claims the URL again). A superseded
+ * session records nothing: the URL is the newer attempt's, and its commit would be refused anyway.
+ * An outage of Redis is not the URL's failure: the session rides it out (activities/redis-outage.ts),
+ * and recording the URL would need Redis anyway.
  */
 export function failedForGood(c: ClaimCount, err: unknown, cancelled: boolean): string | null {
   const processing = processingAttempts(c);
-  if (cancelled || err instanceof SessionSupersededError || processing < MAX_PAGE_ATTEMPTS) return null;
+  if (cancelled || err instanceof SessionSupersededError || isRedisUnavailable(err) || processing < MAX_PAGE_ATTEMPTS) return null;
   return `processing failed ${processing} times: ${err instanceof Error ? err.message : String(err)}`;
 }
 

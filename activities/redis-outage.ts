@@ -9,6 +9,7 @@
 // higher fencing number and resumes the claimed URL.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
+import { Cluster } from 'ioredis';
 import { REDIS_OUTAGE } from '../src/config/retry-policy';
 import { campaignKeys, hostKeys, sharedHostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
@@ -37,21 +38,37 @@ export function sessionProbeKeys(campaignKey: string, host: string, clockKey = s
   return [campaignKeys(campaignKey).config, hostKeys(campaignKey, host).frontier, clockKey];
 }
 
-/** Whether every key's node answers a read within `timeoutMs`. */
-async function answers(redis: RedisLike, keys: string[], timeoutMs: number): Promise<boolean> {
+/** What `p` resolves to, or null when it fails or takes longer than `timeoutMs`. */
+async function within<T>(p: Promise<T>, timeoutMs: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
   });
   try {
-    const reads = Promise.all(keys.map((k) => redis.exists(k))).then(
-      () => true,
-      () => false,
-    );
-    return await Promise.race([reads, late]);
+    return await Promise.race([p.catch(() => null), late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A node's CLUSTER INFO says every slot is served: none failing, none suspected of it. */
+export function clusterHealthy(info: string): boolean {
+  const field = (name: string) => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
+  return field('cluster_state') === 'ok' && field('cluster_slots_fail') === '0' && field('cluster_slots_pfail') === '0';
+}
+
+/**
+ * Whether Redis serves again: every key's node answers a read, and on a cluster every node that
+ * answers says all slots are served. The keys alone are not enough: a session also writes to other
+ * hosts' keys (the links a page routes) and to shared ones (addresses), which may sit on the master
+ * that failed, and a retry that failed there again spent the session's attempts at once.
+ */
+async function answers(redis: RedisLike, keys: string[], timeoutMs: number): Promise<boolean> {
+  const reads = within(Promise.all(keys.map((k) => redis.exists(k))), timeoutMs);
+  if (!(redis instanceof Cluster)) return (await reads) !== null;
+  const nodes = redis.nodes('all');
+  const views = (await Promise.all(nodes.map((n) => within(n.call('CLUSTER', 'INFO'), timeoutMs)))).filter((v) => v !== null);
+  return (await reads) !== null && views.length > 0 && views.every((v) => clusterHealthy(String(v)));
 }
 
 /**
@@ -71,12 +88,15 @@ export async function waitForRedis(redis: RedisLike, keys: string[], opts: { max
 
 /**
  * What a session's attempt that failed with `err` throws: `err` itself, unless Redis was
- * unreachable and answers again within REDIS_OUTAGE.rideOutMs; then a retryable failure whose next
+ * unreachable and answers again within REDIS_OUTAGE.rideOutMs; then, after `onBack` (the session
+ * notes its URL in flight as a retry: an outage is not the URL's failure), a retryable failure whose next
  * attempt starts at once (Temporal's own back-off would add seconds to every host the outage hit).
  * An outage longer than that is left to the retry policy and the host's durable back-off.
  */
-export async function afterRedisFailure(redis: RedisLike, keys: string[], err: unknown, signal?: AbortSignal): Promise<unknown> {
-  if (!isRedisUnavailable(err) || !(await waitForRedis(redis, keys, { signal }))) return err;
+export async function afterRedisFailure(redis: RedisLike, keys: string[], err: unknown, opts: { signal?: AbortSignal; onBack?: () => Promise<void> } = {}): Promise<unknown> {
+  if (!isRedisUnavailable(err) || !(await waitForRedis(redis, keys, { signal: opts.signal }))) return err;
+  // Best effort: what is not written now is counted against the URL as before.
+  await opts.onBack?.().catch(() => undefined);
   const message = err instanceof Error ? err.message : String(err);
   return ApplicationFailure.create({
     message: `Redis was unreachable (${message.slice(0, 200)}) and answers again: the session starts over at once`,

@@ -4,6 +4,7 @@
 // hold its host forever; claims that ended in a retry do not count, and a
 // cancellation is never recorded as the URL's failure.
 import { claimedTooOften, failedForGood, MAX_PAGE_ATTEMPTS, underAttemptPolicy } from '../../activities/page-attempts';
+import { ReplyError } from 'ioredis';
 import { SessionSupersededError } from '../../src/redis/frontier';
 
 const live = new AbortController().signal;
@@ -22,6 +23,11 @@ test('an error goes up while the URL has attempts left, and is recorded on its l
   expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, err, true)).toBeNull();
   // A session superseded by a newer attempt records nothing, on the last attempt too: the URL is the newer attempt's.
   expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, new SessionSupersededError('a.test'), false)).toBeNull();
+  // Redis failing over under the page is not the URL's failure: it goes up, for the session to ride out.
+  expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, new ReplyError('CLUSTERDOWN The cluster is down'), false)).toBeNull();
+  expect(failedForGood({ attempts: MAX_PAGE_ATTEMPTS, retried: 0 }, new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value'), false)).toContain(
+    'WRONGTYPE',
+  );
 });
 
 describe('a claimed URL under the policy', () => {
