@@ -9,7 +9,7 @@
 // higher fencing number and resumes the claimed URL.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
-import { Cluster } from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { REDIS_OUTAGE } from '../src/config/retry-policy';
 import { campaignKeys, hostKeys, sharedHostKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
@@ -57,18 +57,64 @@ export function clusterHealthy(info: string): boolean {
   return field('cluster_state') === 'ok' && field('cluster_slots_fail') === '0' && field('cluster_slots_pfail') === '0';
 }
 
+/** A probe of a cluster's health shared by the sessions of one process that ride out the same outage. */
+const shared = new WeakMap<Cluster, { at: number; healthy: Promise<boolean> }>();
+
 /**
- * Whether Redis serves again: every key's node answers a read, and on a cluster every node that
- * answers says all slots are served. The keys alone are not enough: a session also writes to other
- * hosts' keys (the links a page routes) and to shared ones (addresses), which may sit on the master
- * that failed, and a retry that failed there again spent the session's attempts at once.
+ * Whether every slot of the cluster is served: the masters a node's CLUSTER SLOTS names each answer
+ * a PING, and every node that answers says no slot is failing or suspected. A node's own view is
+ * not enough: for the node timeout after a master dies every node still says all slots are served,
+ * and the client drops a dead node from its pool, so its own list of masters may miss the dead one.
+ */
+function clusterServes(redis: Cluster, timeoutMs: number): Promise<boolean> {
+  const last = shared.get(redis);
+  if (last && Date.now() - last.at < REDIS_OUTAGE.probeEveryMs) return last.healthy;
+  const healthy = (async () => {
+    const nodes = redis.nodes('all');
+    const views = (await Promise.all(nodes.map((n) => within(n.call('CLUSTER', 'INFO'), timeoutMs)))).filter((v) => v !== null);
+    if (views.length === 0 || !views.every((v) => clusterHealthy(String(v)))) return false;
+    const slots = (await Promise.all(nodes.map((n) => within(n.call('CLUSTER', 'SLOTS') as Promise<[number, number, [string, number]][]>, timeoutMs)))).find((v) => v !== null);
+    if (!slots) return false;
+    const masters = [...new Set(slots.map(([, , [host, port]]) => `${host}:${port}`))];
+    const pings = await Promise.all(masters.map((m) => within(pingOnce(redis, m, timeoutMs), timeoutMs)));
+    return pings.every((p) => p === 'PONG');
+  })();
+  shared.set(redis, { at: Date.now(), healthy });
+  return healthy;
+}
+
+/** One PING to `hostPort` on a connection of its own, with the cluster's credentials and TLS, not retried. */
+async function pingOnce(cluster: Cluster, hostPort: string, timeoutMs: number): Promise<string> {
+  const cut = hostPort.lastIndexOf(':');
+  const node = new Redis({
+    ...cluster.options.redisOptions,
+    host: hostPort.slice(0, cut),
+    port: Number(hostPort.slice(cut + 1)),
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  node.on('error', () => undefined);
+  try {
+    await node.connect();
+    return await node.ping();
+  } finally {
+    node.disconnect();
+  }
+}
+
+/**
+ * Whether Redis serves again: every key's node answers a read and, on a cluster, every slot is
+ * served. The keys alone are not enough: a session also writes to other hosts' keys (the links a
+ * page routes) and to shared ones (addresses), which may sit on the master that failed, and a
+ * retry that failed there again spent the session's attempts at once.
  */
 async function answers(redis: RedisLike, keys: string[], timeoutMs: number): Promise<boolean> {
   const reads = within(Promise.all(keys.map((k) => redis.exists(k))), timeoutMs);
   if (!(redis instanceof Cluster)) return (await reads) !== null;
-  const nodes = redis.nodes('all');
-  const views = (await Promise.all(nodes.map((n) => within(n.call('CLUSTER', 'INFO'), timeoutMs)))).filter((v) => v !== null);
-  return (await reads) !== null && views.length > 0 && views.every((v) => clusterHealthy(String(v)));
+  const [read, serves] = await Promise.all([reads, clusterServes(redis, timeoutMs)]);
+  return read !== null && serves;
 }
 
 /**
