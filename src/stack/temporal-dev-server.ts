@@ -51,6 +51,19 @@ export const FAIRNESS_DYNAMIC_CONFIG = [
 ];
 
 /**
+ * A worker that stops answering (SIGSTOP, a paused VM) keeps its connection to
+ * the server, and the server kept handing its open long polls tasks: each
+ * workflow task one took waited for the task's 10 s timeout, each session was
+ * lost again (issue 38: a frozen worker's hosts went on after 13–20 s). With
+ * these the server pings a connection silent for a second and closes it when
+ * the ping is not answered within another, its polls with it, before the
+ * worker's lease in Redis (3 s) runs out and its hosts are told. A live
+ * worker's SDK answers pings from its own threads, however busy its event
+ * loop. A deployment's server gets the same (deploy/temporal-dynamic-config.yaml).
+ */
+export const LIVENESS_DYNAMIC_CONFIG = ['frontend.keepAliveTime="1s"', 'frontend.keepAliveTimeout="1s"'];
+
+/**
  * The CLI's dev server re-reads the search attribute registry from SQLite on
  * every read of it, so that attributes added at run time show at once (a
  * testing aid that Temporal says not to use in production): once per workflow
@@ -86,6 +99,7 @@ export function devServerArgs(opts: TemporalDevServerOptions): string[] {
     // activities/campaign-hosts.ts), and the matcher round-robins between keys
     // instead of serving one campaign's backlog first.
     ...FAIRNESS_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
+    ...LIVENESS_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
     ...DEV_SERVER_CACHE_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
   ];
   if (opts.headless) args.push('--headless');

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { REDIS_PERSISTENCE_ARGS } from '../../src/stack/redis-server';
-import { FAIRNESS_DYNAMIC_CONFIG } from '../../src/stack/temporal-dev-server';
+import { FAIRNESS_DYNAMIC_CONFIG, LIVENESS_DYNAMIC_CONFIG } from '../../src/stack/temporal-dev-server';
 import {
   NAMESPACE,
   PORTS,
@@ -123,10 +123,10 @@ describe('docker-compose.yml runs the topology of src/stack/topology.ts', () => 
 });
 
 describe('the dynamic config file', () => {
-  test('turns on exactly what the dev server gets on its command line', () => {
+  test('sets exactly what the dev server gets on its command line: fairness, keepalive', () => {
     const file = parse(fs.readFileSync(TEMPORAL_DYNAMIC_CONFIG_FILE, 'utf8')) as Record<string, { value: unknown }[]>;
     const fromFile = Object.entries(file).map(([k, [{ value }]]) => `${k}=${JSON.stringify(value)}`);
-    expect(fromFile.sort()).toEqual([...FAIRNESS_DYNAMIC_CONFIG].sort());
+    expect(fromFile.sort()).toEqual([...FAIRNESS_DYNAMIC_CONFIG, ...LIVENESS_DYNAMIC_CONFIG].sort());
   });
 });
 

@@ -14,6 +14,11 @@ describe('the dev server command line', () => {
     expect(dynamic).toContain('system.forceSearchAttributesCacheRefreshOnRead=false');
   });
 
+  test("closes a connection whose worker stops answering pings within 2 s (a frozen worker's polls stop taking tasks before its lease runs out)", () => {
+    const dynamic = valuesOf(args, '--dynamic-config-value');
+    expect(dynamic).toEqual(expect.arrayContaining(['frontend.keepAliveTime="1s"', 'frontend.keepAliveTimeout="1s"']));
+  });
+
   test('registers every crawler search attribute before the server serves, which is what makes the cached registry complete', () => {
     const registered = valuesOf(args, '--search-attribute');
     expect(registered.sort()).toEqual(CRAWL_SEARCH_ATTRIBUTES.map((sa) => `${sa.name}=${sa.cliType}`).sort());
