@@ -115,8 +115,10 @@ if (argv[0] === '--lint') {
     '--config',
     path.join(root, 'jest.config.js'),
     '--forceExit',
-    ...(projects.length ? ['--selectProjects', ...projects] : []),
     ...argv.slice(lintFirst ? 2 : 1),
+    // Last: --selectProjects takes every word after it, so a file named after it (`npm run
+    // test:acceptance -- <file>`) was read as a project name and the whole suite ran.
+    ...(projects.length ? ['--selectProjects', ...projects] : []),
   ]);
 } else if (argv[0] === '--test-cluster') {
   // `npm run test:cluster`: the production topology brought up natively, crawled and
