@@ -10,31 +10,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import type { Redis } from 'ioredis';
-import { workerKeys } from '../../src/redis/keys';
-import { parseSessionRecord, type SessionRecord } from '../../src/redis/worker-registry';
+import type { SessionRecord } from '../../src/redis/worker-registry';
 import { readIndex } from '../../src/storage/index-writer';
 import type { WorkerProcess } from '../../src/worker/worker-pool';
 import { generateSites } from '../web/test-web';
+import { sessionsOf } from '../support/worker-sessions';
 import { createHarness, launch, minGapsByHost, pageRequests, sleep, type Harness } from '../support/harness';
 
 jest.setTimeout(10 * 60_000);
 const EventType = temporal.api.enums.v1.EventType;
 const FROZEN_MS = 40_000;
 const DELAY_MS = 500;
-
-async function sessionsOf(redis: Redis, w: WorkerProcess): Promise<{ ids: string[]; records: SessionRecord[] }> {
-  const k = workerKeys();
-  const ids = (await redis.zrange(k.leases, 0, -1)).filter((id) => id.startsWith(`${w.child.pid}@`));
-  const records: SessionRecord[] = [];
-  for (const id of ids) {
-    for (const [field, value] of Object.entries(await redis.hgetall(k.sessions(id)))) {
-      const r = parseSessionRecord(field, value);
-      if (r) records.push(r);
-    }
-  }
-  return { ids, records };
-}
 
 const hostOf = (r: SessionRecord) => r.workflowId.slice(r.workflowId.lastIndexOf('/') + 1).replace(/:\d+$/, '');
 

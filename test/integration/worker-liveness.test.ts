@@ -5,30 +5,15 @@
 // handed the session over. Read from the hosts' histories, not from the clock.
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { Redis } from 'ioredis';
-import { workerKeys } from '../../src/redis/keys';
-import { parseSessionRecord, type SessionRecord } from '../../src/redis/worker-registry';
+import type { SessionRecord } from '../../src/redis/worker-registry';
 import type { WorkerProcess } from '../../src/worker/worker-pool';
 import { generateSites } from '../web/test-web';
+import { sessionsOf } from '../support/worker-sessions';
 import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, sleep, urlOf, type Harness } from '../support/harness';
 
 jest.setTimeout(300_000);
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-
-/** The regular sessions recorded under the lease of worker process `w` (its ids start with its identity, `<pid>@<host>`). */
-async function sessionsOf(redis: Redis, w: WorkerProcess): Promise<SessionRecord[]> {
-  const k = workerKeys();
-  const ids = (await redis.zrange(k.leases, 0, -1)).filter((id) => id.startsWith(`${w.child.pid}@`));
-  const out: SessionRecord[] = [];
-  for (const id of ids) {
-    for (const [field, value] of Object.entries(await redis.hgetall(k.sessions(id)))) {
-      const r = parseSessionRecord(field, value);
-      if (r) out.push(r);
-    }
-  }
-  return out;
-}
 
 /** What a host run's history says about its lost session and the one after it. */
 function afterLoss(events: HistoryEvent[], session: number) {
@@ -83,7 +68,7 @@ describe('kill -9 of the worker running host sessions', () => {
     let lost: SessionRecord[] = [];
     while (!victim) {
       for (const w of h.pool.alive()) {
-        const records = await sessionsOf(h.redis, w);
+        const records = (await sessionsOf(h.redis, w)).records;
         if (records.length > 0) [victim, lost] = [w, records];
       }
       if (!victim) await sleep(100);
@@ -133,7 +118,7 @@ describe('SIGTERM to the worker running host sessions', () => {
     let handed: SessionRecord[] = [];
     while (!victim) {
       for (const w of h.pool.alive()) {
-        const records = await sessionsOf(h.redis, w);
+        const records = (await sessionsOf(h.redis, w)).records;
         if (records.length > 0) [victim, handed] = [w, records];
       }
       if (!victim) await sleep(100);
