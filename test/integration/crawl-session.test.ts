@@ -493,10 +493,14 @@ test("a warm-up that ended before the host's session began leaves it its verdict
 });
 
 const accepted = () => [...h.web.load().values()].reduce((n, l) => n + l.accepted, 0);
+// No cap per address: its slots live in the Redis every test file shares, and a request to
+// 127.0.0.1 from another file in flight at the same moment made this one's address contended,
+// and a contended address keeps no idle connection (src/http/http-client.ts), whatever the warm-up did.
+const uncapped: Partial<CampaignInput> = { politeness: { minDelayMs: 0, maxInFlightPerAddress: null } };
 
 test('a warm-up for a host with no session on this worker lets its connection go; one a session here waits on, or an eager start will run here, is kept for the session', async () => {
   // The dispatch warms up a host whose session then runs on another worker: no keep-alive connection stays behind here.
-  const away = await prepared('twentyone');
+  const away = await prepared('twentyone', uncapped);
   const awayName = away.host.split(':')[0];
   warmRobots(rt, await rt.campaign(away.campaignKey, 1), away.host);
   expect(await rt.robotsWarmups.get(`${away.campaignKey}|${away.host}`)).toMatchObject({ kind: 'ok' });
@@ -504,7 +508,7 @@ test('a warm-up for a host with no session on this worker lets its connection go
   for (let t0 = Date.now(); h.web.openConnections(awayName) > 0 && Date.now() - t0 < 5_000;) await new Promise((r) => setTimeout(r, 20));
   expect(h.web.openConnections(awayName)).toBe(0);
   // The host's session starts here while its warm-up is in flight: robots.txt and every page on one connection.
-  const here = await prepared('twentytwo');
+  const here = await prepared('twentytwo', uncapped);
   h.web.resetLoad();
   const warm = await warmUpHeld(here);
   try {
@@ -517,7 +521,7 @@ test('a warm-up for a host with no session on this worker lets its connection go
     warm.restore();
   }
   // A host started eagerly here: its session may begin only after the warm-up ended, and still finds the connection.
-  const eager = await prepared('twentythree');
+  const eager = await prepared('twentythree', uncapped);
   h.web.resetLoad();
   warmRobots(rt, await rt.campaign(eager.campaignKey, 1), eager.host, false, true);
   expect(await rt.robotsWarmups.get(`${eager.campaignKey}|${eager.host}`)).toMatchObject({ kind: 'ok' });
