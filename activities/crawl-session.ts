@@ -150,7 +150,7 @@ export class HostSession {
       if (why) return this.endFor(why);
     }
     if (this.record.due()) await this.record.write('crawling', this.view);
-    if (this.view.pages >= this.s.session.maxPages || Date.now() >= this.deadline || this.rt.draining) return this.end('cap');
+    if (this.view.pages >= this.s.session.maxPages || Date.now() >= this.deadline || this.rt.draining || this.shedsFirstSession()) return this.end('cap');
     // Cancelled (its worker is going away, or Temporal gave up on it): stop at once, commit nothing more.
     this.signal.throwIfAborted();
     if (!unfetched) return this.fetchNext(f);
@@ -160,6 +160,19 @@ export class HostSession {
     await recordUnfetched(this.rt, this.jobFor(f, claim, null), f.robots);
     this.view.pages++;
     return null;
+  }
+
+  /**
+   * A host's first (local) session runs on the worker that started the host, so the dispatch puts
+   * every first session of a campaign on one worker. While that worker is full (its floor of
+   * sessions running, its thread saturated: src/worker/worker-load.ts), a first session that has
+   * crawled a page and has more queued ends at its cap: the host's next session goes through the
+   * task queue, whose slots a full worker does not ask for, to a worker with room (issue 38). Not
+   * before its first page, nor with its frontier empty: a one-page host still ends here, in its
+   * first session, as before.
+   */
+  private shedsFirstSession(): boolean {
+    return !!this.input.local && this.view.pages > 0 && !this.frontier.emptyAfterCommit && (this.rt.deps.load?.full() ?? false);
   }
 
   /** The host clock, then the next URL: fetched, or (none queued) the revisits' turn. */

@@ -11,6 +11,7 @@ import { createActivities, WorkerRuntime } from '../../activities';
 import { warmRobots } from '../../activities/robots';
 import { sealCampaign } from '../../activities/seal-campaign';
 import type { SessionInput, SessionResult } from '../../activities/types';
+import type { WorkerLoad } from '../../src/worker/worker-load';
 import { resolveCampaignSettings, type CampaignInput } from '../../src/config/campaign';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
@@ -36,7 +37,7 @@ let rt: WorkerRuntime;
 beforeAll(async () => {
   h = await createHarness('crawl-session', { workers: 0 });
   const names = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen'];
-  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty', 'twentyone', 'twentytwo', 'twentythree']) {
+  for (const name of [...names, 'seventeen', 'eighteen', 'nineteen', 'twenty', 'twentyone', 'twentytwo', 'twentythree', 'shed']) {
     for (const spec of generateSites({ count: 1, pages: 8, fanOut: 2, hostPattern: () => `${name}.session.test`, seed: 3 })) h.web.addSite(spec);
   }
   for (const spec of generateSites({ count: 1, pages: 1, fanOut: 0, hostPattern: () => 'one-page.session.test', seed: 3 })) h.web.addSite(spec);
@@ -733,5 +734,28 @@ test("two first sessions of one host at once (the first one's workflow task time
     await redis.del(addressKeys(web.address).slots);
     await other.close();
     await web.close();
+  }
+});
+
+test("a host's first session on a full worker ends at its cap after its first page, leaving the rest to a worker with room; a one-page host still ends in it", async () => {
+  // A worker that reads full (src/worker/worker-load.ts): its floor of sessions running, its thread saturated.
+  const full = new WorkerRuntime({
+    redis,
+    temporal: h.client,
+    load: { full: () => true, admitFirstSession: async () => true, started: () => undefined, ended: () => undefined } as unknown as WorkerLoad,
+  });
+  try {
+    const local = () => new MockActivityEnvironment({ isLocal: true, currentAttemptScheduledTimestampMs: Date.now() }, { logger: new DefaultLogger('ERROR') });
+    const many = await prepared('shed');
+    const r = (await local().run(createActivities(full).crawlSession, { ...many.input, local: true as const })) as SessionResult;
+    expect(r).toMatchObject({ end: 'cap', pages: 1 });
+    // A regular session on the same worker is not shed: it crawls the rest.
+    expect(await many.session()).toMatchObject({ end: 'drained', pages: 7 });
+
+    const one = await prepared('one-page');
+    const o = (await local().run(createActivities(full).crawlSession, { ...one.input, local: true as const })) as SessionResult;
+    expect(o).toMatchObject({ end: 'drained', pages: 1 });
+  } finally {
+    await full.close();
   }
 });
