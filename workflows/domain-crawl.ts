@@ -86,12 +86,7 @@ export async function domainCrawl(input: DomainCrawlInput): Promise<DomainCrawlR
 
 async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<DomainCrawlResult> {
   const book = new DomainBook(input, !legacy);
-  setHandler(wakeSignal, ({ gen }) => book.onWake(gen));
-  setHandler(finishSignal, ({ reason }) => book.onFinish(reason));
-  setHandler(steerSignal, ({ configVersion }) => book.onSteer(configVersion));
-  setHandler(domainStatusQuery, () => book.status());
-  const lost = new LostSessions();
-  setHandler(sessionLostSignal, ({ session }) => lost.onLost(session));
+  const lost = listen(book);
 
   /** `state`: false when closing (a closed host's state is its ExecutionStatus: only the legacy type writes 'done'). */
   const publish = (sleepMs = 0, state = true) => {
@@ -166,6 +161,17 @@ async function crawlHost(input: DomainCrawlInput, legacy: boolean): Promise<Doma
   }
   await condition(allHandlersFinished);
   return book.result();
+}
+
+/** The host's messages: each signal and query reaches the book, a lost session the wait of the session it names. */
+function listen(book: DomainBook): LostSessions {
+  setHandler(wakeSignal, ({ gen }) => book.onWake(gen));
+  setHandler(finishSignal, ({ reason }) => book.onFinish(reason));
+  setHandler(steerSignal, ({ configVersion }) => book.onSteer(configVersion));
+  setHandler(domainStatusQuery, () => book.status());
+  const lost = new LostSessions();
+  setHandler(sessionLostSignal, ({ session }) => lost.onLost(session));
+  return lost;
 }
 
 /** The next session: the host's first runs locally (hostCrawl) or eagerly dispatched (legacy), the others through the task queue. */
