@@ -586,10 +586,14 @@ return 1`,
   // on, so its sessions are presumed lost and the worker joins again under a
   // new id (the old one is left for a live worker to clean up). Then the ids
   // of workers whose lease ran out, for the caller to clean up.
-  // When no worker beat for over a lease (last beat), the silence was Redis's
-  // (an outage, a failover) or everyone's, not one worker's: every lease is
-  // moved on by the silence first, so none runs out for it (a worker dead
-  // meanwhile is found a lease later).
+  // When no worker beat for over half a lease (last beat), the silence was
+  // Redis's (an outage, a failover) or everyone's, not one worker's: every
+  // lease is moved on by the silence first, so none runs out for it (a worker
+  // dead meanwhile is found a lease later). Half, not a whole lease: the
+  // workers' last beats before the silence are up to a beat apart, so a
+  // silence a little shorter than a lease already outlasts the lease of the
+  // worker that beat first, and it would be taken for dead. Live workers beat
+  // six times a lease, so half a lease of silence is never theirs alone.
   // Returns {1 | 0, {expired ids}}.
   crawlWorkerBeat: {
     numberOfKeys: 3,
@@ -597,7 +601,7 @@ return 1`,
 ${NOW_MS}
 local leaseMs = tonumber(ARGV[2])
 local last = tonumber(redis.call('GET', KEYS[3]) or '0')
-if last > 0 and now - last > leaseMs then
+if last > 0 and now - last > leaseMs / 2 then
   local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
   for i = 1, #all, 2 do
     redis.call('ZADD', KEYS[1], 'XX', string.format('%d', tonumber(all[i + 1]) + now - last), all[i])

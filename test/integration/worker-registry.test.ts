@@ -74,6 +74,19 @@ describe('worker registry on Redis', () => {
     expect((await reg.beat('b', lease, 10)).live).toBe(false);
   });
 
+  test('a silence of every worker shorter than a lease runs out no lease either, though it outlasts the lease of the worker that beat first', async () => {
+    const lease = 1_000;
+    await reg.join('a', lease);
+    await reg.join('b', lease);
+    expect((await reg.beat('a', lease, 10)).live).toBe(true);
+    await sleep(lease * 0.4);
+    expect((await reg.beat('b', lease, 10)).live).toBe(true);
+    // Redis away for 0.8 of a lease after b's beat: a's lease (renewed 0.4 before) would have run out.
+    await sleep(lease * 0.8);
+    expect(await reg.beat('b', lease, 10)).toEqual({ live: true, expired: [] });
+    expect(await reg.beat('a', lease, 10)).toEqual({ live: true, expired: [] });
+  });
+
   test("one live worker takes a dead worker's cleanup, gets its sessions, and removes its lease and records", async () => {
     await reg.join('dead', SHORT);
     for (const n of [1, 2, 3]) expect(await reg.register('dead', record(n, `run-${n}`))).toBe(true);
