@@ -2,8 +2,8 @@
 // of a dead node and of a cluster failing over are told from a command's own
 // errors, a session whose Redis answers again retries at once, and a
 // campaign on a Redis Cluster with replicas goes through the kill of the
-// master holding a host's keys with every page stored, its hosts' sessions
-// retried for the outage rather than backing off.
+// master holding a host's keys with every page stored, its sessions retried
+// for the outage rather than backing off.
 import net from 'node:net';
 import path from 'node:path';
 import Redis from 'ioredis';
@@ -152,8 +152,7 @@ describe('a Redis outage', () => {
       session: { firstLocalMs: 1_000 },
     });
     const campaignKey = campaignKeyOf(handle.workflowId, handle.firstExecutionRunId);
-    const victimHost = hostKey(seeds[0]);
-    const victim = await masterOf(cluster!, hostKeys(campaignKey, victimHost).frontier);
+    const victim = await masterOf(cluster!, hostKeys(campaignKey, hostKey(seeds[0])).frontier);
 
     // Past its first session, host 0's keys lose their master; its replica takes over after the node timeout.
     while (pageRequests(h.web.requests()).filter((r) => r.host === new URL(seeds[0]).hostname).length < 12) await sleep(50);
@@ -171,15 +170,19 @@ describe('a Redis outage', () => {
     const requested = pageRequests(h.web.requests()).map((r) => urlOf(h!, r));
     expect(new Set(requested)).toEqual(expected);
 
-    // The hosts whose keys the dead master held: a session attempt failed for the outage and the next one went on.
-    const outageRetries: string[] = [];
+    // The outage was felt: a session attempt failed for it and the next one went on at once. Which
+    // hosts' sessions feel it depends on what each had in flight (a command may also ride the
+    // failover out inside the client's own retries), so no host in particular; but no session
+    // attempt failed for anything else, so none backed off.
+    const failures: string[] = [];
     for (const seed of seeds) {
       const events = (await h.client.workflow.getHandle(domainWorkflowId(result.campaignId, hostKey(seed))).fetchHistory()).events ?? [];
       for (const e of events) {
-        const started = e.activityTaskStartedEventAttributes;
-        if (started?.lastFailure?.applicationFailureInfo?.type === FailureType.redisOutage) outageRetries.push(hostKey(seed));
+        const failure = e.activityTaskStartedEventAttributes?.lastFailure;
+        if (failure) failures.push(`${hostKey(seed)}: ${failure.applicationFailureInfo?.type ?? 'no type'}: ${failure.message}`);
       }
     }
-    expect(outageRetries).toContain(victimHost);
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures.filter((f) => !f.includes(`: ${FailureType.redisOutage}: `))).toEqual([]);
   });
 });
