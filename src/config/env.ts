@@ -31,6 +31,8 @@ export interface ProcessSettings {
   activityPolls: number;
   /** Workflow executions kept in a worker's sticky cache. */
   workflowCacheSize: number;
+  /** How long a cached workflow's next task waits for this worker before any worker may take it (ms). */
+  stickyTimeoutMs: number;
   /** Workflow tasks a worker runs at once (a host's first session holds its task's slot while it runs as a local activity). */
   workflowTaskSlots: number;
   /** How often a worker process gives freed native memory back (glibc malloc_trim), in ms; 0 = never. */
@@ -142,6 +144,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     doc: 'Activity task polls each worker keeps open: few, so that a burst of sessions is spread over the pool (more: more sessions taken per round trip to a distant server)',
   },
   { key: 'workflowCacheSize', env: 'CRAWLER_WORKFLOW_CACHE', default: 2000, parse: int('CRAWLER_WORKFLOW_CACHE'), doc: 'Sticky workflow cache size per worker' },
+  {
+    key: 'stickyTimeoutMs',
+    env: 'CRAWLER_STICKY_TIMEOUT_MS',
+    default: 3000,
+    parse: int('CRAWLER_STICKY_TIMEOUT_MS'),
+    doc: "How long (ms) a host workflow's next task waits for the worker that has it cached before any worker may take it: after that worker dies, the host waits this long (the SDK's default is 10 s)",
+  },
   {
     key: 'workflowTaskSlots',
     env: 'CRAWLER_WORKFLOW_TASK_SLOTS',

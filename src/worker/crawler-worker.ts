@@ -116,6 +116,13 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     maxHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     defaultHeartbeatThrottleInterval: SESSION_HEARTBEAT.throttleMs,
     maxCachedWorkflows: cfg.workflowCacheSize,
+    // A host's workflow is cached on the worker that ran its last task, often
+    // not the one running its session. When that worker dies, the task that
+    // the session's end schedules waits on the dead worker's sticky queue for
+    // this long before going to the task queue; the liveness watch resets the
+    // sticky queue only of the hosts whose sessions ran there. At the SDK's
+    // 10 s, hosts crawled again 10-16 s after a kill where the others took 3 s.
+    stickyQueueScheduleToStartTimeout: cfg.stickyTimeoutMs,
     // SIGTERM: sessions finish the page in flight and end (rt.draining); the
     // grace time bounds a page that hangs.
     shutdownGraceTime: '30s',
