@@ -4,10 +4,11 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { CampaignInputError, resolveCampaignSettings } from '../../src/config/campaign';
 import { processSettings } from '../../src/config/env';
 import { PROJECT_ROOT } from '../../src/config/project-root';
 import { objectStoreFor, openObjectStore, parseOutputLocation, s3ConnectionFor, type S3Location } from '../../src/storage/output-location';
-import { bucketNameProblem, MAX_S3_PREFIX_BYTES } from '../../src/storage/output-location-rules';
+import { bucketNameProblem, MAX_S3_PREFIX_BYTES, s3EndpointProblem, s3RegionProblem } from '../../src/storage/output-location-rules';
 import { S3ObjectStore } from '../../src/storage/s3-object-store';
 import { StorageError } from '../../src/storage/storage-error';
 
@@ -78,6 +79,72 @@ describe('parseOutputLocation', () => {
 
   test("S3's bucket rules accept the names AWS's own examples use", () => {
     for (const name of ['docexamplebucket1', 'log-delivery-march-2020', 'my-hosted-content', 'www.example.com', 'a1b', '123']) expect(bucketNameProblem(name)).toBeNull();
+  });
+});
+
+describe('the campaign settings', () => {
+  const resolve = (output: object, campaignId = 'c1') => resolveCampaignSettings({ seeds: ['http://a.test/'], output } as never, campaignId);
+  const problems = (output: object, campaignId = 'c1'): string[] => {
+    try {
+      resolve(output, campaignId);
+    } catch (err) {
+      if (err instanceof CampaignInputError) return err.problems;
+      throw err;
+    }
+    return [];
+  };
+
+  test('an s3:// output.dir and its connection are taken, {campaign} replaced in the prefix', () => {
+    const s = resolve({ dir: 's3://crawl/runs/{campaign}', s3: { endpoint: 'https://s3.store.test:8443/base', region: 'garage', pathStyle: true } }, 'nightly-1');
+    expect(s.output).toEqual({ dir: 's3://crawl/runs/nightly-1', warcKeepSecrets: false, s3: { endpoint: 'https://s3.store.test:8443/base', region: 'garage', pathStyle: true } });
+    expect(resolve({ dir: 's3://crawl', s3: { endpoint: 'http://[::1]:8333' } }).output.s3).toEqual({ endpoint: 'http://[::1]:8333', region: null, pathStyle: false });
+  });
+
+  test('an s3:// output.dir that does not parse is refused at the edge, with the reason', () => {
+    expect(problems({ dir: 's3://Crawl/x' })).toEqual(['output.dir has a bucket name "Crawl" S3 refuses: lowercase letters, digits, dots and hyphens only']);
+    expect(problems({ dir: 'gs://crawl/x' })).toEqual(['output.dir is a gs:// URL; an output location is a folder or s3://bucket/prefix']);
+    expect(problems({ dir: 7 })).toEqual(['output.dir must be a folder or s3://bucket/prefix (got 7)']);
+    // Checked with the campaign ID in place: an ID of ".." would be a segment of its own.
+    expect(problems({ dir: 's3://crawl/runs/{campaign}' }, '..')).toEqual([expect.stringMatching(/^output.dir has a "." or ".." segment/)]);
+    expect(problems({ dir: '/srv/{campaign}' }, '..')).toEqual([]);
+    // The placeholder in the bucket is named as such, not as the bucket the ID would make.
+    expect(problems({ dir: 's3://{campaign}/x' }, 'crawl-1')).toEqual([expect.stringMatching(/^output.dir has \{campaign\} in the bucket name/)]);
+  });
+
+  test('output.s3 fields are checked, each with its own words, and never echo credentials', () => {
+    expect(problems({ dir: 's3://crawl', s3: { endpoint: 'store.test:8333', region: 'us east', pathStyle: 'yes' } })).toEqual([
+      'output.s3.endpoint must be an http:// or https:// URL of an S3-compatible endpoint, such as http://127.0.0.1:8333 (got "store.test:8333")',
+      'output.s3.region must be a region name such as us-east-1 (letters, digits, dots, hyphens, underscores; at most 64) (got "us east")',
+      'output.s3.pathStyle must be true or false (got "yes")',
+    ]);
+    const withKey = problems({ dir: 's3://crawl', s3: { endpoint: 'http://AKIAEXAMPLE:hunter2@store.test' } });
+    expect(withKey).toEqual([expect.stringMatching(/^output.s3.endpoint holds user:password@/)]);
+    expect(withKey.join()).not.toMatch(/hunter2|AKIAEXAMPLE/);
+    expect(problems({ dir: 's3://crawl', s3: 'http://store.test' })).toEqual([expect.stringMatching(/^output.s3 must be an object such as/)]);
+    // Keys in the settings are refused, their names said, their values not.
+    const keys = problems({ dir: 's3://crawl', s3: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'hunter2' } });
+    expect(keys).toEqual([expect.stringMatching(/^output.s3 has "accessKeyId", "secretAccessKey": .*never from settings$/)]);
+    expect(keys.join()).not.toMatch(/hunter2|AKIAEXAMPLE/);
+  });
+
+  test.each([
+    ['http://127.0.0.1:8333', null],
+    ['https://s3.eu-west-3.amazonaws.com', null],
+    ['http://[fd00::1]:9000/', null],
+    ['http://store.test:0', /port 0; ports are 1 to 65535/],
+    ['http://store.test:70000', /port 70000/],
+    ['http://store.test/a?b', /must be an http/],
+    ['http://-store.test', /no valid host name/],
+    ['http://store test', /must not contain spaces/],
+  ])('endpoint %s', (endpoint, why) => {
+    const p = s3EndpointProblem(endpoint);
+    if (why === null) expect(p).toBeNull();
+    else expect(p).toMatch(why);
+  });
+
+  test('regions: AWS names and the names self-hosted stores use; nothing with spaces or slashes', () => {
+    for (const r of ['us-east-1', 'eu-west-3', 'garage', 'local_1']) expect(s3RegionProblem(r)).toBeNull();
+    for (const r of ['', 'us east', 'a/b', '-x', 'x'.repeat(65)]) expect(s3RegionProblem(r)).not.toBeNull();
   });
 });
 
