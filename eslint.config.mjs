@@ -21,9 +21,10 @@ const ROOT = path.dirname(fileURLToPath(import.meta.url));
 /**
  * src/ modules workflows may import: no I/O, no clock, no randomness, no
  * imports beyond each other (the same rule holds in them). Files, or folders
- * ending in '/'. src/url/traps.ts, src/url/url-rules.ts and
- * src/http/header-rules.ts come in through src/config/campaign.ts,
- * src/errors.ts and src/config/render-modes.ts through both config modules.
+ * ending in '/'. src/url/traps.ts, src/url/url-rules.ts,
+ * src/http/header-rules.ts and src/storage/output-location-rules.ts come in
+ * through src/config/campaign.ts, src/errors.ts and src/config/render-modes.ts
+ * through both config modules.
  */
 const PURE_SRC = [
   'src/config/campaign.ts',
@@ -35,6 +36,7 @@ const PURE_SRC = [
   'src/url/traps.ts',
   'src/url/url-rules.ts',
   'src/http/header-rules.ts',
+  'src/storage/output-location-rules.ts',
   'src/stats/counters.ts',
   'src/state/',
 ];

@@ -12,6 +12,7 @@ import { MAX_ACTIVE_HOSTS } from './steering';
 import { CrawlerError } from '../errors';
 import { checkUrlPattern, MAX_URL_RULES, MAX_URL_RULE_LENGTH } from '../url/url-rules';
 import { headerEntryProblem, MAX_HEADERS } from '../http/header-rules';
+import { outputDirProblem, S3_ENDPOINT_SHAPE, s3EndpointProblem, S3_REGION_SHAPE, s3RegionProblem } from '../storage/output-location-rules';
 
 export const SCOPE_MODES = ['same-domain', 'same-host', 'domains', 'any'] as const;
 export type ScopeMode = (typeof SCOPE_MODES)[number];
@@ -522,14 +523,43 @@ const campaignFields = {
   sitemaps: oneOf(SITEMAP_MODES).default('robots+root').describe('Where sitemap URLs come from: robots.txt `Sitemap:` lines, plus `/sitemap.xml` with robots+root; off: none.'),
   output: section({
     dir: z
-      .string({ error: (iss) => `must be a folder${got(iss)}` })
+      .string({ error: (iss) => `must be a folder or s3://bucket/prefix${got(iss)}` })
       .default('crawl-output')
-      .describe(`The output folder; \`${CAMPAIGN_PLACEHOLDER}\` in it is replaced by the campaign ID (how each run of a schedule gets its own folder).`),
+      .describe(
+        `Where the archive goes: a folder, or \`s3://bucket/prefix\` (an S3-compatible bucket: connection in output.s3, credentials from the AWS SDK's default chain on each worker, never in settings). \`${CAMPAIGN_PLACEHOLDER}\` in it is replaced by the campaign ID (how each run of a schedule gets its own folder or prefix).`,
+      ),
     warcKeepSecrets: flag()
       .default(false)
       .describe(
         'Keep the values of Authorization, Proxy-Authorization and Cookie request headers, credentials-file headers and Set-Cookie response headers in the WARC; by default they become `[redacted]` (the names stay). For WARCs stored privately.',
       ),
+    // Connection settings only: the keys are secrets, found by the AWS SDK on each machine (they would land in Temporal history here).
+    s3: z
+      .strictObject(
+        {
+          endpoint: text(S3_ENDPOINT_SHAPE, s3EndpointProblem)
+            .nullable()
+            .default(null)
+            .describe(
+              'The S3-compatible endpoint of an `s3://` output.dir (SeaweedFS, MinIO, Garage…), an http(s) URL; null: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, on each worker, else AWS S3 itself.',
+            ),
+          region: text(S3_REGION_SHAPE, s3RegionProblem)
+            .nullable()
+            .default(null)
+            .describe("The bucket's region; null: AWS_REGION on each worker, else us-east-1 with an endpoint (what self-hosted stores take), else the AWS profile's."),
+          pathStyle: flag()
+            .default(false)
+            .describe('Address the bucket as `<endpoint>/<bucket>` rather than `<bucket>.<endpoint host>`: most self-hosted stores need it (AWS S3 takes both).'),
+        },
+        {
+          // A key of its own named, not its value: someone putting keys here is putting secrets in Temporal's history.
+          error: (iss) =>
+            iss.code === 'unrecognized_keys'
+              ? `has ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}: output.s3 holds endpoint, region and pathStyle; credentials come from the AWS SDK's default chain on each machine, never from settings`
+              : `must be an object such as {"endpoint": "http://127.0.0.1:8333", "pathStyle": true}${got(iss)}`,
+        },
+      )
+      .prefault({}),
   }).prefault({}),
   handler: text(HANDLER_SHAPE, handlerProblem)
     .nullable()
@@ -599,6 +629,12 @@ export const campaignSchema = z
     // A cookies file the crawl would never send is a mistake worth hearing about, not a silent anonymous crawl.
     if (c.cookies === 'off' && typeof c.cookiesFile === 'string')
       ctx.addIssue({ code: 'custom', message: 'needs cookies "on": with cookies off no cookie is sent', path: ['cookiesFile'], input: c.cookiesFile });
+    // Checked as the workers will read it, the campaign ID in place of {campaign} (an ID of "." or ".." would make a prefix segment of its own).
+    const dir = (c.output as { dir?: unknown } | undefined)?.dir;
+    if (typeof dir === 'string') {
+      const problem = outputDirProblem(dir) ?? (typeof c.campaignId === 'string' ? outputDirProblem(dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId)) : null);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['output', 'dir'], input: dir });
+    }
   }, always)
   // `{campaign}` in the folder is the campaign ID: every run of a schedule is a campaign of its own, with its own folder.
   .transform((c) => ({ ...c, output: { ...c.output, dir: c.output.dir.replaceAll(CAMPAIGN_PLACEHOLDER, c.campaignId) } }));

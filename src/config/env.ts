@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { parseLogLevel, type LogLevel } from '../log/logger';
 import { CrawlerError } from '../errors';
+import { s3EndpointProblem, s3RegionProblem } from '../storage/output-location-rules';
 
 export interface ProcessSettings {
   temporalAddress: string;
@@ -63,6 +64,14 @@ export interface ProcessSettings {
   benchVerbose: boolean;
   /** Hosts file read before the DNS for every name a worker resolves (src/http/dns-cache.ts). */
   hostsFile: string;
+  /**
+   * The AWS variables an `s3://` output falls back on where `output.s3` says nothing
+   * (src/storage/output-location.ts): the S3 endpoint, every service's endpoint, the region.
+   * Credentials are no setting of ours: the AWS SDK reads its own variables and files.
+   */
+  awsEndpointUrlS3: string | null;
+  awsEndpointUrl: string | null;
+  awsRegion: string | null;
 }
 
 interface Field<K extends keyof ProcessSettings> {
@@ -98,6 +107,13 @@ const port = (name: string) => (raw: string) => {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number 0–65535 (got ${JSON.stringify(raw)})`);
   return n;
+};
+
+/** A value `problem` finds nothing wrong with, or an error naming the variable (never echoing credentials: the rules do not). */
+const checked = (name: string, problem: (v: string) => string | null) => (raw: string) => {
+  const p = problem(raw);
+  if (p) throw new Error(`${name} ${p}`);
+  return raw;
 };
 
 export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
@@ -195,6 +211,21 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     doc: 'Hosts file whose names workers resolve before asking the DNS (re-read when it changes)',
   },
   { key: 'benchVerbose', env: 'CRAWLER_BENCH_VERBOSE', default: false, parse: bool('CRAWLER_BENCH_VERBOSE'), doc: "npm run bench: show every worker's log lines" },
+  {
+    key: 'awsEndpointUrlS3',
+    env: 'AWS_ENDPOINT_URL_S3',
+    default: null,
+    parse: checked('AWS_ENDPOINT_URL_S3', s3EndpointProblem),
+    doc: 'S3-compatible endpoint of an s3:// output.dir when output.s3.endpoint is null',
+  },
+  {
+    key: 'awsEndpointUrl',
+    env: 'AWS_ENDPOINT_URL',
+    default: null,
+    parse: checked('AWS_ENDPOINT_URL', s3EndpointProblem),
+    doc: 'The same, when AWS_ENDPOINT_URL_S3 is unset (AWS tools take it for every service)',
+  },
+  { key: 'awsRegion', env: 'AWS_REGION', default: null, parse: checked('AWS_REGION', s3RegionProblem), doc: 'Region of an s3:// output.dir when output.s3.region is null' },
 ] as Field<keyof ProcessSettings>[];
 
 export function processSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ProcessSettings> = {}): ProcessSettings {

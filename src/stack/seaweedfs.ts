@@ -6,7 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { HeadBucketCommand } from '@aws-sdk/client-s3';
+import { newS3Client } from '../storage/s3-client';
 import { ManagedProcess } from './managed-process';
 import { TOOLS_DIR } from './paths';
 import { freePort, portOpen, waitFor } from './ports';
@@ -157,7 +158,7 @@ export async function startObjectStoreServer(opts: ObjectStoreServerOptions): Pr
 
 /** Whether the gateway answers, signed with the identity, that every bucket exists. */
 async function bucketsExist(endpoint: string, buckets: string[], credentials: { accessKeyId: string; secretAccessKey: string }): Promise<boolean> {
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
+  const client = newS3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
   try {
     for (const b of buckets) await client.send(new HeadBucketCommand({ Bucket: b }), { abortSignal: AbortSignal.timeout(2_000) });
     return true;

@@ -272,7 +272,7 @@ describe('one schema', () => {
         autoRecheckEvery: 20,
       },
       sitemaps: 'robots+root',
-      output: { dir: 'crawl-output', warcKeepSecrets: false },
+      output: { dir: 'crawl-output', warcKeepSecrets: false, s3: { endpoint: null, region: null, pathStyle: false } },
       handler: null,
       handlerTimeoutMs: 30_000,
       cookies: 'on',

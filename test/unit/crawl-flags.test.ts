@@ -232,6 +232,14 @@ const CASES: FlagCase[] = [
     check: ({ input }) => expect(JSON.stringify(input)).not.toContain(CREDENTIAL),
   },
   { flag: '--warc-keep-secrets', argv: [SEED, '--warc-keep-secrets'], settings: { 'output.warcKeepSecrets': true } },
+  // How workers reach the bucket of an s3:// --out; never its credentials.
+  {
+    flag: '--s3-endpoint',
+    argv: [SEED, '--out', 's3://crawl/runs', '--s3-endpoint', 'http://127.0.0.1:8333'],
+    settings: { 'output.s3.endpoint': 'http://127.0.0.1:8333', 'output.s3.region': null, 'output.s3.pathStyle': false },
+  },
+  { flag: '--s3-region', argv: [SEED, '--out', 's3://crawl/runs', '--s3-region', 'eu-west-3'], settings: { 'output.s3.region': 'eu-west-3' } },
+  { flag: '--s3-path-style', argv: [SEED, '--out', 's3://crawl/runs', '--s3-path-style'], settings: { 'output.s3.pathStyle': true } },
   { flag: '--retention', argv: [SEED, '--retention', '7d'], settings: { 'retention.redisMs': 7 * 86_400_000 } },
   { flag: '--retention', argv: [SEED, '--retention', '36h'], settings: { 'retention.redisMs': 36 * 3_600_000 } },
   { flag: '--retention', argv: [SEED, '--retention', '90m'], settings: { 'retention.redisMs': 90 * 60_000 } },
@@ -267,6 +275,8 @@ const CASES: FlagCase[] = [
     check: ({ settings }) => expect(fs.readFileSync(settings.seedsFile!, 'utf8')).toBe('http://a.test/one\n'),
   },
   { flag: '--out', argv: [SEED, '--out', path.relative(process.cwd(), path.join(dir, 'out'))], settings: { 'output.dir': path.join(dir, 'out') } },
+  // A bucket location is taken as typed (no folder to make absolute), {campaign} replaced as in a folder.
+  { flag: '--out', argv: [SEED, '--out', 's3://crawl/runs/{campaign}', '--id', 'c7'], settings: { 'output.dir': 's3://crawl/runs/c7' } },
   {
     flag: '--id',
     argv: [SEED, '--id', 'my-crawl'],
@@ -326,6 +336,19 @@ describe('every flag of crawl --help, as typed, reaches the campaign', () => {
     await expect(parse(['crawl', SEED, flag, value])).rejects.toThrow(message);
   });
 
+  test('an s3:// --out the settings refuse, an S3 flag without one, and standard input for a bucket are refused before anything starts, saying why', async () => {
+    await expect(crawl([SEED, '--out', 's3://Crawl_Bucket/x'])).rejects.toThrow(/output.dir has a bucket name "Crawl_Bucket" S3 refuses/);
+    await expect(crawl([SEED, '--out', 's3://crawl/a/../b'])).rejects.toThrow(/output.dir has a "." or ".." segment in the prefix/);
+    await expect(crawl([SEED, '--out', 's3://crawl/x', '--s3-endpoint', 'ftp://store.test'])).rejects.toThrow(/output.s3.endpoint must be an http:\/\/ or https:\/\/ URL/);
+    await expect(crawl([SEED, '--s3-path-style'])).rejects.toThrow(/--s3-endpoint, --s3-region and --s3-path-style are for an output in a bucket: --out s3:\/\/bucket\/prefix/);
+    await expect(crawl(['--seeds-file', '-', '--out', 's3://crawl/x'], 'http://a.test/\n')).rejects.toThrow(/--seeds-file -: .* give a file every worker can read/);
+    // A key in the location is refused without being echoed: the input would carry it into Temporal's history.
+    const err = (await crawl([SEED, '--out', 's3://AKIAEXAMPLE:hunter2@crawl/x']).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(UsageError);
+    expect(err.message).toMatch(/output.dir holds user:password@/);
+    expect(err.message).not.toContain('hunter2');
+  });
+
   test('--max-in-flight-per-address 0 is refused by the campaign, with the same words as the setting', async () => {
     await expect(crawl([SEED, '--max-in-flight-per-address', '0'])).rejects.toThrow(/politeness.maxInFlightPerAddress must be at least 1, or null for unlimited \(got 0\)/);
   });
@@ -356,9 +379,12 @@ describe('schedule create takes the campaign flags as crawl does', () => {
     },
   );
 
-  test('every run gets its own output folder under --out; --revisit is refused', async () => {
+  test('every run gets its own output folder under --out, or its own prefix under an s3:// --out; --revisit is refused', async () => {
     const p = await scheduleCreate([SEED, '--out', path.join(dir, 'runs'), '--warc-keep-secrets']);
-    expect(p.settings.output).toEqual({ dir: path.join(dir, 'runs', RUN_ID), warcKeepSecrets: true });
+    expect(p.settings.output).toEqual({ dir: path.join(dir, 'runs', RUN_ID), warcKeepSecrets: true, s3: { endpoint: null, region: null, pathStyle: false } });
+    const s3 = await scheduleCreate([SEED, '--out', 's3://crawl/runs/', '--s3-endpoint', 'http://127.0.0.1:8333', '--s3-path-style']);
+    expect(s3.input.output?.dir).toBe('s3://crawl/runs/{campaign}');
+    expect(s3.settings.output).toEqual({ dir: `s3://crawl/runs/${RUN_ID}`, warcKeepSecrets: false, s3: { endpoint: 'http://127.0.0.1:8333', region: null, pathStyle: true } });
     await expect(scheduleCreate([SEED, '--revisit'])).rejects.toThrow(UsageError);
   });
 });

@@ -42,6 +42,7 @@ import { ProgressReporter } from '../progress';
 import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } from '../seed-lists';
 import { loadCredentialsFile } from '../../http/credentials';
 import { proxyFilesFor, removeProxySecrets } from '../proxy-files';
+import { isLocationUrl } from '../../storage/output-location-rules';
 
 export interface CrawlOptions {
   maxPages?: number;
@@ -98,6 +99,10 @@ export interface CrawlOptions {
   header?: string[];
   credentialsFile?: string;
   warcKeepSecrets?: boolean;
+  /** output.s3: how workers reach the bucket of an s3:// --out (never its credentials). */
+  s3Endpoint?: string;
+  s3Region?: string;
+  s3PathStyle?: boolean;
   /** Proxy URLs (`--proxy`, repeatable): written to a private file, never put in the campaign input. */
   proxy?: string[];
   /** Proxy lists (`--proxy-file`, repeatable). */
@@ -237,6 +242,8 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   const scopeFlags = [o.sameDomain, o.sameHost, o.anyDomain, o.domains !== undefined].filter(Boolean).length;
   if (scopeFlags > 1) problems.push('choose one of --same-domain, --same-host, --any-domain, --domains');
   if (!o.revisit && (o.revisitMin !== undefined || o.revisitMax !== undefined)) problems.push('--revisit-min and --revisit-max need --revisit');
+  const s3Flags = (o.s3Endpoint !== undefined || o.s3Region !== undefined || o.s3PathStyle) && !(o.out !== undefined && isLocationUrl(o.out));
+  if (s3Flags) problems.push('--s3-endpoint, --s3-region and --s3-path-style are for an output in a bucket: --out s3://bucket/prefix');
   if (problems.length) throw new UsageError(problems.join('\n'));
   const campaignId = o.id ?? newCampaignId();
   const input: CampaignInput & { campaignId: string } = {
@@ -291,7 +298,19 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
     ...(o.requisites !== undefined ? { requisites: o.requisites } : {}),
     ...(o.render !== undefined ? { render: o.render } : {}),
-    output: { dir: path.resolve(o.out ?? path.join('crawl-output', campaignId)), ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}) },
+    output: {
+      dir: outputDirArg(o.out ?? path.join('crawl-output', campaignId)),
+      ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}),
+      ...(o.s3Endpoint !== undefined || o.s3Region !== undefined || o.s3PathStyle
+        ? {
+            s3: {
+              ...(o.s3Endpoint !== undefined ? { endpoint: o.s3Endpoint } : {}),
+              ...(o.s3Region !== undefined ? { region: o.s3Region } : {}),
+              ...(o.s3PathStyle ? { pathStyle: true } : {}),
+            },
+          }
+        : {}),
+    },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
     ...(o.retention !== undefined ? { retention: { redisMs: o.retention === 'never' ? null : o.retention } } : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
@@ -311,6 +330,13 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
   return input;
 }
 
+/**
+ * `--out` as the campaign input carries it: a folder made absolute (workers
+ * resolve a relative one against their own working directories), or a URL
+ * (`s3://bucket/prefix`) as typed, for the campaign schema to check.
+ */
+export const outputDirArg = (out: string): string => (isLocationUrl(out) ? out : path.resolve(out));
+
 export interface CrawlIo {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   /** Warnings and notes (stderr). */
@@ -326,7 +352,10 @@ export interface CrawlIo {
  */
 export async function prepareCrawlInput(seeds: string[], o: CrawlOptions, io: CrawlIo): Promise<CampaignInput & { campaignId: string }> {
   const campaignId = o.id ?? newCampaignId();
-  const outDir = path.resolve(o.out ?? path.join('crawl-output', campaignId));
+  const outDir = outputDirArg(o.out ?? path.join('crawl-output', campaignId));
+  // Standard input is copied into the output folder for the workers to read; a bucket is no folder they read seeds from.
+  if (o.seedsFile === '-' && isLocationUrl(outDir))
+    throw new UsageError('--seeds-file -: standard input is copied into the output folder for the workers; with --out s3://… give a file every worker can read, or an http(s) URL');
   const resolve = o.resolveFile !== undefined ? [...o.resolve, ...(await readResolveFile(o.resolveFile))] : o.resolve;
   const list = o.seedsFile !== undefined ? seedsFileLocation(o.seedsFile, outDir, campaignId) : null;
   // Checked and written before the rest, so a bad proxy is exit code 2 with nothing started.
@@ -428,6 +457,12 @@ export function campaignOptions(command: Command): Command {
     .option('--header <"Name: value">', 'send this header with every request (repeatable); credentials go in --credentials-file', collect, [])
     .option('--credentials-file <file>', 'origins and their credentials, one a line: user:password, Bearer TOKEN or Name: value (mode 600; docs/operations.md)')
     .option('--warc-keep-secrets', 'keep Authorization, Cookie, Set-Cookie and credential header values in the WARC (default: [redacted])')
+    .option(
+      '--s3-endpoint <url>',
+      "the S3-compatible endpoint of an s3:// --out, e.g. http://127.0.0.1:8333 (default: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL on each worker, else AWS S3); credentials are the AWS SDK's on each machine (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE…)",
+    )
+    .option('--s3-region <region>', "the bucket's region (default: AWS_REGION on each worker, else us-east-1 with an endpoint)")
+    .option('--s3-path-style', 'address the bucket as <endpoint>/<bucket> rather than <bucket>.<endpoint host>, as most self-hosted stores need')
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
     .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
@@ -456,7 +491,7 @@ export function registerCrawlCommand(program: Command): void {
         'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)',
       ),
   )
-    .option('--out <dir>', 'output folder (default crawl-output/<campaign>)')
+    .option('--out <dir>', 'output folder, or s3://bucket/prefix (default crawl-output/<campaign>)')
     .option('--id <campaign>', 'campaign ID (default: generated)')
     .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
