@@ -88,3 +88,17 @@ export async function writeFully(fh: FileHandle, buf: Uint8Array, position: numb
     done += bytesWritten;
   }
 }
+
+/**
+ * Flushes a folder's entries to disk, so a file created, linked or renamed in
+ * it survives a machine crash. Some file systems refuse fsync on a folder
+ * (EINVAL): their entries are as durable as they get.
+ */
+export async function syncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync().catch(() => undefined);
+  } finally {
+    await fh.close();
+  }
+}
