@@ -46,6 +46,18 @@ export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
   return `${prefix}-${utcStamp(now)}-${safeHostname()}-${process.pid}-${String(fileSerial).padStart(5, '0')}`;
 }
 
+/**
+ * How the writers of an output in object storage finish files
+ * (src/storage/spool.ts): by age as well as by size, so a slow crawl's pages
+ * still reach the store soon, and each finished file handed on for its upload.
+ */
+export interface FileRollover {
+  /** A file is finished once it is this old (ms since it was created), written to since or not. */
+  maxFileAgeMs: number;
+  /** Called with each finished file's path once it is flushed to disk and closed; does not throw. */
+  finished(file: string): Promise<void>;
+}
+
 const MAX_NAME_ATTEMPTS = 20;
 
 /** Creates a new file that did not exist before (O_EXCL), retrying with a fresh name on collision. */
