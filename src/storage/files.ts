@@ -46,6 +46,40 @@ export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
   return `${prefix}-${utcStamp(now)}-${safeHostname()}-${process.pid}-${String(fileSerial).padStart(5, '0')}`;
 }
 
+/** Who wrote a file named by uniqueFileStem: the host name (as made safe) and pid in its name. */
+export interface FileWriter {
+  host: string;
+  pid: number;
+}
+
+/**
+ * The writer named in a file name made by uniqueFileStem (with any suffix),
+ * or null for another name. Read from the right: a prefix (a campaign ID)
+ * may hold dashes and digits, a host name dashes, but the stamp has 17
+ * digits and the serial at least 5.
+ */
+export function writerOfFile(name: string): FileWriter | null {
+  const m = /^.*-\d{17}-([A-Za-z0-9._-]+)-(\d+)-\d{5,}(\.[A-Za-z0-9.]+)?$/.exec(name);
+  if (!m) return null;
+  const pid = Number(m[2]);
+  return Number.isSafeInteger(pid) && pid > 0 ? { host: m[1]!, pid } : null;
+}
+
+/** This machine's host name as file names carry it. */
+export function thisHost(): string {
+  return safeHostname();
+}
+
+// Names of the files this process created: a file with this process's pid
+// in its name but not among them was left by an earlier process that had
+// the same pid (a container's worker is often pid 1 every time).
+const createdHere = new Set<string>();
+
+/** Whether this process created a file of this name (createUniqueFile). */
+export function createdByThisProcess(name: string): boolean {
+  return createdHere.has(name);
+}
+
 /**
  * How the writers of an output in object storage finish files
  * (src/storage/spool.ts): by age as well as by size, so a slow crawl's pages
@@ -68,6 +102,7 @@ export async function createUniqueFile(dir: string, prefix: string, suffix: stri
     const full = path.join(dir, name);
     try {
       const fh = await fsp.open(full, 'wx');
+      createdHere.add(name);
       return { name, path: full, fh };
     } catch (err) {
       lastErr = err;
