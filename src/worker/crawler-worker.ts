@@ -35,9 +35,10 @@ const DRAIN_UPLOAD_MS = 60_000;
 
 /**
  * Which outputs are in object storage: the store of an `output.dir`, or null
- * for a folder. The hook for openObjectStore (src/storage/output-location.ts,
- * being written for issue 39): until it is plugged in here, every output is
- * a folder, written as before.
+ * for a folder. The hook for src/storage/output-location.ts (objectStoreFor):
+ * not plugged in yet, because a campaign's output.s3 (its endpoint) does not
+ * reach a factory that takes the location alone, nor a sweep after a restart.
+ * Until it is, every output is a folder, written as before.
  */
 export const openOutputStore: ObjectStoreFactory = NO_OBJECT_STORES;
 
