@@ -13,7 +13,8 @@ import { PolitenessKeys } from '../src/politeness/politeness-key';
 import { AddressSlots } from '../src/redis/address-slots';
 import { loadCampaignSettings } from '../src/redis/campaign-store';
 import type { RedisLike } from '../src/redis/scripts';
-import { OutputRegistry } from '../src/storage/output-registry';
+import { IDLE_CLOSE_MS, OutputRegistry } from '../src/storage/output-registry';
+import type { SpoolUploader } from '../src/storage/spool-uploader';
 import { RobotsStore } from '../src/robots/robots-store';
 import type { RobotsVerdict } from './robots-verdict';
 import { createScope, scopeRootOf, type Scope } from '../src/url/scope';
@@ -51,6 +52,8 @@ export interface ActivityDeps {
   dnsCache?: DnsCache;
   /** This worker's lease in Redis, where its regular sessions are recorded (activities/worker-liveness.ts); absent: outside a worker, or turned off. */
   liveness?: WorkerLiveness;
+  /** The worker's uploader of outputs in object storage (src/storage/spool-uploader.ts); absent: every output is a folder. */
+  spool?: SpoolUploader;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;
@@ -92,7 +95,7 @@ const RETIRED_CLOSE_MS = 10 * 60_000;
 const ADDRESS_LEASE_SLACK_MS = 10_000;
 
 export class WorkerRuntime {
-  readonly outputs = new OutputRegistry();
+  readonly outputs: OutputRegistry;
   private readonly campaigns = new Map<string, Promise<CampaignRuntime>>();
   private readonly usedAt = new Map<string, number>();
 
@@ -125,6 +128,7 @@ export class WorkerRuntime {
   readonly dnsCache: DnsCache;
 
   constructor(readonly deps: ActivityDeps) {
+    this.outputs = new OutputRegistry(IDLE_CLOSE_MS, deps.spool ?? null);
     this.dnsCache = deps.dnsCache ?? sharedDnsCache();
     this.robots = new RobotsStore(deps.redis);
     this.localShare = new LocalSessionShare(deps.localSessionSlots ?? null);

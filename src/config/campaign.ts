@@ -560,6 +560,21 @@ const campaignFields = {
         },
       )
       .prefault({}),
+    // An output in object storage: each worker writes into its local spool and uploads every file it finishes.
+    upload: section({
+      // 256 MiB: a few parts of a multipart upload each, and not much lost with a worker's disk.
+      maxFileBytes: whole({ min: 1 })
+        .default(256 * 1024 * 1024)
+        .describe(
+          'Output in object storage: a worker finishes its WARC, index or dataset file and uploads it once the file has reached this size (bytes; a file ends at most one page past it). A folder output is not affected.',
+        ),
+      // A minute: how long a slow crawl's pages wait, at most, before they are in the bucket.
+      maxFileAgeMs: timerMs(1)
+        .default(60_000)
+        .describe(
+          'Output in object storage: a worker also finishes and uploads a file this long (ms) after starting it, however little it holds: the longest a page waits before it is in the bucket. A folder output is not affected.',
+        ),
+    }).prefault({}),
   }).prefault({}),
   handler: text(HANDLER_SHAPE, handlerProblem)
     .nullable()

@@ -54,6 +54,8 @@ export interface ProcessSettings {
   logLevel: LogLevel;
   /** Where the project keeps its tools, the embedded stack's data and bundles; null = .crawler at the project root. */
   crawlerHome: string | null;
+  /** A worker's spool of outputs in object storage (files written there, then uploaded); null = `spool` in crawlerHome. */
+  spoolDir: string | null;
   /** `temporal` binary for the embedded dev server, instead of finding or installing one. */
   temporalCli: string | null;
   /** `redis-server` binary for the embedded Redis, instead of finding or installing one. */
@@ -200,6 +202,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
   { key: 'sdkMetricsPort', env: 'CRAWLER_SDK_METRICS_PORT', default: null, parse: port('CRAWLER_SDK_METRICS_PORT'), doc: "Port of the Temporal SDK's own Prometheus exporter" },
   { key: 'logLevel', env: 'CRAWLER_LOG_LEVEL', default: 'warn', parse: parseLogLevel, doc: 'JSON log level on stderr: trace, debug, info, warn, error, silent' },
   { key: 'crawlerHome', env: 'CRAWLER_HOME', default: null, parse: str, doc: "Folder for tools, the embedded stack's data and bundles (default: .crawler at the project root)" },
+  {
+    key: 'spoolDir',
+    env: 'CRAWLER_SPOOL_DIR',
+    default: null,
+    parse: str,
+    doc: "Folder on the worker machine's own disk where a worker writes the outputs of campaigns in object storage before uploading them (default: spool in CRAWLER_HOME)",
+  },
   { key: 'temporalCli', env: 'TEMPORAL_CLI', default: null, parse: str, doc: '`temporal` binary for the embedded dev server (default: found or installed)' },
   { key: 'redisServer', env: 'REDIS_SERVER', default: null, parse: str, doc: '`redis-server` binary for the embedded Redis (default: found or installed)' },
   { key: 'chromiumPath', env: 'CHROMIUM_PATH', default: null, parse: str, doc: 'Chromium or Chrome executable of `render: browser` (default: found or installed)' },

@@ -9,3 +9,5 @@ export { PROJECT_ROOT };
 export const LOCAL_DIR = processSetting('crawlerHome') ?? path.join(PROJECT_ROOT, '.crawler');
 export const TOOLS_DIR = path.join(LOCAL_DIR, 'tools');
 export const STACK_DIR = path.join(LOCAL_DIR, 'stack');
+/** Where workers spool the outputs of campaigns in object storage (src/storage/spool.ts) unless CRAWLER_SPOOL_DIR says otherwise. */
+export const DEFAULT_SPOOL_DIR = path.join(LOCAL_DIR, 'spool');

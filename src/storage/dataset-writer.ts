@@ -6,7 +6,7 @@
 // whose index line survives sealing, however often workers died.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { IndexWriter, forEachIndexEntry, readIndex, type IndexEntry, type JsonlReadOptions } from './index-writer';
+import { IndexWriter, forEachIndexEntry, readIndex, type IndexEntry, type IndexWriterOptions, type JsonlReadOptions } from './index-writer';
 
 export const DEFAULT_DATASET = 'default';
 
@@ -35,8 +35,9 @@ export function datasetDir(outputDir: string, name = DEFAULT_DATASET): string {
 export class DatasetWriter {
   private constructor(private readonly w: IndexWriter) {}
 
-  static async open(dir: string): Promise<DatasetWriter> {
-    return new DatasetWriter(await IndexWriter.open({ dir, prefix: 'dataset' }));
+  /** `opts`: size and age bounds of an output in object storage (see IndexWriterOptions). */
+  static async open(dir: string, opts: Pick<IndexWriterOptions, 'maxFileBytes' | 'rollover'> = {}): Promise<DatasetWriter> {
+    return new DatasetWriter(await IndexWriter.open({ dir, prefix: 'dataset', ...opts }));
   }
 
   get path(): string {
@@ -46,6 +47,11 @@ export class DatasetWriter {
   /** A page's lines in one write: a crash leaves at most a partial last line, which readers skip. */
   appendAll(lines: DatasetLine[]): Promise<void> {
     return this.w.appendAll(lines, 'dataset items');
+  }
+
+  /** Finishes the current file (the next append starts a new one). */
+  finishFile(): Promise<void> {
+    return this.w.finishFile();
   }
 
   close(): Promise<void> {

@@ -46,6 +46,52 @@ export function uniqueFileStem(prefix: string, now: Date = new Date()): string {
   return `${prefix}-${utcStamp(now)}-${safeHostname()}-${process.pid}-${String(fileSerial).padStart(5, '0')}`;
 }
 
+/** Who wrote a file named by uniqueFileStem: the host name (as made safe) and pid in its name. */
+export interface FileWriter {
+  host: string;
+  pid: number;
+}
+
+/**
+ * The writer named in a file name made by uniqueFileStem (with any suffix),
+ * or null for another name. Read from the right: a prefix (a campaign ID)
+ * may hold dashes and digits, a host name dashes, but the stamp has 17
+ * digits and the serial at least 5.
+ */
+export function writerOfFile(name: string): FileWriter | null {
+  const m = /^.*-\d{17}-([A-Za-z0-9._-]+)-(\d+)-\d{5,}(\.[A-Za-z0-9.]+)?$/.exec(name);
+  if (!m) return null;
+  const pid = Number(m[2]);
+  return Number.isSafeInteger(pid) && pid > 0 ? { host: m[1]!, pid } : null;
+}
+
+/** This machine's host name as file names carry it. */
+export function thisHost(): string {
+  return safeHostname();
+}
+
+// Names of the files this process created: a file with this process's pid
+// in its name but not among them was left by an earlier process that had
+// the same pid (a container's worker is often pid 1 every time).
+const createdHere = new Set<string>();
+
+/** Whether this process created a file of this name (createUniqueFile). */
+export function createdByThisProcess(name: string): boolean {
+  return createdHere.has(name);
+}
+
+/**
+ * How the writers of an output in object storage finish files
+ * (src/storage/spool.ts): by age as well as by size, so a slow crawl's pages
+ * still reach the store soon, and each finished file handed on for its upload.
+ */
+export interface FileRollover {
+  /** A file is finished once it is this old (ms since it was created), written to since or not. */
+  maxFileAgeMs: number;
+  /** Called with each finished file's path once it is flushed to disk and closed; does not throw. */
+  finished(file: string): Promise<void>;
+}
+
 const MAX_NAME_ATTEMPTS = 20;
 
 /** Creates a new file that did not exist before (O_EXCL), retrying with a fresh name on collision. */
@@ -56,6 +102,7 @@ export async function createUniqueFile(dir: string, prefix: string, suffix: stri
     const full = path.join(dir, name);
     try {
       const fh = await fsp.open(full, 'wx');
+      createdHere.add(name);
       return { name, path: full, fh };
     } catch (err) {
       lastErr = err;
@@ -86,5 +133,19 @@ export async function writeFully(fh: FileHandle, buf: Uint8Array, position: numb
     const { bytesWritten } = await fh.write(buf, done, buf.length - done, position === null ? null : position + done);
     if (bytesWritten <= 0) throw new Error('write returned 0 bytes');
     done += bytesWritten;
+  }
+}
+
+/**
+ * Flushes a folder's entries to disk, so a file created, linked or renamed in
+ * it survives a machine crash. Some file systems refuse fsync on a folder
+ * (EINVAL): their entries are as durable as they get.
+ */
+export async function syncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync().catch(() => undefined);
+  } finally {
+    await fh.close();
   }
 }

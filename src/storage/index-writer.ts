@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { RenderReason } from '../browser/adaptive';
-import { createUniqueFile, ensureWritableDir, writeFully } from './files';
+import { createUniqueFile, ensureWritableDir, writeFully, type FileRollover } from './files';
 import { StorageError } from './storage-error';
 import { SerialQueue } from './serial-queue';
 
@@ -138,6 +138,10 @@ export interface IndexWriterOptions {
   dir: string;
   /** File name prefix; default 'index'. */
   prefix?: string;
+  /** Start a new file once the current one has reached this size (at a line boundary); default: never. */
+  maxFileBytes?: number;
+  /** An output in object storage: files finished by age too, each handed on for its upload (see WarcWriterOptions.rollover). */
+  rollover?: FileRollover;
 }
 
 export class IndexWriter {
@@ -151,14 +155,23 @@ export class IndexWriter {
    * moved past a fragment), and a failed append is cut back to it.
    */
   private size = 0;
+  /** Finishes the current file at its age bound (rollover only). */
+  private ageTimer: NodeJS.Timeout | null = null;
+  private readonly maxFileBytes: number | null;
+  private readonly rollover: FileRollover | null;
 
   private constructor(
     private readonly dir: string,
     private readonly prefix: string,
-    /** The current file; null after a failed write that could not be cut back (the next append starts a new file). */
+    /** The current file; null after a failed write that could not be cut back, or once it is finished (the next append starts a new file). */
     private fh: FileHandle | null,
     private currentPath: string,
-  ) {}
+    opts: IndexWriterOptions,
+  ) {
+    this.maxFileBytes = opts.maxFileBytes ?? null;
+    this.rollover = opts.rollover ?? null;
+    if (fh) this.startAgeTimer(fh);
+  }
 
   static async open(opts: IndexWriterOptions): Promise<IndexWriter> {
     if (!opts.dir) throw new StorageError('INVALID_INPUT', null, 'IndexWriter needs a dir');
@@ -166,10 +179,12 @@ export class IndexWriter {
     if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
       throw new StorageError('INVALID_INPUT', null, `index prefix must match [A-Za-z0-9._-]+, got ${JSON.stringify(prefix)}`);
     }
+    if (opts.maxFileBytes !== undefined && !(opts.maxFileBytes > 0)) throw new StorageError('INVALID_INPUT', null, `maxFileBytes must be positive, got ${opts.maxFileBytes}`);
+    if (opts.rollover && !(opts.rollover.maxFileAgeMs > 0)) throw new StorageError('INVALID_INPUT', null, `maxFileAgeMs must be positive, got ${opts.rollover.maxFileAgeMs}`);
     const dir = path.resolve(opts.dir);
     await ensureWritableDir(dir);
     const { path: full, fh } = await createUniqueFile(dir, prefix, '.jsonl');
-    return new IndexWriter(dir, prefix, fh, full);
+    return new IndexWriter(dir, prefix, fh, full, opts);
   }
 
   /**
@@ -203,6 +218,8 @@ export class IndexWriter {
     return this.queue.run(async () => {
       if (this.closed) throw new StorageError('CLOSED', this.path, 'IndexWriter is closed');
       const buf = Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(''), 'utf8');
+      // As the WARC writer rotates: a file ends at most one write past the bound, never inside a write.
+      if (this.fh && this.maxFileBytes !== null && this.size >= this.maxFileBytes) await this.finishCurrent();
       const fh = this.fh ?? (await this.startFile());
       const offset = this.size;
       try {
@@ -215,22 +232,54 @@ export class IndexWriter {
     });
   }
 
+  /** Finishes the current file after the appends queued before (the next append starts a new one); see WarcWriter.finishFile. */
+  finishFile(): Promise<void> {
+    return this.queue.run(() => (this.closed ? Promise.resolve() : this.finishCurrent()));
+  }
+
   /** Waits for queued appends, flushes to disk and closes. */
   close(): Promise<void> {
     return this.queue.run(async () => {
       if (this.closed) return;
       this.closed = true;
-      const fh = this.fh;
-      this.fh = null;
-      if (!fh) return;
-      try {
-        await fh.sync();
-      } catch (err) {
-        await fh.close().catch(() => undefined);
-        throw new StorageError('CLOSE_FAILED', this.path, 'cannot flush index file', { cause: err });
-      }
-      await fh.close();
+      await this.finishCurrent();
     });
+  }
+
+  /**
+   * Flushes the current file to disk and closes it; with a rollover, hands
+   * it on, or removes it when it holds no line (there is nothing to upload).
+   */
+  private async finishCurrent(): Promise<void> {
+    const fh = this.fh;
+    this.fh = null;
+    this.stopAgeTimer();
+    if (!fh) return;
+    try {
+      await fh.sync();
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw new StorageError('CLOSE_FAILED', this.path, 'cannot flush index file', { cause: err });
+    }
+    await fh.close();
+    if (!this.rollover) return;
+    if (this.size === 0) await fsp.unlink(this.path).catch(() => undefined);
+    else await this.rollover.finished(this.path);
+  }
+
+  private startAgeTimer(fh: FileHandle): void {
+    if (!this.rollover) return;
+    this.ageTimer = setTimeout(
+      () => void this.queue.run(() => (this.fh === fh && !this.closed ? this.finishCurrent() : Promise.resolve())).catch(() => undefined),
+      this.rollover.maxFileAgeMs,
+    );
+    // The bound is for a running crawl; it must not keep an idle process alive.
+    this.ageTimer.unref();
+  }
+
+  private stopAgeTimer(): void {
+    if (this.ageTimer) clearTimeout(this.ageTimer);
+    this.ageTimer = null;
   }
 
   // Cut a partial write back off so the next line starts at a line boundary
@@ -241,7 +290,9 @@ export class IndexWriter {
     try {
       await fh.truncate(goodSize);
     } catch {
+      // Not handed on: its fragment makes it no finished file (a spooled one is cut back by the sweep after this process).
       this.fh = null;
+      this.stopAgeTimer();
       await fh.close().catch(() => undefined);
     }
   }
@@ -251,6 +302,7 @@ export class IndexWriter {
     this.fh = fh;
     this.currentPath = full;
     this.size = 0;
+    this.startAgeTimer(fh);
     return fh;
   }
 }

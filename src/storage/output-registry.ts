@@ -3,9 +3,15 @@
 // The two open separately, so a folder whose WARC side cannot be written
 // still gets index lines saying so. Writers idle for a while are closed
 // (a long-lived worker sees many campaigns come and go).
+// An output in object storage is written the same way into its spool folder
+// (src/storage/spool.ts), with files finished by size and age and handed to
+// the worker's uploader.
 import path from 'node:path';
+import { CAMPAIGN_DEFAULTS, type CampaignSettings } from '../config/campaign';
 import { DatasetWriter, datasetDir } from './dataset-writer';
+import type { FileRollover } from './files';
 import { IndexWriter } from './index-writer';
+import type { SpoolLocation, SpoolUploader } from './spool-uploader';
 import { WarcWriter, warcPrefixOf } from './warc-writer';
 
 /** The WARC folder of an output folder: where every worker of a campaign writes its files. */
@@ -15,6 +21,16 @@ export function warcDirOf(dir: string): string {
 
 /** Writers not used for this long are closed at the next lookup. */
 export const IDLE_CLOSE_MS = 10 * 60_000;
+
+/** When the writers of an output in object storage finish a file (output.upload); a folder's ignore them. */
+export type UploadBounds = CampaignSettings['output']['upload'];
+
+/**
+ * Where the outputs of an `output.dir` are written: the folder itself, or,
+ * for an output in object storage, its spool folder, whose finished files
+ * the uploader takes to the store.
+ */
+export type OutputPlace = { kind: 'folder'; root: string } | { kind: 'spool'; root: string; location: SpoolLocation };
 
 interface Entry<T> {
   writer: Promise<T>;
@@ -26,28 +42,72 @@ export class OutputRegistry {
   private readonly indexes = new Map<string, Entry<IndexWriter>>();
   private readonly datasets = new Map<string, Entry<DatasetWriter>>();
 
-  constructor(private readonly idleCloseMs = IDLE_CLOSE_MS) {}
+  /**
+   * `spool`: the worker's uploader, which says which outputs are in object
+   * storage (its store factory) and takes their finished files; null: every
+   * output is a folder.
+   */
+  constructor(
+    private readonly idleCloseMs = IDLE_CLOSE_MS,
+    private readonly spool: SpoolUploader | null = null,
+  ) {}
 
   /**
    * One per folder and campaign: campaigns started without `--out` share a
    * folder, and a WARC file's name says whose records it holds (the seal's
-   * replay index and WACZ pick a campaign's files by it).
+   * replay index and WACZ pick a campaign's files by it). `upload`: the
+   * campaign's output.upload, for an output in object storage.
    */
-  warc(dir: string, campaignId: string): Promise<WarcWriter> {
+  warc(dir: string, campaignId: string, upload?: UploadBounds): Promise<WarcWriter> {
     const prefix = warcPrefixOf(campaignId);
-    const warcDir = warcDirOf(dir);
-    return this.lookup(this.warcs, `${warcDir}\0${prefix}`, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId }));
+    const place = this.place(dir);
+    const warcDir = path.join(place.root, 'warc');
+    return this.lookup(this.warcs, `${warcDir}\0${prefix}`, () =>
+      this.opened(place, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId, ...this.rolloverOf(place, upload) })),
+    );
   }
 
-  index(dir: string): Promise<IndexWriter> {
-    const indexDir = path.join(path.resolve(dir), 'index');
-    return this.lookup(this.indexes, indexDir, () => IndexWriter.open({ dir: indexDir }));
+  index(dir: string, upload?: UploadBounds): Promise<IndexWriter> {
+    const place = this.place(dir);
+    const indexDir = path.join(place.root, 'index');
+    return this.lookup(this.indexes, indexDir, () => this.opened(place, () => IndexWriter.open({ dir: indexDir, ...this.rolloverOf(place, upload) })));
   }
 
   /** The default dataset's raw file of this process (items a handler returned). */
-  dataset(dir: string): Promise<DatasetWriter> {
-    const d = datasetDir(dir);
-    return this.lookup(this.datasets, d, () => DatasetWriter.open(d));
+  dataset(dir: string, upload?: UploadBounds): Promise<DatasetWriter> {
+    const place = this.place(dir);
+    const d = datasetDir(place.root);
+    return this.lookup(this.datasets, d, () => this.opened(place, () => DatasetWriter.open(d, this.rolloverOf(place, upload))));
+  }
+
+  /** Where the outputs of `dir` are written (see OutputPlace). */
+  place(dir: string): OutputPlace {
+    const location = this.spool?.locate(dir, () => this.finishOpen(dir)) ?? null;
+    return location ? { kind: 'spool', root: location.spoolDir, location } : { kind: 'folder', root: path.resolve(dir) };
+  }
+
+  /**
+   * Finishes the files being written for `dir` (each writer's current file;
+   * the next write starts a new one): what the uploader's flush calls, so
+   * that every record written so far goes to the store.
+   */
+  async finishOpen(dir: string): Promise<void> {
+    const root = this.place(dir).root + path.sep;
+    const open = [...this.warcs, ...this.indexes, ...this.datasets] as [string, Entry<{ finishFile(): Promise<void> }>][];
+    await Promise.all(open.filter(([key]) => key.startsWith(root)).map(async ([, e]) => (await e.writer.catch(() => null))?.finishFile()));
+  }
+
+  private async opened<T>(place: OutputPlace, open: () => Promise<T>): Promise<T> {
+    if (place.kind === 'spool') await this.spool!.prepare(place.location);
+    return open();
+  }
+
+  /** A spooled output's writers finish files by size and age and hand them to the uploader; a folder's keep today's behaviour. */
+  private rolloverOf(place: OutputPlace, upload: UploadBounds | undefined): { maxFileBytes?: number; rollover?: FileRollover } {
+    if (place.kind === 'folder') return {};
+    const bounds = upload ?? CAMPAIGN_DEFAULTS.output.upload;
+    const spool = this.spool!;
+    return { maxFileBytes: bounds.maxFileBytes, rollover: { maxFileAgeMs: bounds.maxFileAgeMs, finished: (file) => spool.finished(file) } };
   }
 
   /** How many writers are open (for tests of the eviction). */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { HeadersMultiMap, StatusAndHeaders, WARCRecord } from 'warcio';
 import { SerialQueue } from './serial-queue';
-import { createUniqueFile, ensureWritableDir, writeFully } from './files';
+import { createUniqueFile, ensureWritableDir, writeFully, type FileRollover } from './files';
 import { StorageError } from './storage-error';
 import { REDACTED, SECRET_REQUEST_HEADERS, SECRET_RESPONSE_HEADERS } from '../http/header-rules';
 import { redactRequestBody } from './request-body';
@@ -48,6 +48,12 @@ export interface WarcWriterOptions {
    * does, and paying a disk flush per page is rarely worth it.
    */
   syncEachWrite?: boolean;
+  /**
+   * An output in object storage: files are finished by age too, and each
+   * finished file is handed on for its upload. Absent (a folder): a file is
+   * finished by size and when the writer closes, and stays where it is.
+   */
+  rollover?: FileRollover;
 }
 
 export interface WarcExchange {
@@ -424,6 +430,8 @@ interface OpenWarc {
   fh: FileHandle;
   size: number;
   warcinfoId: string;
+  /** Finishes the file at its age bound (rollover only). */
+  ageTimer: NodeJS.Timeout | null;
 }
 
 export class WarcWriter {
@@ -432,6 +440,7 @@ export class WarcWriter {
   private readonly maxFileBytes: number;
   private readonly info: Record<string, string>;
   private readonly syncEachWrite: boolean;
+  private readonly rollover: FileRollover | null;
   // Every write runs after the previous one settled: a file is only ever
   // appended to by one operation at a time, so records never interleave.
   private readonly queue = new SerialQueue();
@@ -444,6 +453,7 @@ export class WarcWriter {
     this.prefix = opts.prefix ?? 'crawl';
     this.maxFileBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     this.syncEachWrite = opts.syncEachWrite ?? false;
+    this.rollover = opts.rollover ?? null;
     this.info = {
       software: opts.software ?? DEFAULT_SOFTWARE,
       format: 'WARC File Format 1.1',
@@ -465,6 +475,9 @@ export class WarcWriter {
     }
     if (opts.maxFileBytes !== undefined && !(opts.maxFileBytes > 0)) {
       throw new StorageError('INVALID_INPUT', null, `maxFileBytes must be positive, got ${opts.maxFileBytes}`);
+    }
+    if (opts.rollover && !(opts.rollover.maxFileAgeMs > 0)) {
+      throw new StorageError('INVALID_INPUT', null, `maxFileAgeMs must be positive, got ${opts.rollover.maxFileAgeMs}`);
     }
     await ensureWritableDir(opts.dir);
     return new WarcWriter(opts);
@@ -495,6 +508,15 @@ export class WarcWriter {
    */
   writeResource(r: WarcResource): Promise<WarcResourceLocation> {
     return this.queue.run(() => this.doWriteResource(r));
+  }
+
+  /**
+   * Finishes the current file after the writes queued before (the next write
+   * starts a new one): how a flush gets every record of this writer to its
+   * upload without closing it.
+   */
+  finishFile(): Promise<void> {
+    return this.queue.run(() => (this.closed ? Promise.resolve() : this.finishCurrent()));
   }
 
   /** Waits for queued writes, flushes the current file to disk and closes it. */
@@ -580,8 +602,11 @@ export class WarcWriter {
     try {
       await file.fh.truncate(goodSize);
     } catch {
+      // Left as it is, not handed on: with a fragment at its end it is no
+      // finished file. A spooled one is cut back by the sweep after this process.
       this.current = null;
       this.finished.push(file.name);
+      if (file.ageTimer) clearTimeout(file.ageTimer);
       await file.fh.close().catch(() => undefined);
     }
   }
@@ -719,8 +744,18 @@ export class WarcWriter {
       // above so a reader can verify every record of the file.
       const bytes = gzipMember(rec, body);
       await writeFully(fh, bytes, 0);
-      this.current = { name, path: full, fh, size: bytes.length, warcinfoId };
-      return this.current;
+      const file: OpenWarc = { name, path: full, fh, size: bytes.length, warcinfoId, ageTimer: null };
+      if (this.rollover) {
+        // Queued like a write, so it never lands in the middle of one.
+        file.ageTimer = setTimeout(
+          () => void this.queue.run(() => (this.current === file ? this.finishCurrent() : Promise.resolve())).catch(() => undefined),
+          this.rollover.maxFileAgeMs,
+        );
+        // The bound is for a running crawl; it must not keep an idle process alive.
+        file.ageTimer.unref();
+      }
+      this.current = file;
+      return file;
     } catch (err) {
       await fh.close().catch(() => undefined);
       await fsp.unlink(full).catch(() => undefined);
@@ -733,6 +768,7 @@ export class WarcWriter {
     if (!file) return;
     this.current = null;
     this.finished.push(file.name);
+    if (file.ageTimer) clearTimeout(file.ageTimer);
     try {
       await file.fh.sync();
       await file.fh.close();
@@ -740,6 +776,7 @@ export class WarcWriter {
       await file.fh.close().catch(() => undefined);
       throw new StorageError('CLOSE_FAILED', file.path, 'cannot flush and close WARC file', { cause: err });
     }
+    await this.rollover?.finished(file.path);
   }
 }
 

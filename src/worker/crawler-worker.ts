@@ -19,9 +19,28 @@ import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
 import { WorkerLoad } from './worker-load';
 import { sessionSlotSupplier } from './session-slot-supplier';
+import { DEFAULT_SPOOL_DIR } from '../stack/paths';
+import { NO_OBJECT_STORES, SpoolUploader, type ObjectStoreFactory } from '../storage/spool-uploader';
 
 /** The SDK's default for Nexus tasks, which the crawler does not use; a tuner must name every kind. */
 const NEXUS_SLOTS = 100;
+
+/**
+ * How long a draining worker waits for its spooled files to reach their
+ * stores. Past it the worker exits anyway: the files stay in the spool and
+ * go up after its next start (a store that is down must not hold a worker
+ * that was told to stop).
+ */
+const DRAIN_UPLOAD_MS = 60_000;
+
+/**
+ * Which outputs are in object storage: the store of an `output.dir`, or null
+ * for a folder. The hook for src/storage/output-location.ts (objectStoreFor):
+ * not plugged in yet, because a campaign's output.s3 (its endpoint) does not
+ * reach a factory that takes the location alone, nor a sweep after a restart.
+ * Until it is, every output is a folder, written as before.
+ */
+export const openOutputStore: ObjectStoreFactory = NO_OBJECT_STORES;
 
 let runtimeInstalled = false;
 
@@ -60,7 +79,11 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // The SDK's default identity, named here so that the lease says which worker's tasks are whose.
   const identity = defaultIdentity();
   const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log, identity }) : undefined;
+  // Before the first task: what a worker that died here left in the spool goes up first.
+  const spool = new SpoolUploader({ root: cfg.spoolDir ?? DEFAULT_SPOOL_DIR, openStore: openOutputStore, log });
+  await spool.start();
   const rt = new WorkerRuntime({
+    spool,
     liveness,
     redis,
     temporal,
@@ -138,6 +161,10 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
       await liveness?.stop();
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
+      // The writers are closed, their last files finished: up they go, for a bounded time.
+      if (!(await spool.flushAll(AbortSignal.timeout(DRAIN_UPLOAD_MS)).catch(() => false)))
+        log.warn('worker: spooled files not yet uploaded stay in the spool for the next start', { spool: spool.root });
+      await spool.close();
       load.stop();
       redis.disconnect();
       await nativeConnection.close().catch(() => undefined);

@@ -272,7 +272,12 @@ describe('one schema', () => {
         autoRecheckEvery: 20,
       },
       sitemaps: 'robots+root',
-      output: { dir: 'crawl-output', warcKeepSecrets: false, s3: { endpoint: null, region: null, pathStyle: false } },
+      output: {
+        dir: 'crawl-output',
+        warcKeepSecrets: false,
+        s3: { endpoint: null, region: null, pathStyle: false },
+        upload: { maxFileBytes: 256 * 1024 * 1024, maxFileAgeMs: 60_000 },
+      },
       handler: null,
       handlerTimeoutMs: 30_000,
       cookies: 'on',
@@ -281,6 +286,13 @@ describe('one schema', () => {
       retention: { redisMs: 7 * 86_400_000 },
       revisit: { enabled: false, minMs: 3_600_000, maxMs: 30 * 86_400_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
     });
+  });
+
+  test('output.upload: a part may be given alone, the other keeps its default; bounds below 1 are refused, naming the field', () => {
+    const resolve = (upload: object) => resolveCampaignSettings({ seeds: ['http://a.test/'], output: { upload } } as CampaignInput, 'c1');
+    expect(resolve({ maxFileAgeMs: 5_000 }).output.upload).toEqual({ maxFileBytes: 256 * 1024 * 1024, maxFileAgeMs: 5_000 });
+    expect(() => resolve({ maxFileBytes: 0 })).toThrow(/output\.upload\.maxFileBytes must be at least 1 \(got 0\)/);
+    expect(() => resolve({ maxFileAgeMs: 1.5 })).toThrow(/output\.upload\.maxFileAgeMs must be a whole number/);
   });
 
   test('a revisit section switches revisiting on; {campaign} in the output folder is the campaign ID', () => {
