@@ -275,7 +275,7 @@ export class HostLogin {
   /** A login exchange into the WARC, like a page's (no index line: it is no frontier URL), marked as the login's in its metadata record. */
   private async store(res: FetchResult, secretHeaders: string[]): Promise<void> {
     const s = this.d.campaign.settings;
-    const warc = await this.d.rt.outputs.warc(s.output.dir, s.campaignId, s.output.upload);
+    const warc = await this.d.rt.outputs.warc(s.output.dir, s.campaignId, s.output);
     await warc.writeExchange(exchangeOf(res, { url: res.url, metadata: { crawlerRequest: 'login' }, keepSecrets: s.output.warcKeepSecrets, secretHeaders }));
   }
 }

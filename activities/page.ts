@@ -257,7 +257,7 @@ async function storeNotModifiedOf(rt: WorkerRuntime, job: PageJob, attempt: Atte
   const s = job.campaign.settings;
   const prev = attempt.previous!;
   const of = { uri: prev.r!.u, date: prev.r!.t, recordId: prev.r!.id, ...(prev.d ? { payloadDigest: prev.d } : {}) };
-  const loc = await storeNotModified(res, job.entry.url, of, await rt.outputs.warc(s.output.dir, s.campaignId, s.output.upload), s.output.warcKeepSecrets);
+  const loc = await storeNotModified(res, job.entry.url, of, await rt.outputs.warc(s.output.dir, s.campaignId, s.output), s.output.warcKeepSecrets);
   return {
     outcome: OUTCOME.notModified,
     counted: 'fetched',
@@ -352,9 +352,9 @@ async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: Fet
       keepSecrets: s.output.warcKeepSecrets,
     },
     {
-      warc: await rt.outputs.warc(s.output.dir, s.campaignId, s.output.upload),
+      warc: await rt.outputs.warc(s.output.dir, s.campaignId, s.output),
       payloads: s.content.dedup !== 'off' ? new PayloadIndex(rt.deps.redis, job.campaign.key) : null,
-      dataset: () => rt.outputs.dataset(s.output.dir, s.output.upload),
+      dataset: () => rt.outputs.dataset(s.output.dir, s.output),
       signal: job.signal,
     },
   );
@@ -427,7 +427,7 @@ function commitDeps(rt: WorkerRuntime, job: PageJob, attempt: Attempt): CommitDe
   const s = job.campaign.settings;
   const schedule = attempt.schedule;
   return {
-    index: { append: async (e) => (await rt.outputs.index(s.output.dir, s.output.upload)).append(e) },
+    index: { append: async (e) => (await rt.outputs.index(s.output.dir, s.output)).append(e) },
     frontier: {
       assertOwner: () => job.frontier.assertOwner(),
       // Links enter a host's frontier only while its budgets can still fetch them (src/redis/frontier.ts).

@@ -75,7 +75,7 @@ export function renderingFetcher(
     log,
     // browser.screenshot: a resource record, named as Browsertrix names them, so replay tools that know the convention show it.
     screenshot: async (c: ScreenshotCapture) => {
-      const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output.upload);
+      const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output);
       await warc.writeResource({ uri: `urn:screenshot:${c.page}`, date: c.takenAt, contentType: 'image/png', body: c.png });
     },
     record: async (c: SubresourceCapture) => {
@@ -133,7 +133,7 @@ export function answerHeaders(stored: Record<string, string>): Record<string, st
 /** One exchange of a page as WARC records: request (with its body) and response, and a metadata record naming the page. */
 async function archive(rt: WorkerRuntime, campaign: CampaignRuntime, c: SubresourceCapture): Promise<WarcLocation> {
   const s = campaign.settings;
-  const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output.upload);
+  const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output);
   return warc.writeExchange(exchangeOf(c.response, { url: c.url, metadata: { via: c.page.slice(0, 2048), renderedBy: 'browser' }, keepSecrets: s.output.warcKeepSecrets }));
 }
 

@@ -4,6 +4,7 @@
 //   {campaignKey}       per-campaign config and budget
 //   {host}              state shared by all campaigns: host clock, robots cache
 //   {workers}           the worker processes' leases and the sessions each runs (one slot: a few hundred workers)
+//   {output:<id>}       an output location in object storage: who spools files for it, and its flushes
 import { registrableDomain } from '../url/scope';
 
 const P = 'crawl';
@@ -224,5 +225,21 @@ export const workerKeys = (group = '') => {
     sessions: (workerId: string) => `${P}:${tag}:sessions:${workerId}`,
     /** Held (by the reaper's worker id, for a few seconds) while a live worker tells a dead one's hosts that their sessions are lost. */
     reaping: (workerId: string) => `${P}:${tag}:reaping:${workerId}`,
+  };
+};
+
+/**
+ * An output location in object storage (src/redis/output-flush.ts): the workers that spool files
+ * for it, and the flush a seal asks of them. `id`: a short hash of the location.
+ */
+export const outputKeys = (id: string) => {
+  const tag = `{output:${id}}`;
+  return {
+    /** SET of worker ids that spooled files for the location. */
+    spoolers: `${P}:${tag}:spoolers`,
+    /** STRING: when the last flush was asked for (epoch ms, Redis clock). */
+    flush: `${P}:${tag}:flush`,
+    /** HASH worker id → the flush (its time) whose files it has all uploaded. */
+    flushed: `${P}:${tag}:flushed`,
   };
 };

@@ -93,6 +93,14 @@ export class WorkerRegistry {
     return (await this.redis.crawlWorkerReaped(this.k.leases, this.k.reaping(dead), this.k.sessions(dead), dead, claimer)) === 1;
   }
 
+  /** For each id, whether it holds a lease that has not run out (Redis clock). */
+  async live(ids: string[]): Promise<boolean[]> {
+    if (ids.length === 0) return [];
+    const [[s, us], expires] = await Promise.all([this.redis.time(), this.redis.zmscore(this.k.leases, ...ids)]);
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    return expires.map((e) => e !== null && Number(e) >= now);
+  }
+
   /** Worker `id` stops: it leaves when none of its sessions is recorded any more (true); else its lease runs out and its hosts are told. */
   async leave(id: string): Promise<boolean> {
     return (await this.redis.crawlWorkerLeave(this.k.leases, this.k.reaping(id), this.k.sessions(id), id)) === 1;

@@ -24,6 +24,8 @@ export const IDLE_CLOSE_MS = 10 * 60_000;
 
 /** When the writers of an output in object storage finish a file (output.upload); a folder's ignore them. */
 export type UploadBounds = CampaignSettings['output']['upload'];
+/** What the writers of a campaign's output need of its settings besides the folder: output.upload, and output.s3 to reach a bucket. */
+export type OutputOptions = Partial<Pick<CampaignSettings['output'], 'upload' | 's3'>>;
 
 /**
  * Where the outputs of an `output.dir` are written: the folder itself, or,
@@ -55,44 +57,50 @@ export class OutputRegistry {
   /**
    * One per folder and campaign: campaigns started without `--out` share a
    * folder, and a WARC file's name says whose records it holds (the seal's
-   * replay index and WACZ pick a campaign's files by it). `upload`: the
-   * campaign's output.upload, for an output in object storage.
+   * replay index and WACZ pick a campaign's files by it). `out`: the
+   * campaign's output.upload and output.s3, for an output in object storage.
    */
-  warc(dir: string, campaignId: string, upload?: UploadBounds): Promise<WarcWriter> {
+  warc(dir: string, campaignId: string, out?: OutputOptions): Promise<WarcWriter> {
     const prefix = warcPrefixOf(campaignId);
-    const place = this.place(dir);
+    const place = this.place(dir, out);
     const warcDir = path.join(place.root, 'warc');
     return this.lookup(this.warcs, `${warcDir}\0${prefix}`, () =>
-      this.opened(place, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId, ...this.rolloverOf(place, upload) })),
+      this.opened(place, () => WarcWriter.open({ dir: warcDir, prefix, isPartOf: campaignId, ...this.rolloverOf(place, out?.upload) })),
     );
   }
 
-  index(dir: string, upload?: UploadBounds): Promise<IndexWriter> {
-    const place = this.place(dir);
+  index(dir: string, out?: OutputOptions): Promise<IndexWriter> {
+    const place = this.place(dir, out);
     const indexDir = path.join(place.root, 'index');
-    return this.lookup(this.indexes, indexDir, () => this.opened(place, () => IndexWriter.open({ dir: indexDir, ...this.rolloverOf(place, upload) })));
+    return this.lookup(this.indexes, indexDir, () => this.opened(place, () => IndexWriter.open({ dir: indexDir, ...this.rolloverOf(place, out?.upload) })));
   }
 
   /** The default dataset's raw file of this process (items a handler returned). */
-  dataset(dir: string, upload?: UploadBounds): Promise<DatasetWriter> {
-    const place = this.place(dir);
+  dataset(dir: string, out?: OutputOptions): Promise<DatasetWriter> {
+    const place = this.place(dir, out);
     const d = datasetDir(place.root);
-    return this.lookup(this.datasets, d, () => this.opened(place, () => DatasetWriter.open(d, this.rolloverOf(place, upload))));
+    return this.lookup(this.datasets, d, () => this.opened(place, () => DatasetWriter.open(d, this.rolloverOf(place, out?.upload))));
   }
 
-  /** Where the outputs of `dir` are written (see OutputPlace). */
-  place(dir: string): OutputPlace {
-    const location = this.spool?.locate(dir, () => this.finishOpen(dir)) ?? null;
+  /** Where the outputs of `dir` are written (see OutputPlace); `out.s3` reaches its bucket. */
+  place(dir: string, out?: OutputOptions): OutputPlace {
+    let root = '';
+    const location = this.spool?.locate({ dir, s3: out?.s3 ?? null }, () => this.finishOpenIn(root)) ?? null;
+    if (location) root = location.spoolDir;
     return location ? { kind: 'spool', root: location.spoolDir, location } : { kind: 'folder', root: path.resolve(dir) };
   }
 
   /**
    * Finishes the files being written for `dir` (each writer's current file;
-   * the next write starts a new one): what the uploader's flush calls, so
-   * that every record written so far goes to the store.
+   * the next write starts a new one), every spool of it: what the uploader's
+   * flush calls, so that every record written so far goes to the store.
    */
   async finishOpen(dir: string): Promise<void> {
-    const root = this.place(dir).root + path.sep;
+    await this.finishOpenIn(this.place(dir).root);
+  }
+
+  private async finishOpenIn(placeRoot: string): Promise<void> {
+    const root = placeRoot + path.sep;
     const open = [...this.warcs, ...this.indexes, ...this.datasets] as [string, Entry<{ finishFile(): Promise<void> }>][];
     await Promise.all(open.filter(([key]) => key.startsWith(root)).map(async ([, e]) => (await e.writer.catch(() => null))?.finishFile()));
   }

@@ -17,19 +17,17 @@ import type { Logger } from '../log/logger';
 import { cutBackToWholeRecords } from './cut-back';
 import { createdByThisProcess, thisHost, writerOfFile } from './files';
 import type { ObjectStore } from './object-store';
-import { markFinished, objectKeyOf, prepareSpoolDir, refusedPathOf, spoolContents, spoolDirOf, spoolLocationOf } from './spool';
+import { markFinished, objectKeyOf, prepareSpoolDir, refusedPathOf, spoolContents, spoolDirOf, spoolLocationOf, targetKeyOf, type OutputTarget } from './spool';
 import { isStorageError } from './storage-error';
 
 /**
  * The hook that says which output locations are object stores: the store of
- * an `output.dir`, or null when it is a folder (written as it always was).
- * The worker passes in src/storage/output-location.ts's openObjectStore
- * here; the tests a FolderObjectStore.
+ * an `output.dir` (reached with its campaign's output.s3), or null when it is
+ * a folder (written as it always was). The worker passes in
+ * src/storage/output-location.ts's objectStoreFor here; the tests a
+ * FolderObjectStore.
  */
-export type ObjectStoreFactory = (dir: string) => ObjectStore | null;
-
-/** Every output is a folder: a worker without object stores. */
-export const NO_OBJECT_STORES: ObjectStoreFactory = () => null;
+export type ObjectStoreFactory = (target: OutputTarget) => ObjectStore | null;
 
 export interface SpoolUploaderOptions {
   /** The spool root (CRAWLER_SPOOL_DIR): one folder per output location under it. */
@@ -41,6 +39,11 @@ export interface SpoolUploaderOptions {
   firstRetryMs?: number;
   /** Longest wait between attempts at a failing store (default 60 s). */
   maxRetryMs?: number;
+  /**
+   * Called (and awaited) before the first file of a location this process writes: the worker records
+   * itself as one of the location's spoolers, whom a seal's flush waits for (src/redis/output-flush.ts).
+   */
+  onLocation?: (dir: string) => Promise<void>;
   /** How often the spool is swept again for files of writers that died since (default 60 s; 0: at start only). */
   sweepEveryMs?: number;
   log?: Logger;
@@ -56,6 +59,8 @@ export function retryDelayMs(failures: number, first: number, max: number): numb
 export interface SpoolLocation {
   /** The output location (`output.dir`). */
   dir: string;
+  /** The location and the settings that reach it. */
+  target: OutputTarget;
   spoolDir: string;
   store: ObjectStore;
 }
@@ -110,14 +115,17 @@ function ownedByAnotherLiveProcess(name: string): boolean {
 export class SpoolUploader {
   readonly root: string;
   private readonly openStore: ObjectStoreFactory;
+  private readonly onLocation: ((dir: string) => Promise<void>) | null;
+  /** Locations whose onLocation has run. */
+  private readonly announced = new Map<string, Promise<void>>();
   private readonly concurrency: number;
   private readonly firstRetryMs: number;
   private readonly maxRetryMs: number;
   private readonly sweepEveryMs: number;
   private readonly log: Logger | null;
-  /** By spool folder; `byDir` by output location. */
+  /** By spool folder; `byTarget` by output target (targetKeyOf). */
   private readonly locations = new Map<string, Location>();
-  private readonly byDir = new Map<string, Location | null>();
+  private readonly byTarget = new Map<string, Location | null>();
   private readonly uploads = new Set<Promise<void>>();
   private retryTimer: { at: number; timer: NodeJS.Timeout } | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -129,6 +137,7 @@ export class SpoolUploader {
   constructor(opts: SpoolUploaderOptions) {
     this.root = path.resolve(opts.root);
     this.openStore = opts.openStore;
+    this.onLocation = opts.onLocation ?? null;
     this.concurrency = Math.max(1, opts.concurrency ?? 3);
     this.firstRetryMs = opts.firstRetryMs ?? 1_000;
     this.maxRetryMs = Math.max(this.firstRetryMs, opts.maxRetryMs ?? 60_000);
@@ -146,24 +155,34 @@ export class SpoolUploader {
   }
 
   /**
-   * Where the registry writes the outputs of `dir`: its spool folder and
-   * store, or null when `dir` is a folder. `finishOpen` finishes the files
+   * Where the registry writes the outputs of `target`: its spool folder and
+   * store, or null when its `dir` is a folder. `finishOpen` finishes the files
    * being written for it (a flush calls it).
    */
-  locate(dir: string, finishOpen?: () => Promise<void>): SpoolLocation | null {
-    let loc = this.byDir.get(dir);
+  locate(target: OutputTarget, finishOpen?: () => Promise<void>): SpoolLocation | null {
+    const key = targetKeyOf(target);
+    let loc = this.byTarget.get(key);
     if (loc === undefined) {
-      const store = this.storeOf(dir);
-      loc = store ? this.adopt(dir, spoolDirOf(this.root, dir), store) : null;
-      this.byDir.set(dir, loc);
+      const store = this.storeOf(target);
+      loc = store ? this.adopt(target, spoolDirOf(this.root, target), store) : null;
+      this.byTarget.set(key, loc);
     }
     if (loc && finishOpen) loc.finishOpen = finishOpen;
     return loc;
   }
 
   /** Makes the spool folder of a location before its first file (a sweep after a restart reads where it goes from it). */
-  prepare(loc: SpoolLocation): Promise<void> {
-    return prepareSpoolDir(loc.spoolDir, loc.dir);
+  async prepare(loc: SpoolLocation): Promise<void> {
+    await prepareSpoolDir(loc.spoolDir, loc.target);
+    if (!this.onLocation) return;
+    let announced = this.announced.get(loc.spoolDir);
+    if (!announced) {
+      announced = this.onLocation(loc.dir);
+      this.announced.set(loc.spoolDir, announced);
+      // Failed (Redis away): the next writer opened for it tries again.
+      announced.catch(() => this.announced.delete(loc.spoolDir));
+    }
+    await announced;
   }
 
   /**
@@ -193,10 +212,14 @@ export class SpoolUploader {
    * when the store refused a file (its key holds other content).
    */
   async flush(dir: string, signal?: AbortSignal): Promise<boolean> {
-    const loc = this.byDir.get(dir);
-    if (!loc) return true;
-    await loc.finishOpen?.();
-    return this.drain(loc, signal);
+    const locs = [...this.locations.values()].filter((l) => l.dir === dir);
+    await Promise.all(locs.map((l) => l.finishOpen?.()));
+    return (await Promise.all(locs.map((l) => this.drain(l, signal)))).every(Boolean);
+  }
+
+  /** The output locations this process spools for (the flush watch asks Redis about each). */
+  spooledDirs(): string[] {
+    return [...new Set([...this.locations.values()].map((l) => l.dir))];
   }
 
   /** flush() of every location this process knows (a worker's drain on SIGTERM). */
@@ -209,7 +232,7 @@ export class SpoolUploader {
 
   /** Files of `dir` still waiting for their upload (for reports and tests). */
   pendingOf(dir: string): number {
-    return this.byDir.get(dir)?.pending.size ?? 0;
+    return [...this.locations.values()].filter((l) => l.dir === dir).reduce((n, l) => n + l.pending.size, 0);
   }
 
   /** Stops the timers and waits for the uploads in flight; what is left stays in the spool for the next start. */
@@ -251,9 +274,10 @@ export class SpoolUploader {
       const spoolDir = path.join(this.root, name);
       let loc: Location | null | undefined = this.locations.get(spoolDir);
       if (!loc) {
-        const dir = await spoolLocationOf(spoolDir);
-        if (dir === null) continue;
-        loc = this.locate(dir) as Location | null;
+        const target = await spoolLocationOf(spoolDir);
+        if (target === null) continue;
+        const dir = target.dir;
+        loc = this.locate(target) as Location | null;
         if (!loc) {
           if (!this.unknown.has(spoolDir)) this.log?.warn('spool: files of an output this worker knows no store for are kept', { spoolDir, dir });
           this.unknown.add(spoolDir);
@@ -285,9 +309,10 @@ export class SpoolUploader {
     for (const file of ready) if (!ownedByAnotherLiveProcess(path.basename(file))) loc.pending.add(file);
   }
 
-  private storeOf(dir: string): ObjectStore | null {
+  private storeOf(target: OutputTarget): ObjectStore | null {
+    const dir = target.dir;
     try {
-      return this.openStore(dir);
+      return this.openStore(target);
     } catch (err) {
       // A location its settings cannot open: its files wait (the writers for it fail, and say why).
       this.log?.error('spool: cannot open the object store of an output', { dir, err });
@@ -295,10 +320,22 @@ export class SpoolUploader {
     }
   }
 
-  private adopt(dir: string, spoolDir: string, store: ObjectStore): Location {
+  private adopt(target: OutputTarget, spoolDir: string, store: ObjectStore): Location {
     const known = this.locations.get(spoolDir);
     if (known) return known;
-    const loc: Location = { dir, spoolDir, store, pending: new Set(), active: new Set(), failures: 0, retryAt: 0, refused: 0, finishOpen: null, waiters: new Set() };
+    const loc: Location = {
+      dir: target.dir,
+      target,
+      spoolDir,
+      store,
+      pending: new Set(),
+      active: new Set(),
+      failures: 0,
+      retryAt: 0,
+      refused: 0,
+      finishOpen: null,
+      waiters: new Set(),
+    };
     this.locations.set(spoolDir, loc);
     return loc;
   }

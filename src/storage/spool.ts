@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { syncDir } from './files';
+import type { S3Settings } from './output-location';
 import { StorageError } from './storage-error';
 
 /** Where finished files wait for their upload, beside the files being written. */
@@ -21,23 +22,48 @@ export const REFUSED_DIR = 'refused';
 export const LOCATION_FILE = 'location.json';
 
 /**
- * The spool folder of an output location: a readable name made from it
- * (`s3://bucket/crawls/x` -> `bucket-crawls-x`) and a short hash of it, so
- * two locations whose readable names meet still get folders of their own.
+ * An output location in object storage and the settings that reach it
+ * (output.s3: endpoint, region, path-style; never credentials). Two
+ * campaigns that name one location through different endpoints are two
+ * targets: their files must not go to one store.
  */
-export function spoolDirOf(root: string, location: string): string {
+export interface OutputTarget {
+  dir: string;
+  s3?: S3Settings | null;
+}
+
+/** The identity of a target: its location, and its settings when there are any. */
+export function targetKeyOf(t: OutputTarget): string {
+  const s3 = t.s3
+    ? Object.fromEntries(
+        Object.entries(t.s3)
+          .filter(([, v]) => v !== undefined && v !== null)
+          .sort(([a], [b]) => a.localeCompare(b)),
+      )
+    : {};
+  return Object.keys(s3).length ? `${t.dir} ${JSON.stringify(s3)}` : t.dir;
+}
+
+/**
+ * The spool folder of an output target: a readable name made from its
+ * location (`s3://bucket/crawls/x` -> `bucket-crawls-x`) and a short hash of
+ * the target, so two targets whose readable names meet still get folders of
+ * their own.
+ */
+export function spoolDirOf(root: string, target: OutputTarget | string): string {
+  const t = typeof target === 'string' ? { dir: target } : target;
   const readable =
-    location
+    t.dir
       .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
       .replace(/[^A-Za-z0-9._-]+/g, '-')
       .replace(/^[-.]+|[-.]+$/g, '')
       .slice(0, 60)
       .replace(/[-.]+$/, '') || 'output';
-  return path.join(path.resolve(root), `${readable}-${createHash('sha256').update(location).digest('hex').slice(0, 12)}`);
+  return path.join(path.resolve(root), `${readable}-${createHash('sha256').update(targetKeyOf(t)).digest('hex').slice(0, 12)}`);
 }
 
-/** Makes the spool folder of `location` and records the location in it (once). */
-export async function prepareSpoolDir(spoolDir: string, location: string): Promise<void> {
+/** Makes the spool folder of `target` and records the target in it (once). */
+export async function prepareSpoolDir(spoolDir: string, target: OutputTarget): Promise<void> {
   const file = path.join(spoolDir, LOCATION_FILE);
   try {
     await fsp.mkdir(spoolDir, { recursive: true });
@@ -50,7 +76,7 @@ export async function prepareSpoolDir(spoolDir: string, location: string): Promi
       return;
     // Written whole under another name, then renamed: a reader never sees half of it.
     const tmp = `${file}.${process.pid}.tmp`;
-    await fsp.writeFile(tmp, `${JSON.stringify({ location })}\n`);
+    await fsp.writeFile(tmp, `${JSON.stringify({ location: target.dir, s3: target.s3 ?? null })}\n`);
     await fsp.rename(tmp, file);
     await syncDir(spoolDir);
   } catch (err) {
@@ -58,11 +84,12 @@ export async function prepareSpoolDir(spoolDir: string, location: string): Promi
   }
 }
 
-/** The output location recorded in a spool folder, or null when it has none (not a spool folder). */
-export async function spoolLocationOf(spoolDir: string): Promise<string | null> {
+/** The output target recorded in a spool folder, or null when it has none (not a spool folder). */
+export async function spoolLocationOf(spoolDir: string): Promise<OutputTarget | null> {
   try {
-    const v = JSON.parse(await fsp.readFile(path.join(spoolDir, LOCATION_FILE), 'utf8')) as { location?: unknown };
-    return typeof v.location === 'string' ? v.location : null;
+    const v = JSON.parse(await fsp.readFile(path.join(spoolDir, LOCATION_FILE), 'utf8')) as { location?: unknown; s3?: unknown };
+    if (typeof v.location !== 'string') return null;
+    return { dir: v.location, s3: v.s3 && typeof v.s3 === 'object' ? (v.s3 as S3Settings) : null };
   } catch {
     return null;
   }

@@ -20,7 +20,10 @@ import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
 import { WorkerLoad } from './worker-load';
 import { sessionSlotSupplier } from './session-slot-supplier';
 import { DEFAULT_SPOOL_DIR } from '../stack/paths';
-import { NO_OBJECT_STORES, SpoolUploader, type ObjectStoreFactory } from '../storage/spool-uploader';
+import { SpoolUploader, type ObjectStoreFactory } from '../storage/spool-uploader';
+import { objectStoreFor } from '../storage/output-location';
+import { NO_LIVENESS_SPOOLER } from '../redis/output-flush';
+import { SpoolFlushResponder } from './spool-flush-responder';
 
 /** The SDK's default for Nexus tasks, which the crawler does not use; a tuner must name every kind. */
 const NEXUS_SLOTS = 100;
@@ -33,14 +36,8 @@ const NEXUS_SLOTS = 100;
  */
 const DRAIN_UPLOAD_MS = 60_000;
 
-/**
- * Which outputs are in object storage: the store of an `output.dir`, or null
- * for a folder. The hook for src/storage/output-location.ts (objectStoreFor):
- * not plugged in yet, because a campaign's output.s3 (its endpoint) does not
- * reach a factory that takes the location alone, nor a sweep after a restart.
- * Until it is, every output is a folder, written as before.
- */
-export const openOutputStore: ObjectStoreFactory = NO_OBJECT_STORES;
+/** Which outputs are in object storage: the store of an `output.dir` reached with its campaign's output.s3, or null for a folder. */
+export const openOutputStore: ObjectStoreFactory = (target) => objectStoreFor(target.dir, target.s3);
 
 let runtimeInstalled = false;
 
@@ -80,7 +77,12 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   const identity = defaultIdentity();
   const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log, identity }) : undefined;
   // Before the first task: what a worker that died here left in the spool goes up first.
-  const spool = new SpoolUploader({ root: cfg.spoolDir ?? DEFAULT_SPOOL_DIR, openStore: openOutputStore, log });
+  // The seal of a campaign in object storage asks its spoolers to upload what they hold (src/redis/output-flush.ts):
+  // a worker is one under its lease's id, or one that is never presumed dead without liveness.
+  const spoolerId = () => liveness?.id ?? `${NO_LIVENESS_SPOOLER}${identity}`;
+  let flushes: SpoolFlushResponder | null = null;
+  const spool = new SpoolUploader({ root: cfg.spoolDir ?? DEFAULT_SPOOL_DIR, openStore: openOutputStore, log, onLocation: (dir) => flushes!.register(dir) });
+  flushes = new SpoolFlushResponder(redis, spool, spoolerId, log);
   await spool.start();
   const rt = new WorkerRuntime({
     spool,
@@ -153,12 +155,14 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   const metricsServer =
     cfg.metricsPort === null ? null : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
   liveness?.start();
+  flushes.start();
   const done = (async () => {
     try {
       await worker.run();
     } finally {
       // Every session ended: the lease goes with the process (a session still recorded keeps it, for a live worker to hand over).
       await liveness?.stop();
+      await flushes.stop();
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
       // The writers are closed, their last files finished: up they go, for a bounded time.

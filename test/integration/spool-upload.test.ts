@@ -66,7 +66,7 @@ async function setup(opts: { storeDir?: string; root?: string; retryMs?: number 
   const log = createLogger({ level: 'warn', write: (line) => void warnings.push(line) });
   const uploader = new SpoolUploader({
     root,
-    openStore: (dir) => (dir === DIR ? store : null),
+    openStore: (t) => (t.dir === DIR ? store : null),
     firstRetryMs: opts.retryMs ?? 20,
     maxRetryMs: opts.retryMs ?? 200,
     sweepEveryMs: 0,
@@ -86,12 +86,12 @@ async function crawl(s: Setup, bounds: UploadBounds, from: number, to: number): 
   const locs: WarcLocation[] = [];
   for (let i = from; i < to; i++) {
     const ex = exchange(i);
-    const loc = await (await s.outputs.warc(DIR, 'camp', bounds)).writeExchange(ex);
+    const loc = await (await s.outputs.warc(DIR, 'camp', { upload: bounds })).writeExchange(ex);
     locs.push(loc);
     const warc = { file: loc.file, offset: loc.offset, length: loc.length };
-    await (await s.outputs.index(DIR, bounds)).append({ url: ex.url, fetchedAt: ex.fetchedAt.toISOString(), warc } as IndexEntry);
+    await (await s.outputs.index(DIR, { upload: bounds })).append({ url: ex.url, fetchedAt: ex.fetchedAt.toISOString(), warc } as IndexEntry);
     await (
-      await s.outputs.dataset(DIR, bounds)
+      await s.outputs.dataset(DIR, { upload: bounds })
     ).appendAll([{ url: ex.url, fp: `fp${i}`, campaignId: 'camp', label: null, fetchedAt: ex.fetchedAt.toISOString(), warc, item: { i } }]);
   }
   return locs;
@@ -172,7 +172,7 @@ test('a folder output is written as before: into the folder, nothing spooled, no
   const s = await setup();
   try {
     const out = path.join(tmpDir(), 'out');
-    const w = await s.outputs.warc(out, 'camp', { maxFileBytes: 1, maxFileAgeMs: 1 });
+    const w = await s.outputs.warc(out, 'camp', { upload: { maxFileBytes: 1, maxFileAgeMs: 1 } });
     await w.writeExchange(exchange(1));
     await w.writeExchange(exchange(2));
     await (await s.outputs.index(out)).append({ url: 'http://site.test/p1' } as IndexEntry);
@@ -209,12 +209,12 @@ const exchange = (i: number) => ({
   response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.alloc(2000, 'page ' + i + ' ') },
 });
 (async () => {
-  const uploader = new SpoolUploader({ root, openStore: (d) => (d === dir ? new FolderObjectStore(storeDir) : null), sweepEveryMs: 0 });
+  const uploader = new SpoolUploader({ root, openStore: (t) => (t.dir === dir ? new FolderObjectStore(storeDir) : null), sweepEveryMs: 0 });
   await uploader.start();
   const outputs = new OutputRegistry(IDLE_CLOSE_MS, uploader);
   const bounds = { maxFileBytes: 1 << 30, maxFileAgeMs: 3_600_000 };
-  const warc = await outputs.warc(dir, 'camp', bounds);
-  const index = await outputs.index(dir, bounds);
+  const warc = await outputs.warc(dir, 'camp', { upload: bounds });
+  const index = await outputs.index(dir, { upload: bounds });
   const locs = [];
   for (let i = 0; i < 5; i++) {
     const loc = await warc.writeExchange(exchange(i));
