@@ -376,6 +376,11 @@ async function sealForSummary(rt: WorkerRuntime, hosts: CampaignHosts, campaignK
       const cdxjCommand = `crawler cdxj ${settings.campaignId}${sizes.inBucket ? ` --out ${settings.output.dir}` : ''}`;
       if (!cdxj) sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`${cdxjCommand}\``;
       else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`${cdxjCommand}\``;
+      // Workers that still held files of the bucket when the seal ran: their pages show as missing until it is sealed again.
+      if (r.flush && !r.flush.complete) {
+        const late = `${r.flush.waitingOn.length} worker(s) had not uploaded their last files when the index was sealed: run \`crawler seal ${settings.campaignId}\` once they have`;
+        sealError = sealError ? `${sealError}; ${late}` : late;
+      }
     }
   } catch (err) {
     if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;

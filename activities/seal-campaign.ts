@@ -19,6 +19,8 @@ import { SEALED_AREA, sealManifestName } from '../src/storage/mirror-layout';
 import { openObjectStore, parseOutputLocation, type S3Settings } from '../src/storage/output-location';
 import { OutputMirror, withView, type MirrorView } from '../src/storage/output-mirror';
 import { StorageError } from '../src/storage/storage-error';
+import type { FlushOutcome } from '../src/redis/output-flush';
+import { flushCampaignOutput } from './output-flush';
 
 export interface SealCampaignOptions {
   /** The output folder as this process sees it, or `s3://bucket/prefix`; default the campaign's (`output.dir`). */
@@ -43,8 +45,12 @@ export interface SealCampaignOptions {
   cdxjLockWaitMs?: number;
 }
 
-/** What a seal wrote: `file` and the datasets' and CDXJ's files are paths, or the objects' URLs for an output in a bucket. */
-export type SealCampaignResult = SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null; cdxjSkipped?: string };
+/**
+ * What a seal wrote: `file` and the datasets' and CDXJ's files are paths, or
+ * the objects' URLs for an output in a bucket; then `flush` says whether every
+ * worker spooling for the bucket had uploaded what it held.
+ */
+export type SealCampaignResult = SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null; cdxjSkipped?: string; flush?: FlushOutcome };
 
 /**
  * Writes the campaign's sealed index. The campaign's totals must be up to
@@ -58,12 +64,16 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
   const location = parseOutputLocation(outputDir);
   if (location.kind === 'folder') return sealFolder(redis, campaignKey, settings, outputDir, opts);
   if (!opts.cacheRoot) throw new StorageError('INVALID_INPUT', location.url, 'sealing an output in object storage needs the local cache folder it is read through');
+  // The last files of the campaign may still sit in its workers' spools: each live one uploads what it holds first.
+  const flush = (await flushCampaignOutput(redis, settings)) ?? undefined;
   const store = openObjectStore(location, opts.s3 ?? settings.output.s3);
   try {
     const mirror = new OutputMirror(store, { cacheRoot: opts.cacheRoot, onProgress: opts.onProgress });
     // The raw index and datasets always; the campaign's WARCs only for the replay index.
     const needs = { warcs: opts.cdxj === false ? ('none' as const) : { campaignId: settings.campaignId } };
-    return await withView(mirror, needs, async (view) => publishSeal(view, settings.campaignId, await sealFolder(redis, campaignKey, settings, view.dir, opts)));
+    const sealOpts = flush ? { ...opts, info: { ...opts.info, flush } } : opts;
+    const r = await withView(mirror, needs, async (view) => publishSeal(view, settings.campaignId, await sealFolder(redis, campaignKey, settings, view.dir, sealOpts)));
+    return flush ? { ...r, flush } : r;
   } finally {
     store.destroy();
   }

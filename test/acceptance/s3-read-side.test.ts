@@ -25,6 +25,7 @@ import { readWarcDir } from '../../src/storage/warc-reader';
 import { catalogueSite, type CatalogueSite } from '../web/catalogue-site';
 import { runCrawlerInProcess, type CliRun } from '../support/in-process-cli';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
+import { startCampaign } from '../../src/temporal/campaign-client';
 import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
 
 jest.setTimeout(600_000);
@@ -328,6 +329,38 @@ test('the mirror downloads only what it lacks, and passes over a seal still unde
   } finally {
     store.destroy();
   }
+});
+
+test('a campaign whose output is the bucket seals itself there at its end, on the worker, with what its spool uploaded', async () => {
+  const id = `${campaignId}-direct`;
+  const out = `s3://${server.bucket}/direct/${id}/`;
+  const handle = await startCampaign(h.client, h.taskQueue, {
+    campaignId: id,
+    seeds: [h.web.url(shop.spec.host, '/')],
+    handler: CATALOGUE,
+    politeness: { minDelayMs: 20, maxInFlightPerAddress: null },
+    fetch: { resolve: h.web.resolveArgs() },
+    output: { dir: out, s3: { endpoint: server.endpoint, pathStyle: true } },
+  });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  // Sealed from the bucket in the campaign's summary: every committed URL has its line, none is missing.
+  expect(result.sealedIndex).toMatchObject({ file: expect.stringMatching(new RegExp(`^${out}sealed/[^/]+/${id}\\.index\\.jsonl$`)), missing: 0 });
+  const urlsOf = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { url: string }).url)
+      .sort();
+  // The same URLs as the campaign crawled into a folder.
+  expect(urlsOf((await objectAt(result.sealedIndex!.file)).toString())).toEqual(urlsOf(fs.readFileSync(path.join(folder, 'sealed', `${campaignId}.index.jsonl`), 'utf8')));
+  const keys = await keysUnder(`direct/${id}/`);
+  for (const area of ['warc/', 'index/', 'datasets/default/']) expect({ area, stored: keys.some((k) => k.startsWith(`direct/${id}/${area}`)) }).toEqual({ area, stored: true });
+  expect(keys.some((k) => k.endsWith(`/${id}.seal.json`) && k.includes('/sealed/'))).toBe(true);
+  expect(keys.some((k) => k.endsWith('/index.cdxj') && k.includes('/sealed/'))).toBe(true);
+  // Its items, read back from the bucket: each product once.
+  const items = await ok(['dataset', out, ...s3Flags]);
+  expect(urlsOf(items).length).toBe(shop.products.length);
 });
 
 test('the credentials are in no output, object, cached file or log line', async () => {

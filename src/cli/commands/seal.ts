@@ -65,7 +65,10 @@ export function registerSealCommand(program: Command): void {
             `  revisit records ${r.revisits.records}, payload bytes not stored again ${r.revisits.bytesSaved}\n` +
             (r.rendered.pages ? `  rendered ${r.rendered.pages} of ${r.rendered.htmlPages} HTML pages\n` : '') +
             (r.cdxj ? `  CDXJ ${r.cdxj.lines - r.cdxj.keptLines} lines in ${r.cdxj.file}${r.cdxj.keptLines ? ` (beside ${r.cdxj.keptLines} of other campaigns)` : ''}\n` : '') +
-            r.datasets.map((d) => `  dataset ${d.name}: ${d.items} items in ${d.file} (left out ${d.dropped})\n`).join(''),
+            r.datasets.map((d) => `  dataset ${d.name}: ${d.items} items in ${d.file} (left out ${d.dropped})\n`).join('') +
+            (r.flush && !r.flush.complete
+              ? `  warning: ${r.flush.waitingOn.length} worker(s) spooling for the bucket had not uploaded their last files (${r.flush.waitingOn.join(', ')}): their pages may be missing; seal again once they have\n`
+              : ''),
         );
     } catch (err) {
       if (err instanceof CampaignConfigMissingError)
