@@ -76,7 +76,15 @@ function storeAt(url: string, o: S3Flags): S3ObjectStore {
 export async function withBucketOutput<T>(out: string, o: S3Flags, needs: ViewNeeds, fn: (view: MirrorView) => Promise<T>): Promise<T> {
   const store = storeAt(out, o);
   try {
-    return await withView(new OutputMirror(store, { cacheRoot: outputCacheRoot() }), needs, fn);
+    return await withView(new OutputMirror(store, { cacheRoot: outputCacheRoot() }), needs, async (view) => {
+      try {
+        return await fn(view);
+      } catch (err) {
+        // The folder code names the folder it looked in: the view, gone once this returns. The operator gave the bucket.
+        if (err instanceof UsageError && err.message.includes(view.dir)) throw new UsageError(err.message.split(view.dir).join(store.location.replace(/\/$/, '')), err.code);
+        throw err;
+      }
+    });
   } finally {
     store.destroy();
   }

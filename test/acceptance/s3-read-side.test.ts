@@ -238,6 +238,11 @@ test("a report from the bucket is the folder's report, published under reports/"
   const html = (await objectAt(url)).toString();
   expect(undated(html)).toBe(undated(fs.readFileSync(folderReport, 'utf8')));
   expect(html).toContain(`data-campaign="${campaignId}"`);
+  // A campaign that is not there: the message names the bucket, not the cache folder looked in.
+  const none = await cli(['report', 'no-such-campaign', '--out', location, ...s3Flags]);
+  expect(none.code).toBe(2);
+  expect(none.stderr).toContain(`no index entries for campaign no-such-campaign in ${location.replace(/\/$/, '')}`);
+  expect(none.stderr).not.toContain(cacheRoot);
   expect(html).toMatch(/data-figure="pages-fetched" data-value="(\d+)"/);
   expect(Number(/data-figure="pages-fetched" data-value="(\d+)"/.exec(html)![1])).toBeGreaterThan(shop.products.length);
 });
@@ -253,6 +258,9 @@ test("the dataset from the bucket has the folder's items, as JSON lines and as C
     .sort();
   expect(skus).toEqual(shop.products.map((p) => p.sku).sort());
   expect(await ok(['dataset', location, ...s3Flags, '--csv'])).toBe(await ok(['dataset', folder, '--csv']));
+  const empty = await cli(['dataset', `s3://${server.bucket}/nothing-here/`, ...s3Flags]);
+  expect(empty.code).toBe(2);
+  expect(empty.stderr).toContain(`no campaign output at s3://${server.bucket}/nothing-here/`);
   const target = `s3://${server.bucket}/exports/${campaignId}-items.jsonl`;
   await ok(['dataset', location, ...s3Flags, '--file', target]);
   expect((await objectAt(target)).toString()).toBe(folderItems);

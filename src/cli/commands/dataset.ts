@@ -1,4 +1,4 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, promises as fsp } from 'node:fs';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
@@ -127,7 +127,11 @@ export function registerDatasetCommand(program: Command): void {
     };
     if (isLocationUrl(target)) {
       // Every campaign's newest seal, as a folder's sealed/ holds them: the folder code picks the one sealed dataset, or reads the raw items.
-      await withBucketOutput(target, o, { sealed: 'all' }, (view) => toFile(view.dir, view.location));
+      await withBucketOutput(target, o, { sealed: 'all' }, async (view) => {
+        const has = async (sub: string) => (await fsp.readdir(path.join(view.dir, sub)).catch(() => [])).length > 0;
+        if (!(await has('index')) && !(await has('sealed'))) throw new UsageError(`no campaign output at ${view.location} (no index/ or sealed/ objects there)`);
+        await toFile(view.dir, view.location);
+      });
       return;
     }
     const dir = await outputDirOf(target);
