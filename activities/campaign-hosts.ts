@@ -2,8 +2,6 @@
 // hosts into free slots (starting or waking their workflows), telling every
 // host to stop, and the summary. The state itself is in Redis
 // (src/redis/campaign-hosts.ts), so the campaign workflow holds none of it.
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import { CampaignHosts, type CampaignControl } from '../src/redis/campaign-hosts';
@@ -11,7 +9,6 @@ import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/c
 import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
 import { expireCampaign } from '../src/redis/retention';
-import { tallyIndex } from '../src/storage/index-tally';
 import { countersOf, countsOf, PAGE_COUNTS } from '../src/stats/counters';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
@@ -30,7 +27,7 @@ import type { WorkerRuntime } from './runtime';
 import { CampaignNudger, nudgesSeen, wakeSleepingHolders } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
-import { campaignWarcFiles, CDXJ_FILE } from '../src/storage/cdxj';
+import { outputSizes, tallyOutputIndex } from './output-read';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 500;
@@ -291,26 +288,17 @@ export const SEAL_IN_SUMMARY_MAX_BYTES = 2 * 1024 ** 3;
  * gunzipping every record): beyond it the summary says to run `crawler cdxj`.
  */
 export const CDXJ_IN_SUMMARY_MAX_BYTES = 8 * 1024 ** 3;
+/**
+ * The same for WARCs in a bucket, which are downloaded into the worker's
+ * cache before they are indexed (at 100 MB/s, 2 GiB take about 20 s more).
+ */
+export const CDXJ_FROM_BUCKET_IN_SUMMARY_MAX_BYTES = 2 * 1024 ** 3;
 /** Other campaigns' lines in a shared folder's index.cdxj are sorted in again: past this size, `crawler cdxj` does it. */
 const CDXJ_KEPT_IN_SUMMARY_MAX_BYTES = 1024 ** 3;
 /** The summary runs within a local activity's 5 minutes: it waits this long for another writer of the folder's index, then leaves it. */
 const SUMMARY_CDXJ_LOCK_WAIT_MS = 60_000;
 /** A campaign left unsealed keeps its Redis keys at least this long: `crawler seal` needs them. */
 const UNSEALED_RETENTION_MS = 7 * 24 * 3_600_000;
-
-async function warcBytes(outputDir: string, campaignId: string): Promise<number> {
-  let total = 0;
-  for (const f of await campaignWarcFiles(outputDir, campaignId).catch(() => [] as string[])) total += (await fsp.stat(f).catch(() => ({ size: 0 }))).size;
-  return total;
-}
-
-async function rawIndexBytes(outputDir: string): Promise<number> {
-  const dir = path.join(path.resolve(outputDir), 'index');
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  let total = 0;
-  for (const n of names) if (n.endsWith('.jsonl')) total += (await fsp.stat(path.join(dir, n)).catch(() => ({ size: 0 }))).size;
-  return total;
-}
 
 export function summarizeCampaignActivity(rt: WorkerRuntime) {
   return async function summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary> {
@@ -330,7 +318,7 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
     const { restarts } = await new CampaignEpoch(redis, input.campaignKey).check();
     if (restarts > 0) {
       const { settings } = await rt.campaign(input.campaignKey, 0);
-      const t = await tallyIndex(path.join(path.resolve(settings.output.dir), 'index'));
+      const t = await tallyOutputIndex(settings, rt.deps.outputCacheRoot, heartbeat);
       rt.log.warn('summary recounted from the index after a Redis restart', {
         campaignKey: input.campaignKey,
         redis: countsOf(PAGE_COUNTS, totals),
@@ -367,24 +355,32 @@ async function sealForSummary(rt: WorkerRuntime, hosts: CampaignHosts, campaignK
   try {
     const control = await hosts.control();
     const { settings } = await loadCampaignSettings(redis, campaignKey);
-    const raw = await rawIndexBytes(settings.output.dir);
-    if (raw > SEAL_IN_SUMMARY_MAX_BYTES) {
+    const sizes = await outputSizes(settings);
+    if (sizes.rawIndexBytes > SEAL_IN_SUMMARY_MAX_BYTES) {
       // This runs as a local activity (5 min a try): a seal of this size may not fit, and must not fail the campaign.
-      sealError = `the raw index is ${Math.round(raw / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
+      sealError = `the raw index is ${Math.round(sizes.rawIndexBytes / 2 ** 20)} MiB, too much to seal within the campaign's summary: run \`crawler seal ${settings.campaignId}\``;
     } else {
       // The folder's index.cdxj is rewritten with the other campaigns' lines (a shared folder): those count too.
-      const folderIndex = (await fsp.stat(path.join(settings.output.dir, CDXJ_FILE)).catch(() => ({ size: 0 }))).size;
-      const cdxj = (await warcBytes(settings.output.dir, settings.campaignId)) <= CDXJ_IN_SUMMARY_MAX_BYTES && folderIndex <= CDXJ_KEPT_IN_SUMMARY_MAX_BYTES;
+      // WARCs in a bucket are downloaded first, so fewer of them fit the summary's time.
+      const warcLimit = sizes.inBucket ? CDXJ_FROM_BUCKET_IN_SUMMARY_MAX_BYTES : CDXJ_IN_SUMMARY_MAX_BYTES;
+      const cdxj = sizes.warcBytes <= warcLimit && sizes.keptCdxjBytes <= CDXJ_KEPT_IN_SUMMARY_MAX_BYTES;
       const r = await sealCampaign(redis, campaignKey, {
         info: { stop: control.stop, by: 'campaign end' },
         onProgress: heartbeat,
         cdxj,
         cdxjLockWaitMs: SUMMARY_CDXJ_LOCK_WAIT_MS,
+        cacheRoot: rt.deps.outputCacheRoot,
       });
       sealed = { file: r.file, lines: r.lines, dropped: r.dropped, missing: r.missing, revisits: r.revisits, rendered: r.rendered };
-      if (!cdxj)
-        sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`crawler cdxj ${settings.campaignId}\``;
-      else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`crawler cdxj ${settings.campaignId}\``;
+      // `crawler cdxj` looks in crawl-output/ unless told: a bucket is named.
+      const cdxjCommand = `crawler cdxj ${settings.campaignId}${sizes.inBucket ? ` --out ${settings.output.dir}` : ''}`;
+      if (!cdxj) sealError = `the WARC files or the folder's index.cdxj are too large to index for replay within the campaign's summary: run \`${cdxjCommand}\``;
+      else if (r.cdxjSkipped) sealError = `the replay index was not written (${r.cdxjSkipped}): run \`${cdxjCommand}\``;
+      // Workers that still held files of the bucket when the seal ran: their pages show as missing until it is sealed again.
+      if (r.flush && !r.flush.complete) {
+        const late = `${r.flush.waitingOn.length} worker(s) had not uploaded their last files when the index was sealed: run \`crawler seal ${settings.campaignId}\` once they have`;
+        sealError = sealError ? `${sealError}; ${late}` : late;
+      }
     }
   } catch (err) {
     if (Context.current().info.attempt < SEAL_ATTEMPTS) throw err;

@@ -54,6 +54,8 @@ export interface ActivityDeps {
   liveness?: WorkerLiveness;
   /** The worker's uploader of outputs in object storage (src/storage/spool-uploader.ts); absent: every output is a folder. */
   spool?: SpoolUploader;
+  /** Where outputs in object storage are mirrored to be sealed (`<LOCAL_DIR>/cache`: src/storage/output-mirror.ts); absent: such outputs cannot be sealed here. */
+  outputCacheRoot?: string;
   /** Absent in tools that run activities outside a worker. */
   metrics?: CrawlMetrics;
   log?: Logger;

@@ -1,18 +1,37 @@
 // Sealing a campaign's index with what Redis knows: which attempt's commit
 // counted for each URL (src/storage/seal.ts does the files). Used by the
-// campaign's summary at its end and by `crawler seal`.
+// campaign's summary at its end and by `crawler seal`. An output in a bucket
+// is sealed the same way, on a local mirror of it (src/storage/output-mirror.ts):
+// the raw index and dataset files (and the campaign's WARCs, for the replay
+// index) are brought down, the folder seal runs on them, and its products
+// are published under `sealed/<id>/` in the bucket (src/storage/mirror-layout.ts).
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { CampaignSettings } from '../src/config/campaign';
 import { loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
-import { sealCampaignIndex, type SealResult } from '../src/storage/seal';
+import { sealCampaignIndex, sealedPaths, type SealResult } from '../src/storage/seal';
 import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
-import { writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
+import { CDXJ_FILE, writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
+import { SEALED_AREA, sealManifestName } from '../src/storage/mirror-layout';
+import { openObjectStore, parseOutputLocation, type S3Settings } from '../src/storage/output-location';
+import { OutputMirror, withView, type MirrorView } from '../src/storage/output-mirror';
 import { StorageError } from '../src/storage/storage-error';
+import type { FlushOutcome } from '../src/redis/output-flush';
+import { flushCampaignOutput } from './output-flush';
 
 export interface SealCampaignOptions {
-  /** The output folder as this process sees it; default the campaign's (`output.dir`). */
+  /** The output folder as this process sees it, or `s3://bucket/prefix`; default the campaign's (`output.dir`). */
   outputDir?: string;
+  /** The connection to an `s3://` output; default the campaign's `output.s3` (then the machine's AWS variables). */
+  s3?: S3Settings | null;
+  /**
+   * Where an output in a bucket is mirrored (`<LOCAL_DIR>/cache`: the
+   * worker and the CLI pass theirs in); needed only for such an output.
+   */
+  cacheRoot?: string;
   /** Recorded in the manifest (why it was sealed, the campaign's status). */
   info?: Record<string, unknown>;
   onProgress?: () => void;
@@ -27,19 +46,41 @@ export interface SealCampaignOptions {
 }
 
 /**
+ * What a seal wrote: `file` and the datasets' and CDXJ's files are paths, or
+ * the objects' URLs for an output in a bucket; then `flush` says whether every
+ * worker spooling for the bucket had uploaded what it held.
+ */
+export type SealCampaignResult = SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null; cdxjSkipped?: string; flush?: FlushOutcome };
+
+/**
  * Writes the campaign's sealed index. The campaign's totals must be up to
  * date with the hosts' counters (summarizeCampaign reconciles them first):
  * they say how many URLs were committed, so a committed URL without its
  * line shows as `missing`.
  */
-export async function sealCampaign(
-  redis: RedisLike,
-  campaignKey: string,
-  opts: SealCampaignOptions = {},
-): Promise<SealResult & { datasets: SealedDataset[]; cdxj: CdxjResult | null; cdxjSkipped?: string }> {
+export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: SealCampaignOptions = {}): Promise<SealCampaignResult> {
   const { settings } = await loadCampaignSettings(redis, campaignKey);
-  const t = await new CampaignHosts(redis, campaignKey).totals();
   const outputDir = opts.outputDir ?? settings.output.dir;
+  const location = parseOutputLocation(outputDir);
+  if (location.kind === 'folder') return sealFolder(redis, campaignKey, settings, outputDir, opts);
+  if (!opts.cacheRoot) throw new StorageError('INVALID_INPUT', location.url, 'sealing an output in object storage needs the local cache folder it is read through');
+  // The last files of the campaign may still sit in its workers' spools: each live one uploads what it holds first.
+  const flush = (await flushCampaignOutput(redis, settings)) ?? undefined;
+  const store = openObjectStore(location, opts.s3 ?? settings.output.s3);
+  try {
+    const mirror = new OutputMirror(store, { cacheRoot: opts.cacheRoot, onProgress: opts.onProgress });
+    // The raw index and datasets always; the campaign's WARCs only for the replay index.
+    const needs = { warcs: opts.cdxj === false ? ('none' as const) : { campaignId: settings.campaignId } };
+    const sealOpts = flush ? { ...opts, info: { ...opts.info, flush } } : opts;
+    const r = await withView(mirror, needs, async (view) => publishSeal(view, settings.campaignId, await sealFolder(redis, campaignKey, settings, view.dir, sealOpts)));
+    return flush ? { ...r, flush } : r;
+  } finally {
+    store.destroy();
+  }
+}
+
+async function sealFolder(redis: RedisLike, campaignKey: string, settings: CampaignSettings, outputDir: string, opts: SealCampaignOptions): Promise<SealCampaignResult> {
+  const t = await new CampaignHosts(redis, campaignKey).totals();
   const index = await sealCampaignIndex({
     outputDir,
     campaignId: settings.campaignId,
@@ -61,4 +102,26 @@ export async function sealCampaign(
     if (opts.cdxjLockWaitMs === undefined || !(err instanceof StorageError && err.code === 'LOCKED')) throw err;
     return { ...index, datasets, cdxj: null, cdxjSkipped: err.message };
   }
+}
+
+/**
+ * The folder seal's products, uploaded as one publication: the sealed index,
+ * the datasets and the replay index, then the manifest, which marks the seal
+ * complete (readers pass over a publication without it). The manifest names
+ * the index by its URL, not the view's path, which is gone once this returns.
+ */
+async function publishSeal(view: MirrorView, campaignId: string, r: SealCampaignResult): Promise<SealCampaignResult> {
+  const target = view.newPublication(SEALED_AREA);
+  const files = [{ name: path.basename(r.file), file: r.file }, ...r.datasets.map((d) => ({ name: path.basename(d.file), file: d.file }))];
+  if (r.cdxj) files.push({ name: CDXJ_FILE, file: r.cdxj.file });
+  const manifest = JSON.parse(await fsp.readFile(sealedPaths(view.dir, campaignId).manifest, 'utf8')) as Record<string, unknown>;
+  const published = path.join(view.dir, `${sealManifestName(campaignId)}.published`);
+  await fsp.writeFile(published, `${JSON.stringify({ ...manifest, file: target.urlOf(path.basename(r.file)) }, null, 2)}\n`);
+  await view.upload(target, [...files, { name: sealManifestName(campaignId), file: published }]);
+  return {
+    ...r,
+    file: target.urlOf(path.basename(r.file)),
+    datasets: r.datasets.map((d) => ({ ...d, file: target.urlOf(path.basename(d.file)) })),
+    cdxj: r.cdxj ? { ...r.cdxj, file: target.urlOf(CDXJ_FILE) } : null,
+  };
 }

@@ -56,6 +56,8 @@ export interface ProcessSettings {
   crawlerHome: string | null;
   /** A worker's spool of outputs in object storage (files written there, then uploaded); null = `spool` in crawlerHome. */
   spoolDir: string | null;
+  /** The local cache of outputs in object storage that sealing, replay, export and reports read; null = `cache` in crawlerHome. */
+  cacheDir: string | null;
   /** `temporal` binary for the embedded dev server, instead of finding or installing one. */
   temporalCli: string | null;
   /** `redis-server` binary for the embedded Redis, instead of finding or installing one. */
@@ -208,6 +210,13 @@ export const PROCESS_SETTINGS: Field<keyof ProcessSettings>[] = [
     default: null,
     parse: str,
     doc: "Folder on the worker machine's own disk where a worker writes the outputs of campaigns in object storage before uploading them (default: spool in CRAWLER_HOME)",
+  },
+  {
+    key: 'cacheDir',
+    env: 'CRAWLER_CACHE_DIR',
+    default: null,
+    parse: str,
+    doc: 'Folder where the objects of outputs in object storage are brought down to be sealed, indexed, exported, reported on and replayed (default: cache in CRAWLER_HOME)',
   },
   { key: 'temporalCli', env: 'TEMPORAL_CLI', default: null, parse: str, doc: '`temporal` binary for the embedded dev server (default: found or installed)' },
   { key: 'redisServer', env: 'REDIS_SERVER', default: null, parse: str, doc: '`redis-server` binary for the embedded Redis (default: found or installed)' },

@@ -256,8 +256,8 @@ export async function campaignWarcFiles(outputDir: string, campaignId: string): 
   return (await listWarcFiles(path.join(outputDir, 'warc'))).filter((f) => own(f));
 }
 
-/** Whether a WARC file (a path or a CDXJ line's `filename`) is one the campaign's workers wrote. */
-function ownsWarc(campaignId: string): (file: string) => boolean {
+/** Whether a WARC file (a path, a CDXJ line's `filename`, an object's name) is one the campaign's workers wrote. */
+export function ownsWarc(campaignId: string): (file: string) => boolean {
   const own = new RegExp(`^${escapeRe(warcPrefixOf(campaignId))}-\\d{17}-`);
   return (file) => own.test(path.basename(file));
 }

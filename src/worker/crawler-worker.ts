@@ -17,6 +17,7 @@ import { sharedDnsCache } from '../http/dns-cache';
 import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
+import { outputCacheRoot } from '../stack/paths';
 import { WorkerLoad } from './worker-load';
 import { sessionSlotSupplier } from './session-slot-supplier';
 import { DEFAULT_SPOOL_DIR } from '../stack/paths';
@@ -98,6 +99,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     log,
     chromium: () => findOrInstallChromium({ log: (m) => log.info(m) }),
     chromiumProblem,
+    outputCacheRoot: outputCacheRoot(),
   });
   const bundlePath = cfg.workflowBundlePath ?? (await ensureWorkflowBundle().catch(() => null));
   const worker = await Worker.create({

@@ -1,10 +1,11 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, promises as fsp } from 'node:fs';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { datasetCsvFields, datasetCsvHeader, datasetCsvRow, isOutputDir, openDataset } from '../../storage/dataset-writer';
 import { UsageError } from '../usage-error';
+import { addS3Options, checkS3Flags, isLocationUrl, withBucketOutput, writeOutputFile, type S3Flags } from '../bucket-output';
 import { candidateOutputDirs } from './report';
 
 interface DatasetOptions {
@@ -112,15 +113,28 @@ export async function exportDataset(dir: string, o: ExportDatasetOptions = {}, s
 }
 
 export function registerDatasetCommand(program: Command): void {
-  program
+  const cmd = program
     .command('dataset <campaign-or-dir>')
-    .description("a campaign's dataset (the items its handler returned), each page's items once: JSON lines, or CSV with --csv")
+    .description("a campaign's dataset (the items its handler returned), each page's items once: JSON lines, or CSV with --csv; from a folder or s3://bucket/prefix")
     .option('--csv', 'CSV: url, fetchedAt, warcFile, warcOffset, label, then the items’ fields')
-    .option('--file <path>', 'write to this file instead of standard output')
-    .action(async (target: string, o: DatasetOptions) => {
-      const dir = await outputDirOf(target);
-      const file = o.file === undefined ? undefined : path.resolve(o.file);
-      const items = await exportDataset(dir, { csv: o.csv, file });
-      if (file) process.stderr.write(`${items} item(s) from ${dir} to ${file}\n`);
-    });
+    .option('--file <path>', 'write to this file (or s3://bucket/path/file) instead of standard output');
+  addS3Options(cmd).action(async (target: string, o: DatasetOptions & S3Flags) => {
+    checkS3Flags(o, target, o.file);
+    const toFile = async (dir: string, shown: string) => {
+      if (o.file === undefined) return void (await exportDataset(dir, { csv: o.csv }));
+      const { file, result: items } = await writeOutputFile(o.file, o, (f) => exportDataset(dir, { csv: o.csv, file: f }));
+      process.stderr.write(`${items} item(s) from ${shown} to ${file}\n`);
+    };
+    if (isLocationUrl(target)) {
+      // Every campaign's newest seal, as a folder's sealed/ holds them: the folder code picks the one sealed dataset, or reads the raw items.
+      await withBucketOutput(target, o, { sealed: 'all' }, async (view) => {
+        const has = async (sub: string) => (await fsp.readdir(path.join(view.dir, sub)).catch(() => [])).length > 0;
+        if (!(await has('index')) && !(await has('sealed'))) throw new UsageError(`no campaign output at ${view.location} (no index/ or sealed/ objects there)`);
+        await toFile(view.dir, view.location);
+      });
+      return;
+    }
+    const dir = await outputDirOf(target);
+    await toFile(dir, dir);
+  });
 }

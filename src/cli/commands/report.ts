@@ -6,12 +6,17 @@ import { buildReportData } from '../../report/report-data';
 import { sealedPaths } from '../../storage/seal';
 import { renderReportHtml } from '../../report/html-report';
 import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
+import { REPORTS_AREA } from '../../storage/mirror-layout';
 import { UsageError } from '../usage-error';
+import { addS3Options, checkS3Flags, isLocationUrl, withBucketOutput, writeOutputFile, type S3Flags } from '../bucket-output';
 
 // The output folder of a campaign is recorded only in its workflow input
 // (and its final result), which needs a running Temporal to read. The report
 // works offline instead: it looks where `crawl` puts it by default
 // (crawl-output/<campaign>), or in --out, the same folder given to crawl.
+// An output in a bucket (--out s3://bucket/prefix) is read through this
+// machine's cache of it (../bucket-output.ts), and the report published
+// there (reports/<id>/<campaign>.report.html) unless --file says where.
 
 interface ReportOptions {
   out?: string;
@@ -72,28 +77,62 @@ export async function loadCampaignIndex(campaignId: string, dirs: string[]): Pro
   throw new UsageError(`no index entries for campaign ${campaignId} in ${dirs.join(' or ')}${found} (give its output folder with --out)`);
 }
 
+/**
+ * Writes the report of `campaignId` from the output folders `dirs` (the
+ * first holding its index) to `file` (a path or s3://bucket/key), or to
+ * `defaultFile(outputDir)`; returns where it went.
+ */
+async function writeReport(
+  campaignId: string,
+  dirs: string[],
+  file: string | undefined,
+  o: S3Flags,
+  defaultFile: (outputDir: string) => string,
+  shown: (dir: string) => string = (dir) => dir,
+): Promise<string> {
+  const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
+  // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
+  const visits = sealed ? await campaignEntries(path.join(path.dirname(path.dirname(dir)), 'index'), campaignId) : entries;
+  const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits });
+  const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
+  const written = await writeOutputFile(file ?? defaultFile(outputDir), o, async (target) => {
+    await fsp.mkdir(path.dirname(target), { recursive: true });
+    await fsp.writeFile(target, renderReportHtml(data), 'utf8');
+  });
+  const s = data.summary;
+  process.stderr.write(
+    `report of ${campaignId}: ${s.entries} entries from ${shown(dir)} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts}${s.rendered ? `, rendered ${s.rendered} of ${s.htmlPages} HTML pages` : ''})\n`,
+  );
+  return written.file;
+}
+
 export function registerReportCommand(program: Command): void {
-  program
+  const cmd = program
     .command('report <campaign>')
     .description('write a self-contained HTML report of a campaign from its index')
-    .option('--out <dir>', "the campaign's output folder, as given to crawl (default crawl-output/<campaign>)")
-    .option('--file <path>', 'where to write the report (default <output folder>/report.html)')
-    .action(async (campaignId: string, o: ReportOptions) => {
-      // Also keeps the default path inside crawl-output.
-      if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
-      const dirs = candidateOutputDirs(campaignId, o.out);
-      const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
-      // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
-      const visits = sealed ? await campaignEntries(path.join(path.dirname(path.dirname(dir)), 'index'), campaignId) : entries;
-      const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits });
-      const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
-      const file = path.resolve(o.file ?? path.join(outputDir, 'report.html'));
-      await fsp.mkdir(path.dirname(file), { recursive: true });
-      await fsp.writeFile(file, renderReportHtml(data), 'utf8');
-      const s = data.summary;
-      process.stderr.write(
-        `report of ${campaignId}: ${s.entries} entries from ${dir} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts}${s.rendered ? `, rendered ${s.rendered} of ${s.htmlPages} HTML pages` : ''})\n`,
-      );
-      process.stdout.write(`${file}\n`);
-    });
+    .option('--out <dir>', "the campaign's output folder, as given to crawl, or s3://bucket/prefix (default crawl-output/<campaign>)")
+    .option(
+      '--file <path>',
+      'where to write the report, a path or s3://bucket/path/file.html (default <output folder>/report.html; in a bucket, reports/<id>/<campaign>.report.html)',
+    );
+  addS3Options(cmd).action(async (campaignId: string, o: ReportOptions & S3Flags) => {
+    // Also keeps the default path inside crawl-output.
+    if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
+    checkS3Flags(o, o.out, o.file);
+    if (o.out !== undefined && isLocationUrl(o.out)) {
+      // The raw index and the campaign's newest seal: what a folder's report reads.
+      await withBucketOutput(o.out, o, { sealed: { campaignId } }, async (view) => {
+        let published: string | null = null;
+        // Messages name the bucket, not the view (gone once the command ends).
+        const shown = (dir: string) => (path.basename(path.dirname(dir)) === 'sealed' ? `the newest seal in ${view.location}sealed/` : `${view.location}index/`);
+        const file = await writeReport(campaignId, [view.dir], o.file, o, (outputDir) => path.join(outputDir, 'report.html'), shown);
+        // No --file: the report is published beside the output, as a folder's goes into it.
+        if (o.file === undefined) published = (await view.publish(REPORTS_AREA, [{ name: `${campaignId}.report.html`, file }])).urlOf(`${campaignId}.report.html`);
+        process.stdout.write(`${published ?? file}\n`);
+      });
+      return;
+    }
+    const file = await writeReport(campaignId, candidateOutputDirs(campaignId, o.out), o.file, o, (outputDir) => path.join(outputDir, 'report.html'));
+    process.stdout.write(`${file}\n`);
+  });
 }

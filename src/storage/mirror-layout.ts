@@ -1,0 +1,151 @@
+// The layout of a campaign's objects in a bucket, as pure rules: which keys
+// are the raw files workers upload, which are products a seal (or `crawler
+// cdxj`) published, which publication is the newest, and where each object
+// goes in the local mirror (./output-mirror.ts does the I/O).
+//
+// A location in a bucket has the layout of an output folder:
+//   warc/<file>                 WARC files, as the workers' uploader stores them
+//   index/<file>                raw index files
+//   datasets/<name>/<file>      raw dataset files
+// and products, which are never overwritten (an object store refuses a key
+// that exists only by its size, and two seals can give files of one size
+// with different content), so each run publishes under a key of its own:
+//   sealed/<id>/<campaign>.index.jsonl, <campaign>.dataset-<name>.jsonl,
+//               index.cdxj, then <campaign>.seal.json     one seal
+//   sealed/<id>/index.cdxj, then <campaign>.cdxj.json     one `crawler cdxj` (or a replay that indexed again)
+//   reports/<id>/<campaign>.report.html                   one `crawler report`
+// where <id> is `<UTC time>-<random>`: ids sort by the time they were made,
+// and readers take the newest by listing. A publication's manifest
+// (`.seal.json`, `.cdxj.json`) is uploaded last: it says whose it is, and
+// a publication without it is one still under way (or given up), which
+// readers pass over.
+import type { StoredObject } from './object-store';
+
+/** Where a seal's and a CDXJ run's products go, and a report's. */
+export const SEALED_AREA = 'sealed';
+export const REPORTS_AREA = 'reports';
+/** The replay index's name, in a publication as in an output folder. */
+export const CDXJ_NAME = 'index.cdxj';
+
+/** `20260131T120000123Z-1a2b3c4d`: a publication's id. */
+const PUBLICATION_ID = /^\d{8}T\d{9}Z-[0-9a-f]{8}$/;
+
+/** A publication's id made at `now` with 4 random bytes (hex): sortable by time, unique without any coordination. */
+export function publicationId(now: Date, randomHex: string): string {
+  if (!/^[0-9a-f]{8}$/.test(randomHex)) throw new Error(`publicationId takes 8 hex digits, got ${JSON.stringify(randomHex)}`);
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('.', '');
+  return `${stamp}-${randomHex}`;
+}
+
+export const isPublicationId = (s: string): boolean => PUBLICATION_ID.test(s);
+
+/** The manifest that closes a seal's publication, and the one that closes a CDXJ run's. */
+export const sealManifestName = (campaignId: string): string => `${campaignId}.seal.json`;
+export const cdxjManifestName = (campaignId: string): string => `${campaignId}.cdxj.json`;
+
+/** A file name in the bucket that is also a file name here: not empty, `.` or `..`, no separator or control character. */
+function isPlainName(s: string): boolean {
+  if (s === '' || s === '.' || s === '..' || Buffer.byteLength(s) > 255) return false;
+  return ![...s].some((ch) => ch === '/' || ch === '\\' || ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+}
+
+/** What a key of the location is, for the mirror; null for anything else (or a key that would be no safe file path). */
+export type MirroredKey =
+  { area: 'warc'; name: string } | { area: 'index'; name: string } | { area: 'datasets'; dataset: string; name: string } | { area: 'sealed'; id: string; name: string };
+
+export function mirroredKey(key: string): MirroredKey | null {
+  const parts = key.split('/');
+  if (!parts.every(isPlainName)) return null;
+  if (parts.length === 2 && parts[0] === 'warc' && /\.warc(\.gz)?$/.test(parts[1])) return { area: 'warc', name: parts[1] };
+  if (parts.length === 2 && parts[0] === 'index') return { area: 'index', name: parts[1] };
+  if (parts.length === 3 && parts[0] === 'datasets') return { area: 'datasets', dataset: parts[1], name: parts[2] };
+  if (parts.length === 3 && parts[0] === SEALED_AREA && isPublicationId(parts[1])) return { area: 'sealed', id: parts[1], name: parts[2] };
+  return null;
+}
+
+/** One publication under sealed/: its id and its objects by file name. */
+export interface Publication {
+  id: string;
+  files: Map<string, StoredObject>;
+}
+
+/** The publications in a listing of sealed/, newest first. */
+export function publicationsOf(objects: Iterable<StoredObject>): Publication[] {
+  const byId = new Map<string, Publication>();
+  for (const o of objects) {
+    const k = mirroredKey(o.key);
+    if (k?.area !== 'sealed') continue;
+    let p = byId.get(k.id);
+    if (!p) byId.set(k.id, (p = { id: k.id, files: new Map() }));
+    p.files.set(k.name, o);
+  }
+  return [...byId.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/**
+ * The campaign's newest complete seal: the newest publication holding its
+ * `.seal.json`. Its sealed index, datasets and manifest belong together;
+ * files of an older seal are never mixed in.
+ */
+export function newestSeal(pubs: Publication[], campaignId: string): Publication | null {
+  return pubs.find((p) => p.files.has(sealManifestName(campaignId))) ?? null;
+}
+
+/** The campaign's newest replay index: from its newest seal or `crawler cdxj` run that wrote one. */
+export function newestCdxj(pubs: Publication[], campaignId: string): StoredObject | null {
+  const p = pubs.find((p) => p.files.has(CDXJ_NAME) && (p.files.has(sealManifestName(campaignId)) || p.files.has(cdxjManifestName(campaignId))));
+  return p?.files.get(CDXJ_NAME) ?? null;
+}
+
+/** Every campaign with a seal among these publications. */
+export function sealedCampaigns(pubs: Publication[]): string[] {
+  const ids = new Set<string>();
+  for (const p of pubs) for (const name of p.files.keys()) if (name.endsWith('.seal.json') && name.length > '.seal.json'.length) ids.add(name.slice(0, -'.seal.json'.length));
+  return [...ids].sort();
+}
+
+/**
+ * The files of a seal that go into an output folder's `sealed/` (the index,
+ * its manifest, the datasets): the campaign's own, named as the folder seal
+ * names them. Not index.cdxj, which lives beside `warc/`.
+ */
+export function sealedFolderFiles(seal: Publication, campaignId: string): StoredObject[] {
+  return [...seal.files.entries()].filter(([name]) => name.startsWith(`${campaignId}.`) && name !== CDXJ_NAME && name !== cdxjManifestName(campaignId)).map(([, o]) => o);
+}
+
+/**
+ * The cache folder of a location under the cache root: a readable name made
+ * from it (`s3://bucket/crawls/x/` -> `bucket-crawls-x`) and a short hash of
+ * it, so two locations whose readable names meet get folders of their own.
+ * `hash` is the location's SHA-256 in hex (passed in: this module does no I/O
+ * and loads nothing).
+ */
+export function cacheFolderName(location: string, hash: string): string {
+  const readable =
+    location
+      .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^[-.]+|[-.]+$/g, '')
+      .slice(0, 60)
+      .replace(/[-.]+$/, '') || 'output';
+  return `${readable}-${hash.slice(0, 12)}`;
+}
+
+/** Objects of a listing the mirror lacks: none locally, or one of another size (a download cut short never keeps its name). */
+export function objectsToFetch(objects: StoredObject[], localSize: (key: string) => number | null): StoredObject[] {
+  return objects.filter((o) => localSize(o.key) !== o.size);
+}
+
+/**
+ * `s3://bucket/some/file.wacz` as a location (the folder) and the key in
+ * it, for a command's output file written into a bucket; null when the URL
+ * names no file (it ends in `/`, or has no key at all).
+ */
+export function splitObjectUrl(url: string): { location: string; key: string } | null {
+  const m = /^s3:\/\/([^/]+)\/(.*)$/i.exec(url);
+  if (!m) return null;
+  const parts = m[2].split('/').filter((p) => p !== '');
+  const key = parts.pop();
+  if (!key || m[2].endsWith('/') || !isPlainName(key)) return null;
+  return { location: `s3://${m[1]}/${parts.join('/')}`, key };
+}
