@@ -66,6 +66,16 @@ export function writerOfFile(name: string): FileWriter | null {
 }
 
 /** This machine's host name as file names carry it. */
+/** Whether a process with this pid exists on this machine (one of another user's too). */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export function thisHost(): string {
   return safeHostname();
 }

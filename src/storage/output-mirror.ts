@@ -38,6 +38,7 @@ import {
   sealedFolderFiles,
   type Publication,
 } from './mirror-layout';
+import { processExists } from './files';
 import type { ObjectStore, StoredObject } from './object-store';
 import { StorageError } from './storage-error';
 
@@ -86,15 +87,6 @@ async function linkOrCopy(from: string, to: string): Promise<void> {
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
     await fsp.copyFile(from, to);
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -210,7 +202,7 @@ export class OutputMirror {
     const names = await fsp.readdir(root).catch(() => [] as string[]);
     for (const name of names) {
       const m = /^(\d+)-[0-9a-f]{8}@(.+)$/.exec(name);
-      if (!m || m[2] !== os.hostname() || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
+      if (!m || m[2] !== os.hostname() || Number(m[1]) === process.pid || processExists(Number(m[1]))) continue;
       await fsp.rm(path.join(root, name), { recursive: true, force: true }).catch(() => undefined);
     }
   }

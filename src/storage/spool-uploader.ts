@@ -15,7 +15,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log/logger';
 import { cutBackToWholeRecords } from './cut-back';
-import { createdByThisProcess, thisHost, writerOfFile } from './files';
+import { createdByThisProcess, processExists, thisHost, writerOfFile } from './files';
 import type { ObjectStore } from './object-store';
 import { markFinished, objectKeyOf, prepareSpoolDir, refusedPathOf, spoolContents, spoolDirOf, spoolLocationOf, targetKeyOf, type OutputTarget } from './spool';
 import { isStorageError } from './storage-error';
@@ -79,16 +79,6 @@ interface Location extends SpoolLocation {
   finishOpen: (() => Promise<void>) | null;
   /** Flushes waiting for pending to empty. */
   waiters: Set<() => void>;
-}
-
-/** Whether a process with this pid exists on this machine (one of another user's too). */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

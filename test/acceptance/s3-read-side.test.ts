@@ -26,7 +26,8 @@ import { catalogueSite, type CatalogueSite } from '../web/catalogue-site';
 import { runCrawlerInProcess, type CliRun } from '../support/in-process-cli';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 import { startCampaign } from '../../src/temporal/campaign-client';
-import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
+import { keysUnder, startTestObjectStore, type TestObjectStore } from '../support/object-store';
+import type { SealCampaignResult } from '../../activities/seal-campaign';
 
 jest.setTimeout(600_000);
 
@@ -109,25 +110,10 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
 }
 /** The object at an s3:// URL of the test bucket. */
 const objectAt = async (url: string): Promise<Buffer> => bytesOf(await bucket.read(url.slice(`s3://${server.bucket}/`.length)));
-const keysUnder = async (p: string): Promise<string[]> => {
-  const keys: string[] = [];
-  for await (const o of bucket.list(p)) keys.push(o.key);
-  return keys;
-};
+const bucketKeysUnder = (p: string): Promise<string[]> => keysUnder(bucket, p);
 
-interface SealJson {
-  file: string;
-  lines: number;
-  rawLines: number;
-  dropped: number;
-  unreadable: number;
-  missing: number | null;
-  revisits: unknown;
-  rendered: unknown;
-  buckets: number;
-  datasets: { name: string; file: string; items: number; dropped: number }[];
-  cdxj: { file: string; lines: number; warcFiles: number; keptLines: number } | null;
-}
+/** `crawler seal --json`: the seal's result. */
+type SealJson = SealCampaignResult;
 /** What a seal's result says, but where its files are and when it ran. */
 const figures = (r: SealJson) => ({
   lines: r.lines,
@@ -155,7 +141,7 @@ test("a seal from the bucket gives the folder seal's lines, items and replay ind
   expect((await objectAt(fromBucket.datasets[0].file)).equals(fs.readFileSync(path.join(folder, 'sealed', `${campaignId}.dataset-default.jsonl`)))).toBe(true);
   expect((await objectAt(fromBucket.cdxj!.file)).equals(fs.readFileSync(path.join(folder, 'index.cdxj')))).toBe(true);
   const id = fromBucket.file.split('/').slice(-2)[0];
-  expect((await keysUnder(`${prefix}sealed/`)).sort()).toEqual(
+  expect((await bucketKeysUnder(`${prefix}sealed/`)).sort()).toEqual(
     [`${campaignId}.dataset-default.jsonl`, `${campaignId}.index.jsonl`, `${campaignId}.seal.json`, 'index.cdxj'].map((n) => `${prefix}sealed/${id}/${n}`).sort(),
   );
   // The manifest names the index by its URL (the view it was written in is gone).
@@ -164,7 +150,7 @@ test("a seal from the bucket gives the folder seal's lines, items and replay ind
 
   // Sealed again: a second publication beside the first, which is left as it was; readers take the newer.
   const again = JSON.parse(await ok(['seal', campaignId, '--out', location, ...s3Flags, '--json'])) as { file: string };
-  const pubs = publicationsOf((await keysUnder(`${prefix}sealed/`)).map((key) => ({ key: key.slice(prefix.length), size: 0 })));
+  const pubs = publicationsOf((await bucketKeysUnder(`${prefix}sealed/`)).map((key) => ({ key: key.slice(prefix.length), size: 0 })));
   expect(pubs.map((p) => p.id)).toHaveLength(2);
   expect(again.file).toContain(pubs[0].id);
   expect(pubs[1].id).toBe(id);
@@ -183,11 +169,11 @@ test("a CDXJ from the bucket has the lines of the folder's, and is published the
   const manifest = JSON.parse((await objectAt(url.replace(/index\.cdxj$/, `${campaignId}.cdxj.json`))).toString()) as Record<string, unknown>;
   expect(manifest).toMatchObject({ campaignId, file: url, lines: lines.length, by: 'crawler cdxj' });
   // -o writes the campaign's lines to a local file instead, and publishes nothing.
-  const before = await keysUnder(`${prefix}sealed/`);
+  const before = await bucketKeysUnder(`${prefix}sealed/`);
   const local = path.join(h.outDir, `${campaignId}-local.cdxj`);
   expect(lastLine(await ok(['cdxj', campaignId, '--out', location, ...s3Flags, '-o', local]))).toBe(local);
   expect(fs.readFileSync(local, 'utf8')).toBe(ours);
-  expect(await keysUnder(`${prefix}sealed/`)).toEqual(before);
+  expect(await bucketKeysUnder(`${prefix}sealed/`)).toEqual(before);
 });
 
 /** A WACZ's entries as Python's zipfile reads them: names, pages, the index unzipped, and each WARC's sha256. */
@@ -304,8 +290,8 @@ test('the mirror downloads only what it lacks, and passes over a seal still unde
   const store = openObjectStore(parseOutputLocation(location) as S3Location, { endpoint: server.endpoint, pathStyle: true });
   try {
     const mirror = new OutputMirror(store, { cacheRoot });
-    const warcs = (await keysUnder(`${prefix}warc/`)).map((k) => k.slice(prefix.length));
-    const indexKey = (await keysUnder(`${prefix}index/`)).map((k) => k.slice(prefix.length))[0];
+    const warcs = (await bucketKeysUnder(`${prefix}warc/`)).map((k) => k.slice(prefix.length));
+    const indexKey = (await bucketKeysUnder(`${prefix}index/`)).map((k) => k.slice(prefix.length))[0];
     const whole = mirror.objectPath(indexKey);
     const cut = mirror.objectPath(warcs[0]);
     const inode = fs.statSync(whole).ino;
@@ -362,7 +348,7 @@ test('a campaign whose output is the bucket seals itself there at its end, on th
       .sort();
   // The same URLs as the campaign crawled into a folder.
   expect(urlsOf((await objectAt(result.sealedIndex!.file)).toString())).toEqual(urlsOf(fs.readFileSync(path.join(folder, 'sealed', `${campaignId}.index.jsonl`), 'utf8')));
-  const keys = await keysUnder(`direct/${id}/`);
+  const keys = await bucketKeysUnder(`direct/${id}/`);
   for (const area of ['warc/', 'index/', 'datasets/default/']) expect({ area, stored: keys.some((k) => k.startsWith(`direct/${id}/${area}`)) }).toEqual({ area, stored: true });
   expect(keys.some((k) => k.endsWith(`/${id}.seal.json`) && k.includes('/sealed/'))).toBe(true);
   expect(keys.some((k) => k.endsWith('/index.cdxj') && k.includes('/sealed/'))).toBe(true);

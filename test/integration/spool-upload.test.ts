@@ -20,6 +20,7 @@ import { SpoolUploader } from '../../src/storage/spool-uploader';
 import { readResponseAt, readWarcFile } from '../../src/storage/warc-reader';
 import type { WarcExchange, WarcLocation } from '../../src/storage/warc-writer';
 import { tempDirs } from '../support/temp-dirs';
+import { keysUnder } from '../support/object-store';
 
 const tmpDir = tempDirs('spool-upload-');
 /** The output location the tests' store factory answers for (any string the factory knows). */
@@ -41,11 +42,7 @@ async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await cond())) await new Promise((r) => setTimeout(r, 10));
 }
 
-async function keys(store: FolderObjectStore, prefix: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const o of store.list(prefix)) out.push(o.key);
-  return out;
-}
+const keys = keysUnder;
 
 interface Setup {
   root: string;

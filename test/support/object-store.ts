@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { startObjectStoreServer, type RunningObjectStore } from '../../src/stack/seaweedfs';
+import type { ObjectStore } from '../../src/storage/object-store';
 
 export interface TestObjectStore extends RunningObjectStore {
   bucket: string;
@@ -28,4 +29,11 @@ export async function startTestObjectStore(name = 'crawl'): Promise<TestObjectSt
     secretKey,
     env: { AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' },
   };
+}
+
+/** The keys of every object under `prefix`, in key order. */
+export async function keysUnder(store: ObjectStore, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const o of store.list(prefix)) keys.push(o.key);
+  return keys;
 }

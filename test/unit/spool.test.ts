@@ -10,20 +10,14 @@ import { uniqueFileStem, writerOfFile } from '../../src/storage/files';
 import { markFinished, objectKeyOf, refusedPathOf, spoolContents, spoolDirOf } from '../../src/storage/spool';
 import { retryDelayMs } from '../../src/storage/spool-uploader';
 import { readWarcFile } from '../../src/storage/warc-reader';
-import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
+import { WarcWriter, type WarcLocation } from '../../src/storage/warc-writer';
 import { tempDirs } from '../support/temp-dirs';
+import { pageExchange } from '../support/page-exchange';
 
 const tmpDir = tempDirs('spool-unit-');
 const HOST = os.hostname().replace(/[^A-Za-z0-9.-]/g, '_');
 
-function exchange(i: number, bodyBytes = 200): WarcExchange {
-  return {
-    url: `http://site.test/p${i}`,
-    fetchedAt: new Date(Date.UTC(2025, 0, 1, 0, 0, i)),
-    request: { method: 'GET', headers: { Accept: '*/*' } },
-    response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.alloc(bodyBytes, `page ${i} `) },
-  };
-}
+const exchange = pageExchange;
 
 describe('names', () => {
   test('a spool folder per location: a readable name and a hash, safe as one path segment, distinct for locations whose names meet', () => {

@@ -7,19 +7,13 @@ import path from 'node:path';
 import type { FileRollover } from '../../src/storage/files';
 import { IndexWriter, readIndex, type IndexEntry } from '../../src/storage/index-writer';
 import { readWarcFile } from '../../src/storage/warc-reader';
-import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
+import { WarcWriter, type WarcLocation } from '../../src/storage/warc-writer';
 import { tempDirs } from '../support/temp-dirs';
+import { pageExchange } from '../support/page-exchange';
 
 const tmpDir = tempDirs('writer-rollover-');
 
-function exchange(i: number, bodyBytes = 200): WarcExchange {
-  return {
-    url: `http://site.test/p${i}`,
-    fetchedAt: new Date(Date.UTC(2025, 0, 1, 0, 0, i)),
-    request: { method: 'GET', headers: { Accept: '*/*' } },
-    response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.alloc(bodyBytes, `page ${i} `) },
-  };
-}
+const exchange = pageExchange;
 
 /** Waits until `cond` holds (what a test waits for, not how long it takes). */
 async function until(cond: () => boolean): Promise<void> {
