@@ -21,24 +21,11 @@ import { outputCacheRoot } from '../stack/paths';
 import { WorkerLoad } from './worker-load';
 import { sessionSlotSupplier } from './session-slot-supplier';
 import { DEFAULT_SPOOL_DIR } from '../stack/paths';
-import { SpoolUploader, type ObjectStoreFactory } from '../storage/spool-uploader';
-import { objectStoreFor } from '../storage/output-location';
 import { NO_LIVENESS_SPOOLER } from '../redis/output-flush';
-import { SpoolFlushResponder } from './spool-flush-responder';
+import { openWorkerSpool } from './worker-spool';
 
 /** The SDK's default for Nexus tasks, which the crawler does not use; a tuner must name every kind. */
 const NEXUS_SLOTS = 100;
-
-/**
- * How long a draining worker waits for its spooled files to reach their
- * stores. Past it the worker exits anyway: the files stay in the spool and
- * go up after its next start (a store that is down must not hold a worker
- * that was told to stop).
- */
-const DRAIN_UPLOAD_MS = 60_000;
-
-/** Which outputs are in object storage: the store of an `output.dir` reached with its campaign's output.s3, or null for a folder. */
-export const openOutputStore: ObjectStoreFactory = (target) => objectStoreFor(target.dir, target.s3);
 
 let runtimeInstalled = false;
 
@@ -77,16 +64,12 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   // The SDK's default identity, named here so that the lease says which worker's tasks are whose.
   const identity = defaultIdentity();
   const liveness = cfg.workerLeaseMs > 0 ? new WorkerLiveness(redis, temporal, { leaseMs: cfg.workerLeaseMs, namespace: cfg.temporalNamespace, log, identity }) : undefined;
-  // Before the first task: what a worker that died here left in the spool goes up first.
-  // The seal of a campaign in object storage asks its spoolers to upload what they hold (src/redis/output-flush.ts):
-  // a worker is one under its lease's id, or one that is never presumed dead without liveness.
-  const spoolerId = () => liveness?.id ?? `${NO_LIVENESS_SPOOLER}${identity}`;
-  let flushes: SpoolFlushResponder | null = null;
-  const spool = new SpoolUploader({ root: cfg.spoolDir ?? DEFAULT_SPOOL_DIR, openStore: openOutputStore, log, onLocation: (dir) => flushes!.register(dir) });
-  flushes = new SpoolFlushResponder(redis, spool, spoolerId, log);
-  await spool.start();
+  // Before the first task: what a worker that died here left in the spool goes up first. A seal of a
+  // campaign in object storage asks its spoolers to upload what they hold (src/redis/output-flush.ts):
+  // this worker is one under its lease's id, or, without liveness, one never presumed dead.
+  const spool = await openWorkerSpool({ root: cfg.spoolDir ?? DEFAULT_SPOOL_DIR, redis, log, spoolerId: () => liveness?.id ?? `${NO_LIVENESS_SPOOLER}${identity}` });
   const rt = new WorkerRuntime({
-    spool,
+    spool: spool.uploader,
     liveness,
     redis,
     temporal,
@@ -157,20 +140,16 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   const metricsServer =
     cfg.metricsPort === null ? null : await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, metrics, healthy: () => worker.getState() === 'RUNNING' });
   liveness?.start();
-  flushes.start();
+  spool.start();
   const done = (async () => {
     try {
       await worker.run();
     } finally {
       // Every session ended: the lease goes with the process (a session still recorded keeps it, for a live worker to hand over).
       await liveness?.stop();
-      await flushes.stop();
       await metricsServer?.close().catch(() => undefined);
       await rt.close().catch(() => undefined);
-      // The writers are closed, their last files finished: up they go, for a bounded time.
-      if (!(await spool.flushAll(AbortSignal.timeout(DRAIN_UPLOAD_MS)).catch(() => false)))
-        log.warn('worker: spooled files not yet uploaded stay in the spool for the next start', { spool: spool.root });
-      await spool.close();
+      await spool.drain();
       load.stop();
       redis.disconnect();
       await nativeConnection.close().catch(() => undefined);
