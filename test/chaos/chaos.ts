@@ -85,6 +85,12 @@ export interface ChaosOptions {
   strict?: boolean;
   /** Delete the data dir afterwards when every check passed; default false. */
   cleanupOnSuccess?: boolean;
+  /**
+   * Keep it all the same when the campaign took longer than this (ms): a run that passed but was
+   * slow leaves its histories, worker logs and requests to be read (one acceptance run in five once
+   * took 334 s against 30-50 s, and left nothing behind).
+   */
+  keepWhenSlowerThanMs?: number;
   log?: (line: string) => void;
 }
 
@@ -140,6 +146,7 @@ class ConnectionChaos {
 }
 
 export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const deletes = (r: ChaosReport) => r.ok && !!opts.cleanupOnSuccess && !(opts.keepWhenSlowerThanMs !== undefined && r.durationMs > opts.keepWhenSlowerThanMs);
   const workers = opts.workers ?? 3;
   const delayMs = opts.delayMs ?? 150;
   const minInterval = opts.minIntervalMs ?? 3_000;
@@ -426,7 +433,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       web,
     });
     fs.writeFileSync(path.join(dataDir, 'report.json'), JSON.stringify(report, null, 2));
-    if (report.ok && opts.cleanupOnSuccess) report.dataDir = `${dataDir} (deleted)`;
+    if (deletes(report)) report.dataDir = `${dataDir} (deleted)`;
     return report;
   } finally {
     stopping = true;
@@ -435,7 +442,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     await web?.close();
     await stack.stop().catch(() => undefined);
     await new Promise((r) => workerLog.end(r));
-    if (report?.ok && opts.cleanupOnSuccess) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (report && deletes(report)) fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
