@@ -71,6 +71,7 @@ beforeAll(async () => {
 afterAll(async () => {
   s3?.destroy();
   await clusterDown({ dataDir: dir, deleteData: true }).catch(() => undefined);
+  fs.rmSync(home, { recursive: true, force: true });
   await web?.close();
   process.stderr.write(`cluster test timings (s): ${JSON.stringify({ ...timings, firstUpSteps: state?.timings })}\n`);
 });
