@@ -10,10 +10,19 @@ import type { TemporalPortVar } from './topology';
 
 export const CLUSTER_DIR = path.join(LOCAL_DIR, 'cluster');
 
-export type ClusterRole = 'postgres' | 'temporal' | 'redis' | 'worker';
+export type ClusterRole = 'postgres' | 'temporal' | 'redis' | 'object-store' | 'worker';
 
-/** How to tell a process of the cluster is up and serving. */
-export type Readiness = { kind: 'postgres'; port: number } | { kind: 'temporal'; address: string } | { kind: 'redis'; port: number } | { kind: 'http'; url: string };
+/**
+ * How to tell a process of the cluster is up and serving. The object store
+ * serves when its bucket answers a signed request, with the credentials of
+ * the cluster's credentials file (its path here, never its contents).
+ */
+export type Readiness =
+  | { kind: 'postgres'; port: number }
+  | { kind: 'temporal'; address: string }
+  | { kind: 'redis'; port: number }
+  | { kind: 'http'; url: string }
+  | { kind: 's3'; endpoint: string; bucket: string; credentialsDir: string };
 
 /** One process `up` started, and how to start it again. */
 export interface ClusterProcess {
@@ -38,6 +47,8 @@ export interface ClusterState {
   postgresPort: number;
   temporalPorts: Record<TemporalPortVar, number>;
   redisNodes: RedisClusterNode[];
+  /** The object store's S3 endpoint (path-style) and the bucket campaigns write to; absent in a cluster made before it had one. */
+  objectStore?: { endpoint: string; bucket: string };
   processes: ClusterProcess[];
   /** Seconds each step of the first `up` took (the build only when it ran). */
   timings: Record<string, number>;
@@ -78,4 +89,15 @@ export function runningClusterEndpoints(dir = CLUSTER_DIR): { temporalAddress: s
   if (!state?.complete) return null;
   const alive = (role: ClusterRole) => state.processes.some((p) => p.role === role && stillRunning(p));
   return alive('temporal') && alive('redis') ? { temporalAddress: state.temporalAddress, redisUrl: state.redisUrl } : null;
+}
+
+/**
+ * The bucket of the cluster `cluster up` started in `dir` whose Temporal
+ * server is at `temporalAddress`, when it runs with its object store: where
+ * a campaign started on that cluster writes unless told otherwise.
+ */
+export function runningClusterBucket(temporalAddress: string, dir = CLUSTER_DIR): { endpoint: string; bucket: string } | null {
+  const state = readClusterState(dir);
+  if (!state?.complete || !state.objectStore || state.temporalAddress !== temporalAddress) return null;
+  return state.processes.some((p) => p.role === 'object-store' && stillRunning(p)) ? state.objectStore : null;
 }

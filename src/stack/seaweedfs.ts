@@ -15,6 +15,8 @@ import { StackError } from './stack-error';
 import { executable, withInstallLock } from './tools';
 
 export const SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs';
+/** The SeaweedFS release: docker-compose.yml's `chrislusf/seaweedfs` image tag, and the source SEAWEEDFS_VERSION names. */
+export const SEAWEEDFS_RELEASE = '4.53';
 /** The release built (the module proxy's pseudo-version of SeaweedFS 4.53). */
 export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
 export const SEAWEEDFS_BUILD_DIR = path.join(TOOLS_DIR, `seaweedfs-${SEAWEEDFS_VERSION}`);
@@ -145,7 +147,7 @@ export async function startObjectStoreServer(opts: ObjectStoreServerOptions): Pr
     const credentials = { accessKeyId: opts.accessKey, secretAccessKey: opts.secretKey };
     await waitFor(
       `the object store's S3 gateway on ${endpoint}`,
-      () => bucketsExist(endpoint, opts.buckets, credentials),
+      () => objectStoreServes(endpoint, opts.buckets, credentials),
       120_000,
       () => proc.deadReason(),
     );
@@ -157,7 +159,7 @@ export async function startObjectStoreServer(opts: ObjectStoreServerOptions): Pr
 }
 
 /** Whether the gateway answers, signed with the identity, that every bucket exists. */
-async function bucketsExist(endpoint: string, buckets: string[], credentials: { accessKeyId: string; secretAccessKey: string }): Promise<boolean> {
+export async function objectStoreServes(endpoint: string, buckets: string[], credentials: { accessKeyId: string; secretAccessKey: string }): Promise<boolean> {
   const client = newS3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials, maxAttempts: 1 });
   try {
     for (const b of buckets) await client.send(new HeadBucketCommand({ Bucket: b }), { abortSignal: AbortSignal.timeout(2_000) });

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { explicitSetting, processSettings, temporalIsRemote } from '../config/env';
-import { runningClusterEndpoints } from './cluster-state';
+import { runningClusterBucket, runningClusterEndpoints } from './cluster-state';
 import { withFileLock } from './file-lock';
 import { ManagedProcess } from './managed-process';
 import { STACK_DIR } from './paths';
@@ -131,6 +131,23 @@ export function clientEndpoints(): { temporalAddress: string; redisUrl: string; 
     redisUrl: namedRedis ?? state.redis?.url ?? cluster?.redisUrl ?? cfg.redisUrl,
     uiUrl: named ? null : (state.temporal?.uiUrl ?? null),
   };
+}
+
+/**
+ * The object store of the running `cluster up` cluster a crawl started now
+ * would run on (as connectOrStartStack picks: TEMPORAL_ADDRESS when it is the
+ * cluster's, else the cluster unless an embedded stack runs or only
+ * REDIS_URL is named), or null: campaigns on the cluster write to its bucket
+ * unless `--out` says otherwise.
+ */
+export function clusterBucketForCrawl(): { endpoint: string; bucket: string } | null {
+  const named = explicitSetting('temporalAddress');
+  if (named) return runningClusterBucket(named);
+  if (explicitSetting('redisUrl')) return null;
+  const state = readStackState();
+  if (state.temporal && ownsServer('temporal', state.temporal).ours) return null;
+  const cluster = runningClusterEndpoints();
+  return cluster ? runningClusterBucket(cluster.temporalAddress) : null;
 }
 
 /**

@@ -36,7 +36,25 @@ export const PORTS = {
   redisFirstNode: 7001,
   /** Each worker's /metrics and /healthz (cluster up: one port per worker from here). */
   workerMetrics: 9464,
+  /** The object store's S3 API (SeaweedFS's default S3 port). */
+  objectStoreS3: 8333,
 } as const;
+
+/**
+ * The object store the workers upload their WARCs, index lines and dataset
+ * items to (SeaweedFS's S3 gateway): the bucket made at start, which
+ * campaigns started on `cluster up` write under (`s3://crawls/<campaign>`),
+ * and the region requests are signed for (a self-hosted store takes any; this
+ * is the one the AWS SDK assumes).
+ */
+export const OBJECT_STORE = { bucket: 'crawls', region: 'us-east-1' } as const;
+
+/**
+ * The AWS SDK's credential variables a worker gets the store's identity in.
+ * Secrets: never in WORKER_ENV, cluster.json or a log; compose reads them from
+ * the operator's environment, `cluster up` from the cluster's 0600 file.
+ */
+export const OBJECT_STORE_SECRET_VARS = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const;
 
 /**
  * Temporal's internal ports besides the frontend: every service of the one
@@ -121,10 +139,15 @@ export const WORKER_ENV: Readonly<Record<string, string>> = {
   TEMPORAL_NAMESPACE: NAMESPACE.name,
   CRAWLER_TASK_QUEUE: 'crawler',
   CRAWLER_ACTIVITY_SLOTS: '100',
+  AWS_REGION: OBJECT_STORE.region,
 };
 
-/** Worker variables set per machine (see WORKER_ENV). */
-export const WORKER_PLACE_VARS = ['TEMPORAL_ADDRESS', 'REDIS_URL', 'CRAWLER_METRICS_PORT', 'CRAWLER_METRICS_HOST'] as const;
+/**
+ * Worker variables set per machine (see WORKER_ENV): the addresses, the
+ * metrics endpoint, the S3 endpoint, and the spool on the worker's own disk
+ * (no folder is shared between workers).
+ */
+export const WORKER_PLACE_VARS = ['TEMPORAL_ADDRESS', 'REDIS_URL', 'CRAWLER_METRICS_PORT', 'CRAWLER_METRICS_HOST', 'AWS_ENDPOINT_URL_S3', 'CRAWLER_SPOOL_DIR'] as const;
 
 /** Where one machine's Temporal server finds PostgreSQL, binds, and listens. */
 export interface TemporalPlace {
@@ -152,13 +175,27 @@ export function defaultTemporalPorts(): Record<TemporalPortVar, number> {
   return { FRONTEND_GRPC_PORT: PORTS.temporalFrontend, ...TEMPORAL_INTERNAL_PORTS };
 }
 
-/** The complete environment of one worker process. */
-export function workerEnv(place: { temporalAddress: string; redisUrl: string; metricsPort: number; metricsHost: string }): Record<string, string> {
+/** Where one worker finds the servers, serves its metrics, and spools its output. */
+export interface WorkerPlace {
+  temporalAddress: string;
+  redisUrl: string;
+  metricsPort: number;
+  metricsHost: string;
+  /** The object store's S3 endpoint. */
+  s3Endpoint: string;
+  /** This worker's own spool folder. */
+  spoolDir: string;
+}
+
+/** The complete environment of one worker process, the store's credentials aside (OBJECT_STORE_SECRET_VARS). */
+export function workerEnv(place: WorkerPlace): Record<string, string> {
   return {
     ...WORKER_ENV,
     TEMPORAL_ADDRESS: place.temporalAddress,
     REDIS_URL: place.redisUrl,
     CRAWLER_METRICS_PORT: String(place.metricsPort),
     CRAWLER_METRICS_HOST: place.metricsHost,
+    AWS_ENDPOINT_URL_S3: place.s3Endpoint,
+    CRAWLER_SPOOL_DIR: place.spoolDir,
   };
 }

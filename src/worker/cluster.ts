@@ -1,8 +1,10 @@
 // `crawler cluster up|down|status`: the production topology of
 // docker-compose.yml run natively on one machine. PostgreSQL, a Temporal
 // server on it (several history shards, built from source at the pinned
-// release), a Redis Cluster of masters with a replica each, and N workers,
-// all detached, on loopback, with their data under .crawler/cluster. Every
+// release), a Redis Cluster of masters with a replica each, an S3 object
+// store (SeaweedFS, built from source too) and N workers, each with its own
+// spool and cache and no folder shared with another, all detached, on
+// loopback, with their data under .crawler/cluster. Every
 // setting comes from src/stack/topology.ts, which the compose file is checked
 // against. cluster.json records each process with the command that started
 // it, so `up` restarts exactly what is gone and `down` stops exactly what
@@ -25,10 +27,13 @@ import { CLUSTER_DIR, clusterStateFile, readClusterState, stillRunning, type Clu
 import { processIdentity } from '../stack/stack';
 import { StackError } from '../stack/stack-error';
 import { temporalReachable } from '../stack/temporal-dev-server';
+import { credentialsEnv, ensureClusterCredentials, readClusterCredentials } from '../stack/cluster-credentials';
+import { ensureWeedBinary, objectStoreServes, startObjectStoreServer } from '../stack/seaweedfs';
 import { ensureNamespace, ensureTemporalBinaries, migrateTemporalSchema, startTemporalServer } from '../stack/temporal-server';
 import {
   defaultTemporalPorts,
   NAMESPACE,
+  OBJECT_STORE,
   PORTS,
   POSTGRES,
   REDIS_CLUSTER,
@@ -64,6 +69,10 @@ async function isReady(r: Readiness): Promise<boolean> {
       } catch {
         return false;
       }
+    case 's3': {
+      const c = readClusterCredentials(r.credentialsDir);
+      return c !== null && objectStoreServes(r.endpoint, [r.bucket], { accessKeyId: c.accessKey, secretAccessKey: c.secretKey });
+    }
   }
 }
 
@@ -94,17 +103,34 @@ function record(
 
 const WORKER_READY_TIMEOUT_MS = 180_000;
 
+/** A worker's own spool: on its own disk, as on a machine of its own (a restarted worker finds and uploads what it left). */
+export const workerSpoolDir = (dir: string, index: number) => path.join(dir, 'workers', `worker-${index}`, 'spool');
+
 /** Starts worker `index` of the cluster: the current worker and workflow bundles, detached. */
-async function startWorker(dir: string, index: number, metricsPort: number, state: Pick<ClusterState, 'temporalAddress' | 'redisUrl'>): Promise<ClusterProcess> {
+async function startWorker(dir: string, index: number, metricsPort: number, state: Pick<ClusterState, 'temporalAddress' | 'redisUrl' | 'objectStore'>): Promise<ClusterProcess> {
+  if (!state.objectStore) throw new StackError('START_FAILED', 'the cluster has no object store for its workers to upload to');
   const bundle = await ensureWorkerBundle();
+  const own = path.join(dir, 'workers', `worker-${index}`);
   const env = {
-    ...workerEnv({ temporalAddress: state.temporalAddress, redisUrl: state.redisUrl, metricsPort, metricsHost: '127.0.0.1' }),
+    ...workerEnv({
+      temporalAddress: state.temporalAddress,
+      redisUrl: state.redisUrl,
+      metricsPort,
+      metricsHost: '127.0.0.1',
+      s3Endpoint: state.objectStore.endpoint,
+      spoolDir: workerSpoolDir(dir, index),
+    }),
+    // Its own cache of the bucket's objects too (a seal on this worker reads through it): nothing shared.
+    CRAWLER_CACHE_DIR: path.join(own, 'cache'),
     CRAWLER_WORKFLOW_BUNDLE: await ensureWorkflowBundle(),
   };
+  const credentials = readClusterCredentials(dir);
+  if (!credentials) throw new StackError('START_FAILED', "the cluster's object store credentials file is missing: `crawler cluster down --delete-data` and `up` again");
+  // The credentials go to the process, not into `env`: that is recorded in cluster.json.
   const proc = ManagedProcess.start(`worker-${index}`, process.execPath, [...workerNodeArgs(), bundle], {
     logFile: path.join(dir, 'workers', `worker-${index}.log`),
     detached: true,
-    env: workerProcessEnv({ ...process.env, ...env }),
+    env: workerProcessEnv({ ...process.env, ...env, ...credentialsEnv(credentials) }),
   });
   const ready: Readiness = { kind: 'http', url: `http://127.0.0.1:${metricsPort}/healthz` };
   try {
@@ -178,6 +204,19 @@ async function distinctFree(n: number, taken: Set<number>, below?: number): Prom
 }
 
 /**
+ * Starts the object store on `port` with the cluster's credentials (made on
+ * the first call) and its bucket, its data in the cluster's folder.
+ */
+async function startObjectStore(dir: string, port: number, log: (msg: string) => void): Promise<{ proc: ClusterProcess; objectStore: NonNullable<ClusterState['objectStore']> }> {
+  const credentials = ensureClusterCredentials(dir);
+  const dataDir = path.join(dir, 'object-store');
+  log(`starting the object store (SeaweedFS) on 127.0.0.1:${port}…`);
+  const running = await startObjectStoreServer({ dataDir, s3Port: port, ...credentials, buckets: [OBJECT_STORE.bucket], detached: true, log });
+  const ready: Readiness = { kind: 's3', endpoint: running.endpoint, bucket: OBJECT_STORE.bucket, credentialsDir: dir };
+  return { proc: record(running.proc, 'object-store', ready, {}, dataDir), objectStore: { endpoint: running.endpoint, bucket: OBJECT_STORE.bucket } };
+}
+
+/**
  * Brings the topology up, or what of it is down. A first `up` builds the
  * Temporal server if needed, initialises PostgreSQL and migrates the schema,
  * registers the namespace and search attributes, forms the Redis Cluster and
@@ -197,6 +236,14 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
     );
   }
   if (existing) {
+    if (!existing.objectStore) {
+      // A cluster made before `up` started an object store gets one, before its workers need it.
+      const port = opts.freePorts ? (await distinctFree(1, new Set()))[0] : PORTS.objectStoreS3;
+      const { proc, objectStore } = await startObjectStore(dir, port, log);
+      existing.objectStore = objectStore;
+      existing.processes.push(proc);
+      writeState(dir, existing);
+    }
     for (const [i, p] of existing.processes.entries()) {
       if (stillRunning(p)) continue;
       log(`${p.name}: not running; starting it again`);
@@ -226,17 +273,21 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
   const taken = new Set<number>();
   const temporalPorts = defaultTemporalPorts();
   let postgresPort: number = POSTGRES.port;
+  let objectStorePort: number = PORTS.objectStoreS3;
   let redisPorts: number[] = Array.from({ length: REDIS_CLUSTER.masters * (1 + REDIS_CLUSTER.replicasPerMaster) }, (_, i) => PORTS.redisFirstNode + i);
   if (opts.freePorts) {
     const keys = Object.keys(temporalPorts) as TemporalPortVar[];
     const free = await distinctFree(keys.length + 1, taken, 32_768);
     keys.forEach((k, i) => (temporalPorts[k] = free[i]));
     postgresPort = free[keys.length];
+    objectStorePort = (await distinctFree(1, taken))[0];
     redisPorts = [];
   }
 
   const binaries = await step('build', () => ensureTemporalBinaries(log));
   if (binaries.builtInSeconds === null) delete timings.build;
+  const weed = await step('build object store', () => ensureWeedBinary(log));
+  if (weed.builtInSeconds === null) delete timings['build object store'];
 
   const state: ClusterState = {
     temporalAddress: `127.0.0.1:${temporalPorts.FRONTEND_GRPC_PORT}`,
@@ -291,6 +342,12 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
     if (temporal.status === 'rejected') throw temporal.reason;
     if (redis.status === 'rejected') throw redis.reason;
 
+    // Before the workers: they upload to it, and a restarted one sweeps its spool into it at once.
+    const store = await step('object store', () => startObjectStore(dir, objectStorePort, log));
+    state.objectStore = store.objectStore;
+    state.processes.push(store.proc);
+    save();
+
     log(`registering namespace ${NAMESPACE.name} and the search attributes…`);
     await step('namespace', async () => {
       await ensureNamespace(state.temporalAddress);
@@ -323,9 +380,10 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
   }
 }
 
-const STOP_ORDER: ClusterRole[] = ['worker', 'temporal', 'redis', 'postgres'];
+/** The object store right after the workers: a worker stopping may still be uploading. */
+const STOP_ORDER: ClusterRole[] = ['worker', 'object-store', 'temporal', 'redis', 'postgres'];
 /** Workers get longer than their own 30 s shutdownGraceTime, so in-flight steps finish. */
-const GRACE_MS: Record<ClusterRole, number> = { worker: 45_000, temporal: 30_000, redis: 15_000, postgres: 30_000 };
+const GRACE_MS: Record<ClusterRole, number> = { worker: 45_000, 'object-store': 15_000, temporal: 30_000, redis: 15_000, postgres: 30_000 };
 
 /**
  * Stops every process `up` started, workers first and PostgreSQL last, and
@@ -388,6 +446,8 @@ export interface ClusterStatus {
   redisUrl?: string;
   /** CLUSTER INFO's cluster_state as the first answering node sees it. */
   redisClusterState?: string;
+  /** The object store's S3 endpoint and bucket (never its credentials). */
+  objectStore?: { endpoint: string; bucket: string };
   processes: ClusterStatusRow[];
 }
 
@@ -400,6 +460,8 @@ function where(r: Readiness): string {
       return r.address;
     case 'http':
       return r.url;
+    case 's3':
+      return r.endpoint;
   }
 }
 
@@ -438,6 +500,7 @@ export async function clusterStatus(opts: { dataDir?: string } = {}): Promise<Cl
     temporalAddress: state.temporalAddress,
     redisUrl: state.redisUrl,
     ...(redisClusterState ? { redisClusterState } : {}),
+    ...(state.objectStore ? { objectStore: state.objectStore } : {}),
     processes,
   };
 }

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { clusterStateFile, runningClusterEndpoints, stillRunning, type ClusterProcess, type ClusterState } from '../../src/stack/cluster-state';
+import { clusterStateFile, runningClusterBucket, runningClusterEndpoints, stillRunning, type ClusterProcess, type ClusterState } from '../../src/stack/cluster-state';
 import { processIdentity } from '../../src/stack/stack';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-state-'));
@@ -26,8 +26,10 @@ const alive = (role: ClusterProcess['role'], name: string): ClusterProcess => ({
 /** The same pid with another start time: what a pid reused after a reboot looks like. */
 const gone = (p: ClusterProcess): ClusterProcess => ({ ...p, identity: { ...p.identity!, startTime: '1' } });
 
-const write = (processes: ClusterProcess[], complete = true) => {
+const STORE = { endpoint: 'http://127.0.0.1:18333', bucket: 'crawls' };
+const write = (processes: ClusterProcess[], complete = true, objectStore: ClusterState['objectStore'] = STORE) => {
   const state: ClusterState = {
+    ...(objectStore ? { objectStore } : {}),
     temporalAddress: '127.0.0.1:17233',
     redisUrl: 'redis+cluster://127.0.0.1:17001,127.0.0.1:17002',
     postgresPort: 15432,
@@ -101,5 +103,28 @@ describe('stillRunning', () => {
     expect(stillRunning(recorded, proc)).toBe(false);
     show('S', '777', '/usr/bin/something-else');
     expect(stillRunning(recorded, proc)).toBe(false);
+  });
+});
+
+describe("a campaign on the cluster goes to the cluster's bucket", () => {
+  const running = () => [alive('temporal', 'temporal-server'), alive('redis', 'redis-cluster-17001'), alive('object-store', 'seaweedfs')];
+
+  test('its Temporal address and a running object store: the endpoint and bucket', () => {
+    write(running());
+    expect(runningClusterBucket('127.0.0.1:17233', dir)).toEqual(STORE);
+  });
+
+  test('another Temporal address: none, whatever runs here', () => {
+    write(running());
+    expect(runningClusterBucket('127.0.0.1:7233', dir)).toBeNull();
+  });
+
+  test('the object store gone, a cluster made before it had one, or half an `up`: none', () => {
+    write([...running().slice(0, 2), gone(alive('object-store', 'seaweedfs'))]);
+    expect(runningClusterBucket('127.0.0.1:17233', dir)).toBeNull();
+    write(running().slice(0, 2), true, undefined);
+    expect(runningClusterBucket('127.0.0.1:17233', dir)).toBeNull();
+    write(running(), false);
+    expect(runningClusterBucket('127.0.0.1:17233', dir)).toBeNull();
   });
 });

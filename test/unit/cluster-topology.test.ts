@@ -7,8 +7,11 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { REDIS_PERSISTENCE_ARGS } from '../../src/stack/redis-server';
 import { FAIRNESS_DYNAMIC_CONFIG, LIVENESS_DYNAMIC_CONFIG } from '../../src/stack/temporal-dev-server';
+import { SEAWEEDFS_RELEASE } from '../../src/stack/seaweedfs';
 import {
   NAMESPACE,
+  OBJECT_STORE,
+  OBJECT_STORE_SECRET_VARS,
   PORTS,
   POSTGRES,
   TEMPORAL_DYNAMIC_CONFIG_FILE,
@@ -96,11 +99,34 @@ describe('docker-compose.yml runs the topology of src/stack/topology.ts', () => 
     expect(t).toMatch(new RegExp(`namespace create --namespace ${NAMESPACE.name} --retention ${NAMESPACE.retentionDays * 24}h\\b`));
   });
 
-  test('workers get the shared worker settings, and per machine only addresses and the metrics endpoint', () => {
+  test('workers get the shared worker settings, and per machine only addresses, the metrics endpoint, the spool and the credentials', () => {
     const e = env(services.worker);
-    const shared = Object.fromEntries(Object.entries(e).filter(([k]) => !(WORKER_PLACE_VARS as readonly string[]).includes(k)));
+    const perMachine: readonly string[] = [...WORKER_PLACE_VARS, ...OBJECT_STORE_SECRET_VARS];
+    const shared = Object.fromEntries(Object.entries(e).filter(([k]) => !perMachine.includes(k)));
     expect(shared).toEqual(WORKER_ENV);
     expect(Number(e.CRAWLER_METRICS_PORT)).toBe(PORTS.workerMetrics);
+    for (const k of WORKER_PLACE_VARS) expect({ variable: k, set: Boolean(e[k]) }).toEqual({ variable: k, set: true });
+  });
+
+  test('the object store is the SeaweedFS release cluster up builds, with its bucket and S3 port', () => {
+    const [[name, store], ...others] = byImage(/^chrislusf\/seaweedfs:/);
+    expect(others).toEqual([]);
+    expect(tag(store)).toBe(SEAWEEDFS_RELEASE);
+    const args = text(store).split(/\s+/);
+    expect(args[0]).toBe('mini');
+    expect(args).toContain(`-bucket=${OBJECT_STORE.bucket}`);
+    expect(args).toContain(`-s3.port=${PORTS.objectStoreS3}`);
+    expect(store.ports).toContain(`${PORTS.objectStoreS3}:${PORTS.objectStoreS3}`);
+    // Workers reach it by its service name, on that port.
+    expect(env(services.worker).AWS_ENDPOINT_URL_S3).toBe(`http://${name}:${PORTS.objectStoreS3}`);
+  });
+
+  test("the store's identity and the workers' are the same variables of the operator's environment, never a value in the file", () => {
+    const [[, store]] = byImage(/^chrislusf\/seaweedfs:/);
+    for (const k of OBJECT_STORE_SECRET_VARS) {
+      expect(env(store)[k]).toMatch(/^\$\{[A-Z0-9_]+:\?[^}]+\}$/);
+      expect(env(services.worker)[k]).toBe(env(store)[k]);
+    }
   });
 
   test('the published ports are the topology ones', () => {
@@ -144,9 +170,18 @@ describe('cluster up builds its processes from the same values', () => {
     for (const k of Object.keys(e)) expect([...Object.keys(TEMPORAL_SERVER_ENV), ...TEMPORAL_SERVER_PLACE_VARS]).toContain(k);
   });
 
-  test("a worker's environment is WORKER_ENV plus its addresses and metrics endpoint", () => {
-    const e = workerEnv({ temporalAddress: 't:1', redisUrl: 'redis+cluster://a:1', metricsPort: 9, metricsHost: '127.0.0.1' });
+  test("a worker's environment is WORKER_ENV plus its addresses, metrics endpoint, S3 endpoint and spool, and no credentials", () => {
+    const e = workerEnv({
+      temporalAddress: 't:1',
+      redisUrl: 'redis+cluster://a:1',
+      metricsPort: 9,
+      metricsHost: '127.0.0.1',
+      s3Endpoint: 'http://127.0.0.1:8333',
+      spoolDir: '/x/spool',
+    });
     expect(e).toMatchObject(WORKER_ENV);
+    expect(e).toMatchObject({ AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:8333', CRAWLER_SPOOL_DIR: '/x/spool', AWS_REGION: OBJECT_STORE.region });
     expect(Object.keys(e).sort()).toEqual([...Object.keys(WORKER_ENV), ...WORKER_PLACE_VARS].sort());
+    for (const k of OBJECT_STORE_SECRET_VARS) expect(Object.keys(e)).not.toContain(k);
   });
 });

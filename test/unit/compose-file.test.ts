@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { PROCESS_SETTINGS, processSettings } from '../../src/config/env';
 import { CRAWL_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
+import { OBJECT_STORE_SECRET_VARS } from '../../src/stack/topology';
 import { DEFAULT_WORKER_ENV, DEFAULT_WORKER_NODE_ARGS } from '../../scripts/worker-bundle.cjs';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -109,6 +110,7 @@ const [pgName, postgres] = byImage(/^postgres(?=[:@]|$)/, 'PostgreSQL');
 const [temporalName, temporal] = byImage(/^temporalio\/(auto-setup|server)(?=[:@]|$)/, 'Temporal server');
 const [uiName, ui] = byImage(/^temporalio\/ui(?=[:@]|$)/, 'Temporal Web UI');
 const [redisName, redis] = byImage(/^redis(?=[:@]|$)/, 'Redis');
+const [storeName, store] = byImage(/^chrislusf\/seaweedfs(?=[:@]|$)/, 'object store');
 const worker = services.worker;
 const workerEnv = worker ? env(worker) : {};
 
@@ -157,12 +159,13 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('PostgreSQL, Temporal, the Web UI and Redis have health checks', () => {
+  test('PostgreSQL, Temporal, the Web UI, Redis and the object store have health checks', () => {
     for (const [name, s] of [
       [pgName, postgres],
       [temporalName, temporal],
       [uiName, ui],
       [redisName, redis],
+      [storeName, store],
     ] as const) {
       const test = s.healthcheck?.test;
       expect({ service: name, healthcheck: !s.healthcheck?.disable && Array.isArray(test) ? test[0] !== 'NONE' && test.length > 1 : Boolean(test) }).toEqual({
@@ -193,9 +196,25 @@ describe('docker-compose.yml', () => {
     expect(args).toMatch(/(^|\s)--appendonly\s+yes(\s|$)/);
   });
 
-  test('PostgreSQL and Redis data live in named volumes', () => {
+  test('PostgreSQL, Redis and object store data live in named volumes', () => {
     expect(namedVolumeAt(postgres, '/var/lib/postgresql/data')).not.toBeNull();
     expect(namedVolumeAt(redis, '/data')).not.toBeNull();
+    // The store keeps its data where `-dir` says.
+    const dir = argv(store.command)
+      .find((a) => a.startsWith('-dir='))
+      ?.slice('-dir='.length);
+    expect(dir).toBeTruthy();
+    expect(namedVolumeAt(store, dir!)).not.toBeNull();
+  });
+
+  test("the object store's health check probes its S3 gateway's /healthz on the port it serves S3 on", () => {
+    const port = argv(store.command)
+      .find((a) => a.startsWith('-s3.port='))
+      ?.slice('-s3.port='.length);
+    expect(port).toMatch(/^\d+$/);
+    const probe = argv(store.healthcheck?.test as string[] | string | undefined);
+    expect(probe[0]).toBe('CMD');
+    expect(probe.join(' ')).toMatch(new RegExp(`^CMD (wget|curl) .*http://(127\\.0\\.0\\.1|localhost):${port}/healthz$`));
   });
 
   test('ports are published only where docs/operations.md says, never for PostgreSQL or the worker', () => {
@@ -228,11 +247,30 @@ describe('docker-compose.yml', () => {
       expect(ports(worker).filter((p) => p.published !== null)).toEqual([]);
     });
 
-    test('sets only variables src/config/env.ts reads, with values it accepts', () => {
+    test("sets only variables src/config/env.ts reads, with values it accepts, and the AWS SDK's credentials from the operator's environment", () => {
       const known = new Set(PROCESS_SETTINGS.map((f) => f.env));
-      for (const k of Object.keys(workerEnv)) expect({ variable: k, readByEnvTs: known.has(k) }).toEqual({ variable: k, readByEnvTs: true });
-      for (const v of Object.values(workerEnv)) expect(v).not.toMatch(/\$\{/);
-      expect(() => processSettings(workerEnv)).not.toThrow();
+      const credentials: readonly string[] = OBJECT_STORE_SECRET_VARS;
+      const settings = Object.fromEntries(Object.entries(workerEnv).filter(([k]) => !credentials.includes(k)));
+      for (const k of Object.keys(settings)) expect({ variable: k, readByEnvTs: known.has(k) }).toEqual({ variable: k, readByEnvTs: true });
+      for (const v of Object.values(settings)) expect(v).not.toMatch(/\$\{/);
+      expect(() => processSettings(settings)).not.toThrow();
+      // Credentials are no setting of ours (the SDK reads them) and no value in the file: compose fills them in, or refuses to start.
+      for (const k of credentials) expect({ variable: k, value: workerEnv[k] }).toEqual({ variable: k, value: expect.stringMatching(/^\$\{[A-Z0-9_]+:\?[^}]+\}$/) });
+    });
+
+    test('keeps no folder shared with other workers: its spool is a volume of its own, and the object store is where output goes', () => {
+      // Named volumes are shared by every container that mounts them; an anonymous one is each container's own.
+      const named = (worker.volumes ?? [])
+        .map((v) => (typeof v === 'string' ? v.split(':') : [v.source ?? '', v.target ?? '']))
+        .filter(([src, tgt]) => tgt !== undefined && !/^[./~]/.test(src));
+      expect(named).toEqual([]);
+      const spool = processSettings(Object.fromEntries(Object.entries(workerEnv).filter(([k]) => k === 'CRAWLER_SPOOL_DIR'))).spoolDir;
+      expect(spool).toBeTruthy();
+      const mounts = (worker.volumes ?? []).map((v) => (typeof v === 'string' ? v : (v.target ?? '')));
+      expect(mounts).toContain(spool);
+      const store = processSettings(Object.fromEntries(Object.entries(workerEnv).filter(([k]) => k === 'AWS_ENDPOINT_URL_S3'))).awsEndpointUrlS3;
+      expect(new URL(store!).hostname in services).toBe(true);
+      expect(dependsOn(worker)[new URL(store!).hostname]).toBe('service_healthy');
     });
 
     test('points TEMPORAL_ADDRESS and REDIS_URL (loopback defaults) at the compose services', () => {

@@ -26,7 +26,7 @@ import { explicitSetting, processSettings, settingVariable, temporalIsRemote } f
 import { createAddressPolicy } from '../../http/address-policy';
 import { parseResolveEntries } from '../../http/resolve-overrides';
 import { findOrInstallChromium } from '../../stack/chromium';
-import { connectOrStartStack, type RunningStack } from '../../stack/stack';
+import { clusterBucketForCrawl, connectOrStartStack, type RunningStack } from '../../stack/stack';
 import { newCampaignId, runningCampaigns, startCampaign } from '../../temporal/campaign-client';
 import { connectClient, ensureSearchAttributes, TemporalUnavailableError } from '../../temporal/connect';
 import { CampaignHosts } from '../../redis/campaign-hosts';
@@ -491,12 +491,22 @@ export function registerCrawlCommand(program: Command): void {
         'more seeds from a list: one URL per line, # comments, gzip accepted; - reads standard input (copied into the output folder for the workers)',
       ),
   )
-    .option('--out <dir>', 'output folder, or s3://bucket/prefix (default crawl-output/<campaign>)')
+    .option(
+      '--out <dir>',
+      "output folder, or s3://bucket/prefix (default crawl-output/<campaign>; on a `crawler cluster up` cluster, s3://crawls/<campaign> in the cluster's object store)",
+    )
     .option('--id <campaign>', 'campaign ID (default: generated)')
     .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const log = (m: string) => process.stderr.write(`${m}\n`);
+      // On a `cluster up` cluster the workers share no folder: the campaign goes to the cluster's bucket.
+      const clusterBucket = o.out === undefined && o.s3Endpoint === undefined && o.s3Region === undefined && !o.s3PathStyle ? clusterBucketForCrawl() : null;
+      if (clusterBucket) {
+        o.id ??= newCampaignId();
+        Object.assign(o, { out: `s3://${clusterBucket.bucket}/${o.id}`, s3Endpoint: clusterBucket.endpoint, s3PathStyle: true });
+        log(`output: ${o.out} in the cluster's object store (${clusterBucket.endpoint})`);
+      }
       const input = await prepareCrawlInput(seeds, o, { stdin: process.stdin, log });
       const cfg = processSettings();
       let stack: RunningStack | null = null;
