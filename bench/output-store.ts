@@ -73,20 +73,23 @@ export async function openBenchOutput(kind: OutStore, dataDir: string, log: (m: 
 }
 
 /**
- * Watches for the campaign's seal in the bucket (its manifest, the last object
- * a seal publishes) every `everyMs`: when it was first seen, epoch ms. A
- * listing of `sealed/` of one campaign's prefix, four times a second, next to
- * thousands of uploads.
+ * Watches the campaign's prefix of the bucket every `everyMs`, noting when
+ * each object was first seen (epoch ms): when the workers' last raw file
+ * (warc/, index/, datasets/) arrived, and when the seal's manifest, the last
+ * object a seal publishes, did. A listing of a few dozen keys, four times a
+ * second, beside thousands of pages.
  */
-export function watchSeal(store: ObjectStore & { destroy(): void }, campaignId: string, everyMs = 250): { seenAt(waitMs?: number): Promise<number | null>; stop(): void } {
-  let seenAt: number | null = null;
+export function watchBucket(store: ObjectStore & { destroy(): void }, campaignId: string, everyMs = 250) {
+  const firstSeen = new Map<string, number>();
+  const isManifest = (key: string): boolean => key.startsWith('sealed/') && key.endsWith(`/${sealManifestName(campaignId)}`);
+  const sealSeen = (): number | null => [...firstSeen].find(([k]) => isManifest(k))?.[1] ?? null;
   let busy = false;
   const timer = setInterval(() => {
-    if (busy || seenAt !== null) return;
+    if (busy || sealSeen() !== null) return;
     busy = true;
     void (async () => {
       try {
-        for await (const o of store.list('sealed/')) if (o.key.endsWith(`/${sealManifestName(campaignId)}`)) seenAt ??= Date.now();
+        for await (const o of store.list('')) if (!firstSeen.has(o.key)) firstSeen.set(o.key, Date.now());
       } catch {
         // The next poll asks again.
       } finally {
@@ -95,12 +98,13 @@ export function watchSeal(store: ObjectStore & { destroy(): void }, campaignId: 
     })();
   }, everyMs);
   return {
-    // The campaign's result comes after its seal was published: the next poll or two see it.
-    seenAt: async (waitMs = 5_000) => {
-      for (const until = Date.now() + waitMs; seenAt === null && Date.now() < until;) await new Promise((r) => setTimeout(r, everyMs / 5));
-      return seenAt;
+    /** When the seal and the workers' last upload were first seen; the campaign's result comes after its seal was published, so the next poll or two see it. */
+    async seen(waitMs = 5_000): Promise<{ sealAt: number | null; lastUploadAt: number | null }> {
+      for (const until = Date.now() + waitMs; sealSeen() === null && Date.now() < until;) await new Promise((r) => setTimeout(r, everyMs / 5));
+      const uploads = [...firstSeen].filter(([k]) => !k.startsWith('sealed/')).map(([, t]) => t);
+      return { sealAt: sealSeen(), lastUploadAt: uploads.length ? Math.max(...uploads) : null };
     },
-    stop: () => {
+    stop(): void {
       clearInterval(timer);
       store.destroy();
     },

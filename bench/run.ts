@@ -49,7 +49,7 @@ import { findOrInstallChromium } from '../src/stack/chromium';
 import { renderFigures } from './render-figures';
 import { identityPid, tallySessions, type WorkerSessions } from './session-placement';
 import { workflowFloorRun } from './workflow-floor';
-import { folderSealedAt, openBenchOutput, openSealedIndex, outputBytes, sealedIndexFigures, watchSeal, type BenchOutput, type OutStore } from './output-store';
+import { folderSealedAt, openBenchOutput, openSealedIndex, outputBytes, sealedIndexFigures, watchBucket, type BenchOutput, type OutStore } from './output-store';
 import {
   cpuSeconds,
   embedFigures,
@@ -443,7 +443,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const benchCpu0 = process.cpuUsage();
   const storeCpu0 = sumCpu(pids.objectStore);
   // An output in a bucket: when its seal lands there (a folder's is read from its files' times afterwards).
-  const sealWatch = benchOutput.kind === 's3' ? watchSeal(benchOutput.storeOf(campaignId), campaignId) : null;
+  const sealWatch = benchOutput.kind === 's3' ? watchBucket(benchOutput.storeOf(campaignId), campaignId) : null;
   const t0 = now();
   const handle = await startCampaign(client, queue, campaignInput(s, web, seeds, campaignId));
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
@@ -496,8 +496,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const sealedIndexFile = result.sealedIndex?.file ?? null;
   const sealed = await sealedIndexFigures(await openSealedIndex(benchOutput, campaignId, sealedIndexFile), expected);
   const rendered = s.render ? await renderFigures(await openSealedIndex(benchOutput, campaignId, sealedIndexFile)) : null;
-  const sealedAt = sealWatch ? await sealWatch.seenAt() : folderSealedAt(benchOutput.outputOf(campaignId).dir, campaignId);
+  const seen = sealWatch ? await sealWatch.seen() : { sealAt: folderSealedAt(benchOutput.outputOf(campaignId).dir, campaignId), lastUploadAt: null };
   const stored = await outputBytes(benchOutput, campaignId);
+  const afterCrawl = (at: number | null): number | null => (at === null ? null : Number(((at - t0) / 1000 - fromLog.crawlSeconds).toFixed(2)));
   await release();
   if (sealed && sealed.expectedPagesStored !== null && sealed.expectedPagesStored !== result.pages) {
     process.stderr.write(`bench: the sealed index holds ${sealed.expectedPagesStored} of the expected pages, the campaign counted ${result.pages}\n`);
@@ -518,7 +519,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     sealedIndex: sealed,
     outputBytes: stored,
     // From the test web's last request to the seal in place (its last file in the folder; its manifest seen in the bucket).
-    sealSecondsAfterCrawl: sealedAt === null ? null : Number(((sealedAt - t0) / 1000 - fromLog.crawlSeconds).toFixed(2)),
+    sealSecondsAfterCrawl: afterCrawl(seen.sealAt),
+    // s3: from the last request to the workers' last raw file (warc/, index/, datasets/) seen in the bucket; at the end's flush unless a file rolled over later.
+    ...(sealWatch ? { lastUploadSecondsAfterCrawl: afterCrawl(seen.lastUploadAt) } : {}),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
     // The campaign's own count of embeds (fetched, failed, skipped) and of revisit records, beside what the test web saw.
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
