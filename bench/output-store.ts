@@ -25,7 +25,7 @@ export const BENCH_BUCKET = 'bench';
 export interface BenchOutput {
   kind: OutStore;
   /** The campaign's `output` settings. */
-  outputOf(campaignId: string): { dir: string; s3?: { endpoint: string; pathStyle: true } };
+  outputOf(campaignId: string): { dir: string; s3?: { endpoint: string; pathStyle: true }; upload?: { maxFileAgeMs: number } };
   /** AWS_* variables (s3) and the workers' spool and cache folders: empty for a folder. */
   env: Record<string, string>;
   /** The campaign's output as a store to list and read (s3 only). */
@@ -41,7 +41,7 @@ export interface BenchOutput {
  * environment, as the AWS SDK reads them, and into this process's, which reads
  * the bucket back; never into a campaign's input or a figure.
  */
-export async function openBenchOutput(kind: OutStore, dataDir: string, log: (m: string) => void): Promise<BenchOutput> {
+export async function openBenchOutput(kind: OutStore, dataDir: string, log: (m: string) => void, opts: { uploadAgeMs?: number } = {}): Promise<BenchOutput> {
   if (kind === 'folder') {
     return {
       kind,
@@ -63,7 +63,8 @@ export async function openBenchOutput(kind: OutStore, dataDir: string, log: (m: 
   const s3 = { endpoint: server.endpoint, pathStyle: true as const };
   return {
     kind,
-    outputOf: (id) => ({ dir: `s3://${BENCH_BUCKET}/${id}`, s3 }),
+    // --upload-age-ms: files finished (and uploaded) that often during the crawl, not only at its end's flush.
+    outputOf: (id) => ({ dir: `s3://${BENCH_BUCKET}/${id}`, s3, ...(opts.uploadAgeMs !== undefined ? { upload: { maxFileAgeMs: opts.uploadAgeMs } } : {}) }),
     // Spool and cache in the run's data folder: removed with it, and no earlier run's files in them.
     env: { ...credentials, CRAWLER_SPOOL_DIR: path.join(dataDir, 'spool'), CRAWLER_CACHE_DIR: path.join(dataDir, 'cache') },
     storeOf: (id) => openObjectStore(parseOutputLocation(`s3://${BENCH_BUCKET}/${id}`) as S3Location, s3),

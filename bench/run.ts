@@ -9,7 +9,7 @@
 //   npm run bench -- --only k --workers 2 --crawlee [--hosts 3000] [--max-active-hosts 300]   (many one-page hosts; --hosts sets any scenario's host count)
 //   npm run bench -- --only a --hosts 20 --pages 600   (--pages sets a generated scenario's pages a host: long hosts show what sessions cost)
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
-//   npm run bench -- --only b --out-store s3   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
+//   npm run bench -- --only b --out-store s3 [--upload-age-ms 2000]   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -929,6 +929,7 @@ async function main() {
       pages: { type: 'string' },
       'max-active-hosts': { type: 'string' },
       'out-store': { type: 'string', default: 'folder' },
+      'upload-age-ms': { type: 'string' },
     },
   });
   if (values['max-active-hosts'] !== undefined) {
@@ -940,6 +941,10 @@ async function main() {
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
   const outStore = values['out-store'] as OutStore;
   if (outStore !== 'folder' && outStore !== 's3') throw new Error(`--out-store takes folder or s3, not ${values['out-store']}`);
+  const uploadAgeMs = values['upload-age-ms'] === undefined ? undefined : Number(values['upload-age-ms']);
+  if (uploadAgeMs !== undefined && (outStore !== 's3' || !Number.isInteger(uploadAgeMs) || uploadAgeMs < 1)) {
+    throw new Error(`--upload-age-ms takes a whole number ≥ 1 with --out-store s3, not ${values['upload-age-ms']}`);
+  }
   const withCrawlee = values.crawlee || values['crawlee-only'];
   const storages = values['crawlee-storage'].split(',').map((m) => m.trim()) as CrawleeStorage[];
   for (const m of storages) if (m !== 'memory' && m !== 'disk') throw new Error(`--crawlee-storage takes memory, disk or both (comma-separated), not ${m}`);
@@ -979,7 +984,7 @@ async function main() {
 
   const dataDir = path.join(LOCAL_DIR, 'bench-stack', String(Date.now()));
   const stack = values.server === 'cluster' ? await benchCluster(dataDir) : await benchDevStack(dataDir);
-  benchOutput = await openBenchOutput(outStore, dataDir, (m) => process.stderr.write(`object store: ${m}\n`));
+  benchOutput = await openBenchOutput(outStore, dataDir, (m) => process.stderr.write(`object store: ${m}\n`), { uploadAgeMs });
   const bundle = await ensureWorkflowBundle();
   const client = await connectClient(stack.temporalAddress);
   // Rendering scenarios: the workers and Crawlee are given the same Chromium executable.
