@@ -1,9 +1,10 @@
 // What the rendered pages' index lines say about their renders (scenario v):
 // how long a render took (from asking for a rendering turn to the DOM taken:
 // docs/rendering.md, "Costs"), how each ended, and how many requests each
-// page made besides its document. Read from the sealed index after the crawl.
-import fs from 'node:fs';
+// page made besides its document. Read from the sealed index after the crawl
+// (a file, or an object of the bucket: bench/output-store.ts opens it).
 import readline from 'node:readline';
+import type { Readable } from 'node:stream';
 
 export interface RenderFigures {
   /** Index lines with a render. */
@@ -16,12 +17,12 @@ export interface RenderFigures {
   requestsPerRender: number;
 }
 
-export async function renderFigures(sealedIndex: string | null): Promise<RenderFigures | null> {
-  if (!sealedIndex || !fs.existsSync(sealedIndex)) return null;
+export async function renderFigures(sealedIndex: Readable | null): Promise<RenderFigures | null> {
+  if (!sealedIndex) return null;
   const ms: number[] = [];
   const done: Record<string, number> = {};
   let requests = 0;
-  const lines = readline.createInterface({ input: fs.createReadStream(sealedIndex, 'utf8'), crlfDelay: Infinity });
+  const lines = readline.createInterface({ input: sealedIndex, crlfDelay: Infinity });
   for await (const line of lines) {
     if (!line.includes('"render"')) continue;
     const r = (JSON.parse(line) as { render?: { done: string; ms: number; requests: number } }).render;

@@ -9,6 +9,7 @@
 //   npm run bench -- --only k --workers 2 --crawlee [--hosts 3000] [--max-active-hosts 300]   (many one-page hosts; --hosts sets any scenario's host count)
 //   npm run bench -- --only a --hosts 20 --pages 600   (--pages sets a generated scenario's pages a host: long hosts show what sessions cost)
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
+//   npm run bench -- --only b --out-store s3 [--upload-age-ms 2000]   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -48,6 +49,7 @@ import { findOrInstallChromium } from '../src/stack/chromium';
 import { renderFigures } from './render-figures';
 import { identityPid, tallySessions, type WorkerSessions } from './session-placement';
 import { workflowFloorRun } from './workflow-floor';
+import { folderSealedAt, openBenchOutput, openSealedIndex, outputBytes, sealedIndexFigures, watchBucket, type BenchOutput, type OutStore } from './output-store';
 import {
   cpuSeconds,
   embedFigures,
@@ -345,6 +347,8 @@ interface StackPids {
   temporal: number[];
   redis: number[];
   database: number[];
+  /** The S3 server of `--out-store s3`. */
+  objectStore: number[];
 }
 const sumCpu = (pids: number[], tree = false) => pids.reduce((n, p) => n + (tree ? treeCpuSeconds(p) : cpuSeconds(p)), 0);
 
@@ -374,7 +378,7 @@ function campaignInput(s: Scenario, web: TestWeb, seeds: string[], campaignId: s
     ...(s.requisites ? { requisites: s.requisites } : {}),
     ...(s.render ? { render: s.render, ...(s.browser ? { browser: s.browser } : {}) } : {}),
     fetch: { resolve: web.resolveArgs() },
-    output: { dir: path.join(LOCAL_DIR, 'bench-output', campaignId) },
+    output: benchOutput.outputOf(campaignId),
   };
 }
 
@@ -437,10 +441,14 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const commands0 = await commandStats(redis, pids);
   // This process serves the test web (and samples the others).
   const benchCpu0 = process.cpuUsage();
+  const storeCpu0 = sumCpu(pids.objectStore);
+  // An output in a bucket: when its seal lands there (a folder's is read from its files' times afterwards).
+  const sealWatch = benchOutput.kind === 's3' ? watchBucket(benchOutput.storeOf(campaignId), campaignId) : null;
   const t0 = now();
   const handle = await startCampaign(client, queue, campaignInput(s, web, seeds, campaignId));
   if (s.hosts === 1) frontierKey = hostKeys(`${campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seeds[0])).frontier;
   const release = async () => {
+    sealWatch?.stop();
     clearInterval(sampleTimer);
     clearInterval(rssTimer);
     await pool.stopAll();
@@ -460,6 +468,7 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const temporalCpu = sumCpu(pids.temporal) - temporalCpu0;
   const redisCpu = sumCpu(pids.redis) - redisCpu0;
   const databaseCpu = sumCpu(pids.database, true) - databaseCpu0;
+  const storeCpu = sumCpu(pids.objectStore) - storeCpu0;
   const commands1 = await commandStats(redis, pids);
   const benchCpuUs = process.cpuUsage(benchCpu0);
   const benchCpu = (benchCpuUs.user + benchCpuUs.system) / 1e6;
@@ -483,8 +492,17 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
   const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
   const ceiling = politenessCeiling(pacedRequests(web.requests(), isPage), target, web.meanLatencyMs(), (host, target, nth) => web.latencyFor(host, target, nth));
   const history = await historyFigures(client, campaignId);
-  const rendered = s.render ? await renderFigures(result.sealedIndex?.file ?? null) : null;
+  // The archive as the campaign published it (the folder, or the bucket): its sealed index, its size, when the seal was in place.
+  const sealedIndexFile = result.sealedIndex?.file ?? null;
+  const sealed = await sealedIndexFigures(await openSealedIndex(benchOutput, campaignId, sealedIndexFile), expected);
+  const rendered = s.render ? await renderFigures(await openSealedIndex(benchOutput, campaignId, sealedIndexFile)) : null;
+  const seen = sealWatch ? await sealWatch.seen() : { sealAt: folderSealedAt(benchOutput.outputOf(campaignId).dir, campaignId), lastUploadAt: null };
+  const stored = await outputBytes(benchOutput, campaignId);
+  const afterCrawl = (at: number | null): number | null => (at === null ? null : Number(((at - t0) / 1000 - fromLog.crawlSeconds).toFixed(2)));
   await release();
+  if (sealed && sealed.expectedPagesStored !== null && sealed.expectedPagesStored !== result.pages) {
+    process.stderr.write(`bench: the sealed index holds ${sealed.expectedPagesStored} of the expected pages, the campaign counted ${result.pages}\n`);
+  }
   return {
     scenario: s.name,
     server: pids.server,
@@ -495,6 +513,15 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     pagesRequested: fromLog.pagesFetched,
     crawlSeconds: fromLog.crawlSeconds,
     campaignSeconds: Number(wall.toFixed(1)),
+    // Where the archive went, what the sealed index read from there holds, and its size by area
+    // (warc, index, datasets: what the workers wrote, uploaded for s3; sealed: the seal's products).
+    outStore: benchOutput.kind,
+    sealedIndex: sealed,
+    outputBytes: stored,
+    // From the test web's last request to the seal in place (its last file in the folder; its manifest seen in the bucket).
+    sealSecondsAfterCrawl: afterCrawl(seen.sealAt),
+    // s3: from the last request to the workers' last raw file (warc/, index/, datasets/) seen in the bucket; at the end's flush unless a file rolled over later.
+    ...(sealWatch ? { lastUploadSecondsAfterCrawl: afterCrawl(seen.lastUploadAt) } : {}),
     pagesPerSec: Number((result.pages / Math.max(fromLog.crawlSeconds, 0.001)).toFixed(1)),
     // The campaign's own count of embeds (fetched, failed, skipped) and of revisit records, beside what the test web saw.
     ...(embeds ? { requisites: s.requisites, embeds: { ...embeds.figures, campaign: result.embeds ?? null, revisitRecords: result.revisits?.records ?? 0 } } : {}),
@@ -511,11 +538,12 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
     cpuMsPerPage: perPage(workerCpu),
     ...(s.render ? { browserCpuMsPerPage: perPage(workerCpu - workerOwnCpu) } : {}),
     temporalCpuMsPerPage: perPage(temporalCpu + databaseCpu),
+    ...(pids.objectStore.length ? { objectStoreCpuMsPerPage: perPage(storeCpu) } : {}),
     redisCpuMsPerPage: perPage(redisCpu),
     ...(commands0 !== null && commands1 !== null ? { redisCommandsPerPage: redisCommandsPerPage(commands0, commands1, result.pages) } : {}),
     stackCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu),
     testWebCpuMsPerPage: perPage(benchCpu),
-    allCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu + benchCpu),
+    allCpuMsPerPage: perPage(workerCpu + temporalCpu + redisCpu + databaseCpu + storeCpu + benchCpu),
     historyEventsPerPage: Number((history.total / Math.max(1, result.pages)).toFixed(2)),
     largestHistoryEvents: history.largest,
     billableActionsPerPage: Number((history.actions / Math.max(1, result.pages)).toFixed(2)),
@@ -830,6 +858,9 @@ function ourCpuLines(o: OurFigures): string[] {
 /** --max-active-hosts: our campaigns' politeness.maxActiveHosts (default null, unlimited), to see what bounding the hosts in flight changes. */
 let maxActiveHosts: number | null = null;
 
+/** --out-store: where scenarios' campaigns write their archive (a folder, or a bucket of a server the bench starts). */
+let benchOutput: BenchOutput;
+
 /** Node flags the scenarios' workers get besides their defaults (--cpu-prof). */
 let extraWorkerNodeArgs: string[] = [];
 
@@ -897,6 +928,8 @@ async function main() {
       hosts: { type: 'string' },
       pages: { type: 'string' },
       'max-active-hosts': { type: 'string' },
+      'out-store': { type: 'string', default: 'folder' },
+      'upload-age-ms': { type: 'string' },
     },
   });
   if (values['max-active-hosts'] !== undefined) {
@@ -906,6 +939,12 @@ async function main() {
   if (values['cpu-prof']) profileWorkers();
   const workers = Number(values.workers);
   if (values.server !== 'dev' && values.server !== 'cluster') throw new Error(`--server takes dev or cluster, not ${values.server}`);
+  const outStore = values['out-store'] as OutStore;
+  if (outStore !== 'folder' && outStore !== 's3') throw new Error(`--out-store takes folder or s3, not ${values['out-store']}`);
+  const uploadAgeMs = values['upload-age-ms'] === undefined ? undefined : Number(values['upload-age-ms']);
+  if (uploadAgeMs !== undefined && (outStore !== 's3' || !Number.isInteger(uploadAgeMs) || uploadAgeMs < 1)) {
+    throw new Error(`--upload-age-ms takes a whole number ≥ 1 with --out-store s3, not ${values['upload-age-ms']}`);
+  }
   const withCrawlee = values.crawlee || values['crawlee-only'];
   const storages = values['crawlee-storage'].split(',').map((m) => m.trim()) as CrawleeStorage[];
   for (const m of storages) if (m !== 'memory' && m !== 'disk') throw new Error(`--crawlee-storage takes memory, disk or both (comma-separated), not ${m}`);
@@ -945,15 +984,22 @@ async function main() {
 
   const dataDir = path.join(LOCAL_DIR, 'bench-stack', String(Date.now()));
   const stack = values.server === 'cluster' ? await benchCluster(dataDir) : await benchDevStack(dataDir);
+  benchOutput = await openBenchOutput(outStore, dataDir, (m) => process.stderr.write(`object store: ${m}\n`), { uploadAgeMs });
   const bundle = await ensureWorkflowBundle();
   const client = await connectClient(stack.temporalAddress);
   // Rendering scenarios: the workers and Crawlee are given the same Chromium executable.
   const renders = keys.some((k) => SCENARIOS[k]?.render);
   const chromium = renders ? await findOrInstallChromium({ log: (m) => process.stderr.write(`${m}\n`) }) : null;
-  const env = { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle, ...(chromium ? { CHROMIUM_PATH: chromium } : {}) };
+  const env = {
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    REDIS_URL: stack.redisUrl,
+    CRAWLER_WORKFLOW_BUNDLE: bundle,
+    ...(chromium ? { CHROMIUM_PATH: chromium } : {}),
+    ...benchOutput.env,
+  };
   try {
     const redis = createRedis(stack.redisUrl);
-    const pids = stack.pids;
+    const pids = { ...stack.pids, objectStore: benchOutput.pid === null ? [] : [benchOutput.pid] };
     for (const key of keys) {
       if (key === 'fair') {
         process.stdout.write(`${JSON.stringify(await fairnessRun(workers, client, env))}\n`);
@@ -990,6 +1036,7 @@ async function main() {
     redis.disconnect();
   } finally {
     await client.connection.close();
+    await benchOutput.stop();
     await stack.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
@@ -999,7 +1046,7 @@ async function main() {
 async function benchDevStack(dataDir: string) {
   const stack = await startStack({ dataDir, headless: true, log: (m) => process.stderr.write(`${m}\n`) });
   const pid = (name: string): number => stack.processes.find((p) => p.name === name)?.pid ?? -1;
-  return { ...stack, pids: { server: 'dev', temporal: [pid('temporal')], redis: [pid('redis')], database: [] } satisfies StackPids };
+  return { ...stack, pids: { server: 'dev', temporal: [pid('temporal')], redis: [pid('redis')], database: [] } satisfies Omit<StackPids, 'objectStore'> };
 }
 
 /** `crawler cluster up`'s topology on free ports, without its workers (the scenario starts its own). */
@@ -1009,7 +1056,7 @@ async function benchCluster(dataDir: string) {
   return {
     temporalAddress: state.temporalAddress,
     redisUrl: state.redisUrl,
-    pids: { server: 'cluster', temporal: pids('temporal'), redis: pids('redis'), database: pids('postgres') } satisfies StackPids,
+    pids: { server: 'cluster', temporal: pids('temporal'), redis: pids('redis'), database: pids('postgres') } satisfies Omit<StackPids, 'objectStore'>,
     stop: async () => {
       await clusterDown({ dataDir });
     },
