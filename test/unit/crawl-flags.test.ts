@@ -16,7 +16,7 @@ import { buildCampaignInput, campaignOptions, prepareCrawlInput, type CrawlIo, t
 import { scheduledCampaign, type CreateOptions } from '../../src/cli/commands/schedule';
 import { budgetsRequest, concurrencyRequest } from '../../src/cli/commands/steer';
 import { removeProxySecrets, SECRETS_DIR } from '../../src/cli/proxy-files';
-import { resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../../src/config/campaign';
+import { CAMPAIGN_DEFAULTS, resolveCampaignSettings, type CampaignInput, type CampaignSettings } from '../../src/config/campaign';
 import { MAX_ACTIVE_HOSTS, validateSetBudgets, validateSetConcurrency } from '../../src/config/steering';
 import { UsageError } from '../../src/cli/usage-error';
 import { tempDirs } from '../support/temp-dirs';
@@ -381,10 +381,20 @@ describe('schedule create takes the campaign flags as crawl does', () => {
 
   test('every run gets its own output folder under --out, or its own prefix under an s3:// --out; --revisit is refused', async () => {
     const p = await scheduleCreate([SEED, '--out', path.join(dir, 'runs'), '--warc-keep-secrets']);
-    expect(p.settings.output).toEqual({ dir: path.join(dir, 'runs', RUN_ID), warcKeepSecrets: true, s3: { endpoint: null, region: null, pathStyle: false } });
+    expect(p.settings.output).toEqual({
+      dir: path.join(dir, 'runs', RUN_ID),
+      warcKeepSecrets: true,
+      s3: { endpoint: null, region: null, pathStyle: false },
+      upload: CAMPAIGN_DEFAULTS.output.upload,
+    });
     const s3 = await scheduleCreate([SEED, '--out', 's3://crawl/runs/', '--s3-endpoint', 'http://127.0.0.1:8333', '--s3-path-style']);
     expect(s3.input.output?.dir).toBe('s3://crawl/runs/{campaign}');
-    expect(s3.settings.output).toEqual({ dir: `s3://crawl/runs/${RUN_ID}`, warcKeepSecrets: false, s3: { endpoint: 'http://127.0.0.1:8333', region: null, pathStyle: true } });
+    expect(s3.settings.output).toEqual({
+      dir: `s3://crawl/runs/${RUN_ID}`,
+      warcKeepSecrets: false,
+      s3: { endpoint: 'http://127.0.0.1:8333', region: null, pathStyle: true },
+      upload: CAMPAIGN_DEFAULTS.output.upload,
+    });
     await expect(scheduleCreate([SEED, '--revisit'])).rejects.toThrow(UsageError);
   });
 });

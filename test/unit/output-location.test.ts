@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CampaignInputError, resolveCampaignSettings } from '../../src/config/campaign';
+import { CAMPAIGN_DEFAULTS, CampaignInputError, resolveCampaignSettings } from '../../src/config/campaign';
 import { processSettings } from '../../src/config/env';
 import { PROJECT_ROOT } from '../../src/config/project-root';
 import { objectStoreFor, openObjectStore, parseOutputLocation, s3ConnectionFor, type S3Location } from '../../src/storage/output-location';
@@ -96,7 +96,12 @@ describe('the campaign settings', () => {
 
   test('an s3:// output.dir and its connection are taken, {campaign} replaced in the prefix', () => {
     const s = resolve({ dir: 's3://crawl/runs/{campaign}', s3: { endpoint: 'https://s3.store.test:8443/base', region: 'garage', pathStyle: true } }, 'nightly-1');
-    expect(s.output).toEqual({ dir: 's3://crawl/runs/nightly-1', warcKeepSecrets: false, s3: { endpoint: 'https://s3.store.test:8443/base', region: 'garage', pathStyle: true } });
+    expect(s.output).toEqual({
+      dir: 's3://crawl/runs/nightly-1',
+      warcKeepSecrets: false,
+      s3: { endpoint: 'https://s3.store.test:8443/base', region: 'garage', pathStyle: true },
+      upload: CAMPAIGN_DEFAULTS.output.upload,
+    });
     expect(resolve({ dir: 's3://crawl', s3: { endpoint: 'http://[::1]:8333' } }).output.s3).toEqual({ endpoint: 'http://[::1]:8333', region: null, pathStyle: false });
   });
 
