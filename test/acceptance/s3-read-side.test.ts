@@ -28,6 +28,8 @@ import { createHarness, launch, outputOf, type Harness } from '../support/harnes
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { keysUnder, startTestObjectStore, type TestObjectStore } from '../support/object-store';
 import type { SealCampaignResult } from '../../activities/seal-campaign';
+import { domainWorkflowId } from '../../workflows/ids';
+import { hostKey } from '../../src/url/normalize';
 
 jest.setTimeout(600_000);
 
@@ -371,6 +373,18 @@ test('the credentials are in no output, object, cached file or log line', async 
   const files = [...walk(cacheRoot), ...walk(h.outDir)];
   expect(files.some((f) => f.includes(`${path.sep}objects${path.sep}sealed${path.sep}`))).toBe(true);
   for (const f of files) check(f, fs.readFileSync(f).toString('latin1'));
+  // The histories of the campaign crawled straight into the bucket, its own and its host's: payloads
+  // are base64 in the history's JSON, so read decoded too, as the Web UI shows them.
+  const direct = `${campaignId}-direct`;
+  const histories: string[] = [];
+  for (const wf of [direct, domainWorkflowId(direct, hostKey(h.web.url(shop.spec.host, '/')))]) {
+    const raw = JSON.stringify(await h.client.workflow.getHandle(wf).fetchHistory());
+    const text = [raw, ...[...raw.matchAll(/"data":"([A-Za-z0-9+/=]+)"/g)].map((d) => Buffer.from(d[1], 'base64').toString('utf8'))].join('\n');
+    histories.push(text);
+    check(`history of ${wf}`, text);
+  }
+  // Read as they should be: the campaign's input names its bucket.
+  expect(histories[0]).toContain(`s3://${server.bucket}/direct/`);
   expect(leaks).toEqual([]);
   // And the secret really is what the commands reach the store with: a wrong one is refused.
   const saved = process.env.AWS_SECRET_ACCESS_KEY;
