@@ -1,0 +1,40 @@
+// A worker whose disk is lost takes with it the lines (and WARC records) it
+// committed but had not uploaded. For an output in a bucket each commit keeps
+// what undoes it (crawlCommit's `unsealed` record) until a seal finds its
+// line in the bucket, with its record (activities/seal-campaign.ts). What a
+// seal leaves there was committed without a line that reached the bucket:
+// here those commits are undone and their URLs put back in their frontiers,
+// so the campaign fetches them again and seals once more.
+import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { Frontier } from '../src/redis/frontier';
+import type { RedisLike } from '../src/redis/scripts';
+
+/**
+ * Undoes the commits a seal found no line for, on every host of the campaign, and marks those
+ * hosts ready. Run only after a seal and while no session runs (the campaign's end): a commit
+ * made between the seal and this would be taken for a lost one. Idempotent: a retry finds those
+ * commits undone and marks the same hosts ready again. Returns how many URLs go round again.
+ */
+export async function requeueLost(redis: RedisLike, campaignKey: string, onPage: () => void = () => undefined): Promise<{ requeued: number; hosts: number }> {
+  const hosts = new CampaignHosts(redis, campaignKey);
+  let requeued = 0;
+  const ready: string[] = [];
+  for await (const page of hosts.records()) {
+    for (const { host } of page) {
+      const f = new Frontier(redis, campaignKey, host);
+      let queued = 0;
+      let pending = false;
+      for await (const fps of f.unsealed()) {
+        pending = true;
+        const r = await f.uncommit(fps);
+        requeued += r.undone;
+        queued = r.queued;
+      }
+      // Undone now or by an earlier try that died before marking it: the host has URLs to crawl again.
+      if (pending && queued > 0) ready.push(host);
+    }
+    onPage();
+  }
+  for (let i = 0; i < ready.length; i += 500) await hosts.markReady(ready.slice(i, i + 500));
+  return { requeued, hosts: ready.length };
+}
