@@ -5,9 +5,14 @@
 // seal leaves there was committed without a line that reached the bucket:
 // here those commits are undone and their URLs put back in their frontiers,
 // so the campaign fetches them again and seals once more.
+import { Context } from '@temporalio/activity';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { loadCampaignSettings } from '../src/redis/campaign-store';
 import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
+import { parseOutputLocation } from '../src/storage/output-location';
+import type { WorkerRuntime } from './runtime';
+import { sealCampaign } from './seal-campaign';
 
 /**
  * Undoes the commits a seal found no line for, on every host of the campaign, and marks those
@@ -37,4 +42,30 @@ export async function requeueLost(redis: RedisLike, campaignKey: string, onPage:
   }
   for (let i = 0; i < ready.length; i += 500) await hosts.markReady(ready.slice(i, i + 500));
   return { requeued, hosts: ready.length };
+}
+
+export function requeueLostPagesActivity(rt: WorkerRuntime) {
+  return async function requeueLostPages(input: { campaignKey: string }): Promise<{ requeued: number; hosts: number }> {
+    const redis = rt.deps.redis;
+    const { settings } = await loadCampaignSettings(redis, input.campaignKey);
+    if (parseOutputLocation(settings.output.dir).kind !== 's3' || settings.revisit?.enabled) return { requeued: 0, hosts: 0 };
+    const heartbeat = () => {
+      const ctx = Context.current();
+      if (!ctx.info.isLocal) ctx.heartbeat();
+    };
+    // The index only (no replay index: the summary's seal writes that): what the bucket holds now,
+    // after every live spooler uploaded what it held (the seal's flush). It is published like any
+    // seal; the summary's, later, is the newer one.
+    const sealed = await sealCampaign(redis, input.campaignKey, { info: { by: 'lost-page check' }, cdxj: false, cacheRoot: rt.deps.outputCacheRoot, onProgress: heartbeat });
+    const r = await requeueLost(redis, input.campaignKey, heartbeat);
+    if (r.requeued > 0) {
+      rt.log.warn('committed pages without their line or record in the bucket are fetched again', {
+        campaignKey: input.campaignKey,
+        requeued: r.requeued,
+        hosts: r.hosts,
+        flushComplete: sealed.flush?.complete ?? null,
+      });
+    }
+    return r;
+  };
 }
