@@ -12,6 +12,8 @@ import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
 import { parseOutputLocation } from '../src/storage/output-location';
 import type { WorkerRuntime } from './runtime';
+import { SEAL_IN_SUMMARY_MAX_BYTES } from './campaign-hosts';
+import { outputSizes } from './output-read';
 import { sealCampaign } from './seal-campaign';
 
 /**
@@ -53,10 +55,20 @@ export function requeueLostPagesActivity(rt: WorkerRuntime) {
       const ctx = Context.current();
       if (!ctx.info.isLocal) ctx.heartbeat();
     };
-    // The index only (no replay index: the summary's seal writes that): what the bucket holds now,
-    // after every live spooler uploaded what it held (the seal's flush). It is published like any
-    // seal; the summary's, later, is the newer one.
-    const sealed = await sealCampaign(redis, input.campaignKey, { info: { by: 'lost-page check' }, cdxj: false, cacheRoot: rt.deps.outputCacheRoot, onProgress: heartbeat });
+    // As the summary: a raw index too large to seal within a local activity is left to `crawler seal`.
+    if ((await outputSizes(settings)).rawIndexBytes > SEAL_IN_SUMMARY_MAX_BYTES) {
+      rt.log.warn('the raw index is too large for the lost-page check: pages lost with a disk count as missing', { campaignKey: input.campaignKey });
+      return { requeued: 0, hosts: 0 };
+    }
+    // The index only, not published (the summary's seal, later, is the campaign's): what the
+    // bucket holds now, after every live spooler uploaded what it held (the seal's flush).
+    const sealed = await sealCampaign(redis, input.campaignKey, {
+      info: { by: 'lost-page check' },
+      cdxj: false,
+      publish: false,
+      cacheRoot: rt.deps.outputCacheRoot,
+      onProgress: heartbeat,
+    });
     const r = await requeueLost(redis, input.campaignKey, heartbeat);
     if (r.requeued > 0) {
       rt.log.warn('committed pages without their line or record in the bucket are fetched again', {

@@ -36,6 +36,12 @@ export interface SealCampaignOptions {
   /** Recorded in the manifest (why it was sealed, the campaign's status). */
   info?: Record<string, unknown>;
   onProgress?: () => void;
+  /**
+   * An output in a bucket: publish the products under `sealed/` (default true). False: a check
+   * only (the lost-page check, activities/requeue-lost.ts), whose index readers must not take for
+   * the campaign's; `file` then names a local file that is gone once this returns.
+   */
+  publish?: boolean;
   /** Also index the WARC files for replay (default true; the summary leaves it to `crawler cdxj` for very large WARCs). */
   cdxj?: boolean;
   /**
@@ -74,7 +80,10 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
     const needs = { warcs: opts.cdxj === false ? ('none' as const) : { campaignId: settings.campaignId } };
     const sealOpts = flush ? { ...opts, info: { ...opts.info, flush } } : opts;
     const bucket = { recordThere: await warcRecordCheck(store), onSealed: (host: string, fps: string[]) => new Frontier(redis, campaignKey, host).sealed(fps) };
-    const r = await withView(mirror, needs, async (view) => publishSeal(view, settings.campaignId, await sealFolder(redis, campaignKey, settings, view.dir, sealOpts, bucket)));
+    const r = await withView(mirror, needs, async (view) => {
+      const local = await sealFolder(redis, campaignKey, settings, view.dir, sealOpts, bucket);
+      return opts.publish === false ? local : publishSeal(view, settings.campaignId, local);
+    });
     return flush ? { ...r, flush } : r;
   } finally {
     store.destroy();

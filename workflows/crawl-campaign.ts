@@ -53,10 +53,6 @@ type Acts = typeof localActivities;
 
 /** The lost-page check before a drained campaign finishes (activities/requeue-lost.ts); runs of older releases go without. */
 const REQUEUE_LOST_PATCH = 'requeue-lost-pages';
-/** Rounds of it per run at most. */
-const MAX_LOST_CHECK_ROUNDS = 5;
-/** Only an output in a bucket can lose committed lines with a worker's disk (a folder's are written where every worker reads). */
-const inBucket = (settings: CampaignSettings): boolean => settings.output.dir.startsWith('s3://') && !settings.revisit?.enabled;
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -83,8 +79,6 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
     book.status = 'running';
     showCard();
     const seeding = readSeedList(book);
-    // Not carried through continue-as-new: a new run may check again (spike: carry it in CampaignCarry).
-    let lostCheckRounds = 0;
     for (;;) {
       await condition(() => book.due || book.shouldContinueAsNew(workflowInfo()), book.tickMs);
       if (book.stopReason !== null) break;
@@ -105,23 +99,18 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       publishTotals();
       if (next === 'done') {
         // An output in a bucket: pages committed by a worker whose disk was lost before their
-        // lines went up are put back and crawled before the campaign finishes (bounded rounds:
-        // a worker losing its disk again each time must not hold the campaign forever).
-        if (book.stopReason === null && lostCheckRounds < MAX_LOST_CHECK_ROUNDS && inBucket(settings) && patched(REQUEUE_LOST_PATCH)) {
-          lostCheckRounds++;
-          const requeued = await acts.requeueLostPages({ campaignKey }).then(
-            (r) => r.requeued,
-            (err: unknown) => {
-              if (isCancellation(err)) throw err;
-              // Not fatal: the summary's seal counts those pages as missing, as before.
-              log.warn('the lost-page check failed; the campaign finishes without it', { campaignId, error: failureMessage(err) });
-              return 0;
-            },
-          );
-          if (requeued > 0) {
-            book.nudged = true;
-            continue;
+        // lines went up are put back and crawled before the campaign finishes.
+        if (book.lostCheckDue && patched(REQUEUE_LOST_PATCH)) {
+          let requeued = 0;
+          try {
+            requeued = (await acts.requeueLostPages({ campaignKey })).requeued;
+          } catch (err) {
+            if (isCancellation(err)) throw err;
+            // Not fatal: the summary's seal counts those pages as missing, as before.
+            log.warn('the lost-page check failed; the campaign finishes without it', { campaignId, error: failureMessage(err) });
           }
+          book.lostChecked(requeued);
+          if (requeued > 0) continue;
         }
         break;
       }
