@@ -325,7 +325,11 @@ async function sealBucket(
     if (pick && recordThere && !recordOf(pick.line, recordThere)) pick = null;
     if (pick) {
       lines.push({ fp, line: pick.line, revisitBytes: pick.revisitBytes, render: pick.render });
-      if (onSealed) (kept.get(pick.host) ?? kept.set(pick.host, []).get(pick.host)!).push(fp);
+      if (onSealed) {
+        const fps = kept.get(pick.host) ?? [];
+        fps.push(fp);
+        kept.set(pick.host, fps);
+      }
     }
     dropped += cs.length - (pick ? 1 : 0);
   }
