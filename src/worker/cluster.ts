@@ -216,6 +216,35 @@ async function startObjectStore(dir: string, port: number, log: (msg: string) =>
   return { proc: record(running.proc, 'object-store', ready, {}, dataDir), objectStore: { endpoint: running.endpoint, bucket: OBJECT_STORE.bucket } };
 }
 
+/** `up` on a cluster that is there: whatever of it stopped starts again, and workers are added up to `wantWorkers`. */
+async function bringBack(dir: string, existing: ClusterState, wantWorkers: number, opts: ClusterUpOptions, log: (msg: string) => void): Promise<ClusterState> {
+  if (!existing.objectStore) {
+    // A cluster made before `up` started an object store gets one, before its workers need it.
+    const port = opts.freePorts ? (await distinctFree(1, new Set()))[0] : PORTS.objectStoreS3;
+    const { proc, objectStore } = await startObjectStore(dir, port, log);
+    existing.objectStore = objectStore;
+    existing.processes.push(proc);
+    writeState(dir, existing);
+  }
+  for (const [i, p] of existing.processes.entries()) {
+    if (stillRunning(p)) continue;
+    log(`${p.name}: not running; starting it again`);
+    existing.processes[i] = await restart(dir, p, existing);
+    writeState(dir, existing);
+  }
+  const workers = existing.processes.filter((p) => p.role === 'worker');
+  const used = new Set(workers.map((w) => Number(new URL((w.ready as { url: string }).url).port)));
+  for (let i = workers.length; i < wantWorkers; i++) {
+    let port = opts.freePorts ? (await distinctFree(1, used))[0] : PORTS.workerMetrics + i;
+    while (used.has(port)) port++;
+    used.add(port);
+    log(`starting worker ${i}…`);
+    existing.processes.push(await startWorker(dir, i, port, existing));
+    writeState(dir, existing);
+  }
+  return existing;
+}
+
 /**
  * Brings the topology up, or what of it is down. A first `up` builds the
  * Temporal server if needed, initialises PostgreSQL and migrates the schema,
@@ -235,33 +264,7 @@ export async function clusterUp(opts: ClusterUpOptions = {}): Promise<ClusterSta
       `the last \`cluster up\` stopped half-way (${clusterStateFile(dir)}): run \`crawler cluster down\` first, then \`up\` again (data is kept)`,
     );
   }
-  if (existing) {
-    if (!existing.objectStore) {
-      // A cluster made before `up` started an object store gets one, before its workers need it.
-      const port = opts.freePorts ? (await distinctFree(1, new Set()))[0] : PORTS.objectStoreS3;
-      const { proc, objectStore } = await startObjectStore(dir, port, log);
-      existing.objectStore = objectStore;
-      existing.processes.push(proc);
-      writeState(dir, existing);
-    }
-    for (const [i, p] of existing.processes.entries()) {
-      if (stillRunning(p)) continue;
-      log(`${p.name}: not running; starting it again`);
-      existing.processes[i] = await restart(dir, p, existing);
-      writeState(dir, existing);
-    }
-    const workers = existing.processes.filter((p) => p.role === 'worker');
-    const used = new Set(workers.map((w) => Number(new URL((w.ready as { url: string }).url).port)));
-    for (let i = workers.length; i < wantWorkers; i++) {
-      let port = opts.freePorts ? (await distinctFree(1, used))[0] : PORTS.workerMetrics + i;
-      while (used.has(port)) port++;
-      used.add(port);
-      log(`starting worker ${i}…`);
-      existing.processes.push(await startWorker(dir, i, port, existing));
-      writeState(dir, existing);
-    }
-    return existing;
-  }
+  if (existing) return bringBack(dir, existing, wantWorkers, opts, log);
 
   const timings: Record<string, number> = {};
   const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
