@@ -54,8 +54,23 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
     throw await rideOutRedis(rt, input, err, session);
   } finally {
     rt.sessionClosed(input.campaignKey, input.host);
-    if (registration) await rt.deps.liveness?.unregister(registration).catch(() => undefined);
+    if (registration) await settleRegistration(rt, registration);
   }
+}
+
+/**
+ * The session ended: its record goes. On a stopping worker it stays until the worker sees the end
+ * at the server (WorkerLiveness.endedWhileStopping): a server down meanwhile would never get it.
+ */
+async function settleRegistration(rt: WorkerRuntime, registration: Registration): Promise<void> {
+  const liveness = rt.deps.liveness;
+  if (!liveness) return;
+  if (rt.draining) {
+    const { activityId, attempt } = Context.current().info;
+    liveness.endedWhileStopping(registration, { activityId, attempt });
+    return;
+  }
+  await liveness.unregister(registration).catch(() => undefined);
 }
 
 /**

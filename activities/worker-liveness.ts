@@ -32,6 +32,8 @@ const TELL_AT_ONCE = 16;
 const FOLLOW_UP_MS = 75_000;
 /** gRPC's NOT_FOUND: the run ended (or is unknown). */
 const GRPC_NOT_FOUND = 5;
+/** How long a stopping worker asks the server whether a session's end reached it (a server that is down does not answer). */
+const SETTLE_DEADLINE_MS = 3_000;
 
 export interface LivenessOptions {
   /** How long the lease lasts without a renewal (ms). */
@@ -43,6 +45,8 @@ export interface LivenessOptions {
    * start with it, so a live worker can tell which activity tasks a dead one took.
    */
   identity?: string;
+  /** A registry apart from the workers' own (tests: WorkerRegistry's `group`). */
+  group?: string;
 }
 
 /** Between the identity and the random part of a worker id (host names have no `~`). */
@@ -55,6 +59,12 @@ export const defaultIdentity = (): string => `${process.pid}@${os.hostname()}`;
 export interface Registration {
   workerId: string;
   record: SessionRecord;
+}
+
+/** The activity attempt that ran a session: which of the run's pending activities would still be it. */
+export interface SessionAttempt {
+  activityId: string;
+  attempt: number;
 }
 
 export class WorkerLiveness {
@@ -70,13 +80,15 @@ export class WorkerLiveness {
   private stopped = false;
   /** Workers this process tells the hosts of now (one beat's cleanup may outlast the beat). */
   private readonly reaping = new Set<string>();
+  /** Sessions that ended while this worker stopped, kept recorded until stop() sees their end reached the server. */
+  private readonly unsettled: Array<{ reg: Registration; ran: SessionAttempt }> = [];
 
   constructor(
     redis: RedisLike,
     private readonly temporal: Client,
     private readonly opts: LivenessOptions,
   ) {
-    this.registry = new WorkerRegistry(redis);
+    this.registry = new WorkerRegistry(redis, opts.group);
     this.beatMs = Math.max(50, Math.floor(opts.leaseMs / BEATS_PER_LEASE));
     this.claimMs = Math.max(10_000, 2 * opts.leaseMs);
     this.identity = opts.identity ?? defaultIdentity();
@@ -266,12 +278,55 @@ export class WorkerLiveness {
     await this.registry.unregister(reg.workerId, reg.record);
   }
 
+  /**
+   * A session ended while this worker stops. Its result goes to the server after this, and may never
+   * get there: a server that is down when a stopping worker's sessions end (or a worker killed before
+   * its results are sent) leaves the attempt running at the server, and nobody would run the host's
+   * next session before the heartbeat timeout (5 min). So the record stays until stop() sees the end
+   * at the server; an end it cannot see keeps the record, the lease runs out, and a live worker tells
+   * the host (a run told of a session that did end ignores it).
+   */
+  endedWhileStopping(reg: Registration, ran: SessionAttempt): void {
+    this.unsettled.push({ reg, ran });
+  }
+
   /** Stops beating; leaves when none of this process's sessions is recorded any more (else its lease runs out and its hosts are told). */
   async stop(): Promise<boolean> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.beating;
+    await this.settle();
     return this.registry.leave(this.currentId).catch(() => false);
+  }
+
+  /** The records of sessions that ended while stopping go, for each whose end the server has (see endedWhileStopping). */
+  private async settle(): Promise<void> {
+    const queue = this.unsettled.splice(0);
+    const one = async () => {
+      for (let u = queue.shift(); u; u = queue.shift()) {
+        const landed = await this.endReached(u.reg.record, u.ran).catch(() => false);
+        if (landed) await this.unregister(u.reg).catch(() => undefined);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(TELL_AT_ONCE, queue.length) }, one));
+  }
+
+  /** Whether the server has the end of the attempt `ran` of a session of run `r`: it is no longer started there. Throws when the server does not answer. */
+  private async endReached(r: SessionRecord, ran: SessionAttempt): Promise<boolean> {
+    let described;
+    try {
+      described = await this.temporal.connection.withDeadline(Date.now() + SETTLE_DEADLINE_MS, () =>
+        this.temporal.workflowService.describeWorkflowExecution({ namespace: this.opts.namespace, execution: { workflowId: r.workflowId, runId: r.runId } }),
+      );
+    } catch (err) {
+      if ((err as { code?: number }).code === GRPC_NOT_FOUND) return true;
+      throw err;
+    }
+    if (described.workflowExecutionInfo?.closeTime) return true;
+    // Its retry (a later attempt) or nothing pending under its id: the end got there.
+    return !(described.pendingActivities ?? []).some(
+      (a) => a.activityId === ran.activityId && a.attempt === ran.attempt && a.state !== PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+    );
   }
 }

@@ -3,8 +3,15 @@
 // worker tells each of those hosts' workflow runs: the run abandons the session and starts the
 // next one at once on the live worker, long before Temporal's heartbeat timeout (5 min) would have
 // handed the session over. Read from the hosts' histories, not from the clock.
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { WorkerLiveness, type SessionAttempt } from '../../activities/worker-liveness';
+import { createLogger } from '../../src/log/logger';
+import { createRedis } from '../../src/redis/client';
+import { workerKeys } from '../../src/redis/keys';
+import type { RedisLike } from '../../src/redis/scripts';
 import type { SessionRecord } from '../../src/redis/worker-registry';
 import type { WorkerProcess } from '../../src/worker/worker-pool';
 import { generateSites } from '../web/test-web';
@@ -136,5 +143,59 @@ describe('SIGTERM to the worker running host sessions', () => {
     expect(new Set(fetched)).toEqual(expected);
     expect(fetched.length).toBe(expected.size);
     expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
+  });
+});
+
+describe('a session that ends while its worker stops', () => {
+  let h: Harness;
+  let redis: RedisLike;
+  beforeAll(async () => {
+    h = await createHarness('liveness-settle', { workers: 1 });
+    redis = createRedis(process.env.REDIS_URL!);
+    for (const spec of generateSites({ count: 1, pages: 30, fanOut: 3, hostPattern: () => 'settle.liveness.test', seed: 9 })) h.web.addSite(spec);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await h?.close();
+  });
+
+  /** A stopping worker (its own registry) that ran session `r` as attempt `ran`: whether it left, and whether the record stayed. */
+  async function stopAfter(client: Client, r: SessionRecord, ran: SessionAttempt) {
+    const group = randomUUID();
+    const liveness = new WorkerLiveness(redis, client, { leaseMs: 60_000, namespace: client.options.namespace, log: createLogger({ level: 'error' }), group });
+    const reg = await liveness.register(r);
+    liveness.endedWhileStopping(reg, ran);
+    const left = await liveness.stop();
+    const kept = Object.keys(await redis.hgetall(workerKeys(group).sessions(reg.workerId)));
+    return { left, kept: kept.length };
+  }
+
+  test('its record stays, for a live worker to hand over, until the server has its end', async () => {
+    const seed = h.web.url('settle.liveness.test', '/');
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, session: { firstLocalMs: 1_000 } });
+    let running: { r: SessionRecord; ran: SessionAttempt } | undefined;
+    while (!running) {
+      for (const r of (await sessionsOf(h.redis, h.pool.alive()[0])).records) {
+        const described = await h.client.workflowService.describeWorkflowExecution({
+          namespace: h.client.options.namespace,
+          execution: { workflowId: r.workflowId, runId: r.runId },
+        });
+        const a = described.pendingActivities?.find(
+          (p) => p.activityType?.name === 'crawlSession' && p.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        );
+        if (a) running = { r, ran: { activityId: a.activityId!, attempt: a.attempt! } };
+      }
+      if (!running) await sleep(100);
+    }
+    // The attempt is still started at the server (its end never got there): the record stays, the worker does not leave.
+    expect(await stopAfter(h.client, running.r, running.ran)).toEqual({ left: false, kept: 1 });
+    // A server that does not answer cannot say the end got there either.
+    const deaf = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: h.client.options.namespace });
+    expect(await stopAfter(deaf, running.r, running.ran)).toEqual({ left: false, kept: 1 });
+    // An attempt the server no longer has as started (its retry, or its end arrived): the record goes, the worker leaves.
+    expect(await stopAfter(h.client, running.r, { ...running.ran, activityId: 'not-pending' })).toEqual({ left: true, kept: 0 });
+    expect((await handle.result()).status).toBe('completed');
+    // The run closed: nothing of it can be running.
+    expect(await stopAfter(h.client, running.r, running.ran)).toEqual({ left: true, kept: 0 });
   });
 });
