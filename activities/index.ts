@@ -3,6 +3,7 @@
 import { dispatchHostsActivity, finishCampaignActivity, releaseHostActivity, summarizeCampaignActivity } from './campaign-hosts';
 import { crawlSessionActivity } from './crawl-session-activity';
 import { prepareCampaignActivity } from './prepare-campaign';
+import { requeueLostPagesActivity } from './requeue-lost';
 import type { WorkerRuntime } from './runtime';
 import { addCampaignSeedsActivity, steerCampaignActivity } from './steer-campaign';
 import { loadSeedsActivity } from './seeds';
@@ -17,6 +18,7 @@ export function createActivities(rt: WorkerRuntime): CrawlerActivities {
     finishCampaign: finishCampaignActivity(rt),
     summarizeCampaign: summarizeCampaignActivity(rt),
     releaseHost: releaseHostActivity(rt),
+    requeueLostPages: requeueLostPagesActivity(rt),
     steerCampaign: steerCampaignActivity(rt),
     addCampaignSeeds: addCampaignSeedsActivity(rt),
   };

@@ -28,6 +28,7 @@ import { hostKey } from '../src/url/normalize';
 import { impliedHops } from '../src/url/hop-path';
 import { PayloadIndex } from '../src/dedup/payload-index';
 import { payloadDigestOf } from '../src/storage/warc-writer';
+import { parseOutputLocation } from '../src/storage/output-location';
 import { handlerLog } from '../src/handlers/handler-log';
 import { loadHandler } from '../src/handlers/loader';
 import { pageContext, runHook, type HookInput, type HookRun } from '../src/handlers/runner';
@@ -426,12 +427,16 @@ async function attemptOf(rt: WorkerRuntime, job: PageJob): Promise<Attempt> {
 function commitDeps(rt: WorkerRuntime, job: PageJob, attempt: Attempt): CommitDeps {
   const s = job.campaign.settings;
   const schedule = attempt.schedule;
+  const keepUndo = parseOutputLocation(s.output.dir).kind === 's3' && !s.revisit?.enabled;
   return {
     index: { append: async (e) => (await rt.outputs.index(s.output.dir, s.output)).append(e) },
     frontier: {
       assertOwner: () => job.frontier.assertOwner(),
       // Links enter a host's frontier only while its budgets can still fetch them (src/redis/frontier.ts).
-      commit: (member, counted, bytes, links, at) => job.frontier.commit(member, counted, bytes, links, at, frontierBounds(s.budgets)),
+      // An output in a bucket keeps what undoes the commit until a seal finds its line there: a worker
+      // whose disk is lost before it uploaded the line then has its page fetched again (activities/requeue-lost.ts).
+      // Not for a revisit campaign, whose commits move URLs onto its schedule instead.
+      commit: (member, counted, bytes, links, at) => job.frontier.commit(member, counted, bytes, links, keepUndo ? { ...at, keepUndo } : at, frontierBounds(s.budgets)),
     },
     revisit: schedule ? { settings: s.revisit, previous: attempt.previous, set: (member, fp, plan) => schedule.set(member, fp, plan.intervalMs, plan.meta, plan.verdict) } : null,
     metrics: rt.deps.metrics,

@@ -12,7 +12,8 @@ import { loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { Frontier } from '../src/redis/frontier';
 import type { RedisLike } from '../src/redis/scripts';
-import { sealCampaignIndex, sealedPaths, type SealResult } from '../src/storage/seal';
+import { sealCampaignIndex, sealedPaths, type SealOptions, type SealResult } from '../src/storage/seal';
+import type { ObjectStore } from '../src/storage/object-store';
 import { sealCampaignDatasets, type SealedDataset } from '../src/storage/seal-dataset';
 import { CDXJ_FILE, writeCampaignCdxj, type CdxjResult } from '../src/storage/cdxj';
 import { SEALED_AREA, sealManifestName } from '../src/storage/mirror-layout';
@@ -35,6 +36,12 @@ export interface SealCampaignOptions {
   /** Recorded in the manifest (why it was sealed, the campaign's status). */
   info?: Record<string, unknown>;
   onProgress?: () => void;
+  /**
+   * An output in a bucket: publish the products under `sealed/` (default true). False: a check
+   * only (the lost-page check, activities/requeue-lost.ts), whose index readers must not take for
+   * the campaign's; `file` then names a local file that is gone once this returns.
+   */
+  publish?: boolean;
   /** Also index the WARC files for replay (default true; the summary leaves it to `crawler cdxj` for very large WARCs). */
   cdxj?: boolean;
   /**
@@ -72,14 +79,38 @@ export async function sealCampaign(redis: RedisLike, campaignKey: string, opts: 
     // The raw index and datasets always; the campaign's WARCs only for the replay index.
     const needs = { warcs: opts.cdxj === false ? ('none' as const) : { campaignId: settings.campaignId } };
     const sealOpts = flush ? { ...opts, info: { ...opts.info, flush } } : opts;
-    const r = await withView(mirror, needs, async (view) => publishSeal(view, settings.campaignId, await sealFolder(redis, campaignKey, settings, view.dir, sealOpts)));
+    const bucket = { recordThere: await warcRecordCheck(store), onSealed: (host: string, fps: string[]) => new Frontier(redis, campaignKey, host).sealed(fps) };
+    const r = await withView(mirror, needs, async (view) => {
+      const local = await sealFolder(redis, campaignKey, settings, view.dir, sealOpts, bucket);
+      return opts.publish === false ? local : publishSeal(view, settings.campaignId, local);
+    });
     return flush ? { ...r, flush } : r;
   } finally {
     store.destroy();
   }
 }
 
-async function sealFolder(redis: RedisLike, campaignKey: string, settings: CampaignSettings, outputDir: string, opts: SealCampaignOptions): Promise<SealCampaignResult> {
+/**
+ * Whether a WARC record is in the bucket: its file uploaded (files are uploaded whole, once) and
+ * long enough to hold it. One listing of `warc/` per seal, names and sizes only. A line in the
+ * bucket whose record is not (the WARC file stayed in the spool of a worker whose disk was lost,
+ * while its index file went up) is then sealed as missing, and its URL fetched again
+ * (activities/requeue-lost.ts), instead of pointing at nothing.
+ */
+async function warcRecordCheck(store: ObjectStore): Promise<NonNullable<SealOptions['recordThere']>> {
+  const sizes = new Map<string, number>();
+  for await (const o of store.list('warc/')) sizes.set(o.key.slice(o.key.lastIndexOf('/') + 1), o.size);
+  return (w) => w.offset + w.length <= (sizes.get(w.file) ?? -1);
+}
+
+async function sealFolder(
+  redis: RedisLike,
+  campaignKey: string,
+  settings: CampaignSettings,
+  outputDir: string,
+  opts: SealCampaignOptions,
+  bucket?: Pick<SealOptions, 'recordThere' | 'onSealed'>,
+): Promise<SealCampaignResult> {
   const t = await new CampaignHosts(redis, campaignKey).totals();
   const index = await sealCampaignIndex({
     outputDir,
@@ -89,6 +120,7 @@ async function sealFolder(redis: RedisLike, campaignKey: string, settings: Campa
     expectedLines: settings.revisit?.enabled ? null : t.fetched + t.failed + t.skipped,
     info: { campaignKey, ...opts.info },
     onProgress: opts.onProgress,
+    ...bucket,
   });
   // A handler's items: those of the attempts the sealed index kept.
   const datasets = await sealCampaignDatasets(outputDir, settings.campaignId);

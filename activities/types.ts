@@ -185,6 +185,12 @@ export interface CrawlerActivities {
   /** Tells every host still holding a slot to stop (its sessions see it within a second) and wakes the sleeping ones. */
   finishCampaign(input: FinishCampaignInput): Promise<{ signalled: number }>;
   summarizeCampaign(input: { campaignKey: string; problems: number }): Promise<CampaignSummary>;
+  /**
+   * An output in a bucket, the campaign drained: seals once to find the committed URLs whose line
+   * (or WARC record) never reached the bucket, and puts them back in their frontiers
+   * (activities/requeue-lost.ts). `requeued` 0: nothing was lost.
+   */
+  requeueLostPages(input: { campaignKey: string }): Promise<{ requeued: number; hosts: number }>;
   releaseHost(input: ReleaseHostInput): Promise<{ released: boolean }>;
 }
 

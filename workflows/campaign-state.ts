@@ -10,6 +10,9 @@ import { hostStatsOf } from '../src/stats/counters';
 import { embedsOf, sealedOf } from './result-counts';
 import { campaignCard } from './status-card';
 
+/** Looks for pages lost with a worker's disk per campaign at most (carried through continue-as-new). */
+export const MAX_LOST_CHECKS = 5;
+
 export interface CampaignCarry {
   campaignKey: string;
   configVersion: number;
@@ -22,6 +25,8 @@ export interface CampaignCarry {
   watchSince: number;
   /** When the watch last looked (absent in carries from before it was kept: the watch is then due). */
   watchedAt?: number;
+  /** Lost-page checks run so far (an output in a bucket, workflows/crawl-campaign.ts); absent: none. */
+  lostChecks?: number;
   snapshot: { totals: CampaignTotals; problems: number; at: number } | null;
   /** How far the seed list has been read into the frontiers (null: no seed list). */
   seeds: { next: SeedListPosition; done: boolean; read: number; error?: string } | null;
@@ -125,6 +130,22 @@ export class CampaignBook {
     const prev = this.carry.seeds ?? { next: r.next, done: false, read: 0 };
     this.carry.seeds = { next: r.next, done: r.done, read: prev.read + r.seeds };
     this.nudged = true;
+  }
+
+  /**
+   * Whether this campaign, about to finish drained, first looks for pages lost with a worker's
+   * disk (activities/requeue-lost.ts): an output in a bucket (a folder's lines are written where
+   * every worker reads), not a revisit campaign, and fewer than MAX_LOST_CHECKS looks so far (a
+   * worker losing its disk each time must not hold the campaign forever).
+   */
+  get lostCheckDue(): boolean {
+    return this.stopReason === null && this.settings.output.dir.startsWith('s3://') && !this.settings.revisit?.enabled && (this.carry.lostChecks ?? 0) < MAX_LOST_CHECKS;
+  }
+
+  /** A look for lost pages ran: `requeued` of them went back in their frontiers, and a dispatch round is due at once if any did. */
+  lostChecked(requeued: number): void {
+    this.carry.lostChecks = (this.carry.lostChecks ?? 0) + 1;
+    if (requeued > 0) this.nudged = true;
   }
 
   seedListFailed(error: string): void {

@@ -16,6 +16,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -49,6 +50,9 @@ export type CrawlCampaignInput = CampaignInput & {
 };
 
 type Acts = typeof localActivities;
+
+/** The lost-page check before a drained campaign finishes (activities/requeue-lost.ts); runs of older releases go without. */
+const REQUEUE_LOST_PATCH = 'requeue-lost-pages';
 
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
@@ -93,7 +97,23 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
       if (!snap) continue;
       const next = book.onSnapshot(snap, Date.now());
       publishTotals();
-      if (next === 'done') break;
+      if (next === 'done') {
+        // An output in a bucket: pages committed by a worker whose disk was lost before their
+        // lines went up are put back and crawled before the campaign finishes.
+        if (book.lostCheckDue && patched(REQUEUE_LOST_PATCH)) {
+          let requeued = 0;
+          try {
+            requeued = (await acts.requeueLostPages({ campaignKey })).requeued;
+          } catch (err) {
+            if (isCancellation(err)) throw err;
+            // Not fatal: the summary's seal counts those pages as missing, as before.
+            log.warn('the lost-page check failed; the campaign finishes without it', { campaignId, error: failureMessage(err) });
+          }
+          book.lostChecked(requeued);
+          if (requeued > 0) continue;
+        }
+        break;
+      }
     }
     await seeding;
   } catch (err) {

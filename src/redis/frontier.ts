@@ -264,7 +264,7 @@ export class Frontier {
     outcome: CountedAs,
     bytes: number,
     links: EnqueueItem[],
-    attempt: { fp: string; id: string } | null = null,
+    attempt: { fp: string; id: string; keepUndo?: boolean } | null = null,
     bounds: FrontierBounds = {},
   ): Promise<{ removed: boolean; added: number; remaining: number }> {
     const k = this.keys;
@@ -284,12 +284,14 @@ export class Frontier {
       k.attempts,
       k.committed,
       k.session,
+      k.unsealed,
       member,
       outcome,
       bytes,
       attempt?.fp ?? '',
       attempt?.id ?? '',
       this.owner,
+      attempt?.keepUndo ? '1' : '',
       ...enqueueArgs(last, bounds),
     );
     if (removed === -1) throw new SessionSupersededError(this.host);
@@ -301,6 +303,41 @@ export class Frontier {
   async committedAttempts(fps: string[]): Promise<(string | null)[]> {
     if (fps.length === 0) return [];
     return this.redis.hmget(this.keys.committed, ...fps);
+  }
+
+  /**
+   * Of the commits kept for undoing (`keepUndo`: an output in a bucket), those whose line a seal
+   * has not found yet: their fingerprints, a page at a time (HSCAN).
+   */
+  async *unsealed(): AsyncGenerator<string[]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.keys.unsealed, cursor, 'COUNT', 500);
+      cursor = next;
+      const fps = flat.filter((_, i) => i % 2 === 0);
+      if (fps.length) yield fps;
+    } while (cursor !== '0');
+  }
+
+  /** A seal found these fingerprints' committed lines in the bucket: their commits are never undone. */
+  async sealed(fps: string[]): Promise<void> {
+    if (fps.length > 0) await this.redis.hdel(this.keys.unsealed, ...fps);
+  }
+
+  /**
+   * Undoes the commits of `fps` whose lines are not in the bucket (crawlUncommit): their entries
+   * go back in the frontier to be fetched again. `undone`: how many were; `queued`: frontier size.
+   */
+  async uncommit(fps: string[]): Promise<{ undone: number; queued: number }> {
+    let undone = 0;
+    let queued = 0;
+    for (const batch of batches(fps)) {
+      const k = this.keys;
+      const [n, size] = await this.redis.crawlUncommit(k.frontier, k.stats, k.committed, k.unsealed, ...batch);
+      undone += n;
+      queued = size;
+    }
+    return { undone, queued };
   }
 
   async peek(): Promise<FrontierEntry | null> {

@@ -32,6 +32,12 @@ export const hostKeys = (campaignKey: string, host: string) => {
     attempts: `${P}:${tag}:attempts`,
     /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
     committed: `${P}:${tag}:committed`,
+    /**
+     * HASH URL fingerprint → what undoes its commit (`id\tscore\tcounter\tbytes\tmember`), for an
+     * output in a bucket only, until a seal finds the committed line there: a commit whose line was
+     * lost with a worker's disk is undone and fetched again (crawlUncommit, activities/requeue-lost.ts).
+     */
+    unsealed: `${P}:${tag}:unsealed`,
     /** HASH of the host's counters (src/stats/counters.ts), plus sitemaps and embedsQueued (the enqueue bounds) and revisit-<verdict> counts. */
     stats: `${P}:${tag}:stats`,
     /** HASH fails (robots.txt attempts that failed in a row), cause (JSON), given-up (1 once RFC 9309 says crawl nothing). */

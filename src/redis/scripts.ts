@@ -160,10 +160,12 @@ redis.call('SET', KEYS[3], '1')
 -- Claims so far, this one included, and how many of them ended in a deliberate retry (a 5xx, a 429, a network error: field member.."\0r").
 return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET', KEYS[4], cur .. '\0r') or '0')}`,
   },
-  // KEYS: seen, frontier, seq, current, stats, attempts, committed, session.
-  // ARGV: member, statField, bytes, fp, attempt id, the session attempt's
-  // owner value ('' = no fencing), page bound, sitemap bound, then enqueue
-  // quadruples. {-1, 0, 0} and nothing written when another session attempt
+  // KEYS: seen, frontier, seq, current, stats, attempts, committed, session,
+  // unsealed. ARGV: member, statField, bytes, fp, attempt id, the session
+  // attempt's owner value ('' = no fencing), keep ('1': the output is in a
+  // bucket, so the commit's undo record is kept under the fingerprint in
+  // `unsealed` until a seal finds its line: crawlUncommit), page bound,
+  // sitemap bound, then enqueue quadruples. {-1, 0, 0} and nothing written when another session attempt
   // owns the host (this one was presumed dead and must not count). Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
   // same-host links. The commit that removes the entry is the one that
@@ -172,9 +174,11 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET',
   // attempts that died or lost (src/storage/seal.ts). A later commit of the
   // same entry (an attempt that lost the race) changes nothing.
   crawlCommit: {
-    numberOfKeys: 8,
+    numberOfKeys: 9,
     lua: `
 if ARGV[6] ~= '' and redis.call('GET', KEYS[8]) ~= ARGV[6] then return {-1, 0, 0} end
+-- The entry's score before it leaves: an un-commit puts it back in its old place.
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
 redis.call('HDEL', KEYS[6], ARGV[1], ARGV[1] .. '\0r')
@@ -185,10 +189,43 @@ if removed == 1 then
   if string.sub(ARGV[2], 1, 6) == 'embeds' and tonumber(redis.call('HGET', KEYS[5], 'embedsQueued') or '0') > 0 then
     redis.call('HINCRBY', KEYS[5], 'embedsQueued', -1)
   end
-  if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[4], ARGV[5]) end
+  if ARGV[5] ~= '' then
+    redis.call('HSET', KEYS[7], ARGV[4], ARGV[5])
+    -- Member last: it holds tabs itself.
+    if ARGV[7] == '1' then redis.call('HSET', KEYS[9], ARGV[4], ARGV[5] .. '\t' .. score .. '\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. ARGV[1]) end
+  end
 end
-${enqueueBody(7, 'KEYS[5]')}
+${enqueueBody(8, 'KEYS[5]')}
 return {removed, added, redis.call('ZCARD', KEYS[2])}`,
+  },
+  // KEYS: frontier, stats, committed, unsealed. ARGV: fingerprints whose
+  // committed line a seal did not find in the bucket (the worker that held
+  // it lost its disk). Undoes each such commit (the counters it moved, its
+  // committed attempt id) and puts its entry back in the frontier at its old
+  // score, so the URL is fetched again and its new commit counts. Only the
+  // commit recorded in `unsealed` is undone: a fingerprint whose committed id
+  // is another (committed again since) or none (undone already) is left, so
+  // a retried call changes nothing. The undo record stays until the new
+  // commit replaces it. Returns {undone, frontier size}.
+  crawlUncommit: {
+    numberOfKeys: 4,
+    lua: `
+local undone = 0
+for i = 1, #ARGV do
+  local rec = redis.call('HGET', KEYS[4], ARGV[i])
+  if rec then
+    local id, score, field, bytes, member = string.match(rec, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    if id and redis.call('HGET', KEYS[3], ARGV[i]) == id then
+      redis.call('HDEL', KEYS[3], ARGV[i])
+      redis.call('HINCRBY', KEYS[2], field, -1)
+      redis.call('HINCRBY', KEYS[2], 'bytes', -tonumber(bytes))
+      if string.sub(field, 1, 6) == 'embeds' then redis.call('HINCRBY', KEYS[2], 'embedsQueued', 1) end
+      redis.call('ZADD', KEYS[1], score, member)
+      undone = undone + 1
+    end
+  end
+end
+return {undone, redis.call('ZCARD', KEYS[1])}`,
   },
   // KEYS: attempts, session. ARGV: member, the session attempt's owner value
   // ('' = no fencing). This claim of the member ended in a deliberate retry;
@@ -692,8 +729,10 @@ declare module 'ioredis' {
       attempts: string,
       committed: string,
       session: string,
+      unsealed: string,
       ...argv: ScriptArgs
     ): Result<[number, number, number], Context>;
+    crawlUncommit(frontier: string, stats: string, committed: string, unsealed: string, ...fps: string[]): Result<[number, number], Context>;
     crawlNoteRetry(attempts: string, session: string, member: string, owner: string): Result<number, Context>;
     crawlClockAcquire(clock: string, fence: string, owner: string, leaseMs: number, delayMs: number, holder: string, fenceNumber: number): Result<number, Context>;
     crawlClockStamp(clock: string, fence: string, owner: string, holder: string, fenceNumber: number, leaseMs: number): Result<number, Context>;

@@ -48,6 +48,15 @@ export interface SealOptions {
   bucketBytes?: number;
   /** Called between files and buckets (a heartbeat). */
   onProgress?: () => void;
+  /**
+   * An output in a bucket: whether the WARC record a line points at is there (its file uploaded,
+   * and long enough). A committed line whose record is not (its WARC file was lost with a worker's
+   * disk) is left out like a line never written, so its URL counts among the `missing` and can be
+   * fetched again. Absent: every line's record is taken to be there (a folder).
+   */
+  recordThere?: (warc: { file: string; offset: number; length: number }) => boolean;
+  /** Told, per host, the fingerprints whose committed line the sealed index kept (a bucket's commits then need no undo). */
+  onSealed?: (host: string, fps: string[]) => Promise<void>;
 }
 
 export interface SealResult {
@@ -204,7 +213,7 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
     const rendered: RenderedCount = { pages: 0, htmlPages: 0, reasons: {} };
     try {
       for (let i = 0; i < buckets; i++) {
-        const winners = await sealBucket(path.join(work, `b${i}`), opts.committed);
+        const winners = await sealBucket(path.join(work, `b${i}`), opts.committed, opts.recordThere, opts.onSealed);
         dropped += winners.dropped;
         const chunk: string[] = [];
         for (const w of winners.lines) {
@@ -260,6 +269,8 @@ export async function sealCampaignIndex(opts: SealOptions): Promise<SealResult> 
 async function sealBucket(
   file: string,
   committed: SealOptions['committed'],
+  recordThere?: SealOptions['recordThere'],
+  onSealed?: SealOptions['onSealed'],
 ): Promise<{ lines: { fp: string; line: string; revisitBytes: number; render: string }[]; dropped: number }> {
   const byFp = new Map<string, Candidate[]>();
   for await (const row of readLines(file)) {
@@ -305,16 +316,40 @@ async function sealBucket(
     );
   }
   const lines: { fp: string; line: string; revisitBytes: number; render: string }[] = [];
+  const kept = new Map<string, string[]>();
   let dropped = 0;
   for (const [fp, cs] of byFp) {
     // The last line written by the committed attempt (one, unless a file was copied twice).
     let pick: Candidate | null = null;
     for (const c of cs) if (winner.get(`${c.host}\t${fp}`) === c.attemptId) pick = c;
-    if (pick) lines.push({ fp, line: pick.line, revisitBytes: pick.revisitBytes, render: pick.render });
+    if (pick && recordThere && !recordOf(pick.line, recordThere)) pick = null;
+    if (pick) {
+      lines.push({ fp, line: pick.line, revisitBytes: pick.revisitBytes, render: pick.render });
+      if (onSealed) {
+        const fps = kept.get(pick.host) ?? [];
+        fps.push(fp);
+        kept.set(pick.host, fps);
+      }
+    }
     dropped += cs.length - (pick ? 1 : 0);
   }
+  for (const [host, fps] of kept) for (let i = 0; i < fps.length; i += LOOKUP_BATCH) await onSealed!(host, fps.slice(i, i + LOOKUP_BATCH));
   lines.sort((a, b) => (a.fp < b.fp ? -1 : a.fp > b.fp ? 1 : 0));
   return { lines, dropped };
+}
+
+/** Whether a line's WARC record is there; a line without one (a failure, a redirect's own line) has nothing to miss. */
+function recordOf(line: string, recordThere: NonNullable<SealOptions['recordThere']>): boolean {
+  let warc: unknown;
+  try {
+    warc = (JSON.parse(line) as { warc?: unknown }).warc;
+  } catch {
+    return true;
+  }
+  if (!warc || typeof warc !== 'object') return true;
+  const w = warc as { file?: unknown; offset?: unknown; length?: unknown };
+  if (typeof w.file !== 'string' || typeof w.offset !== 'number' || typeof w.length !== 'number') return true;
+  return recordThere({ file: w.file, offset: w.offset, length: w.length });
 }
 
 async function rawIndexFiles(dir: string): Promise<string[]> {

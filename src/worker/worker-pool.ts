@@ -159,7 +159,7 @@ export class WorkerPool {
     let slot = 0;
     while (taken.has(slot)) slot++;
     const child = spawn(cmd.command, cmd.args, {
-      env: spreadPorts(workerProcessEnv({ ...process.env, ...this.env }), slot),
+      env: ownFolders(spreadPorts(workerProcessEnv({ ...process.env, ...this.env }), slot), slot),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const tail: string[] = [];
@@ -269,6 +269,24 @@ export function spreadPorts(env: NodeJS.ProcessEnv, slot: number): NodeJS.Proces
     const raw = env[key];
     if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) === 0) continue;
     out[key] = String(Number(raw) + slot);
+  }
+  return out;
+}
+
+/** The worker's own folders: settings whose value may name the worker's slot. */
+const PER_WORKER_FOLDERS = ['CRAWLER_SPOOL_DIR', 'CRAWLER_CACHE_DIR'] as const;
+
+/**
+ * Workers of one pool standing for machines that share no folder: `{slot}` in
+ * CRAWLER_SPOOL_DIR or CRAWLER_CACHE_DIR becomes the worker's slot, so each
+ * has a local disk of its own (a worker started in a dead one's slot takes
+ * its folder, as a machine restarted on its disk would).
+ */
+export function ownFolders(env: NodeJS.ProcessEnv, slot: number): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const key of PER_WORKER_FOLDERS) {
+    const raw = env[key];
+    if (raw?.includes('{slot}')) out[key] = raw.replaceAll('{slot}', String(slot));
   }
   return out;
 }

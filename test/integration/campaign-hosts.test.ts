@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { createRedis } from '../../src/redis/client';
+import { Frontier } from '../../src/redis/frontier';
+import { urlFingerprint } from '../../src/url/fingerprint';
+import { requeueLost } from '../../activities/requeue-lost';
 
 const record = (state: HostRecord['state'], fetched: number): HostRecord => ({
   state,
@@ -58,5 +61,35 @@ describe('the host table', () => {
 
     // Later pages list records only: the starting hosts are on the first.
     expect(await hosts.page(50, 50)).toEqual([]);
+  });
+
+  test('pages a seal found no line for go back in their frontiers and their hosts become ready; a retry changes nothing, a host with all its lines stays as it is', async () => {
+    const ck = `lost-${randomUUID()}`;
+    const hosts = new CampaignHosts(redis, ck);
+    const commitAll = async (host: string, n: number) => {
+      const f = new Frontier(redis, ck, host);
+      const urls = Array.from({ length: n }, (_, i) => `http://${host}/${i}`);
+      await f.enqueue(urls.map((url) => ({ url, fp: urlFingerprint(url), depth: 1, referrer: null })));
+      for (let c = await f.claim(); c; c = await f.claim())
+        await f.commit(c.member, 'fetched', 10, [], { fp: urlFingerprint(c.entry.url), id: `i-${c.entry.url}`, keepUndo: true });
+      await hosts.record(host, record('done', n));
+      return { f, urls };
+    };
+    const a = await commitAll('a.test', 4);
+    const b = await commitAll('b.test', 3);
+    // The seal kept every line of b and the first two of a: a's last two were on the lost disk.
+    await b.f.sealed(b.urls.map(urlFingerprint));
+    await a.f.sealed(a.urls.slice(0, 2).map(urlFingerprint));
+    expect((await hosts.counts()).ready).toBe(0);
+
+    expect(await requeueLost(redis, ck)).toEqual({ requeued: 2, hosts: 1 });
+    expect(await hosts.readyBatch(10)).toEqual([expect.objectContaining({ host: 'a.test' })]);
+    expect(await a.f.size()).toBe(2);
+    expect(await a.f.stats()).toMatchObject({ fetched: 2, bytes: 20 });
+    expect(await b.f.size()).toBe(0);
+    // Retried (the first try died after undoing): nothing undone twice, the host still ready.
+    expect(await requeueLost(redis, ck)).toEqual({ requeued: 0, hosts: 1 });
+    expect(await a.f.stats()).toMatchObject({ fetched: 2, bytes: 20 });
+    expect((await hosts.counts()).ready).toBe(1);
   });
 });

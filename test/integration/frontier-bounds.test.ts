@@ -33,7 +33,7 @@ describe('frontier bounds on Redis', () => {
       return enqueue(...args);
     }) as typeof redis.crawlEnqueue;
     redis.crawlCommit = ((...args: Parameters<typeof commit>) => {
-      perCall.push((args.length - 16) / 4);
+      perCall.push((args.length - 18) / 4);
       return commit(...args);
     }) as typeof redis.crawlCommit;
   });

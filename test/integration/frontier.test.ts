@@ -213,6 +213,47 @@ describe('frontier on Redis', () => {
     ]);
   });
 
+  it('undoes a bucket commit whose line a seal did not find: the URL is back at its place, its counters and committed id gone, once', async () => {
+    const ck = `t-${randomUUID()}`;
+    const f = new Frontier(redis, ck, 'u.test');
+    await f.enqueue([item('http://u.test/a'), item('http://u.test/b'), item('http://u.test/c', 2), item('http://u.test/folder', 1)]);
+    const fpOf = (u: string) => urlFingerprint(u);
+    // a and b committed for a bucket output; c for a folder (no undo record); folder stays queued.
+    const a = (await f.claim())!;
+    await f.commit(a.member, 'fetched', 100, [], { fp: fpOf('http://u.test/a'), id: 'ida', keepUndo: true });
+    const b = (await f.claim())!;
+    await f.commit(b.member, 'failed', 7, [], { fp: fpOf('http://u.test/b'), id: 'idb', keepUndo: true });
+    const pending: string[] = [];
+    for await (const fps of f.unsealed()) pending.push(...fps);
+    expect(pending.sort()).toEqual([fpOf('http://u.test/a'), fpOf('http://u.test/b')].sort());
+    // A seal found a's line in the bucket: a is never undone. b's line was lost.
+    await f.sealed([fpOf('http://u.test/a')]);
+    const before = await f.stats();
+    expect(before).toMatchObject({ fetched: 1, failed: 1, bytes: 107 });
+    const r = await f.uncommit([fpOf('http://u.test/a'), fpOf('http://u.test/b')]);
+    expect(r).toEqual({ undone: 1, queued: 3 });
+    expect(await f.stats()).toMatchObject({ fetched: 1, failed: 0, bytes: 100 });
+    expect(await f.committedAttempts([fpOf('http://u.test/a'), fpOf('http://u.test/b')])).toEqual(['ida', null]);
+    // Back ahead of the later depth-1 entry it was discovered before, as it was.
+    expect((await f.peek())?.url).toBe('http://u.test/b');
+    // A retry changes nothing.
+    expect(await f.uncommit([fpOf('http://u.test/b')])).toEqual({ undone: 0, queued: 3 });
+    expect(await f.stats()).toMatchObject({ failed: 0, bytes: 100 });
+    // Fetched again: the new commit counts and replaces the undo record, which a seal then clears.
+    const again = (await f.claim())!;
+    expect(again.entry.url).toBe('http://u.test/b');
+    expect((await f.commit(again.member, 'fetched', 9, [], { fp: fpOf('http://u.test/b'), id: 'idb2', keepUndo: true })).removed).toBe(true);
+    expect(await f.committedAttempts([fpOf('http://u.test/b')])).toEqual(['idb2']);
+    expect(await f.stats()).toMatchObject({ fetched: 2, failed: 0, bytes: 109 });
+    expect(await f.uncommit([fpOf('http://u.test/b')])).toEqual({ undone: 1, queued: 3 });
+    // A folder commit keeps nothing to undo.
+    const rest = (await f.claim())!;
+    await f.commit(rest.member, 'fetched', 1, [], { fp: fpOf(rest.entry.url), id: 'idr' });
+    const left: string[] = [];
+    for await (const fps of f.unsealed()) left.push(...fps);
+    expect(left).toEqual([fpOf('http://u.test/b')]);
+  });
+
   it('fences a session attempt once a newer one took the host over: its commit, retry note and claim are refused and change nothing', async () => {
     const ck = `t-${randomUUID()}`;
     const k = hostKeys(ck, 'f.test');

@@ -1,7 +1,7 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, TICK_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, MAX_LOST_CHECKS, TICK_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
@@ -230,4 +230,26 @@ describe('a seed list', () => {
     b.nudged = false;
     expect(b.onSnapshot(snap({}), 1)).toBe('done');
   });
+});
+
+test('a drained campaign writing to a bucket looks for lost pages first, at most MAX_LOST_CHECKS times across runs; a folder, a revisit or a stopped campaign never', () => {
+  const bucket = resolveCampaignSettings({ seeds: ['http://a.test/'], output: { dir: 's3://crawl/runs/{campaign}/' } }, 'c');
+  const b = new CampaignBook(bucket, 'c.1', 0);
+  expect(b.lostCheckDue).toBe(true);
+  b.nudged = false;
+  b.lostChecked(3);
+  // Pages went back: a dispatch round at once.
+  expect(b.nudged).toBe(true);
+  for (let i = 1; i < MAX_LOST_CHECKS; i++) b.lostChecked(0);
+  expect(b.lostCheckDue).toBe(false);
+  // The count travels with the carry: a new run does not start over.
+  expect(new CampaignBook(bucket, 'c.1', 0, { ...b.carry }).lostCheckDue).toBe(false);
+  expect(new CampaignBook(bucket, 'c.1', 0, { ...b.carry, lostChecks: 1 }).lostCheckDue).toBe(true);
+
+  expect(new CampaignBook(settings, 'c.1', 0).lostCheckDue).toBe(false);
+  const revisit = resolveCampaignSettings({ seeds: ['http://a.test/'], output: { dir: 's3://crawl/r/' }, revisit: { minMs: 1_000, maxMs: 8_000 } }, 'c');
+  expect(new CampaignBook(revisit, 'c.1', 0).lostCheckDue).toBe(false);
+  const stopped = new CampaignBook(bucket, 'c.1', 0);
+  stopped.requestStop('budget');
+  expect(stopped.lostCheckDue).toBe(false);
 });

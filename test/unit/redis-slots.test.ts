@@ -134,6 +134,12 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(retry.keys).toHaveLength(SCRIPTS.crawlNoteRetry.numberOfKeys);
     expectOneSlot(retry, tag);
 
+    // A bucket commit a seal found no line for is undone on the host's own keys.
+    const uncommit = await cap.capture([1, 1], () => f.uncommit(['fp1']));
+    expect(uncommit.script).toBe('crawlUncommit');
+    expect(uncommit.keys).toHaveLength(SCRIPTS.crawlUncommit.numberOfKeys);
+    expectOneSlot(uncommit, tag);
+
     // The revisit schedule moves due URLs into this frontier and counts in its stats: same slot.
     const rs = new RevisitSchedule(cap.redis, ck, host);
     const due = await cap.capture([1, 500, 1, 2, 3], () => rs.moveDue());

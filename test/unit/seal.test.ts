@@ -96,6 +96,54 @@ describe('sealCampaignIndex', () => {
     expect(lookups.reduce((s, n) => s + n, 0)).toBe(60);
   });
 
+  it("in a bucket, leaves out a committed line whose WARC record is not there, and names the kept lines' fingerprints per host", async () => {
+    const { out, lookup, committedCount } = setUp();
+    // Every line's record in WARC file w<i mod 4>, at offset 1000·i; file w1 was lost, w2 was cut back to its first 20 000 bytes.
+    const recordOf = (l: string) => {
+      const i = Number((JSON.parse(l) as { url: string }).url.split('/').pop());
+      return { file: `w${i % 4}`, offset: 1000 * i, length: 500 };
+    };
+    const rawDir = path.join(out, 'index');
+    for (const f of fs.readdirSync(rawDir)) {
+      const lines = fs.readFileSync(path.join(rawDir, f), 'utf8').split('\n');
+      const withWarc = lines.map((l) => {
+        try {
+          return JSON.stringify({ ...(JSON.parse(l) as object), warc: recordOf(l) });
+        } catch {
+          return l;
+        }
+      });
+      fs.writeFileSync(path.join(rawDir, f), withWarc.join('\n'));
+    }
+    const sizes = new Map([
+      ['w0', 1e9],
+      ['w2', 20_000],
+      ['w3', 1e9],
+    ]);
+    const kept = new Map<string, string[]>();
+    const r = await sealCampaignIndex({
+      outputDir: out,
+      campaignId: 'c1',
+      committed: lookup,
+      expectedLines: committedCount,
+      recordThere: (w) => w.offset + w.length <= (sizes.get(w.file) ?? -1),
+      onSealed: async (host, fps) => void kept.set(host, [...(kept.get(host) ?? []), ...fps]),
+    });
+    const sealed = fs
+      .readFileSync(r.file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { url: string; fp: string; host: string });
+    const there = (i: number) => i % 4 === 0 || i % 4 === 3 || (i % 4 === 2 && 1000 * i + 500 <= 20_000);
+    const expected = Array.from({ length: 60 }, (_, i) => i).filter((i) => i !== 7 && i !== 8 && there(i));
+    expect(sealed.map((e) => Number(e.url.split('/').pop())).sort((x, y) => x - y)).toEqual(expected);
+    // The others count as missing: committed without a line the bucket backs.
+    expect(r.missing).toBe(committedCount - expected.length);
+    const keptFps = [...kept.values()].flat().sort();
+    expect(keptFps).toEqual(sealed.map((e) => e.fp).sort());
+    for (const e of sealed) expect(kept.get(e.host)).toContain(e.fp);
+  });
+
   it('seals a campaign that stored nothing as an empty index', async () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'seal-test-'));
     tmpDirs.push(out);

@@ -1,7 +1,7 @@
 // Workers of one pool share a machine: a fixed metrics port must become one
 // port per worker, or every worker but the first fails to bind.
 import fs from 'node:fs';
-import { spreadPorts, WORKER_READY_LINE, WorkerCrashLoopError, WorkerPool } from '../../src/worker/worker-pool';
+import { ownFolders, spreadPorts, WORKER_READY_LINE, WorkerCrashLoopError, WorkerPool } from '../../src/worker/worker-pool';
 
 test('a fixed port becomes port + slot; 0 (any free port), unset and invalid values are left alone', () => {
   const env = { CRAWLER_METRICS_PORT: '9464', CRAWLER_SDK_METRICS_PORT: '9500', OTHER: '7' };
@@ -11,6 +11,13 @@ test('a fixed port becomes port + slot; 0 (any free port), unset and invalid val
   expect(spreadPorts({}, 3)).toEqual({});
   // Left for the worker's own validation to reject with a message.
   expect(spreadPorts({ CRAWLER_SDK_METRICS_PORT: 'abc' }, 1)).toEqual({ CRAWLER_SDK_METRICS_PORT: 'abc' });
+});
+
+test('{slot} in the spool and cache folders becomes the worker slot: workers that share no folder', () => {
+  const env = { CRAWLER_SPOOL_DIR: '/d/w{slot}/spool', CRAWLER_CACHE_DIR: '/d/w{slot}/cache', CRAWLER_HOME: '/h/{slot}' };
+  expect(ownFolders(env, 2)).toEqual({ CRAWLER_SPOOL_DIR: '/d/w2/spool', CRAWLER_CACHE_DIR: '/d/w2/cache', CRAWLER_HOME: '/h/{slot}' });
+  expect(ownFolders({ CRAWLER_SPOOL_DIR: '/shared' }, 1)).toEqual({ CRAWLER_SPOOL_DIR: '/shared' });
+  expect(env.CRAWLER_SPOOL_DIR).toBe('/d/w{slot}/spool');
 });
 
 test('the input is not modified', () => {
