@@ -230,6 +230,27 @@ test("crawl, given only TEMPORAL_ADDRESS and REDIS_URL, crawls the test web on t
   expect(warcs.reduce((n, w) => n + w.records, 0)).toBeGreaterThanOrEqual(expected.size);
 });
 
+test("schedule create with no --out gives each of its runs a prefix in the cluster's bucket", async () => {
+  const seed = web.url('c0.cluster.test', '/');
+  const env = { ...process.env, CRAWLER_HOME: home, TEMPORAL_ADDRESS: state.temporalAddress, REDIS_URL: state.redisUrl, CRAWLER_TASK_QUEUE: WORKER_ENV.CRAWLER_TASK_QUEUE };
+  const name = `nightly-${Date.now().toString(36)}`;
+  const create = crawlerCommand(['schedule', 'create', name, seed, '--every', '24h', '--paused', '--any-domain']);
+  const { stdout } = await run(create.command, create.args, { env, cwd: home });
+  expect(stdout).toContain(`output in s3://${OBJECT_STORE.bucket}/{campaign}`);
+  const client = await connectClient(state.temporalAddress, WORKER_ENV.TEMPORAL_NAMESPACE);
+  try {
+    const handle = client.schedule.getHandle(name);
+    const { action } = await handle.describe();
+    // The campaign every run starts with: the cluster's bucket, its endpoint, path-style (as a crawl's there).
+    const campaign = (action as { args?: { output?: { dir?: string; s3?: { endpoint?: string; pathStyle?: boolean } } }[] }).args?.[0];
+    expect(campaign?.output?.dir).toBe(`s3://${OBJECT_STORE.bucket}/{campaign}`);
+    expect(campaign?.output?.s3).toMatchObject({ endpoint: state.objectStore!.endpoint, pathStyle: true });
+    await handle.delete();
+  } finally {
+    await client.connection.close();
+  }
+});
+
 test('a worker killed while it uploads a file leaves no partial object under the campaign prefix, and uploads the file whole when it starts again', async () => {
   // Bodies of 1 MiB of random bytes (gzip cannot shrink them): files of 40 MiB go up in several parts, which takes a while.
   const bodies = new Map<string, Buffer>();

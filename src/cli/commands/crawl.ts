@@ -335,6 +335,15 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
  * resolve a relative one against their own working directories), or a URL
  * (`s3://bucket/prefix`) as typed, for the campaign schema to check.
  */
+/**
+ * On a `cluster up` cluster the workers share no folder: a campaign given no
+ * `--out` and no S3 setting goes to the cluster's bucket (its endpoint and
+ * bucket; null when not on a cluster, or when the flags say where).
+ */
+export function clusterBucketByDefault(o: Pick<CrawlOptions, 'out' | 's3Endpoint' | 's3Region' | 's3PathStyle'>): { endpoint: string; bucket: string } | null {
+  return o.out === undefined && o.s3Endpoint === undefined && o.s3Region === undefined && !o.s3PathStyle ? clusterBucketForCrawl() : null;
+}
+
 export const outputDirArg = (out: string): string => (isLocationUrl(out) ? out : path.resolve(out));
 
 export interface CrawlIo {
@@ -500,8 +509,7 @@ export function registerCrawlCommand(program: Command): void {
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
       const log = (m: string) => process.stderr.write(`${m}\n`);
-      // On a `cluster up` cluster the workers share no folder: the campaign goes to the cluster's bucket.
-      const clusterBucket = o.out === undefined && o.s3Endpoint === undefined && o.s3Region === undefined && !o.s3PathStyle ? clusterBucketForCrawl() : null;
+      const clusterBucket = clusterBucketByDefault(o);
       if (clusterBucket) {
         o.id ??= newCampaignId();
         Object.assign(o, { out: `s3://${clusterBucket.bucket}/${o.id}`, s3Endpoint: clusterBucket.endpoint, s3PathStyle: true });

@@ -15,7 +15,7 @@ import {
 } from '../../temporal/schedules';
 import { UsageError } from '../usage-error';
 import { connectCli } from './campaign-control';
-import { campaignOptions, outputDirArg, prepareCrawlInput, type CrawlIo, type CrawlOptions } from './crawl';
+import { campaignOptions, clusterBucketByDefault, outputDirArg, prepareCrawlInput, type CrawlIo, type CrawlOptions } from './crawl';
 import { isLocationUrl } from '../../storage/output-location-rules';
 
 /** What Temporal appends to a scheduled run's workflow ID: "-" and an RFC 3339 time. */
@@ -80,7 +80,9 @@ export async function scheduledCampaign(name: string, seeds: string[], o: Create
   // A revisit campaign never ends on its own: every run after the first would be skipped (or pile up).
   if (o.revisit) problems.push('--revisit: a revisit campaign runs until cancelled, so a schedule of them makes no sense; start it once with `crawl --revisit`');
   if (problems.length) throw new UsageError(problems.join('\n'));
-  // A folder per run under a folder, or a prefix per run under a prefix.
+  // On a cluster, a prefix per run in its bucket (as `crawl` there); else a folder per run under a folder, or a prefix per run under a prefix.
+  const clusterBucket = clusterBucketByDefault(o);
+  if (clusterBucket) Object.assign(o, { out: `s3://${clusterBucket.bucket}`, s3Endpoint: clusterBucket.endpoint, s3PathStyle: true });
   const parent = outputDirArg(o.out ?? 'crawl-output');
   const out = isLocationUrl(parent) ? `${parent.replace(/\/+$/, '')}/${CAMPAIGN_PLACEHOLDER}` : path.join(parent, CAMPAIGN_PLACEHOLDER);
   const { campaignId: _example, ...campaign } = await prepareCrawlInput(seeds, { ...o, id: `${name}${RUN_SUFFIX_EXAMPLE}`, out, workers: 0 } as CrawlOptions, io);
@@ -103,7 +105,10 @@ export function registerScheduleCommands(program: Command): void {
       .option('--paused', 'create it paused')
       .option('--note <text>', 'a note shown with the schedule')
       .option('--seeds-file <file|url>', 'more seeds from a list every run reads: a path every worker can read, or an http(s) URL')
-      .option('--out <dir>', 'parent folder of the runs’ output folders, or s3://bucket/prefix above their prefixes (default crawl-output)'),
+      .option(
+        '--out <dir>',
+        "parent folder of the runs' output folders, or s3://bucket/prefix above their prefixes (default crawl-output; on a `crawler cluster up` cluster, the cluster's bucket)",
+      ),
   ).action(async (name: string, seeds: string[], o: CreateOptions) => {
     const { out, campaign } = await scheduledCampaign(name, seeds, o, { stdin: process.stdin, log: (m) => process.stderr.write(`${m}\n`) });
     const cfg = processSettings();
