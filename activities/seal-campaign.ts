@@ -150,6 +150,8 @@ async function publishSeal(view: MirrorView, campaignId: string, r: SealCampaign
   const published = path.join(view.dir, `${sealManifestName(campaignId)}.published`);
   await fsp.writeFile(published, `${JSON.stringify({ ...manifest, file: target.urlOf(path.basename(r.file)) }, null, 2)}\n`);
   await view.upload(target, [...files, { name: sealManifestName(campaignId), file: published }]);
+  // Older seals this one supersedes go (what a failure leaves, the next seal deletes).
+  await view.prune(campaignId).catch(() => 0);
   return {
     ...r,
     file: target.urlOf(path.basename(r.file)),

@@ -105,6 +105,8 @@ export async function publishCdxj(view: MirrorView, campaignId: string, res: Cdx
     { name: CDXJ_NAME, file: res.file },
     { name: cdxjManifestName(campaignId), file: manifest },
   ]);
+  // Older replay indexes this one supersedes go (what a failure leaves, the next publication deletes).
+  await view.prune(campaignId).catch(() => 0);
   return target.urlOf(CDXJ_NAME);
 }
 

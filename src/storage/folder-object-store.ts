@@ -74,6 +74,15 @@ export class FolderObjectStore implements ObjectStore {
     }
   }
 
+  async remove(key: string): Promise<void> {
+    const file = this.pathOf(key);
+    try {
+      await fsp.rm(file, { force: true });
+    } catch (err) {
+      throw new StorageError('WRITE_FAILED', file, `cannot delete ${key}`, { cause: err });
+    }
+  }
+
   /**
    * Every object whose key starts with `prefix` (a string prefix, as in S3:
    * `warc/` or `warc/crawl-`), in key order. Folders are walked in the order

@@ -97,6 +97,36 @@ export function newestCdxj(pubs: Publication[], campaignId: string): StoredObjec
   return p?.files.get(CDXJ_NAME) ?? null;
 }
 
+/** Seals and replay indexes of a campaign kept in the bucket, newest first, when a newer one is published. */
+export const KEPT_PUBLICATIONS = 2;
+/**
+ * A publication younger than this is never deleted: a reader may have picked it as the newest a
+ * moment before a newer one came, and still be downloading it.
+ */
+export const PUBLICATION_GRACE_MS = 15 * 60_000;
+
+/** When a publication was made, from its id (ms since the epoch). */
+export function publicationTime(id: string): number {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z-/.exec(id);
+  return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6], +m[7]) : Number.NaN;
+}
+
+/**
+ * The campaign's publications a newer one superseded: each seal and each `cdxj` run publishes
+ * anew (nothing is overwritten), so without this a campaign sealed again and again (a revisit
+ * campaign, an operator re-running `crawler seal`) would pile them up. Kept: the newest
+ * KEPT_PUBLICATIONS holding its seal, the newest KEPT_PUBLICATIONS holding its replay index, and
+ * any younger than PUBLICATION_GRACE_MS. A publication without a manifest (an upload that died)
+ * names no campaign and is left alone. `pubs` newest first, as publicationsOf gives them.
+ */
+export function stalePublications(pubs: Publication[], campaignId: string, now: number): Publication[] {
+  const own = pubs.filter((p) => p.files.has(sealManifestName(campaignId)) || p.files.has(cdxjManifestName(campaignId)));
+  const seals = own.filter((p) => p.files.has(sealManifestName(campaignId))).slice(0, KEPT_PUBLICATIONS);
+  const replays = own.filter((p) => p.files.has(CDXJ_NAME)).slice(0, KEPT_PUBLICATIONS);
+  const kept = new Set([...seals, ...replays]);
+  return own.filter((p) => !kept.has(p) && now - publicationTime(p.id) >= PUBLICATION_GRACE_MS);
+}
+
 /** Every campaign with a seal among these publications. */
 export function sealedCampaigns(pubs: Publication[]): string[] {
   const ids = new Set<string>();

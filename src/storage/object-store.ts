@@ -39,4 +39,9 @@ export interface ObjectStore {
   size(key: string): Promise<number | null>;
   /** Every object under `prefix` (relative to the store's), in key order. */
   list(prefix: string): AsyncIterable<StoredObject>;
+  /**
+   * Deletes the object under `key` (none there: nothing to do). Only superseded seal publications
+   * are deleted (src/storage/mirror-layout.ts, stalePublications), and their keys are never written again.
+   */
+  remove(key: string): Promise<void>;
 }

@@ -33,6 +33,7 @@ import {
   objectsToFetch,
   publicationId,
   publicationsOf,
+  stalePublications,
   SEALED_AREA,
   sealedCampaigns,
   sealedFolderFiles,
@@ -289,6 +290,21 @@ export class MirrorView {
       await linkOrCopy(f.file, this.mirror.objectPath(key)).catch(() => undefined);
       this.mirror.progress();
     }
+  }
+
+  /**
+   * Deletes the campaign's superseded publications (./mirror-layout.ts, stalePublications), each
+   * one's manifest first, so no reader takes up a publication whose files are going. Returns how
+   * many went. A failure leaves the rest to the campaign's next publication.
+   */
+  async prune(campaignId: string, now = Date.now()): Promise<number> {
+    const stale = stalePublications(publicationsOf(await this.mirror.list(`${SEALED_AREA}/`)), campaignId, now);
+    for (const p of stale) {
+      const keys = [...p.files.values()].map((o) => o.key);
+      const manifests = keys.filter((k) => k.endsWith('.seal.json') || k.endsWith('.cdxj.json'));
+      for (const key of [...manifests, ...keys.filter((k) => !manifests.includes(k))]) await this.mirror.store.remove(key);
+    }
+    return stale.length;
   }
 
   /** `files` as a new publication of their own. */

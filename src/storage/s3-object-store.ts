@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { PassThrough, Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ObjectStore, StoredObject } from './object-store';
 import type { S3Location } from './output-location-rules';
@@ -224,6 +224,15 @@ export class S3ObjectStore implements ObjectStore {
     } catch (err) {
       if (isNotFound(err)) return null;
       throw this.failure(err, 'looking up in', key);
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    try {
+      // S3 answers a delete of a key that is not there with success, as this interface asks.
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.at.bucket, Key: this.objectKey(key) }));
+    } catch (err) {
+      throw this.failure(err, 'deleting from', key);
     }
   }
 

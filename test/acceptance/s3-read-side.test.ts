@@ -327,6 +327,26 @@ test('the mirror downloads only what it lacks, and passes over a seal still unde
   }
 });
 
+test("a campaign's seals a newer one superseded are deleted from the bucket, the newest two kept, another campaign's untouched", async () => {
+  const store = openObjectStore(parseOutputLocation(location) as S3Location, { endpoint: server.endpoint, pathStyle: true });
+  try {
+    const c = 'superseded';
+    const id = (d: number) => `2025010${d}T000000000Z-0000000${d}`;
+    for (const d of [1, 2, 3]) for (const name of [`${c}.index.jsonl`, 'index.cdxj', `${c}.seal.json`]) await store.putBytes(`sealed/${id(d)}/${name}`, Buffer.from(`${d}\n`));
+    const before = await bucketKeysUnder(`${prefix}sealed/`);
+    const pruned = await withView(new OutputMirror(store, { cacheRoot }), {}, (view) => view.prune(c));
+    expect(pruned).toBe(1);
+    const after = await bucketKeysUnder(`${prefix}sealed/`);
+    // Exactly the oldest seal's three objects went.
+    expect(before.filter((k) => !after.includes(k)).sort()).toEqual([`${c}.index.jsonl`, `${c}.seal.json`, 'index.cdxj'].map((n) => `${prefix}sealed/${id(1)}/${n}`).sort());
+    // Deleting what is not there is no error.
+    await store.remove(`sealed/${id(1)}/${c}.seal.json`);
+    expect(await store.size(`sealed/${id(1)}/${c}.seal.json`)).toBeNull();
+  } finally {
+    store.destroy();
+  }
+});
+
 test('a campaign whose output is the bucket seals itself there at its end, on the worker, with what its spool uploaded', async () => {
   const id = `${campaignId}-direct`;
   const out = `s3://${server.bucket}/direct/${id}/`;

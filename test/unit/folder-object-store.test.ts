@@ -95,3 +95,14 @@ test('a write in progress is never an object: its temporary file is not listed',
   fs.writeFileSync(path.join(root, 'warc', '.put-0123456789abcdef.tmp'), 'half');
   expect(await listed(store, '')).toEqual(['warc/a:1']);
 });
+
+test('remove deletes an object, and a key with no object is no error', async () => {
+  const dir = tmpDir();
+  const store = new FolderObjectStore(dir);
+  await store.putBytes('sealed/a/x.json', Buffer.from('{}'));
+  await store.putBytes('sealed/a/y.json', Buffer.from('{}'));
+  await store.remove('sealed/a/x.json');
+  await store.remove('sealed/a/x.json');
+  expect(await listed(store, 'sealed/')).toEqual(['sealed/a/y.json:2']);
+  await expect(store.remove('../outside')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+});

@@ -11,10 +11,13 @@ import {
   newestSeal,
   objectsToFetch,
   publicationId,
+  publicationTime,
   publicationsOf,
+  PUBLICATION_GRACE_MS,
   sealedCampaigns,
   sealedFolderFiles,
   splitObjectUrl,
+  stalePublications,
 } from '../../src/storage/mirror-layout';
 import type { StoredObject } from '../../src/storage/object-store';
 
@@ -128,6 +131,38 @@ describe('which seal and which replay index a reader takes', () => {
         .map((o) => o.key)
         .sort(),
     ).toEqual([`sealed/${OLD}/index.index.jsonl`, `sealed/${OLD}/index.seal.json`]);
+  });
+});
+
+describe('which publications a newer one supersedes', () => {
+  const day = (d: number, rand: string) => `202601${String(d).padStart(2, '0')}T000000000Z-${rand}`;
+  const seal = (id: string, c = 'c') => [obj(`sealed/${id}/${c}.index.jsonl`), obj(`sealed/${id}/index.cdxj`), obj(`sealed/${id}/${c}.seal.json`)];
+  const cdxj = (id: string, c = 'c') => [obj(`sealed/${id}/index.cdxj`), obj(`sealed/${id}/${c}.cdxj.json`)];
+  const listing = [
+    ...seal(day(1, '00000001')),
+    ...seal(day(2, '00000002')),
+    ...cdxj(day(3, '00000003')),
+    ...seal(day(4, '00000004')),
+    ...cdxj(day(5, '00000005')),
+    // An upload that died: no manifest, so nobody's.
+    obj(`sealed/${day(6, '00000006')}/c.index.jsonl`),
+    // Another campaign's, older than all.
+    ...seal(day(1, '0000000d'), 'd'),
+  ];
+  const pubs = publicationsOf(listing);
+  const ids = (ps: { id: string }[]) => ps.map((p) => p.id);
+
+  test("the campaign's two newest seals and two newest replay indexes stay; the rest of its own go", () => {
+    const later = publicationTime(day(6, '00000006')) + PUBLICATION_GRACE_MS;
+    // Seals: days 4 and 2 stay. Replay indexes: days 5 and 4 stay. So days 3 and 1 go; the broken upload and d's seal stay.
+    expect(ids(stalePublications(pubs, 'c', later))).toEqual([day(3, '00000003'), day(1, '00000001')]);
+    expect(ids(stalePublications(pubs, 'd', later))).toEqual([]);
+  });
+
+  test('nothing younger than the grace time goes, whatever superseded it', () => {
+    const soon = publicationTime(day(3, '00000003')) + PUBLICATION_GRACE_MS - 1;
+    expect(ids(stalePublications(pubs, 'c', soon))).toEqual([day(1, '00000001')]);
+    expect(publicationTime('20260131T120000123Z-1a2b3c4d')).toBe(Date.UTC(2026, 0, 31, 12, 0, 0, 123));
   });
 });
 
