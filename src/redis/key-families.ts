@@ -150,6 +150,8 @@ const prefixOf = (name: string): string => name.slice(0, name.indexOf('{'));
 const SHARED_PREFIXES = new Map<string, SharedKind>(
   (Object.entries(sharedHostKeys(TAG)) as [SharedKind, string][]).map(([kind, name]) => [`${prefixOf(name)}|${name.slice(name.indexOf('}') + 1)}`, kind]),
 );
+/** Shared keys whose builder gives a stem the real name goes on from: the robots.txt cache adds `:<scheme>:<port>[:pinned:<address>]` (src/robots/robots-store.ts). */
+const SHARED_STEMS = new Map<string, SharedKind>([[prefixOf(sharedHostKeys(TAG).robots), 'robots']]);
 const ADDRESS_PREFIXES = new Map<string, AddressKind>(
   (Object.entries(addressKeys(TAG)) as [AddressKind, string][]).map(([kind, name]) => [`${prefixOf(name)}|${name.slice(name.indexOf('}') + 1)}`, kind]),
 );
@@ -165,7 +167,7 @@ export function classifyKey(name: string): KeyClass {
   const tag = name.slice(open + 1, close);
   const rest = name.slice(close + 1);
   // State shared by every campaign: the tag is a host or an address, the prefix says what it is.
-  const shared = SHARED_PREFIXES.get(`${prefix}|${rest}`);
+  const shared = SHARED_PREFIXES.get(`${prefix}|${rest}`) ?? (rest.startsWith(':') ? SHARED_STEMS.get(prefix) : undefined);
   if (shared) return { family: SHARED_KEY_FAMILIES[shared], kind: `shared.${shared}`, scope: 'shared', campaignKey: null };
   const address = ADDRESS_PREFIXES.get(`${prefix}|${rest}`);
   if (address) return { family: ADDRESS_KEY_FAMILIES[address], kind: `address.${address}`, scope: 'shared', campaignKey: null };

@@ -2,6 +2,7 @@
 // families: every key keys.ts can build must land in its own family, not in
 // `other` by accident, or the bench would misreport where memory goes.
 import { CAMPAIGN_KEY_FAMILIES, CONTENT_KEY_FAMILIES, HOST_KEY_FAMILIES, KEY_FAMILIES, SHARED_KEY_FAMILIES, classifyKey } from '../../src/redis/key-families';
+import { robotsCacheKey } from '../../src/robots/robots-store';
 import { addressKeys, campaignKeys, contentKeys, cookieJarKey, hostKeys, outputKeys, sharedHostKeys, workerKeys } from '../../src/redis/keys';
 
 const CAMPAIGN = 'bench-m1x.0a1b2c3d';
@@ -12,7 +13,8 @@ describe('classifyKey', () => {
     const keys = hostKeys(CAMPAIGN, HOST);
     expect(Object.keys(keys).sort()).toEqual(Object.keys(HOST_KEY_FAMILIES).sort());
     for (const [kind, name] of Object.entries(keys)) {
-      expect({ kind, ...classifyKey(name) }).toEqual({
+      expect({ field: kind, ...classifyKey(name) }).toEqual({
+        field: kind,
         kind: `host.${kind}`,
         family: HOST_KEY_FAMILIES[kind as keyof typeof HOST_KEY_FAMILIES],
         scope: 'host',
@@ -33,6 +35,9 @@ describe('classifyKey', () => {
       [c.totals, 'counters'],
       [h.robots, 'robots'],
       [sharedHostKeys(HOST).robots, 'robots'],
+      // The robots.txt cache's real keys go on from the builder's name.
+      [robotsCacheKey({ scheme: 'http', host: HOST, port: 8080, pinnedAddress: '127.0.0.1' }), 'robots'],
+      [robotsCacheKey({ scheme: 'https', host: 'x.test', port: 443, pinnedAddress: null }), 'robots'],
       [sharedHostKeys(HOST).clock, 'clocks'],
       [sharedHostKeys(HOST).clockFence, 'clocks'],
       [cookieJarKey(CAMPAIGN, HOST), 'cookies'],
@@ -50,7 +55,8 @@ describe('classifyKey', () => {
     const keys = campaignKeys(CAMPAIGN);
     expect(Object.keys(keys).sort()).toEqual(Object.keys(CAMPAIGN_KEY_FAMILIES).sort());
     for (const [kind, name] of Object.entries(keys)) {
-      expect({ kind, ...classifyKey(name) }).toEqual({
+      expect({ field: kind, ...classifyKey(name) }).toEqual({
+        field: kind,
         kind: `campaign.${kind}`,
         family: CAMPAIGN_KEY_FAMILIES[kind as keyof typeof CAMPAIGN_KEY_FAMILIES],
         scope: 'campaign',
