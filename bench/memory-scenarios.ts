@@ -31,13 +31,22 @@ const log = (m: string) => process.stderr.write(`${m}\n`);
 /** The campaign's Redis key (`<campaignId>.<first run>`), as the campaign workflow names it. */
 const campaignKeyOf = (campaignId: string, firstRunId: string): string => `${campaignId}.${firstRunId.slice(0, 8)}`;
 
-/** What every URL-scaled family costs a unit, and what the rest costs a host. */
+/** Bytes of the keys every campaign shares (host clocks, the robots.txt cache, workers): they expire on their own, a minute to a day after a host's last request. */
+const sharedBytes = (b: MemoryBreakdown): number =>
+  Object.entries(b.byKind)
+    .filter(([kind]) => /^(shared|worker|address|output)\./.test(kind))
+    .reduce((n, [, t]) => n + t.bytes, 0);
+
+/** What a seen URL costs, and what the rest costs a host. */
 function headline(b: MemoryBreakdown, hosts: number) {
   const seen = b.byFamily.seen;
+  const shared = sharedBytes(b);
   return {
     perSeenUrlBytes: per(seen.bytes, seen.elements),
-    // Everything that does not grow with URLs (host records, counters, robots, clocks, dispatch, …) ÷ hosts.
-    perHostBytes: per(b.bytes - bytesOf(b, URL_FAMILIES), hosts),
+    // The campaign's keys that do not grow with URLs (host records, counters, robots.txt state, dispatch, …) ÷ hosts.
+    perHostBytes: per(b.bytes - bytesOf(b, URL_FAMILIES) - shared, hosts),
+    // Besides, while they last: each host's clock and cached robots.txt (and the workers' few keys) ÷ hosts.
+    perHostSharedBytes: per(shared, hosts),
   };
 }
 
@@ -129,7 +138,9 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
     log(
       `used_memory: before ${before}, peak ${peak.peak} (at ${peak.peakAtSeconds} s), after ${after}: kept ${figures.keptPerPageBytes} bytes a page, peak ${figures.peakPerPageBytes} a page`,
     );
-    log(`a seen URL ${figures.perSeenUrlBytes} bytes; a host ${figures.perHostBytes} bytes (every family that does not grow with URLs ÷ hosts)`);
+    log(
+      `a seen URL ${figures.perSeenUrlBytes} bytes; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts), and ${figures.perHostSharedBytes} of clock and robots.txt cache until they expire`,
+    );
     log(`${familyTable('kept after completion, MEMORY USAGE by family', kept, pages, 'page')}\n`);
     return figures;
   } finally {
@@ -216,7 +227,9 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     };
     log(`\n${figures.scenario}: seeded in ${seedingSeconds} s, URLs of ${list.meanUrlChars} characters on average, ${figures.hostsDispatched} hosts dispatched`);
     log(`used_memory: before ${before}, after ${after} (peak ${peak.peak}): ${figures.perWaitingUrlBytes} bytes a waiting URL, everything included`);
-    log(`frontier entry + seen fingerprint ${figures.perWaitingUrlKeysBytes} bytes a URL; a host ${figures.perHostBytes} bytes`);
+    log(
+      `frontier entry + seen fingerprint ${figures.perWaitingUrlKeysBytes} bytes a URL; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts)`,
+    );
     log(`${familyTable('once seeded, MEMORY USAGE by family', b, waiting, 'waiting URL')}\n`);
     await handle.signal('cancel', { reason: 'bench over' });
     await handle.result().catch(() => undefined);
