@@ -90,12 +90,17 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
       while (!done) {
         await new Promise((r) => setTimeout(r, SCAN_EVERY_MS));
         if (done) break;
-        const b = await memoryByFamily(o.redis, campaignKey);
+        // A measurement that fails (Redis busy past its timeout) is skipped: this one is for the peak's breakdown.
+        const b = await memoryByFamily(o.redis, campaignKey).catch(() => null);
+        if (!b) continue;
         if (!largest.scan || b.bytes > largest.scan.bytes) largest.scan = { ...b, atSeconds: Math.round((Date.now() - t0) / 1000) };
       }
     })();
-    const result = await Promise.race([handle.result(), pool.failed()]);
-    done = true;
+    // However the crawl ends, the sampling stops (a failed run must not leave timers running).
+    const result = await Promise.race([handle.result(), pool.failed()]).finally(() => {
+      done = true;
+      void watch.stop();
+    });
     const crawlSeconds = (Date.now() - t0) / 1000;
     const peak = await watch.stop();
     await scans;
@@ -193,7 +198,10 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     });
     campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
     await handle.executeUpdate(pauseCampaignUpdate);
-    await Promise.race([seedingDone(o.client, campaignId), pool.failed()]);
+    await Promise.race([seedingDone(o.client, campaignId), pool.failed()]).catch(async (err: unknown) => {
+      await watch.stop();
+      throw err;
+    });
     const seedingSeconds = Number(((Date.now() - t0) / 1000).toFixed(1));
     const peak = await watch.stop();
     const partsAfter = await memoryParts(o.redis);
