@@ -1,6 +1,6 @@
 // `npm run bench`: throughput and politeness figures on the local test web,
 // with the embedded stack on free ports. Prints figures; asserts nothing.
-//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, p, v only run when asked for)
+//   npm run bench -- [--workers 2] [--only a,b,c,d]   (c, d, e, a2, l, k, s, r, p, v, m only run when asked for)
 //   npm run bench -- --server cluster --only s          (on `crawler cluster up`'s topology instead of the dev server)
 //   npm run bench -- --only s --crawlee [--crawlee-storage memory,disk] [--crawlee-concurrency 200] [--crawlee-min-concurrency 1] [--crawlee-ignore-robots] [--crawlee-only]
 //   npm run bench -- --only p --crawlee --scrapy [--scrapy-concurrency 200] [--hosts 8]   (p: real pages, a Debian package's HTML manual)
@@ -10,6 +10,8 @@
 //   npm run bench -- --only a --hosts 20 --pages 600   (--pages sets a generated scenario's pages a host: long hosts show what sessions cost)
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
 //   npm run bench -- --only b --out-store s3 [--upload-age-ms 2000]   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
+//   npm run bench -- --only m [--hosts 100 --pages 500] [--frontier-urls 1000000 --frontier-hosts 10000] [--memory-runs crawl,frontier]
+//       (Redis memory, issue 40: bytes a crawled page kept and at peak, a seen URL, a host, by key family; then bytes a waiting URL of a seeded frontier)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -17,7 +19,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
@@ -43,6 +44,8 @@ import { runCrawlee, type CrawleeFigures, type CrawleeStorage } from './crawlee'
 import { SHARED_STATIC_PATHS, sharedStaticSite } from './shared-static-site';
 import { folderPages, folderSite, loadFolder, type FolderFiles } from '../test/web/folder-site';
 import { CORPUS_PACKAGE, ensureCorpus } from './corpus';
+import { writeSeedList } from './seed-list';
+import { memoryCrawlRun, memoryFrontierRun } from './memory-scenarios';
 import { ensureScrapy, runScrapy, SCRAPY_VERSION, type ScrapyFigures } from './scrapy';
 import { spaSite } from '../test/web/spa-site';
 import { findOrInstallChromium } from '../src/stack/chromium';
@@ -101,6 +104,10 @@ interface Scenario {
   browser?: { quietMs?: number; maxPagesAtOnce?: number };
   /** The campaign's requisites setting; a shared-static scenario runs once with each. */
   requisites?: 'on' | 'off';
+  /** Measures Redis memory (bench/memory-scenarios.ts) instead of throughput: the crawl, then a seeded frontier. */
+  memory?: boolean;
+  /** Generated sites: a paragraph of this many words on every page (test/web/test-web.ts), so the content index gets SimHash entries. */
+  words?: number;
 }
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -135,6 +142,9 @@ const SCENARIOS: Record<string, Scenario> = {
   // browser.maxPagesAtOnce per worker), few enough that neither crawler's browsers saturate two
   // cores, and a crawl of about a minute, so a browser's start is a small part of it.
   v: { name: '(v) 10 client-rendered hosts × 20 pages, 1 s delay, rendered in Chromium', hosts: 10, pages: 20, delayMs: 1000, site: 'spa', render: 'browser', optIn: true },
+  // Redis memory (issue 40): 30,000 distinct pages crawled in a minute or two on two cores; `--pages 500` makes it 50,000.
+  // Pages of 80 words of their own: a SimHash each (the crawler takes none under 50 words), so the content index holds band entries as for real pages.
+  m: { name: '(m) 100 hosts × 300 pages of 80 words, no delay, Redis memory', hosts: 100, pages: 300, delayMs: 0, words: 80, memory: true, optIn: true },
 };
 
 /** The corpus's files and its pages, read once for every run of a corpus scenario. */
@@ -193,7 +203,16 @@ async function scenarioWeb(s: Scenario): Promise<{ web: TestWeb; seeds: string[]
     };
   }
   const robots = s.delayFrom === 'robots' ? { crawlDelaySec: s.delayMs / 1000 } : undefined;
-  const sites = generateSites({ count: s.hosts, pages: s.pages, fanOut: s.fanOut ?? 3, crossPerPage: s.hosts > 1 ? 1 : 0, hostPattern: (i) => `bench${i}.test`, robots, seed: 1 });
+  const sites = generateSites({
+    count: s.hosts,
+    pages: s.pages,
+    fanOut: s.fanOut ?? 3,
+    crossPerPage: s.hosts > 1 ? 1 : 0,
+    hostPattern: (i) => `bench${i}.test`,
+    robots,
+    seed: 1,
+    ...(s.words ? { words: s.words } : {}),
+  });
   for (const spec of sites) web.addSite(spec);
   const seeds = sites.map((x) => web.url(x.host, '/'));
   // Which pages a page budget leaves out depends on crawl order: no expected set then.
@@ -625,9 +644,7 @@ async function seedListRun(workers: number, client: Client, env: Record<string, 
   const dir = path.join(LOCAL_DIR, 'bench-output', `seeds-${Date.now()}`);
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'seeds.txt.gz');
-  const lines: string[] = [];
-  for (let p = 0; p < PER_HOST; p++) for (let h = 0; h < HOSTS; h++) lines.push(web.url(`seed${h}.test`, p === 0 ? '/' : `/page/${p}`));
-  fs.writeFileSync(file, zlib.gzipSync(lines.join('\n')));
+  const list = writeSeedList(file, HOSTS, PER_HOST, (h, p) => web.url(`seed${h}.test`, p === 0 ? '/' : `/page/${p}`));
   const queue = `bench-seeds-${Date.now()}`;
   const pool = new WorkerPool({ ...env, CRAWLER_TASK_QUEUE: queue }, { supervise: true });
   await pool.start(workers);
@@ -652,8 +669,8 @@ async function seedListRun(workers: number, client: Client, env: Record<string, 
     await handle.result().catch(() => undefined);
     return {
       scenario: '(seeds) a campaign seeded from a 1,000,000-line gzip list',
-      seeds: lines.length,
-      listBytes: fs.statSync(file).size,
+      seeds: list.seeds,
+      listBytes: list.listBytes,
       firstPageSeconds,
       hostsWithRequestsAfterFirst2000: hostsCrawledAt,
       workflowInputBytes: input,
@@ -930,6 +947,10 @@ async function main() {
       'max-active-hosts': { type: 'string' },
       'out-store': { type: 'string', default: 'folder' },
       'upload-age-ms': { type: 'string' },
+      // Scenario m's seeded frontier: this many seed URLs over this many hosts; and which of its runs to make.
+      'frontier-urls': { type: 'string', default: '1000000' },
+      'frontier-hosts': { type: 'string', default: '10000' },
+      'memory-runs': { type: 'string', default: 'crawl,frontier' },
     },
   });
   if (values['max-active-hosts'] !== undefined) {
@@ -1019,6 +1040,10 @@ async function main() {
         continue;
       }
       const s = scenarios[key];
+      if (s.memory) {
+        for (const f of await memoryRuns(s, memoryOptions(values), workers, client, env, redis)) process.stdout.write(`${JSON.stringify(f)}\n`);
+        continue;
+      }
       if (s.site === 'shared-static') {
         for (const run of runsOf(s)) process.stdout.write(`${JSON.stringify(await runScenario(run, workers, client, env, redis, pids))}\n`);
         continue;
@@ -1040,6 +1065,33 @@ async function main() {
     await stack.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Scenario m's options: its seeded frontier's size, and which runs to make. */
+function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': string; 'memory-runs': string }) {
+  const urls = Number(values['frontier-urls']);
+  const hosts = Number(values['frontier-hosts']);
+  if (!Number.isInteger(hosts) || hosts < 1) throw new Error(`--frontier-hosts must be a whole number ≥ 1, not ${values['frontier-hosts']}`);
+  if (!Number.isInteger(urls) || urls < hosts || urls % hosts !== 0)
+    throw new Error(`--frontier-urls must be a whole multiple of --frontier-hosts, not ${values['frontier-urls']}`);
+  const runs = values['memory-runs'].split(',').map((r) => r.trim());
+  for (const r of runs) if (r !== 'crawl' && r !== 'frontier') throw new Error(`--memory-runs takes crawl, frontier or both (comma-separated), not ${r}`);
+  return { frontierHosts: hosts, frontierUrlsPerHost: urls / hosts, runs };
+}
+
+/** Scenario m: the crawl of the generated test web to completion, then the seeded frontier (bench/memory-scenarios.ts). */
+async function memoryRuns(s: Scenario, o: ReturnType<typeof memoryOptions>, workers: number, client: Client, env: Record<string, string>, redis: RedisLike) {
+  const out = [];
+  if (o.runs.includes('crawl')) {
+    const { web, seeds, expected } = await scenarioWeb(s);
+    out.push(
+      await memoryCrawlRun({ name: s.name, hosts: s.hosts, pages: s.pages, workers, client, env, redis, web, seeds, expected, input: (id) => campaignInput(s, web, seeds, id) }),
+    );
+  }
+  if (o.runs.includes('frontier')) {
+    out.push(await memoryFrontierRun({ name: '(m) Redis memory', hosts: o.frontierHosts, urlsPerHost: o.frontierUrlsPerHost, workers, client, env, redis }));
+  }
+  return out;
 }
 
 /** The headless dev server and one Redis, as `crawl` starts them. */

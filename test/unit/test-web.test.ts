@@ -296,6 +296,39 @@ describe('link graph', () => {
     expect(fetched.size).toBe(30);
     expect(web.expectedPages([web.url('site0.test')])).toEqual(fetched);
   });
+
+  test('words: every page carries its own paragraph of that many words, the same on every run', async () => {
+    addAll(generateSites({ count: 2, pages: 4, fanOut: 2, words: 60, seed: 3 }));
+    web.addSite({ host: 'plain.test', pages: 2, fanOut: 1 });
+    const paragraphs = async (w: TestWeb, a: Agent, host: string, path: string): Promise<string[]> => {
+      const res = await request(w.url(host, path), { dispatcher: a });
+      const $ = cheerio.load(await res.body.text());
+      return $('p')
+        .toArray()
+        .map((p) => $(p).text());
+    };
+    const texts: string[] = [];
+    for (const host of ['site0.test', 'site1.test']) {
+      for (const path of ['/', '/page/1', '/page/2', '/page/3']) {
+        const [boilerplate, text] = await paragraphs(web, agent, host, path);
+        expect(boilerplate).toBe('Generated page for crawler tests.');
+        expect(text.split(' ')).toHaveLength(60);
+        texts.push(text);
+      }
+    }
+    expect(new Set(texts).size).toBe(texts.length);
+    // Without words, the boilerplate line alone.
+    expect(await paragraphs(web, agent, 'plain.test', '/page/1')).toEqual(['Generated page for crawler tests.']);
+    const other = await startTestWeb();
+    const otherAgent = new Agent({ connect: { lookup: other.lookup } });
+    try {
+      for (const spec of generateSites({ count: 2, pages: 4, fanOut: 2, words: 60, seed: 3 })) other.addSite(spec);
+      expect((await paragraphs(other, otherAgent, 'site1.test', '/page/2'))[1]).toBe(texts[6]);
+    } finally {
+      await otherAgent.close();
+      await other.close();
+    }
+  });
 });
 
 describe('expectedPages', () => {

@@ -37,6 +37,14 @@ export interface SiteSpec {
   latencyMs?: number;
   seed?: number;
   /**
+   * A paragraph of this many words on every page, drawn from a fixed
+   * vocabulary by a generator seeded with the host and path: text enough
+   * for a SimHash (the crawler takes none under 50 words) and each page's
+   * own, so the content index holds what distinct real pages put in it
+   * (the memory bench, scenario m). Absent: one line of boilerplate.
+   */
+  words?: number;
+  /**
    * Fault injection: return a status to answer with instead of the page.
    * `attempt` counts requests for this path on this site, starting at 1, so
    * "fail twice then succeed" is `(p, n) => (n <= 2 ? 503 : undefined)`.
@@ -683,7 +691,7 @@ export class TestWeb {
     if (cached) return cached;
     const links = this.linksFor(host, path);
     if (!links) return undefined;
-    const html = Buffer.from(renderPage(host, path, links));
+    const html = Buffer.from(renderPage(host, path, links, this.sites.get(host)?.spec.words));
     this.htmlCache.set(key, html);
     return html;
   }
@@ -895,6 +903,7 @@ export interface GenerateSitesOptions {
   seed?: number;
   nofollowLinks?: boolean;
   latencyMs?: number;
+  words?: number;
 }
 
 /** N sites that cross-link to each other; home pages form a ring, so one seed reaches all. */
@@ -913,6 +922,7 @@ export function generateSites(opts: GenerateSitesOptions): SiteSpec[] {
     nofollowLinks: opts.nofollowLinks,
     latencyMs: opts.latencyMs,
     seed: opts.seed,
+    ...(opts.words ? { words: opts.words } : {}),
   }));
 }
 
@@ -1024,7 +1034,17 @@ function compileRule(allow: boolean, pattern: string): CompiledRule {
 
 // ---- HTML ---------------------------------------------------------------------
 
-function renderPage(host: string, path: string, links: PageLink[]): string {
+/** 512 made-up words of two or three syllables: a vocabulary with the spread of a real text's. */
+const SYLLABLES = ['ka', 'lo', 'mi', 'ter', 'an', 'sul', 've', 'dor', 'pi', 'nem', 'ra', 'tu', 'bel', 'os', 'gri', 'fen'];
+const VOCABULARY = Array.from({ length: 512 }, (_, i) => SYLLABLES[i % 16] + SYLLABLES[(i >> 4) % 16] + (i >= 256 ? SYLLABLES[(i * 7) % 16] : ''));
+
+/** `n` words of the vocabulary, the same for the same host and path on every run. */
+function pageWords(host: string, path: string, n: number): string {
+  const rng = mulberry32(hashString(`${host} ${path}`));
+  return Array.from({ length: n }, () => VOCABULARY[rng.int(VOCABULARY.length)]).join(' ');
+}
+
+function renderPage(host: string, path: string, links: PageLink[], words?: number): string {
   const items = links
     .map((l, i) => {
       const rel = l.rel ? ` rel="${escapeHtml(l.rel)}"` : '';
@@ -1034,7 +1054,7 @@ function renderPage(host: string, path: string, links: PageLink[]): string {
   const title = `${escapeHtml(host)} ${escapeHtml(path)}`;
   return (
     `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${title}</title></head>\n` +
-    `<body id="top">\n<h1>${title}</h1>\n<p>Generated page for crawler tests.</p>\n<ul>\n${items}\n</ul>\n</body></html>\n`
+    `<body id="top">\n<h1>${title}</h1>\n<p>Generated page for crawler tests.</p>\n${words ? `<p>${pageWords(host, path, words)}</p>\n` : ''}<ul>\n${items}\n</ul>\n</body></html>\n`
   );
 }
 

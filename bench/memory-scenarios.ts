@@ -1,0 +1,281 @@
+// Scenario (m), issue 40's measuring stick: what Redis holds for a crawl and
+// for a seeded frontier, by `used_memory` and by key family (bench/redis-memory.ts).
+//   crawl:    a generated test web crawled to completion: bytes a crawled page
+//             kept after the campaign completes, at the peak during the crawl,
+//             a seen URL and a host, and the breakdown by family.
+//   frontier: a campaign seeded from a gzip list (bench/seed-list.ts) and paused
+//             as soon as it starts, measured once the whole list is in the
+//             frontiers: bytes a waiting URL and a host.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { CampaignInput } from '../src/config/campaign';
+import { purgeCampaign } from '../src/redis/retention';
+import type { RedisLike } from '../src/redis/scripts';
+import { LOCAL_DIR } from '../src/stack/paths';
+import { startCampaign } from '../src/temporal/campaign-client';
+import { WorkerPool } from '../src/worker/worker-pool';
+import type { TestWeb } from '../test/web/test-web';
+import { pauseCampaignUpdate } from '../workflows/messages';
+import { bytesOf, familyFigures, familyTable, memoryByFamily, memoryParts, URL_FAMILIES, watchUsedMemory, type MemoryBreakdown } from './redis-memory';
+import { writeSeedList } from './seed-list';
+
+/** How often `used_memory` is sampled for the peak, and how often the keys are measured during a crawl. */
+const SAMPLE_MS = 2_000;
+const SCAN_EVERY_MS = 15_000;
+
+const per = (bytes: number, n: number): number => Number((bytes / Math.max(1, n)).toFixed(1));
+const log = (m: string) => process.stderr.write(`${m}\n`);
+
+/** The campaign's Redis key (`<campaignId>.<first run>`), as the campaign workflow names it. */
+const campaignKeyOf = (campaignId: string, firstRunId: string): string => `${campaignId}.${firstRunId.slice(0, 8)}`;
+
+/** Bytes of the keys every campaign shares (host clocks, the robots.txt cache, workers): they expire on their own, a minute to a day after a host's last request. */
+const sharedBytes = (b: MemoryBreakdown): number =>
+  Object.entries(b.byKind)
+    .filter(([kind]) => /^(shared|worker|address|output)\./.test(kind))
+    .reduce((n, [, t]) => n + t.bytes, 0);
+
+/** What a seen URL costs, and what the rest costs a host. */
+function headline(b: MemoryBreakdown, hosts: number) {
+  const seen = b.byFamily.seen;
+  const shared = sharedBytes(b);
+  return {
+    perSeenUrlBytes: per(seen.bytes, seen.elements),
+    // The campaign's keys that do not grow with URLs (host records, counters, robots.txt state, dispatch, …) ÷ hosts.
+    perHostBytes: per(b.bytes - bytesOf(b, URL_FAMILIES) - shared, hosts),
+    // Besides, while they last: each host's clock and cached robots.txt (and the workers' few keys) ÷ hosts.
+    perHostSharedBytes: per(shared, hosts),
+  };
+}
+
+export interface MemoryCrawlInput {
+  name: string;
+  hosts: number;
+  pages: number;
+  workers: number;
+  client: Client;
+  env: Record<string, string>;
+  redis: RedisLike;
+  web: TestWeb;
+  seeds: string[];
+  expected: Set<string> | null;
+  /** The campaign's input, as the bench's other generated scenarios crawl (runScenario's campaignInput). */
+  input: (campaignId: string) => CampaignInput & { campaignId: string };
+}
+
+/**
+ * Crawls the test web to completion, sampling `used_memory` every 2 s and
+ * measuring every key every 15 s during the crawl (the largest of those
+ * measurements is kept as the peak's breakdown), then once the campaign has
+ * completed (its keys then carry the retention's TTL: what it keeps).
+ */
+export async function memoryCrawlRun(o: MemoryCrawlInput) {
+  const queue = `bench-mem-${Date.now()}`;
+  const pool = new WorkerPool({ ...o.env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: () => undefined });
+  await pool.start(o.workers);
+  try {
+    const campaignId = `bench-mem-${Date.now().toString(36)}`;
+    const partsBefore = await memoryParts(o.redis);
+    const before = partsBefore.used_memory;
+    const watch = watchUsedMemory(o.redis, SAMPLE_MS);
+    const t0 = Date.now();
+    const handle = await startCampaign(o.client, queue, o.input(campaignId));
+    const campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
+    let done = false;
+    // The largest measurement during the crawl (held in an object: the loop below assigns it).
+    const largest: { scan: (MemoryBreakdown & { atSeconds: number }) | null } = { scan: null };
+    const scans = (async () => {
+      while (!done) {
+        await new Promise((r) => setTimeout(r, SCAN_EVERY_MS));
+        if (done) break;
+        // A measurement that fails (Redis busy past its timeout) is skipped: this one is for the peak's breakdown.
+        const b = await memoryByFamily(o.redis, campaignKey).catch(() => null);
+        if (!b) continue;
+        if (!largest.scan || b.bytes > largest.scan.bytes) largest.scan = { ...b, atSeconds: Math.round((Date.now() - t0) / 1000) };
+      }
+    })();
+    // However the crawl ends, the sampling stops (a failed run must not leave timers running).
+    const result = await Promise.race([handle.result(), pool.failed()]).finally(() => {
+      done = true;
+      void watch.stop();
+    });
+    const crawlSeconds = (Date.now() - t0) / 1000;
+    const peak = await watch.stop();
+    await scans;
+    const partsAfter = await memoryParts(o.redis);
+    const after = partsAfter.used_memory;
+    const kept = await memoryByFamily(o.redis, campaignKey);
+    const pages = result.pages;
+    const urls = o.expected ? [...o.expected] : [];
+    const figures = {
+      scenario: `${o.name}: crawled to completion`,
+      run: 'crawl',
+      hosts: o.hosts,
+      pages,
+      expectedPages: o.expected?.size ?? null,
+      meanUrlChars: per(
+        urls.reduce((n, u) => n + u.length, 0),
+        urls.length,
+      ),
+      campaignSeconds: Number(crawlSeconds.toFixed(1)),
+      // used_memory: the whole server, its allocator's and buffers' overheads included; before is the stack idle with its workers up.
+      usedMemory: { before, peak: peak.peak, peakAtSeconds: peak.peakAtSeconds, after, samples: peak.samples.length },
+      infoMemory: { before: partsBefore, after: partsAfter },
+      keptPerPageBytes: per(after - before, pages),
+      peakPerPageBytes: per(peak.peak - before, pages),
+      // MEMORY USAGE of every key of the campaign (and the state campaigns share) once it completed.
+      keptKeysBytes: kept.bytes,
+      keptKeysPerPageBytes: per(kept.bytes, pages),
+      seenUrls: kept.byFamily.seen.elements,
+      ...headline(kept, o.hosts),
+      keptByFamily: familyFigures(kept, pages),
+      keptByKind: kept.byKind,
+      // The largest of the measurements of every key taken every 15 s during the crawl (its peak by family, to within 15 s).
+      peakScan: largest.scan
+        ? { atSeconds: largest.scan.atSeconds, bytes: largest.scan.bytes, perPageBytes: per(largest.scan.bytes, pages), byFamily: familyFigures(largest.scan, pages) }
+        : null,
+      unknownKeys: kept.unknownKeys,
+      scanMs: kept.scanMs,
+    };
+    log(`\n${figures.scenario}: ${pages} pages, ${o.hosts} hosts, URLs of ${figures.meanUrlChars} characters on average`);
+    log(
+      `used_memory: before ${before}, peak ${peak.peak} (at ${peak.peakAtSeconds} s), after ${after}: kept ${figures.keptPerPageBytes} bytes a page, peak ${figures.peakPerPageBytes} a page`,
+    );
+    log(
+      `a seen URL ${figures.perSeenUrlBytes} bytes; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts), and ${figures.perHostSharedBytes} of clock and robots.txt cache until they expire`,
+    );
+    log(`${familyTable('kept after completion, MEMORY USAGE by family', kept, pages, 'page')}\n`);
+    return figures;
+  } finally {
+    await pool.stopAll();
+    await o.web.close();
+  }
+}
+
+export interface MemoryFrontierInput {
+  name: string;
+  hosts: number;
+  urlsPerHost: number;
+  workers: number;
+  client: Client;
+  env: Record<string, string>;
+  redis: RedisLike;
+}
+
+/**
+ * A seed list of hosts × urlsPerHost URLs, of about the length of the
+ * operations guide's earlier measurement (79 characters): a campaign reads it
+ * into its frontiers while paused (the pause is asked for as soon as it has
+ * started, so no host is dispatched, or the few of a round already under way
+ * see the pause before their second page), and is measured once the whole
+ * list is in. No test web: nothing is meant to be fetched. The campaign is
+ * then cancelled and its keys deleted, so later scenarios start from a small Redis.
+ */
+export async function memoryFrontierRun(o: MemoryFrontierInput) {
+  const dir = path.join(LOCAL_DIR, 'bench-output', `mem-frontier-${Date.now()}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, 'seeds.txt.gz');
+  const list = writeSeedList(file, o.hosts, o.urlsPerHost, (h, p) => `http://www.seed${h}.test/articles/2026/11/section-${p % 10}/page-${p}-of-the-bench-seed-list.html`);
+  const queue = `bench-mem-frontier-${Date.now()}`;
+  const pool = new WorkerPool({ ...o.env, CRAWLER_TASK_QUEUE: queue }, { supervise: true, onLog: () => undefined });
+  await pool.start(o.workers);
+  const campaignId = `bench-mem-frontier-${Date.now().toString(36)}`;
+  let campaignKey: string | null = null;
+  try {
+    const partsBefore = await memoryParts(o.redis);
+    const before = partsBefore.used_memory;
+    const watch = watchUsedMemory(o.redis, SAMPLE_MS);
+    const t0 = Date.now();
+    const handle = await startCampaign(o.client, queue, {
+      campaignId,
+      seedsFile: file,
+      scope: { mode: 'same-host' },
+      politeness: { maxInFlightPerAddress: null },
+      sitemaps: 'off',
+      output: { dir: path.join(dir, 'out') },
+    });
+    campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
+    await handle.executeUpdate(pauseCampaignUpdate);
+    await Promise.race([seedingDone(o.client, campaignId), pool.failed()]).catch(async (err: unknown) => {
+      await watch.stop();
+      throw err;
+    });
+    const seedingSeconds = Number(((Date.now() - t0) / 1000).toFixed(1));
+    const peak = await watch.stop();
+    const partsAfter = await memoryParts(o.redis);
+    const after = partsAfter.used_memory;
+    const b = await memoryByFamily(o.redis, campaignKey);
+    const waiting = b.byKind['host.frontier']?.elements ?? 0;
+    const hosts = b.byKind['host.frontier']?.keys ?? 0;
+    const figures = {
+      scenario: `${o.name}: ${list.seeds.toLocaleString('en-US')} seeds over ${o.hosts.toLocaleString('en-US')} hosts, held in the frontier by a pause`,
+      run: 'frontier',
+      seeds: list.seeds,
+      listBytes: list.listBytes,
+      meanUrlChars: list.meanUrlChars,
+      seedingSeconds,
+      waitingUrls: waiting,
+      hostsWithFrontier: hosts,
+      // Hosts dispatched before the pause took hold (each has a record): the crawling there was, if any.
+      hostsDispatched: b.byKind['campaign.hosts']?.elements ?? 0,
+      usedMemory: { before, peak: peak.peak, peakAtSeconds: peak.peakAtSeconds, after, samples: peak.samples.length },
+      infoMemory: { before: partsBefore, after: partsAfter },
+      perWaitingUrlBytes: per(after - before, waiting),
+      keysBytes: b.bytes,
+      // A frontier entry and its seen fingerprint (as the operations guide counts a waiting URL), and the entry alone.
+      perWaitingUrlKeysBytes: per(bytesOf(b, ['frontier', 'seen']), waiting),
+      perFrontierEntryBytes: per(b.byKind['host.frontier']?.bytes ?? 0, waiting),
+      ...headline(b, hosts),
+      byFamily: familyFigures(b, waiting),
+      byKind: b.byKind,
+      unknownKeys: b.unknownKeys,
+      scanMs: b.scanMs,
+    };
+    log(`\n${figures.scenario}: seeded in ${seedingSeconds} s, URLs of ${list.meanUrlChars} characters on average, ${figures.hostsDispatched} hosts dispatched`);
+    log(`used_memory: before ${before}, after ${after} (peak ${peak.peak}): ${figures.perWaitingUrlBytes} bytes a waiting URL, everything included`);
+    log(
+      `frontier entry + seen fingerprint ${figures.perWaitingUrlKeysBytes} bytes a URL; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts)`,
+    );
+    log(`${familyTable('once seeded, MEMORY USAGE by family', b, waiting, 'waiting URL')}\n`);
+    await handle.signal('cancel', { reason: 'bench over' });
+    await handle.result().catch(() => undefined);
+    return figures;
+  } finally {
+    await pool.stopAll();
+    if (campaignKey) await purgeCampaign(o.redis, campaignKey);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Resolves once the campaign has read its whole seed list: a loadSeeds
+ * activity of its current run answered `done`, or the run was continued as
+ * new with the list read (its carry says so). Polls the history every 2 s.
+ */
+async function seedingDone(client: Client, workflowId: string): Promise<void> {
+  const E = temporal.api.enums.v1.EventType;
+  const json = (p?: temporal.api.common.v1.IPayloads | null): unknown => {
+    const data = p?.payloads?.[0]?.data;
+    return data ? JSON.parse(Buffer.from(data).toString('utf8')) : null;
+  };
+  for (;;) {
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const loads = new Set<number>();
+    for (const e of events) {
+      if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+        const input = json(e.workflowExecutionStartedEventAttributes?.input) as { carry?: { seeds?: { done?: boolean } } } | null;
+        if (input?.carry?.seeds?.done) return;
+      }
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadSeeds') loads.add(Number(e.eventId));
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED && loads.has(Number(e.activityTaskCompletedEventAttributes?.scheduledEventId))) {
+        if ((json(e.activityTaskCompletedEventAttributes?.result) as { done?: boolean } | null)?.done) return;
+      }
+      if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED || e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) {
+        throw new Error(`the campaign ended before its seed list was read`);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+}
