@@ -58,19 +58,10 @@ async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<Sessi
   }
 }
 
-/**
- * The session ended: its record goes. On a stopping worker it stays until the worker sees the end
- * at the server (WorkerLiveness.endedWhileStopping): a server down meanwhile would never get it.
- */
+/** The session ended: its record goes (on a stopping worker, once its end is known to have reached the server: activities/session-ends.ts). */
 async function settleRegistration(rt: WorkerRuntime, registration: Registration): Promise<void> {
-  const liveness = rt.deps.liveness;
-  if (!liveness) return;
-  if (rt.draining) {
-    const { activityId, attempt } = Context.current().info;
-    liveness.endedWhileStopping(registration, { activityId, attempt });
-    return;
-  }
-  await liveness.unregister(registration).catch(() => undefined);
+  const { activityId, attempt } = Context.current().info;
+  await rt.deps.liveness?.ended(registration, { activityId, attempt }, rt.draining);
 }
 
 /**

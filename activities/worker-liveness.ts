@@ -16,6 +16,7 @@ import { WorkerRegistry, type SessionRecord } from '../src/redis/worker-registry
 import type { RedisLike } from '../src/redis/scripts';
 import { signalRunIfRunning } from '../src/temporal/signal';
 import { sessionLostSignal } from '../workflows/messages';
+import { SessionEnds, type SessionAttempt } from './session-ends';
 
 const PendingActivityState = proto.api.enums.v1.PendingActivityState;
 
@@ -32,8 +33,6 @@ const TELL_AT_ONCE = 16;
 const FOLLOW_UP_MS = 75_000;
 /** gRPC's NOT_FOUND: the run ended (or is unknown). */
 const GRPC_NOT_FOUND = 5;
-/** How long a stopping worker asks the server whether a session's end reached it (a server that is down does not answer). */
-const SETTLE_DEADLINE_MS = 3_000;
 
 export interface LivenessOptions {
   /** How long the lease lasts without a renewal (ms). */
@@ -61,12 +60,6 @@ export interface Registration {
   record: SessionRecord;
 }
 
-/** The activity attempt that ran a session: which of the run's pending activities would still be it. */
-export interface SessionAttempt {
-  activityId: string;
-  attempt: number;
-}
-
 export class WorkerLiveness {
   readonly registry: WorkerRegistry;
   private readonly beatMs: number;
@@ -80,8 +73,9 @@ export class WorkerLiveness {
   private stopped = false;
   /** Workers this process tells the hosts of now (one beat's cleanup may outlast the beat). */
   private readonly reaping = new Set<string>();
-  /** Sessions that ended while this worker stopped, kept recorded until stop() sees their end reached the server. */
-  private readonly unsettled: Array<{ reg: Registration; ran: SessionAttempt }> = [];
+  /** Sessions that ended here, recorded until their end is known to have reached the server (./session-ends.ts). */
+  private readonly ends: SessionEnds<Registration>;
+  private settling: Promise<void> | null = null;
 
   constructor(
     redis: RedisLike,
@@ -93,6 +87,16 @@ export class WorkerLiveness {
     this.claimMs = Math.max(10_000, 2 * opts.leaseMs);
     this.identity = opts.identity ?? defaultIdentity();
     this.currentId = this.newId();
+    this.ends = new SessionEnds({
+      temporal,
+      namespace: opts.namespace,
+      log: opts.log,
+      unregister: (reg) => this.registry.unregister(reg.workerId, reg.record),
+      record: async (reg) => void (await this.registry.register(reg.workerId, reg.record)),
+      tell: async (r) => {
+        await signalRunIfRunning(this.temporal, { workflowId: r.workflowId, runId: r.runId }, sessionLostSignal, { session: r.session });
+      },
+    });
   }
 
   /** The id this process holds its lease under now. */
@@ -149,6 +153,8 @@ export class WorkerLiveness {
         this.reaping.add(dead);
         void this.reap(dead).finally(() => this.reaping.delete(dead));
       }
+      // Apart from the lease: a slow or absent Temporal server never holds a renewal up.
+      if (!this.settling && !this.stopped) this.settling = this.ends.beat().finally(() => (this.settling = null));
     } catch (err) {
       // Redis unreachable: nothing to do but try again next beat (the lease may run out meanwhile).
       this.opts.log.warn('worker liveness: beat failed', { error: err instanceof Error ? err.message : String(err) });
@@ -274,59 +280,28 @@ export class WorkerLiveness {
     return { workerId, record };
   }
 
-  async unregister(reg: Registration): Promise<void> {
-    await this.registry.unregister(reg.workerId, reg.record);
+  /**
+   * A session ended here (`ran`: its activity attempt). Its record goes, but the worker keeps it in
+   * mind until its end is known to have reached the server (./session-ends.ts): a server away when
+   * the result was sent never gets it, and the host would wait for the heartbeat timeout. On a
+   * stopping worker the record stays until then: the worker may be killed before it can tell.
+   */
+  async ended(reg: Registration, ran: SessionAttempt, stopping: boolean): Promise<void> {
+    if (!stopping) await this.registry.unregister(reg.workerId, reg.record).catch(() => undefined);
+    this.ends.ended(reg, reg.record, ran, stopping);
   }
 
   /**
-   * A session ended while this worker stops. Its result goes to the server after this, and may never
-   * get there: a server that is down when a stopping worker's sessions end (or a worker killed before
-   * its results are sent) leaves the attempt running at the server, and nobody would run the host's
-   * next session before the heartbeat timeout (5 min). So the record stays until stop() sees the end
-   * at the server; an end it cannot see keeps the record, the lease runs out, and a live worker tells
-   * the host (a run told of a session that did end ignores it).
+   * Stops beating; settles the sessions that ended (their results are sent by now); leaves when none
+   * of this process's sessions is recorded any more (else its lease runs out and its hosts are told).
    */
-  endedWhileStopping(reg: Registration, ran: SessionAttempt): void {
-    this.unsettled.push({ reg, ran });
-  }
-
-  /** Stops beating; leaves when none of this process's sessions is recorded any more (else its lease runs out and its hosts are told). */
   async stop(): Promise<boolean> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.beating;
-    await this.settle();
+    await this.settling;
+    await this.ends.stop();
     return this.registry.leave(this.currentId).catch(() => false);
-  }
-
-  /** The records of sessions that ended while stopping go, for each whose end the server has (see endedWhileStopping). */
-  private async settle(): Promise<void> {
-    const queue = this.unsettled.splice(0);
-    const one = async () => {
-      for (let u = queue.shift(); u; u = queue.shift()) {
-        const landed = await this.endReached(u.reg.record, u.ran).catch(() => false);
-        if (landed) await this.unregister(u.reg).catch(() => undefined);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(TELL_AT_ONCE, queue.length) }, one));
-  }
-
-  /** Whether the server has the end of the attempt `ran` of a session of run `r`: it is no longer started there. Throws when the server does not answer. */
-  private async endReached(r: SessionRecord, ran: SessionAttempt): Promise<boolean> {
-    let described;
-    try {
-      described = await this.temporal.connection.withDeadline(Date.now() + SETTLE_DEADLINE_MS, () =>
-        this.temporal.workflowService.describeWorkflowExecution({ namespace: this.opts.namespace, execution: { workflowId: r.workflowId, runId: r.runId } }),
-      );
-    } catch (err) {
-      if ((err as { code?: number }).code === GRPC_NOT_FOUND) return true;
-      throw err;
-    }
-    if (described.workflowExecutionInfo?.closeTime) return true;
-    // Its retry (a later attempt) or nothing pending under its id: the end got there.
-    return !(described.pendingActivities ?? []).some(
-      (a) => a.activityId === ran.activityId && a.attempt === ran.attempt && a.state !== PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
-    );
   }
 }

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { WorkerLiveness, type SessionAttempt } from '../../activities/worker-liveness';
+import type { SessionAttempt } from '../../activities/session-ends';
+import { WorkerLiveness } from '../../activities/worker-liveness';
 import { createLogger } from '../../src/log/logger';
 import { createRedis } from '../../src/redis/client';
 import { workerKeys } from '../../src/redis/keys';
@@ -146,7 +147,7 @@ describe('SIGTERM to the worker running host sessions', () => {
   });
 });
 
-describe('a session that ends while its worker stops', () => {
+describe('a session that ends while the Temporal server may not hear of it', () => {
   let h: Harness;
   let redis: RedisLike;
   beforeAll(async () => {
@@ -159,18 +160,22 @@ describe('a session that ends while its worker stops', () => {
     await h?.close();
   });
 
-  /** A stopping worker (its own registry) that ran session `r` as attempt `ran`: whether it left, and whether the record stayed. */
-  async function stopAfter(client: Client, r: SessionRecord, ran: SessionAttempt) {
+  /** A worker (a registry of its own) on which session `r` ended as attempt `ran` (while it stopped, or before), stopped: whether it left, and whether the record stayed. */
+  async function stopAfter(client: Client, r: SessionRecord, ran: SessionAttempt, stopping = true) {
     const group = randomUUID();
     const liveness = new WorkerLiveness(redis, client, { leaseMs: 60_000, namespace: client.options.namespace, log: createLogger({ level: 'error' }), group });
     const reg = await liveness.register(r);
-    liveness.endedWhileStopping(reg, ran);
+    await liveness.ended(reg, ran, stopping);
     const left = await liveness.stop();
     const kept = Object.keys(await redis.hgetall(workerKeys(group).sessions(reg.workerId)));
     return { left, kept: kept.length };
   }
 
-  test('its record stays, for a live worker to hand over, until the server has its end', async () => {
+  const sessionLostSignals = async (r: SessionRecord) =>
+    (await h.client.workflow.getHandle(r.workflowId, r.runId).fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'sessionLost')
+      .length;
+
+  test('its record stays while the server cannot say; an attempt the server still has started is reported lost, then dropped', async () => {
     const seed = h.web.url('settle.liveness.test', '/');
     const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 300 }, session: { firstLocalMs: 1_000 } });
     let running: { r: SessionRecord; ran: SessionAttempt } | undefined;
@@ -187,14 +192,25 @@ describe('a session that ends while its worker stops', () => {
       }
       if (!running) await sleep(100);
     }
-    // The attempt is still started at the server (its end never got there): the record stays, the worker does not leave.
-    expect(await stopAfter(h.client, running.r, running.ran)).toEqual({ left: false, kept: 1 });
-    // A server that does not answer cannot say the end got there either.
+    // A server that does not answer cannot say whether the end got there: the record stays, the worker does not leave (its lease runs out, and a live worker tells the host).
     const deaf = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: h.client.options.namespace });
     expect(await stopAfter(deaf, running.r, running.ran)).toEqual({ left: false, kept: 1 });
-    // An attempt the server no longer has as started (its retry, or its end arrived): the record goes, the worker leaves.
+    // The same for a session that ended before the worker began to stop (its record went at its end, and comes back).
+    expect(await stopAfter(deaf, running.r, running.ran, false)).toEqual({ left: false, kept: 1 });
+    expect(await sessionLostSignals(running.r)).toBe(0);
+    // An attempt the server no longer has as started (its end arrived, or it was retried): the record goes, the host is not told.
     expect(await stopAfter(h.client, running.r, { ...running.ran, activityId: 'not-pending' })).toEqual({ left: true, kept: 0 });
-    expect((await handle.result()).status).toBe('completed');
+    expect(await sessionLostSignals(running.r)).toBe(0);
+    // Still started at the server though it "ended" here (its result never got there): the host is told, the record goes.
+    expect(await stopAfter(h.client, running.r, running.ran)).toEqual({ left: true, kept: 0 });
+    expect(await sessionLostSignals(running.r)).toBe(1);
+    // Told, the host moved on to its next session and the campaign crawled every page, once.
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    const expected = h.web.expectedPages([seed]);
+    const fetched = pageRequests(h.web.requests()).map((q) => urlOf(h, q));
+    expect(new Set(fetched)).toEqual(expected);
+    expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
     // The run closed: nothing of it can be running.
     expect(await stopAfter(h.client, running.r, running.ran)).toEqual({ left: true, kept: 0 });
   });
