@@ -119,6 +119,11 @@ function controlOf(version: string | null, paused: string | null, stop: string |
   };
 }
 
+/** How long a dispatch round waits for the one under way (a long round of many hosts). */
+const DISPATCH_WAIT_MS = 120_000;
+/** How long the dispatch lock outlives its holder's last renewal (renewed three times as often). */
+export const DISPATCH_HOLD_MS = 6_000;
+
 export class CampaignHosts {
   private readonly k: ReturnType<typeof campaignKeys>;
 
@@ -159,16 +164,21 @@ export class CampaignHosts {
    * (its workflow task timed out on a loaded machine while the first attempt
    * went on) waits for the one under way instead of starting the same hosts twice.
    */
-  async exclusiveDispatch<T>(fn: () => Promise<T>, holdMs = 120_000): Promise<T> {
+  async exclusiveDispatch<T>(fn: () => Promise<T>, waitMs = DISPATCH_WAIT_MS, holdMs = DISPATCH_HOLD_MS): Promise<T> {
     const token = `${process.pid}-${Math.random().toString(36).slice(2)}`;
-    const deadline = Date.now() + holdMs;
+    const deadline = Date.now() + waitMs;
     while ((await this.redis.set(this.k.dispatching, token, 'PX', holdMs, 'NX')) !== 'OK') {
-      if (Date.now() > deadline) throw new Error(`another dispatch round of ${this.campaignKey} has held the lock for ${holdMs} ms`);
+      if (Date.now() > deadline) throw new Error(`another dispatch round of ${this.campaignKey} has held the lock for ${waitMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
+    // Renewed while the round runs, so a long round keeps it, and a holder that dies (a worker
+    // killed mid-round) leaves it for holdMs, not for the longest round there could be: with a
+    // 120 s lock, a kill mid-round held every new host of the campaign back for 106 s.
+    const renew = setInterval(() => void this.redis.crawlLockRenew(this.k.dispatching, token, holdMs).catch(() => undefined), Math.floor(holdMs / 3));
     try {
       return await fn();
     } finally {
+      clearInterval(renew);
       if ((await this.redis.get(this.k.dispatching)) === token) await this.redis.del(this.k.dispatching);
     }
   }

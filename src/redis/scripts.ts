@@ -465,6 +465,15 @@ if tonumber(ARGV[3]) > cur then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) en
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('ZREM', KEYS[1], ARGV[1]) end
 return 1`,
   },
+  // KEYS: lock. ARGV: token, holdMs. A lock (SET NX PX) its holder renews while
+  // it works: only while it still holds it. Returns 1 if renewed, 0 if not its own.
+  crawlLockRenew: {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`,
+  },
   // KEYS: active, ready. ARGV: host, gen. A host workflow whose frontier
   // ran dry gives its slot up, unless a newer dispatch (a wake it has not
   // seen yet) holds it. Returns {released, active hosts left, ready hosts}.
@@ -749,6 +758,7 @@ declare module 'ioredis' {
       host: string,
     ): Result<[string | null, string | null, string | null, string | null, string | null, number, string | null, string | null, number], Context>;
     crawlMarkReady(ready: string, readySeq: string, givenUp: string, active: string, ...hosts: string[]): Result<number, Context>;
+    crawlLockRenew(lock: string, token: string, holdMs: number): Result<number, Context>;
     crawlDispatched(ready: string, active: string, host: string, readySeq: string, gen: number): Result<number, Context>;
     crawlRelease(active: string, ready: string, host: string, gen: number): Result<[number, number, number], Context>;
     crawlPark(active: string, ready: string, parked: string, host: string, gen: number, dueInMs: number, capped: number): Result<[number, number, number], Context>;

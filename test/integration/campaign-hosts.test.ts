@@ -5,7 +5,8 @@
 // until every live host says 'paused').
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
+import { CampaignHosts, DISPATCH_HOLD_MS, type HostRecord } from '../../src/redis/campaign-hosts';
+import { campaignKeys } from '../../src/redis/keys';
 import { createRedis } from '../../src/redis/client';
 import { Frontier } from '../../src/redis/frontier';
 import { urlFingerprint } from '../../src/url/fingerprint';
@@ -91,5 +92,51 @@ describe('the host table', () => {
     expect(await requeueLost(redis, ck)).toEqual({ requeued: 0, hosts: 1 });
     expect(await a.f.stats()).toMatchObject({ fetched: 2, bytes: 20 });
     expect((await hosts.counts()).ready).toBe(1);
+  });
+});
+
+describe('the dispatch lock', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  test('a round longer than the lock keeps it (renewed): the next round runs after it, never beside it', async () => {
+    const key = `lock-${randomUUID()}`;
+    const a = new CampaignHosts(redis, key);
+    const b = new CampaignHosts(redis, key);
+    const order: string[] = [];
+    const first = a.exclusiveDispatch(
+      async () => {
+        order.push('a starts');
+        await sleep(900);
+        order.push('a ends');
+      },
+      5_000,
+      300,
+    );
+    await sleep(50);
+    await b.exclusiveDispatch(async () => void order.push('b runs'), 5_000, 300);
+    await first;
+    expect(order).toEqual(['a starts', 'a ends', 'b runs']);
+  });
+
+  test('a round holds the lock only a few seconds past its last renewal, so a holder that dies mid-round does not hold every later round back', async () => {
+    const key = `lock-${randomUUID()}`;
+    const hosts = new CampaignHosts(redis, key);
+    const lock = campaignKeys(key).dispatching;
+    let ttl = -1;
+    await hosts.exclusiveDispatch(async () => {
+      await sleep(DISPATCH_HOLD_MS / 2);
+      ttl = await redis.pttl(lock);
+    });
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(DISPATCH_HOLD_MS);
+    // Released at the end.
+    expect(await redis.exists(lock)).toBe(0);
   });
 });
