@@ -185,6 +185,18 @@ export const contentKeys = (campaignKey: string, maxDistance: number) => {
      * differently never read each other's buckets as if they lined up.
      */
     band: (i: number) => `${P}:${tag}:content:k${maxDistance}:band:${i}`,
+    /**
+     * HASH: the compact layout's marker (`v` = 2: src/dedup/content-format.ts; absent, the
+     * campaign has the layout above), each map's linear-hashing state (`<map>:l`, `<map>:s`,
+     * `<map>:n`) and the pages numbered so far (`pages`): src/dedup/compact-store.ts.
+     */
+    meta: `${P}:${tag}:content:meta`,
+    /**
+     * The compact layout's buckets: `v` verdicts (URL key → verdict), `x` exact hashes (→ page
+     * number), `p` payload digests (→ stored copy), `k<d>b<i>` SimHash band records (strings of
+     * 12-byte records), and `u` the pages' URLs (strings, PAGE_SLOTS URLs each). Bucket n of map m.
+     */
+    bucket: (map: string, n: number) => `${P}:${tag}:content:${map}:${n}`,
   };
 };
 
