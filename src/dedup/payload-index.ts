@@ -73,27 +73,33 @@ if v and string.sub(v, 1, 3 + #ARGV[2]) == 'p\\t' .. ARGV[2] .. '\\t' then redis
 return 0`;
 
 // The compact layout (format 2, src/dedup/compact-store.ts): the same four
-// steps on the map \`p\` (payload key, 8 bytes → state). A stored copy is kept
-// as '<kind><page>,<date>,<record id>': the page number of its URL in the
-// page table (the content check's own page for this URL when it has one, so
-// an HTML page's URL is kept once), WARC-Date as epoch ms (or as written
-// when that would not give it back), and the record ID as 16 bytes (kind
-// 'b', a \`<urn:uuid:…>\`) or as written (kind 't'; '' for none). A claim is
-// 'p<attempt>\\t<claimed at, ms>'. Every script answers as the old ones do,
-// a stored copy as 's\\t<uri>\\t<date>\\t<record id>' (its date in ms: parseStored2).
+// steps on the map \`p\` (payload key, 8 bytes → state). A stored copy names
+// the page of its URL in the page table (the content check's own page for
+// this URL when it has one, so an HTML page's URL is kept once): 'c' + page
+// (4 bytes) + WARC-Date as epoch ms (6 bytes) + record ID (16 bytes, of a
+// \`<urn:uuid:…>\`), 27 bytes; or, when the date or the id is in another shape
+// (epoch ms would not give the very text back), 'x<page>,<date>,<record id>'
+// as written. A claim is 'p<attempt>\\t<claimed at, ms>'. Every script
+// answers as the old ones do, a stored copy as 's\\t<uri>\\t<date>\\t<record
+// id>' (its date as '@<epoch ms>' when it was kept so: parseStored2).
 const STORED2_LUA = `
 local meta, pre = KEYS[1], ARGV[1]
 ${COMPACT_LUA}
 local function stored(v)
   local kind = string.sub(v, 1, 1)
-  if kind == 'p' then return nil end
-  local c1 = string.find(v, ',', 2, true)
-  local c2 = string.find(v, ',', c1 + 1, true)
-  local rid = string.sub(v, c2 + 1)
-  if kind == 'b' then
-    rid = string.format('<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x>', string.byte(rid, 1, 16))
+  local page, date, rid
+  if kind == 'c' then
+    page, date = struct.unpack('>I4I6', v, 2)
+    date = '@' .. fmt(date)
+    rid = string.format('<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x>', string.byte(v, 12, 27))
+  elseif kind == 'x' then
+    local c1 = string.find(v, ',', 2, true)
+    local c2 = string.find(v, ',', c1 + 1, true)
+    page, date, rid = tonumber(string.sub(v, 2, c1 - 1)), string.sub(v, c1 + 1, c2 - 1), string.sub(v, c2 + 1)
+  else
+    return nil
   end
-  return 's\\t' .. pageUrl(tonumber(string.sub(v, 2, c1 - 1))) .. '\\t' .. string.sub(v, c1 + 1, c2 - 1) .. '\\t' .. rid
+  return 's\\t' .. pageUrl(page) .. '\\t' .. date .. '\\t' .. rid
 end
 `;
 
@@ -115,7 +121,8 @@ end
 mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
 return 'o'`;
 
-// ARGV: prefix, payload key, uri, URL key (8 bytes), date, record id kind, record id. As CONFIRM_LUA.
+// ARGV: prefix, payload key, uri, URL key (8 bytes), then epoch ms and the record ID's 16 bytes
+// (kind 'c'), or the date and the record ID as written (kind 'x'), then the kind. As CONFIRM_LUA.
 const CONFIRM2_LUA = `${STORED2_LUA}
 local v = mapGet('p', ARGV[2])
 if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
@@ -127,7 +134,11 @@ if verdict then
   if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
 end
 page = page or newPage(ARGV[3])
-mapPut('p', ARGV[2], ARGV[6] .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[7])
+if ARGV[7] == 'c' then
+  mapPut('p', ARGV[2], 'c' .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+else
+  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
+end
 return 1`;
 
 // ARGV: prefix, payload key, attempt. As ABANDON_LUA.
@@ -169,20 +180,22 @@ function ensureScripts(redis: Redis | Cluster): void {
 
 const UUID_RECORD_ID = /^<urn:uuid:([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})>$/;
 
-/** A stored copy's date and record id as CONFIRM2_LUA keeps them: [date, record id kind, record id]. */
-function packStored(stored: RevisitOf): [string, string, string | Buffer] {
+/** A stored copy's date and record id as CONFIRM2_LUA takes them: [date, record id, kind]. */
+function packStored(stored: RevisitOf): [string, string | Buffer, 'c' | 'x'] {
   const ms = Date.parse(stored.date);
-  // Epoch ms only when it gives the very text back: WARC-Refers-To-Date must equal the original's WARC-Date.
-  const date = Number.isFinite(ms) && ms >= 0 && new Date(ms).toISOString() === stored.date ? String(ms) : stored.date;
   const uuid = stored.recordId ? UUID_RECORD_ID.exec(stored.recordId) : null;
-  if (uuid) return [date, 'b', Buffer.from(uuid.slice(1).join(''), 'hex')];
-  return [date, 't', stored.recordId ?? ''];
+  // Epoch ms only when it gives the very text back: WARC-Refers-To-Date must equal the original's WARC-Date.
+  if (uuid && Number.isInteger(ms) && ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === stored.date) {
+    return [String(ms), Buffer.from(uuid.slice(1).join(''), 'hex'), 'c'];
+  }
+  if (stored.date.includes(',')) throw new TypeError(`a stored payload's date may not contain a comma: ${JSON.stringify(stored.date)}`);
+  return [stored.date, stored.recordId ?? '', 'x'];
 }
 
 /** A stored copy as the format-2 scripts answer it: its date back from epoch ms. */
 function parseStored2(v: string): RevisitOf {
   const of = parseStored(v);
-  return /^\d+$/.test(of.date) ? { ...of, date: new Date(Number(of.date)).toISOString() } : of;
+  return of.date.startsWith('@') ? { ...of, date: new Date(Number(of.date.slice(1))).toISOString() } : of;
 }
 
 /** `original`: write the full response, then confirm(). `revisit`: write a revisit record referring to `of`. */
@@ -269,8 +282,8 @@ export class PayloadIndex {
       if (/[\t\n]/.test(f)) throw new TypeError(`a stored payload's field may not contain a tab or newline: ${JSON.stringify(f)}`);
     if (await this.compact()) {
       if (stored.uri.includes('\n')) throw new TypeError(`a stored payload's uri may not contain a newline: ${JSON.stringify(stored.uri)}`);
-      const [date, kind, rid] = packStored(stored);
-      return (await this.redis.crawlPayloadConfirm2(this.meta, this.prefix, key64(digest), stored.uri, key64(stored.uri), date, kind, rid)) === 1;
+      const [date, rid, kind] = packStored(stored);
+      return (await this.redis.crawlPayloadConfirm2(this.meta, this.prefix, key64(digest), stored.uri, key64(stored.uri), date, rid, kind)) === 1;
     }
     return (await this.redis.crawlPayloadConfirm(this.key, digest, `s\t${stored.uri}\t${stored.date}\t${stored.recordId ?? ''}`)) === 1;
   }

@@ -30,10 +30,14 @@ export const hostKeys = (campaignKey: string, host: string) => {
     fence: `${P}:${tag}:fence`,
     /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
     attempts: `${P}:${tag}:attempts`,
-    /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
+    /**
+     * HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one
+     * (src/storage/seal.ts). Both in binary (12 and 6 bytes, src/redis/sealing-state.ts); an older release's as text.
+     */
     committed: `${P}:${tag}:committed`,
     /**
-     * HASH URL fingerprint → what undoes its commit (`id\tscore\tcounter\tbytes\tmember`), for an
+     * HASH URL fingerprint → what undoes its commit (`id\tscore\tcounter\tbytes\tmember`; with a binary id
+     * `\0<6-byte id>score\t…`), for an
      * output in a bucket only, until a seal finds the committed line there: a commit whose line was
      * lost with a worker's disk is undone and fetched again (crawlUncommit, activities/requeue-lost.ts).
      */
