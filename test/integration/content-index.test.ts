@@ -324,6 +324,17 @@ describe('compact layout (format 2)', () => {
     expect(bytes / pages.length).toBeLessThan(160);
   });
 
+  it('gives back every URL as it was, whatever its scheme (the page table keeps http:// and https:// in a byte)', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign);
+    const idx = new ContentIndex(redis, campaign);
+    for (const url of ['https://s.test/a?b=1#', 'http://h.test/', 'ftp://f.test/x', 'https:/odd', 'http:', 'urn:x:http://y']) {
+      const h = hash();
+      expect(await idx.check({ url, exactHash: h, simhash: null })).toEqual({ kind: 'unique' });
+      expect(await idx.check({ url: `${url}-copy`, exactHash: h, simhash: null })).toEqual({ kind: 'exact-duplicate', of: url });
+    }
+  });
+
   it('keeps a page URL once: the payload its content check numbered refers to the same page', async () => {
     const campaign = ck();
     await markContentFormat(redis, campaign);
