@@ -179,7 +179,18 @@ export function familyFigures(b: MemoryBreakdown, per: number): Record<string, {
 }
 
 /** Families that grow with URLs, not hosts: what a waiting, seen or crawled URL costs. The rest grows with hosts (and a few keys per campaign). */
-export const URL_FAMILIES: KeyFamily[] = ['frontier', 'seen', 'content-verdicts', 'content-exact', 'content-bands', 'content-payloads', 'sealing', 'budgets', 'revisits'];
+export const URL_FAMILIES: KeyFamily[] = [
+  'frontier',
+  'seen',
+  'content-verdicts',
+  'content-exact',
+  'content-bands',
+  'content-payloads',
+  'content-pages',
+  'sealing',
+  'budgets',
+  'revisits',
+];
 
 /** Bytes of the families named. */
 export const bytesOf = (b: MemoryBreakdown, families: KeyFamily[]): number => families.reduce((n, f) => n + b.byFamily[f].bytes, 0);

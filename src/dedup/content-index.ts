@@ -3,7 +3,10 @@
 // both consulted and updated by one Lua script so concurrent workers agree on
 // which page came first.
 import type { Cluster, Redis, Result } from 'ioredis';
+import { hash } from 'node:crypto';
 import { contentKeys } from '../redis/keys';
+import { COMPACT_LUA, compactPrefix } from './compact-store';
+import { contentFormat } from './content-format';
 import { simhashToHex } from './simhash';
 
 export type ContentVerdict = { kind: 'unique' } | { kind: 'exact-duplicate'; of: string } | { kind: 'near-duplicate'; of: string; distance: number };
@@ -107,10 +110,136 @@ end
 redis.call('HSET', KEYS[1], url, verdict)
 return verdict`;
 
+// The compact layout (format 2, src/dedup/compact-store.ts). KEYS: meta.
+// ARGV: prefix, url, URL key (8 bytes), exact key (8 bytes), SimHash (8
+// bytes, big-endian) or '', maxDistance, bucketCap, band map prefix
+// (\`k<d>b\`), then for each band its mask as two 32-bit halves and each
+// half's lowest mask bit's weight (bandMasks). Returns the verdict
+// as CONTENT_CHECK_LUA does, the original's URL read from the page table.
+//
+// A verdict is kept by URL key as '<own page>' (unique: a number, which a
+// small hash stores in a few bytes), 'e<original>' or
+// 'n<distance>:<original>:<own page>'. Every body that is not an exact copy
+// gets a page number (its URL, once, in the page table) and claims its exact
+// key with it; a unique page also puts a band record (SimHash, page number)
+// in each band's bucket. Band buckets are strings of 12-byte records of all
+// band values that hash to the bucket: a record belongs to our band value
+// when its SimHash agrees with ours under the band's mask, so nothing but
+// the SimHash is stored to tell them apart. At most bucketCap records of one
+// band value are kept, the oldest dropped first, as before.
+const CONTENT_CHECK2_LUA = `
+local meta, pre = KEYS[1], ARGV[1]
+${COMPACT_LUA}
+local url, key, exact, sim = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+local function render(v)
+  local kind = string.sub(v, 1, 1)
+  if kind ~= 'e' and kind ~= 'n' then return 'u' end
+  if kind == 'e' then return 'e\\t' .. pageUrl(tonumber(string.sub(v, 2))) end
+  local d, of = string.match(v, '^n(%d+):(%d+)')
+  return 'n\\t' .. d .. '\\t' .. pageUrl(tonumber(of))
+end
+
+local known = mapGet('v', key)
+if known then return render(known) end
+
+local stored
+local owner = mapGet('x', exact)
+if owner then stored = 'e' .. owner end
+
+-- Band i's value, from its mask halves and their lowest bits' weights (ARGV
+-- 9.. in fours): the band's bits shifted down, the two halves' parts added
+-- when the band straddles them. What picks the band's bucket: any function
+-- of the band value would do, and the value's own low bits are uniform.
+local function bandHash(h, l, i)
+  local at = 5 + 4 * i
+  return (band(h, tonumber(ARGV[at])) % 4294967296) / tonumber(ARGV[at + 2]) + (band(l, tonumber(ARGV[at + 1])) % 4294967296) / tonumber(ARGV[at + 3])
+end
+
+local bands = {}
+local hi, lo
+-- An exact copy puts nothing in the bands: they are not read for it.
+if sim ~= '' and not stored then
+  hi, lo = struct.unpack('>I4I4', sim)
+  local function pop(x)
+    x = x - band(rshift(x, 1), 0x55555555)
+    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+    x = band(x + rshift(x, 4), 0x0F0F0F0F)
+    x = x + rshift(x, 8)
+    return band(x + rshift(x, 16), 0x3F)
+  end
+  local cap = tonumber(ARGV[7])
+  local bestD, bestId = tonumber(ARGV[6]) + 1, nil
+  for i = 1, (#ARGV - 8) / 4 do
+    local mhi, mlo = tonumber(ARGV[5 + 4 * i]), tonumber(ARGV[6 + 4 * i])
+    local x = bandHash(hi, lo, i)
+    local map = ARGV[8] .. (i - 1)
+    local bkey = bucketOf(map, x)
+    local p = redis.call('GET', bkey) or ''
+    local mine, first = 0, nil
+    for at = 1, #p - 11, 12 do
+      local rhi, rlo, rid = struct.unpack('>I4I4I4', p, at)
+      if band(bxor(rhi, hi), mhi) == 0 and band(bxor(rlo, lo), mlo) == 0 then
+        mine = mine + 1
+        first = first or at
+        -- The first half alone already too far: the second cannot bring it back.
+        local d = pop(bxor(hi, rhi))
+        if d < bestD then
+          d = d + pop(bxor(lo, rlo))
+          if d < bestD then bestD, bestId = d, rid end
+        end
+      end
+    end
+    bands[i] = {map = map, key = bkey, p = p, mine = mine, first = first, cap = cap}
+  end
+  if bestId then stored = 'n' .. bestD .. ':' .. fmt(bestId) end
+end
+
+local own
+if not owner then
+  own = newPage(url)
+  mapPut('x', exact, fmt(own))
+end
+if stored and string.sub(stored, 1, 1) == 'n' then stored = stored .. ':' .. fmt(own) end
+if not stored then
+  stored = fmt(own)
+  local rec = sim ~= '' and (sim .. struct.pack('>I4', own)) or nil
+  for i = 1, #bands do
+    local b = bands[i]
+    local p = b.p
+    if b.mine >= b.cap then
+      -- The oldest record of our band value goes: the map keeps its count.
+      p = string.sub(p, 1, b.first - 1) .. string.sub(p, b.first + 12)
+      redis.call('SET', b.key, p .. rec)
+    else
+      -- SET, not APPEND: an appended string keeps room to grow, up to as much again.
+      redis.call('SET', b.key, p .. rec)
+      grown(b.map, BAND_LOAD, function(from, to, l, s)
+        local all = redis.call('GET', from) or ''
+        local stay, go = {}, {}
+        for at = 1, #all - 11, 12 do
+          local rhi, rlo = struct.unpack('>I4I4', all, at)
+          local x = bandHash(rhi, rlo, i)
+          local r = string.sub(all, at, at + 11)
+          if x % 2 ^ (l + 1) == s then stay[#stay + 1] = r else go[#go + 1] = r end
+        end
+        if #go > 0 then
+          redis.call('SET', from, table.concat(stay))
+          redis.call('SET', to, (redis.call('GET', to) or '') .. table.concat(go))
+        end
+      end)
+    end
+  end
+end
+mapPut('v', key, stored)
+return render(stored)`;
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     // numkeys first: the band count, hence the key count, depends on maxDistance.
     crawlContentCheck(numKeys: number, ...keysThenArgv: (string | number)[]): Result<string, Context>;
+    crawlContentCheck2(meta: string, ...argv: (string | number | Buffer)[]): Result<string, Context>;
   }
 }
 
@@ -118,6 +247,43 @@ function ensureScript(redis: Redis | Cluster): void {
   if (typeof (redis as unknown as Record<string, unknown>).crawlContentCheck !== 'function') {
     redis.defineCommand('crawlContentCheck', { lua: CONTENT_CHECK_LUA });
   }
+  if (typeof (redis as unknown as Record<string, unknown>).crawlContentCheck2 !== 'function') {
+    redis.defineCommand('crawlContentCheck2', { numberOfKeys: 1, lua: CONTENT_CHECK2_LUA });
+  }
+}
+
+/** 64 bits of SHA-256 over a string: a URL's or a digest's key in the compact layout. */
+export const key64 = (s: string): Buffer => hash('sha256', s, 'buffer').subarray(0, 8);
+
+/** An exact content hash's key: its first 64 bits when it is `sha256:<hex>` (contentHashOf), else key64 of it. */
+export function exactKey(exactHash: string): Buffer {
+  const m = /^sha256:([0-9a-f]{16})/.exec(exactHash);
+  return m ? Buffer.from(m[1], 'hex') : key64(exactHash);
+}
+
+/**
+ * Each band's mask as [high 32 bits, low 32 bits, weight of the high half's
+ * lowest mask bit, the low half's], bands laid out as bandValues lays them.
+ */
+export function bandMasks(bands: number): [number, number, number, number][] {
+  const base = Math.floor(64 / bands);
+  const extra = 64 % bands;
+  const out: [number, number, number, number][] = [];
+  const lowest = (m: bigint): number => {
+    let n = 0;
+    while (m !== 0n && ((m >> BigInt(n)) & 1n) === 0n) n++;
+    return 2 ** n;
+  };
+  let shift = 64;
+  for (let i = 0; i < bands; i++) {
+    const width = base + (i < extra ? 1 : 0);
+    shift -= width;
+    const m = ((1n << BigInt(width)) - 1n) << BigInt(shift);
+    const mhi = m >> 32n;
+    const mlo = m & 0xffffffffn;
+    out.push([Number(mhi), Number(mlo), lowest(mhi), lowest(mlo)]);
+  }
+  return out;
 }
 
 /**
@@ -172,7 +338,7 @@ export class ContentIndex {
 
   constructor(
     private readonly redis: Redis | Cluster,
-    campaignKey: string,
+    private readonly campaignKey: string,
     opts: ContentIndexOptions = {},
   ) {
     this.maxDistance = opts.maxDistance ?? 3;
@@ -189,10 +355,30 @@ export class ContentIndex {
   async check(input: ContentCheckInput): Promise<ContentVerdict> {
     if (input.url.includes('\n')) throw new TypeError(`url may not contain a newline: ${JSON.stringify(input.url)}`);
     if (!input.exactHash) throw new TypeError('exactHash is empty');
+    if ((await contentFormat(this.redis, this.campaignKey)) === 2) return this.check2(input);
     const sim = input.simhash === null ? '' : simhashToHex(input.simhash);
     const fields = input.simhash === null ? this.bandKeys.map(() => '') : bandValues(input.simhash, this.bandKeys.length);
     const keys = [this.keys.verdict, this.keys.exact, ...this.bandKeys];
     const raw = await this.redis.crawlContentCheck(keys.length, ...keys, input.url, input.exactHash, sim, this.maxDistance, this.bucketCap, ...fields);
+    return parseVerdict(raw);
+  }
+
+  private async check2(input: ContentCheckInput): Promise<ContentVerdict> {
+    const k = this.keys;
+    const sim = input.simhash === null ? '' : Buffer.from(simhashToHex(input.simhash), 'hex');
+    const masks = input.simhash === null ? [] : bandMasks(this.bandKeys.length).flat();
+    const raw = await this.redis.crawlContentCheck2(
+      k.meta,
+      compactPrefix(this.campaignKey),
+      input.url,
+      key64(input.url),
+      exactKey(input.exactHash),
+      sim,
+      this.maxDistance,
+      this.bucketCap,
+      `k${this.maxDistance}b`,
+      ...masks,
+    );
     return parseVerdict(raw);
   }
 }

@@ -25,6 +25,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis, Result } from 'ioredis';
 import type { RevisitOf } from '../storage/warc-writer';
 import { contentKeys } from '../redis/keys';
+import { COMPACT_LUA, compactPrefix } from './compact-store';
+import { contentFormat } from './content-format';
+import { key64 } from './content-index';
 
 /** A claim not confirmed for this long is taken over: its claimant most likely died. */
 export const CLAIM_TAKEOVER_MS = 20_000;
@@ -69,19 +72,130 @@ local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v and string.sub(v, 1, 3 + #ARGV[2]) == 'p\\t' .. ARGV[2] .. '\\t' then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
 return 0`;
 
+// The compact layout (format 2, src/dedup/compact-store.ts): the same four
+// steps on the map \`p\` (payload key, 8 bytes → state). A stored copy names
+// the page of its URL in the page table (the content check's own page for
+// this URL when it has one, so an HTML page's URL is kept once): 'c' + page
+// (4 bytes) + WARC-Date as epoch ms (6 bytes) + record ID (16 bytes, of a
+// \`<urn:uuid:…>\`), 27 bytes; or, when the date or the id is in another shape
+// (epoch ms would not give the very text back), 'x<page>,<date>,<record id>'
+// as written. A claim is 'p<attempt>\\t<claimed at, ms>'. Every script
+// answers as the old ones do, a stored copy as 's\\t<uri>\\t<date>\\t<record
+// id>' (its date as '@<epoch ms>' when it was kept so: parseStored2).
+const STORED2_LUA = `
+local meta, pre = KEYS[1], ARGV[1]
+${COMPACT_LUA}
+local function stored(v)
+  local kind = string.sub(v, 1, 1)
+  local page, date, rid
+  if kind == 'c' then
+    page, date = struct.unpack('>I4I6', v, 2)
+    date = '@' .. fmt(date)
+    rid = string.format('<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x>', string.byte(v, 12, 27))
+  elseif kind == 'x' then
+    local c1 = string.find(v, ',', 2, true)
+    local c2 = string.find(v, ',', c1 + 1, true)
+    page, date, rid = tonumber(string.sub(v, 2, c1 - 1)), string.sub(v, c1 + 1, c2 - 1), string.sub(v, c2 + 1)
+  else
+    return nil
+  end
+  return 's\\t' .. pageUrl(page) .. '\\t' .. date .. '\\t' .. rid
+end
+`;
+
+// ARGV: prefix, payload key, attempt, takeover ms. As CLAIM_LUA.
+const CLAIM2_LUA = `${STORED2_LUA}
+local v = mapGet('p', ARGV[2])
+if v then
+  local s = stored(v)
+  if s then return s end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if v then
+  local attempt, since = string.match(v, '^p([^\\t]*)\\t(%d+)$')
+  if attempt == ARGV[3] then return 'o' end
+  local left = tonumber(since or '0') + tonumber(ARGV[4]) - now
+  if left > 0 then return 'w\\t' .. left end
+end
+mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
+return 'o'`;
+
+// ARGV: prefix, payload key, uri, URL key (8 bytes), then epoch ms and the record ID's 16 bytes
+// (kind 'c'), or the date and the record ID as written (kind 'x'), then the kind. As CONFIRM_LUA.
+const CONFIRM2_LUA = `${STORED2_LUA}
+local v = mapGet('p', ARGV[2])
+if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
+-- The URL's own page, when the content check numbered it (a unique page, or a near copy that claimed its hash).
+local page
+local verdict = mapGet('v', ARGV[4])
+if verdict then
+  local own = string.match(verdict, '^(%d+)$') or string.match(verdict, '^n%d+:%d+:(%d+)$')
+  if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
+end
+page = page or newPage(ARGV[3])
+if ARGV[7] == 'c' then
+  mapPut('p', ARGV[2], 'c' .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+else
+  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
+end
+return 1`;
+
+// ARGV: prefix, payload key, attempt. As ABANDON_LUA.
+const ABANDON2_LUA = `${STORED2_LUA}
+local v = mapGet('p', ARGV[2])
+if v and string.sub(v, 1, 2 + #ARGV[3]) == 'p' .. ARGV[3] .. '\\t' then mapDel('p', ARGV[2]) return 1 end
+return 0`;
+
+// ARGV: prefix, payload key. The stored copy ('s\\t…'), 'p' while claimed, or nil.
+const GET2_LUA = `${STORED2_LUA}
+local v = mapGet('p', ARGV[2])
+if not v then return false end
+return stored(v) or 'p'`;
+
+type Arg = string | number | Buffer;
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     crawlPayloadClaim(payloads: string, digest: string, attempt: string, takeoverMs: number): Result<string, Context>;
     crawlPayloadConfirm(payloads: string, digest: string, stored: string): Result<number, Context>;
     crawlPayloadAbandon(payloads: string, digest: string, attempt: string): Result<number, Context>;
+    crawlPayloadClaim2(meta: string, ...argv: Arg[]): Result<string, Context>;
+    crawlPayloadConfirm2(meta: string, ...argv: Arg[]): Result<number, Context>;
+    crawlPayloadAbandon2(meta: string, ...argv: Arg[]): Result<number, Context>;
+    crawlPayloadGet2(meta: string, ...argv: Arg[]): Result<string | null, Context>;
   }
 }
 
 function ensureScripts(redis: Redis | Cluster): void {
-  if (typeof (redis as unknown as Record<string, unknown>).crawlPayloadClaim === 'function') return;
+  if (typeof (redis as unknown as Record<string, unknown>).crawlPayloadClaim2 === 'function') return;
   redis.defineCommand('crawlPayloadClaim', { numberOfKeys: 1, lua: CLAIM_LUA });
   redis.defineCommand('crawlPayloadConfirm', { numberOfKeys: 1, lua: CONFIRM_LUA });
   redis.defineCommand('crawlPayloadAbandon', { numberOfKeys: 1, lua: ABANDON_LUA });
+  redis.defineCommand('crawlPayloadClaim2', { numberOfKeys: 1, lua: CLAIM2_LUA });
+  redis.defineCommand('crawlPayloadConfirm2', { numberOfKeys: 1, lua: CONFIRM2_LUA });
+  redis.defineCommand('crawlPayloadAbandon2', { numberOfKeys: 1, lua: ABANDON2_LUA });
+  redis.defineCommand('crawlPayloadGet2', { numberOfKeys: 1, lua: GET2_LUA });
+}
+
+const UUID_RECORD_ID = /^<urn:uuid:([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})>$/;
+
+/** A stored copy's date and record id as CONFIRM2_LUA takes them: [date, record id, kind]. */
+function packStored(stored: RevisitOf): [string, string | Buffer, 'c' | 'x'] {
+  const ms = Date.parse(stored.date);
+  const uuid = stored.recordId ? UUID_RECORD_ID.exec(stored.recordId) : null;
+  // Epoch ms only when it gives the very text back: WARC-Refers-To-Date must equal the original's WARC-Date.
+  if (uuid && Number.isInteger(ms) && ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === stored.date) {
+    return [String(ms), Buffer.from(uuid.slice(1).join(''), 'hex'), 'c'];
+  }
+  if (stored.date.includes(',')) throw new TypeError(`a stored payload's date may not contain a comma: ${JSON.stringify(stored.date)}`);
+  return [stored.date, stored.recordId ?? '', 'x'];
+}
+
+/** A stored copy as the format-2 scripts answer it: its date back from epoch ms. */
+function parseStored2(v: string): RevisitOf {
+  const of = parseStored(v);
+  return of.date.startsWith('@') ? { ...of, date: new Date(Number(of.date.slice(1))).toISOString() } : of;
 }
 
 /** `original`: write the full response, then confirm(). `revisit`: write a revisit record referring to `of`. */
@@ -94,14 +208,37 @@ function parseStored(v: string): RevisitOf {
 
 export class PayloadIndex {
   private readonly key: string;
+  private readonly meta: string;
+  private readonly prefix: string;
 
   constructor(
     private readonly redis: Redis | Cluster,
-    campaignKey: string,
+    private readonly campaignKey: string,
     private readonly takeoverMs = CLAIM_TAKEOVER_MS,
   ) {
     this.key = payloadKeys(campaignKey).payloads;
+    this.meta = contentKeys(campaignKey, 0).meta;
+    this.prefix = compactPrefix(campaignKey);
     ensureScripts(redis);
+  }
+
+  private compact(): Promise<boolean> {
+    return contentFormat(this.redis, this.campaignKey).then((f) => f === 2);
+  }
+
+  private async claimOnce(digest: string, attempt: string): Promise<string> {
+    if (await this.compact()) return this.redis.crawlPayloadClaim2(this.meta, this.prefix, key64(digest), attempt, this.takeoverMs);
+    return this.redis.crawlPayloadClaim(this.key, digest, attempt, this.takeoverMs);
+  }
+
+  /** The payload's state: the stored copy ('s\t…'), something else while claimed, or null. */
+  private async look(digest: string): Promise<string | null> {
+    if (await this.compact()) return this.redis.crawlPayloadGet2(this.meta, this.prefix, key64(digest));
+    return this.redis.hget(this.key, digest);
+  }
+
+  private async parse(v: string): Promise<RevisitOf> {
+    return (await this.compact()) ? parseStored2(v) : parseStored(v);
   }
 
   /**
@@ -112,9 +249,9 @@ export class PayloadIndex {
   async claim(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
     let pause = POLL_FIRST_MS;
     for (;;) {
-      const r = await this.redis.crawlPayloadClaim(this.key, digest, attempt, this.takeoverMs);
+      const r = await this.claimOnce(digest, attempt);
       if (r === 'o') return { kind: 'original' };
-      if (r.startsWith('s\t')) return { kind: 'revisit', of: parseStored(r) };
+      if (r.startsWith('s\t')) return { kind: 'revisit', of: await this.parse(r) };
       const left = Number(r.slice(2));
       await sleep(Math.max(1, Math.min(pause, left)), undefined, signal ? { signal } : undefined);
       pause = Math.min(pause * 2, POLL_MAX_MS);
@@ -131,8 +268,8 @@ export class PayloadIndex {
     const deadline = Date.now() + this.takeoverMs;
     let pause = POLL_FIRST_MS;
     for (;;) {
-      const v = await this.redis.hget(this.key, digest);
-      if (v?.startsWith('s\t')) return { kind: 'revisit', of: parseStored(v) };
+      const v = await this.look(digest);
+      if (v?.startsWith('s\t')) return { kind: 'revisit', of: await this.parse(v) };
       if (v || Date.now() >= deadline) return this.claim(digest, attempt, signal);
       await sleep(pause, undefined, signal ? { signal } : undefined);
       pause = Math.min(pause * 2, POLL_MAX_MS);
@@ -143,11 +280,17 @@ export class PayloadIndex {
   async confirm(digest: string, stored: RevisitOf): Promise<boolean> {
     for (const f of [stored.uri, stored.date, stored.recordId ?? ''])
       if (/[\t\n]/.test(f)) throw new TypeError(`a stored payload's field may not contain a tab or newline: ${JSON.stringify(f)}`);
+    if (await this.compact()) {
+      if (stored.uri.includes('\n')) throw new TypeError(`a stored payload's uri may not contain a newline: ${JSON.stringify(stored.uri)}`);
+      const [date, rid, kind] = packStored(stored);
+      return (await this.redis.crawlPayloadConfirm2(this.meta, this.prefix, key64(digest), stored.uri, key64(stored.uri), date, rid, kind)) === 1;
+    }
     return (await this.redis.crawlPayloadConfirm(this.key, digest, `s\t${stored.uri}\t${stored.date}\t${stored.recordId ?? ''}`)) === 1;
   }
 
   /** This attempt could not write its full response: others need not wait for it. */
   async abandon(digest: string, attempt: string): Promise<void> {
-    await this.redis.crawlPayloadAbandon(this.key, digest, attempt);
+    if (await this.compact()) await this.redis.crawlPayloadAbandon2(this.meta, this.prefix, key64(digest), attempt);
+    else await this.redis.crawlPayloadAbandon(this.key, digest, attempt);
   }
 }

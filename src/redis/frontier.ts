@@ -5,6 +5,7 @@ import { FRONTIER_PRIORITY_MAX, FRONTIER_PRIORITY_MIN } from '../config/campaign
 import { hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 import { CrawlerError } from '../errors';
+import { fpField, fpOfField, idOfValue, idValue } from './sealing-state';
 import type { CountedAs } from '../stats/counters';
 
 /**
@@ -288,8 +289,8 @@ export class Frontier {
       member,
       outcome,
       bytes,
-      attempt?.fp ?? '',
-      attempt?.id ?? '',
+      attempt ? fpField(attempt.fp) : '',
+      attempt ? idValue(attempt.id) : '',
       this.owner,
       attempt?.keepUndo ? '1' : '',
       ...enqueueArgs(last, bounds),
@@ -302,7 +303,13 @@ export class Frontier {
   /** For each fingerprint, the id of the attempt whose commit counted, or null (not committed, or committed before ids were recorded). */
   async committedAttempts(fps: string[]): Promise<(string | null)[]> {
     if (fps.length === 0) return [];
-    return this.redis.hmget(this.keys.committed, ...fps);
+    // The compact form first (src/redis/sealing-state.ts), then the text form a commit of an older release wrote.
+    const ids = (await this.redis.hmgetBuffer(this.keys.committed, ...fps.map(fpField))).map(idOfValue);
+    const missing = fps.filter((fp, i) => ids[i] === null && typeof fpField(fp) !== 'string');
+    if (missing.length === 0) return ids;
+    const older = new Map(missing.map((fp, i) => [fp, i]));
+    const found = await this.redis.hmget(this.keys.committed, ...missing);
+    return ids.map((id, i) => id ?? found[older.get(fps[i]) ?? -1] ?? null);
   }
 
   /**
@@ -312,16 +319,17 @@ export class Frontier {
   async *unsealed(): AsyncGenerator<string[]> {
     let cursor = '0';
     do {
-      const [next, flat] = await this.redis.hscan(this.keys.unsealed, cursor, 'COUNT', 500);
-      cursor = next;
-      const fps = flat.filter((_, i) => i % 2 === 0);
+      const [next, flat] = await this.redis.hscanBuffer(this.keys.unsealed, cursor, 'COUNT', 500);
+      cursor = next.toString();
+      const fps = flat.filter((_, i) => i % 2 === 0).map(fpOfField);
       if (fps.length) yield fps;
     } while (cursor !== '0');
   }
 
   /** A seal found these fingerprints' committed lines in the bucket: their commits are never undone. */
   async sealed(fps: string[]): Promise<void> {
-    if (fps.length > 0) await this.redis.hdel(this.keys.unsealed, ...fps);
+    // Both forms: a commit of an older release left its record under the text one.
+    if (fps.length > 0) await this.redis.hdel(this.keys.unsealed, ...fps.flatMap((fp) => [...new Set([fpField(fp), fp])]));
   }
 
   /**
@@ -333,7 +341,7 @@ export class Frontier {
     let queued = 0;
     for (const batch of batches(fps)) {
       const k = this.keys;
-      const [n, size] = await this.redis.crawlUncommit(k.frontier, k.stats, k.committed, k.unsealed, ...batch);
+      const [n, size] = await this.redis.crawlUncommit(k.frontier, k.stats, k.committed, k.unsealed, ...batch.flatMap((fp) => [...new Set([fpField(fp), fp])]));
       undone += n;
       queued = size;
     }

@@ -15,6 +15,8 @@ export const KEY_FAMILIES = [
   'content-exact',
   'content-bands',
   'content-payloads',
+  /** The compact content index's page table (each distinct page's URL, once) and its meta hash (format marker, bucket counts). */
+  'content-pages',
   /** Committed attempt ids (which index line of a URL the seal keeps), and for a bucket output what undoes a commit not yet sealed. */
   'sealing',
   /** The campaign's per-host table (JSON record a host) and its attention order. */
@@ -114,7 +116,15 @@ export const CONTENT_KEY_FAMILIES: Record<ContentKind, KeyFamily> = {
   exact: 'content-exact',
   payloads: 'content-payloads',
   band: 'content-bands',
+  meta: 'content-pages',
+  // A bucket's family is its map's (COMPACT_MAP_FAMILIES), read from its name.
+  bucket: 'content-pages',
 };
+
+/** The compact layout's maps (src/dedup/compact-store.ts), by the map name in a bucket's key. */
+const COMPACT_MAPS: Record<string, KeyFamily> = { v: 'content-verdicts', x: 'content-exact', p: 'content-payloads', u: 'content-pages' };
+const compactMapFamily = (map: string): KeyFamily | undefined => COMPACT_MAPS[map] ?? (/^k\d+b\d+$/.test(map) ? 'content-bands' : undefined);
+const COMPACT_BUCKET = /^content:([^:]+):\d+$/;
 
 export const SHARED_KEY_FAMILIES: Record<SharedKind, KeyFamily> = { clock: 'clocks', clockFence: 'clocks', robots: 'robots' };
 const WORKER_KEY_FAMILIES: Record<WorkerKind, KeyFamily> = { leases: 'other', lastBeat: 'other', sessions: 'other', reaping: 'other' };
@@ -144,7 +154,10 @@ const CAMPAIGN_SUFFIXES = suffixes(campaignKeys(TAG), TAG);
 const WORKER_SUFFIXES = suffixes(workerKeys(), 'workers');
 const OUTPUT_SUFFIXES = suffixes(outputKeys(TAG), `output:${TAG}`);
 // The band's index and the content distance are numbers in its name: BAND matches any.
-const CONTENT_SUFFIXES = suffixes({ verdict: contentKeys(TAG, 0).verdict, exact: contentKeys(TAG, 0).exact, payloads: contentKeys(TAG, 0).payloads }, TAG);
+const CONTENT_SUFFIXES = suffixes(
+  { verdict: contentKeys(TAG, 0).verdict, exact: contentKeys(TAG, 0).exact, payloads: contentKeys(TAG, 0).payloads, meta: contentKeys(TAG, 0).meta },
+  TAG,
+);
 const BAND = /^content:k\d+:band:\d+$/;
 const prefixOf = (name: string): string => name.slice(0, name.indexOf('{'));
 const SHARED_PREFIXES = new Map<string, SharedKind>(
@@ -188,6 +201,9 @@ export function classifyKey(name: string): KeyClass {
   }
   const campaign = lookup(CAMPAIGN_SUFFIXES, suffix);
   if (campaign) return { family: CAMPAIGN_KEY_FAMILIES[campaign], kind: `campaign.${campaign}`, scope: 'campaign', campaignKey: tag };
+  const bucket = COMPACT_BUCKET.exec(suffix);
+  const bucketFamily = bucket ? compactMapFamily(bucket[1]) : undefined;
+  if (bucket && bucketFamily) return { family: bucketFamily, kind: `content.bucket:${bucket[1]}`, scope: 'campaign', campaignKey: tag };
   const content = BAND.test(suffix) ? 'band' : lookup(CONTENT_SUFFIXES, suffix);
   if (content) return { family: CONTENT_KEY_FAMILIES[content], kind: `content.${content}`, scope: 'campaign', campaignKey: tag };
   return UNKNOWN;

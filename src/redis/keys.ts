@@ -30,10 +30,14 @@ export const hostKeys = (campaignKey: string, host: string) => {
     fence: `${P}:${tag}:fence`,
     /** HASH member → claims so far: how often a URL was tried (a worker that died counts too). */
     attempts: `${P}:${tag}:attempts`,
-    /** HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one (src/storage/seal.ts). */
+    /**
+     * HASH URL fingerprint → id of the attempt whose commit counted: which index line is the committed one
+     * (src/storage/seal.ts). Both in binary (12 and 6 bytes, src/redis/sealing-state.ts); an older release's as text.
+     */
     committed: `${P}:${tag}:committed`,
     /**
-     * HASH URL fingerprint → what undoes its commit (`id\tscore\tcounter\tbytes\tmember`), for an
+     * HASH URL fingerprint → what undoes its commit (`id\tscore\tcounter\tbytes\tmember`; with a binary id
+     * `\0<6-byte id>score\t…`), for an
      * output in a bucket only, until a seal finds the committed line there: a commit whose line was
      * lost with a worker's disk is undone and fetched again (crawlUncommit, activities/requeue-lost.ts).
      */
@@ -185,6 +189,18 @@ export const contentKeys = (campaignKey: string, maxDistance: number) => {
      * differently never read each other's buckets as if they lined up.
      */
     band: (i: number) => `${P}:${tag}:content:k${maxDistance}:band:${i}`,
+    /**
+     * HASH: the compact layout's marker (`v` = 2: src/dedup/content-format.ts; absent, the
+     * campaign has the layout above), each map's linear-hashing state (`<map>:l`, `<map>:s`,
+     * `<map>:n`) and the pages numbered so far (`pages`): src/dedup/compact-store.ts.
+     */
+    meta: `${P}:${tag}:content:meta`,
+    /**
+     * The compact layout's buckets: `v` verdicts (URL key → verdict), `x` exact hashes (→ page
+     * number), `p` payload digests (→ stored copy), `k<d>b<i>` SimHash band records (strings of
+     * 12-byte records), and `u` the pages' URLs (strings, PAGE_SLOTS URLs each). Bucket n of map m.
+     */
+    bucket: (map: string, n: number) => `${P}:${tag}:content:${map}:${n}`,
   };
 };
 

@@ -15,6 +15,7 @@
 // and expire on their own (the clock a minute after its last request, robots
 // after 24 h): neither is touched here.
 import type { Cluster, Redis } from 'ioredis';
+import { compactKeyNames } from '../dedup/compact-store';
 import { campaignKeys, contentKeys, cookieJarKey, hostKeys, MAX_CONTENT_BANDS } from './keys';
 import type { RedisLike } from './scripts';
 
@@ -23,7 +24,7 @@ export function campaignKeyNames(campaignKey: string): string[] {
   const names: string[] = Object.values(campaignKeys(campaignKey));
   for (let d = 0; d < MAX_CONTENT_BANDS; d++) {
     const c = contentKeys(campaignKey, d);
-    if (d === 0) names.push(c.verdict, c.exact, c.payloads);
+    if (d === 0) names.push(c.verdict, c.exact, c.payloads, c.meta);
     for (let i = 0; i <= d; i++) names.push(c.band(i));
   }
   return names;
@@ -79,6 +80,9 @@ async function eachHost(redis: RedisLike, campaignKey: string, fn: (keys: string
 export async function expireCampaign(redis: RedisLike, campaignKey: string, ttlMs: number, onProgress?: () => void): Promise<{ hosts: number }> {
   if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`retention must be a whole number of ms ≥ 1 (got ${ttlMs})`);
   const hosts = await eachHost(redis, campaignKey, (keys) => redis.crawlExpireKeys(keys.length, ...keys, ttlMs), onProgress);
+  // The compact content index's buckets (named by its meta hash, which goes last with the rest).
+  const buckets = await compactKeyNames(redis, campaignKey);
+  for (let i = 0; i < buckets.length; i += 1000) await redis.crawlExpireKeys(Math.min(1000, buckets.length - i), ...buckets.slice(i, i + 1000), ttlMs);
   await redis.crawlExpireKeys(campaignKeyNames(campaignKey).length, ...campaignKeyNames(campaignKey), ttlMs);
   return { hosts };
 }

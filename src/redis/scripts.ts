@@ -191,8 +191,10 @@ if removed == 1 then
   end
   if ARGV[5] ~= '' then
     redis.call('HSET', KEYS[7], ARGV[4], ARGV[5])
-    -- Member last: it holds tabs itself.
-    if ARGV[7] == '1' then redis.call('HSET', KEYS[9], ARGV[4], ARGV[5] .. '\t' .. score .. '\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. ARGV[1]) end
+    -- Member last: it holds tabs itself. An id in 6 binary bytes (src/redis/sealing-state.ts) may hold
+    -- a tab too: such a record starts with a NUL byte, which no id of text starts with, and has the id at a fixed width.
+    local id = #ARGV[5] == 6 and ('\0' .. ARGV[5]) or (ARGV[5] .. '\t')
+    if ARGV[7] == '1' then redis.call('HSET', KEYS[9], ARGV[4], id .. score .. '\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. ARGV[1]) end
   end
 end
 ${enqueueBody(8, 'KEYS[5]')}
@@ -214,7 +216,13 @@ local undone = 0
 for i = 1, #ARGV do
   local rec = redis.call('HGET', KEYS[4], ARGV[i])
   if rec then
-    local id, score, field, bytes, member = string.match(rec, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    local id, score, field, bytes, member
+    if string.byte(rec, 1) == 0 then
+      id = string.sub(rec, 2, 7)
+      score, field, bytes, member = string.match(string.sub(rec, 8), '^([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    else
+      id, score, field, bytes, member = string.match(rec, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$')
+    end
     if id and redis.call('HGET', KEYS[3], ARGV[i]) == id then
       redis.call('HDEL', KEYS[3], ARGV[i])
       redis.call('HINCRBY', KEYS[2], field, -1)
@@ -722,7 +730,7 @@ return n`,
   },
 } as const;
 
-type ScriptArgs = (string | number)[];
+type ScriptArgs = (string | number | Buffer)[];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -741,7 +749,7 @@ declare module 'ioredis' {
       unsealed: string,
       ...argv: ScriptArgs
     ): Result<[number, number, number], Context>;
-    crawlUncommit(frontier: string, stats: string, committed: string, unsealed: string, ...fps: string[]): Result<[number, number], Context>;
+    crawlUncommit(frontier: string, stats: string, committed: string, unsealed: string, ...fps: (string | Buffer)[]): Result<[number, number], Context>;
     crawlNoteRetry(attempts: string, session: string, member: string, owner: string): Result<number, Context>;
     crawlClockAcquire(clock: string, fence: string, owner: string, leaseMs: number, delayMs: number, holder: string, fenceNumber: number): Result<number, Context>;
     crawlClockStamp(clock: string, fence: string, owner: string, holder: string, fenceNumber: number, leaseMs: number): Result<number, Context>;

@@ -1,33 +1,44 @@
 // The shared content index against real Redis: first writer wins, verdicts
 // are final per URL, and the pigeonhole bands find every near-duplicate
-// within maxDistance and nothing beyond it.
+// within maxDistance and nothing beyond it. Every case runs on both layouts:
+// format 1 (campaigns created before the compact one, unmarked) and format 2
+// (src/dedup/compact-store.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../../src/redis/client';
 import { bandValues, ContentIndex, contentKeys } from '../../src/dedup/content-index';
 import { hammingDistance, simhash64 } from '../../src/dedup/simhash';
 import { PayloadIndex } from '../../src/dedup/payload-index';
+import { compactKeyNames } from '../../src/dedup/compact-store';
+import { type ContentFormat, contentFormat, forgetContentFormats, markContentFormat } from '../../src/dedup/content-format';
 
 const random64 = () => randomBytes(8).readBigUInt64BE();
 /** Flips the given bit positions (0 = least significant). */
 const flip = (h: bigint, bits: number[]) => bits.reduce((x, b) => x ^ (1n << BigInt(b)), h);
 const hash = () => randomUUID();
 const ck = () => `t-${randomUUID()}`;
+const FORMATS: ContentFormat[] = [1, 2];
 
 // With the default maxDistance 3 the bands are 16 bits each: [63..48] [47..32] [31..16] [15..0].
 const BAND_BITS = [60, 40, 20, 5];
 
-describe('content index', () => {
+describe.each(FORMATS)('content index, format %d', (format) => {
   let redis: Redis;
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
   });
+  /** A new campaign's key, marked with the layout under test. */
+  const key = async () => {
+    const k = ck();
+    if (format === 2) await markContentFormat(redis, k);
+    return k;
+  };
   afterAll(async () => {
     await redis.quit();
   });
 
   it('reports an exact duplicate with the first URL, with or without a simhash', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const h = hash();
     expect(await idx.check({ url: 'http://a.test/1', exactHash: h, simhash: random64() })).toEqual({ kind: 'unique' });
     expect(await idx.check({ url: 'http://a.test/2', exactHash: h, simhash: random64() })).toEqual({ kind: 'exact-duplicate', of: 'http://a.test/1' });
@@ -36,7 +47,7 @@ describe('content index', () => {
   });
 
   it('reports a near-duplicate within maxDistance with its distance, whichever bands the differences fall in', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const s = random64();
     expect(await idx.check({ url: 'http://n.test/orig', exactHash: hash(), simhash: s })).toEqual({ kind: 'unique' });
     // Three bands differ, one is intact.
@@ -56,7 +67,7 @@ describe('content index', () => {
   });
 
   it('does not report distance maxDistance+1, whether no band or some bands match', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const s = random64();
     await idx.check({ url: 'http://f.test/orig', exactHash: hash(), simhash: s });
     // Every band differs: no candidate at all.
@@ -67,7 +78,7 @@ describe('content index', () => {
 
   it('agrees with hammingDistance on random pairs (the script computes distance on two 32-bit halves)', async () => {
     for (let i = 0; i < 200; i++) {
-      const idx = new ContentIndex(redis, ck());
+      const idx = new ContentIndex(redis, await key());
       const a = random64();
       const bits = Array.from({ length: i % 6 }, () => Math.floor(Math.random() * 64));
       const b = flip(a, bits);
@@ -79,7 +90,7 @@ describe('content index', () => {
   });
 
   it('names the closest recorded page', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const s = random64();
     const far = flip(s, [1, 2, 3, 4]); // 4 from s: both are recorded as unique
     await idx.check({ url: 'http://c.test/a', exactHash: hash(), simhash: s });
@@ -89,7 +100,7 @@ describe('content index', () => {
   });
 
   it('gives a URL the same verdict every time it is checked (retried activities)', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const page = { url: 'http://r.test/1', exactHash: hash(), simhash: random64() };
     expect(await idx.check(page)).toEqual({ kind: 'unique' });
     expect(await idx.check(page)).toEqual({ kind: 'unique' });
@@ -101,13 +112,13 @@ describe('content index', () => {
   });
 
   it('lets exactly one of 20 concurrent identical pages be unique', async () => {
-    const key = ck();
+    const campaign = await key();
     const h = hash();
     const s = random64();
     const urls = Array.from({ length: 20 }, (_, i) => `http://x${i}.test/same`);
     // Separate connections and ContentIndex instances, as separate workers would have.
     const clients = Array.from({ length: 5 }, () => createRedis(process.env.REDIS_URL!));
-    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(clients[i % 5], key).check({ url, exactHash: h, simhash: s })));
+    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(clients[i % 5], campaign).check({ url, exactHash: h, simhash: s })));
     await Promise.all(clients.map((c) => c.quit()));
     const unique = urls.filter((_, i) => verdicts[i].kind === 'unique');
     expect(unique).toHaveLength(1);
@@ -115,10 +126,10 @@ describe('content index', () => {
   });
 
   it('lets exactly one of 20 concurrent near-identical pages be unique', async () => {
-    const key = ck();
+    const campaign = await key();
     const s = random64();
     const urls = Array.from({ length: 20 }, (_, i) => `http://y${i}.test/similar`);
-    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(redis, key).check({ url, exactHash: hash(), simhash: flip(s, [i]) })));
+    const verdicts = await Promise.all(urls.map((url, i) => new ContentIndex(redis, campaign).check({ url, exactHash: hash(), simhash: flip(s, [i]) })));
     const unique = urls.filter((_, i) => verdicts[i].kind === 'unique');
     expect(unique).toHaveLength(1);
     for (const v of verdicts) if (v.kind !== 'unique') expect(v).toMatchObject({ kind: 'near-duplicate', of: unique[0], distance: 2 });
@@ -128,7 +139,7 @@ describe('content index', () => {
     const s = random64();
     // maxDistance 6: seven bands, widths 10,9,9,9,9,9,9 from the top: [63..54] [53..45] [44..36] [35..27] [26..18] [17..9] [8..0].
     const seven = [60, 50, 40, 30, 20, 10, 0];
-    const wide = new ContentIndex(redis, ck(), { maxDistance: 6 });
+    const wide = new ContentIndex(redis, await key(), { maxDistance: 6 });
     await wide.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
     expect(await wide.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({
       kind: 'near-duplicate',
@@ -137,28 +148,30 @@ describe('content index', () => {
     });
     expect(await wide.check({ url: 'http://m.test/7', exactHash: hash(), simhash: flip(s, seven) })).toEqual({ kind: 'unique' });
 
-    const narrow = new ContentIndex(redis, ck());
+    const narrow = new ContentIndex(redis, await key());
     await narrow.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
     expect(await narrow.check({ url: 'http://m.test/6', exactHash: hash(), simhash: flip(s, seven.slice(0, 6)) })).toEqual({ kind: 'unique' });
 
-    const exactOnly = new ContentIndex(redis, ck(), { maxDistance: 0 });
+    const exactOnly = new ContentIndex(redis, await key(), { maxDistance: 0 });
     await exactOnly.check({ url: 'http://m.test/orig', exactHash: hash(), simhash: s });
     expect(await exactOnly.check({ url: 'http://m.test/1', exactHash: hash(), simhash: flip(s, [33]) })).toEqual({ kind: 'unique' });
     expect(await exactOnly.check({ url: 'http://m.test/0', exactHash: hash(), simhash: s })).toEqual({ kind: 'near-duplicate', of: 'http://m.test/orig', distance: 0 });
 
-    expect(() => new ContentIndex(redis, ck(), { maxDistance: 16 })).toThrow(RangeError);
-    expect(() => new ContentIndex(redis, ck(), { maxDistance: -1 })).toThrow(RangeError);
+    expect(() => new ContentIndex(redis, 'x', { maxDistance: 16 })).toThrow(RangeError);
+    expect(() => new ContentIndex(redis, 'x', { maxDistance: -1 })).toThrow(RangeError);
   });
 
   it('caps each band bucket, dropping the oldest entries', async () => {
-    const key = ck();
-    const idx = new ContentIndex(redis, key, { bucketCap: 4 });
+    const campaign = await key();
+    const idx = new ContentIndex(redis, campaign, { bucketCap: 4 });
     // Five unrelated pages that share band 0 (the top 16 bits) and nothing else.
     const top = random64() & (0xffffn << 48n);
     const pages = Array.from({ length: 5 }, (_, i) => ({ url: `http://cap.test/${i}`, exactHash: hash(), simhash: top | (random64() & ((1n << 48n) - 1n)) }));
     for (const p of pages) expect(await idx.check(p)).toEqual({ kind: 'unique' });
-    const bucket = await redis.hget(contentKeys(key, 3).band(0), bandValues(top, 4)[0]);
-    expect(bucket!.split('\n').map((r) => r.slice(16))).toEqual(pages.slice(1).map((p) => p.url));
+    if (format === 1) {
+      const bucket = await redis.hget(contentKeys(campaign, 3).band(0), bandValues(top, 4)[0]);
+      expect(bucket!.split('\n').map((r) => r.slice(16))).toEqual(pages.slice(1).map((p) => p.url));
+    }
 
     // A probe that shares only band 0 with a page finds it only while it is still in the bucket.
     const onlyBand0 = (h: bigint) => flip(h, BAND_BITS.slice(1));
@@ -171,7 +184,7 @@ describe('content index', () => {
   });
 
   it('finds an edited copy of a long text through simhash64', async () => {
-    const idx = new ContentIndex(redis, ck());
+    const idx = new ContentIndex(redis, await key());
     const words = Array.from({ length: 2500 }, (_, i) => `word${(i * 7919) % 1013}`);
     const original = words.join(' ');
     const edited = [...words.slice(0, 1200), 'updated', ...words.slice(1201)].join(' ');
@@ -182,25 +195,30 @@ describe('content index', () => {
   });
 
   it('rejects a URL with a newline, which would corrupt a bucket', async () => {
-    await expect(new ContentIndex(redis, ck()).check({ url: 'http://a.test/\nx', exactHash: hash(), simhash: 1n })).rejects.toThrow(TypeError);
+    await expect(new ContentIndex(redis, await key()).check({ url: 'http://a.test/\nx', exactHash: hash(), simhash: 1n })).rejects.toThrow(TypeError);
   });
 });
 
 // What revisit records rest on: a payload is offered to revisits only once
 // its full copy is written, and nobody stores a second full copy while the
 // first is being written.
-describe('payload index (revisit records)', () => {
+describe.each(FORMATS)('payload index (revisit records), format %d', (format) => {
   let redis: Redis;
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
   });
+  const key = async () => {
+    const k = ck();
+    if (format === 2) await markContentFormat(redis, k);
+    return k;
+  };
   afterAll(async () => {
     await redis.quit();
   });
   const stored = (n: number) => ({ uri: `http://m${n}.test/`, date: `2026-01-01T00:00:0${n}.000Z`, recordId: `<urn:uuid:${n}>` });
 
   it('gives the first attempt the claim and, once it confirmed, every later one a revisit of its copy', async () => {
-    const idx = new PayloadIndex(redis, ck());
+    const idx = new PayloadIndex(redis, await key());
     expect(await idx.claim('sha1:AAA', 'a1')).toEqual({ kind: 'original' });
     expect(await idx.confirm('sha1:AAA', stored(1))).toBe(true);
     expect(await idx.claim('sha1:AAA', 'a2')).toEqual({ kind: 'revisit', of: stored(1) });
@@ -209,7 +227,7 @@ describe('payload index (revisit records)', () => {
   });
 
   it('makes 20 concurrent attempts with one payload wait for the one writing it: one original, 19 revisits of it', async () => {
-    const idx = new PayloadIndex(redis, ck());
+    const idx = new PayloadIndex(redis, await key());
     const results = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
         const c = await idx.claim('sha1:SAME', `a${i}`);
@@ -228,7 +246,7 @@ describe('payload index (revisit records)', () => {
   });
 
   it('lets a waiter take over a claim whose holder never confirmed (it died), and at once one that was abandoned', async () => {
-    const idx = new PayloadIndex(redis, ck(), 300);
+    const idx = new PayloadIndex(redis, await key(), 300);
     expect(await idx.claim('sha1:DEAD', 'died')).toEqual({ kind: 'original' });
     // Never confirmed: after the takeover time the next attempt writes the payload itself.
     expect(await idx.claim('sha1:DEAD', 'next')).toEqual({ kind: 'original' });
@@ -237,7 +255,7 @@ describe('payload index (revisit records)', () => {
     expect(await idx.confirm('sha1:DEAD', stored(3))).toBe(false);
     expect(await idx.claim('sha1:DEAD', 'later')).toEqual({ kind: 'revisit', of: stored(2) });
 
-    const slow = new PayloadIndex(redis, ck(), 3_600_000);
+    const slow = new PayloadIndex(redis, await key(), 3_600_000);
     expect(await slow.claim('sha1:FAIL', 'writer')).toEqual({ kind: 'original' });
     const waiting = slow.claim('sha1:FAIL', 'waiter');
     // The writer's WARC write failed: it gives the claim up, and the waiter becomes the original.
@@ -246,7 +264,7 @@ describe('payload index (revisit records)', () => {
   });
 
   it('lets an exact duplicate wait for the first page, which stores without a claim; with nobody storing, it takes over after the takeover time', async () => {
-    const idx = new PayloadIndex(redis, ck(), 300);
+    const idx = new PayloadIndex(redis, await key(), 300);
     // The first page (named by the content index) writes for a while, then confirms; the duplicate must not store meanwhile.
     const waiting = idx.awaitStored('sha1:HTML', 'dup');
     await new Promise((r) => setTimeout(r, 150));
@@ -256,3 +274,108 @@ describe('payload index (revisit records)', () => {
     expect(await idx.awaitStored('sha1:ORPHAN', 'dup2')).toEqual({ kind: 'original' });
   });
 });
+
+// The compact layout's own guarantees: its buckets split as the campaign
+// grows and nothing is lost across a split, a URL is kept once per distinct
+// page, and a campaign created before it keeps its own layout.
+describe('compact layout (format 2)', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('finds every exact and near duplicate of 3,000 pages across many bucket splits, in little memory', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign);
+    const idx = new ContentIndex(redis, campaign);
+    const pages = Array.from({ length: 3000 }, (_, i) => ({
+      url: `http://s${i % 50}.test/page/${i}`,
+      exactHash: `sha256:${randomBytes(32).toString('hex')}`,
+      simhash: random64(),
+    }));
+    for (let i = 0; i < pages.length; i += 100) {
+      const verdicts = await Promise.all(pages.slice(i, i + 100).map((p) => idx.check(p)));
+      expect(verdicts.filter((v) => v.kind !== 'unique')).toEqual([]);
+    }
+    const meta = await redis.hgetall(contentKeys(campaign, 3).meta);
+    // 3,000 entries at 64 a bucket: the verdict, exact and band maps all split past one bucket.
+    for (const map of ['v', 'x', 'k3b0', 'k3b3']) expect({ map, level: Number(meta[`${map}:l`] ?? 0) }).toEqual({ map, level: 5 });
+    expect(meta.pages).toBe('3000');
+    // Every page's copy (first pages, last pages, pages whose buckets split after they went in) names it.
+    for (const i of [0, 1, 63, 64, 1500, 2047, 2999]) {
+      expect(await idx.check({ url: `http://copy.test/e${i}`, exactHash: pages[i].exactHash, simhash: null })).toEqual({ kind: 'exact-duplicate', of: pages[i].url });
+      expect(await idx.check({ url: `http://copy.test/n${i}`, exactHash: hash(), simhash: flip(pages[i].simhash, BAND_BITS.slice(0, 3)) })).toEqual({
+        kind: 'near-duplicate',
+        of: pages[i].url,
+        distance: 3,
+      });
+      // And the page itself, checked again, keeps its verdict.
+      expect(await idx.check(pages[i])).toEqual({ kind: 'unique' });
+    }
+    // Far under the old layout's ~700 bytes a page (their URLs in four band entries, the exact
+    // hash, the verdict): the keys the compact layout made, all of them named by its meta hash.
+    const names = await compactKeyNames(redis, campaign);
+    expect(await redis.exists(...names)).toBe(names.length);
+    let bytes = 0;
+    for (const n of names) bytes += (await redis.memory('USAGE', n, 'SAMPLES', 0)) ?? 0;
+    expect(bytes / pages.length).toBeLessThan(160);
+  });
+
+  it('gives back every URL as it was, whatever its scheme (the page table keeps http:// and https:// in a byte)', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign);
+    const idx = new ContentIndex(redis, campaign);
+    for (const url of ['https://s.test/a?b=1#', 'http://h.test/', 'ftp://f.test/x', 'https:/odd', 'http:', 'urn:x:http://y']) {
+      const h = hash();
+      expect(await idx.check({ url, exactHash: h, simhash: null })).toEqual({ kind: 'unique' });
+      expect(await idx.check({ url: `${url}-copy`, exactHash: h, simhash: null })).toEqual({ kind: 'exact-duplicate', of: url });
+    }
+  });
+
+  it('keeps a page URL once: the payload its content check numbered refers to the same page', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign);
+    const url = 'http://once.test/a';
+    expect(await new ContentIndex(redis, campaign).check({ url, exactHash: hash(), simhash: random64() })).toEqual({ kind: 'unique' });
+    const payloads = new PayloadIndex(redis, campaign);
+    const of = { uri: url, date: '2026-11-28T10:11:12.345Z', recordId: `<urn:uuid:${randomUUID()}>` };
+    expect(await payloads.confirm('sha1:ONCE', of)).toBe(true);
+    // An image nobody checked gets a page of its own.
+    expect(await payloads.claim('sha1:IMG', 'a')).toEqual({ kind: 'original' });
+    const img = { uri: 'http://once.test/i.png', date: '2026-11-28T10:11:13.000Z', recordId: `<urn:uuid:${randomUUID()}>` };
+    expect(await payloads.confirm('sha1:IMG', img)).toBe(true);
+    expect(await redis.hget(contentKeys(campaign, 3).meta, 'pages')).toBe('2');
+    expect(await payloads.claim('sha1:ONCE', 'b')).toEqual({ kind: 'revisit', of });
+    expect(await payloads.claim('sha1:IMG', 'c')).toEqual({ kind: 'revisit', of: img });
+    // Not a UUID, not an ISO date with milliseconds, no record id: kept as written.
+    const odd = { uri: 'http://once.test/odd', date: '2026-11-28T10:11:13Z', recordId: '<urn:x:1>' };
+    expect(await payloads.confirm('sha1:ODD', odd)).toBe(true);
+    expect(await payloads.claim('sha1:ODD', 'd')).toEqual({ kind: 'revisit', of: odd });
+    expect(await payloads.confirm('sha1:NONE', { ...odd, recordId: null })).toBe(true);
+    expect(await payloads.claim('sha1:NONE', 'e')).toEqual({ kind: 'revisit', of: { ...odd, recordId: null } });
+  });
+
+  it('leaves a campaign created before it in its own layout: its pages are still found after the upgrade', async () => {
+    const campaign = ck();
+    // Today's keys, as the release before wrote them: an unmarked campaign's check is that code, unchanged.
+    const before = new ContentIndex(redis, campaign);
+    const s = random64();
+    const h = hash();
+    expect(await before.check({ url: 'http://old.test/a', exactHash: h, simhash: s })).toEqual({ kind: 'unique' });
+    await new PayloadIndex(redis, campaign).confirm('sha1:OLD', stored0);
+    expect(await redis.exists(contentKeys(campaign, 3).verdict, contentKeys(campaign, 3).exact, contentKeys(campaign, 3).band(0))).toBe(3);
+    // A worker of this release (nothing remembered) picks the campaign up.
+    forgetContentFormats();
+    expect(await contentFormat(redis, campaign)).toBe(1);
+    const after = new ContentIndex(redis, campaign);
+    expect(await after.check({ url: 'http://old.test/b', exactHash: h, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://old.test/a' });
+    expect(await after.check({ url: 'http://old.test/c', exactHash: hash(), simhash: flip(s, [1]) })).toEqual({ kind: 'near-duplicate', of: 'http://old.test/a', distance: 1 });
+    expect(await new PayloadIndex(redis, campaign).claim('sha1:OLD', 'x')).toEqual({ kind: 'revisit', of: stored0 });
+    expect(await redis.exists(contentKeys(campaign, 3).meta)).toBe(0);
+  });
+});
+
+const stored0 = { uri: 'http://old.test/a', date: '2026-01-01T00:00:00.000Z', recordId: '<urn:uuid:0>' };

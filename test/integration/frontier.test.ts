@@ -213,16 +213,22 @@ describe('frontier on Redis', () => {
     ]);
   });
 
-  it('undoes a bucket commit whose line a seal did not find: the URL is back at its place, its counters and committed id gone, once', async () => {
+  // Attempt ids as tests name them (kept as text) and as newAttemptId makes them (8 base64url
+  // characters, kept in 6 bytes: src/redis/sealing-state.ts), one of them a tab and a newline in binary.
+  const binaryId = (...bytes: number[]) => Buffer.from(bytes).toString('base64url');
+  it.each([
+    ['text', ['ida', 'idb', 'idb2', 'idr']],
+    ['compact', [binaryId(9, 9, 10, 9, 0, 9), 'AAAAAAAA', binaryId(0, 10, 9, 92, 116, 9), '-_-_-_-_']],
+  ])('undoes a bucket commit whose line a seal did not find: the URL is back at its place, its counters and committed id gone, once (%s ids)', async (_, [ida, idb, idb2, idr]) => {
     const ck = `t-${randomUUID()}`;
     const f = new Frontier(redis, ck, 'u.test');
     await f.enqueue([item('http://u.test/a'), item('http://u.test/b'), item('http://u.test/c', 2), item('http://u.test/folder', 1)]);
     const fpOf = (u: string) => urlFingerprint(u);
     // a and b committed for a bucket output; c for a folder (no undo record); folder stays queued.
     const a = (await f.claim())!;
-    await f.commit(a.member, 'fetched', 100, [], { fp: fpOf('http://u.test/a'), id: 'ida', keepUndo: true });
+    await f.commit(a.member, 'fetched', 100, [], { fp: fpOf('http://u.test/a'), id: ida, keepUndo: true });
     const b = (await f.claim())!;
-    await f.commit(b.member, 'failed', 7, [], { fp: fpOf('http://u.test/b'), id: 'idb', keepUndo: true });
+    await f.commit(b.member, 'failed', 7, [], { fp: fpOf('http://u.test/b'), id: idb, keepUndo: true });
     const pending: string[] = [];
     for await (const fps of f.unsealed()) pending.push(...fps);
     expect(pending.sort()).toEqual([fpOf('http://u.test/a'), fpOf('http://u.test/b')].sort());
@@ -233,7 +239,7 @@ describe('frontier on Redis', () => {
     const r = await f.uncommit([fpOf('http://u.test/a'), fpOf('http://u.test/b')]);
     expect(r).toEqual({ undone: 1, queued: 3 });
     expect(await f.stats()).toMatchObject({ fetched: 1, failed: 0, bytes: 100 });
-    expect(await f.committedAttempts([fpOf('http://u.test/a'), fpOf('http://u.test/b')])).toEqual(['ida', null]);
+    expect(await f.committedAttempts([fpOf('http://u.test/a'), fpOf('http://u.test/b')])).toEqual([ida, null]);
     // Back ahead of the later depth-1 entry it was discovered before, as it was.
     expect((await f.peek())?.url).toBe('http://u.test/b');
     // A retry changes nothing.
@@ -242,16 +248,46 @@ describe('frontier on Redis', () => {
     // Fetched again: the new commit counts and replaces the undo record, which a seal then clears.
     const again = (await f.claim())!;
     expect(again.entry.url).toBe('http://u.test/b');
-    expect((await f.commit(again.member, 'fetched', 9, [], { fp: fpOf('http://u.test/b'), id: 'idb2', keepUndo: true })).removed).toBe(true);
-    expect(await f.committedAttempts([fpOf('http://u.test/b')])).toEqual(['idb2']);
+    expect((await f.commit(again.member, 'fetched', 9, [], { fp: fpOf('http://u.test/b'), id: idb2, keepUndo: true })).removed).toBe(true);
+    expect(await f.committedAttempts([fpOf('http://u.test/b')])).toEqual([idb2]);
     expect(await f.stats()).toMatchObject({ fetched: 2, failed: 0, bytes: 109 });
     expect(await f.uncommit([fpOf('http://u.test/b')])).toEqual({ undone: 1, queued: 3 });
     // A folder commit keeps nothing to undo.
     const rest = (await f.claim())!;
-    await f.commit(rest.member, 'fetched', 1, [], { fp: fpOf(rest.entry.url), id: 'idr' });
+    await f.commit(rest.member, 'fetched', 1, [], { fp: fpOf(rest.entry.url), id: idr });
     const left: string[] = [];
     for await (const fps of f.unsealed()) left.push(...fps);
     expect(left).toEqual([fpOf('http://u.test/b')]);
+  });
+
+  it('reads the sealing state a commit of the release before wrote (text fingerprints and ids), mid-campaign', async () => {
+    const ck = `t-${randomUUID()}`;
+    const f = new Frontier(redis, ck, 'o.test');
+    const k = hostKeys(ck, 'o.test');
+    await f.enqueue([item('http://o.test/a'), item('http://o.test/b'), item('http://o.test/c')]);
+    const [fa, fb, fc] = ['a', 'b', 'c'].map((p) => urlFingerprint(`http://o.test/${p}`));
+    // a and b committed as the release before did: its crawlCommit with the fingerprint and id as text.
+    for (const [fp, id] of [
+      [fa, 'oldIdAAA'],
+      [fb, 'oldIdBBB'],
+    ]) {
+      const c = (await f.claim())!;
+      await redis.crawlCommit(k.seen, k.frontier, k.seq, k.current, k.stats, k.attempts, k.committed, k.session, k.unsealed, c.member, 'fetched', 5, fp, id, '', '1', -1, -1);
+    }
+    expect(await redis.hexists(k.committed, fa)).toBe(1);
+    // c by this release, in the compact form.
+    const c = (await f.claim())!;
+    await f.commit(c.member, 'fetched', 5, [], { fp: fc, id: 'newIdCCC', keepUndo: true });
+    expect(await redis.hexists(k.committed, fc)).toBe(0);
+    expect(await f.committedAttempts([fa, fb, fc, urlFingerprint('http://o.test/none')])).toEqual(['oldIdAAA', 'oldIdBBB', 'newIdCCC', null]);
+    const pending: string[] = [];
+    for await (const fps of f.unsealed()) pending.push(...fps);
+    expect(pending.sort()).toEqual([fa, fb, fc].sort());
+    // a sealed; b and c lost with a disk: both undone, whichever release committed them.
+    await f.sealed([fa]);
+    expect(await f.uncommit([fb, fc])).toEqual({ undone: 2, queued: 2 });
+    expect(await f.committedAttempts([fa, fb, fc])).toEqual(['oldIdAAA', null, null]);
+    expect(await f.stats()).toMatchObject({ fetched: 1, bytes: 5 });
   });
 
   it('fences a session attempt once a newer one took the host over: its commit, retry note and claim are refused and change nothing', async () => {

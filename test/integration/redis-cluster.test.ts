@@ -9,9 +9,11 @@ import Redis from 'ioredis';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { createRedis } from '../../src/redis/client';
 import { ContentIndex } from '../../src/dedup/content-index';
+import { markContentFormat } from '../../src/dedup/content-format';
+import { PayloadIndex } from '../../src/dedup/payload-index';
 import { Frontier } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
-import { hostKeys } from '../../src/redis/keys';
+import { contentKeys, hostKeys } from '../../src/redis/keys';
 import { startRedisCluster, type RunningRedisCluster } from '../../src/stack/redis-cluster';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { campaignKeyOf } from '../../src/cli/commands/purge';
@@ -104,6 +106,32 @@ test('concurrent page-step scripts of many hosts (many slots) all succeed throug
     );
     expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
     expect(results.map((r) => (r as PromiseFulfilledResult<string>).value)).toEqual(hosts.map((h) => `http://${h}/`));
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test('the compact content index and payload index run on the cluster: their buckets, named in the scripts, share the campaign slot', async () => {
+  const redis = createRedis(cluster!.url);
+  try {
+    const ck = 'compact-check';
+    await markContentFormat(redis, ck);
+    const content = new ContentIndex(redis, ck);
+    // Enough pages for the maps to split into several buckets.
+    for (let i = 0; i < 300; i += 50) {
+      const verdicts = await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          content.check({ url: `http://c${i + j}.cluster.test/`, exactHash: `hash-${i + j}`, simhash: (BigInt(i + j) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn }),
+        ),
+      );
+      expect(verdicts.filter((v) => v.kind !== 'unique')).toEqual([]);
+    }
+    expect(await content.check({ url: 'http://copy.cluster.test/', exactHash: 'hash-123', simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://c123.cluster.test/' });
+    const payloads = new PayloadIndex(redis, ck);
+    expect(await payloads.claim('sha1:CLUSTER', 'a')).toEqual({ kind: 'original' });
+    const of = { uri: 'http://c5.cluster.test/', date: '2026-11-28T00:00:00.000Z', recordId: '<urn:uuid:00000000-0000-4000-8000-000000000000>' };
+    expect(await payloads.confirm('sha1:CLUSTER', of)).toBe(true);
+    expect(await payloads.claim('sha1:CLUSTER', 'b')).toEqual({ kind: 'revisit', of });
   } finally {
     redis.disconnect();
   }
@@ -227,7 +255,9 @@ test('ended campaigns keep their keys for their retention; purge deletes every k
   for (const host of Array.from({ length: HOSTS }, (_, i) => new URL(h!.web.url(hostName(i), '/')).host)) {
     expect([...ofA.keys()]).toEqual(expect.arrayContaining([hostKeys(a.campaignKey, host).seen, hostKeys(a.campaignKey, host).stats]));
   }
-  expect([...ofA.keys()]).toEqual(expect.arrayContaining([`crawl:{${a.campaignKey}}:content:exact`, `crawl:{${a.campaignKey}}:hosts`]));
+  // The content index is compact (a new campaign): its meta hash and the buckets it names, the page table's first among them.
+  const content = contentKeys(a.campaignKey, 0);
+  expect([...ofA.keys()]).toEqual(expect.arrayContaining([content.meta, content.bucket('x', 0), content.bucket('u', 0), `crawl:{${a.campaignKey}}:hosts`]));
   const outside = (m: Map<string, number>, max: number) => [...m].filter(([, ttl]) => !(ttl > max - 10 * 60_000 && ttl <= max));
   expect(outside(ofA, week)).toEqual([]);
   for (const key of [keyB, keyC]) {

@@ -47,6 +47,14 @@ describe('classifyKey', () => {
       [contentKeys(CAMPAIGN, 3).payloads, 'content-payloads'],
       [contentKeys(CAMPAIGN, 3).band(2), 'content-bands'],
       [contentKeys(CAMPAIGN, 15).band(15), 'content-bands'],
+      // The compact layout's buckets, by their map's name (src/dedup/compact-store.ts).
+      [contentKeys(CAMPAIGN, 3).meta, 'content-pages'],
+      [contentKeys(CAMPAIGN, 3).bucket('v', 0), 'content-verdicts'],
+      [contentKeys(CAMPAIGN, 3).bucket('x', 12), 'content-exact'],
+      [contentKeys(CAMPAIGN, 3).bucket('p', 7), 'content-payloads'],
+      [contentKeys(CAMPAIGN, 3).bucket('u', 3), 'content-pages'],
+      [contentKeys(CAMPAIGN, 3).bucket('k3b2', 40), 'content-bands'],
+      [contentKeys(CAMPAIGN, 15).bucket('k15b15', 1), 'content-bands'],
     ];
     for (const [name, family] of expected) expect([name, classifyKey(name).family]).toEqual([name, family]);
   });
@@ -66,7 +74,8 @@ describe('classifyKey', () => {
     const content = contentKeys(CAMPAIGN, 3);
     expect(Object.keys(content).sort()).toEqual(Object.keys(CONTENT_KEY_FAMILIES).sort());
     for (const [kind, v] of Object.entries(content)) {
-      const name = typeof v === 'string' ? v : v(1);
+      if (kind === 'bucket') continue; // a bucket's kind names its map: above
+      const name = typeof v === 'string' ? v : (v as (i: number) => string)(1);
       expect(classifyKey(name)).toEqual({
         kind: `content.${kind}`,
         family: CONTENT_KEY_FAMILIES[kind as keyof typeof CONTENT_KEY_FAMILIES],

@@ -7,7 +7,9 @@
 // so a key that loses its tag fails here rather than on a cluster.
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
+import { compactPrefix } from '../../src/dedup/compact-store';
 import { ContentIndex } from '../../src/dedup/content-index';
+import { forgetContentFormats } from '../../src/dedup/content-format';
 import { addressKeys, campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import { robotsCacheKey } from '../../src/robots/robots-store';
 import { AddressSlots } from '../../src/redis/address-slots';
@@ -47,6 +49,9 @@ interface Captured {
   keys: string[];
 }
 
+/** What the content index's format marker reads as: null (format 1) or '2'. */
+let contentFormatReply: string | null = null;
+
 /** An ioredis client whose commands are captured and answered here instead of by a server. */
 function capturingRedis() {
   const redis = new Redis({ lazyConnect: true });
@@ -61,6 +66,11 @@ function capturingRedis() {
     resolve(v: unknown): void;
     promise: Promise<unknown>;
   }) => {
+    // The content index's format marker (src/dedup/content-format.ts), read before its script: answered, not captured.
+    if (cmd.name.toLowerCase() === 'hget' && String(cmd.args[0]).endsWith(':content:meta')) {
+      cmd.resolve(contentFormatReply);
+      return cmd.promise;
+    }
     if (cmd.name.toLowerCase() !== 'evalsha') throw new Error(`unexpected ${cmd.name}: scripts only`);
     const sha = String(cmd.args[0]);
     calls.push({ script: byShaName.get(sha) ?? `other:${sha.slice(0, 8)}`, keys: cmd.getKeys().map(String) });
@@ -261,6 +271,8 @@ describe('every Lua script keeps its keys in one hash slot', () => {
 
   // The band count, hence the key count, follows maxDistance: 2 + (maxDistance + 1) keys.
   it.each(CAMPAIGN_KEYS.flatMap((ck) => [0, 3, 15].map((d) => [ck, d] as const)))('content-dedup script: campaign %j, maxDistance %d', async (ck, maxDistance) => {
+    forgetContentFormats();
+    contentFormatReply = null;
     const index = new ContentIndex(cap.redis, ck, { maxDistance });
     for (const simhash of [0xdeadbeefcafef00dn, null]) {
       const c = await cap.capture('u', () => index.check({ url: 'http://a.example/p', exactHash: 'e3b0c442', simhash }));
@@ -268,6 +280,20 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       expect(c.keys).toHaveLength(2 + maxDistance + 1);
       expectOneSlot(c, ck);
     }
+    // The compact layout: its meta hash is the one key named; every bucket it makes starts with the prefix it is given, in the same slot.
+    forgetContentFormats();
+    contentFormatReply = '2';
+    for (const simhash of [0xdeadbeefcafef00dn, null]) {
+      const c = await cap.capture('u', () => index.check({ url: 'http://a.example/p', exactHash: 'sha256:e3b0c442', simhash }));
+      expect(c.keys).toEqual([contentKeys(ck, maxDistance).meta]);
+      expectOneSlot(c, ck);
+    }
+    for (const map of ['v', 'x', 'p', 'u', `k${maxDistance}b${maxDistance}`]) {
+      expect(slotOf(`${compactPrefix(ck)}${map}:12345`)).toBe(slotOf(contentKeys(ck, maxDistance).meta));
+      expect(contentKeys(ck, maxDistance).bucket(map, 12345)).toBe(`${compactPrefix(ck)}${map}:12345`);
+    }
+    forgetContentFormats();
+    contentFormatReply = null;
   });
 
   // The retention script is given one host's keys, or the campaign's own, per call (src/redis/retention.ts).
