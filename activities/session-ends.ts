@@ -97,13 +97,26 @@ export class SessionEnds<R> {
   }
 
   /**
+   * The worker begins to stop (it may be killed before it ends): each ended session not yet
+   * settled is recorded under the lease again, so a worker killed before stop() leaves it to a
+   * live worker to tell.
+   */
+  async stopping(): Promise<void> {
+    for (const e of this.pending) {
+      if (e.recorded) continue;
+      await this.deps.record(e.reg).catch(() => undefined);
+      e.recorded = true;
+    }
+  }
+
+  /**
    * The worker stops, its sessions ended and their results sent: each end not yet settled is looked
    * up at the server. One the server cannot say of stays recorded under the lease (the lease then
    * runs out, and a live worker tells its host). Returns how many.
    */
   async stop(): Promise<number> {
+    await this.stopping();
     const left = await this.settleByAsking(this.pending.splice(0));
-    for (const e of left) if (!e.recorded) await this.deps.record(e.reg).catch(() => undefined);
     return left.length;
   }
 

@@ -291,6 +291,11 @@ export class WorkerLiveness {
     this.ends.ended(reg, reg.record, ran, stopping);
   }
 
+  /** The worker begins to stop: sessions ended but not settled are recorded again (./session-ends.ts), in case it is killed before stop(). */
+  stopping(): Promise<void> {
+    return this.ends.stopping();
+  }
+
   /**
    * Stops beating; settles the sessions that ended (their results are sent by now); leaves when none
    * of this process's sessions is recorded any more (else its lease runs out and its hosts are told).

@@ -174,13 +174,18 @@ export class CampaignHosts {
     // Renewed while the round runs, so a long round keeps it, and a holder that dies (a worker
     // killed mid-round) leaves it for holdMs, not for the longest round there could be: with a
     // 120 s lock, a kill mid-round held every new host of the campaign back for 106 s.
-    const renew = setInterval(() => void this.redis.crawlLockRenew(this.k.dispatching, token, holdMs).catch(() => undefined), Math.floor(holdMs / 3));
+    const renew = setInterval(() => void this.renewDispatch(token, holdMs).catch(() => undefined), Math.floor(holdMs / 3));
     try {
       return await fn();
     } finally {
       clearInterval(renew);
       if ((await this.redis.get(this.k.dispatching)) === token) await this.redis.del(this.k.dispatching);
     }
+  }
+
+  /** The dispatch lock held under `token` lasts `holdMs` more; false when it is not (or no longer) that holder's. */
+  async renewDispatch(token: string, holdMs: number): Promise<boolean> {
+    return (await this.redis.crawlLockRenew(this.k.dispatching, token, holdMs)) === 1;
   }
 
   /** `count` new dispatch generations, the last one returned. */

@@ -161,6 +161,8 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     metricsUrl: metricsServer ? `http://${cfg.metricsHost}:${metricsServer.port}/metrics` : null,
     shutdown: async () => {
       rt.draining = true;
+      // Before anything else: a worker killed while it drains leaves its unsettled sessions to a live one.
+      await liveness?.stopping();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },

@@ -233,6 +233,7 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     for (const [script, reply, call] of [
       ['crawlMarkReady', 2, () => hosts.markReady(['a.test', 'b.test:8080'])],
       ['crawlDispatched', 1, () => hosts.dispatched('a.test', '7', 3)],
+      ['crawlLockRenew', 1, () => hosts.renewDispatch('token', 6_000)],
       ['crawlRelease', [1, 0, 0], () => hosts.release('a.test', 3)],
       ['crawlPark', [1, 0, 1], () => hosts.park('a.test', 3, 60_000, true)],
       ['crawlParkIfIdle', 1, () => hosts.parkIfIdle('a.test', 1_800_000_000_000)],
