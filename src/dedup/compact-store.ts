@@ -18,8 +18,12 @@
 import type { RedisLike } from '../redis/scripts';
 import { contentKeys } from '../redis/keys';
 
-/** Fields a map's bucket holds on average before one more bucket is split off (well under 128, Redis's default listpack bound). */
-export const MAP_LOAD = 64;
+/**
+ * Fields a map's bucket holds on average before one more bucket is split off. A bucket's turn to
+ * split comes when it holds about twice this: 80 stays under 128, Redis's default listpack bound
+ * (at 64, about 5 % of buckets went past it into the large encoding, which they never leave).
+ */
+export const MAP_LOAD = 40;
 /** Band records a band bucket holds on average before a split: what a check compares at most per band, as the old per-value cap of 64. */
 export const BAND_LOAD = 64;
 /** Page URLs a `u:<n>` string holds. */
@@ -38,6 +42,13 @@ do
 end
 local MAP_LOAD, BAND_LOAD, PAGE_SLOTS = ${MAP_LOAD}, ${BAND_LOAD}, ${PAGE_SLOTS}
 local function fmt(n) return string.format('%d', n) end
+-- The campaign's retention puts a time to live on every key the meta hash names; a key this
+-- script creates afterwards (a new bucket, a split's target, a new page string) gets the
+-- same, or nothing would ever name it again once the meta hash is gone.
+local LIFE = redis.call('PTTL', meta)
+local function live(k)
+  if LIFE > 0 and redis.call('PTTL', k) < 0 then redis.call('PEXPIRE', k, LIFE) end
+end
 -- The first 4 bytes of a binary field, big-endian: what picks its bucket.
 local function h32(s)
   local a, b, c, d = string.byte(s, 1, 4)
@@ -71,7 +82,9 @@ local function shrunk(map) redis.call('HINCRBY', meta, map .. ':n', -1) end
 -- Hash maps: binary field (8 bytes) -> short value.
 local function mapGet(map, field) return redis.call('HGET', bucketOf(map, h32(field)), field) end
 local function mapPut(map, field, value)
-  if redis.call('HSET', bucketOf(map, h32(field)), field, value) == 0 then return end
+  local bucket = bucketOf(map, h32(field))
+  if redis.call('HSET', bucket, field, value) == 0 then return end
+  live(bucket)
   grown(map, MAP_LOAD, function(from, to, l, s)
     local all = redis.call('HGETALL', from)
     local moved, gone = {}, {}
@@ -84,6 +97,7 @@ local function mapPut(map, field, value)
     end
     if #gone > 0 then
       redis.call('HSET', to, unpack(moved))
+      live(to)
       redis.call('HDEL', from, unpack(gone))
     end
   end)
@@ -107,7 +121,8 @@ local function newPage(url)
     line = '\\2' .. string.sub(url, 9)
   end
   -- SET, not APPEND: an appended string keeps room to grow, up to as much again.
-  redis.call('SET', k, (redis.call('GET', k) or '') .. line .. '\\n')
+  redis.call('SET', k, (redis.call('GET', k) or '') .. line .. '\\n', 'KEEPTTL')
+  live(k)
   return id
 end
 local function fullUrl(line)

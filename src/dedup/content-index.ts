@@ -211,10 +211,11 @@ if not stored then
     if b.mine >= b.cap then
       -- The oldest record of our band value goes: the map keeps its count.
       p = string.sub(p, 1, b.first - 1) .. string.sub(p, b.first + 12)
-      redis.call('SET', b.key, p .. rec)
+      redis.call('SET', b.key, p .. rec, 'KEEPTTL')
     else
       -- SET, not APPEND: an appended string keeps room to grow, up to as much again.
-      redis.call('SET', b.key, p .. rec)
+      redis.call('SET', b.key, p .. rec, 'KEEPTTL')
+      live(b.key)
       grown(b.map, BAND_LOAD, function(from, to, l, s)
         local all = redis.call('GET', from) or ''
         local stay, go = {}, {}
@@ -225,8 +226,9 @@ if not stored then
           if x % 2 ^ (l + 1) == s then stay[#stay + 1] = r else go[#go + 1] = r end
         end
         if #go > 0 then
-          redis.call('SET', from, table.concat(stay))
-          redis.call('SET', to, (redis.call('GET', to) or '') .. table.concat(go))
+          redis.call('SET', from, table.concat(stay), 'KEEPTTL')
+          redis.call('SET', to, (redis.call('GET', to) or '') .. table.concat(go), 'KEEPTTL')
+          live(to)
         end
       end)
     end

@@ -9,7 +9,9 @@ import { createRedis } from '../../src/redis/client';
 import { bandValues, ContentIndex, contentKeys } from '../../src/dedup/content-index';
 import { hammingDistance, simhash64 } from '../../src/dedup/simhash';
 import { PayloadIndex } from '../../src/dedup/payload-index';
-import { compactKeyNames } from '../../src/dedup/compact-store';
+import { BAND_LOAD, compactKeyNames, MAP_LOAD } from '../../src/dedup/compact-store';
+import { expireCampaign } from '../../src/redis/retention';
+import { defineScripts, type RedisLike } from '../../src/redis/scripts';
 import { type ContentFormat, contentFormat, forgetContentFormats, markContentFormat } from '../../src/dedup/content-format';
 
 const random64 = () => randomBytes(8).readBigUInt64BE();
@@ -301,8 +303,16 @@ describe('compact layout (format 2)', () => {
       expect(verdicts.filter((v) => v.kind !== 'unique')).toEqual([]);
     }
     const meta = await redis.hgetall(contentKeys(campaign, 3).meta);
-    // 3,000 entries at 64 a bucket: the verdict, exact and band maps all split past one bucket.
-    for (const map of ['v', 'x', 'k3b0', 'k3b3']) expect({ map, level: Number(meta[`${map}:l`] ?? 0) }).toEqual({ map, level: 5 });
+    // 3,000 entries at MAP_LOAD (BAND_LOAD) a bucket: the verdict, exact and band maps all split past one bucket.
+    const level = (load: number) => Math.floor(Math.log2(Math.floor(3000 / load)));
+    for (const [map, load] of [
+      ['v', MAP_LOAD],
+      ['x', MAP_LOAD],
+      ['k3b0', BAND_LOAD],
+      ['k3b3', BAND_LOAD],
+    ] as const) {
+      expect({ map, level: Number(meta[`${map}:l`] ?? 0) }).toEqual({ map, level: level(load) });
+    }
     expect(meta.pages).toBe('3000');
     // Every page's copy (first pages, last pages, pages whose buckets split after they went in) names it.
     for (const i of [0, 1, 63, 64, 1500, 2047, 2999]) {
@@ -322,6 +332,24 @@ describe('compact layout (format 2)', () => {
     let bytes = 0;
     for (const n of names) bytes += (await redis.memory('USAGE', n, 'SAMPLES', 0)) ?? 0;
     expect(bytes / pages.length).toBeLessThan(160);
+  });
+
+  it("keys made after the campaign's retention set its time to live get it too (new buckets, split targets, page strings)", async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign);
+    const idx = new ContentIndex(redis, campaign);
+    const page = (i: number) => ({ url: `http://r${i % 7}.test/p/${i}`, exactHash: `sha256:${randomBytes(32).toString('hex')}`, simhash: random64() });
+    for (let i = 0; i < 300; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => idx.check(page(i + j))));
+    const scripted = redis as unknown as RedisLike;
+    defineScripts(scripted);
+    await expireCampaign(scripted, campaign, 3_600_000);
+    const before = new Set(await compactKeyNames(redis, campaign));
+    // A session still running after the retention: more pages, more buckets, more page strings.
+    for (let i = 300; i < 1500; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => idx.check(page(i + j))));
+    const after = await compactKeyNames(redis, campaign);
+    expect(after.filter((n) => !before.has(n)).length).toBeGreaterThan(0);
+    const ttls = await Promise.all([contentKeys(campaign, 3).meta, ...after].map(async (n) => ({ n, timed: (await redis.pttl(n)) > 0 })));
+    expect(ttls.filter((t) => !t.timed)).toEqual([]);
   });
 
   it('gives back every URL as it was, whatever its scheme (the page table keeps http:// and https:// in a byte)', async () => {
