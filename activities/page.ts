@@ -349,6 +349,7 @@ async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: Fet
       canonical: c.canonical,
       // The content index's verdict is kept per URL: only a first visit's first attempt may rely on it.
       firstLook: c.contentChecked && job.attempts === 1 && attempt.schedule === null,
+      ownCopy: c.contentChecked && attempt.schedule === null,
       items: c.hook?.ok ? c.hook.output.items : [],
       keepSecrets: s.output.warcKeepSecrets,
     },

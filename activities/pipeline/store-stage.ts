@@ -46,6 +46,14 @@ export interface StoreInput {
    * copy. Otherwise (a retry, a revisit, no content check) the payload is claimed.
    */
   firstLook: boolean;
+  /**
+   * A retry of a first visit whose content check found the page unique (its own bytes, not a
+   * copy of another URL's): it stores them in full again rather than claim the payload. The
+   * copy its earlier attempt may have confirmed can be gone (a worker killed before uploading
+   * it, its disk lost), and a revisit of it would point at nothing; a second full copy of a
+   * page retried after a fault costs only its bytes.
+   */
+  ownCopy?: boolean;
   /** Dataset items the handler returned. */
   items: DatasetLine['item'][];
   /** output.warcKeepSecrets: credentials and cookies stay in the WARC (default: redacted by the writer). */
@@ -107,7 +115,7 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
 async function claimPayload(payloads: StoreDeps['payloads'], digest: string, input: StoreInput, signal: AbortSignal): Promise<PayloadClaim | null> {
   if (!payloads) return null;
   if (input.firstLook && input.duplicateOf?.kind === 'exact') return payloads.awaitStored(digest, input.attemptId, signal);
-  if (input.firstLook && !input.duplicateOf) return { kind: 'original' };
+  if ((input.firstLook || input.ownCopy) && !input.duplicateOf) return { kind: 'original' };
   return payloads.claim(digest, input.attemptId, signal);
 }
 

@@ -74,6 +74,19 @@ test("a first look the content index settled needs no claim of its own; its exac
   expect(dup.log[0]).toBe('await');
 });
 
+test("a retry of a page the content index found unique stores its own copy, never a revisit of its earlier attempt's (which may be lost)", async () => {
+  const of = { uri: PAGE, date: '2026-01-01T00:00:00Z', recordId: '<urn:uuid:lost>' };
+  const retry = setup({ kind: 'revisit', of });
+  const r = await storeStage({ ...retry.input, firstLook: false, ownCopy: true }, retry.deps);
+  expect(r.revisitOf).toBeNull();
+  expect(retry.written[0].revisit).toBeUndefined();
+  expect(retry.log).toEqual(['warc', 'confirm']);
+  // An exact copy of another URL on a retry still claims (and refers to that URL's copy).
+  const dup = setup({ kind: 'revisit', of: { ...of, uri: 'https://a.test/first' } });
+  await storeStage({ ...dup.input, firstLook: false, ownCopy: true, duplicateOf: { url: 'https://a.test/first', kind: 'exact', distance: 0 } }, dup.deps);
+  expect(dup.log[0]).toBe('claim');
+});
+
 test('an error page is stored in full with its URL, never offered as a payload', async () => {
   const s = setup();
   await storeStage({ ...s.input, response: fakeResponse(PAGE, { status: 404, html: 'nope' }) }, s.deps);
