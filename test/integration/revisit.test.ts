@@ -17,13 +17,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import type { ReportData } from '../../src/report/report-data';
-import { generateSites, startTestWeb } from '../web/test-web';
+import { generateSites } from '../web/test-web';
 import { createHarness, launch, minGapsByHost, outputOf, pageRequests, sleep, type Harness } from '../support/harness';
 import path from 'node:path';
 import { connectClient } from '../../src/temporal/connect';
 import { startCampaign } from '../../src/temporal/campaign-client';
-import { WorkerPool } from '../../src/worker/worker-pool';
-import { RestartableStack } from '../chaos/restartable-stack';
+import { startRestartableCrawl, until } from '../support/restartable-crawl';
 
 jest.setTimeout(300_000);
 
@@ -33,14 +32,6 @@ beforeAll(async () => {
   h = await createHarness('revisit', { workers: 1 });
 });
 afterAll(() => h?.close());
-
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 test('changed pages come back sooner, unchanged ones get 304s at growing intervals, a 404 page leaves, a new link is crawled', async () => {
   const { spec, control } = changingSite(HOST);
@@ -343,16 +334,9 @@ test('every worker stopped while the host waits for its revisits: once one is ba
 
 test('every worker and the Temporal server down while the host waits for its revisits: once they are back, every due revisit happens, none twice, still polite', async () => {
   const dataDir = path.join(h.outDir, `revisit-restart-${process.pid}`);
-  const stack = await RestartableStack.start({ dataDir: path.join(dataDir, 'stack') });
-  const web = await startTestWeb();
-  const taskQueue = `revisit-restart-${process.pid}`;
-  const pool = new WorkerPool({
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    REDIS_URL: stack.redisUrl,
-    CRAWLER_TASK_QUEUE: taskQueue,
-    CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
-  });
-  let client = await connectClient(stack.temporalAddress);
+  const crawl = await startRestartableCrawl('revisit-restart', dataDir);
+  const { stack, web, pool, taskQueue } = crawl;
+  let client = crawl.client;
   try {
     const host = 'down.revisit.test';
     for (const spec of generateSites({ count: 1, pages: 4, fanOut: 2, crossPerPage: 0, hostPattern: () => host, seed: 9 })) web.addSite(spec);
@@ -399,9 +383,6 @@ test('every worker and the Temporal server down while the host waits for its rev
     }
     for (const [, gap] of minGapsByHost(web.requests().filter((r) => r.host === host))) expect(gap).toBeGreaterThanOrEqual(300);
   } finally {
-    await pool.stopAll();
-    await client.connection.close().catch(() => undefined);
-    await web.close();
-    await stack.stop();
+    await crawl.close(client);
   }
 });

@@ -11,10 +11,9 @@ import path from 'node:path';
 import { cancelSignal } from '../../workflows/messages';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import { connectClient } from '../../src/temporal/connect';
-import { WorkerPool } from '../../src/worker/worker-pool';
-import { RestartableStack } from '../chaos/restartable-stack';
-import { generateSites, startTestWeb } from '../web/test-web';
+import { generateSites } from '../web/test-web';
 import { createHarness, pageRequests, sleep, type Harness } from '../support/harness';
+import { startRestartableCrawl, until } from '../support/restartable-crawl';
 
 jest.setTimeout(400_000);
 
@@ -24,26 +23,11 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
 test('the Temporal server down for 20 s while the workers run: every host goes on soon after it is back', async () => {
   const dataDir = path.join(h.outDir, `temporal-outage-${process.pid}`);
-  const stack = await RestartableStack.start({ dataDir: path.join(dataDir, 'stack') });
-  const web = await startTestWeb();
-  const taskQueue = `temporal-outage-${process.pid}`;
-  const pool = new WorkerPool({
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    REDIS_URL: stack.redisUrl,
-    CRAWLER_TASK_QUEUE: taskQueue,
-    CRAWLER_WORKFLOW_BUNDLE: process.env.CRAWLER_WORKFLOW_BUNDLE ?? '',
-  });
-  let client = await connectClient(stack.temporalAddress);
+  const crawl = await startRestartableCrawl('temporal-outage', dataDir);
+  const { stack, web, pool, taskQueue } = crawl;
+  let client = crawl.client;
   try {
     const hosts = [0, 1, 2, 3].map((i) => `o${i}.outage.test`);
     for (const spec of generateSites({ count: 4, pages: 200, fanOut: 4, crossPerPage: 0, hostPattern: (i) => hosts[i], seed: 3 })) web.addSite(spec);
@@ -92,9 +76,6 @@ test('the Temporal server down for 20 s while the workers run: every host goes o
     await handle.signal(cancelSignal, { reason: 'test' });
     expect(((await handle.result()) as { status: string }).status).toBe('cancelled');
   } finally {
-    await pool.stopAll();
-    await client.connection.close().catch(() => undefined);
-    await web.close();
-    await stack.stop();
+    await crawl.close(client);
   }
 });
