@@ -122,21 +122,31 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     if (await portOpen(port)) throw new StackError('PORT_IN_USE', `cannot start the ${what} on 127.0.0.1:${port}: another process already listens there`);
   }
   const cli = await findOrInstallTemporalCli(opts.log);
-  const proc = ManagedProcess.start('temporal', cli, devServerArgs(opts), {
-    logFile: path.join(opts.dataDir, 'temporal.log'),
-    detached: opts.detached,
-  });
   const address = `127.0.0.1:${opts.port}`;
-  try {
-    await waitFor(
-      `Temporal dev server on ${address}`,
-      () => temporalReachable(address),
-      90_000,
-      () => proc.deadReason(),
-    );
-  } catch (err) {
-    await proc.stop();
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    const proc = ManagedProcess.start('temporal', cli, devServerArgs(opts), {
+      logFile: path.join(opts.dataDir, 'temporal.log'),
+      detached: opts.detached,
+    });
+    try {
+      await waitFor(
+        `Temporal dev server on ${address}`,
+        () => temporalReachable(address),
+        90_000,
+        () => proc.deadReason(),
+      );
+      return proc;
+    } catch (err) {
+      const died = proc.deadReason();
+      await proc.stop();
+      // The dev server picks its internal services' ports itself, and one taken between its pick
+      // and its bind (another server starting beside it) kills it at start (a nil listener
+      // panic): it exits before it is ready, and a second start picks other ports.
+      if (attempt >= DEV_SERVER_STARTS || died === null) throw err;
+      opts.log?.(`Temporal dev server on ${address} exited at start (${died}); starting it again`);
+    }
   }
-  return proc;
 }
+
+/** Starts of the dev server tried before its failure to start is reported. */
+const DEV_SERVER_STARTS = 3;
