@@ -18,6 +18,7 @@ describe('kill -9 a worker mid-crawl', () => {
     const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 } });
     // Let the crawl get going, then kill one worker outright and start a fresh one.
     while (pageRequests(h.web.requests()).length < 40) await sleep(100);
+    h.mark('kill -9 of one worker');
     const victim = h.pool.alive()[0];
     await h.pool.kill9(victim);
     const killedAt = performance.timeOrigin + performance.now();
@@ -50,7 +51,8 @@ describe('kill -9 a worker mid-crawl', () => {
 describe('durable sleep', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await createHarness('sleep', { workers: 1 });
+    // Info: each page and each handover in the file's worker log, printed if the test fails.
+    h = await createHarness('sleep', { workers: 1, env: { CRAWLER_LOG_LEVEL: 'info' } });
     for (const spec of generateSites({ count: 2, pages: 6, fanOut: 2, hostPattern: (i) => `s${i}.sleep.test`, seed: 5 })) h.web.addSite(spec);
   });
   afterAll(() => h?.close());
@@ -59,13 +61,16 @@ describe('durable sleep', () => {
     const seed = h.web.url('s0.sleep.test', '/');
     const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 1_000 } });
     while (pageRequests(h.web.requests()).length < 3) await sleep(100);
+    h.mark('stopping every worker');
     await h.pool.stopAll();
     const before = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
     // Nothing runs while no worker is up, however long it takes (here three times the hosts' delay)...
     await sleep(3_000);
     expect(pageRequests(h.web.requests()).length).toBe(before.length);
     // ...and the timers are still there: a new worker picks up the sleeping domains.
+    h.mark('starting a worker');
     await h.pool.startOne();
+    h.mark('waiting for the campaign');
     const result = await handle.result();
     const all = pageRequests(h.web.requests()).map((r) => urlOf(h, r));
     const expected = h.web.expectedPages([seed]);

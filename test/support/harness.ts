@@ -15,6 +15,8 @@ import { readWarcDir } from '../../src/storage/warc-reader';
 import { WorkerPool, type SuperviseOptions } from '../../src/worker/worker-pool';
 import type { crawlCampaign, CrawlCampaignInput } from '../../workflows/crawl-campaign';
 import { startTestWeb, type RequestRecord, type TestWeb } from '../web/test-web';
+import { stallReport, watchedResult } from './stall-report';
+import { workerLog } from './worker-logs';
 
 export const TASK_QUEUE_PREFIX = 'test';
 
@@ -25,6 +27,8 @@ export interface Harness {
   taskQueue: string;
   outDir: string;
   redis: Redis;
+  /** A line in this test file's worker log (printed when the file fails): where a test was when it stalled. */
+  mark(step: string): void;
   close(): Promise<void>;
 }
 
@@ -46,6 +50,7 @@ export async function createHarness(
   const taskQueue = `${TASK_QUEUE_PREFIX}-${name}-${process.pid}-${counter++}`;
   const web = await startTestWeb();
   const client = await connectClient(address);
+  const log = workerLog();
   const pool = new WorkerPool(
     {
       TEMPORAL_ADDRESS: address,
@@ -56,6 +61,7 @@ export async function createHarness(
     },
     {
       onLog: (l) => {
+        log(`${name} ${l}`);
         opts.onLog?.(l);
         if (process.env.CRAWLER_TEST_VERBOSE) process.stderr.write(`${l}\n`);
       },
@@ -72,6 +78,7 @@ export async function createHarness(
     taskQueue,
     outDir,
     redis,
+    mark: (step) => log(`${name} test: ${step}`),
     close: async () => {
       await pool.stopAll();
       await web.close();
@@ -87,7 +94,7 @@ let campaigns = 0;
 /** `testLimits` (CampaignTestLimits): the campaign's own timers in seconds, for tests that wait on them. */
 export async function launch(h: Harness, input: Omit<CrawlCampaignInput, 'output' | 'carry'> & { campaignId?: string }): Promise<CampaignHandle> {
   const campaignId = input.campaignId ?? `t-${process.pid}-${Date.now().toString(36)}-${campaigns++}`;
-  return startCampaign(h.client, h.taskQueue, {
+  const handle = await startCampaign(h.client, h.taskQueue, {
     ...input,
     campaignId,
     // The test web's hosts all live on 127.0.0.1 but stand for distinct
@@ -96,6 +103,10 @@ export async function launch(h: Harness, input: Omit<CrawlCampaignInput, 'output
     fetch: { resolve: h.web.resolveArgs(), ...input.fetch },
     output: { dir: path.join(h.outDir, campaignId) },
   });
+  // A campaign that stalls says in the test file's log what its workflows wait on.
+  const result = handle.result.bind(handle);
+  handle.result = () => watchedResult(result(), () => stallReport(h.client, h.taskQueue), h.mark, Number(process.env.CRAWLER_TEST_STALL_REPORT_MS ?? 60_000));
+  return handle;
 }
 
 export function outputOf(h: Harness, campaignId: string) {

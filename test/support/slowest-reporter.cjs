@@ -6,8 +6,13 @@
 // Jest loads reporters with require, before any transform.
 'use strict';
 
+const fs = require('node:fs');
+const path = require('node:path');
+
 const FILES = 12;
 const TESTS = 10;
+/** Lines of a failed file's worker log printed (test/support/worker-logs.ts). */
+const LOG_TAIL = 60;
 
 class SlowestReporter {
   constructor(globalConfig, options = {}) {
@@ -17,6 +22,7 @@ class SlowestReporter {
   }
 
   onRunComplete(_contexts, results) {
+    this.printFailedLogs(results);
     const rel = (p) => (p.startsWith(this.rootDir) ? p.slice(this.rootDir.length + 1) : p);
     const files = results.testResults
       .map((r) => ({ path: rel(r.testFilePath), ms: r.perfStats.end - r.perfStats.start, tests: r.testResults.length }))
@@ -35,6 +41,29 @@ class SlowestReporter {
       '',
     ];
     process.stderr.write(`${lines.join('\n')}\n`);
+  }
+
+  /**
+   * The last lines the workers of each failed file printed, with the test's
+   * own marks: a stalled campaign's test times out with no word of where.
+   * The data folder is the global setup's (same process); gone once torn down.
+   */
+  printFailedLogs(results) {
+    const dataDir = process.env.CRAWLER_TEST_DATA_DIR;
+    if (!dataDir) return;
+    for (const r of results.testResults) {
+      if (r.numFailingTests === 0 && !r.testExecError) continue;
+      const file = path.join(dataDir, 'worker-logs', `${path.basename(r.testFilePath)}.log`);
+      let text;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch {
+        continue;
+      }
+      const lines = text.trimEnd().split('\n');
+      const tail = lines.slice(-LOG_TAIL);
+      process.stderr.write(`\nWorker log of failed ${path.basename(r.testFilePath)} (last ${tail.length} of ${lines.length} lines):\n${tail.join('\n')}\n`);
+    }
   }
 }
 
