@@ -8,10 +8,8 @@ import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
 import { hostStatsOf } from '../src/stats/counters';
 import { embedsOf, sealedOf } from './result-counts';
+import { lostCheckDue } from './lost-pages';
 import { campaignCard } from './status-card';
-
-/** Looks for pages lost with a worker's disk per campaign at most (carried through continue-as-new). */
-export const MAX_LOST_CHECKS = 5;
 
 export interface CampaignCarry {
   campaignKey: string;
@@ -132,14 +130,9 @@ export class CampaignBook {
     this.nudged = true;
   }
 
-  /**
-   * Whether this campaign, about to finish drained, first looks for pages lost with a worker's
-   * disk (activities/requeue-lost.ts): an output in a bucket (a folder's lines are written where
-   * every worker reads), not a revisit campaign, and fewer than MAX_LOST_CHECKS looks so far (a
-   * worker losing its disk each time must not hold the campaign forever).
-   */
+  /** Whether this campaign, about to finish drained, first looks for pages lost with a worker's disk (workflows/lost-pages.ts). */
   get lostCheckDue(): boolean {
-    return this.stopReason === null && this.settings.output.dir.startsWith('s3://') && !this.settings.revisit?.enabled && (this.carry.lostChecks ?? 0) < MAX_LOST_CHECKS;
+    return lostCheckDue(this.settings, this.carry.lostChecks, this.stopReason !== null);
   }
 
   /** A look for lost pages ran: `requeued` of them went back in their frontiers, and a dispatch round is due at once if any did. */

@@ -1,7 +1,8 @@
 // The campaign workflow's rules, without a server: completion, dispatch rounds, steering and size.
 import type { CampaignSnapshot } from '../../activities/types';
 import { resolveCampaignSettings } from '../../src/config/campaign';
-import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, MAX_LOST_CHECKS, TICK_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { CampaignBook, DISPATCH_RETRY_MS, MAX_HISTORY_EVENTS, TICK_MS, WATCH_MARGIN_MS } from '../../workflows/campaign-state';
+import { MAX_LOST_CHECKS } from '../../workflows/lost-pages';
 
 const settings = resolveCampaignSettings({ seeds: ['http://a.test/'], politeness: { maxActiveHosts: 10 } }, 'c');
 const snap = (over: Partial<CampaignSnapshot>): CampaignSnapshot => ({
