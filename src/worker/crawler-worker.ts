@@ -145,14 +145,22 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
     try {
       await worker.run();
     } finally {
+      // How long each step of a stop took: a rolling restart waits on the slowest worker's.
+      const steps: Record<string, number> = {};
+      const timed = async (name: string, step: () => Promise<unknown>) => {
+        const t0 = Date.now();
+        await step();
+        steps[name] = Date.now() - t0;
+      };
       // Every session ended: the lease goes with the process (a session still recorded keeps it, for a live worker to hand over).
-      await liveness?.stop();
-      await metricsServer?.close().catch(() => undefined);
-      await rt.close().catch(() => undefined);
-      await spool.drain();
+      await timed('liveness', async () => liveness?.stop());
+      await timed('metrics', async () => metricsServer?.close().catch(() => undefined));
+      await timed('runtime', () => rt.close().catch(() => undefined));
+      await timed('spool', () => spool.drain());
       load.stop();
       redis.disconnect();
-      await nativeConnection.close().catch(() => undefined);
+      await timed('temporal', () => nativeConnection.close().catch(() => undefined));
+      log.info('worker stopped', { stepsMs: steps });
     }
   })();
   return {
