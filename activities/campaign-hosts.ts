@@ -8,7 +8,7 @@ import { CampaignHosts, type CampaignControl } from '../src/redis/campaign-hosts
 import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
-import { expireCampaign } from '../src/redis/retention';
+import { expireCampaign, retainCampaignSummary, workingStateDropped } from '../src/redis/retention';
 import { countersOf, countsOf, PAGE_COUNTS } from '../src/stats/counters';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
@@ -261,11 +261,13 @@ export function finishCampaignActivity(rt: WorkerRuntime) {
  */
 export async function reconcileHostRecords(redis: RedisLike, campaignKey: string, onPage: () => void = () => undefined): Promise<void> {
   const hosts = new CampaignHosts(redis, campaignKey);
+  // Once the campaign's end deleted its frontiers (retention.keep summary), a record's frontier count is the last word on what was left.
+  const frontierGone = await workingStateDropped(redis, campaignKey);
   for await (const page of hosts.records()) {
     await Promise.all(
       page.map(async ({ host, ...r }) => {
         const f = new Frontier(redis, campaignKey, host);
-        const [st, size] = await Promise.all([f.stats(), f.size()]);
+        const [st, size] = await Promise.all([f.stats(), frontierGone ? (r.frontier ?? 0) : f.size()]);
         const counts = { ...countersOf(st), frontier: size };
         if ((Object.keys(counts) as (keyof typeof counts)[]).some((k) => counts[k] !== (r[k] ?? 0))) await hosts.record(host, { ...r, ...counts });
       }),
@@ -327,10 +329,12 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       counted = { ...totals, ...countersOf(t) };
     }
     // The summary is the campaign's last look at its keys: from here they
-    // only cost memory, so they get the campaign's retention. A retried
-    // summary finds them still there (the retention is at least a minute).
+    // only cost memory. What nothing reads after the end goes now (keep
+    // summary), the rest gets the campaign's retention. A retried summary
+    // finds what it reads still there (the retention is at least a minute,
+    // and reconcileHostRecords knows the frontiers are gone).
     const retention = await loadCampaignSettings(redis, input.campaignKey).then(
-      ({ settings }) => settings.retention.redisMs,
+      ({ settings }) => settings.retention,
       // Settings gone (Redis wiped or purged): nothing is left to expire.
       (err: unknown) => {
         if (err instanceof CampaignConfigMissingError) return null;
@@ -338,7 +342,9 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
       },
     );
     // Unsealed, the campaign's keys must outlive the operator's `crawler seal`.
-    if (retention !== null) await expireCampaign(redis, input.campaignKey, sealed ? retention : Math.max(retention, UNSEALED_RETENTION_MS), heartbeat);
+    const ttl = retention?.redisMs == null ? null : sealed ? retention.redisMs : Math.max(retention.redisMs, UNSEALED_RETENTION_MS);
+    if (retention?.keep === 'summary') await retainCampaignSummary(redis, input.campaignKey, ttl, heartbeat);
+    else if (ttl !== null) await expireCampaign(redis, input.campaignKey, ttl, heartbeat);
     return { totals: counted, active: c.active, problems, sealed };
   };
 }

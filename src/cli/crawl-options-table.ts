@@ -65,6 +65,7 @@ export const SETTING_OF_FLAG: Readonly<Record<string, string>> = {
   '--s3-region': 'output.s3.region',
   '--s3-path-style': 'output.s3.pathStyle',
   '--retention': 'retention.redisMs',
+  '--retention-keep': 'retention.keep',
   '--handler': 'handler',
   '--handler-timeout-ms': 'handlerTimeoutMs',
   '--cookies': 'cookies',

@@ -35,6 +35,13 @@ export const POLITENESS_KEYS = ['host', 'domain', 'ip'] as const;
 export type PolitenessKey = (typeof POLITENESS_KEYS)[number];
 export const NON_HTML_POLICIES = ['store', 'skip'] as const;
 export type NonHtmlPolicy = (typeof NON_HTML_POLICIES)[number];
+/**
+ * What an ended campaign keeps in Redis for its retention (src/redis/retention.ts):
+ * summary = what is read after the end (`crawler status`, `crawler seal`, `crawler purge`);
+ * all = every key, as it was when the campaign ended.
+ */
+export const RETENTION_KEEPS = ['summary', 'all'] as const;
+export type RetentionKeep = (typeof RETENTION_KEEPS)[number];
 
 /**
  * Bounds of a frontier priority. The frontier score holds priority, depth
@@ -618,7 +625,18 @@ const campaignFields = {
       .nullable()
       .default(WEEK_MS)
       .describe(
-        "How long the campaign's Redis keys (frontiers, seen-sets, content index, host records…) are kept once it has ended (completed, stopped by a budget, cancelled); null = until `crawler purge`. The summary, the WARC and the index do not depend on them. An expiry in Redis, not a timer.",
+        "How long the campaign's Redis keys (those `retention.keep` keeps) are kept once it has ended (completed, stopped by a budget, cancelled); null = until `crawler purge`. The summary, the WARC and the index do not depend on them. An expiry in Redis, not a timer.",
+      ),
+    // summary by default: the rest (content index, seen-sets, frontier and
+    // revisit leftovers, session and robots.txt state, cookie jars) is about
+    // nine tenths of a finished campaign's memory and nothing reads it once
+    // the campaign has ended, while the cookie jars hold sites' session
+    // cookies, secrets best not left lying in Redis for a week. all is for
+    // looking into an ended campaign's state by hand (redis-cli).
+    keep: oneOf(RETENTION_KEEPS)
+      .default('summary')
+      .describe(
+        "What the campaign's Redis keeps once it has ended. summary: what `crawler status`, `crawler seal` and `crawler purge` read (settings, host records and counters, committed attempt ids, the host lists); the content index, seen-sets, frontier and revisit leftovers, robots.txt and session state and cookie jars are deleted at the end. all: every key, for its retention.",
       ),
   }).prefault({}),
   // Nutch's AdaptiveFetchSchedule uses 1.5-ish steps; an hour to a month

@@ -1,6 +1,7 @@
-// What a campaign leaves in Redis, and how it goes: a retention (PEXPIRE on
-// every key of the campaign) when the campaign ends, and a purge (delete
-// them now). Keys live under two kinds of hash tags (src/redis/keys.ts):
+// What a campaign leaves in Redis, and how it goes: a retention when the
+// campaign ends (`retention.keep`: under summary its working state is deleted
+// then and the rest gets a PEXPIRE, src/redis/retained-keys.ts; under all
+// every key gets the PEXPIRE), and a purge (delete them now). Keys live under two kinds of hash tags (src/redis/keys.ts):
 //   {campaignKey}       the campaign's own keys: one slot, names known in advance
 //   {campaignKey|host}  each host's frontier state: one slot per host
 // The hosts are found in the campaign's own structures, which together name
@@ -17,6 +18,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { compactKeyNames } from '../dedup/compact-store';
 import { campaignKeys, contentKeys, cookieJarKey, hostKeys, MAX_CONTENT_BANDS } from './keys';
+import { CONTENT_KEYS_KEPT, HOST_KEYS_KEPT, KEPT_FIELD, campaignKeysAtEnd, hostKeysAtEnd } from './retained-keys';
 import type { RedisLike } from './scripts';
 
 /** Every key name the campaign itself may have (content-index bands for every distance a campaign may set). */
@@ -57,20 +59,39 @@ export async function* campaignHostPages(redis: RedisLike, campaignKey: string):
 /** Host scripts in flight at once: each is one round trip to the host's slot. */
 const CONCURRENCY = 64;
 
-async function eachHost(redis: RedisLike, campaignKey: string, fn: (keys: string[]) => Promise<unknown>, onPage?: () => void): Promise<number> {
+/**
+ * Calls `onHost` for every host of the campaign and `onJar` for each cookie jar of theirs
+ * (each call one slot), CONCURRENCY at a time, a page of hosts at a time.
+ */
+async function eachHostAndJar(
+  redis: RedisLike,
+  campaignKey: string,
+  onHost: (host: string) => Promise<unknown>,
+  onJar: (jar: string) => Promise<unknown>,
+  onPage?: () => void,
+): Promise<number> {
   let n = 0;
   for await (const page of campaignHostPages(redis, campaignKey)) {
     for (let i = 0; i < page.length; i += CONCURRENCY) {
       const hosts = page.slice(i, i + CONCURRENCY);
       // Hosts of one domain share a jar: each jar once per batch, in a call of its own (another slot).
       const jars = new Set(hosts.map((host) => cookieJarKey(campaignKey, host)));
-      await Promise.all([...hosts.map((host) => fn(hostKeyNames(campaignKey, host))), ...[...jars].map((jar) => fn([jar]))]);
+      await Promise.all([...hosts.map(onHost), ...[...jars].map(onJar)]);
     }
     n += page.length;
     onPage?.();
   }
   return n;
 }
+
+const eachHost = (redis: RedisLike, campaignKey: string, fn: (keys: string[]) => Promise<unknown>, onPage?: () => void): Promise<number> =>
+  eachHostAndJar(
+    redis,
+    campaignKey,
+    (host) => fn(hostKeyNames(campaignKey, host)),
+    (jar) => fn([jar]),
+    onPage,
+  );
 
 /**
  * Gives every key of the campaign a time to live of `ttlMs` (keys that do not
@@ -85,6 +106,73 @@ export async function expireCampaign(redis: RedisLike, campaignKey: string, ttlM
   for (let i = 0; i < buckets.length; i += 1000) await redis.crawlExpireKeys(Math.min(1000, buckets.length - i), ...buckets.slice(i, i + 1000), ttlMs);
   await redis.crawlExpireKeys(campaignKeyNames(campaignKey).length, ...campaignKeyNames(campaignKey), ttlMs);
   return { hosts };
+}
+
+/** Keys a crawlRetainKeys call is given at most (one slot; a long KEYS list is one long-running script). */
+const RETAIN_BATCH = 1000;
+
+/** Deletes `drop` and gives `keep` a time to live of `ttlMs` (null: none): keys of one slot, in calls of RETAIN_BATCH keys. */
+async function retainKeys(redis: RedisLike, drop: string[], keep: string[], ttlMs: number | null): Promise<void> {
+  const ttl = ttlMs ?? 0;
+  const kept = ttl > 0 ? keep : [];
+  const batches = Math.ceil(drop.length / RETAIN_BATCH) || (kept.length > 0 ? 1 : 0);
+  for (let b = 0; b < batches; b++) {
+    const d = drop.slice(b * RETAIN_BATCH, (b + 1) * RETAIN_BATCH);
+    // The kept keys go with the last batch of deleted ones: once, and after them.
+    const k = b === batches - 1 ? kept : [];
+    await redis.crawlRetainKeys(d.length + k.length, ...d, ...k, d.length, ttl);
+  }
+}
+
+/** The content index's key names (every layout, every distance a campaign may set) that retained-keys.ts lets go, its compact buckets aside. */
+function contentKeyNamesDropped(campaignKey: string): string[] {
+  const names: string[] = [];
+  for (let d = 0; d < MAX_CONTENT_BANDS; d++) {
+    const c = contentKeys(campaignKey, d);
+    if (d === 0) for (const kind of ['verdict', 'exact', 'payloads', 'meta'] as const) if (!CONTENT_KEYS_KEPT[kind]) names.push(c[kind]);
+    if (!CONTENT_KEYS_KEPT.band) for (let i = 0; i <= d; i++) names.push(c.band(i));
+  }
+  return names;
+}
+
+/**
+ * A campaign's retention under `retention.keep: summary` (src/redis/retained-keys.ts): the
+ * working state nothing reads after the end is deleted now, the rest gets a time to live of
+ * `ttlMs` (null: kept until `crawler purge`). Bounded work a call: the hosts a page at a time,
+ * one script per slot (a host's keys, a cookie jar, the campaign's own in batches). Idempotent:
+ * the marker goes first, each host's keys before the campaign's lists that name the hosts, the
+ * compact content buckets before the meta hash that names them, so a retried call finds what
+ * is left and does the same again.
+ */
+export async function retainCampaignSummary(redis: RedisLike, campaignKey: string, ttlMs: number | null, onProgress?: () => void): Promise<{ hosts: number }> {
+  if (ttlMs !== null && (!Number.isInteger(ttlMs) || ttlMs < 1)) throw new RangeError(`retention must be a whole number of ms ≥ 1 (got ${ttlMs})`);
+  await redis.hset(campaignKeys(campaignKey).control, KEPT_FIELD, 'summary');
+  const hosts = await eachHostAndJar(
+    redis,
+    campaignKey,
+    (host) => {
+      const { drop, keep } = hostKeysAtEnd(campaignKey, host);
+      return retainKeys(redis, drop, keep, ttlMs);
+    },
+    // A jar holds sites' session cookies: it goes (HOST_KEYS_KEPT.cookies).
+    (jar) => retainKeys(redis, HOST_KEYS_KEPT.cookies ? [] : [jar], HOST_KEYS_KEPT.cookies ? [jar] : [], ttlMs),
+    onProgress,
+  );
+  if (!CONTENT_KEYS_KEPT.bucket) await retainKeys(redis, await compactKeyNames(redis, campaignKey), [], ttlMs);
+  const own = campaignOwnKeysAtEnd(campaignKey);
+  await retainKeys(redis, own.drop, own.keep, ttlMs);
+  return { hosts };
+}
+
+/** The campaign's own keys (its slot) that go at the end, the content index's among them, and those that stay. */
+export function campaignOwnKeysAtEnd(campaignKey: string): { drop: string[]; keep: string[] } {
+  const own = campaignKeysAtEnd(campaignKey);
+  return { drop: [...contentKeyNamesDropped(campaignKey), ...own.drop], keep: own.keep };
+}
+
+/** Whether the campaign's working state was deleted at its end (retainCampaignSummary): its frontiers then read as empty. */
+export async function workingStateDropped(redis: RedisLike, campaignKey: string): Promise<boolean> {
+  return (await redis.hget(campaignKeys(campaignKey).control, KEPT_FIELD)) === 'summary';
 }
 
 /** Redis glob metacharacters escaped, so a campaign key matches only itself in SCAN MATCH. */

@@ -728,6 +728,24 @@ local n = 0
 for i = 1, #KEYS do n = n + redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return n`,
   },
+  // KEYS: keys of one slot, those to delete first. ARGV: how many of KEYS
+  // to delete, ms (0: none). retention.keep summary (src/redis/retention.ts):
+  // the working state goes (UNLINK: a large seen-set is freed off the main
+  // thread), the rest gets the retention, one round trip per slot. Returns
+  // how many keys were deleted; a retry deletes nothing more and sets the
+  // same time to live again.
+  crawlRetainKeys: {
+    numberOfKeys: undefined,
+    lua: `
+local d = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local n = 0
+for i = 1, d do n = n + redis.call('UNLINK', KEYS[i]) end
+if ttl > 0 then
+  for i = d + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return n`,
+  },
 } as const;
 
 type ScriptArgs = (string | number | Buffer)[];
@@ -781,6 +799,7 @@ declare module 'ioredis' {
     crawlWorkerReaped(leases: string, reaping: string, sessions: string, deadId: string, claimer: string): Result<number, Context>;
     crawlWorkerLeave(leases: string, reaping: string, sessions: string, workerId: string): Result<number, Context>;
     crawlExpireKeys(numKeys: number, ...keysThenMs: (string | number)[]): Result<number, Context>;
+    crawlRetainKeys(numKeys: number, ...keysThenCountAndMs: (string | number)[]): Result<number, Context>;
     crawlHostRecord(hosts: string, totals: string, attention: string, host: string, record: string, score: number): Result<number, Context>;
   }
 }

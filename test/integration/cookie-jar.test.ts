@@ -1,7 +1,8 @@
 // The campaign's cookie jars against a real Redis: RFC 6265 as tough-cookie
 // applies it (domain, path, Secure, expiry, public suffixes), kept where any
 // worker finds it, bounded against sites that set thousands of cookies, and
-// gone with the campaign's keys.
+// gone with the campaign's keys (at once, under retention.keep summary, with the
+// rest of the working state an ended campaign no longer reads).
 import { randomUUID } from 'node:crypto';
 import { Cookie } from 'tough-cookie';
 import { CookieJars, cookieFetcher, MAX_COOKIE_BYTES, MAX_JAR_BYTES, MAX_JAR_COOKIES, setCookieLines } from '../../src/http/cookie-jar';
@@ -9,7 +10,18 @@ import type { Fetcher, FetchRequest } from '../../src/http/fetcher';
 import { createRedis } from '../../src/redis/client';
 import { RedisCookieStore } from '../../src/redis/cookie-store';
 import { campaignKeys, cookieJarKey } from '../../src/redis/keys';
-import { expireCampaign, purgeCampaign } from '../../src/redis/retention';
+import { expireCampaign, purgeCampaign, retainCampaignSummary } from '../../src/redis/retention';
+import { reconcileHostRecords } from '../../activities/campaign-hosts';
+import { ContentIndex } from '../../src/dedup/content-index';
+import { markContentFormat } from '../../src/dedup/content-format';
+import { PayloadIndex } from '../../src/dedup/payload-index';
+import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
+import { reserveBudget } from '../../src/redis/campaign-store';
+import { Frontier } from '../../src/redis/frontier';
+import { hostKeys } from '../../src/redis/keys';
+import { urlFingerprint } from '../../src/url/fingerprint';
+import { normalizeUrl } from '../../src/url/normalize';
+import { hostStatsOf } from '../../src/stats/counters';
 import type { RedisLike } from '../../src/redis/scripts';
 import { fakeResponse } from '../support/fake-response';
 
@@ -165,4 +177,93 @@ test("the jar's key goes with the campaign's: a retention expires it, a purge de
   expect(await redis.pttl(key)).toBeGreaterThan(0);
   await purgeCampaign(redis, ck);
   expect(await redis.exists(key)).toBe(0);
+});
+
+/** Every key of the campaign in this Redis (its tag and its hosts'), with its time to live (-1: none). */
+async function keysOfCampaign(ck: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const match of [`crawl:{${ck}}:*`, `crawl:{${ck}|*`]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+      cursor = next;
+      for (const k of keys) out.set(k, await redis.pttl(k));
+    } while (cursor !== '0');
+  }
+  return out;
+}
+
+// A campaign's state as its sessions leave it at the end (a page committed, two URLs left in the
+// frontier, a cookie, the content index in either layout: a campaign of an older release has the
+// first), then its summary's retention under keep summary, run twice as a retried activity would.
+test.each([1, 2] as const)(
+  'keep summary, content layout %d: the end deletes the working state and the jar at once; what status and seal read stays, timed, and a retry does it again harmlessly',
+  async (layout) => {
+    const ck = campaign();
+    if (layout === 2) await markContentFormat(redis, ck);
+    const host = 'www.ended.test';
+    const url = (p: string) => normalizeUrl(`http://${host}${p}`);
+    const items = ['/', '/a', '/b'].map((p, i) => ({ url: url(p), fp: urlFingerprint(url(p)), depth: i === 0 ? 0 : 1, referrer: null }));
+    const f = new Frontier(redis, ck, host);
+    await f.enqueue(items.slice(0, 1));
+    await f.takeOver('attempt-token');
+    const claimed = await f.claim();
+    expect(claimed?.entry.url).toBe(items[0].url);
+    expect(await reserveBudget(redis, ck, items[0].fp, 10)).toBe(true);
+    await f.commit(claimed!.member, 'fetched', 100, items.slice(1), { fp: items[0].fp, id: 'AAAAAAAA' });
+    const hosts = new CampaignHosts(redis, ck);
+    const rec: HostRecord = {
+      ...hostStatsOf(await f.stats()),
+      state: 'done',
+      frontier: 2,
+      delayMs: 0,
+      reason: '',
+      lastUrl: null,
+      lastStatus: null,
+      nextWakeAt: null,
+      updatedAt: '',
+    };
+    await hosts.record(host, rec);
+    await hosts.setControl({ stop: 'cancelled' });
+    const content = new ContentIndex(redis, ck);
+    expect(await content.check({ url: items[0].url, exactHash: 'sha256:abc', simhash: 0x0123456789abcdefn })).toEqual({ kind: 'unique' });
+    expect(await new PayloadIndex(redis, ck).claim('sha1:ENDED', 'AAAAAAAA')).toEqual({ kind: 'original' });
+    await respond(new CookieJars(new RedisCookieStore(redis, ck)), `http://${host}/`, 'sid=secret');
+    const jar = cookieJarKey(ck, host);
+    const before = await keysOfCampaign(ck);
+    const hk = hostKeys(ck, host);
+    expect([...before.keys()]).toEqual(expect.arrayContaining([jar, hk.frontier, hk.seen, hk.session, hk.committed, hk.stats, campaignKeys(ck).budget, campaignKeys(ck).hosts]));
+    const contentKeys = [...before.keys()].filter((k) => k.includes(':content:'));
+    expect(contentKeys.length).toBeGreaterThan(1);
+
+    for (let run = 0; run < 2; run++) {
+      expect(await retainCampaignSummary(redis, ck, 3_600_000)).toEqual({ hosts: 1 });
+      // What a retried summary and `crawler seal` do first: the records keep the frontier they had, not the deleted frontier's 0.
+      await reconcileHostRecords(redis, ck);
+      const after = await keysOfCampaign(ck);
+      expect([...after.keys()].sort()).toEqual(
+        [hk.committed, hk.stats, ...['config', 'control', 'hosts', 'attention', 'totals'].map((s) => `crawl:{${ck}}:${s}`)].filter((k) => before.has(k)).sort(),
+      );
+      expect([...after].filter(([, ttl]) => !(ttl > 3_500_000 && ttl <= 3_600_000))).toEqual([]);
+      expect((await hosts.get(host))?.frontier).toBe(2);
+      expect((await hosts.totals()).frontier).toBe(2);
+      expect(await f.committedAttempts([items[0].fp])).toEqual(['AAAAAAAA']);
+    }
+    // Nothing of the campaign is left for a purge to miss.
+    await purgeCampaign(redis, ck);
+    expect((await keysOfCampaign(ck)).size).toBe(0);
+  },
+);
+
+test('keep summary with no retention (null): the working state still goes at the end, and what stays has no time to live', async () => {
+  const ck = campaign();
+  const host = 'www.kept-forever.test';
+  await redis.hset(campaignKeys(ck).hosts, host, '{}');
+  await redis.hset(hostKeys(ck, host).stats, 'fetched', '1');
+  await redis.sadd(hostKeys(ck, host).seen, 'fp');
+  await respond(new CookieJars(new RedisCookieStore(redis, ck)), `http://${host}/`, 'sid=secret');
+  await retainCampaignSummary(redis, ck, null);
+  expect(await redis.exists(hostKeys(ck, host).seen, cookieJarKey(ck, host))).toBe(0);
+  expect([await redis.pttl(hostKeys(ck, host).stats), await redis.pttl(campaignKeys(ck).hosts)]).toEqual([-1, -1]);
+  await purgeCampaign(redis, ck);
 });

@@ -115,6 +115,13 @@ describe('retention of the Redis keys after the campaign ends', () => {
     expect(() => withRetention('7d')).toThrow(/retention.redisMs must be a whole number/);
   });
 
+  test('keeps only what is read after the end unless told to keep every key', () => {
+    const keep = (k: unknown) => resolveCampaignSettings({ seeds: ['http://a.test/'], retention: { keep: k } as { keep: 'all' }, output: { dir: '/tmp/x' } }, 'c1').retention;
+    expect(resolveCampaignSettings({ seeds: ['http://a.test/'], output: { dir: '/tmp/x' } }, 'c1').retention.keep).toBe('summary');
+    expect(keep('all')).toEqual({ redisMs: 7 * 86_400_000, keep: 'all' });
+    expect(() => keep('seen')).toThrow(/retention.keep must be one of "summary", "all"/);
+  });
+
   test.each([
     ['7d', 7 * 86_400_000],
     ['36h', 36 * 3_600_000],
@@ -283,7 +290,7 @@ describe('one schema', () => {
       cookies: 'on',
       cookiesFile: null,
       frontier: { priorities: [] },
-      retention: { redisMs: 7 * 86_400_000 },
+      retention: { redisMs: 7 * 86_400_000, keep: 'summary' },
       revisit: { enabled: false, minMs: 3_600_000, maxMs: 30 * 86_400_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
     });
   });

@@ -244,6 +244,8 @@ const CASES: FlagCase[] = [
   { flag: '--retention', argv: [SEED, '--retention', '36h'], settings: { 'retention.redisMs': 36 * 3_600_000 } },
   { flag: '--retention', argv: [SEED, '--retention', '90m'], settings: { 'retention.redisMs': 90 * 60_000 } },
   { flag: '--retention', argv: [SEED, '--retention', 'never'], settings: { 'retention.redisMs': null } },
+  { flag: '--retention-keep', argv: [SEED, '--retention-keep', 'all'], settings: { 'retention.keep': 'all', 'retention.redisMs': 7 * 86_400_000 } },
+  { flag: '--retention-keep', argv: [SEED, '--retention', '36h', '--retention-keep', 'summary'], settings: { 'retention.keep': 'summary', 'retention.redisMs': 36 * 3_600_000 } },
   // Loaded by the workers (elsewhere, with --workers 0); the input carries the module's absolute path.
   {
     flag: '--handler',
@@ -331,6 +333,7 @@ describe('every flag of crawl --help, as typed, reaches the campaign', () => {
     ['--max-in-flight-per-address', 'nothing', /--max-in-flight-per-address must be a whole number, or none for unlimited \(got "nothing"\)/],
     ['--max-in-flight-per-address', '-1', /--max-in-flight-per-address must be a whole number, or none/],
     ['--retention', 'forever', /--retention must be a number with a unit m, h or d .*, or never \(got "forever"\)/],
+    ['--retention-keep', 'some', /--retention-keep must be one of summary, all \(got "some"\)/],
     ['--render', 'chrome', /--render must be one of off, browser, auto/],
   ])('crawl %s %s is refused, naming the accepted forms', async (flag, value, message) => {
     await expect(parse(['crawl', SEED, flag, value])).rejects.toThrow(message);

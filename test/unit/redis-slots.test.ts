@@ -13,7 +13,8 @@ import { forgetContentFormats } from '../../src/dedup/content-format';
 import { addressKeys, campaignKeys, contentKeys, hostKeys, sharedHostKeys } from '../../src/redis/keys';
 import { robotsCacheKey } from '../../src/robots/robots-store';
 import { AddressSlots } from '../../src/redis/address-slots';
-import { campaignKeyNames, campaignKeyPatterns, hostKeyNames } from '../../src/redis/retention';
+import { campaignKeyNames, campaignKeyPatterns, campaignOwnKeysAtEnd, hostKeyNames } from '../../src/redis/retention';
+import { hostKeysAtEnd } from '../../src/redis/retained-keys';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
@@ -315,6 +316,23 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       expect.arrayContaining([...Object.values(campaignKeys(ck)), ...[0, 3, 15].flatMap((d) => Object.values(contentKeys(ck, d)).filter((v) => typeof v === 'string'))]),
     );
     expect(own).toEqual(expect.arrayContaining(Array.from({ length: 16 }, (_, i) => contentKeys(ck, 15).band(i))));
+  });
+
+  // retention.keep summary: one host's keys, or the campaign's own, per call, and every key named is either deleted or kept.
+  it.each(CAMPAIGN_KEYS)('summary retention script: campaign %j', async (ck) => {
+    for (const host of TAGGED_HOSTS) {
+      const { drop, keep } = hostKeysAtEnd(ck, host);
+      expect([...drop, ...keep].sort()).toEqual(hostKeyNames(ck, host).sort());
+      const c = await cap.capture(drop.length, () => cap.redis.crawlRetainKeys(drop.length + keep.length, ...drop, ...keep, drop.length, 60_000));
+      expect(c.script).toBe('crawlRetainKeys');
+      expect(c.keys).toEqual([...drop, ...keep]);
+      expectOneSlot(c, `${ck}|${host}`);
+    }
+    const own = campaignOwnKeysAtEnd(ck);
+    expect([...own.drop, ...own.keep].sort()).toEqual(campaignKeyNames(ck).sort());
+    const c = await cap.capture(own.drop.length, () => cap.redis.crawlRetainKeys(own.drop.length + own.keep.length, ...own.drop, ...own.keep, own.drop.length, 60_000));
+    expect(c.keys).toEqual([...own.drop, ...own.keep]);
+    expectOneSlot(c, ck);
   });
 
   // Runs last: a script added to SCRIPTS without a call site above fails here.

@@ -6,6 +6,8 @@ import {
   CAMPAIGN_DEFAULTS,
   CampaignInputError,
   COOKIE_MODES,
+  RETENTION_KEEPS,
+  type RetentionKeep,
   DEDUP_MODES,
   NON_HTML_POLICIES,
   POLITENESS_KEYS,
@@ -83,6 +85,7 @@ export interface CrawlOptions {
   priority: string[];
   /** ms, or `never` (null in the campaign input; see limitOrNone). */
   retention?: number | 'never';
+  retentionKeep?: RetentionKeep;
   handler?: string;
   handlerTimeoutMs?: number;
   cookies?: CookieMode;
@@ -312,7 +315,14 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
         : {}),
     },
     ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
-    ...(o.retention !== undefined ? { retention: { redisMs: o.retention === 'never' ? null : o.retention } } : {}),
+    ...(o.retention !== undefined || o.retentionKeep !== undefined
+      ? {
+          retention: {
+            ...(o.retention !== undefined ? { redisMs: o.retention === 'never' ? null : o.retention } : {}),
+            ...(o.retentionKeep !== undefined ? { keep: o.retentionKeep } : {}),
+          },
+        }
+      : {}),
     ...(o.handler !== undefined ? { handler: resolveHandlerSpec(o.handler) } : {}),
     ...(o.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: o.handlerTimeoutMs } : {}),
     ...(o.cookies !== undefined ? { cookies: o.cookies } : {}),
@@ -473,6 +483,11 @@ export function campaignOptions(command: Command): Command {
     .option('--s3-region <region>', "the bucket's region (default: AWS_REGION on each worker, else us-east-1 with an endpoint)")
     .option('--s3-path-style', 'address the bucket as <endpoint>/<bucket> rather than <bucket>.<endpoint host>, as most self-hosted stores need')
     .option('--retention <duration>', "keep the campaign's Redis keys this long after it ends: 7d (default), 36h, 90m, or never (until `crawler purge`)", parseRetention)
+    .option(
+      '--retention-keep <what>',
+      `which Redis keys outlive the campaign's end: ${choices(RETENTION_KEEPS, CAMPAIGN_DEFAULTS.retention.keep)} (summary: what status, seal and purge read; the content index, seen-sets, frontier leftovers and cookie jars go at the end)`,
+      choice('--retention-keep', RETENTION_KEEPS),
+    )
     .option('--handler <module>', 'your code run on every page (docs/handlers.md): a .ts/.js file (relative to here) or a package name; items go to <out>/datasets')
     .option('--handler-timeout-ms <n>', 'time limit of one handler hook call (default 30000)', wholeNumber('--handler-timeout-ms'))
     .option(
