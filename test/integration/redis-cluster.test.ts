@@ -14,6 +14,7 @@ import { PayloadIndex } from '../../src/dedup/payload-index';
 import { Frontier } from '../../src/redis/frontier';
 import { HostClock } from '../../src/redis/host-clock';
 import { contentKeys, hostKeys } from '../../src/redis/keys';
+import { classifyKey } from '../../src/redis/key-families';
 import { startRedisCluster, type RunningRedisCluster } from '../../src/stack/redis-cluster';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { campaignKeyOf } from '../../src/cli/commands/purge';
@@ -47,7 +48,7 @@ beforeAll(async () => {
 afterAll(closeAll);
 
 /** The first campaign of the file (crawled by the test below), for the retention and purge test. */
-let first: { campaignId: string; campaignKey: string } | undefined;
+let first: { campaignId: string; campaignKey: string; pages: number; sealedLines: number } | undefined;
 
 /** Every key of every master with its time to live in ms (-1: none). */
 async function clusterKeys(): Promise<Map<string, number>> {
@@ -62,6 +63,22 @@ async function clusterKeys(): Promise<Map<string, number>> {
   }
   return out;
 }
+
+/** Key families of a campaign's working state, which retention.keep summary deletes when it ends: nothing reads them after. */
+const WORKING_STATE = new Set([
+  'frontier',
+  'seen',
+  'content-verdicts',
+  'content-exact',
+  'content-bands',
+  'content-payloads',
+  'content-pages',
+  'host-session',
+  'robots',
+  'cookies',
+  'revisits',
+  'budgets',
+]);
 
 /** A campaign's keys: its own tag `{key}` and its hosts' `{key|host}`. */
 const keysOf = (all: Map<string, number>, campaignKey: string) => new Map([...all].filter(([k]) => k.includes(`{${campaignKey}}`) || k.includes(`{${campaignKey}|`)));
@@ -201,7 +218,7 @@ test('a campaign on a 3-master cluster fetches every page exactly once and sprea
   // The state lives on the cluster: per-host counters read back through a
   // cluster client under the keys the code uses.
   const campaignKey = `${result.campaignId}.${(handle as WorkflowHandleWithFirstExecutionRunId).firstExecutionRunId.slice(0, 8)}`;
-  first = { campaignId: result.campaignId, campaignKey };
+  first = { campaignId: result.campaignId, campaignKey, pages: expected.size, sealedLines: result.sealedIndex?.lines ?? -1 };
   const viaCluster = createRedis(cluster!.url);
   try {
     const perHost = new Map<string, number>();
@@ -223,7 +240,7 @@ test('a campaign on a 3-master cluster fetches every page exactly once and sprea
   expect(onGlobal).toEqual([]);
 });
 
-test('ended campaigns keep their keys for their retention; purge deletes every key of one campaign and nothing else', async () => {
+test('ended campaigns keep what their retention.keep says for their retention (status and seal still work); purge deletes every key of one campaign and nothing else', async () => {
   expect(first).toBeDefined();
   const a = first!;
   const run = promisify(execFile);
@@ -231,8 +248,13 @@ test('ended campaigns keep their keys for their retention; purge deletes every k
   const HOUR = 3_600_000;
   const week = CAMPAIGN_DEFAULTS.retention.redisMs!;
 
-  // A second campaign on one of the same hosts, with its own retention.
-  const b = await launch(h!, { seeds: [h!.web.url(hostName(1), '/')], scope: { mode: 'same-host' }, politeness: { minDelayMs: 50 }, retention: { redisMs: HOUR } });
+  // A second campaign on one of the same hosts, with its own retention, keeping every key.
+  const b = await launch(h!, {
+    seeds: [h!.web.url(hostName(1), '/')],
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 50 },
+    retention: { redisMs: HOUR, keep: 'all' },
+  });
   expect((await b.result()).status).toBe('completed');
   const keyB = campaignKeyOf(b.workflowId, b.firstExecutionRunId);
 
@@ -247,23 +269,51 @@ test('ended campaigns keep their keys for their retention; purge deletes every k
   await c.signal(cancelSignal, { reason: 'test' });
   expect((await c.result()).status).toBe('cancelled');
 
-  // Retention: every key of every ended campaign expires, within its retention
-  // (set when it ended, a few minutes ago at most); the content index and every
-  // host's frontier state are among them.
+  // Retention: every key left of every ended campaign expires, within its retention
+  // (set when it ended, a few minutes ago at most).
   const before = await clusterKeys();
   const ofA = keysOf(before, a.campaignKey);
+  const workingState = (m: Map<string, number>) => [...m.keys()].filter((k) => WORKING_STATE.has(classifyKey(k).family));
+  // A (keep summary, the default): each host's counters and committed attempt ids, the campaign's settings and host
+  // table; none of the working state (the content index, seen-sets, frontiers, sessions, robots.txt state, cookie jars).
   for (const host of Array.from({ length: HOSTS }, (_, i) => new URL(h!.web.url(hostName(i), '/')).host)) {
-    expect([...ofA.keys()]).toEqual(expect.arrayContaining([hostKeys(a.campaignKey, host).seen, hostKeys(a.campaignKey, host).stats]));
+    expect([...ofA.keys()]).toEqual(expect.arrayContaining([hostKeys(a.campaignKey, host).committed, hostKeys(a.campaignKey, host).stats]));
   }
-  // The content index is compact (a new campaign): its meta hash and the buckets it names, the page table's first among them.
-  const content = contentKeys(a.campaignKey, 0);
-  expect([...ofA.keys()]).toEqual(expect.arrayContaining([content.meta, content.bucket('x', 0), content.bucket('u', 0), `crawl:{${a.campaignKey}}:hosts`]));
+  expect([...ofA.keys()]).toEqual(expect.arrayContaining(['config', 'control', 'hosts', 'attention', 'totals'].map((k) => `crawl:{${a.campaignKey}}:${k}`)));
+  expect(workingState(ofA)).toEqual([]);
+  // B (keep all): its working state too, the compact content index's meta hash and the buckets it names among it.
+  const ofB = keysOf(before, keyB);
+  const content = contentKeys(keyB, 0);
+  expect(workingState(ofB).length).toBeGreaterThan(0);
+  expect([...ofB.keys()]).toEqual(
+    expect.arrayContaining([content.meta, content.bucket('x', 0), content.bucket('u', 0), hostKeys(keyB, new URL(h!.web.url(hostName(1), '/')).host).seen]),
+  );
+  // C (cancelled, keep summary): its frontier leftovers went with the rest.
+  expect(workingState(keysOf(before, keyC))).toEqual([]);
+  expect(keysOf(before, keyC).get(`crawl:{${keyC}}:hosts`)).toBeDefined();
   const outside = (m: Map<string, number>, max: number) => [...m].filter(([, ttl]) => !(ttl > max - 10 * 60_000 && ttl <= max));
   expect(outside(ofA, week)).toEqual([]);
   for (const key of [keyB, keyC]) {
     expect(keysOf(before, key).size).toBeGreaterThan(0);
     expect(outside(keysOf(before, key), HOUR)).toEqual([]);
   }
+
+  // What an ended campaign is read for still works on A's: `crawler status` lists every host with its pages,
+  // `crawler seal` seals every page again from the committed attempt ids (the frontier counts stay as they were).
+  const cli = async (args: string[]) => {
+    const c = crawlerCommand(args);
+    return JSON.parse((await run(c.command, c.args, { env })).stdout) as Record<string, unknown>;
+  };
+  const status = (await cli(['status', a.campaignId, '--json'])) as { hosts: { host: string; fetched: number; frontier: number }[] };
+  expect(status.hosts.length).toBe(HOSTS);
+  expect(status.hosts.reduce((n, x) => n + x.fetched, 0)).toBe(a.pages);
+  const sealed = await cli(['seal', a.campaignId, '--json']);
+  expect({ lines: sealed.lines, missing: sealed.missing }).toEqual({ lines: a.sealedLines, missing: 0 });
+  expect(a.sealedLines).toBeGreaterThanOrEqual(a.pages);
+  // The seal wrote no key back (no working state made again, nothing without its time to live).
+  expect([...keysOf(await clusterKeys(), a.campaignKey).keys()].sort()).toEqual([...ofA.keys()].sort());
+  const again = (await cli(['status', a.campaignId, '--json'])) as typeof status;
+  expect(again.hosts.map((x) => [x.host, x.fetched, x.frontier]).sort()).toEqual(status.hosts.map((x) => [x.host, x.fetched, x.frontier]).sort());
 
   // Purge A through the CLI (Temporal names its key): none of its keys is
   // left on any master, B's and C's are all there, and so are the keys
