@@ -69,7 +69,7 @@ export interface MemoryCrawlInput {
  * Crawls the test web to completion, sampling `used_memory` every 2 s and
  * measuring every key every 15 s during the crawl (the largest of those
  * measurements is kept as the peak's breakdown), then once the campaign has
- * completed (its keys then carry the retention's TTL: what it keeps).
+ * completed (what `retention.keep` left, carrying the retention's TTL: what it keeps).
  */
 export async function memoryCrawlRun(o: MemoryCrawlInput) {
   const queue = `bench-mem-${Date.now()}`;

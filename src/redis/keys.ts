@@ -114,6 +114,7 @@ export const campaignKeys = (campaignKey: string) => {
      * HASH version (settings version in force), paused (1/0), stop (why the
      * campaign ends: budget / cancelled / drained), minDelayMs (operator's
      * campaign-wide delay): what running host sessions look at between pages.
+     * kept (summary): the campaign's end deleted its working state (src/redis/retained-keys.ts).
      */
     control: `${P}:${tag}:control`,
     /** SET of hosts an operator paused on their own; HASH host → operator's delay for that host. */
