@@ -64,6 +64,8 @@ test('identical mirrors and an all-near-duplicate site are crawled completely', 
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 50 },
     sitemaps: 'off',
+    // Its content index is looked at once it has completed: kept (keep summary deletes it at the end).
+    retention: { keep: 'all' },
   });
   const result = await handle.result();
   expect(result.status).toBe('completed');

@@ -122,7 +122,14 @@ test("two proxies, one killed mid-crawl: its hosts move to the other, every page
   const listFile = path.join(dir, 'proxies.txt');
   fs.writeFileSync(listFile, `${a.url}\n${b.url}\n`, { mode: 0o600 });
   const seeds = hosts.map((host) => h.web.url(host, '/'));
-  const handle = await launch(h, { seeds, scope: { mode: 'same-host' }, politeness: { minDelayMs: DELAY_MS }, fetch: { resolve: [], proxyFiles: [listFile] } });
+  // The proxies set aside are looked at once the campaign has completed: kept (keep summary deletes them at the end).
+  const handle = await launch(h, {
+    seeds,
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: DELAY_MS },
+    fetch: { resolve: [], proxyFiles: [listFile] },
+    retention: { keep: 'all' },
+  });
 
   // Mid-crawl: once the victim has carried a few pages of its hosts.
   while (victim.records().length < 6) await sleep(50);

@@ -210,7 +210,7 @@ async function histories(id: string, hosts: string[]): Promise<{ ids: Set<string
 }
 
 test('a site reached only through an authenticating proxy, with a session cookie and a Basic members area: every page 200, none direct, no secret anywhere', async () => {
-  const [main, kept] = await Promise.all([crawl('main', HOST), crawl('kept', KEEP_HOST, ['--warc-keep-secrets'])]);
+  const [main, kept] = await Promise.all([crawl('main', HOST), crawl('kept', KEEP_HOST, ['--warc-keep-secrets', '--retention-keep', 'all'])]);
   expect(main.summary.status).toBe('completed');
   expect(kept.summary.status).toBe('completed');
 
@@ -241,12 +241,16 @@ test('a site reached only through an authenticating proxy, with a session cookie
   expect(allText(path.dirname(main.creds))).toContain(SITE_AUTH.password);
   // The private file `--proxy` wrote for the workers (0600, tested in test/unit/proxies.test.ts) is gone with the campaign.
   expect(fs.existsSync(main.proxyFile)).toBe(false);
-  // Redis, the campaign's keys and its hosts': the cookie jar holds the session the site handed out (for the campaign's retention).
-  const jars = await h.redis.keys(`crawl:{${main.id}.*|*}:cookies`);
+  // Redis, the campaigns' keys and their hosts': the main crawl's end deleted its cookie jar (retention.keep
+  // summary), and the session the site handed out with it; the crawl run with --retention-keep all keeps its
+  // jar for its retention, the session its site handed out in it.
+  expect(await h.redis.keys(`crawl:{${main.id}.*|*}:cookies`)).toEqual([]);
+  const jars = await h.redis.keys(`crawl:{${kept.id}.*|*}:cookies`);
   expect(jars).toHaveLength(1);
   const redis = await redisDump('*reach*');
   expect(redis).toContain(jars[0]);
-  expect(redis).toContain(site.issued[0]);
+  expect(redis).toContain(keep.issued[0]);
+  expect(redis).not.toContain(site.issued[0]);
   // The --warc-keep-secrets crawl's folder: its WARC holds the Basic token and the session cookie, sent and set.
   const keptOutput = allText(kept.out);
   const keptLines = [

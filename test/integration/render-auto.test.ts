@@ -46,7 +46,13 @@ beforeAll(async () => {
   spa = spaSite('spa.auto.test');
   h.web.addSite(spa.spec);
   h.web.addSite({ host: STATIC, pages: STATIC_PAGES, fanOut: 3 });
-  const handle = await launch(h, { seeds: [h.web.url(STATIC, '/'), h.web.url(spa.host, '/')], render: 'auto', politeness: { minDelayMs: 20 } });
+  // What render: auto learnt is looked at once the campaign has completed: kept (keep summary deletes it at the end).
+  const handle = await launch(h, {
+    seeds: [h.web.url(STATIC, '/'), h.web.url(spa.host, '/')],
+    render: 'auto',
+    politeness: { minDelayMs: 20 },
+    retention: { keep: 'all' },
+  });
   campaignKey = (await handle.query(campaignStatusQuery)).campaignKey;
   result = await handle.result();
   lines = await outputOf(h, result.campaignId).sealed();

@@ -37,6 +37,8 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
     seeds: [h.web.url(HOST, '/')],
     scope: { mode: 'same-host' },
     politeness: { minDelayMs: 100 },
+    // Its revisit schedule is looked at once it has been cancelled: kept (keep summary deletes it at the end).
+    retention: { keep: 'all' },
     // Waits for the next revisit of half a second or more are durable timers (5 s by default: too long for bounds in seconds).
     session: { durableSleepMs: 500 },
     revisit: { enabled: true, minMs: 500, maxMs: 4_000 },
@@ -321,7 +323,26 @@ test('every worker stopped while the host waits for its revisits: once one is ba
   await h.pool.startOne();
   await until('every page revisited after the restart', () => [...byPath().values()].every((ts) => ts.some((t) => t > stoppedAt)));
   await handle.signal(cancelSignal, { reason: 'test' });
-  expect((await handle.result()).status).toBe('cancelled');
+  const result = await handle.result();
+  expect(result.status).toBe('cancelled');
+
+  // Cancelled, the campaign revisits nothing more: its end deleted the schedule, what each revisit compares
+  // with, the frontier and the seen-set (retention.keep summary, the default), and kept what status and seal read.
+  const k = hostKeys(`${handle.workflowId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(h.web.url(host, '/')));
+  expect(await h.redis.exists(k.revisit, k.revisitMeta, k.frontier, k.seen)).toBe(0);
+  expect(await h.redis.exists(k.committed, k.stats)).toBe(2);
+  const cli = (...args: string[]) => {
+    const c = crawlerCommand(args);
+    return JSON.parse(execFileSync(c.command, c.args, { encoding: 'utf8', env: { ...process.env, CRAWLER_TASK_QUEUE: h.taskQueue } })) as Record<string, unknown>;
+  };
+  const status = cli('status', handle.workflowId, '--json') as { hosts: { host: string; fetched: number }[]; revisits?: { scheduled: number } };
+  expect(status.hosts.map((x) => x.host)).toEqual([hostKey(h.web.url(host, '/'))]);
+  expect(status.hosts[0].fetched).toBeGreaterThanOrEqual(8);
+  expect(status.revisits?.scheduled).toBe(0);
+  // Sealed again, each URL's last visit once, as the campaign's own seal had it.
+  const sealed = cli('seal', handle.workflowId, '--json');
+  expect(sealed.lines).toBe(result.sealedIndex?.lines);
+  expect(sealed.lines).toBe(4);
   // None twice: a URL's visits are never closer than the shortest interval, across the outage too.
   for (const [path, ts] of byPath()) {
     const gaps = ts.slice(1).map((t, i) => t - ts[i]);
