@@ -130,6 +130,10 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
       keptKeysPerPageBytes: per(kept.bytes, pages),
       seenUrls: kept.byFamily.seen.elements,
       ...headline(kept, o.hosts),
+      // Under retention.keep summary the end deleted the seen-sets: a seen URL is measured at the crawl's largest scan instead.
+      ...(kept.byFamily.seen.elements === 0 && largest.scan
+        ? { perSeenUrlBytes: headline(largest.scan, o.hosts).perSeenUrlBytes, perSeenUrlFrom: 'peakScan' }
+        : { perSeenUrlFrom: 'kept' }),
       keptByFamily: familyFigures(kept, pages),
       keptByKind: kept.byKind,
       // The largest of the measurements of every key taken every 15 s during the crawl (its peak by family, to within 15 s).
