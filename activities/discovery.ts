@@ -14,6 +14,7 @@ import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { trapReason } from '../src/url/traps';
 import type { UrlRuleTarget } from '../src/url/url-rules';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import { frontierOf } from './frontier-of';
 
 /** Rejected-link samples kept per page in the index: enough to see the pattern, bounded for hostile pages. */
 const MAX_REJECTED_SAMPLES = 5;
@@ -114,7 +115,7 @@ export async function routeCandidates(
       // A host whose workflow is consuming its frontier needs no wake: most
       // cross-host links land there, and each wake costs the campaign and the
       // host workflow history events.
-      if (Frontier.needsWake(await new Frontier(rt.deps.redis, campaign.key, host).enqueue(items, bounds))) woken.push(host);
+      if (Frontier.needsWake(await frontierOf(rt, campaign, host).enqueue(items, bounds))) woken.push(host);
     }),
   );
   if (woken.length > 0) await wake(woken.sort());

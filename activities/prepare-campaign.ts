@@ -12,6 +12,7 @@ import { compileUrlRules } from '../src/url/url-rules';
 import { loadCredentialsFile } from '../src/http/credentials';
 import { FailureType } from '../workflows/messages';
 import type { WorkerRuntime } from './runtime';
+import { spillOf } from './frontier-of';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { PrepareCampaignInput, PrepareCampaignResult } from './types';
 
@@ -85,7 +86,7 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;
     if (first) for (const r of rejected) await hosts.addProblem(`seed ${r.seed}: ${r.reason}`);
-    const { wake } = await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings);
+    const { wake } = await enqueueSeeds(rt.deps.redis, campaignKey, byHost, settings, spillOf(rt, settings));
     await hosts.markReady(wake);
     return { hosts: byHost.size, rejectedSeeds: rejected.slice(0, REJECTED_SHOWN), configVersion };
   };

@@ -30,7 +30,7 @@ const DESCRIBE_CONCURRENCY = 20;
 const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
 /** Hosts of the campaign whose frontier (or revisit schedule) holds URLs (a sorted set exists only while it has members). */
-export async function hostsWithFrontier(redis: RedisLike, campaignKey: string, key: 'frontier' | 'revisit' = 'frontier'): Promise<string[]> {
+export async function hostsWithFrontier(redis: RedisLike, campaignKey: string, key: 'frontier' | 'spill' | 'revisit' = 'frontier'): Promise<string[]> {
   const prefix = `crawl:{${campaignKey}|`;
   const suffix = `}:${key}`;
   const match = `${globEscape(prefix)}*${globEscape(suffix)}`;
@@ -83,7 +83,8 @@ export async function sweepAfterRedisLoss(rt: WorkerRuntime, hosts: CampaignHost
   }
   let woken: string[] = [];
   if (wake) {
-    const left = await hostsWithFrontier(rt.deps.redis, hosts.campaignKey);
+    // Spilled segments are URLs left too (src/redis/frontier-spill.ts): a host may have nothing else.
+    const left = [...new Set([...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey)), ...(await hostsWithFrontier(rt.deps.redis, hosts.campaignKey, 'spill'))])].sort();
     // A revisit host whose park was lost (its slot given up, nothing queued)
     // would never come back: parked again at its next revisit, unless it
     // holds a slot, waits for one or is parked.

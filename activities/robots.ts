@@ -18,6 +18,7 @@ import { hostKey } from '../src/url/normalize';
 import { pageBudgetSpent, sitemapSeeds } from './discovery';
 import type { RobotsVerdict } from './robots-verdict';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
+import { frontierOf } from './frontier-of';
 
 /** How long a refused host stays refused for a campaign (longer than any sane campaign run; a restart re-checks). */
 const REFUSED_TTL_MS = 7 * 24 * 60 * 60_000;
@@ -366,7 +367,7 @@ async function enqueueSitemapsOnce(rt: WorkerRuntime, campaign: CampaignRuntime,
   const urls = candidates.filter((u, i) => allowed[i] && campaign.urlRules.verdict(u, 'list') === null);
   if (urls.length > 0) {
     // The bounds count these against budgets.maxSitemapsPerHost in Redis, with the index children they lead to.
-    await new Frontier(rt.deps.redis, campaign.key, host).enqueue(
+    await frontierOf(rt, campaign, host).enqueue(
       urls.map((u) => ({ url: u, fp: urlFingerprint(u), depth: 0, referrer: robotsTxtUrl, kind: 'sitemap' as const, hops: 'P', priority: frontierPriority(u, s) })),
       frontierBounds(s.budgets),
     );

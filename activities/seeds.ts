@@ -8,6 +8,8 @@ import { urlFingerprint } from '../src/url/fingerprint';
 import { hostKey, normalizeUrl } from '../src/url/normalize';
 import { isUrlError } from '../src/url/url-error';
 import { Frontier } from '../src/redis/frontier';
+import type { SpillOptions } from '../src/redis/frontier-spill';
+import { spillOf } from './frontier-of';
 import type { RedisLike } from '../src/redis/scripts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
@@ -68,12 +70,14 @@ export async function enqueueSeeds(
   campaignKey: string,
   byHost: GroupedSeeds['byHost'],
   settings?: Pick<CampaignSettings, 'frontier'>,
+  spill: SpillOptions | null = null,
 ): Promise<{ added: Map<string, number>; wake: string[] }> {
   const s = settings ?? (byHost.size > 0 ? (await loadCampaignSettings(redis, campaignKey)).settings : {});
   const added = new Map<string, number>();
   const wake: string[] = [];
   for (const [host, items] of byHost) {
-    const r = await new Frontier(redis, campaignKey, host).enqueue(
+    // Seeds past the host's spill bound land in segments as links do (src/redis/frontier-spill.ts).
+    const r = await new Frontier(redis, campaignKey, host, spill).enqueue(
       items.map(({ url }) => ({ url, fp: urlFingerprint(url), depth: 0, referrer: null, priority: frontierPriority(url, s) })),
     );
     added.set(host, r.added);
@@ -133,7 +137,7 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
           if (kept.length) byHost.set(host, kept);
           else byHost.delete(host);
         }
-        const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, s);
+        const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, s, spillOf(rt, s));
         await hosts.markReady(wake);
         for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
         result = { next: b.next, done: b.done, hosts: result.hosts + added.size, seeds: result.seeds + b.seeds.length, rejected: result.rejected + rejected.length };

@@ -11,6 +11,7 @@ import { HostClock } from '../src/redis/host-clock';
 import type { CampaignRuntime, WorkerRuntime } from './runtime';
 import type { SessionControl } from './session-control';
 import type { SessionInput } from './types';
+import { frontierOf } from './frontier-of';
 
 /**
  * What a session starts from. `token`: this attempt's, which its claims carry; `frontier` writes as
@@ -84,7 +85,8 @@ export async function openSession(rt: WorkerRuntime, input: SessionInput): Promi
   const control = await hosts.sessionControl(input.host);
   const campaign = await rt.campaign(input.campaignKey, Math.max(input.configVersion, control.version));
   if (ctx.cancellationSignal.aborted) throw new Error('session cancelled before it started');
-  const frontier = new Frontier(rt.deps.redis, input.campaignKey, input.host);
+  // With the campaign's spill options: this session's commits spill past the bound, its claims read segments back.
+  const frontier = frontierOf(rt, campaign, input.host);
   const { info } = ctx;
   const token = attemptToken({ runId: info.workflowExecution?.runId, activityId: info.activityId, attempt: info.attempt, isLocal: info.isLocal });
   const clockKey = await campaign.clockKeys.keyFor(input.host);

@@ -18,6 +18,7 @@ import { wakeSleepingHolders } from './nudge';
 import type { WorkerRuntime } from './runtime';
 import { enqueueSeeds, groupSeeds } from './seeds';
 import type { AddCampaignSeedsInput, AddCampaignSeedsResult, SteerCampaignInput, SteerCampaignResult } from './types';
+import { spillOf } from './frontier-of';
 
 /** Budget slots added per SADD when pages fetched while unlimited are brought into the budget. */
 const FILL_CHUNK = 1_000;
@@ -173,7 +174,7 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
       else byHost.set(host, fresh);
       accepted.push(...fresh.map((it) => it.seed));
     }
-    const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost);
+    const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, undefined, spillOf(rt, campaign.settings));
     await new CampaignHosts(redis, input.campaignKey).markReady(wake);
     // A revisit host may hold its slot asleep until its next due URL: the seeds wake it.
     if (campaign.settings.revisit?.enabled) await wakeSleepingHolders(rt, input.campaignKey, campaign.settings.campaignId, wake);

@@ -146,6 +146,11 @@ const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
 const flag = () => z.boolean({ error: (iss) => `must be true or false${got(iss)}` });
 
 /** A section of the input: absent means every default; anything but an object is named with an example. */
+/** frontier.spillAbove's default: a host's frontier past 5,000 URLs spills its tail to the output store. */
+export const DEFAULT_SPILL_ABOVE = 5000;
+/** frontier.spillAbove's least: below it segments would be tiny and a host would spill and refill all the time. */
+export const MIN_SPILL_ABOVE = 20;
+
 const section = <S extends z.core.$ZodLooseShape>(shape: S, example?: string) =>
   z.object(shape, { error: (iss) => `must be an object${example ? ` such as ${example}` : ''}${got(iss)}` });
 
@@ -612,11 +617,19 @@ const campaignFields = {
         .describe(
           `Within a host's frontier, higher priority first, then depth, then discovery. The first rule whose pattern (a JavaScript regular expression, unanchored, matched against the normalised URL) matches gives a URL its priority; no match = 0. Integers from ${FRONTIER_PRIORITY_MIN} to ${FRONTIER_PRIORITY_MAX}, at most ${MAX_PRIORITY_RULES} rules.`,
         ),
+      // A host's frontier past this keeps about half in Redis and its tail in segments on the
+      // output store (src/redis/frontier-spill.ts): Redis grows with active hosts, not with URLs.
+      spillAbove: whole({ min: MIN_SPILL_ABOVE, orNull: ', or null to keep every frontier whole in Redis' })
+        .nullable()
+        .default(DEFAULT_SPILL_ABOVE)
+        .describe(
+          `A host whose frontier holds more URLs than this keeps about half of them (its head) in Redis and writes the rest, its cold tail, as compressed segments under \`frontier/\` in the campaign's output (folder or bucket), read back in priority order as the host drains. null = never spill. Every worker must run a release that reads segments (docs/operations.md).`,
+        ),
     },
-    '{"priorities": [{"pattern": "/products/", "priority": 5}]}',
+    '{"priorities": [{"pattern": "/products/", "priority": 5}], "spillAbove": 5000}',
   )
     .nullish()
-    .transform((f) => f ?? { priorities: [] }),
+    .transform((f) => f ?? { priorities: [], spillAbove: DEFAULT_SPILL_ABOVE }),
   retention: section({
     // A week: long enough to look at a finished campaign's hosts with
     // `crawler status` and to resume work on it by hand; the keys of a

@@ -7,6 +7,7 @@ import type { RedisLike } from './scripts';
 import { CrawlerError } from '../errors';
 import { fpField, fpOfField, idOfValue, idValue } from './sealing-state';
 import type { CountedAs } from '../stats/counters';
+import { refillSegment, spillTail, type SpillOptions } from './frontier-spill';
 
 /**
  * page: fetch, store, follow links. sitemap / sitemap-child: fetch, store,
@@ -165,27 +166,44 @@ export class Frontier {
    */
   emptyAfterCommit = false;
 
+  /**
+   * `spill`: the campaign's frontier.spillAbove and output store (src/redis/frontier-spill.ts),
+   * for whoever enqueues, commits or claims with the campaign at hand; without it nothing is spilled
+   * and a claim that finds segments due fails (FrontierSpillError) rather than skip them.
+   */
   constructor(
     private readonly redis: RedisLike,
-    campaignKey: string,
+    private readonly campaignKey: string,
     readonly host: string,
+    private readonly spill: SpillOptions | null = null,
   ) {
     this.keys = hostKeys(campaignKey, host);
+  }
+
+  /** After an enqueue or a commit left `held` entries in the sorted set: its tail to segments if that is past the bound. */
+  private async spillIfDue(held: number): Promise<void> {
+    const above = this.spill?.above;
+    if (!this.spill || above === null || above === undefined || held <= above) return;
+    // Best effort: a store that is down leaves the frontier whole in Redis, as before spilling existed.
+    await spillTail(this.redis, this.keys, this.campaignKey, this.host, this.spill.store, above).catch((err: unknown) => this.spill?.onError?.(err));
   }
 
   /**
    * Marks URLs seen and enqueues the new ones, within `bounds`, in batches
    * of MAX_ENQUEUE_BATCH. `added`: how many were new (and fitted);
    * `awake`: the host's workflow is consuming its frontier and will find them
-   * without being woken; `queued`: frontier size afterwards.
+   * without being woken; `queued`: frontier size afterwards (spilled entries included). Past
+   * frontier.spillAbove the tail goes to segments after each batch, so a seed list of a million
+   * URLs for one host never sits in Redis whole.
    */
   async enqueue(items: EnqueueItem[], bounds: FrontierBounds = {}): Promise<{ added: number; awake: boolean; queued: number }> {
     const k = this.keys;
     let added = 0;
-    let last: [number, number, number] = [0, 0, 0];
+    let last: [number, number, number, number] = [0, 0, 0, 0];
     for (const batch of batches(items)) {
       last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds));
       added += last[0];
+      await this.spillIfDue(last[3]);
     }
     return { added, awake: last[1] === 1, queued: last[2] };
   }
@@ -214,7 +232,13 @@ export class Frontier {
   async claim(): Promise<{ member: string; entry: FrontierEntry; attempts: number; retried: number } | null> {
     const k = this.keys;
     this.emptyAfterCommit = false;
-    const r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, this.owner);
+    let r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, k.spill, k.stats, this.owner);
+    // A segment holds an entry ahead of the head (or the sorted set is empty): read it back, claim again.
+    // Each refill unregisters one segment, so this ends.
+    while (r && Number(r[1]) === -2) {
+      await refillSegment(this.redis, k, this.campaignKey, this.host, this.spill?.store ?? null, r[0]);
+      r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, k.spill, k.stats, this.owner);
+    }
     if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
     return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
   }
@@ -276,7 +300,7 @@ export class Frontier {
     const last = parts.pop()!;
     let before = 0;
     for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds)))[0];
-    const [removed, added, remaining] = await this.redis.crawlCommit(
+    const [removed, added, remaining, held] = await this.redis.crawlCommit(
       k.seen,
       k.frontier,
       k.seq,
@@ -297,6 +321,7 @@ export class Frontier {
     );
     if (removed === -1) throw new SessionSupersededError(this.host);
     this.emptyAfterCommit = remaining === 0;
+    await this.spillIfDue(held);
     return { removed: removed === 1, added: before + added, remaining };
   }
 
@@ -353,20 +378,23 @@ export class Frontier {
     return head ? decodeEntry(head) : null;
   }
 
-  size(): Promise<number> {
-    return this.redis.zcard(this.keys.frontier);
+  /** Entries queued: in the sorted set and in spilled segments. */
+  async size(): Promise<number> {
+    return (await this.statsAndSize()).size;
   }
 
   async stats(): Promise<Record<string, number>> {
     return numbers(await this.redis.hgetall(this.keys.stats));
   }
 
-  /** stats() and size() in one round trip (one slot: a pipeline even on a cluster). */
+  /** stats() and size() in one round trip (one slot: a pipeline even on a cluster); size counts spilled entries. */
   async statsAndSize(): Promise<{ stats: Record<string, number>; size: number }> {
     const res = await this.redis.pipeline().hgetall(this.keys.stats).zcard(this.keys.frontier).exec();
     const [[statsErr, raw], [sizeErr, size]] = res!;
     if (statsErr ?? sizeErr) throw statsErr ?? sizeErr;
-    return { stats: numbers(raw as Record<string, string>), size: size as number };
+    const stats = numbers(raw as Record<string, string>);
+    // Entries in spilled segments are queued too: a host with only those is not empty.
+    return { stats, size: (size as number) + (stats.spilled ?? 0) };
   }
 }
 

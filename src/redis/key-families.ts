@@ -62,6 +62,8 @@ type AddressKind = keyof ReturnType<typeof addressKeys>;
 
 export const HOST_KEY_FAMILIES: Record<HostKind, KeyFamily> = {
   frontier: 'frontier',
+  spill: 'frontier',
+  spillLock: 'frontier',
   seen: 'seen',
   seq: 'frontier',
   current: 'frontier',

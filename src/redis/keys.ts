@@ -14,6 +14,13 @@ export const hostKeys = (campaignKey: string, host: string) => {
   return {
     /** ZSET of frontier entries, scored by depth then discovery order. */
     frontier: `${P}:${tag}:frontier`,
+    /**
+     * ZSET segment name → its lowest score: the frontier's cold tail, spilled to segments on the
+     * campaign's output store (src/redis/frontier-spill.ts); the stats field `spilled` counts their entries.
+     */
+    spill: `${P}:${tag}:spill`,
+    /** Held (SET NX PX, a few seconds) by the worker writing a segment of the host's tail, so two do not spill the same one. */
+    spillLock: `${P}:${tag}:spill-lock`,
     /** SET of URL fingerprints ever enqueued for this host. */
     seen: `${P}:${tag}:seen`,
     /** Discovery counter, the tie-breaker that makes the frontier FIFO within a depth. */

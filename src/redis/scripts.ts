@@ -53,7 +53,7 @@ if #fps > 0 and (pageLimit >= 0 or sitemapLimit >= 0) then
   local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps', 'embedsQueued')
   sitemaps = tonumber(counts[3] or '0')
   if pageLimit >= 0 then
-    local queued = math.max(redis.call('ZCARD', KEYS[2]) - sitemaps - tonumber(counts[4] or '0'), 0)
+    local queued = math.max(redis.call('ZCARD', KEYS[2]) + tonumber(redis.call('HGET', STATS, 'spilled') or '0') - sitemaps - tonumber(counts[4] or '0'), 0)
     room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
   end
 end
@@ -100,6 +100,14 @@ end
 const enqueueBody = (bounds: number, stats: string) => ENQUEUE_BODY.replaceAll('BOUNDS', String(bounds)).replaceAll('STATS', stats);
 
 /**
+ * A host's frontier size as \`held + spilled\`: the entries in its sorted set (KEYS[2]) and those
+ * in its spilled segments (the stats field \`spilled\`, KEYS[5]). Whatever reports a frontier's size
+ * counts both, so a host whose entries are all in segments is neither drained nor empty.
+ */
+const QUEUED = `local held = redis.call('ZCARD', KEYS[2])
+local spilled = tonumber(redis.call('HGET', KEYS[5], 'spilled') or '0')`;
+
+/**
  * The fields of a host record that the campaign totals sum (crawlHostRecord):
  * the counters, then the frontier. Records of older releases may lack the
  * embed counters, which the finished-URL count reads as 0.
@@ -108,13 +116,79 @@ const RECORD_SUMS = [...COUNTERS, 'frontier'] as const;
 
 export const SCRIPTS = {
   // KEYS: seen, frontier, seq, awake, stats. ARGV: page bound, sitemap
-  // bound, then enqueue quadruples. Returns {added, awake, queued}: when
+  // bound, then enqueue quadruples. Returns {added, awake, queued, in Redis}
+  // (queued: the frontier's entries, those spilled to segments included;
+  // in Redis: the sorted set's, which the spill is decided on): when
   // the host's workflow is awake, its next claim sees these URLs and nobody
   // needs to wake it. Reading the flag in the same script as the enqueue is
   // what makes skipping the wake safe (see crawlClaim).
   crawlEnqueue: {
     numberOfKeys: 5,
-    lua: `${enqueueBody(1, 'KEYS[5]')}\nreturn {added, redis.call('EXISTS', KEYS[4]), redis.call('ZCARD', KEYS[2])}`,
+    lua: `${enqueueBody(1, 'KEYS[5]')}\n${QUEUED}\nreturn {added, redis.call('EXISTS', KEYS[4]), held + spilled, held}`,
+  },
+  // The spilled tail of a host's frontier (src/redis/frontier-spill.ts).
+  //
+  // KEYS: frontier, spill, stats, current. ARGV: the segment's name, then
+  // score/member pairs: the entries the
+  // caller read from the frontier's tail and wrote to the segment's object.
+  // If every one is still in the frontier at that score and none is the
+  // claimed entry (\`current\`), they leave it, the segment is registered at
+  // its lowest score and counted (stats \`spilled\`): 1. Else nothing changes
+  // (0): a claim, a commit or another worker's spill moved them meanwhile,
+  // and the caller removes its object. The caller holds the host's spill
+  // lock meanwhile, so two workers seldom write the same tail; the check,
+  // not the lock, is what keeps an entry from being both here and there.
+  crawlSpill: {
+    numberOfKeys: 4,
+    lua: `
+local n = (#ARGV - 1) / 2
+if n < 1 then return 0 end
+local cur = redis.call('GET', KEYS[4])
+local low
+for i = 2, #ARGV, 2 do
+  local m = ARGV[i + 1]
+  local at = redis.call('ZSCORE', KEYS[1], m)
+  if not at or tonumber(at) ~= tonumber(ARGV[i]) or m == cur then return 0 end
+  if not low or tonumber(ARGV[i]) < low then low = tonumber(ARGV[i]) end
+end
+local batch = {}
+for i = 3, #ARGV, 2 do
+  batch[#batch + 1] = ARGV[i]
+  if #batch == 1000 then redis.call('ZREM', KEYS[1], unpack(batch)) batch = {} end
+end
+if #batch > 0 then redis.call('ZREM', KEYS[1], unpack(batch)) end
+redis.call('ZADD', KEYS[2], string.format('%.0f', low), ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'spilled', n)
+return 1`,
+  },
+  // KEYS: a lock. ARGV: its holder's token. Lets the lock go if it is still
+  // that holder's (it may have run out and been taken by another): 1 if so.
+  crawlUnlock: {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`,
+  },
+  // KEYS: frontier, spill, stats. ARGV: a segment's name, then the
+  // score/member pairs its object holds. Only while the segment is
+  // registered: its entries go back into the frontier (NX: one there
+  // already keeps its place), it is unregistered and uncounted; 1. Else
+  // (another refill took it) nothing changes: 0.
+  crawlRefill: {
+    numberOfKeys: 3,
+    lua: `
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+local n = (#ARGV - 1) / 2
+local batch = {}
+for i = 2, #ARGV, 2 do
+  batch[#batch + 1] = ARGV[i]
+  batch[#batch + 1] = ARGV[i + 1]
+  if #batch == 2000 then redis.call('ZADD', KEYS[1], 'NX', unpack(batch)) batch = {} end
+end
+if #batch > 0 then redis.call('ZADD', KEYS[1], 'NX', unpack(batch)) end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'spilled', -n)
+return 1`,
   },
   // KEYS: session, fence. ARGV: the attempt's token, ttlMs, floor (0: none).
   // Makes the attempt the host's owner under a fencing number higher than
@@ -135,7 +209,7 @@ local owner = string.format('%d', n) .. '/' .. ARGV[1]
 redis.call('SET', KEYS[1], owner, 'PX', tonumber(ARGV[2]))
 return {n, owner}`,
   },
-  // KEYS: frontier, current, awake, attempts, session. ARGV: the session
+  // KEYS: frontier, current, awake, attempts, session, spill, stats. ARGV: the session
   // attempt's owner value ('' = no fencing). {'', -1} when another session attempt
   // owns the host (this one is a zombie whose heartbeat or workflow task timed
   // out: it must stop). Else {member, attempts}:
@@ -144,14 +218,22 @@ return {n, owner}`,
   // claimed, this time included; nil when the frontier is empty. Finding it
   // empty clears the awake flag atomically, so an enqueue either lands before
   // this claim (and is claimed) or after it (and sees the flag cleared, and
-  // marks the host ready).
+  // marks the host ready). {segment, -2} when a new head is due and a
+  // segment of the spilled tail (src/redis/frontier-spill.ts) holds an entry
+  // ahead of the head in Redis, or the sorted set is empty and a segment is
+  // left: the caller reads that segment back (crawlRefill) and claims again,
+  // so the entry claimed is always the lowest of the sorted set and of every
+  // segment, and a host is never drained while segments are left. Nothing
+  // is changed then (awake stays: the host is not drained).
   crawlClaim: {
-    numberOfKeys: 5,
+    numberOfKeys: 7,
     lua: `
 if ARGV[1] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[1] then return {'', -1} end
 local cur = redis.call('GET', KEYS[2])
 if not (cur and redis.call('ZSCORE', KEYS[1], cur)) then
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local seg = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+  if #seg > 0 and (#head == 0 or tonumber(seg[2]) < tonumber(head[2])) then return {seg[1], -2, 0} end
   if #head == 0 then redis.call('DEL', KEYS[2], KEYS[3]) return false end
   cur = head[1]
   redis.call('SET', KEYS[2], cur)
@@ -165,7 +247,8 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET',
   // attempt's owner value ('' = no fencing), keep ('1': the output is in a
   // bucket, so the commit's undo record is kept under the fingerprint in
   // `unsealed` until a seal finds its line: crawlUncommit), page bound,
-  // sitemap bound, then enqueue quadruples. {-1, 0, 0} and nothing written when another session attempt
+  // sitemap bound, then enqueue quadruples. Returns {removed, added, remaining, in Redis}: remaining
+  // counts the entries spilled to segments too (crawlEnqueue). {-1, 0, 0} and nothing written when another session attempt
   // owns the host (this one was presumed dead and must not count). Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
   // same-host links. The commit that removes the entry is the one that
@@ -198,7 +281,8 @@ if removed == 1 then
   end
 end
 ${enqueueBody(8, 'KEYS[5]')}
-return {removed, added, redis.call('ZCARD', KEYS[2])}`,
+${QUEUED}
+return {removed, added, held + spilled, held}`,
   },
   // KEYS: frontier, stats, committed, unsealed. ARGV: fingerprints whose
   // committed line a seal did not find in the bucket (the worker that held
@@ -208,7 +292,7 @@ return {removed, added, redis.call('ZCARD', KEYS[2])}`,
   // commit recorded in `unsealed` is undone: a fingerprint whose committed id
   // is another (committed again since) or none (undone already) is left, so
   // a retried call changes nothing. The undo record stays until the new
-  // commit replaces it. Returns {undone, frontier size}.
+  // commit replaces it. Returns {undone, frontier size} (spilled entries included).
   crawlUncommit: {
     numberOfKeys: 4,
     lua: `
@@ -233,7 +317,7 @@ for i = 1, #ARGV do
     end
   end
 end
-return {undone, redis.call('ZCARD', KEYS[1])}`,
+return {undone, redis.call('ZCARD', KEYS[1]) + tonumber(redis.call('HGET', KEYS[2], 'spilled') or '0')}`,
   },
   // KEYS: attempts, session. ARGV: member, the session attempt's owner value
   // ('' = no fencing). This claim of the member ended in a deliberate retry;
@@ -752,9 +836,21 @@ type ScriptArgs = (string | number | Buffer)[];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number, number], Context>;
+    crawlSpill(frontier: string, spill: string, stats: string, current: string, segment: string, ...pairs: string[]): Result<number, Context>;
+    crawlUnlock(lock: string, token: string): Result<number, Context>;
+    crawlRefill(frontier: string, spill: string, stats: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlTakeOver(session: string, fence: string, token: string, ttlMs: number, floor: number): Result<[number, string], Context>;
-    crawlClaim(frontier: string, current: string, awake: string, attempts: string, session: string, owner: string): Result<[string, number, number] | null, Context>;
+    crawlClaim(
+      frontier: string,
+      current: string,
+      awake: string,
+      attempts: string,
+      session: string,
+      spill: string,
+      stats: string,
+      owner: string,
+    ): Result<[string, number, number] | null, Context>;
     crawlCommit(
       seen: string,
       frontier: string,
@@ -766,7 +862,7 @@ declare module 'ioredis' {
       session: string,
       unsealed: string,
       ...argv: ScriptArgs
-    ): Result<[number, number, number], Context>;
+    ): Result<[number, number, number, number], Context>;
     crawlUncommit(frontier: string, stats: string, committed: string, unsealed: string, ...fps: (string | Buffer)[]): Result<[number, number], Context>;
     crawlNoteRetry(attempts: string, session: string, member: string, owner: string): Result<number, Context>;
     crawlClockAcquire(clock: string, fence: string, owner: string, leaseMs: number, delayMs: number, holder: string, fenceNumber: number): Result<number, Context>;

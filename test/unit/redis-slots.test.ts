@@ -18,6 +18,7 @@ import { hostKeysAtEnd } from '../../src/redis/retained-keys';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
+import { registerSegment, restoreSegment, unlockSpill } from '../../src/redis/frontier-spill';
 import { HostClock } from '../../src/redis/host-clock';
 import { RevisitSchedule } from '../../src/redis/revisit';
 import { WorkerRegistry } from '../../src/redis/worker-registry';
@@ -139,6 +140,20 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(commit.script).toBe('crawlCommit');
     expect(commit.keys).toHaveLength(SCRIPTS.crawlCommit.numberOfKeys);
     expectOneSlot(commit, tag);
+
+    // The spilled tail (src/redis/frontier-spill.ts): out, back and its lock, on the host's keys.
+    const hk = hostKeys(ck, host);
+    const spill = await cap.capture(1, () => registerSegment(cap.redis, hk, 'seg', [['5', '1\thttp://x/z']]));
+    expect(spill.script).toBe('crawlSpill');
+    expect(spill.keys).toHaveLength(SCRIPTS.crawlSpill.numberOfKeys);
+    expectOneSlot(spill, tag);
+    const refill = await cap.capture(1, () => restoreSegment(cap.redis, hk, 'seg', [['5', '1\thttp://x/z']]));
+    expect(refill.script).toBe('crawlRefill');
+    expect(refill.keys).toHaveLength(SCRIPTS.crawlRefill.numberOfKeys);
+    expectOneSlot(refill, tag);
+    const unlock = await cap.capture(1, () => unlockSpill(cap.redis, hk, 'token'));
+    expect(unlock.script).toBe('crawlUnlock');
+    expectOneSlot(unlock, tag);
 
     const retry = await cap.capture(1, () => f.noteRetry('1\thttp://x/\t'));
     expect(retry.script).toBe('crawlNoteRetry');

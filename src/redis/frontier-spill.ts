@@ -1,0 +1,160 @@
+// A frontier that spills (issue 40 part 5): a host whose frontier passes
+// `frontier.spillAbove` keeps its head in Redis and writes its cold tail as
+// segments on the campaign's output store (shared by every worker, like the
+// WARCs), read back as the host drains, so Redis grows with active hosts, not
+// with URLs. Members are opaque strings here: whatever the frontier holds
+// goes out and comes back byte for byte, at its score.
+//
+// Durability. Out: the tail is read, written as one object, and only then
+// moved by one script (crawlSpill) that checks every entry is still in the
+// sorted set at the same score and is not the claimed one; a worker killed
+// before the script leaves an orphan object and nothing lost, after it the
+// spill is done. Back: the claim script names the segment due (crawlClaim),
+// the object is read, and one script (crawlRefill) puts its entries back only
+// while the segment is registered; a worker killed before it leaves the
+// segment registered (read again later), a second refill finds it gone.
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { CrawlerError } from '../errors';
+import type { ObjectStore } from '../storage/object-store';
+import type { hostKeys } from './keys';
+import type { RedisLike } from './scripts';
+
+/** What a Frontier needs to spill and refill: built where the campaign is at hand (activities/frontier-of.ts). */
+export interface SpillOptions {
+  /** frontier.spillAbove; null: never spill (segments written before are still read back). */
+  above: number | null;
+  /** The campaign's output store: segments are objects under `frontier/` in it. */
+  store: ObjectStore;
+  /** A spill that failed (the store down): the frontier stays whole in Redis and the next enqueue or commit tries again. */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Entries in one segment at most: a host whose frontier jumps far past its bound (a seed list of a
+ * million URLs for one host) spills several segments, and each script call stays short.
+ */
+export const MAX_SEGMENT_ENTRIES = 5000;
+/** How long the spill lock is held at most: a segment's upload is seconds; one that takes longer only risks a wasted upload. */
+const SPILL_LOCK_MS = 30_000;
+const SEGMENT_VERSION = 1;
+
+export type SpillErrorCode = 'SPILL_STORE_MISSING' | 'SPILL_SEGMENT_UNREADABLE';
+
+/**
+ * A host's frontier has spilled segments and this one cannot be read back (the store is down, or
+ * this process was given none): the claim fails, so the session fails and is retried with
+ * back-off. A host is never taken as drained while segments are left.
+ */
+export class FrontierSpillError extends CrawlerError<SpillErrorCode> {
+  constructor(code: SpillErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'FrontierSpillError';
+  }
+}
+
+/** A path segment of an object key from any string (a campaign key, a host with a port, an IPv6 literal). */
+const safe = (s: string): string => encodeURIComponent(s).replaceAll('.', '%2E');
+
+/** Where a host's segment lives in the campaign's store. */
+export const segmentKey = (campaignKey: string, host: string, name: string): string => `frontier/${safe(campaignKey)}/${safe(host)}/${name}.seg`;
+
+/** Where a campaign's segments live: what a purge removes. */
+export const campaignSegmentsPrefix = (campaignKey: string): string => `frontier/${safe(campaignKey)}/`;
+
+/** A gzip of JSON lines: a header `{"v":1,"n":<entries>}`, then one `[score, member]` per entry (any member survives JSON). */
+export function encodeSegment(pairs: [string, string][]): Buffer {
+  const lines = [JSON.stringify({ v: SEGMENT_VERSION, n: pairs.length }), ...pairs.map((p) => JSON.stringify(p))];
+  return gzipSync(lines.join('\n'));
+}
+
+/** The pairs of a segment; throws when it is not a whole segment (gzip's CRC, the header's count). */
+export function decodeSegment(body: Buffer): [string, string][] {
+  const lines = gunzipSync(body).toString('utf8').split('\n');
+  const head = JSON.parse(lines[0]!) as { v?: number; n?: number };
+  if (head.v !== SEGMENT_VERSION) throw new Error(`a segment of version ${String(head.v)}, not ${SEGMENT_VERSION}`);
+  const pairs = lines.slice(1).map((l) => JSON.parse(l) as [string, string]);
+  if (pairs.length !== head.n || pairs.some((p) => !Array.isArray(p) || typeof p[0] !== 'string' || typeof p[1] !== 'string'))
+    throw new Error(`a segment of ${String(head.n)} entries holds ${pairs.length} readable ones`);
+  return pairs;
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+const newSegmentName = (): string => `${Date.now().toString(36)}-${randomBytes(8).toString('hex')}`;
+
+type Keys = ReturnType<typeof hostKeys>;
+
+/** crawlSpill on the host's keys: 1 when `pairs` left the sorted set for segment `name`, 0 when the tail changed meanwhile. */
+export const registerSegment = (redis: RedisLike, k: Keys, name: string, pairs: [string, string][]): Promise<number> =>
+  redis.crawlSpill(k.frontier, k.spill, k.stats, k.current, name, ...pairs.flat());
+
+/** crawlRefill on the host's keys: 1 when segment `name` was registered and its entries went back, 0 when another refill took it. */
+export const restoreSegment = (redis: RedisLike, k: Keys, name: string, pairs: [string, string][]): Promise<number> =>
+  redis.crawlRefill(k.frontier, k.spill, k.stats, name, ...pairs.flat());
+
+/** The host's spill lock let go, if it is still `token`'s. */
+export const unlockSpill = (redis: RedisLike, k: Keys, token: string): Promise<number> => redis.crawlUnlock(k.spillLock, token);
+
+/**
+ * Writes the tail of the host's frontier beyond its head (about half the bound) to segments, while
+ * the sorted set holds more than `above`: one segment of at most MAX_SEGMENT_ENTRIES entries at a
+ * time, highest scores first, until the head is left. The claimed entry stays. Nothing is done
+ * while another worker holds the host's spill lock. Returns how many entries were spilled.
+ */
+export async function spillTail(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore, above: number): Promise<number> {
+  const keep = Math.floor(above / 2);
+  const token = randomBytes(8).toString('hex');
+  if ((await redis.set(k.spillLock, token, 'PX', SPILL_LOCK_MS, 'NX')) !== 'OK') return 0;
+  let spilled = 0;
+  try {
+    let held = await redis.zcard(k.frontier);
+    if (held <= above) return 0;
+    while (held > keep) {
+      const flat = await redis.zrange(k.frontier, Math.max(keep, held - MAX_SEGMENT_ENTRIES), -1, 'WITHSCORES');
+      const current = await redis.get(k.current);
+      const pairs: [string, string][] = [];
+      for (let i = 0; i < flat.length; i += 2) if (flat[i] !== current) pairs.push([flat[i + 1]!, flat[i]!]);
+      if (pairs.length === 0) break;
+      const name = newSegmentName();
+      const key = segmentKey(campaignKey, host, name);
+      await store.putBytes(key, encodeSegment(pairs));
+      // A call whose answer is lost (Redis away) may have registered the segment: its object stays.
+      const moved = await registerSegment(redis, k, name, pairs);
+      if (moved !== 1) {
+        // The tail changed meanwhile (a claim, a commit, another worker's spill): nothing moved, the object goes.
+        await store.remove(key).catch(() => undefined);
+        break;
+      }
+      spilled += pairs.length;
+      held = await redis.zcard(k.frontier);
+    }
+  } finally {
+    await unlockSpill(redis, k, token).catch(() => undefined);
+  }
+  return spilled;
+}
+
+/**
+ * Reads segment `name` back into the host's frontier (the claim found it due): its entries at
+ * their scores, the segment unregistered, its object removed. A segment another refill took
+ * meanwhile changes nothing. Throws FrontierSpillError when a segment still registered cannot be read.
+ */
+export async function refillSegment(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore | null, name: string): Promise<void> {
+  if (!store) throw new FrontierSpillError('SPILL_STORE_MISSING', `the frontier of ${host} has spilled segments and this process has no store to read them from`);
+  const key = segmentKey(campaignKey, host, name);
+  let pairs: [string, string][];
+  try {
+    pairs = decodeSegment(await readAll(await store.read(key)));
+  } catch (err) {
+    // Another refill took it and removed its object: nothing left to do.
+    if ((await redis.zscore(k.spill, name)) === null) return;
+    throw new FrontierSpillError('SPILL_SEGMENT_UNREADABLE', `cannot read the spilled frontier segment ${key} of ${host} from ${store.location}`, { cause: err });
+  }
+  if ((await restoreSegment(redis, k, name, pairs)) === 1) await store.remove(key).catch(() => undefined);
+}
