@@ -133,7 +133,8 @@ export const SCRIPTS = {
   // caller read from the frontier's tail and wrote to the segment's object.
   // If every one is still in the frontier at that score and none is the
   // claimed entry (\`current\`), they leave it, the segment is registered at
-  // its lowest score and counted (stats \`spilled\`): 1. Else nothing changes
+  // its lowest score and counted (stats \`spilled\`: entries in segments now;
+  // \`segmentsSpilled\`: segments ever written, for the operator): 1. Else nothing changes
   // (0): a claim, a commit or another worker's spill moved them meanwhile,
   // and the caller removes its object. The caller holds the host's spill
   // lock meanwhile, so two workers seldom write the same tail; the check,
@@ -159,6 +160,7 @@ end
 if #batch > 0 then redis.call('ZREM', KEYS[1], unpack(batch)) end
 redis.call('ZADD', KEYS[2], string.format('%.0f', low), ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'spilled', n)
+redis.call('HINCRBY', KEYS[3], 'segmentsSpilled', 1)
 return 1`,
   },
   // KEYS: a lock. ARGV: its holder's token. Lets the lock go if it is still

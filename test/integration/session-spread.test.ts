@@ -5,11 +5,14 @@
 // used to keep ten polls open whatever its load and the queue served the
 // oldest poll first, so the whole burst (the rest of the crawl) went to one
 // worker. The hosts' histories say which worker ran each session.
+import fs from 'node:fs';
+import path from 'node:path';
 import { generateSites } from '../web/test-web';
 import { tallySessions, identityPid, type WorkerSessions } from '../../bench/session-placement';
 import { domainWorkflowId } from '../../workflows/ids';
 import { hostKey } from '../../src/url/normalize';
-import { createHarness, launch, type Harness } from '../support/harness';
+import { createHarness, fetchedUrls, launch, outputOf, type Harness } from '../support/harness';
+import { hostKeys } from '../../src/redis/keys';
 
 jest.setTimeout(240_000);
 
@@ -33,10 +36,30 @@ test("a burst of a few busy hosts' sessions runs on both workers", async () => {
     sitemaps: 'off',
     // First sessions end together after 1 s; the rest of each host fits one regular session.
     session: { firstLocalMs: 1_000, maxPages: 1_000 },
+    // Each host's frontier passes this on its way through 300 pages: its tail goes to segments in the
+    // shared output folder and comes back on whichever worker runs the host's next session.
+    frontier: { spillAbove: 50 },
   });
   const result = await handle.result();
   expect(result.status).toBe('completed');
   expect(result.pages).toBe(HOSTS * PAGES);
+  // A frontier that spills loses and doubles nothing: every page once in the index.
+  const stored = fetchedUrls(await outputOf(h, result.campaignId).index());
+  expect(stored.length).toBe(new Set(stored).size);
+  expect(new Set(stored)).toEqual(h.web.expectedPages(seeds));
+  // Every host wrote segments, and read every one back: none registered, none counted, none left in the output.
+  const campaignKey = `${result.campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`;
+  for (const seed of seeds) {
+    const k = hostKeys(campaignKey, hostKey(seed));
+    const [written, spilled] = await h.redis.hmget(k.stats, 'segmentsSpilled', 'spilled');
+    expect({ seed, written: Number(written) > 0, spilled: Number(spilled ?? 0), registered: await h.redis.exists(k.spill) }).toEqual({
+      seed,
+      written: true,
+      spilled: 0,
+      registered: 0,
+    });
+  }
+  expect(fs.readdirSync(path.join(outputOf(h, result.campaignId).dir, 'frontier'), { recursive: true }).filter((f) => String(f).endsWith('.seg'))).toEqual([]);
 
   const by = new Map<string, WorkerSessions>();
   for (const seed of seeds) tallySessions((await h.client.workflow.getHandle(domainWorkflowId(result.campaignId, hostKey(seed))).fetchHistory()).events ?? [], by);
