@@ -11,6 +11,8 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { CampaignInput } from '../src/config/campaign';
+import { hostsWithFrontier } from '../activities/redis-recovery';
+import { hostKeys } from '../src/redis/keys';
 import { purgeCampaign } from '../src/redis/retention';
 import type { RedisLike } from '../src/redis/scripts';
 import { LOCAL_DIR } from '../src/stack/paths';
@@ -162,6 +164,8 @@ export interface MemoryFrontierInput {
   name: string;
   hosts: number;
   urlsPerHost: number;
+  /** The campaign's frontier.spillAbove (src/redis/frontier-spill.ts); absent: the product's default. */
+  spillAbove?: number | null;
   workers: number;
   client: Client;
   env: Record<string, string>;
@@ -199,6 +203,7 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
       politeness: { maxInFlightPerAddress: null },
       sitemaps: 'off',
       output: { dir: path.join(dir, 'out') },
+      ...(o.spillAbove === undefined ? {} : { frontier: { spillAbove: o.spillAbove } }),
     });
     campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
     await handle.executeUpdate(pauseCampaignUpdate);
@@ -211,7 +216,10 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     const partsAfter = await memoryParts(o.redis);
     const after = partsAfter.used_memory;
     const b = await memoryByFamily(o.redis, campaignKey);
-    const waiting = b.byKind['host.frontier']?.elements ?? 0;
+    // Waiting URLs: those in the frontiers' sorted sets and those spilled to segments on the output folder.
+    const inRedis = b.byKind['host.frontier']?.elements ?? 0;
+    const spill = await spilledOf(o.redis, campaignKey, path.join(dir, 'out', 'frontier'));
+    const waiting = inRedis + spill.entries;
     const hosts = b.byKind['host.frontier']?.keys ?? 0;
     const figures = {
       scenario: `${o.name}: ${list.seeds.toLocaleString('en-US')} seeds over ${o.hosts.toLocaleString('en-US')} hosts, held in the frontier by a pause`,
@@ -221,6 +229,12 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
       meanUrlChars: list.meanUrlChars,
       seedingSeconds,
       waitingUrls: waiting,
+      spillAbove: o.spillAbove === undefined ? 'default' : o.spillAbove,
+      waitingInRedis: inRedis,
+      waitingSpilled: spill.entries,
+      segments: spill.segments,
+      // What a spilled URL costs on the output store (gzip of JSON lines).
+      perSpilledUrlStoreBytes: per(spill.bytes, spill.entries),
       hostsWithFrontier: hosts,
       // Hosts dispatched before the pause took hold (each has a record): the crawling there was, if any.
       hostsDispatched: b.byKind['campaign.hosts']?.elements ?? 0,
@@ -239,6 +253,7 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     };
     log(`\n${figures.scenario}: seeded in ${seedingSeconds} s, URLs of ${list.meanUrlChars} characters on average, ${figures.hostsDispatched} hosts dispatched`);
     log(`used_memory: before ${before}, after ${after} (peak ${peak.peak}): ${figures.perWaitingUrlBytes} bytes a waiting URL, everything included`);
+    log(`waiting: ${inRedis} in Redis, ${spill.entries} in ${spill.segments} segments (${figures.perSpilledUrlStoreBytes} bytes a spilled URL on the store)`);
     log(
       `frontier entry + seen fingerprint ${figures.perWaitingUrlKeysBytes} bytes a URL; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts)`,
     );
@@ -251,6 +266,14 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     if (campaignKey) await purgeCampaign(o.redis, campaignKey);
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The entries the campaign's frontiers spilled (their hosts' `spilled` counters), their segments and those objects' bytes. */
+async function spilledOf(redis: RedisLike, campaignKey: string, folder: string): Promise<{ entries: number; segments: number; bytes: number }> {
+  let entries = 0;
+  for (const host of await hostsWithFrontier(redis, campaignKey, 'spill')) entries += Number((await redis.hget(hostKeys(campaignKey, host).stats, 'spilled')) ?? 0);
+  const files = fs.existsSync(folder) ? (fs.readdirSync(folder, { recursive: true }) as string[]).filter((f) => f.endsWith('.seg')) : [];
+  return { entries, segments: files.length, bytes: files.reduce((n, f) => n + fs.statSync(path.join(folder, f)).size, 0) };
 }
 
 /**

@@ -10,7 +10,7 @@
 //   npm run bench -- --only a --hosts 20 --pages 600   (--pages sets a generated scenario's pages a host: long hosts show what sessions cost)
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
 //   npm run bench -- --only b --out-store s3 [--upload-age-ms 2000]   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
-//   npm run bench -- --only m [--hosts 100 --pages 500] [--frontier-urls 1000000 --frontier-hosts 10000] [--memory-runs crawl,frontier]
+//   npm run bench -- --only m [--hosts 100 --pages 500] [--frontier-urls 1000000 --frontier-hosts 10000] [--memory-runs crawl,frontier] [--spill-above N|off]
 //       (Redis memory, issue 40: bytes a crawled page kept and at peak, a seen URL, a host, by key family; then bytes a waiting URL of a seeded frontier)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
@@ -951,6 +951,8 @@ async function main() {
       'frontier-urls': { type: 'string', default: '1000000' },
       'frontier-hosts': { type: 'string', default: '10000' },
       'memory-runs': { type: 'string', default: 'crawl,frontier' },
+      // Scenario m's seeded frontier: the campaign's frontier.spillAbove (a number, or off); absent: the product's default.
+      'spill-above': { type: 'string' },
     },
   });
   if (values['max-active-hosts'] !== undefined) {
@@ -1068,7 +1070,7 @@ async function main() {
 }
 
 /** Scenario m's options: its seeded frontier's size, and which runs to make. */
-function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': string; 'memory-runs': string }) {
+function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': string; 'memory-runs': string; 'spill-above'?: string }) {
   const urls = Number(values['frontier-urls']);
   const hosts = Number(values['frontier-hosts']);
   if (!Number.isInteger(hosts) || hosts < 1) throw new Error(`--frontier-hosts must be a whole number ≥ 1, not ${values['frontier-hosts']}`);
@@ -1076,7 +1078,10 @@ function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': stri
     throw new Error(`--frontier-urls must be a whole multiple of --frontier-hosts, not ${values['frontier-urls']}`);
   const runs = values['memory-runs'].split(',').map((r) => r.trim());
   for (const r of runs) if (r !== 'crawl' && r !== 'frontier') throw new Error(`--memory-runs takes crawl, frontier or both (comma-separated), not ${r}`);
-  return { frontierHosts: hosts, frontierUrlsPerHost: urls / hosts, runs };
+  const spill = values['spill-above'];
+  const spillAbove = spill === undefined ? undefined : spill === 'off' ? null : Number(spill);
+  if (typeof spillAbove === 'number' && !Number.isInteger(spillAbove)) throw new Error(`--spill-above takes a whole number or off, not ${spill}`);
+  return { frontierHosts: hosts, frontierUrlsPerHost: urls / hosts, runs, ...(spillAbove === undefined ? {} : { spillAbove }) };
 }
 
 /** Scenario m: the crawl of the generated test web to completion, then the seeded frontier (bench/memory-scenarios.ts). */
@@ -1089,7 +1094,9 @@ async function memoryRuns(s: Scenario, o: ReturnType<typeof memoryOptions>, work
     );
   }
   if (o.runs.includes('frontier')) {
-    out.push(await memoryFrontierRun({ name: '(m) Redis memory', hosts: o.frontierHosts, urlsPerHost: o.frontierUrlsPerHost, workers, client, env, redis }));
+    out.push(
+      await memoryFrontierRun({ name: '(m) Redis memory', hosts: o.frontierHosts, urlsPerHost: o.frontierUrlsPerHost, spillAbove: o.spillAbove, workers, client, env, redis }),
+    );
   }
   return out;
 }
