@@ -56,6 +56,7 @@ export const SETTING_OF_FLAG: Readonly<Record<string, string>> = {
   '--simhash-distance': 'content.maxSimhashDistance',
   '--non-html': 'content.nonHtml',
   '--priority': 'frontier.priorities',
+  '--spill-above': 'frontier.spillAbove',
   '--include': 'scope.include',
   '--exclude': 'scope.exclude',
   '--header': 'fetch.headers',

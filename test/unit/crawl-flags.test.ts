@@ -222,6 +222,12 @@ const CASES: FlagCase[] = [
       ],
     },
   },
+  { flag: '--spill-above', argv: [SEED, '--spill-above', '1000'], settings: { 'frontier.spillAbove': 1000, 'frontier.priorities': [] } },
+  {
+    flag: '--spill-above',
+    argv: [SEED, '--spill-above', 'none', '--priority', '/a/=1'],
+    settings: { 'frontier.spillAbove': null, 'frontier.priorities': [{ pattern: '/a/', priority: 1 }] },
+  },
   { flag: '--include', argv: [SEED, '--include', '/docs/', '--include', '/blog/'], settings: { 'scope.include': ['/docs/', '/blog/'] } },
   { flag: '--exclude', argv: [SEED, '--exclude', '[?&]print=', '--exclude', '/logout'], settings: { 'scope.exclude': ['[?&]print=', '/logout'] } },
   { flag: '--header', argv: [SEED, '--header', 'X-Crawl: yes', '--header', 'Accept-Language: fr'], settings: { 'fetch.headers': ['X-Crawl: yes', 'Accept-Language: fr'] } },

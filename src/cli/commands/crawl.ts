@@ -83,6 +83,8 @@ export interface CrawlOptions {
   maxUrlLength?: number;
   politenessKey?: PolitenessKey;
   priority: string[];
+  /** frontier.spillAbove, or `none` (never spill: null in the campaign input; see limitOrNone). */
+  spillAbove?: number | 'none';
   /** ms, or `never` (null in the campaign input; see limitOrNone). */
   retention?: number | 'never';
   retentionKeep?: RetentionKeep;
@@ -314,7 +316,9 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
           }
         : {}),
     },
-    ...(priorities.length > 0 ? { frontier: { priorities } } : {}),
+    ...(priorities.length > 0 || o.spillAbove !== undefined
+      ? { frontier: { ...(priorities.length > 0 ? { priorities } : {}), ...(o.spillAbove !== undefined ? { spillAbove: o.spillAbove === 'none' ? null : o.spillAbove } : {}) } }
+      : {}),
     ...(o.retention !== undefined || o.retentionKeep !== undefined
       ? {
           retention: {
@@ -471,6 +475,11 @@ export function campaignOptions(command: Command): Command {
       choice('--non-html', NON_HTML_POLICIES),
     )
     .option('--priority <regex=n>', 'URLs matching REGEX are fetched before others of their host (higher N first, -8…8, default 0; first match wins; repeatable)', collect, [])
+    .option(
+      '--spill-above <urls>',
+      `a host whose frontier holds more URLs than this keeps about half in Redis and the rest in segments in the output (default ${CAMPAIGN_DEFAULTS.frontier.spillAbove}), or none to keep it all in Redis`,
+      limitOrNone('--spill-above'),
+    )
     .option('--include <regex>', 'follow only links whose normalised URL matches one of these (repeatable; seeds, sitemaps and page requisites exempt)', collect, [])
     .option('--exclude <regex>', 'never enqueue a URL that matches one of these: links, seeds, sitemaps and page requisites (repeatable)', collect, [])
     .option('--header <"Name: value">', 'send this header with every request (repeatable); credentials go in --credentials-file', collect, [])
