@@ -41,7 +41,8 @@ export interface ObjectStore {
   list(prefix: string): AsyncIterable<StoredObject>;
   /**
    * Deletes the object under `key` (none there: nothing to do). Only superseded seal publications
-   * are deleted (src/storage/mirror-layout.ts, stalePublications), and their keys are never written again.
+   * (src/storage/mirror-layout.ts, stalePublications) and frontier segments read back or never
+   * registered (src/redis/frontier-spill.ts) are deleted, and their keys are never written again.
    */
   remove(key: string): Promise<void>;
 }
