@@ -1,5 +1,9 @@
 // Durability: a worker killed with SIGKILL mid-crawl, and every worker
 // stopped while domains sleep, lose nothing.
+import fs from 'node:fs';
+import path from 'node:path';
+import { MIN_SPILL_ABOVE } from '../../src/config/campaign';
+import { hostKeys } from '../../src/redis/keys';
 import { generateSites } from '../web/test-web';
 import { createHarness, fetchedUrls, launch, minGapsByHost, outputOf, pageRequests, sleep, urlOf, type Harness } from '../support/harness';
 
@@ -9,13 +13,15 @@ describe('kill -9 a worker mid-crawl', () => {
   let h: Harness;
   beforeAll(async () => {
     h = await createHarness('crash', { workers: 2 });
-    for (const spec of generateSites({ count: 6, pages: 25, fanOut: 3, hostPattern: (i) => `k${i}.crash.test`, seed: 3 })) h.web.addSite(spec);
+    // 40 pages a host: each host's frontier passes the spill bound below on its way.
+    for (const spec of generateSites({ count: 6, pages: 40, fanOut: 3, hostPattern: (i) => `k${i}.crash.test`, seed: 3 })) h.web.addSite(spec);
   });
   afterAll(() => h?.close());
 
   test('the campaign completes with nothing missing and stays polite', async () => {
     const seed = h.web.url('k0.crash.test', '/');
-    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 } });
+    // The least spill bound: hosts spill and refill their frontiers (src/redis/frontier-spill.ts) across the kill.
+    const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 200 }, frontier: { spillAbove: MIN_SPILL_ABOVE } });
     // Let the crawl get going, then kill one worker outright and start a fresh one.
     while (pageRequests(h.web.requests()).length < 40) await sleep(100);
     h.mark('kill -9 of one worker');
@@ -45,6 +51,19 @@ describe('kill -9 a worker mid-crawl', () => {
     for (const [, gap] of minGapsByHost(h.web.requests())) expect(gap).toBeGreaterThanOrEqual(200);
     const stored = new Set(fetchedUrls(await outputOf(h, result.campaignId).index()));
     expect(stored).toEqual(expected);
+    // Segments were written, and every one read back: none registered, none counted, none left in the output.
+    const campaignKey = `${result.campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`;
+    const hosts = [...new Set([...expected].map((u) => new URL(u).host))];
+    let written = 0;
+    for (const host of hosts) {
+      const k = hostKeys(campaignKey, host);
+      const [segments, spilled] = await h.redis.hmget(k.stats, 'segmentsSpilled', 'spilled');
+      written += Number(segments ?? 0);
+      expect({ host, spilled: Number(spilled ?? 0), registered: await h.redis.exists(k.spill) }).toEqual({ host, spilled: 0, registered: 0 });
+    }
+    expect(written).toBeGreaterThan(0);
+    const left = path.join(outputOf(h, result.campaignId).dir, 'frontier');
+    expect(fs.existsSync(left) ? fs.readdirSync(left, { recursive: true }).filter((f) => String(f).endsWith('.seg')) : []).toEqual([]);
   });
 });
 
