@@ -13,6 +13,14 @@
 // the object is read, and one script (crawlRefill) puts its entries back only
 // while the segment is registered; a worker killed before it leaves the
 // segment registered (read again later), a second refill finds it gone.
+//
+// Redis may lose its last second or two of writes (appendfsync everysec,
+// docs/guarantees.md): a refill lost so would leave its segment registered
+// and its entries gone, so the object must outlive it. A segment read back is
+// noted with the Redis time (`spillDone`), and its object is removed only
+// READ_BACK_GRACE_MS later, by the host's next refill or its drained claim
+// (which waits that long at most): any loss that could bring the segment back
+// also loses that note, and the object is still there to read.
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -29,6 +37,8 @@ export interface SpillOptions {
   store: ObjectStore;
   /** A spill that failed (the store down): the frontier stays whole in Redis and the next enqueue or commit tries again. */
   onError?: (err: unknown) => void;
+  /** How long a segment read back keeps its object; default READ_BACK_GRACE_MS (tests shorten it). */
+  readBackGraceMs?: number;
 }
 
 /**
@@ -36,6 +46,8 @@ export interface SpillOptions {
  * million URLs for one host) spills several segments, and each script call stays short.
  */
 export const MAX_SEGMENT_ENTRIES = 5000;
+/** How long a segment read back keeps its object: past what a Redis crash can take of the last writes (about a second, two on a slow disk). */
+export const READ_BACK_GRACE_MS = 3_000;
 /** How long the spill lock is held at most: a segment's upload is seconds; one that takes longer only risks a wasted upload. */
 const SPILL_LOCK_MS = 30_000;
 const SEGMENT_VERSION = 1;
@@ -96,7 +108,10 @@ export const registerSegment = (redis: RedisLike, k: Keys, name: string, pairs: 
 
 /** crawlRefill on the host's keys: 1 when segment `name` was registered and its entries went back, 0 when another refill took it. */
 export const restoreSegment = (redis: RedisLike, k: Keys, name: string, pairs: [string, string][]): Promise<number> =>
-  redis.crawlRefill(k.frontier, k.spill, k.stats, name, ...pairs.flat());
+  redis.crawlRefill(k.frontier, k.spill, k.stats, k.spillDone, name, ...pairs.flat());
+
+/** crawlSpillAged on the host's keys: segments read back at least `graceMs` ago, and the ms until the next one is (-1: none). */
+export const agedSegments = (redis: RedisLike, k: Keys, graceMs: number, limit = 100): Promise<[string[], number]> => redis.crawlSpillAged(k.spillDone, graceMs, limit);
 
 /** The host's spill lock let go, if it is still `token`'s. */
 export const unlockSpill = (redis: RedisLike, k: Keys, token: string): Promise<number> => redis.crawlUnlock(k.spillLock, token);
@@ -145,7 +160,15 @@ export async function spillTail(redis: RedisLike, k: Keys, campaignKey: string, 
  * their scores, the segment unregistered, its object removed. A segment another refill took
  * meanwhile changes nothing. Throws FrontierSpillError when a segment still registered cannot be read.
  */
-export async function refillSegment(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore | null, name: string): Promise<void> {
+export async function refillSegment(
+  redis: RedisLike,
+  k: Keys,
+  campaignKey: string,
+  host: string,
+  store: ObjectStore | null,
+  name: string,
+  graceMs = READ_BACK_GRACE_MS,
+): Promise<void> {
   if (!store) throw new FrontierSpillError('SPILL_STORE_MISSING', `the frontier of ${host} has spilled segments and this process has no store to read them from`);
   const key = segmentKey(campaignKey, host, name);
   let pairs: [string, string][];
@@ -156,5 +179,24 @@ export async function refillSegment(redis: RedisLike, k: Keys, campaignKey: stri
     if ((await redis.zscore(k.spill, name)) === null) return;
     throw new FrontierSpillError('SPILL_SEGMENT_UNREADABLE', `cannot read the spilled frontier segment ${key} of ${host} from ${store.location}`, { cause: err });
   }
-  if ((await restoreSegment(redis, k, name, pairs)) === 1) await store.remove(key).catch(() => undefined);
+  await restoreSegment(redis, k, name, pairs);
+  // Objects of earlier refills whose writes are surely on disk by now go; this one's later.
+  await removeReadBack(redis, k, campaignKey, host, store, false, graceMs).catch(() => undefined);
+}
+
+/**
+ * Removes the objects of the host's segments read back at least READ_BACK_GRACE_MS ago, and
+ * forgets them. `all`: waits for the younger ones to be that old too (the host drained: no later
+ * refill of its would remove them), at most READ_BACK_GRACE_MS. Best effort: an object left is
+ * never read again (its segment is not registered).
+ */
+export async function removeReadBack(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore, all: boolean, graceMs = READ_BACK_GRACE_MS): Promise<void> {
+  for (;;) {
+    const [aged, wait] = await agedSegments(redis, k, graceMs);
+    for (const name of aged) await store.remove(segmentKey(campaignKey, host, name));
+    if (aged.length > 0) await redis.zrem(k.spillDone, ...aged);
+    if (aged.length === 100) continue;
+    if (!all || wait < 0) return;
+    await new Promise((r) => setTimeout(r, Math.min(wait, graceMs) + 10));
+  }
 }

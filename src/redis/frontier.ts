@@ -7,7 +7,7 @@ import type { RedisLike } from './scripts';
 import { CrawlerError } from '../errors';
 import { fpField, fpOfField, idOfValue, idValue } from './sealing-state';
 import type { CountedAs } from '../stats/counters';
-import { refillSegment, spillTail, type SpillOptions } from './frontier-spill';
+import { refillSegment, removeReadBack, spillTail, type SpillOptions } from './frontier-spill';
 
 /**
  * page: fetch, store, follow links. sitemap / sitemap-child: fetch, store,
@@ -236,10 +236,13 @@ export class Frontier {
     // A segment holds an entry ahead of the head (or the sorted set is empty): read it back, claim again.
     // Each refill unregisters one segment, so this ends.
     while (r && Number(r[1]) === -2) {
-      await refillSegment(this.redis, k, this.campaignKey, this.host, this.spill?.store ?? null, r[0]);
+      await refillSegment(this.redis, k, this.campaignKey, this.host, this.spill?.store ?? null, r[0], this.spill?.readBackGraceMs);
       r = await this.redis.crawlClaim(k.frontier, k.current, k.awake, k.attempts, k.session, k.spill, k.stats, this.owner);
     }
     if (r && Number(r[1]) === -1) throw new SessionSupersededError(this.host);
+    // Drained: the objects of the segments it read back go (no later refill of this host would remove them).
+    if (!r && this.spill)
+      await removeReadBack(this.redis, k, this.campaignKey, this.host, this.spill.store, true, this.spill.readBackGraceMs).catch((err: unknown) => this.spill?.onError?.(err));
     return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
   }
 

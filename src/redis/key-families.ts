@@ -64,6 +64,7 @@ export const HOST_KEY_FAMILIES: Record<HostKind, KeyFamily> = {
   frontier: 'frontier',
   spill: 'frontier',
   spillLock: 'frontier',
+  spillDone: 'frontier',
   seen: 'seen',
   seq: 'frontier',
   current: 'frontier',

@@ -19,6 +19,11 @@ export const hostKeys = (campaignKey: string, host: string) => {
      * campaign's output store (src/redis/frontier-spill.ts); the stats field `spilled` counts their entries.
      */
     spill: `${P}:${tag}:spill`,
+    /**
+     * ZSET segment name → when it was read back (epoch ms, Redis clock): its object is removed a few
+     * seconds later, once Redis surely has the read-back on disk (src/redis/frontier-spill.ts).
+     */
+    spillDone: `${P}:${tag}:spill-done`,
     /** Held (SET NX PX, a few seconds) by the worker writing a segment of the host's tail, so two do not spill the same one. */
     spillLock: `${P}:${tag}:spill-lock`,
     /** SET of URL fingerprints ever enqueued for this host. */

@@ -171,13 +171,15 @@ return 1`,
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('DEL', KEYS[1])`,
   },
-  // KEYS: frontier, spill, stats. ARGV: a segment's name, then the
-  // score/member pairs its object holds. Only while the segment is
+  // KEYS: frontier, spill, stats, read back. ARGV: a segment's name, then
+  // the score/member pairs its object holds. Only while the segment is
   // registered: its entries go back into the frontier (NX: one there
-  // already keeps its place), it is unregistered and uncounted; 1. Else
-  // (another refill took it) nothing changes: 0.
+  // already keeps its place), it is unregistered and uncounted, and noted
+  // read back now (Redis clock) for its object to be removed once this write
+  // is surely on disk (crawlSpillAged); 1. Else (another refill took it)
+  // nothing changes: 0.
   crawlRefill: {
-    numberOfKeys: 3,
+    numberOfKeys: 4,
     lua: `
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
 local n = (#ARGV - 1) / 2
@@ -190,7 +192,23 @@ end
 if #batch > 0 then redis.call('ZADD', KEYS[1], 'NX', unpack(batch)) end
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'spilled', -n)
+${NOW_MS}
+redis.call('ZADD', KEYS[4], now, ARGV[1])
 return 1`,
+  },
+  // KEYS: read back (segment → when). ARGV: grace ms, most to list. The
+  // segments read back at least grace ms ago (Redis clock), whose objects may
+  // go, and the ms until the youngest other one is that old (-1: none).
+  crawlSpillAged: {
+    numberOfKeys: 1,
+    lua: `
+${NOW_MS}
+local grace = tonumber(ARGV[1])
+local aged = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - grace, 'LIMIT', 0, tonumber(ARGV[2]))
+local young = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - grace), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local wait = -1
+if #young > 0 then wait = tonumber(young[2]) + grace - now end
+return {aged, wait}`,
   },
   // KEYS: session, fence. ARGV: the attempt's token, ttlMs, floor (0: none).
   // Makes the attempt the host's owner under a fencing number higher than
@@ -841,7 +859,8 @@ declare module 'ioredis' {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number, number], Context>;
     crawlSpill(frontier: string, spill: string, stats: string, current: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlUnlock(lock: string, token: string): Result<number, Context>;
-    crawlRefill(frontier: string, spill: string, stats: string, segment: string, ...pairs: string[]): Result<number, Context>;
+    crawlRefill(frontier: string, spill: string, stats: string, readBack: string, segment: string, ...pairs: string[]): Result<number, Context>;
+    crawlSpillAged(readBack: string, graceMs: number, limit: number): Result<[string[], number], Context>;
     crawlTakeOver(session: string, fence: string, token: string, ttlMs: number, floor: number): Result<[number, string], Context>;
     crawlClaim(
       frontier: string,

@@ -18,7 +18,7 @@ import { hostKeysAtEnd } from '../../src/redis/retained-keys';
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
-import { registerSegment, restoreSegment, unlockSpill } from '../../src/redis/frontier-spill';
+import { agedSegments, registerSegment, restoreSegment, unlockSpill } from '../../src/redis/frontier-spill';
 import { HostClock } from '../../src/redis/host-clock';
 import { RevisitSchedule } from '../../src/redis/revisit';
 import { WorkerRegistry } from '../../src/redis/worker-registry';
@@ -151,6 +151,9 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(refill.script).toBe('crawlRefill');
     expect(refill.keys).toHaveLength(SCRIPTS.crawlRefill.numberOfKeys);
     expectOneSlot(refill, tag);
+    const aged = await cap.capture([[], -1], () => agedSegments(cap.redis, hk, 3000));
+    expect(aged.script).toBe('crawlSpillAged');
+    expectOneSlot(aged, tag);
     const unlock = await cap.capture(1, () => unlockSpill(cap.redis, hk, 'token'));
     expect(unlock.script).toBe('crawlUnlock');
     expectOneSlot(unlock, tag);
