@@ -157,7 +157,8 @@ export async function spillTail(redis: RedisLike, k: Keys, campaignKey: string, 
 
 /**
  * Reads segment `name` back into the host's frontier (the claim found it due): its entries at
- * their scores, the segment unregistered, its object removed. A segment another refill took
+ * their scores, the segment unregistered, its object removed once READ_BACK_GRACE_MS have passed
+ * (removeReadBack, by a later refill or the drained claim). A segment another refill took
  * meanwhile changes nothing. Throws FrontierSpillError when a segment still registered cannot be read.
  */
 export async function refillSegment(
@@ -185,9 +186,9 @@ export async function refillSegment(
 }
 
 /**
- * Removes the objects of the host's segments read back at least READ_BACK_GRACE_MS ago, and
- * forgets them. `all`: waits for the younger ones to be that old too (the host drained: no later
- * refill of its would remove them), at most READ_BACK_GRACE_MS. Best effort: an object left is
+ * Removes the objects of the host's segments read back at least `graceMs` ago, and forgets them.
+ * `all`: waits for the younger ones to be that old too (the host drained: no later refill of its
+ * would remove them), at most `graceMs`. Best effort: an object left is
  * never read again (its segment is not registered).
  */
 export async function removeReadBack(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore, all: boolean, graceMs = READ_BACK_GRACE_MS): Promise<void> {
