@@ -29,6 +29,11 @@ export const HOST_KEYS_KEPT: Record<HostKind, boolean> = {
   seq: false,
   current: false,
   attempts: false,
+  // Spilled segments' names (src/redis/frontier-spill.ts): a completed host read every one back; a
+  // cancelled or budget-ended one's objects stay under frontier/ in the output, its count in `stats`.
+  spill: false,
+  spillDone: false,
+  spillLock: false,
   // The URL-seen test: only a session enqueuing reads it.
   seen: false,
   // Session ownership, liveness and login: only a running session reads them.
