@@ -3,6 +3,7 @@ import { loadHandler } from '../src/handlers/loader';
 import { loadProxyFiles } from '../src/http/proxies';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { markContentFormat } from '../src/dedup/content-format';
+import { markFrontierLayout } from '../src/redis/frontier-layout';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -78,11 +79,15 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     // The Redis server the campaign starts on: another one later means a restart that may have lost writes (src/redis/epoch.ts).
     await new CampaignEpoch(rt.deps.redis, campaignKey).check();
     await saveCampaignSettings(rt.deps.redis, campaignKey, configVersion, settings);
-    // A new campaign gets the compact content index (src/dedup/content-format.ts): before the
-    // `version` below, so a campaign whose first attempt got that far under an older release,
+    // A new campaign gets the compact content index (src/dedup/content-format.ts) and the compact
+    // seen sets and frontier members (src/redis/frontier-layout.ts): before the `version` below
+    // and the seeds, so a campaign whose first attempt got that far under an older release,
     // which writes no marker, keeps the layout it started with.
     const created = (await rt.deps.redis.hexists(campaignKeys(campaignKey).control, 'version')) === 0;
-    if (created) await markContentFormat(rt.deps.redis, campaignKey);
+    if (created) {
+      await markContentFormat(rt.deps.redis, campaignKey);
+      await markFrontierLayout(rt.deps.redis, campaignKey);
+    }
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;
     if (first) for (const r of rejected) await hosts.addProblem(`seed ${r.seed}: ${r.reason}`);

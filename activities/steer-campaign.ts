@@ -7,8 +7,9 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { resolveKnownHost, SteeringError, wantedHost } from '../src/config/steering';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
+import { Frontier } from '../src/redis/frontier';
 import { loadCampaignSettings, saveCampaignSettings } from '../src/redis/campaign-store';
-import { campaignKeys, hostKeys } from '../src/redis/keys';
+import { campaignKeys } from '../src/redis/keys';
 import type { RedisLike } from '../src/redis/scripts';
 import { signalIfRunning } from '../src/temporal/signal';
 import { urlFingerprint } from '../src/url/fingerprint';
@@ -155,7 +156,7 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
     for (const [host, all] of byHost) {
       const allowed = await campaign.inScope(all.map((it) => it.url));
       const items = all.filter((it, i) => allowed[i] || !rejected.push({ seed: it.seed, reason: `out of the campaign's scope: ${it.url}` }));
-      const seen = hostKeys(input.campaignKey, host).seen;
+      const frontier = new Frontier(redis, input.campaignKey, host);
       const fresh: typeof items = [];
       const urls = new Set<string>();
       for (const it of items) {
@@ -163,7 +164,7 @@ export function addCampaignSeedsActivity(rt: WorkerRuntime) {
           rejected.push({ seed: it.seed, reason: `same URL as another seed of this request: ${it.url}` });
           continue;
         }
-        if ((await redis.sismember(seen, urlFingerprint(it.url))) === 1) {
+        if ((await frontier.hasSeen([urlFingerprint(it.url)]))[0]) {
           rejected.push({ seed: it.seed, reason: `already seen by this campaign: ${it.url}` });
           continue;
         }

@@ -92,6 +92,12 @@ export interface MemoryBreakdown {
   scanMs: number;
 }
 
+/** The URL count of a bucketed seen set's `#` field (`<level> <split> <count>`), or null for any other answer. */
+const seenCount = (v: unknown): number | null => {
+  const m = typeof v === 'string' ? /^\d+ \d+ (\d+)$/.exec(v) : null;
+  return m ? Number(m[1]) : null;
+};
+
 const COUNT: Record<string, string | null> = { set: 'scard', zset: 'zcard', hash: 'hlen', list: 'llen', string: null, stream: 'xlen' };
 
 /**
@@ -127,14 +133,21 @@ export async function memoryByFamily(redis: RedisLike, campaignKey: string): Pro
       const second = node.pipeline();
       const counted: number[] = [];
       keys.forEach((k, i) => {
-        const cmd = COUNT[String(r1[i * 3 + 1]?.[1])];
+        const type = String(r1[i * 3 + 1]?.[1]);
+        // A bucketed seen set (src/redis/seen-set.ts) counts its URLs in field `#`, not in its fields.
+        if (type === 'hash' && mine[i].kind === 'host.seen') {
+          second.hget(k, '#');
+          counted.push(i);
+          return;
+        }
+        const cmd = COUNT[type];
         if (cmd) {
           (second as unknown as Record<string, (key: string) => void>)[cmd](k);
           counted.push(i);
         }
       });
       const r2 = counted.length ? ((await second.exec()) ?? []) : [];
-      const elements = new Map(counted.map((i, j) => [i, Number(r2[j]?.[1] ?? 0)]));
+      const elements = new Map(counted.map((i, j) => [i, seenCount(r2[j]?.[1]) ?? Number(r2[j]?.[1] ?? 0)]));
       keys.forEach((_, i) => {
         const bytes = r1[i * 3]?.[1];
         // Gone since the SCAN: MEMORY USAGE answers nil.

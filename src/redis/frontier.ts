@@ -8,6 +8,9 @@ import { CrawlerError } from '../errors';
 import { fpField, fpOfField, idOfValue, idValue } from './sealing-state';
 import type { CountedAs } from '../stats/counters';
 import { refillSegment, removeReadBack, spillTail, type SpillOptions } from './frontier-spill';
+import { type FrontierLayout, frontierLayout } from './frontier-layout';
+import { seenArg } from './seen-set';
+import { impliedHops } from '../url/hop-path';
 
 /**
  * page: fetch, store, follow links. sitemap / sitemap-child: fetch, store,
@@ -77,11 +80,38 @@ export function scoreBaseOf(it: EnqueueItem): number {
   return it.kind === 'embed' ? EMBED_SCORE_BASE : frontierScoreBase(it.priority ?? 0, it.depth);
 }
 
-// Tab-separated: normalised URLs never contain a tab (the WHATWG parser strips them).
-// Trailing empty fields are left out, so a seed page keeps the three-field
-// form and frontiers written by older releases still decode.
-// Labels are tab-free by validation (LABEL_PATTERN of src/handlers/api.ts); hop paths are letters.
-export function encodeEntry(e: FrontierEntry): string {
+// Two member forms. Which one a campaign writes is its layout
+// (src/redis/frontier-layout.ts), fixed when it is created; a member tells
+// which form it is by its first character, a digit in the first, a letter or
+// sign (0x40–0x7b) in the second, so decodeEntry reads either without asking.
+//
+// The first (layout 1, campaigns created before issue 40's compact forms):
+// tab-separated depth, URL, referrer URL, kind, redirects, label, hop path.
+// Normalised URLs never contain a tab (the WHATWG parser strips them), labels
+// are tab-free by validation (LABEL_PATTERN of src/handlers/api.ts), hop
+// paths are letters. Trailing empty fields are left out, so a seed page keeps
+// the three-field form.
+//
+// The compact form (layout 2, issue 40 part 4): what the frontier's host
+// already says is left out. One character packs the scheme, the kind, how the
+// referrer is kept and whether the hop path is the one its depth implies; then
+// the depth in decimal, then the path and query (from the `/` that ends the
+// host: the depth's digits end there), then, tab-separated and trailing
+// empties left out, the referrer, redirects, label, hop path. The referrer is
+// kept whole, not as a fingerprint: the index line's `referrer` and the WARC
+// metadata record's `via` name it, written when the page is fetched, and
+// nothing else in Redis knows a URL by its fingerprint. A referrer of the
+// frontier's own scheme and host (most links) keeps its path only; another
+// keeps its URL. A URL of another host or scheme than the frontier's (none is
+// enqueued so) keeps the first form.
+const KIND_CODES: readonly EntryKind[] = ['page', 'sitemap', 'sitemap-child', 'feed', 'embed'];
+/** How the compact form keeps the referrer: none, its path (same origin as the URL), its URL. */
+const REF_NONE = 0;
+const REF_PATH = 1;
+const REF_URL = 2;
+const COMPACT_BASE = 0x40;
+
+function encodeLegacy(e: FrontierEntry): string {
   const kind = e.kind && e.kind !== 'page' ? e.kind : '';
   const fields = [String(e.depth), e.url, e.referrer ?? '', kind, e.redirects ? String(e.redirects) : '', e.label ?? '', e.hops ?? ''];
   let n = fields.length;
@@ -89,7 +119,45 @@ export function encodeEntry(e: FrontierEntry): string {
   return fields.slice(0, n).join('\t');
 }
 
-export function decodeEntry(member: string): FrontierEntry {
+/** The member of `e` in the frontier of `host`, in the form of the campaign's `layout`. */
+export function encodeEntry(e: FrontierEntry, host: string, layout: FrontierLayout): string {
+  if (layout === 1) return encodeLegacy(e);
+  const https = e.url.startsWith('https://');
+  const origin = `${https ? 'https' : 'http'}://${host}`;
+  const path = e.url.slice(origin.length);
+  if (!e.url.startsWith(origin) || !path.startsWith('/')) return encodeLegacy(e);
+  const refPath = e.referrer?.startsWith(origin) ? e.referrer.slice(origin.length) : null;
+  const ref = e.referrer === null ? REF_NONE : refPath?.startsWith('/') ? REF_PATH : REF_URL;
+  const implied = e.hops === undefined || e.hops === impliedHops(e.depth);
+  const code = (https ? 1 : 0) + 2 * KIND_CODES.indexOf(e.kind ?? 'page') + 10 * ref + 30 * (implied ? 0 : 1);
+  const fields = [ref === REF_PATH ? refPath! : (e.referrer ?? ''), e.redirects ? String(e.redirects) : '', e.label ?? '', implied ? '' : e.hops!];
+  let n = fields.length;
+  while (n > 0 && fields[n - 1] === '') n--;
+  const head = `${String.fromCharCode(COMPACT_BASE + code)}${e.depth}${path}`;
+  return n === 0 ? head : `${head}\t${fields.slice(0, n).join('\t')}`;
+}
+
+/** The entry a member of `host`'s frontier names (either form). */
+export function decodeEntry(member: string, host: string): FrontierEntry {
+  const code = member.charCodeAt(0) - COMPACT_BASE;
+  if (code < 0) return decodeLegacy(member);
+  const [head, referrer, redirects, label, hops] = member.split('\t');
+  const m = /^.(\d+)(\/.*)$/s.exec(head);
+  if (!m) return decodeLegacy(member);
+  const origin = `${code % 2 === 1 ? 'https' : 'http'}://${host}`;
+  const kind = KIND_CODES[Math.floor(code / 2) % 5] ?? 'page';
+  const ref = Math.floor(code / 10) % 3;
+  const depth = Number(m[1]);
+  const entry: FrontierEntry = { url: `${origin}${m[2]}`, depth, referrer: ref === REF_PATH ? `${origin}${referrer}` : ref === REF_URL ? referrer : null };
+  if (kind !== 'page') entry.kind = kind;
+  if (redirects) entry.redirects = Number(redirects);
+  if (label) entry.label = label;
+  // The hop path its depth implies is left out: readers take impliedHops for an entry without one.
+  if (code >= 30) entry.hops = hops ?? '';
+  return entry;
+}
+
+function decodeLegacy(member: string): FrontierEntry {
   const [depth, url, referrer, kind, redirects, label, hops] = member.split('\t');
   const entry: FrontierEntry = { url, depth: Number(depth), referrer: referrer ? referrer : null };
   if (kind && ENTRY_KINDS.has(kind)) entry.kind = kind as EntryKind;
@@ -122,9 +190,9 @@ export function frontierBounds(budgets: FrontierBounds): FrontierBounds {
  */
 export const MAX_ENQUEUE_BATCH = 1000;
 
-function enqueueArgs(items: EnqueueItem[], bounds: FrontierBounds): (string | number)[] {
-  const argv: (string | number)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1];
-  for (const it of items) argv.push(it.fp, scoreBaseOf(it), encodeEntry(it), it.kind === 'embed' ? 'e' : isListKind(it.kind) ? 's' : 'p');
+function enqueueArgs(host: string, layout: FrontierLayout, items: EnqueueItem[], bounds: FrontierBounds): (string | number | Buffer)[] {
+  const argv: (string | number | Buffer)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1, layout];
+  for (const it of items) argv.push(seenArg(it.fp, layout), scoreBaseOf(it), encodeEntry(it, host, layout), it.kind === 'embed' ? 'e' : isListKind(it.kind) ? 's' : 'p');
   return argv;
 }
 
@@ -188,6 +256,11 @@ export class Frontier {
     await spillTail(this.redis, this.keys, this.campaignKey, this.host, this.spill.store, above).catch((err: unknown) => this.spill?.onError?.(err));
   }
 
+  /** The campaign's layout (src/redis/frontier-layout.ts): which seen set and member form its scripts write. */
+  private layout(): Promise<FrontierLayout> {
+    return frontierLayout(this.redis, this.campaignKey);
+  }
+
   /**
    * Marks URLs seen and enqueues the new ones, within `bounds`, in batches
    * of MAX_ENQUEUE_BATCH. `added`: how many were new (and fitted);
@@ -199,9 +272,10 @@ export class Frontier {
   async enqueue(items: EnqueueItem[], bounds: FrontierBounds = {}): Promise<{ added: number; awake: boolean; queued: number }> {
     const k = this.keys;
     let added = 0;
+    const layout = await this.layout();
     let last: [number, number, number, number] = [0, 0, 0, 0];
     for (const batch of batches(items)) {
-      last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds));
+      last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, layout, batch, bounds));
       added += last[0];
       await this.spillIfDue(last[3]);
     }
@@ -213,7 +287,18 @@ export class Frontier {
    * archived with it, are not fetched again as embeds (docs/rendering.md).
    */
   async markSeen(fps: string[]): Promise<void> {
-    if (fps.length > 0) await this.redis.sadd(this.keys.seen, ...fps);
+    if (fps.length === 0) return;
+    const layout = await this.layout();
+    for (const batch of batches(fps)) await this.redis.crawlSeenAdd(this.keys.seen, layout, ...batch.map((fp) => seenArg(fp, layout)));
+  }
+
+  /** For each URL fingerprint, whether the host has seen it (src/redis/seen-set.ts). */
+  async hasSeen(fps: string[]): Promise<boolean[]> {
+    const out: boolean[] = [];
+    if (fps.length === 0) return out;
+    const layout = await this.layout();
+    for (const batch of batches(fps)) out.push(...(await this.redis.crawlSeenTest(this.keys.seen, layout, ...batch.map((fp) => seenArg(fp, layout)))).map((n) => n === 1));
+    return out;
   }
 
   /** Whether someone must wake the host's workflow for URLs in its frontier. */
@@ -243,7 +328,7 @@ export class Frontier {
     // Drained: the objects of the segments it read back go (no later refill of this host would remove them).
     if (!r && this.spill)
       await removeReadBack(this.redis, k, this.campaignKey, this.host, this.spill.store, true, this.spill.readBackGraceMs).catch((err: unknown) => this.spill?.onError?.(err));
-    return r ? { member: r[0], entry: decodeEntry(r[0]), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
+    return r ? { member: r[0], entry: decodeEntry(r[0], this.host), attempts: Number(r[1]), retried: Number(r[2] ?? 0) } : null;
   }
 
   /**
@@ -299,10 +384,11 @@ export class Frontier {
     // All but the last batch go ahead of the commit: a worker that dies
     // between them leaves the entry claimed, and its retry finds those
     // links in the seen-set (nothing is lost, nothing doubled).
+    const layout = await this.layout();
     const parts = batches(links);
     const last = parts.pop()!;
     let before = 0;
-    for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(batch, bounds)))[0];
+    for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, layout, batch, bounds)))[0];
     const [removed, added, remaining, held] = await this.redis.crawlCommit(
       k.seen,
       k.frontier,
@@ -320,7 +406,7 @@ export class Frontier {
       attempt ? idValue(attempt.id) : '',
       this.owner,
       attempt?.keepUndo ? '1' : '',
-      ...enqueueArgs(last, bounds),
+      ...enqueueArgs(this.host, layout, last, bounds),
     );
     if (removed === -1) throw new SessionSupersededError(this.host);
     this.emptyAfterCommit = remaining === 0;
@@ -378,7 +464,7 @@ export class Frontier {
 
   async peek(): Promise<FrontierEntry | null> {
     const [head] = await this.redis.zrange(this.keys.frontier, 0, 0);
-    return head ? decodeEntry(head) : null;
+    return head ? decodeEntry(head, this.host) : null;
   }
 
   /** Entries queued: in the sorted set and in spilled segments. */

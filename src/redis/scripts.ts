@@ -1,17 +1,20 @@
 // Lua scripts: each is atomic and touches keys of a single hash slot.
 import type { Cluster, Redis, Result } from 'ioredis';
 import { COUNTERS, EMBED_COUNTS, PAGE_COUNTS } from '../stats/counters';
+import { SEEN_LUA } from './seen-set';
 
 export type RedisLike = Redis | Cluster;
 
-// ARGV quadruples: fingerprint, score base, member, class. A URL enters the
+// ARGV quadruples: fingerprint (src/redis/seen-set.ts seenArg: its 8 bytes in
+// a campaign of layout 2, itself in one of layout 1), score base, member,
+// class. A URL enters the
 // frontier only if its fingerprint is new to the host's seen-set:
 // mark-seen-and-enqueue in one step. The base (priority and depth,
 // frontierScoreBase in src/redis/frontier.ts) plus the host's discovery
 // counter is the score: integers below 2^53, exact in Lua's doubles and in
 // the zset's.
 //
-// Before the quadruples, two bounds (-1: none). Pages (class 'p'): a host
+// Before the quadruples, two bounds (-1: none) and the campaign's layout. Pages (class 'p'): a host
 // whose page budget is set never queues more pages than it may still fetch,
 // budget − (fetched + failed) − pages queued, so a link bomb or a sitemap
 // flood grows neither its frontier nor its seen-set past what the budget can
@@ -35,19 +38,23 @@ export const CLOCK_FENCE_TTL_MS = 24 * 60 * 60_000;
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
-// Per batch, not per link, whatever its size: one SMISMEMBER asks the
-// seen-set about every fingerprint, and the new ones go in with one SADD,
-// one INCRBY (their discovery numbers are the counter's last k values, in
+// Per batch, not per link, whatever its size: the seen-set is asked about
+// every fingerprint (src/redis/seen-set.ts: the buckets a batch needs read in
+// one HMGET for a campaign of layout 2, one SMISMEMBER for a host's SET in a
+// campaign of layout 1, src/redis/frontier-layout.ts), and the new ones go
+// in with one write (one HSET, or one SADD), one INCRBY (their discovery numbers are the counter's last k values, in
 // ARGV order, as k INCRs would have given them) and one ZADD. A fingerprint
 // twice in a batch is queued once, as a second SADD would have found it.
 // The stats are read only when a bound applies (a link bomb still costs its
 // one SMISMEMBER, never a call per link).
 const ENQUEUE_BODY = `
+${SEEN_LUA}
 local added = 0
 local pageLimit = tonumber(ARGV[BOUNDS])
 local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
+local compact = ARGV[BOUNDS + 2] == '2'
 local fps = {}
-for i = BOUNDS + 2, #ARGV, 4 do fps[#fps + 1] = ARGV[i] end
+for i = BOUNDS + 3, #ARGV, 4 do fps[#fps + 1] = ARGV[i] end
 local sitemaps, room, newSitemaps, newEmbeds = 0, 0, 0, 0
 if #fps > 0 and (pageLimit >= 0 or sitemapLimit >= 0) then
   local counts = redis.call('HMGET', STATS, 'fetched', 'failed', 'sitemaps', 'embedsQueued')
@@ -57,11 +64,12 @@ if #fps > 0 and (pageLimit >= 0 or sitemapLimit >= 0) then
     room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
   end
 end
-local known = #fps > 0 and redis.call('SMISMEMBER', KEYS[1], unpack(fps)) or {}
+local seen = seenOpen(KEYS[1], compact)
+local known = seenHasAll(seen, fps)
 local fresh, at, taken = {}, {}, {}
 for j = 1, #fps do
-  local i = BOUNDS + 2 + (j - 1) * 4
-  if known[j] == 0 and not taken[fps[j]] then
+  local i = BOUNDS + 3 + (j - 1) * 4
+  if not known[j] and not taken[fps[j]] then
     local class = ARGV[i + 3]
     local fits
     if class == 's' then fits = sitemapLimit < 0 or sitemaps < sitemapLimit elseif class == 'e' then fits = true else fits = pageLimit < 0 or room > 0 end
@@ -82,7 +90,8 @@ for j = 1, #fps do
 end
 added = #fresh
 if added > 0 then
-  redis.call('SADD', KEYS[1], unpack(fresh))
+  seenAddAll(seen, fresh)
+  seenClose(seen)
   local first = redis.call('INCRBY', KEYS[3], added) - added
   local zargs = {}
   for j = 1, added do
@@ -96,7 +105,7 @@ if added > 0 then
 end
 `;
 
-/** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1] and the host's stats at `stats`. */
+/** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1], the campaign's layout at ARGV[bounds + 2] and the host's stats at `stats`. */
 const enqueueBody = (bounds: number, stats: string) => ENQUEUE_BODY.replaceAll('BOUNDS', String(bounds)).replaceAll('STATS', stats);
 
 /**
@@ -116,7 +125,7 @@ const RECORD_SUMS = [...COUNTERS, 'frontier'] as const;
 
 export const SCRIPTS = {
   // KEYS: seen, frontier, seq, awake, stats. ARGV: page bound, sitemap
-  // bound, then enqueue quadruples. Returns {added, awake, queued, in Redis}
+  // bound, the campaign's layout (1 or 2), then enqueue quadruples. Returns {added, awake, queued, in Redis}
   // (queued: the frontier's entries, those spilled to segments included;
   // in Redis: the sorted set's, which the spill is decided on): when
   // the host's workflow is awake, its next claim sees these URLs and nobody
@@ -210,6 +219,36 @@ local wait = -1
 if #young > 0 then wait = tonumber(young[2]) + grace - now end
 return {aged, wait}`,
   },
+  // KEYS: seen. ARGV: the campaign's layout (1 or 2), URL fingerprints (seenArg's form). Marks
+  // them seen (src/redis/seen-set.ts) without enqueueing them; returns how many were new.
+  crawlSeenAdd: {
+    numberOfKeys: 1,
+    lua: `${SEEN_LUA}
+local fps = {unpack(ARGV, 2)}
+local st = seenOpen(KEYS[1], ARGV[1] == '2')
+local known = seenHasAll(st, fps)
+local fresh, taken = {}, {}
+for i = 1, #fps do
+  if not known[i] and not taken[fps[i]] then
+    taken[fps[i]] = true
+    fresh[#fresh + 1] = fps[i]
+  end
+end
+seenAddAll(st, fresh)
+seenClose(st)
+return #fresh`,
+  },
+  // KEYS: seen. ARGV: the campaign's layout (1 or 2), URL fingerprints (seenArg's form). For
+  // each fingerprint, 1 when the host has seen it, else 0.
+  crawlSeenTest: {
+    numberOfKeys: 1,
+    lua: `${SEEN_LUA}
+local fps = {unpack(ARGV, 2)}
+local known = seenHasAll(seenOpen(KEYS[1], ARGV[1] == '2'), fps)
+local out = {}
+for i = 1, #fps do out[i] = known[i] and 1 or 0 end
+return out`,
+  },
   // KEYS: session, fence. ARGV: the attempt's token, ttlMs, floor (0: none).
   // Makes the attempt the host's owner under a fencing number higher than
   // every earlier attempt's, and than `floor`: the newest number a host
@@ -267,7 +306,7 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET',
   // attempt's owner value ('' = no fencing), keep ('1': the output is in a
   // bucket, so the commit's undo record is kept under the fingerprint in
   // `unsealed` until a seal finds its line: crawlUncommit), page bound,
-  // sitemap bound, then enqueue quadruples. Returns {removed, added, remaining, in Redis}: remaining
+  // sitemap bound, the layout, then enqueue quadruples. Returns {removed, added, remaining, in Redis}: remaining
   // counts the entries spilled to segments too (crawlEnqueue). {-1, 0, 0} and nothing written when another session attempt
   // owns the host (this one was presumed dead and must not count). Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
@@ -700,7 +739,8 @@ local moved = 0
 for _, m in ipairs(due) do
   redis.call('ZREM', KEYS[1], m)
   if not redis.call('ZSCORE', KEYS[2], m) then
-    local depth = math.min(tonumber(string.match(m, '^(%d+)') or '0'), 999)
+    -- The depth leads the member: its first characters in the older form, after its flag character in the compact one (src/redis/frontier.ts).
+    local depth = math.min(tonumber(string.match(m, '^(%d+)') or string.match(m, '^[@-~](%d+)') or '0'), 999)
     local n = redis.call('INCR', KEYS[3])
     redis.call('ZADD', KEYS[2], string.format('%.0f', depth * 1e12 + n), m)
     moved = moved + 1
@@ -861,6 +901,8 @@ declare module 'ioredis' {
     crawlUnlock(lock: string, token: string): Result<number, Context>;
     crawlRefill(frontier: string, spill: string, stats: string, readBack: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlSpillAged(readBack: string, graceMs: number, limit: number): Result<[string[], number], Context>;
+    crawlSeenAdd(seen: string, layout: number, ...fps: (string | Buffer)[]): Result<number, Context>;
+    crawlSeenTest(seen: string, layout: number, ...fps: (string | Buffer)[]): Result<number[], Context>;
     crawlTakeOver(session: string, fence: string, token: string, ttlMs: number, floor: number): Result<[number, string], Context>;
     crawlClaim(
       frontier: string,

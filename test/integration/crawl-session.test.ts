@@ -387,7 +387,7 @@ test('in a revisit campaign, a URL robots.txt disallows when it falls due stays 
     hget(k: string, f: string): Promise<string | null>;
   };
   const home = h.web.url('fifteen.session.test', '/');
-  const member = (await r.zrange(k.revisit, 0, -1)).find((m) => m.split('\t')[1] === home)!;
+  const member = (await r.zrange(k.revisit, 0, -1)).find((m) => decodeEntry(m, c.host).url === home)!;
   const interval = async () => (JSON.parse((await r.hget(k.revisitMeta, urlFingerprint(home)))!) as { i: number; v: number }).i;
   const before = await interval();
   // robots.txt now says Disallow: / (asked again: a new worker, the cached copy gone), and the home page is due.
@@ -408,7 +408,7 @@ test('in a revisit campaign, a URL robots.txt disallows when it falls due stays 
   // Back on the schedule, due later than before, at a longer interval.
   expect(Number(await r.zscore(k.revisit, member))).toBeGreaterThan(Date.now() + before);
   expect(await interval()).toBeGreaterThan(before);
-  expect((await r.zrange(k.revisit, 0, -1)).map((m) => m.split('\t')[1])).not.toContain(fresh);
+  expect((await r.zrange(k.revisit, 0, -1)).map((m) => decodeEntry(m, c.host).url)).not.toContain(fresh);
 });
 
 test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revisit schedule', async () => {
@@ -420,7 +420,7 @@ test('in a revisit campaign, a URL that ends as INTERNAL_ERROR stays on its revi
   expect(await indexed()).toHaveLength(1);
   // Taken off the schedule when it fell due, put back by the failure: it is tried again at its interval.
   const scheduled = await (redis as unknown as { zrange(k: string, a: number, b: number): Promise<string[]> }).zrange(hostKeys(c.campaignKey, c.host).revisit, 0, -1);
-  expect(scheduled.map((m) => m.split('\t')[1])).toEqual([h.web.url('five.session.test', '/')]);
+  expect(scheduled.map((m) => decodeEntry(m, c.host).url)).toEqual([h.web.url('five.session.test', '/')]);
 });
 
 const robotsOf = (host: string) => h.web.requests().filter((r) => r.host === host.split(':')[0] && r.path === '/robots.txt');
@@ -711,7 +711,7 @@ test("two first sessions of one host at once (the first one's workflow task time
     await until(async () => {
       const current = await redis.get(k.current);
       holderA = await redis.hget(clock, 'holder');
-      return current !== null && decodeEntry(current).url !== web.url('fenced.session.test', '/') && !!holderA;
+      return current !== null && decodeEntry(current, c.host).url !== web.url('fenced.session.test', '/') && !!holderA;
     });
     // Its workflow task timed out: the task's next attempt runs the first session again, on another worker.
     const second = local().run(createActivities(other).crawlSession, input) as Promise<SessionResult>;

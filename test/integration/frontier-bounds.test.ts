@@ -10,7 +10,7 @@ import { resolveCampaignSettings, type CampaignInput } from '../../src/config/ca
 import { reserveBudget } from '../../src/redis/campaign-store';
 import { createRedis } from '../../src/redis/client';
 import { Frontier, MAX_ENQUEUE_BATCH, type EnqueueItem, type EntryKind } from '../../src/redis/frontier';
-import { hostKeys } from '../../src/redis/keys';
+import { markFrontierLayout } from '../../src/redis/frontier-layout';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import { compileUrlRules } from '../../src/url/url-rules';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
@@ -20,20 +20,27 @@ jest.setTimeout(180_000);
 const item = (url: string, kind?: EntryKind): EnqueueItem => ({ url, fp: urlFingerprint(url), depth: 1, referrer: null, ...(kind ? { kind } : {}) });
 const many = (host: string, n: number, kind?: EntryKind) => Array.from({ length: n }, (_, i) => item(`http://${host}/${kind ?? 'p'}/${i}`, kind));
 
-describe('frontier bounds on Redis', () => {
+// Both layouts (src/redis/frontier-layout.ts): the seen SET campaigns created before keep, the bucketed seen set of new ones.
+describe.each([1, 2] as const)('frontier bounds on Redis, layout %d', (layout) => {
   let redis: Redis;
-  /** URLs per call of the enqueue and commit scripts (each item is four arguments; a commit has eight before them). */
+  /** A campaign of this layout. */
+  const campaign = async (): Promise<string> => {
+    const ck = `bounds-${randomUUID()}`;
+    if (layout === 2) await markFrontierLayout(redis, ck);
+    return ck;
+  };
+  /** URLs per call of the enqueue and commit scripts (each item is four arguments, after three: the bounds and the layout; a commit has eight before those). */
   let perCall: number[];
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
     const enqueue = redis.crawlEnqueue.bind(redis);
     const commit = redis.crawlCommit.bind(redis);
     redis.crawlEnqueue = ((...args: Parameters<typeof enqueue>) => {
-      perCall.push((args.length - 7) / 4);
+      perCall.push((args.length - 8) / 4);
       return enqueue(...args);
     }) as typeof redis.crawlEnqueue;
     redis.crawlCommit = ((...args: Parameters<typeof commit>) => {
-      perCall.push((args.length - 18) / 4);
+      perCall.push((args.length - 19) / 4);
       return commit(...args);
     }) as typeof redis.crawlCommit;
   });
@@ -45,13 +52,13 @@ describe('frontier bounds on Redis', () => {
   });
 
   it('enqueues a link bomb in calls of at most MAX_ENQUEUE_BATCH URLs', async () => {
-    const f = new Frontier(redis, `bounds-${randomUUID()}`, 'bomb.test');
+    const f = new Frontier(redis, await campaign(), 'bomb.test');
     expect(await f.enqueue(many('bomb.test', 2500))).toEqual({ added: 2500, awake: false, queued: 2500 });
     expect(perCall).toEqual([MAX_ENQUEUE_BATCH, MAX_ENQUEUE_BATCH, 500]);
   });
 
   it('commits a page with thousands of links in calls of at most MAX_ENQUEUE_BATCH, the entry last', async () => {
-    const f = new Frontier(redis, `bounds-${randomUUID()}`, 'bomb.test');
+    const f = new Frontier(redis, await campaign(), 'bomb.test');
     await f.enqueue([item('http://bomb.test/')]);
     const c = (await f.claim())!;
     perCall = [];
@@ -62,7 +69,7 @@ describe('frontier bounds on Redis', () => {
   });
 
   it('holds a host to the pages its budget can still fetch: budget − requests − pages queued', async () => {
-    const ck = `bounds-${randomUUID()}`;
+    const ck = await campaign();
     const f = new Frontier(redis, ck, 'budget.test');
     const bounds = { maxPagesPerHost: 10, maxSitemapsPerHost: 50 };
     await f.enqueue([item('http://budget.test/')], bounds);
@@ -80,7 +87,7 @@ describe('frontier bounds on Redis', () => {
     expect(r.added).toBe(10 - 4 - (queuedBefore - 1));
     expect(r.remaining).toBe(10 - 4);
     // Turned-away URLs are not marked seen: found again with room, they are queued.
-    expect(await redis.sismember(hostKeys(ck, 'budget.test').seen, urlFingerprint('http://budget.test/p/499'))).toBe(0);
+    expect(await f.hasSeen([urlFingerprint('http://budget.test/p/0'), urlFingerprint('http://budget.test/p/499')])).toEqual([true, false]);
     // Other hosts' frontiers (routeCandidates' enqueue) are held the same way.
     expect((await new Frontier(redis, ck, 'other.test').enqueue(many('other.test', 500), bounds)).added).toBe(10);
     // Sitemaps take no page room, and without bounds nothing is held back.
@@ -89,7 +96,7 @@ describe('frontier bounds on Redis', () => {
   });
 
   it('counts sitemaps and index children against maxSitemapsPerHost across calls, whoever makes them', async () => {
-    const ck = `bounds-${randomUUID()}`;
+    const ck = await campaign();
     const bounds = { maxPagesPerHost: null, maxSitemapsPerHost: 50 };
     const a = new Frontier(redis, ck, 'maps.test');
     expect((await a.enqueue(many('maps.test', 30, 'sitemap'), bounds)).added).toBe(30);
@@ -105,7 +112,7 @@ describe('frontier bounds on Redis', () => {
   });
 
   it('queues embeds ahead of every page, outside the page room, and counts them apart', async () => {
-    const ck = `bounds-${randomUUID()}`;
+    const ck = await campaign();
     const bounds = { maxPagesPerHost: 3, maxSitemapsPerHost: 50 };
     const f = new Frontier(redis, ck, 'embeds.test');
     // The page room is used up by three pages queued (the highest priority among them).

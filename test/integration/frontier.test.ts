@@ -11,6 +11,7 @@ import { saveCampaignSettings } from '../../src/redis/campaign-store';
 import { createRedis } from '../../src/redis/client';
 import { encodeEntry, Frontier, frontierScoreBase, SessionSupersededError, type EnqueueItem } from '../../src/redis/frontier';
 import { hostKeys } from '../../src/redis/keys';
+import { RevisitSchedule } from '../../src/redis/revisit';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import type { CampaignInput } from '../../src/config/campaign';
 import { createHarness, launch, pageRequests, type Harness } from '../support/harness';
@@ -177,7 +178,7 @@ describe('frontier on Redis', () => {
     for (let i = 0; i < withScores.length; i += 2) scores.set(withScores[i], withScores[i + 1]);
     cases.forEach((c, i) => {
       const expected = BigInt(frontierScoreBase(c.priority, c.depth)) + BigInt(1e12 - 10 + i + 1);
-      expect({ url: c.url, score: scores.get(encodeEntry({ url: c.url, depth: c.depth, referrer: null })) }).toEqual({ url: c.url, score: expected.toString() });
+      expect({ url: c.url, score: scores.get(encodeEntry({ url: c.url, depth: c.depth, referrer: null }, 'e.test', 1)) }).toEqual({ url: c.url, score: expected.toString() });
     });
     expect(await drain(f)).toEqual(['http://e.test/bottom', 'http://e.test/deep', 'http://e.test/top']);
   });
@@ -211,6 +212,29 @@ describe('frontier on Redis', () => {
       { url: 'http://f.test/old-2', depth: 2, referrer: 'http://f.test/' },
       { url: 'http://f.test/new-2', depth: 2, referrer: null },
     ]);
+  });
+
+  it('moves due revisits of both member forms into the frontier at their depth, and claims them as they were', async () => {
+    const ck = `t-${randomUUID()}`;
+    const k = hostKeys(ck, 'r.test');
+    const f = new Frontier(redis, ck, 'r.test');
+    // The script serves both layouts (src/redis/frontier-layout.ts): a member of a layout-1 campaign's schedule (tab-separated, the referrer's URL), beside a compact one.
+    const legacy = '3\thttp://r.test/old\thttp://r.test/\t\t\tdetail\tLLL';
+    const compact = encodeEntry({ url: 'https://r.test/new?q=1', depth: 12, referrer: 'https://r.test/', label: 'x', hops: 'LLLLLLLLLLLR' }, 'r.test', 2);
+    await redis.zadd(k.revisit, 0, legacy, 0, compact);
+    expect((await new RevisitSchedule(redis, ck, 'r.test').moveDue()).moved).toBe(2);
+    const scores = await redis.zrange(k.frontier, 0, -1, 'WITHSCORES');
+    expect([Math.floor(Number(scores[1]) / 1e12), Math.floor(Number(scores[3]) / 1e12)]).toEqual([3, 12]);
+    const first = (await f.claim())!;
+    expect(first.entry).toEqual({ url: 'http://r.test/old', depth: 3, referrer: 'http://r.test/', label: 'detail', hops: 'LLL' });
+    await f.commit(first.member, 'fetched', 0, []);
+    expect((await f.claim())!.entry).toEqual({
+      url: 'https://r.test/new?q=1',
+      depth: 12,
+      referrer: 'https://r.test/',
+      label: 'x',
+      hops: 'LLLLLLLLLLLR',
+    });
   });
 
   // Attempt ids as tests name them (kept as text) and as newAttemptId makes them (8 base64url

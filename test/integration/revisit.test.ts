@@ -9,6 +9,7 @@
 // completes on its own: the test cancels it.
 import { hostKey } from '../../src/url/normalize';
 import { hostKeys } from '../../src/redis/keys';
+import { decodeEntry } from '../../src/redis/frontier';
 import { domainWorkflowId } from '../../workflows/ids';
 import { CrawlDueDay, CrawlNextDue } from '../../src/temporal/search-attributes';
 import { addSeedsUpdate, campaignStatusQuery, cancelSignal, domainStatusQuery, setConcurrencyUpdate } from '../../workflows/messages';
@@ -162,9 +163,10 @@ test('changed pages come back sooner, unchanged ones get 304s at growing interva
   expect(notModified.filter((r) => r.targetUri === h.web.url(HOST, '/cold')).every((r) => r.headers['WARC-Refers-To'] === coldResponse.recordId)).toBe(true);
 
   // The schedule: /fading left it, the others (the new page too) are on it (or in the frontier, due when the cancel came).
-  const keys = hostKeys(status.campaignKey, hostKey(h.web.url(HOST, '/')));
+  const host = hostKey(h.web.url(HOST, '/'));
+  const keys = hostKeys(status.campaignKey, host);
   const members = [...(await h.redis.zrange(keys.revisit, 0, -1)), ...(await h.redis.zrange(keys.frontier, 0, -1))];
-  const scheduled = [...new Set(members.map((m) => m.split('\t')[1]))];
+  const scheduled = [...new Set(members.map((m) => decodeEntry(m, host).url))];
   expect(scheduled.sort()).toEqual(['/', '/cold', '/hot', '/listed', '/new', '/sitemap.xml'].map((p) => h.web.url(HOST, p)).sort());
 });
 

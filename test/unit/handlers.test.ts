@@ -263,18 +263,19 @@ describe('logging in', () => {
   });
 });
 
-test('frontier entries carry a label, and entries without one keep their old encoding', () => {
+test('frontier entries carry a label, kind, redirects and hop path, in both layouts, and entries without them keep their old encoding', () => {
   const plain = { url: 'http://a.test/p', depth: 2, referrer: 'http://a.test/' };
-  expect(encodeEntry(plain)).toBe('2\thttp://a.test/p\thttp://a.test/');
+  // Layout 1 (campaigns created before issue 40's compact forms) writes what older releases wrote.
+  expect(encodeEntry(plain, 'a.test', 1)).toBe('2\thttp://a.test/p\thttp://a.test/');
   for (const e of [
     { ...plain, label: 'detail' },
     { ...plain, label: 'detail', redirects: 2 },
     { ...plain, kind: 'sitemap' as const, label: 'x' },
     { ...plain, kind: 'embed' as const, hops: 'LLE' },
-    { ...plain, kind: 'feed' as const, hops: 'LL', label: 'news' },
+    { ...plain, kind: 'feed' as const, hops: 'PL', label: 'news' },
     { ...plain, hops: 'LRL', redirects: 1 },
   ]) {
-    expect(decodeEntry(encodeEntry(e))).toEqual(e);
+    for (const layout of [1, 2] as const) expect(decodeEntry(encodeEntry(e, 'a.test', layout), 'a.test')).toEqual(e);
   }
 });
 

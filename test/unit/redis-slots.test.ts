@@ -51,7 +51,7 @@ interface Captured {
   keys: string[];
 }
 
-/** What the content index's format marker reads as: null (format 1) or '2'. */
+/** What the content index's format marker reads as: null (format 1) or '2'; the frontier layout's marker (another field of the same hash) too. */
 let contentFormatReply: string | null = null;
 
 /** An ioredis client whose commands are captured and answered here instead of by a server. */
@@ -68,7 +68,8 @@ function capturingRedis() {
     resolve(v: unknown): void;
     promise: Promise<unknown>;
   }) => {
-    // The content index's format marker (src/dedup/content-format.ts), read before its script: answered, not captured.
+    // The content index's format marker (src/dedup/content-format.ts) and the frontier layout's (src/redis/frontier-layout.ts), read before
+    // their scripts: answered, not captured. Both layouts name the same keys.
     if (cmd.name.toLowerCase() === 'hget' && String(cmd.args[0]).endsWith(':content:meta')) {
       cmd.resolve(contentFormatReply);
       return cmd.promise;
@@ -162,6 +163,16 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     expect(retry.script).toBe('crawlNoteRetry');
     expect(retry.keys).toHaveLength(SCRIPTS.crawlNoteRetry.numberOfKeys);
     expectOneSlot(retry, tag);
+
+    // The seen set is marked and asked on the host's own key (src/redis/seen-set.ts).
+    const mark = await cap.capture(1, () => f.markSeen(['fp1']));
+    expect(mark.script).toBe('crawlSeenAdd');
+    expect(mark.keys).toHaveLength(SCRIPTS.crawlSeenAdd.numberOfKeys);
+    expectOneSlot(mark, tag);
+    const ask = await cap.capture([1], () => f.hasSeen(['fp1']));
+    expect(ask.script).toBe('crawlSeenTest');
+    expect(ask.keys).toHaveLength(SCRIPTS.crawlSeenTest.numberOfKeys);
+    expectOneSlot(ask, tag);
 
     // A bucket commit a seal found no line for is undone on the host's own keys.
     const uncommit = await cap.capture([1, 1], () => f.uncommit(['fp1']));
