@@ -51,6 +51,21 @@ export const FAIRNESS_DYNAMIC_CONFIG = [
 ];
 
 /**
+ * A worker stopped gracefully (SIGTERM) lost activity tasks: when its SDK
+ * cancelled its open long polls, the server could hand one of them a session
+ * at that same instant; the server recorded it started, no worker ran it, and
+ * its host waited for the 5-minute heartbeat timeout (a CI run of
+ * crash-and-sleep.test.ts, then caught live in a fresh clone: the host's
+ * session started by the stopping worker 1 ms before its shutdown, never run,
+ * no session record to hand over). With this the server advertises
+ * `workerPollCompleteOnShutdown`, and the SDK asks the server to end its polls
+ * (ShutdownWorker) instead of cutting them: a task is either handed to a
+ * worker that runs it or not handed at all. A deployment's server gets the
+ * same (deploy/temporal-dynamic-config.yaml).
+ */
+export const SHUTDOWN_DYNAMIC_CONFIG = ['frontend.enableCancelWorkerPollsOnShutdown=true'];
+
+/**
  * A worker that stops answering (SIGSTOP, a paused VM) keeps its connection to
  * the server, and the server kept handing its open long polls tasks: each
  * workflow task one took waited for the task's 10 s timeout, each session was
@@ -61,7 +76,7 @@ export const FAIRNESS_DYNAMIC_CONFIG = [
  * worker's SDK answers pings from its own threads, however busy its event
  * loop. A deployment's server gets the same (deploy/temporal-dynamic-config.yaml).
  */
-export const LIVENESS_DYNAMIC_CONFIG = ['frontend.keepAliveTime="1s"', 'frontend.keepAliveTimeout="1s"'];
+export const LIVENESS_DYNAMIC_CONFIG = ['frontend.keepAliveTime="1s"', 'frontend.keepAliveTimeout="1s"', ...SHUTDOWN_DYNAMIC_CONFIG];
 
 /**
  * The CLI's dev server re-reads the search attribute registry from SQLite on

@@ -149,7 +149,7 @@ describe('docker-compose.yml runs the topology of src/stack/topology.ts', () => 
 });
 
 describe('the dynamic config file', () => {
-  test('sets exactly what the dev server gets on its command line: fairness, keepalive', () => {
+  test('sets exactly what the dev server gets on its command line: fairness, keepalive, polls ended at shutdown', () => {
     const file = parse(fs.readFileSync(TEMPORAL_DYNAMIC_CONFIG_FILE, 'utf8')) as Record<string, { value: unknown }[]>;
     const fromFile = Object.entries(file).map(([k, [{ value }]]) => `${k}=${JSON.stringify(value)}`);
     expect(fromFile.sort()).toEqual([...FAIRNESS_DYNAMIC_CONFIG, ...LIVENESS_DYNAMIC_CONFIG].sort());
