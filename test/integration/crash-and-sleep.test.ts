@@ -77,6 +77,10 @@ describe('durable sleep', () => {
   afterAll(() => h?.close());
 
   test('no worker while domains sleep; one started later resumes where it was', async () => {
+    // The server ends a stopping worker's polls itself: a session handed to a poll the SDK cut at its
+    // stop was started and never run, and its host waited the 5-minute heartbeat timeout (seen here).
+    const ns = await h.client.workflowService.describeNamespace({ namespace: 'default' });
+    expect(ns.namespaceInfo?.capabilities?.workerPollCompleteOnShutdown).toBe(true);
     const seed = h.web.url('s0.sleep.test', '/');
     const handle = await launch(h, { seeds: [seed], scope: { mode: 'any' }, politeness: { minDelayMs: 1_000 } });
     while (pageRequests(h.web.requests()).length < 3) await sleep(100);

@@ -19,6 +19,10 @@ describe('the dev server command line', () => {
     expect(dynamic).toEqual(expect.arrayContaining(['frontend.keepAliveTime="1s"', 'frontend.keepAliveTimeout="1s"']));
   });
 
+  test("has the server end a stopping worker's polls, so no task handed to one at that instant is lost", () => {
+    expect(valuesOf(args, '--dynamic-config-value')).toContain('frontend.enableCancelWorkerPollsOnShutdown=true');
+  });
+
   test('registers every crawler search attribute before the server serves, which is what makes the cached registry complete', () => {
     const registered = valuesOf(args, '--search-attribute');
     expect(registered.sort()).toEqual(CRAWL_SEARCH_ATTRIBUTES.map((sa) => `${sa.name}=${sa.cliType}`).sort());
