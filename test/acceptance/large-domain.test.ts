@@ -1,8 +1,10 @@
 // One host whose frontier grows past 100,000 URLs: the crawl completes at
-// its page budget, each page requested once, and the host's workflow history
-// stays small: a host session crawls up to session.maxPages pages per
+// its page budget, each page requested once, Redis holds only the frontier's
+// head (the rest spills to segments in the output: frontier.spillAbove), and
+// the host's workflow history stays small: a host session crawls up to session.maxPages pages per
 // activity, so thousands of pages cost a few dozen history events. Frontier order (priority, then depth, then discovery) is not
 // checked here but in test/integration/frontier.test.ts.
+import { Frontier, MAX_ENQUEUE_BATCH } from '../../src/redis/frontier';
 import { hostKeys } from '../../src/redis/keys';
 import { hostKey } from '../../src/url/normalize';
 import { domainWorkflowId } from '../../workflows/ids';
@@ -37,18 +39,26 @@ test('a 100k-URL frontier completes at its budget with every history run bounded
     content: { dedup: 'exact' },
     session: { maxPages: SESSION_PAGES },
   });
-  const frontierKey = hostKeys(`${handle.workflowId}.${handle.firstExecutionRunId.slice(0, 8)}`, hostKey(seed)).frontier;
+  const campaignKey = `${handle.workflowId}.${handle.firstExecutionRunId.slice(0, 8)}`;
+  const frontierKey = hostKeys(campaignKey, hostKey(seed)).frontier;
+  const frontier = new Frontier(h.redis, campaignKey, hostKey(seed));
   let peakFrontier = 0;
+  let peakHeld = 0;
   let done = false;
   const result = handle.result().finally(() => (done = true));
   while (!done) {
-    peakFrontier = Math.max(peakFrontier, await h.redis.zcard(frontierKey));
+    // The whole frontier (its spilled segments counted) and the part of it in Redis.
+    peakFrontier = Math.max(peakFrontier, await frontier.size());
+    peakHeld = Math.max(peakHeld, await h.redis.zcard(frontierKey));
     await sleep(500);
   }
   const r = await result;
   expect(r.status).toBe('budget-exhausted');
   expect(r.pages).toBe(MAX_PAGES);
   expect(peakFrontier).toBeGreaterThanOrEqual(100_000);
+  // Past frontier.spillAbove (5,000 by default) the tail went to segments: Redis held the head only,
+  // over the bound at most by what one enqueue call adds before the spill that follows it.
+  expect(peakHeld).toBeLessThanOrEqual(5_000 + MAX_ENQUEUE_BATCH);
   // Each page requested once.
   const pages = pageRequests(h.web.requests()).map((q) => q.path);
   expect(pages.length).toBe(new Set(pages).size);
