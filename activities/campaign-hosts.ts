@@ -28,6 +28,7 @@ import { CampaignNudger, nudgesSeen, wakeSleepingHolders } from './nudge';
 import { SWEEP_EVERY_MS, sweepAfterRedisLoss } from './redis-recovery';
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, FinishCampaignInput, ReleaseHostInput } from './types';
 import { outputSizes, tallyOutputIndex } from './output-read';
+import { SEEN_SKIPPED_FIELD } from '../src/redis/seen-bloom';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 500;
@@ -268,7 +269,7 @@ export async function reconcileHostRecords(redis: RedisLike, campaignKey: string
       page.map(async ({ host, ...r }) => {
         const f = new Frontier(redis, campaignKey, host);
         const [st, size] = await Promise.all([f.stats(), frontierGone ? (r.frontier ?? 0) : f.size()]);
-        const counts = { ...countersOf(st), frontier: size };
+        const counts = { ...countersOf(st), frontier: size, ...(st[SEEN_SKIPPED_FIELD] ? { seenSkipped: st[SEEN_SKIPPED_FIELD] } : {}) };
         if ((Object.keys(counts) as (keyof typeof counts)[]).some((k) => counts[k] !== (r[k] ?? 0))) await hosts.record(host, { ...r, ...counts });
       }),
     );

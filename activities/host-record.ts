@@ -8,6 +8,7 @@ import type { Frontier } from '../src/redis/frontier';
 import type { RevisitQueue } from '../src/redis/revisit';
 import { hostStatsOf } from '../src/stats/counters';
 import type { HostStats, SessionEnd, SessionResult } from './types';
+import { SEEN_SKIPPED_FIELD } from '../src/redis/seen-bloom';
 
 /** How often the host's record is brought up to date while the session runs. */
 export const RECORD_EVERY_MS = 2_000;
@@ -106,6 +107,8 @@ export class HostRecordWriter {
       nextWakeAt: null,
       updatedAt: new Date().toISOString(),
       ...(view.queue ? { revisit: revisitView(view.queue) } : {}),
+      // A Bloom filter campaign's expected skips (src/redis/seen-bloom.ts): summed into the campaign's totals.
+      ...(st[SEEN_SKIPPED_FIELD] ? { seenSkipped: st[SEEN_SKIPPED_FIELD] } : {}),
       ...extra,
     });
     return { stats, frontier: size };

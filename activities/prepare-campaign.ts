@@ -3,7 +3,7 @@ import { loadHandler } from '../src/handlers/loader';
 import { loadProxyFiles } from '../src/http/proxies';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { markContentFormat } from '../src/dedup/content-format';
-import { markFrontierLayout } from '../src/redis/frontier-layout';
+import { FRONTIER_LAYOUT, markFrontierLayout } from '../src/redis/frontier-layout';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -86,7 +86,9 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
     const created = (await rt.deps.redis.hexists(campaignKeys(campaignKey).control, 'version')) === 0;
     if (created) {
       await markContentFormat(rt.deps.redis, campaignKey);
-      await markFrontierLayout(rt.deps.redis, campaignKey);
+      // The seen set the settings ask for is fixed here for the campaign's life (src/redis/frontier-layout.ts).
+      const f = settings.frontier;
+      await markFrontierLayout(rt.deps.redis, campaignKey, FRONTIER_LAYOUT, f.seen === 'bloom' ? { kind: 'bloom', rate: f.seenRate } : { kind: 'exact' });
     }
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;

@@ -1,7 +1,7 @@
 // Inputs and results of the activities, shared with workflows as types only.
 // Results are small summaries: page bodies never enter workflow history.
 import type { CampaignSettings, RenderMode } from '../src/config/campaign';
-import type { RevisitView } from '../src/redis/campaign-hosts';
+import type { RevisitView, SeenFilterTotals } from '../src/redis/campaign-hosts';
 import type { CountedAs, HostStats } from '../src/stats/counters';
 import type { IndexOutcome } from '../src/storage/index-writer';
 
@@ -134,7 +134,7 @@ export interface CampaignSnapshot {
   paused: boolean;
   stop: 'budget' | 'cancelled' | 'drained' | null;
   configVersion: number;
-  totals: HostStats & { hosts: number; frontier: number };
+  totals: HostStats & { hosts: number; frontier: number; seenFilter?: SeenFilterTotals };
   problems: number;
   /** Hosts given up by the watch in this round. */
   givenUp: number;
@@ -154,7 +154,7 @@ export interface FinishCampaignInput {
 }
 
 export interface CampaignSummary {
-  totals: HostStats & { hosts: number; frontier: number };
+  totals: HostStats & { hosts: number; frontier: number; seenFilter?: SeenFilterTotals };
   active: number;
   problems: { count: number; list: string[] };
   /**

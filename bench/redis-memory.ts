@@ -5,6 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { classifyKey, KEY_FAMILIES, type KeyFamily } from '../src/redis/key-families';
 import type { RedisLike } from '../src/redis/scripts';
+import { BLOOM_HEADER_BYTES } from '../src/redis/seen-bloom';
 
 /** The servers that hold keys: every master of a cluster, or the one server. */
 function holders(redis: RedisLike): Redis[] {
@@ -137,6 +138,12 @@ export async function memoryByFamily(redis: RedisLike, campaignKey: string): Pro
         // A bucketed seen set (src/redis/seen-set.ts) counts its URLs in field `#`, not in its fields.
         if (type === 'hash' && mine[i].kind === 'host.seen') {
           second.hget(k, '#');
+          counted.push(i);
+          return;
+        }
+        // A Bloom filter seen set (src/redis/seen-bloom.ts) counts the URLs added in its header.
+        if (type === 'string' && mine[i].kind === 'host.seen') {
+          second.getrange(k, 0, BLOOM_HEADER_BYTES - 1);
           counted.push(i);
           return;
         }

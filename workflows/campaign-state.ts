@@ -308,6 +308,7 @@ export class CampaignBook {
       bytes: t.bytes,
       outputDir: this.settings.output.dir,
       ...sealedOf(summary.sealed, this.settings.render !== 'off'),
+      ...(t.seenFilter ? { seenFilter: t.seenFilter } : {}),
       problems: [...(this.carry.seeds?.error ? [`seed list ${this.settings.seedsFile}: ${this.carry.seeds.error}`] : []), ...summary.problems.list],
       problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
     };

@@ -2,7 +2,7 @@
 // workflows, activities and clients. Payloads are plain JSON.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { HostStats } from '../activities/types';
-import type { HostRecord, RevisitView } from '../src/redis/campaign-hosts';
+import type { HostRecord, RevisitView, SeenFilterTotals } from '../src/redis/campaign-hosts';
 import type { RenderMode } from '../src/config/campaign';
 import type {
   AddSeedsRequest,
@@ -82,6 +82,8 @@ export interface CampaignTotals extends HostStats {
   /** Hosts with URLs waiting for a slot. */
   readyHosts: number;
   frontier: number;
+  /** A campaign whose seen sets are Bloom filters: their rate and the URLs they are expected to have skipped (src/redis/seen-bloom.ts). */
+  seenFilter?: SeenFilterTotals;
 }
 
 export interface CampaignStatus {
@@ -167,6 +169,8 @@ export interface CampaignResult {
    * rendered (src/browser/adaptive.ts reasons; `browser` under render: browser).
    */
   rendered?: { pages: number; htmlPages: number; share: number; reasons: Record<string, number> };
+  /** A campaign whose seen sets are Bloom filters (frontier.seen bloom): their rate and the URLs they are expected to have skipped. */
+  seenFilter?: SeenFilterTotals;
   /** The first problems (rejected seeds, hosts given up…); `problemCount` counts them all. */
   problems: string[];
   problemCount: number;

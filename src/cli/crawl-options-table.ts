@@ -57,6 +57,8 @@ export const SETTING_OF_FLAG: Readonly<Record<string, string>> = {
   '--non-html': 'content.nonHtml',
   '--priority': 'frontier.priorities',
   '--spill-above': 'frontier.spillAbove',
+  '--seen': 'frontier.seen',
+  '--seen-rate': 'frontier.seenRate',
   '--include': 'scope.include',
   '--exclude': 'scope.exclude',
   '--header': 'fetch.headers',

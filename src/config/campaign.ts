@@ -150,6 +150,15 @@ const flag = () => z.boolean({ error: (iss) => `must be true or false${got(iss)}
 export const DEFAULT_SPILL_ABOVE = 5000;
 /** frontier.spillAbove's least: below it segments would be tiny and a host would spill and refill all the time. */
 export const MIN_SPILL_ABOVE = 20;
+/** frontier.seenRate's default: a new URL skipped once in a hundred. */
+export const DEFAULT_BLOOM_RATE = 0.01;
+/** frontier.seenRate's bounds: below 1e-6 the filter is no smaller than the exact set (8 bytes a URL); above 10 % a crawl loses too much to be worth it. */
+export const MIN_BLOOM_RATE = 1e-6;
+export const MAX_BLOOM_RATE = 0.1;
+/** frontier.seen's choices: the exact seen set, or a Bloom filter (src/redis/seen-bloom.ts). */
+export const SEEN_SETS = ['exact', 'bloom'] as const;
+export type SeenSet = (typeof SEEN_SETS)[number];
+const seenRateError = (iss: { input?: unknown }): string => `must be a number from ${MIN_BLOOM_RATE} to ${MAX_BLOOM_RATE}${got(iss)}`;
 
 const section = <S extends z.core.$ZodLooseShape>(shape: S, example?: string) =>
   z.object(shape, { error: (iss) => `must be an object${example ? ` such as ${example}` : ''}${got(iss)}` });
@@ -625,11 +634,26 @@ const campaignFields = {
         .describe(
           `A host whose frontier holds more URLs than this keeps about half of them (its head) in Redis and writes the rest, its cold tail, as compressed segments under \`frontier/\` in the campaign's output (folder or bucket), read back in priority order as the host drains. null = never spill. Every worker must run a release that reads segments (docs/operations.md).`,
         ),
+      // The URL-seen test (src/redis/seen-bloom.ts): exact by default; a Bloom filter for crawls
+      // that accept a stated loss. Read when the campaign is created and fixed for its life.
+      seen: oneOf(SEEN_SETS)
+        .default('exact')
+        .describe(
+          'The URL-seen set of each host: "exact" (64-bit fingerprints, no URL ever lost) or "bloom" (a Bloom filter at about a third of the memory, which skips a new URL with probability seenRate: the summary and `crawler status` show how many URLs that is expected to be). Chosen when the campaign is created; changing it later changes nothing for that campaign.',
+        ),
+      seenRate: z
+        .number({ error: seenRateError })
+        .gte(MIN_BLOOM_RATE, { error: seenRateError })
+        .lte(MAX_BLOOM_RATE, { error: seenRateError })
+        .default(DEFAULT_BLOOM_RATE)
+        .describe(
+          `With seen "bloom": the chance that a URL new to its host is taken for one already seen and skipped (its false-positive rate, the sum over the filter's levels), from ${MIN_BLOOM_RATE} to ${MAX_BLOOM_RATE}. Lower costs more memory: at 0.01 about 2 to 4 bytes a URL (up to 6 just after a large host's filter grows), at 0.001 about 2.5 to 5.5 (docs/operations.md).`,
+        ),
     },
-    '{"priorities": [{"pattern": "/products/", "priority": 5}], "spillAbove": 5000}',
+    '{"priorities": [{"pattern": "/products/", "priority": 5}], "spillAbove": 5000, "seen": "bloom", "seenRate": 0.01}',
   )
     .nullish()
-    .transform((f) => f ?? { priorities: [], spillAbove: DEFAULT_SPILL_ABOVE }),
+    .transform((f) => f ?? { priorities: [], spillAbove: DEFAULT_SPILL_ABOVE, seen: 'exact' as const, seenRate: DEFAULT_BLOOM_RATE }),
   retention: section({
     // A week: long enough to look at a finished campaign's hosts with
     // `crawler status` and to resume work on it by hand; the keys of a

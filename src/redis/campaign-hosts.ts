@@ -11,6 +11,8 @@ import { campaignKeys } from './keys';
 import type { RedisLike } from './scripts';
 import type { RenderMode } from '../config/campaign';
 import { countersOf, hostStatsOf, type Counters, type HostStats } from '../stats/counters';
+import { bloomRate } from './frontier-layout';
+import { BLOOM_SKIPPED_SCALE, SEEN_SKIPPED_FIELD } from './seen-bloom';
 
 /** A render mode as stored (an operator's, per host); anything else reads as none. */
 function renderMode(v: string | null | undefined): RenderMode | null {
@@ -35,6 +37,8 @@ export interface HostRecord extends HostStats {
   updatedAt: string;
   /** Revisit campaigns: the host's revisit queue (URLs scheduled, the next one due, how many within an hour / a day). */
   revisit?: RevisitView;
+  /** A Bloom filter campaign (src/redis/seen-bloom.ts): the URLs its seen set is expected to have skipped, in millionths. */
+  seenSkipped?: number;
 }
 
 export interface RevisitView {
@@ -48,6 +52,13 @@ export interface RevisitView {
 export interface CampaignTotals extends Counters {
   frontier: number;
   hosts: number;
+  /** A campaign whose seen sets are Bloom filters: their false-positive rate and the URLs they are expected to have skipped. Absent: exact. */
+  seenFilter?: SeenFilterTotals;
+}
+
+export interface SeenFilterTotals {
+  rate: number;
+  expectedSkipped: number;
 }
 
 export interface CampaignControl {
@@ -352,8 +363,9 @@ export class CampaignHosts {
   }
 
   async totals(): Promise<CampaignTotals> {
-    const t = await this.redis.hgetall(this.k.totals);
-    return { ...countersOf(t), frontier: Number(t.frontier ?? 0), hosts: Number(t.hosts ?? 0) };
+    const [t, rate] = await Promise.all([this.redis.hgetall(this.k.totals), bloomRate(this.redis, this.campaignKey)]);
+    const filter = rate === null ? {} : { seenFilter: { rate, expectedSkipped: Number(t[SEEN_SKIPPED_FIELD] ?? 0) / BLOOM_SKIPPED_SCALE } };
+    return { ...countersOf(t), frontier: Number(t.frontier ?? 0), hosts: Number(t.hosts ?? 0), ...filter };
   }
 
   /** Totals with the slot counts: what a progress display shows, as fresh as the sessions' last records (≤ 2 s). */

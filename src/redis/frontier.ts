@@ -8,8 +8,8 @@ import { CrawlerError } from '../errors';
 import { fpField, fpOfField, idOfValue, idValue } from './sealing-state';
 import type { CountedAs } from '../stats/counters';
 import { refillSegment, removeReadBack, spillTail, type SpillOptions } from './frontier-spill';
-import { type FrontierLayout, frontierLayout } from './frontier-layout';
-import { seenArg } from './seen-set';
+import { type FrontierLayout, seenMode } from './frontier-layout';
+import { seenArg, type SeenMode } from './seen-set';
 import { impliedHops } from '../url/hop-path';
 
 /**
@@ -190,8 +190,12 @@ export function frontierBounds(budgets: FrontierBounds): FrontierBounds {
  */
 export const MAX_ENQUEUE_BATCH = 1000;
 
-function enqueueArgs(host: string, layout: FrontierLayout, items: EnqueueItem[], bounds: FrontierBounds): (string | number | Buffer)[] {
-  const argv: (string | number | Buffer)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1, layout];
+/** The frontier members' layout of a campaign with seen mode `mode`: a Bloom filter's campaign has layout 2's. */
+const layoutOf = (mode: SeenMode): FrontierLayout => (mode === '1' ? 1 : 2);
+
+function enqueueArgs(host: string, mode: SeenMode, items: EnqueueItem[], bounds: FrontierBounds): (string | number | Buffer)[] {
+  const layout = layoutOf(mode);
+  const argv: (string | number | Buffer)[] = [bounds.maxPagesPerHost ?? -1, bounds.maxSitemapsPerHost ?? -1, mode];
   for (const it of items) argv.push(seenArg(it.fp, layout), scoreBaseOf(it), encodeEntry(it, host, layout), it.kind === 'embed' ? 'e' : isListKind(it.kind) ? 's' : 'p');
   return argv;
 }
@@ -256,9 +260,9 @@ export class Frontier {
     await spillTail(this.redis, this.keys, this.campaignKey, this.host, this.spill.store, above).catch((err: unknown) => this.spill?.onError?.(err));
   }
 
-  /** The campaign's layout (src/redis/frontier-layout.ts): which seen set and member form its scripts write. */
-  private layout(): Promise<FrontierLayout> {
-    return frontierLayout(this.redis, this.campaignKey);
+  /** The campaign's seen mode (src/redis/frontier-layout.ts): which seen set and member form its scripts write. */
+  private mode(): Promise<SeenMode> {
+    return seenMode(this.redis, this.campaignKey);
   }
 
   /**
@@ -272,10 +276,10 @@ export class Frontier {
   async enqueue(items: EnqueueItem[], bounds: FrontierBounds = {}): Promise<{ added: number; awake: boolean; queued: number }> {
     const k = this.keys;
     let added = 0;
-    const layout = await this.layout();
+    const mode = await this.mode();
     let last: [number, number, number, number] = [0, 0, 0, 0];
     for (const batch of batches(items)) {
-      last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, layout, batch, bounds));
+      last = await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, mode, batch, bounds));
       added += last[0];
       await this.spillIfDue(last[3]);
     }
@@ -288,16 +292,16 @@ export class Frontier {
    */
   async markSeen(fps: string[]): Promise<void> {
     if (fps.length === 0) return;
-    const layout = await this.layout();
-    for (const batch of batches(fps)) await this.redis.crawlSeenAdd(this.keys.seen, layout, ...batch.map((fp) => seenArg(fp, layout)));
+    const mode = await this.mode();
+    for (const batch of batches(fps)) await this.redis.crawlSeenAdd(this.keys.seen, mode, ...batch.map((fp) => seenArg(fp, layoutOf(mode))));
   }
 
   /** For each URL fingerprint, whether the host has seen it (src/redis/seen-set.ts). */
   async hasSeen(fps: string[]): Promise<boolean[]> {
     const out: boolean[] = [];
     if (fps.length === 0) return out;
-    const layout = await this.layout();
-    for (const batch of batches(fps)) out.push(...(await this.redis.crawlSeenTest(this.keys.seen, layout, ...batch.map((fp) => seenArg(fp, layout)))).map((n) => n === 1));
+    const mode = await this.mode();
+    for (const batch of batches(fps)) out.push(...(await this.redis.crawlSeenTest(this.keys.seen, mode, ...batch.map((fp) => seenArg(fp, layoutOf(mode))))).map((n) => n === 1));
     return out;
   }
 
@@ -384,11 +388,11 @@ export class Frontier {
     // All but the last batch go ahead of the commit: a worker that dies
     // between them leaves the entry claimed, and its retry finds those
     // links in the seen-set (nothing is lost, nothing doubled).
-    const layout = await this.layout();
+    const mode = await this.mode();
     const parts = batches(links);
     const last = parts.pop()!;
     let before = 0;
-    for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, layout, batch, bounds)))[0];
+    for (const batch of parts) before += (await this.redis.crawlEnqueue(k.seen, k.frontier, k.seq, k.awake, k.stats, ...enqueueArgs(this.host, mode, batch, bounds)))[0];
     const [removed, added, remaining, held] = await this.redis.crawlCommit(
       k.seen,
       k.frontier,
@@ -406,7 +410,7 @@ export class Frontier {
       attempt ? idValue(attempt.id) : '',
       this.owner,
       attempt?.keepUndo ? '1' : '',
-      ...enqueueArgs(this.host, layout, last, bounds),
+      ...enqueueArgs(this.host, mode, last, bounds),
     );
     if (removed === -1) throw new SessionSupersededError(this.host);
     this.emptyAfterCommit = remaining === 0;

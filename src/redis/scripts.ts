@@ -2,6 +2,7 @@
 import type { Cluster, Redis, Result } from 'ioredis';
 import { COUNTERS, EMBED_COUNTS, PAGE_COUNTS } from '../stats/counters';
 import { SEEN_LUA } from './seen-set';
+import { BLOOM_SKIPPED_SCALE, SEEN_SKIPPED_FIELD } from './seen-bloom';
 
 export type RedisLike = Redis | Cluster;
 
@@ -14,7 +15,8 @@ export type RedisLike = Redis | Cluster;
 // counter is the score: integers below 2^53, exact in Lua's doubles and in
 // the zset's.
 //
-// Before the quadruples, two bounds (-1: none) and the campaign's layout. Pages (class 'p'): a host
+// Before the quadruples, two bounds (-1: none) and the campaign's seen mode
+// (SeenMode of src/redis/seen-set.ts: '1', '2' or a Bloom filter's `b<rate>`). Pages (class 'p'): a host
 // whose page budget is set never queues more pages than it may still fetch,
 // budget − (fetched + failed) − pages queued, so a link bomb or a sitemap
 // flood grows neither its frontier nor its seen-set past what the budget can
@@ -41,8 +43,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 // Per batch, not per link, whatever its size: the seen-set is asked about
 // every fingerprint (src/redis/seen-set.ts: the buckets a batch needs read in
 // one HMGET for a campaign of layout 2, one SMISMEMBER for a host's SET in a
-// campaign of layout 1, src/redis/frontier-layout.ts), and the new ones go
-// in with one write (one HSET, or one SADD), one INCRBY (their discovery numbers are the counter's last k values, in
+// campaign of layout 1, src/redis/frontier-layout.ts; for a Bloom filter's, one
+// GET or a few BITFIELDs, src/redis/seen-bloom.ts), and the new ones go
+// in with one write (one HSET, one SADD, or a few BITFIELDs), one INCRBY (their discovery numbers are the counter's last k values, in
 // ARGV order, as k INCRs would have given them) and one ZADD. A fingerprint
 // twice in a batch is queued once, as a second SADD would have found it.
 // The stats are read only when a bound applies (a link bomb still costs its
@@ -52,7 +55,7 @@ ${SEEN_LUA}
 local added = 0
 local pageLimit = tonumber(ARGV[BOUNDS])
 local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
-local compact = ARGV[BOUNDS + 2] == '2'
+local mode = ARGV[BOUNDS + 2]
 local fps = {}
 for i = BOUNDS + 3, #ARGV, 4 do fps[#fps + 1] = ARGV[i] end
 local sitemaps, room, newSitemaps, newEmbeds = 0, 0, 0, 0
@@ -64,7 +67,7 @@ if #fps > 0 and (pageLimit >= 0 or sitemapLimit >= 0) then
     room = pageLimit - tonumber(counts[1] or '0') - tonumber(counts[2] or '0') - queued
   end
 end
-local seen = seenOpen(KEYS[1], compact)
+local seen = seenOpen(KEYS[1], mode)
 local known = seenHasAll(seen, fps)
 local fresh, at, taken = {}, {}, {}
 for j = 1, #fps do
@@ -92,6 +95,8 @@ added = #fresh
 if added > 0 then
   seenAddAll(seen, fresh)
   seenClose(seen)
+  -- A Bloom filter's expected skips (src/redis/seen-bloom.ts), in millionths of a URL.
+  if seen.bloom and seen.skipped > 0 then redis.call('HINCRBY', STATS, '${SEEN_SKIPPED_FIELD}', math.floor(seen.skipped * ${BLOOM_SKIPPED_SCALE} + 0.5)) end
   local first = redis.call('INCRBY', KEYS[3], added) - added
   local zargs = {}
   for j = 1, added do
@@ -105,7 +110,7 @@ if added > 0 then
 end
 `;
 
-/** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1], the campaign's layout at ARGV[bounds + 2] and the host's stats at `stats`. */
+/** ENQUEUE_BODY with its bounds at ARGV[bounds] and ARGV[bounds + 1], the campaign's seen mode at ARGV[bounds + 2] and the host's stats at `stats`. */
 const enqueueBody = (bounds: number, stats: string) => ENQUEUE_BODY.replaceAll('BOUNDS', String(bounds)).replaceAll('STATS', stats);
 
 /**
@@ -118,14 +123,16 @@ local spilled = tonumber(redis.call('HGET', KEYS[5], 'spilled') or '0')`;
 
 /**
  * The fields of a host record that the campaign totals sum (crawlHostRecord):
- * the counters, then the frontier. Records of older releases may lack the
- * embed counters, which the finished-URL count reads as 0.
+ * the counters, the frontier, and a Bloom filter campaign's expected skips
+ * (`seenSkipped`, millionths of a URL: src/redis/seen-bloom.ts). Records of
+ * older releases may lack the embed counters, which the finished-URL count
+ * reads as 0, and every record of an exact campaign lacks `seenSkipped`.
  */
-const RECORD_SUMS = [...COUNTERS, 'frontier'] as const;
+const RECORD_SUMS = [...COUNTERS, 'frontier', SEEN_SKIPPED_FIELD] as const;
 
 export const SCRIPTS = {
   // KEYS: seen, frontier, seq, awake, stats. ARGV: page bound, sitemap
-  // bound, the campaign's layout (1 or 2), then enqueue quadruples. Returns {added, awake, queued, in Redis}
+  // bound, the campaign's seen mode (SeenMode), then enqueue quadruples. Returns {added, awake, queued, in Redis}
   // (queued: the frontier's entries, those spilled to segments included;
   // in Redis: the sorted set's, which the spill is decided on): when
   // the host's workflow is awake, its next claim sees these URLs and nobody
@@ -219,13 +226,13 @@ local wait = -1
 if #young > 0 then wait = tonumber(young[2]) + grace - now end
 return {aged, wait}`,
   },
-  // KEYS: seen. ARGV: the campaign's layout (1 or 2), URL fingerprints (seenArg's form). Marks
+  // KEYS: seen. ARGV: the campaign's seen mode (SeenMode), URL fingerprints (seenArg's form). Marks
   // them seen (src/redis/seen-set.ts) without enqueueing them; returns how many were new.
   crawlSeenAdd: {
     numberOfKeys: 1,
     lua: `${SEEN_LUA}
 local fps = {unpack(ARGV, 2)}
-local st = seenOpen(KEYS[1], ARGV[1] == '2')
+local st = seenOpen(KEYS[1], ARGV[1])
 local known = seenHasAll(st, fps)
 local fresh, taken = {}, {}
 for i = 1, #fps do
@@ -238,13 +245,13 @@ seenAddAll(st, fresh)
 seenClose(st)
 return #fresh`,
   },
-  // KEYS: seen. ARGV: the campaign's layout (1 or 2), URL fingerprints (seenArg's form). For
+  // KEYS: seen. ARGV: the campaign's seen mode (SeenMode), URL fingerprints (seenArg's form). For
   // each fingerprint, 1 when the host has seen it, else 0.
   crawlSeenTest: {
     numberOfKeys: 1,
     lua: `${SEEN_LUA}
 local fps = {unpack(ARGV, 2)}
-local known = seenHasAll(seenOpen(KEYS[1], ARGV[1] == '2'), fps)
+local known = seenHasAll(seenOpen(KEYS[1], ARGV[1]), fps)
 local out = {}
 for i = 1, #fps do out[i] = known[i] and 1 or 0 end
 return out`,
@@ -306,7 +313,7 @@ return {cur, redis.call('HINCRBY', KEYS[4], cur, 1), tonumber(redis.call('HGET',
   // attempt's owner value ('' = no fencing), keep ('1': the output is in a
   // bucket, so the commit's undo record is kept under the fingerprint in
   // `unsealed` until a seal finds its line: crawlUncommit), page bound,
-  // sitemap bound, the layout, then enqueue quadruples. Returns {removed, added, remaining, in Redis}: remaining
+  // sitemap bound, the seen mode, then enqueue quadruples. Returns {removed, added, remaining, in Redis}: remaining
   // counts the entries spilled to segments too (crawlEnqueue). {-1, 0, 0} and nothing written when another session attempt
   // owns the host (this one was presumed dead and must not count). Removes
   // the finished entry, counts it once, forgets its attempts and enqueues its
@@ -901,8 +908,8 @@ declare module 'ioredis' {
     crawlUnlock(lock: string, token: string): Result<number, Context>;
     crawlRefill(frontier: string, spill: string, stats: string, readBack: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlSpillAged(readBack: string, graceMs: number, limit: number): Result<[string[], number], Context>;
-    crawlSeenAdd(seen: string, layout: number, ...fps: (string | Buffer)[]): Result<number, Context>;
-    crawlSeenTest(seen: string, layout: number, ...fps: (string | Buffer)[]): Result<number[], Context>;
+    crawlSeenAdd(seen: string, mode: string, ...fps: (string | Buffer)[]): Result<number, Context>;
+    crawlSeenTest(seen: string, mode: string, ...fps: (string | Buffer)[]): Result<number[], Context>;
     crawlTakeOver(session: string, fence: string, token: string, ttlMs: number, floor: number): Result<[number, string], Context>;
     crawlClaim(
       frontier: string,

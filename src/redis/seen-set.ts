@@ -23,6 +23,7 @@
 // chance of any such pair is about n² / 2^65: 3e-8 for a million, 3e-6 for
 // ten million (docs/operations.md, "Redis memory").
 import { Buffer } from 'node:buffer';
+import { BLOOM_LUA } from './seen-bloom';
 
 /** Average URLs a bucket holds before the host's next bucket splits off (8 bytes each: ~770 bytes). */
 export const SEEN_BUCKET_FILL = 96;
@@ -44,13 +45,21 @@ export function seenArg(fp: string, layout: 1 | 2): string | Buffer {
 }
 
 /**
+ * What the scripts are told of a campaign's seen set (its `mode` argument): '1' a SET a host
+ * (layout 1), '2' the buckets above (layout 2, exact), `b<rate>` a Bloom filter at that
+ * false-positive rate (src/redis/seen-bloom.ts; frontier members and fingerprints as layout 2's).
+ */
+export type SeenMode = '1' | '2' | `b${number}`;
+
+/**
  * Lua: the seen set's functions, for the scripts that test or mark URLs
- * (src/redis/scripts.ts). `seenOpen(key, compact)` once a script (`compact`:
- * the campaign's layout is 2, the buckets above; else its SET), `seenHasAll(st, fps)`
+ * (src/redis/scripts.ts). `seenOpen(key, mode)` once a script (`mode`: SeenMode's
+ * '2', the buckets above; a `b<rate>`, a Bloom filter; else the SET), `seenHasAll(st, fps)`
  * and `seenAddAll(st, fps)` with the fingerprints as seenArg gives them,
  * `seenClose(st)` before the script returns (writes the buckets, splits).
  */
 export const SEEN_LUA = `
+${BLOOM_LUA}
 local SEEN_FILL = ${SEEN_BUCKET_FILL}
 local byte, find = string.byte, string.find
 -- The bucket of a 24-bit hash, a number (fields are its decimal form).
@@ -59,8 +68,15 @@ local function seenBucket(st, h)
   if b < st.split then b = h % (st.width * 2) end
   return b
 end
-local function seenOpen(key, compact)
+local function seenOpen(key, mode)
+  mode = mode or '1'
+  local compact = mode == '2'
   local st = {key = key, set = not compact, level = 0, split = 0, count = 0, cache = {}, adds = {}}
+  if string.sub(mode, 1, 1) == 'b' then
+    st.set = false
+    bloomOpen(st, key, tonumber(string.sub(mode, 2)))
+    return st
+  end
   if compact then
     local m = redis.call('HGET', key, '#')
     if m then
@@ -87,6 +103,7 @@ end
 local function seenHasAll(st, fps)
   local out = {}
   if #fps == 0 then return out end
+  if st.bloom then return bloomHasAll(st, fps) end
   if st.set then
     local r = redis.call('SMISMEMBER', st.key, unpack(fps))
     for i = 1, #fps do out[i] = r[i] == 1 end
@@ -117,6 +134,7 @@ end
 -- Adds fingerprints seenHasAll found absent, each once.
 local function seenAddAll(st, fps)
   if #fps == 0 then return end
+  if st.bloom then return bloomAddAll(st, fps) end
   if st.set then
     redis.call('SADD', st.key, unpack(fps))
     return
@@ -138,6 +156,7 @@ end
 -- hashing: bucket \`split\` splits into itself and split + width by one more
 -- bit of the hash (24 bits: at most 16M buckets, ~1.6 billion URLs a host).
 local function seenClose(st)
+  if st.bloom then return bloomClose(st) end
   if st.set or next(st.adds) == nil then return end
   local changed = {}
   for b, list in pairs(st.adds) do

@@ -23,6 +23,7 @@ import { revisitTotals, type RevisitTotals } from '../../redis/revisit';
 import { createRedis } from '../../redis/client';
 import { processSettings } from '../../config/env';
 import { UsageError } from '../usage-error';
+import { seenFilterLine } from '../../redis/seen-bloom';
 
 export async function connectCli() {
   const { temporalAddress } = clientEndpoints();
@@ -113,6 +114,7 @@ export function formatStatus(s: CampaignStatus, hosts: HostStatus[] | null, page
   ];
   const embeds = embedCounts(t);
   if (embeds) lines.push(`embeds ${embeds.fetched}, failed ${embeds.failed}, skipped ${embeds.skipped} (page requisites)`);
+  if (t.seenFilter) lines.push(seenFilterLine(t.seenFilter));
   if (s.dispatchError) {
     lines.push(`dispatch failing ${s.dispatchError.failures}× since ${s.dispatchError.at} (tried again every 10 s; hosts already running go on): ${s.dispatchError.message}`);
   }

@@ -14,6 +14,8 @@ import {
   REQUISITE_MODES,
   RENDER_MODES,
   resolveCampaignSettings,
+  SEEN_SETS,
+  type SeenSet,
   SITEMAP_MODES,
   type CampaignInput,
   type CookieMode,
@@ -45,6 +47,7 @@ import { checkSeedList, copyStdinSeeds, readResolveFile, seedsFileLocation } fro
 import { loadCredentialsFile } from '../../http/credentials';
 import { proxyFilesFor, removeProxySecrets } from '../proxy-files';
 import { isLocationUrl } from '../../storage/output-location-rules';
+import { seenFilterLine } from '../../redis/seen-bloom';
 
 export interface CrawlOptions {
   maxPages?: number;
@@ -85,6 +88,9 @@ export interface CrawlOptions {
   priority: string[];
   /** frontier.spillAbove, or `none` (never spill: null in the campaign input; see limitOrNone). */
   spillAbove?: number | 'none';
+  /** frontier.seen and frontier.seenRate: the URL-seen set, exact or a Bloom filter at that false-positive rate. */
+  seen?: SeenSet;
+  seenRate?: number;
   /** ms, or `never` (null in the campaign input; see limitOrNone). */
   retention?: number | 'never';
   retentionKeep?: RetentionKeep;
@@ -123,6 +129,12 @@ export const wholeNumber = (name: string) => (raw: string) => {
   return n;
 };
 const collect = (v: string, acc: string[]) => [...acc, v];
+/** A decimal number (0.01, 1e-3); its bounds are the setting's, checked with the rest of the input. */
+const fraction = (name: string) => (raw: string) => {
+  const n = Number(raw.trim());
+  if (raw.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`${name} must be a number such as 0.01`);
+  return n;
+};
 
 /**
  * `--flag N|none`. The parser returns the word, not null: commander (v14)
@@ -316,8 +328,15 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
           }
         : {}),
     },
-    ...(priorities.length > 0 || o.spillAbove !== undefined
-      ? { frontier: { ...(priorities.length > 0 ? { priorities } : {}), ...(o.spillAbove !== undefined ? { spillAbove: o.spillAbove === 'none' ? null : o.spillAbove } : {}) } }
+    ...(priorities.length > 0 || o.spillAbove !== undefined || o.seen !== undefined || o.seenRate !== undefined
+      ? {
+          frontier: {
+            ...(priorities.length > 0 ? { priorities } : {}),
+            ...(o.spillAbove !== undefined ? { spillAbove: o.spillAbove === 'none' ? null : o.spillAbove } : {}),
+            ...(o.seen !== undefined ? { seen: o.seen } : {}),
+            ...(o.seenRate !== undefined ? { seenRate: o.seenRate } : {}),
+          },
+        }
       : {}),
     ...(o.retention !== undefined || o.retentionKeep !== undefined
       ? {
@@ -479,6 +498,16 @@ export function campaignOptions(command: Command): Command {
       '--spill-above <urls>',
       `a host whose frontier holds more URLs than this keeps about half in Redis and the rest in segments in the output (default ${CAMPAIGN_DEFAULTS.frontier.spillAbove}), or none to keep it all in Redis`,
       limitOrNone('--spill-above'),
+    )
+    .option(
+      '--seen <set>',
+      `${choices(SEEN_SETS, CAMPAIGN_DEFAULTS.frontier.seen)}: each host's URL-seen set; bloom takes about a third of the memory and skips a new URL with probability --seen-rate (the summary says how many that is expected to be)`,
+      choice('--seen', SEEN_SETS),
+    )
+    .option(
+      '--seen-rate <rate>',
+      `with --seen bloom: the chance a new URL is taken for a seen one and skipped (default ${CAMPAIGN_DEFAULTS.frontier.seenRate})`,
+      fraction('--seen-rate'),
     )
     .option('--include <regex>', 'follow only links whose normalised URL matches one of these (repeatable; seeds, sitemaps and page requisites exempt)', collect, [])
     .option('--exclude <regex>', 'never enqueue a URL that matches one of these: links, seeds, sitemaps and page requisites (repeatable)', collect, [])
@@ -642,6 +671,7 @@ export function registerCrawlCommand(program: Command): void {
             ...(result.embeds
               ? [`  embeds ${result.embeds.fetched}, failed ${result.embeds.failed}, skipped ${result.embeds.skipped} (page requisites, apart from the pages)`]
               : []),
+            ...(result.seenFilter ? [`  ${seenFilterLine(result.seenFilter)}`] : []),
             `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
             `  output ${result.outputDir}`,
             ...sealLines(result),
