@@ -22,6 +22,7 @@ import type { TestWeb } from '../test/web/test-web';
 import { pauseCampaignUpdate } from '../workflows/messages';
 import { bytesOf, familyFigures, familyTable, memoryByFamily, memoryParts, URL_FAMILIES, watchUsedMemory, type MemoryBreakdown } from './redis-memory';
 import { writeSeedList } from './seed-list';
+import { seenFilterLine } from '../src/redis/seen-bloom';
 
 /** How often `used_memory` is sampled for the peak, and how often the keys are measured during a crawl. */
 const SAMPLE_MS = 2_000;
@@ -111,6 +112,9 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
     const kept = await memoryByFamily(o.redis, campaignKey);
     const pages = result.pages;
     const urls = o.expected ? [...o.expected] : [];
+    // The corpus's pages the crawl requested (the test web's log), so those it missed: with a Bloom filter seen set, what its false positives cost.
+    const requested = new Set(o.web.requests().map((r) => o.web.url(r.host, r.path.replace(/#.*$/, ''))));
+    const pagesMissed = o.expected ? urls.filter((u) => !requested.has(u)).length : null;
     const figures = {
       scenario: `${o.name}: crawled to completion`,
       run: 'crawl',
@@ -131,6 +135,10 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
       keptKeysBytes: kept.bytes,
       keptKeysPerPageBytes: per(kept.bytes, pages),
       seenUrls: kept.byFamily.seen.elements,
+      seenSet: result.seenFilter ? 'bloom' : 'exact',
+      // The corpus's pages never requested; with a Bloom filter, beside the URLs it expected to skip (src/redis/seen-bloom.ts).
+      pagesMissed,
+      ...(result.seenFilter ? { seenRate: result.seenFilter.rate, expectedSkipped: Number(result.seenFilter.expectedSkipped.toFixed(1)) } : {}),
       ...headline(kept, o.hosts),
       // Under retention.keep summary the end deleted the seen-sets: a seen URL is measured at the crawl's largest scan instead.
       ...(kept.byFamily.seen.elements === 0 && largest.scan
@@ -152,6 +160,10 @@ export async function memoryCrawlRun(o: MemoryCrawlInput) {
     log(
       `a seen URL ${figures.perSeenUrlBytes} bytes; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts), and ${figures.perHostSharedBytes} of clock and robots.txt cache until they expire`,
     );
+    log(
+      `seen set ${figures.seenSet}: ${pages} pages crawled of ${o.expected?.size ?? '?'} in the corpus, ${pagesMissed ?? '?'} missed` +
+        (result.seenFilter ? `; ${seenFilterLine(result.seenFilter)}` : ''),
+    );
     log(`${familyTable('kept after completion, MEMORY USAGE by family', kept, pages, 'page')}\n`);
     return figures;
   } finally {
@@ -166,6 +178,8 @@ export interface MemoryFrontierInput {
   urlsPerHost: number;
   /** The campaign's frontier.spillAbove (src/redis/frontier-spill.ts); absent: the product's default. */
   spillAbove?: number | null;
+  /** The campaign's frontier.seen and seenRate (src/redis/seen-bloom.ts); absent: the product's default (exact). */
+  seen?: { seen: 'exact' | 'bloom'; seenRate?: number };
   workers: number;
   client: Client;
   env: Record<string, string>;
@@ -203,7 +217,7 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
       politeness: { maxInFlightPerAddress: null },
       sitemaps: 'off',
       output: { dir: path.join(dir, 'out') },
-      ...(o.spillAbove === undefined ? {} : { frontier: { spillAbove: o.spillAbove } }),
+      ...(o.spillAbove === undefined && !o.seen ? {} : { frontier: { ...(o.spillAbove === undefined ? {} : { spillAbove: o.spillAbove }), ...o.seen } }),
     });
     campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
     await handle.executeUpdate(pauseCampaignUpdate);

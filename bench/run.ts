@@ -11,7 +11,9 @@
 //   npm run bench -- --only floor [--hosts 2000]   (workflows that do nothing: the least a host workflow costs the server and a worker)
 //   npm run bench -- --only b --out-store s3 [--upload-age-ms 2000]   (the archive in a bucket of a SeaweedFS server started for the run, not a folder)
 //   npm run bench -- --only m [--hosts 100 --pages 500] [--frontier-urls 1000000 --frontier-hosts 10000] [--memory-runs crawl,frontier] [--spill-above N|off]
-//       (Redis memory, issue 40: bytes a crawled page kept and at peak, a seen URL, a host, by key family; then bytes a waiting URL of a seeded frontier)
+//       [--seen bloom [--seen-rate 0.01]]
+//       (Redis memory, issue 40: bytes a crawled page kept and at peak, a seen URL, a host, by key family; then bytes a waiting URL of a seeded frontier;
+//       with --seen bloom the campaigns' seen sets are Bloom filters, and the crawl says how many pages it missed beside the expected skips)
 // With --crawlee, Crawlee's CheerioCrawler (PlaywrightCrawler for v) crawls a
 // fresh copy of the same test web after ours, and with --scrapy a Scrapy
 // CrawlSpider after it (not for v: Scrapy renders nothing); one JSON line per
@@ -953,6 +955,9 @@ async function main() {
       'memory-runs': { type: 'string', default: 'crawl,frontier' },
       // Scenario m's seeded frontier: the campaign's frontier.spillAbove (a number, or off); absent: the product's default.
       'spill-above': { type: 'string' },
+      // Scenario m: the campaigns' frontier.seen and frontier.seenRate (absent: the product's defaults, exact).
+      seen: { type: 'string' },
+      'seen-rate': { type: 'string' },
     },
   });
   if (values['max-active-hosts'] !== undefined) {
@@ -1070,7 +1075,7 @@ async function main() {
 }
 
 /** Scenario m's options: its seeded frontier's size, and which runs to make. */
-function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': string; 'memory-runs': string; 'spill-above'?: string }) {
+function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': string; 'memory-runs': string; 'spill-above'?: string; seen?: string; 'seen-rate'?: string }) {
   const urls = Number(values['frontier-urls']);
   const hosts = Number(values['frontier-hosts']);
   if (!Number.isInteger(hosts) || hosts < 1) throw new Error(`--frontier-hosts must be a whole number ≥ 1, not ${values['frontier-hosts']}`);
@@ -1081,7 +1086,12 @@ function memoryOptions(values: { 'frontier-urls': string; 'frontier-hosts': stri
   const spill = values['spill-above'];
   const spillAbove = spill === undefined ? undefined : spill === 'off' ? null : Number(spill);
   if (typeof spillAbove === 'number' && !Number.isInteger(spillAbove)) throw new Error(`--spill-above takes a whole number or off, not ${spill}`);
-  return { frontierHosts: hosts, frontierUrlsPerHost: urls / hosts, runs, ...(spillAbove === undefined ? {} : { spillAbove }) };
+  if (values.seen !== undefined && values.seen !== 'exact' && values.seen !== 'bloom') throw new Error(`--seen takes exact or bloom, not ${values.seen}`);
+  const seenRate = values['seen-rate'] === undefined ? undefined : Number(values['seen-rate']);
+  if (seenRate !== undefined && (!Number.isFinite(seenRate) || values.seen !== 'bloom'))
+    throw new Error(`--seen-rate takes a number, with --seen bloom, not ${values['seen-rate']}`);
+  const frontier = values.seen === undefined ? null : { seen: values.seen as 'exact' | 'bloom', ...(seenRate === undefined ? {} : { seenRate }) };
+  return { frontierHosts: hosts, frontierUrlsPerHost: urls / hosts, runs, frontier, ...(spillAbove === undefined ? {} : { spillAbove }) };
 }
 
 /** Scenario m: the crawl of the generated test web to completion, then the seeded frontier (bench/memory-scenarios.ts). */
@@ -1090,12 +1100,34 @@ async function memoryRuns(s: Scenario, o: ReturnType<typeof memoryOptions>, work
   if (o.runs.includes('crawl')) {
     const { web, seeds, expected } = await scenarioWeb(s);
     out.push(
-      await memoryCrawlRun({ name: s.name, hosts: s.hosts, pages: s.pages, workers, client, env, redis, web, seeds, expected, input: (id) => campaignInput(s, web, seeds, id) }),
+      await memoryCrawlRun({
+        name: s.name,
+        hosts: s.hosts,
+        pages: s.pages,
+        workers,
+        client,
+        env,
+        redis,
+        web,
+        seeds,
+        expected,
+        input: (id) => ({ ...campaignInput(s, web, seeds, id), ...(o.frontier ? { frontier: o.frontier } : {}) }),
+      }),
     );
   }
   if (o.runs.includes('frontier')) {
     out.push(
-      await memoryFrontierRun({ name: '(m) Redis memory', hosts: o.frontierHosts, urlsPerHost: o.frontierUrlsPerHost, spillAbove: o.spillAbove, workers, client, env, redis }),
+      await memoryFrontierRun({
+        name: '(m) Redis memory',
+        hosts: o.frontierHosts,
+        urlsPerHost: o.frontierUrlsPerHost,
+        spillAbove: o.spillAbove,
+        ...(o.frontier ? { seen: o.frontier } : {}),
+        workers,
+        client,
+        env,
+        redis,
+      }),
     );
   }
   return out;

@@ -3,6 +3,7 @@
 import {
   BLOOM_FIRST_CAPACITY,
   BLOOM_HEADER_BYTES,
+  BLOOM_ONES_BYTES,
   BLOOM_TIGHTENING,
   bloomBytes,
   bloomExpectedSkipped,
@@ -85,10 +86,10 @@ describe('sizing', () => {
     expect(bloomBytes(DEFAULT_BLOOM_RATE, 127 * BLOOM_FIRST_CAPACITY) / (127 * BLOOM_FIRST_CAPACITY)).toBeLessThan(2);
   });
 
-  test('the string is its header and every level the host has, nothing more', () => {
+  test('the string is its header and every level the host has (its bits and their count), nothing more', () => {
     expect(bloomBytes(0.01, 0)).toBe(0);
-    expect(bloomBytes(0.01, 1)).toBe(BLOOM_HEADER_BYTES + bloomLevel(0.01, 1).bytes);
-    expect(bloomBytes(0.01, BLOOM_FIRST_CAPACITY + 1)).toBe(BLOOM_HEADER_BYTES + bloomLevel(0.01, 1).bytes + bloomLevel(0.01, 2).bytes);
+    expect(bloomBytes(0.01, 1)).toBe(BLOOM_HEADER_BYTES + bloomLevel(0.01, 1).bytes + BLOOM_ONES_BYTES);
+    expect(bloomBytes(0.01, BLOOM_FIRST_CAPACITY + 1)).toBe(BLOOM_HEADER_BYTES + bloomLevel(0.01, 1).bytes + bloomLevel(0.01, 2).bytes + 2 * BLOOM_ONES_BYTES);
   });
 });
 
