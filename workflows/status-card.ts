@@ -94,6 +94,8 @@ export function campaignCard(s: CampaignStatus, problems: number): string {
     ...embedLine(t),
     `**Hosts:** ${t.hosts} seen, ${t.activeHosts} active, ${t.readyHosts} waiting for a slot${s.steering.pausedHosts ? `, ${s.steering.pausedHosts} paused` : ''}`,
     `**Frontier:** ${t.frontier} URLs waiting`,
+    // A Bloom filter seen set (frontier.seen bloom): what it is expected to have skipped, as the summary says it.
+    ...(t.seenFilter ? [`**Seen set:** Bloom filter, expected URLs skipped ${t.seenFilter.expectedSkipped.toFixed(1)} (rate ${t.seenFilter.rate})`] : []),
     `**Problems:** ${problems}`,
     `**As of:** ${s.updatedAt}`,
     ...(s.dispatchError ? [`**Dispatch failing** (${s.dispatchError.failures}×, since ${s.dispatchError.at}, retried every 10 s): ${s.dispatchError.message}`] : []),

@@ -126,17 +126,18 @@ export function bloomExpectedSkipped(rate: number, n: number): number {
  * Lua: the Bloom filter's functions, for SEEN_LUA (src/redis/seen-set.ts),
  * which calls them for a campaign whose seen mode is `b<rate>`: bloomOpen
  * reads the header, bloomHasAll tests a batch (the whole string in one GET
- * while it is small, else one BITFIELD GET per bit, in chunks), bloomAddAll
+ * up to 8 MB, else a GETRANGE a bit, each level's test stopping at its first clear bit), bloomAddAll
  * queues the new ones' bits, bloomClose grows the string if a level is due,
  * writes the bits, the levels' counts and the header, and adds up the expected skips.
  */
 export const BLOOM_LUA = `
 local BLOOM_C0, BLOOM_TIGHT, BLOOM_HEAD, BLOOM_ONES = ${BLOOM_FIRST_CAPACITY}, ${BLOOM_TIGHTENING}, ${BLOOM_HEADER_BYTES}, ${BLOOM_ONES_BYTES}
 local LN2SQ = math.log(2) * math.log(2)
--- BITFIELD operations a call: its arguments stay below Lua's unpack limit (8000).
+-- BITFIELD SET operations a call: their arguments stay below Lua's unpack limit (8000).
 local BLOOM_CHUNK = 1500
--- Up to this size a test reads the whole string; past it, only the bits it needs.
-local BLOOM_WHOLE = 1048576
+-- Up to this size (about 2.5 million URLs a host) a test reads the whole string, a copy of a few
+-- milliseconds at most; past it, each byte it needs (a call each: ~30 a URL).
+local BLOOM_WHOLE = 8388608
 local function bloomLevel(st, i)
   local lv = st.levels[i]
   if lv then return lv end
@@ -208,6 +209,21 @@ local function bloomIn(s, lv, i, x)
   end
   return true
 end
+-- The same, reading each byte it needs from the key (a filter too large to read whole each script).
+local function bloomInKey(key, lv, i, x)
+  local base, m, byte, band = lv.start * 8, lv.bits, string.byte, bit.band
+  x = bloomStart(x, i)
+  for j = 1, lv.k do
+    x = bxor(x, lshift(x, 13))
+    x = bxor(x, rshift(x, 17))
+    x = bxor(x, lshift(x, 5))
+    local o = base + (x % 4294967296) % m
+    local r = o % 8
+    local at = (o - r) / 8
+    if band(byte(redis.call('GETRANGE', key, at, at)), BLOOM_MASK[r]) == 0 then return false end
+  end
+  return true
+end
 local function bloomHasAll(st, fps)
   local out = {}
   if st.held == 0 then
@@ -233,36 +249,12 @@ local function bloomHasAll(st, fps)
     end
     return out
   end
-  -- A large filter: only the bits the batch needs, by BITFIELD.
-  local offs, per = {}, {}
+  -- A large filter: each bit asked for on its own (GETRANGE of its byte), stopping at the first clear one.
   for i = 1, #fps do
-    per[i] = #offs + 1
-    for l = 1, st.held do bloomBits(st, fps[i], l, offs) end
-  end
-  local bits = {}
-  for c = 1, #offs, BLOOM_CHUNK do
-    local args = {}
-    for j = c, math.min(c + BLOOM_CHUNK - 1, #offs) do
-      args[#args + 1] = 'GET'
-      args[#args + 1] = 'u1'
-      args[#args + 1] = offs[j]
-    end
-    local got = redis.call('BITFIELD', st.key, unpack(args))
-    for j = 1, #got do bits[c + j - 1] = got[j] == 1 end
-  end
-  -- Found in a level when all of its k bits are set; in the filter when found in any level.
-  for i = 1, #fps do
-    local j, found = per[i], false
-    for l = 1, st.held do
-      local k, all = bloomLevel(st, l).k, true
-      for t = j, j + k - 1 do
-        if not bits[t] then
-          all = false
-          break
-        end
-      end
-      j = j + k
-      if all then
+    local x = bloomSeed(fps[i])
+    local found = false
+    for l = st.held, 1, -1 do
+      if bloomInKey(st.key, bloomLevel(st, l), l, x) then
         found = true
         break
       end

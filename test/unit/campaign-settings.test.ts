@@ -289,7 +289,7 @@ describe('one schema', () => {
       handlerTimeoutMs: 30_000,
       cookies: 'on',
       cookiesFile: null,
-      frontier: { priorities: [], spillAbove: 5000 },
+      frontier: { priorities: [], spillAbove: 5000, seen: 'exact', seenRate: 0.01 },
       retention: { redisMs: 7 * 86_400_000, keep: 'summary' },
       revisit: { enabled: false, minMs: 3_600_000, maxMs: 30 * 86_400_000, factor: 1.5, minChangeDistance: 3, goneAfter: 3 },
     });

@@ -228,6 +228,8 @@ const CASES: FlagCase[] = [
     argv: [SEED, '--spill-above', 'none', '--priority', '/a/=1'],
     settings: { 'frontier.spillAbove': null, 'frontier.priorities': [{ pattern: '/a/', priority: 1 }] },
   },
+  { flag: '--seen', argv: [SEED, '--seen', 'bloom'], settings: { 'frontier.seen': 'bloom', 'frontier.seenRate': 0.01, 'frontier.spillAbove': 5000 } },
+  { flag: '--seen-rate', argv: [SEED, '--seen', 'bloom', '--seen-rate', '0.001'], settings: { 'frontier.seen': 'bloom', 'frontier.seenRate': 0.001 } },
   { flag: '--include', argv: [SEED, '--include', '/docs/', '--include', '/blog/'], settings: { 'scope.include': ['/docs/', '/blog/'] } },
   { flag: '--exclude', argv: [SEED, '--exclude', '[?&]print=', '--exclude', '/logout'], settings: { 'scope.exclude': ['[?&]print=', '/logout'] } },
   { flag: '--header', argv: [SEED, '--header', 'X-Crawl: yes', '--header', 'Accept-Language: fr'], settings: { 'fetch.headers': ['X-Crawl: yes', 'Accept-Language: fr'] } },

@@ -68,6 +68,11 @@ test("the campaign's card and static metadata", () => {
   expect(card).toContain('**Status:** running (paused)');
   expect(card).toContain('**Hosts:** 9 seen, 5 active, 2 waiting for a slot, 1 paused');
   expect(card).toContain('**Frontier:** 40 URLs waiting');
+  // An exact seen set says nothing of it; a Bloom filter says what it is expected to have skipped.
+  expect(card).not.toContain('Seen set');
+  expect(campaignCard({ ...status, totals: { ...status.totals, seenFilter: { rate: 0.01, expectedSkipped: 4.26 } } }, 1)).toContain(
+    '**Seen set:** Bloom filter, expected URLs skipped 4.3 (rate 0.01)',
+  );
   expect(campaignStaticSummary({ campaignId: 'c1', seeds: ['http://a.test/', 'http://b.test/'], scope: { mode: 'same-domain' } })).toBe(
     'Crawl campaign c1: http://a.test/ (+1 seeds), scope same-domain',
   );
