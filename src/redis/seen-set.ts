@@ -16,7 +16,9 @@
 // life (the scripts' SMISMEMBER and SADD path, as older releases wrote it),
 // whatever release its workers run: the two forms never meet in one
 // campaign, and the scripts are told which one by their caller, not by
-// what they find (a host's first URL finds no key at all).
+// what they find (a host's first URL finds no key at all). A campaign created
+// with `frontier.seen: bloom` keeps a Bloom filter in the same key instead
+// (src/redis/seen-bloom.ts), behind the same functions.
 //
 // Collisions: two URLs of one host whose fingerprints share their first 64
 // bits count as one, and the later is not fetched. For n URLs of a host the
