@@ -12,6 +12,8 @@ import { ContentIndex } from '../../src/dedup/content-index';
 import { markContentFormat } from '../../src/dedup/content-format';
 import { PayloadIndex } from '../../src/dedup/payload-index';
 import { Frontier } from '../../src/redis/frontier';
+import { FRONTIER_LAYOUT, markFrontierLayout } from '../../src/redis/frontier-layout';
+import { urlFingerprint } from '../../src/url/fingerprint';
 import { HostClock } from '../../src/redis/host-clock';
 import { contentKeys, hostKeys } from '../../src/redis/keys';
 import { classifyKey } from '../../src/redis/key-families';
@@ -149,6 +151,35 @@ test('the compact content index and payload index run on the cluster: their buck
     const of = { uri: 'http://c5.cluster.test/', date: '2026-11-28T00:00:00.000Z', recordId: '<urn:uuid:00000000-0000-4000-8000-000000000000>' };
     expect(await payloads.confirm('sha1:CLUSTER', of)).toBe(true);
     expect(await payloads.claim('sha1:CLUSTER', 'b')).toEqual({ kind: 'revisit', of });
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test("Bloom filter seen sets run on the cluster: the markers in one transaction, each host's filter in its slot, no URL enqueued twice", async () => {
+  const redis = createRedis(cluster!.url);
+  try {
+    const ck = 'bloom-check';
+    await markFrontierLayout(redis, ck, FRONTIER_LAYOUT, { kind: 'bloom', rate: 0.01 });
+    expect(await redis.hmget(contentKeys(ck, 0).meta, 'seen', 'seenFilter')).toEqual(['2', 'bloom 0.01']);
+    const hosts = Array.from({ length: 20 }, (_, i) => `bloom${i}.cluster.test`);
+    const urls = (host: string, n: number) =>
+      Array.from({ length: n }, (_, j) => ({ fp: urlFingerprint(`http://${host}/p/${j}`), url: `http://${host}/p/${j}`, depth: 1, referrer: null }));
+    const added = await Promise.all(
+      hosts.map(async (host) => {
+        const f = new Frontier(redis, ck, host);
+        // Past the filter's first two levels (128 + 256 URLs), then every URL again.
+        let n = 0;
+        for (let from = 0; from < 500; from += 125) n += (await f.enqueue(urls(host, 500).slice(from, from + 125))).added;
+        expect((await f.enqueue(urls(host, 500))).added).toBe(0);
+        await f.markSeen([urlFingerprint(`http://${host}/style.css`)]);
+        expect(await f.hasSeen([urlFingerprint(`http://${host}/style.css`), urlFingerprint(`http://${host}/p/0`)])).toEqual([true, true]);
+        expect(await redis.type(hostKeys(ck, host).seen)).toBe('string');
+        return n;
+      }),
+    );
+    // At 1 % at most a few of each host's 500 are taken for seen ones.
+    for (const n of added) expect(n).toBeGreaterThan(480);
   } finally {
     redis.disconnect();
   }
