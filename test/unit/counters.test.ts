@@ -45,12 +45,13 @@ test('the embeds view: in the page classes, and null while there are none', () =
   expect(embedCounts(hostStatsOf({ embeds: 4, embedsFailed: 1, embedsSkipped: 2 }))).toEqual({ fetched: 4, failed: 1, skipped: 2 });
 });
 
-test('the host-record script sums every counter and the frontier into the totals, and counts every class as finished', () => {
+test("the host-record script sums every counter, the frontier and a Bloom filter's expected skips into the totals, and counts every class as finished", () => {
   const lua = SCRIPTS.crawlHostRecord.lua;
+  const sums = [...COUNTERS, 'frontier', 'seenSkipped'];
   const summed = /for _, f in ipairs\(\{([^}]*)\}\) do/.exec(lua)?.[1];
-  expect(summed?.split(', ')).toEqual([...COUNTERS, 'frontier'].map((f) => `'${f}'`));
+  expect(summed?.split(', ')).toEqual(sums.map((f) => `'${f}'`));
   const zero = /local old = \{([^}]*)\}/.exec(lua)?.[1];
-  expect(zero?.split(', ')).toEqual([...COUNTERS, 'frontier'].map((f) => `${f} = 0`));
+  expect(zero?.split(', ')).toEqual(sums.map((f) => `${f} = 0`));
   // Records of older releases lack the embed counters: they count as 0.
   const done = /local function done\(r\) return (.*) end/.exec(lua)?.[1];
   expect(done?.split(' + ')).toEqual([...PAGE_COUNTS.map((f) => `r.${f}`), ...EMBED_COUNTS.map((f) => `(r.${f} or 0)`)]);

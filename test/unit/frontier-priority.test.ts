@@ -31,7 +31,7 @@ const problemsOf = (frontier: unknown): string[] => {
 describe('campaign priority rules', () => {
   test('default: no rules, every URL at 0', () => {
     const s = resolveCampaignSettings({ seeds: SEEDS }, 'c');
-    expect(s.frontier).toEqual({ priorities: [], spillAbove: 5000 });
+    expect(s.frontier).toEqual({ priorities: [], spillAbove: 5000, seen: 'exact', seenRate: 0.01 });
     expect(frontierPriority('http://example.test/products/1', s)).toBe(0);
   });
 

@@ -74,6 +74,11 @@ function capturingRedis() {
       cmd.resolve(contentFormatReply);
       return cmd.promise;
     }
+    // The seen set's mode (layout and filter markers, src/redis/frontier-layout.ts): one HMGET of the same hash.
+    if (cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':content:meta')) {
+      cmd.resolve(cmd.args.slice(1).map(() => contentFormatReply));
+      return cmd.promise;
+    }
     if (cmd.name.toLowerCase() !== 'evalsha') throw new Error(`unexpected ${cmd.name}: scripts only`);
     const sha = String(cmd.args[0]);
     calls.push({ script: byShaName.get(sha) ?? `other:${sha.slice(0, 8)}`, keys: cmd.getKeys().map(String) });
