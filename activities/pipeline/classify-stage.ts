@@ -17,7 +17,7 @@ import { hasWords, simhash64, simhashToHex } from '../../src/dedup/simhash';
 import { normalizeUrl } from '../../src/url/normalize';
 import { embedCounted } from '../../src/stats/counters';
 import { redirectTargetOf, sitemapCandidatesOf, type Candidate } from '../discovery';
-import { frameLinks } from './frame-links';
+import { behaviorLinks, frameLinks } from './frame-links';
 import { OUTCOME, PAGE_CODE, httpCode, type Counted } from './outcome';
 
 /** Pages with fewer words get the exact check only: short texts share SimHashes by chance. */
@@ -304,6 +304,13 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     maxLength: OVERLONG_LINK_CHARS,
     known: new Set(page.links.map((l) => l.url)),
   });
+  // Links the browser behaviors found (a tab's panel the next tab replaced, a click's attempt to leave the page).
+  const known = new Set([...page.links.map((l) => l.url), ...framed.links]);
+  const behaved = behaviorLinks(rendered !== null ? (res.rendered!.behaviorLinks ?? []) : [], {
+    maxLinks: Math.max(0, input.maxLinks - known.size),
+    maxLength: OVERLONG_LINK_CHARS,
+    known,
+  });
   // Requisites first: the page is only whole with them, whatever it links
   // to (nofollow is about links, not what the page needs to display).
   const candidates = embedsOf(entry, hops, [...page.requisites.map((r) => r.url), ...framed.requisites]);
@@ -314,6 +321,7 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     const linkHops = appendHop(hops, 'L');
     for (const l of page.links) if (!l.nofollow) candidates.push({ url: l.url, depth: entry.depth + 1, hops: linkHops });
     for (const url of framed.links) candidates.push({ url, depth: entry.depth + 1, hops: linkHops });
+    for (const url of behaved.links) candidates.push({ url, depth: entry.depth + 1, hops: linkHops });
     // Feeds the page announces (<link rel=alternate type=…rss+xml…>): listed like sitemaps, one per URL.
     for (const f of page.feeds) candidates.push({ url: f, depth: entry.depth, kind: 'feed', hops: linkHops });
   }
@@ -325,7 +333,7 @@ async function readHtmlPage(c: Seen): Promise<Found> {
     contentChecked: input.dedup !== 'off' && rendered === null,
     simhash,
     parseTimeout: page.timeout ?? framed.timeout,
-    linksDropped: page.linksDropped + framed.linksDropped,
+    linksDropped: page.linksDropped + framed.linksDropped + behaved.dropped,
     embedsDropped: page.requisitesDropped + framed.embedsDropped,
   };
 }
@@ -356,6 +364,7 @@ function renderFields(r: RenderedDocument): NonNullable<IndexEntry['render']> {
     ...(r.error ? { error: r.error } : {}),
     ...(r.reason ? { reason: r.reason } : {}),
     ...(r.scroll ? { scroll: r.scroll } : {}),
+    ...(r.behaviors ? { behaviors: r.behaviors } : {}),
     ...(r.frames?.length ? { frames: r.frames.length } : {}),
   };
 }

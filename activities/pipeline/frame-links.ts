@@ -6,6 +6,8 @@
 // page's text and duplicate verdict stay the main frame's.
 import type { FrameDocument } from '../../src/browser/frames';
 import { extractLinks, PARSE_TIMEOUT, type ExtractedPage } from '../../src/parse/links';
+import { normalizeUrl } from '../../src/url/normalize';
+import { UrlError } from '../../src/url/url-error';
 
 export interface FrameLimits {
   /** Links still allowed for the page (budgets.maxLinksPerPage less the main frame's). */
@@ -59,4 +61,30 @@ export function frameLinks(frames: readonly FrameDocument[], o: FrameLimits): Fr
     }
   }
   return out;
+}
+
+/**
+ * The links the browser behaviors found (src/browser/behaviors.ts: put in
+ * the DOM by a click, an opened panel, a scrolled box, or a click's attempt
+ * to leave the page), absolute already: normalised as the page's own, those
+ * known from the DOM left out, within what is left of the page's links.
+ */
+export function behaviorLinks(urls: readonly string[], o: { maxLinks: number; maxLength: number; known: ReadonlySet<string> }): { links: string[]; dropped: number } {
+  const seen = new Set(o.known);
+  const links: string[] = [];
+  let dropped = 0;
+  for (const raw of urls) {
+    let url: string;
+    try {
+      url = normalizeUrl(raw, undefined, { maxLength: o.maxLength });
+    } catch (err) {
+      if (err instanceof UrlError) continue;
+      throw err;
+    }
+    if (seen.has(url)) continue;
+    seen.add(url);
+    if (links.length >= o.maxLinks) dropped++;
+    else links.push(url);
+  }
+  return { links, dropped };
 }

@@ -11,8 +11,8 @@
 //
 // A page is done at `load`, then once no request of it has been in flight
 // for browser.quietMs and its thread was idle, and at browser.pageTimeoutMs
-// at the latest (what it loaded by then is what it has); scrolling and the
-// handler's onRender come before its DOM is taken (src/browser/page-steps.ts),
+// at the latest (what it loaded by then is what it has); scrolling, the
+// behaviors and the handler's onRender come before its DOM is taken (src/browser/page-steps.ts),
 // and the DOM of its other frames is taken with it. Its requests to its own
 // host go out at most SAME_HOST_AT_ONCE at a time, those to other hosts in
 // those hosts' turns (robots.txt, clock), and methods that change a site,
@@ -69,6 +69,10 @@ export interface RenderSettings {
   screenshot?: boolean;
   /** Scroll each page to its bottom before its DOM is taken, for lazy content (src/browser/scroll.ts; default off). */
   scroll?: boolean;
+  /** Behaviors before the DOM is taken (src/browser/behaviors.ts; each default off): inner scrolling boxes, details/tabs/accordions, autoclick. */
+  scrollBoxes?: boolean;
+  expand?: boolean;
+  autoclick?: boolean;
 }
 
 /** A rendered page's full-page screenshot: what the WARC gets as a resource record. */
@@ -137,8 +141,8 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
       contexts.routeTo(routes);
 
-      // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the handler's onRender: src/browser/page-steps.ts.
-      const { done, scroll, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log, watch });
+      // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the behaviors, the handler's onRender: src/browser/page-steps.ts.
+      const { done, scroll, behaviors, hook } = await settlePage({ page: p, url, entry, inflight, settings: o.settings, deadlineAt, hooks: o.hooks, log: o.log, watch });
       const html = await withTimeout(contentOf(p), Math.max(0, deadlineAt - Date.now()) + CONTENT_GRACE_MS);
       if (html === null)
         return failed(
@@ -160,6 +164,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
         requests: routes.requests,
         ...(frames.length ? { frames } : {}),
         ...(scroll ? { scroll } : {}),
+        ...(behaviors ? { behaviors: behaviors.report, behaviorLinks: behaviors.links } : {}),
         ...(hook ? { hook } : {}),
       };
     } catch (err) {

@@ -12,6 +12,7 @@ import type { RenderReason } from './adaptive';
 import type { FrameDocument } from './frames';
 import type { RenderHookRun } from './page-hook';
 import type { ScrollReport } from './scroll';
+import type { BehaviorsReport } from './behaviors';
 
 export interface PageRequest extends FetchRequest {
   /** What the request is for: the frontier entry's kind (`page`, `embed`, `sitemap`…); the browser fetcher renders pages only. */
@@ -54,6 +55,14 @@ export interface RenderedDocument {
   frames?: FrameDocument[];
   /** browser.scroll: how far the page was scrolled and why it stopped (scroll.ts). */
   scroll?: ScrollReport;
+  /** browser.autoclick, expand, scrollBoxes: what each did (behaviors.ts). */
+  behaviors?: BehaviorsReport;
+  /**
+   * Links the behaviors put in the DOM (or a click tried to leave for): the
+   * crawl follows them with the DOM's own, even those the page removed again
+   * (a tab's panel replaced by the next one's).
+   */
+  behaviorLinks?: string[];
   /** The handler's onRender, when the page had one: how it ended and what it returned (merged with onPage's in the classify stage). */
   hook?: RenderHookRun;
 }

@@ -1,8 +1,10 @@
 // A rendered page from its navigation to the moment its DOM is taken
 // (docs/rendering.md, "How it works"): `load`, then done (quiet and idle,
 // src/browser/page-done.ts), then with browser.scroll the page scrolled to
-// its bottom (src/browser/scroll.ts) and done again, then the handler's
-// onRender if the page has one (src/browser/page-hook.ts) and done again.
+// its bottom (src/browser/scroll.ts) and done again, then the behaviors that
+// are on (browser.scrollBoxes, expand, autoclick: src/browser/behaviors.ts)
+// and done again, then the handler's onRender if the page has one
+// (src/browser/page-hook.ts) and done again.
 // All of it within the page's deadline; with a render hook, the waits
 // before it end early enough to leave the hook its share of the deadline.
 import type { Page } from 'playwright-core';
@@ -10,6 +12,7 @@ import type { Logger } from '../log/logger';
 import { pageIdle, waitDone, type InFlight } from './page-done';
 import { hookReserveMs, runRenderHook, type RenderHookRun, type RenderHooks } from './page-hook';
 import { scrollToBottom, type ScrollReport } from './scroll';
+import { anyBehavior, runBehaviors, type BehaviorSettings, type BehaviorsRun } from './behaviors';
 import { loadedOrAway, type PageWatch } from './page-watch';
 
 /** The frontier entry's label and depth, which pick the page's render hook and are given to it. */
@@ -23,7 +26,7 @@ export interface SettleInput {
   url: string;
   entry: RenderEntry;
   inflight: InFlight;
-  settings: { pageTimeoutMs: number; quietMs: number; scroll?: boolean };
+  settings: { pageTimeoutMs: number; quietMs: number; scroll?: boolean } & BehaviorSettings;
   /** Epoch ms: the page's deadline (browser.pageTimeoutMs after its render started). */
   deadlineAt: number;
   hooks?: RenderHooks;
@@ -36,11 +39,13 @@ export interface Settled {
   /** quiet: every wait ended with the page done; deadline: one of them ran out of time. */
   done: 'quiet' | 'deadline';
   scroll?: ScrollReport;
+  /** What the behaviors did (counts) and the links they found; absent with none on, or when they failed. */
+  behaviors?: BehaviorsRun;
   hook?: RenderHookRun;
 }
 
-/** Scrolling past its time (a thread kept busy under an evaluate) is left behind after this much more. */
-const SCROLL_GRACE_MS = 2_000;
+/** Scrolling or behaviors past their time (a thread kept busy under an evaluate) are left behind after this much more. */
+const GRACE_MS = 2_000;
 
 /** Navigates the page and brings it to the state whose DOM is taken. Throws what the navigation throws, but its timeout. */
 export async function settlePage(o: SettleInput): Promise<Settled> {
@@ -64,6 +69,10 @@ export async function settlePage(o: SettleInput): Promise<Settled> {
     out.scroll = await scrolled(o, readyAt, idle);
     await wait(readyAt);
   }
+  if (anyBehavior(settings) && out.done === 'quiet') {
+    out.behaviors = await bounded(o, 'behaviors failed', runBehaviors({ page, settings, inflight, idle, until: readyAt }), readyAt, () => undefined);
+    await wait(readyAt);
+  }
   if (hook && o.hooks) {
     const hooks = o.hooks;
     const leave = hooks.enter?.(o.url);
@@ -84,17 +93,27 @@ export async function settlePage(o: SettleInput): Promise<Settled> {
 }
 
 /** browser.scroll: a scrolling that fails (the page crashed under it) is logged and the page taken as it is. */
-async function scrolled(o: SettleInput, until: number, idle: ReturnType<typeof pageIdle>): Promise<ScrollReport | undefined> {
-  let timer: NodeJS.Timeout | undefined;
+function scrolled(o: SettleInput, until: number, idle: ReturnType<typeof pageIdle>): Promise<ScrollReport | undefined> {
   const scrolling = scrollToBottom(o.page, { inflight: o.inflight, quietMs: o.settings.quietMs, until, idle });
+  return bounded(o, 'scrolling failed', scrolling, until, () => ({ steps: 0, end: 'deadline' }));
+}
+
+/**
+ * A step that scripts the page (scrolling, behaviors): one past its time (a
+ * thread kept busy under an evaluate) is left behind GRACE_MS after `until`
+ * with what `late` says; one that fails (the page crashed under it) is logged
+ * and the page taken as it is.
+ */
+async function bounded<T>(o: SettleInput, failed: string, running: Promise<T>, until: number, late: () => T | undefined): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const late = new Promise<ScrollReport>((resolve) => (timer = setTimeout(() => resolve({ steps: 0, end: 'deadline' }), Math.max(0, until - Date.now()) + SCROLL_GRACE_MS)));
-    return await Promise.race([scrolling, late]);
+    const past = new Promise<T | undefined>((resolve) => (timer = setTimeout(() => resolve(late()), Math.max(0, until - Date.now()) + GRACE_MS)));
+    return await Promise.race([running, past]);
   } catch (err) {
-    o.log?.warn('scrolling failed', { url: o.url, error: String(err).slice(0, 300) });
+    o.log?.warn(failed, { url: o.url, error: String(err).slice(0, 300) });
     return undefined;
   } finally {
     clearTimeout(timer);
-    scrolling.catch(() => undefined);
+    running.catch(() => undefined);
   }
 }

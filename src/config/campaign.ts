@@ -514,6 +514,24 @@ const campaignFields = {
       .describe(
         'Scroll each rendered page to its bottom, a viewport at a time, before its DOM is taken, so content loaded on scroll (lazy images, an endless feed) is archived and its links followed; stops when the page stops growing, after 50 steps, or at pageTimeoutMs.',
       ),
+    // Off, as scroll: a Browsertrix user turns on its behaviors knowing what they cost; each here costs waits on
+    // every page that has what it acts on (docs/rendering.md, "Behaviors").
+    scrollBoxes: flag()
+      .default(false)
+      .describe(
+        "Scroll each rendered page's inner scrolling boxes (an element whose overflow scrolls and whose content is taller than it: a feed, a chat, a list) to their bottom, a box's height at a time, while they grow, so what they load on scroll is archived and its links followed; at most 20 boxes and 50 steps a page, within pageTimeoutMs.",
+      ),
+    expand: flag()
+      .default(false)
+      .describe(
+        'Open what a rendered page hides behind a click before its DOM is taken: `<details>`, accordions (controls with aria-expanded=false) and tabs ([role=tab]), each once, at most 50 a page, within pageTimeoutMs; what they load is archived and its links followed.',
+      ),
+    // Off, as in Browsertrix (its autoclick is not among its default behaviors): clicking costs a wait a click.
+    autoclick: flag()
+      .default(false)
+      .describe(
+        'Click what changes a rendered page in place before its DOM is taken (buttons, role=button, `#` and `javascript:` links), again while a click adds to the page ("load more"); never submits a form, never clicks a link to another URL, never leaves the page (a click that tries is undone and its URL followed as a link). At most 50 clicks a page, within pageTimeoutMs.',
+      ),
     // 2048: measured, four light pages rendering at once peak at 0.6 GB (PSS of the whole tree) and a heavy site's renderer takes 0.1–0.4 GB,
     // so four of those stay under it; what passes it is a leak or a runaway page (docs/rendering.md, "The browser's life").
     maxMemoryMb: whole({ min: 64 })

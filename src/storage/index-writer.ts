@@ -100,6 +100,13 @@ export interface IndexEntry {
     reason?: RenderReason;
     /** browser.scroll: viewport steps taken and why scrolling stopped (`bottom`, `steps`, `deadline`). */
     scroll?: { steps: number; end: string };
+    /**
+     * browser.scrollBoxes, expand, autoclick: rounds run and how they ended
+     * (`done`, `rounds`, `deadline`), inner-box scrolling steps and boxes,
+     * details/tabs/accordions opened, clicks (and of them those that tried to
+     * leave the page), links the behaviors found (src/browser/behaviors.ts).
+     */
+    behaviors?: { rounds: number; end: string; boxSteps?: number; boxes?: number; opened?: number; clicks?: number; navigations?: number; links: number };
     /** Other frames whose DOM was read for links. */
     frames?: number;
   };
