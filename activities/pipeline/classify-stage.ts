@@ -138,6 +138,8 @@ export async function classifyStage(input: ClassifyInput, deps: ClassifyDeps): P
     found = await discover({ input, deps, kind, html, contentType, hops, rendered, text, contentHash: common.contentHash! });
   }
   const { candidates: discovered, duplicateOf, parseTimeout } = found;
+  // What a reader of the archive sees the page as (the WACZ's page lists: src/storage/wacz.ts); a rendered page's own.
+  if (found.title) common.title = found.title.slice(0, MAX_TITLE_CHARS);
   let candidates = discovered;
 
   // The campaign's handler: on every 2xx response of a page entry that is
@@ -219,6 +221,8 @@ function pageVerdict(o: {
 interface Found {
   /** URLs the response adds, before depth, scope and trap rules. */
   candidates: Candidate[];
+  /** An HTML page's <title> (the rendered DOM's, for a rendered page). */
+  title?: string | null;
   canonical?: string | null;
   duplicateOf?: IndexEntry['duplicateOf'];
   contentChecked?: boolean;
@@ -328,6 +332,7 @@ async function readHtmlPage(c: Seen): Promise<Found> {
   return {
     candidates,
     canonical: page.canonical,
+    title: page.title,
     duplicateOf,
     // The verdict settles who stores a payload only when it is about that payload (the body's hash).
     contentChecked: input.dedup !== 'off' && rendered === null,
@@ -354,6 +359,9 @@ function embedsOf(entry: FrontierEntry, hops: string, urls: string[]): Candidate
   const embedHops = appendHop(hops, 'E');
   return urls.map((url) => ({ url, depth: entry.depth, kind: 'embed', hops: embedHops }));
 }
+
+/** A page's title in its index line is cut here: a title is a line of text, not a page of it. */
+const MAX_TITLE_CHARS = 300;
 
 /** What the index line says of a rendered page. */
 function renderFields(r: RenderedDocument): NonNullable<IndexEntry['render']> {

@@ -112,6 +112,8 @@ export interface IndexEntry {
   };
   /** For feeds (and pages that turned out to be one): the feed's format, items' links, links new to the frontier, parse problems. */
   feed?: { kind: string; links: number; added: number; truncated: boolean; errors: string[] };
+  /** An HTML page's <title>, whitespace collapsed, at most 300 characters (the rendered DOM's for a rendered page); absent without one. */
+  title?: string;
   /** <link rel=canonical> of an HTML page, normalised. */
   canonical?: string | null;
   /** Content dedup verdict for a page whose body matched an earlier one. */

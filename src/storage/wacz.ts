@@ -11,7 +11,8 @@ import { StoredZipWriter } from './zip-store';
 // WACZ 1.1.1 (https://specs.webrecorder.net/wacz/1.1.1/): one ZIP holding
 //   archive/<warc files>          the WARCs as written
 //   indexes/index.cdx.gz          the CDXJ of those WARCs (filenames relative to archive/), gzipped
-//   pages/pages.jsonl             the pages a person would open first
+//   pages/pages.jsonl             the pages a person would open first (the seeds' pages)
+//   pages/extraPages.jsonl        the other pages (when there are any), as Browsertrix lists them
 //   datapackage.json              every other file with its size and sha256
 //   datapackage-digest.json       the sha256 of datapackage.json
 // Every entry is STORED, so readers (ReplayWeb.page, pywb after unpacking)
@@ -35,12 +36,20 @@ export interface WaczPage {
   url: string;
   /** RFC 3339 date of the capture. */
   ts: string;
+  /** The page's <title> as the crawl saw it (the rendered DOM's for a rendered page); absent without one. */
   title?: string;
+  /** Link hops from a seed (0: a seed's page, or where its redirects ended). */
+  depth?: number;
+  /** A seed's page: listed in pages.jsonl, the others in extraPages.jsonl. */
+  seed?: true;
 }
 
 export interface WriteWaczOptions {
   warcFiles: string[];
+  /** pages/pages.jsonl: the pages a reader opens first (a crawl's seeds). */
   pages: WaczPage[];
+  /** pages/extraPages.jsonl, written when not empty: the crawl's other pages. */
+  extraPages?: WaczPage[];
   title?: string;
   /** The first page to show (a seed). */
   mainPageUrl?: string;
@@ -61,6 +70,7 @@ export interface WaczResult {
   bytes: number;
   warcFiles: number;
   cdxjLines: number;
+  /** Pages listed, in pages.jsonl and extraPages.jsonl together. */
   pages: number;
   /** Files packed besides `warcFiles` because they hold originals of revisit records. */
   addedWarcFiles: string[];
@@ -94,7 +104,7 @@ export function pagesFromIndex(entries: IndexEntry[]): WaczPage[] {
     if (!/^(text\/html|application\/xhtml\+xml)\b/i.test(e.contentType ?? '')) continue;
     if (seen.has(e.url)) continue;
     seen.add(e.url);
-    out.push({ id: e.fp, url: e.url, ts: e.fetchedAt });
+    out.push({ id: e.fp, url: e.url, ts: e.fetchedAt, ...(e.title ? { title: e.title } : {}), depth: e.depth, ...(e.depth === 0 ? { seed: true as const } : {}) });
   }
   return out;
 }
@@ -116,9 +126,13 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
     if (missing.count > 0 && !o.allowMissingOriginals) throw missingOriginalsError(missing);
     const cdxGz = path.join(work, 'index.cdx.gz');
     await pipeline(createReadStream(cdxj), createGzip(), createWriteStream(cdxGz));
-    const pagesFile = path.join(work, 'pages.jsonl');
-    const header = { format: 'json-pages-1.0', id: 'pages', title: 'All Pages' };
-    await fsp.writeFile(pagesFile, [header, ...o.pages].map((p) => `${JSON.stringify(p)}\n`).join(''), 'utf8');
+    const extra = o.extraPages ?? [];
+    // Browsertrix's two lists: the seeds' pages first, the rest apart (ReplayWeb.page shows both).
+    const lists = [
+      { name: 'pages.jsonl', header: { format: 'json-pages-1.0', id: 'pages', title: extra.length ? 'Seed Pages' : 'All Pages' }, pages: o.pages },
+      ...(extra.length ? [{ name: 'extraPages.jsonl', header: { format: 'json-pages-1.0', id: 'extra-pages', title: 'Extra Pages' }, pages: extra }] : []),
+    ];
+    for (const l of lists) await fsp.writeFile(path.join(work, l.name), [l.header, ...l.pages].map((p) => `${JSON.stringify(p)}\n`).join(''), 'utf8');
 
     zip = await StoredZipWriter.open(tmp, { date: created });
     const resources: Resource[] = [];
@@ -128,7 +142,7 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
     };
     for (const f of warcFiles) await add(`archive/${path.basename(f)}`, f);
     await add('indexes/index.cdx.gz', cdxGz);
-    await add('pages/pages.jsonl', pagesFile);
+    for (const l of lists) await add(`pages/${l.name}`, path.join(work, l.name));
 
     const main = o.mainPageUrl ? o.pages.find((p) => p.url === o.mainPageUrl) : undefined;
     const datapackage = {
@@ -147,7 +161,7 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
     const bytes = await zip.close();
     zip = null;
     await fsp.rename(tmp, target);
-    return { file: target, bytes, warcFiles: warcFiles.length, cdxjLines: lines, pages: o.pages.length, addedWarcFiles: added, missingOriginals: missing.count };
+    return { file: target, bytes, warcFiles: warcFiles.length, cdxjLines: lines, pages: o.pages.length + extra.length, addedWarcFiles: added, missingOriginals: missing.count };
   } catch (err) {
     await zip?.abort();
     await fsp.rm(tmp, { force: true });

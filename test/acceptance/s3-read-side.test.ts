@@ -178,12 +178,13 @@ test("a CDXJ from the bucket has the lines of the folder's, and is published the
   expect(await bucketKeysUnder(`${prefix}sealed/`)).toEqual(before);
 });
 
-/** A WACZ's entries as Python's zipfile reads them: names, pages, the index unzipped, and each WARC's sha256. */
+/** A WACZ's entries as Python's zipfile reads them: names, pages (the seeds' and the others' lists together), the index unzipped, and each WARC's sha256. */
 function waczContents(file: string): { names: string[]; pages: string; cdxj: string; warcs: Record<string, string> } {
   const py = String.raw`
 import sys, json, zipfile, hashlib, gzip
 with zipfile.ZipFile(sys.argv[1]) as z:
-    print(json.dumps({'names': sorted(z.namelist()), 'pages': z.read('pages/pages.jsonl').decode(),
+    lists = [n for n in ('pages/pages.jsonl', 'pages/extraPages.jsonl') if n in z.namelist()]
+    print(json.dumps({'names': sorted(z.namelist()), 'pages': ''.join(z.read(n).decode() for n in lists),
         'cdxj': gzip.decompress(z.read('indexes/index.cdx.gz')).decode(),
         'warcs': {n: hashlib.sha256(z.read(n)).hexdigest() for n in z.namelist() if n.startswith('archive/')}}))
 `;

@@ -70,7 +70,8 @@ with zipfile.ZipFile(sys.argv[1]) as z:
         member = gzip.decompress(warc[int(f['offset']):int(f['offset']) + int(f['length'])]).decode('latin1')
         slices.append({'url': f['url'], 'record': member.split('\r\n\r\n', 1)[0]})
     print(json.dumps({'names': names, 'dp': dp, 'digest': digest, 'hashes': hashes, 'sizes': sizes, 'methods': methods,
-                      'pages': z.read('pages/pages.jsonl').decode('utf-8'), 'slices': slices}))
+                      'pages': z.read('pages/pages.jsonl').decode('utf-8'),
+                      'extraPages': z.read('pages/extraPages.jsonl').decode('utf-8') if 'pages/extraPages.jsonl' in names else None, 'slices': slices}))
 `;
 
 interface WaczView {
@@ -81,6 +82,7 @@ interface WaczView {
   sizes: Record<string, number>;
   methods: number[];
   pages: string;
+  extraPages: string | null;
   slices: { url: string; record: string }[];
 }
 
@@ -120,12 +122,49 @@ describe('writeWacz', () => {
         .split('\n')
         .map((l) => JSON.parse(l) as unknown),
     ).toEqual([{ format: 'json-pages-1.0', id: 'pages', title: 'All Pages' }, ...pages]);
+    expect(v.extraPages).toBeNull();
     // Each index line's slice of the packed WARC is that URL's response record.
     expect(v.slices.map((s) => s.url).sort()).toEqual(['http://a.test/', 'http://a.test/b']);
     for (const s of v.slices) {
       expect(s.record).toContain('WARC-Type: response\r\n');
       expect(s.record).toContain(`WARC-Target-URI: ${s.url}\r\n`);
     }
+  });
+
+  it("lists the seeds' pages in pages.jsonl and the others in extraPages.jsonl, with their titles, each file in the datapackage", async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir: path.join(dir, 'warc'), prefix: 'camp' });
+    await w.writeExchange({
+      url: 'http://a.test/',
+      fetchedAt: new Date(Date.UTC(2024, 0, 1)),
+      request: { method: 'GET', headers: {} },
+      response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.from('<title>Home</title>') },
+    });
+    await w.close();
+    const file = path.join(dir, 'camp.wacz');
+    const seed = { id: 'p1', url: 'http://a.test/', ts: '2024-01-01T00:00:00.000Z', title: 'Home', depth: 0, seed: true as const };
+    const extra = [
+      { id: 'p2', url: 'http://a.test/b', ts: '2024-01-01T00:00:01.000Z', title: 'Page B', depth: 1 },
+      { id: 'p3', url: 'http://a.test/c', ts: '2024-01-01T00:00:02.000Z', depth: 2 },
+    ];
+    const res = await writeWacz(file, { warcFiles: await listWarcFiles(path.join(dir, 'warc')), pages: [seed], extraPages: extra, mainPageUrl: seed.url });
+    expect(res.pages).toBe(3);
+    const v = python(PY_WACZ, [file]) as WaczView;
+    const lines = (text: string | null) =>
+      (text ?? '')
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown);
+    expect(lines(v.pages)).toEqual([{ format: 'json-pages-1.0', id: 'pages', title: 'Seed Pages' }, seed]);
+    expect(lines(v.extraPages)).toEqual([{ format: 'json-pages-1.0', id: 'extra-pages', title: 'Extra Pages' }, ...extra]);
+    expect(v.dp.resources.map((r) => r.path)).toContain('pages/extraPages.jsonl');
+    expect(v.dp.resources.find((r) => r.path === 'pages/extraPages.jsonl')).toEqual({
+      name: 'extrapages.jsonl',
+      path: 'pages/extraPages.jsonl',
+      hash: v.hashes['pages/extraPages.jsonl'],
+      bytes: v.sizes['pages/extraPages.jsonl'],
+    });
+    expect(v.dp.mainPageURL).toBe('http://a.test/');
   });
 
   it('refuses two WARC files of the same name', async () => {
@@ -318,9 +357,9 @@ describe('pagesFromIndex', () => {
     ...over,
   });
 
-  it('lists each stored 2xx HTML page once, in fetch order', () => {
+  it("lists each stored 2xx HTML page once, in fetch order, with its title and depth; a seed's page (depth 0) is marked", () => {
     const pages = pagesFromIndex([
-      entry('http://a.test/2', { fetchedAt: '2024-01-01T00:00:02.000Z' }),
+      entry('http://a.test/2', { fetchedAt: '2024-01-01T00:00:02.000Z', depth: 1, title: 'Two' }),
       entry('http://a.test/1', { fetchedAt: '2024-01-01T00:00:01.000Z' }),
       entry('http://a.test/1', { fetchedAt: '2024-01-01T00:00:03.000Z' }), // again, after a worker died
       entry('http://a.test/dup', { outcome: 'duplicate', fetchedAt: '2024-01-01T00:00:04.000Z' }),
@@ -331,9 +370,9 @@ describe('pagesFromIndex', () => {
       entry('http://a.test/gone', { status: null, outcome: 'error', warc: undefined }),
     ]);
     expect(pages).toEqual([
-      { id: 'fp-http://a.test/1', url: 'http://a.test/1', ts: '2024-01-01T00:00:01.000Z' },
-      { id: 'fp-http://a.test/2', url: 'http://a.test/2', ts: '2024-01-01T00:00:02.000Z' },
-      { id: 'fp-http://a.test/dup', url: 'http://a.test/dup', ts: '2024-01-01T00:00:04.000Z' },
+      { id: 'fp-http://a.test/1', url: 'http://a.test/1', ts: '2024-01-01T00:00:01.000Z', depth: 0, seed: true },
+      { id: 'fp-http://a.test/2', url: 'http://a.test/2', ts: '2024-01-01T00:00:02.000Z', title: 'Two', depth: 1 },
+      { id: 'fp-http://a.test/dup', url: 'http://a.test/dup', ts: '2024-01-01T00:00:04.000Z', depth: 0, seed: true },
     ]);
   });
 });

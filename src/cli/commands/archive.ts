@@ -72,13 +72,17 @@ interface ExportOptions {
  */
 async function exportWacz(campaignId: string, dir: string, files: string[], o: ExportOptions & S3Flags, where: string, originalsFrom: () => Promise<string[]>): Promise<void> {
   const { entries } = await loadCampaignIndex(campaignId, [dir]);
-  const pages = pagesFromIndex(entries);
+  const listed = pagesFromIndex(entries);
+  // The seeds' pages in pages.jsonl, the rest in extraPages.jsonl, as Browsertrix lists them.
+  const pages = listed.filter((p) => p.seed);
+  const extraPages = listed.filter((p) => !p.seed);
   // The first page fetched at depth 0 is a seed: the page a reader opens first.
-  const seed = pages.find((p) => entries.some((e) => e.url === p.url && e.depth === 0));
+  const seed = pages[0];
   const { file, result: res } = await writeOutputFile(o.wacz, o, (target) =>
     writeWacz(target, {
       warcFiles: files,
       pages,
+      extraPages,
       title: o.title ?? campaignId,
       mainPageUrl: seed?.url,
       // A revisit record's original is looked for in the rest of the output (listed
