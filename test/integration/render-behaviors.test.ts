@@ -28,7 +28,8 @@ import type { WarcReadRecord } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import type { CampaignInput } from '../../src/config/campaign';
 import type { CampaignResult } from '../../workflows/messages';
-import { behaviorsSite, BOX_BATCHES, ITEMS_PER_BATCH, MORE_BATCHES, type BehaviorsSite } from '../web/behaviors-site';
+import { behaviorsSite, BOX_BATCHES, EXPAND_RENDERED_TITLE, ITEMS_PER_BATCH, MORE_BATCHES, type BehaviorsSite } from '../web/behaviors-site';
+import { runCrawlerInProcess } from '../support/in-process-cli';
 import type { RequestRecord } from '../web/test-web';
 import { findOrInstallChromium, launchBrowser, screenshot } from '../support/browser';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
@@ -63,6 +64,25 @@ const fetched = (c: Crawl, p: string) => line(c, p)?.outcome === 'fetched';
 const archived = (c: Crawl) => new Set(c.records.filter((r) => (r.type === 'response' || r.type === 'revisit') && r.targetUri).map((r) => normalizeUrl(r.targetUri!)));
 const requested = (c: Crawl, p: string) => c.requests.some((r) => r.path.split('?')[0] === p);
 const parts = ['more', 'box', 'expand'] as const;
+
+/** A page as a WACZ lists it (pages/pages.jsonl, pages/extraPages.jsonl). */
+interface WaczLine {
+  id: string;
+  url: string;
+  ts: string;
+  title?: string;
+  depth?: number;
+  seed?: boolean;
+}
+
+/** The WACZ's page lists, read by Python's zipfile (an independent reader). */
+const PY_PAGES = String.raw`
+import sys, json, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    names = z.namelist()
+    print(json.dumps({'pages': z.read('pages/pages.jsonl').decode('utf-8'),
+                      'extraPages': z.read('pages/extraPages.jsonl').decode('utf-8') if 'pages/extraPages.jsonl' in names else None}))
+`;
 
 async function crawl(copy: BehaviorsSite, extra: Partial<CampaignInput>): Promise<Crawl> {
   const handle = await launch(h, { seeds: [h.web.url(copy.host, '/')], render: 'browser', politeness: { minDelayMs: 20 }, ...extra });
@@ -199,6 +219,8 @@ async function interact(tab: Page, p: string): Promise<void> {
 describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, with the interactions done by hand', () => {
   let pywb: Pywb | undefined;
   let browser: Browser | undefined;
+  /** The rendered crawl's WACZ (`crawler export --wacz`): its page lists, and `wacz validate`'s verdict. */
+  let wacz: { pages: WaczLine[]; extraPages: WaczLine[]; validated: string };
 
   beforeAll(async () => {
     const tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`[replay tools] ${m}\n`));
@@ -215,6 +237,24 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
     }
     // Unframed replay: the page Chromium shows is the archived page itself, not a frame around it.
     fs.writeFileSync(path.join(root, 'config.yaml'), `${config}framed_replay: false\n`);
+    // The rendered crawl's WACZ, checked by py-wacz and added to pywb as a collection of its own ("pkg") by pywb's own tool.
+    const file = path.join(h.outDir, 'behaviors.wacz');
+    const exported = await runCrawlerInProcess(['export', on.result.campaignId, '--wacz', file, '--out', on.outDir]);
+    if (exported.code !== 0) throw new Error(`crawler export exited ${exported.code}:\n${exported.stderr}`);
+    const [validated] = await Promise.all([
+      run(path.join(tools.bin, 'wacz'), ['validate', '-f', file]),
+      run(path.join(tools.bin, 'wb-manager'), ['init', 'pkg'], { cwd: root }).then(() =>
+        run(path.join(tools.bin, 'wb-manager'), ['add', 'pkg', file, '--unpack-wacz'], { cwd: root }),
+      ),
+    ]);
+    const lists = JSON.parse((await run(tools.python, ['-c', PY_PAGES, file])).stdout) as { pages: string; extraPages: string | null };
+    const lines = (text: string | null) =>
+      (text ?? '')
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((l) => JSON.parse(l) as WaczLine);
+    wacz = { pages: lines(lists.pages), extraPages: lines(lists.extraPages), validated: validated.stdout };
     pywb = await startPywb(tools, root, 'clicked');
     // No name resolves: a replayed page that reached for the live site would fail (and be listed as a leak).
     browser = await launchBrowser((m) => process.stderr.write(`[browser] ${m}\n`), ['--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']);
@@ -250,6 +290,29 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
       await context.close();
     }
   }
+
+  test("the WACZ lists the seed's page in pages.jsonl and the others in extraPages.jsonl, each with its title (the rendered one), and pywb opens them from it", async () => {
+    expect(wacz.validated).toContain('Validation succeeded');
+    expect(wacz.pages.map((p) => [p.url, p.title, p.seed])).toEqual([[url(on, '/'), 'Behaviors home', true]]);
+    const extra = new Map(wacz.extraPages.map((p) => [p.url, p]));
+    // Every other page fetched is listed once, with its title; /expand with the title its script gave it.
+    const fetchedPages = on.lines.filter((e) => !e.kind && e.warc && e.status === 200 && /^text\/html/.test(e.contentType ?? '') && e.depth > 0);
+    expect(wacz.extraPages).toHaveLength(fetchedPages.length);
+    for (const e of fetchedPages) expect({ url: e.url, title: extra.get(e.url)?.title }).toEqual({ url: e.url, title: e.title });
+    expect(extra.get(url(on, '/expand'))?.title).toBe(EXPAND_RENDERED_TITLE);
+    expect(extra.get(url(on, on.site.hidden.more.links[0]!))?.title).toBe(`Page ${on.site.hidden.more.links[0]!}`);
+    // Opened from the package, in pywb, each listed page shows the title it is listed with.
+    for (const p of [wacz.pages[0]!, extra.get(url(on, '/expand'))!, extra.get(url(on, on.site.hidden.box.links[0]!))!]) {
+      const context = await browser!.newContext();
+      try {
+        const tab = await context.newPage();
+        await tab.goto(`${pywb!.base}/pkg/${p.url}`, { waitUntil: 'networkidle' });
+        expect({ url: p.url, title: await tab.title() }).toEqual({ url: p.url, title: p.title });
+      } finally {
+        await context.close();
+      }
+    }
+  });
 
   test('with the behaviors on: every item shows, its link and its image, every request answered from the archive', async () => {
     for (const [p, part] of [

@@ -13,7 +13,8 @@
 //   bottom (BOX_BATCHES, then it ends);
 // - /expand: a `<details>` block whose content is fetched when it opens, an
 //   accordion button (aria-expanded=false) and two tabs ([role=tab]), each
-//   panel fetched when its tab is clicked, the second replacing the first.
+//   panel fetched when its tab is clicked, the second replacing the first;
+//   its script also retitles the page (EXPAND_RENDERED_TITLE).
 import type { SiteRequest, SiteSpec } from './test-web';
 import { png } from '../support/media';
 
@@ -80,8 +81,12 @@ const BOX_JS = `(function () {
 })();
 `;
 
+/** /expand's title once its script ran (the document's says 'Expand'): what a rendered crawl lists it as. */
+export const EXPAND_RENDERED_TITLE = 'Expand: details, accordion and tabs';
+
 const EXPAND_JS = `(function () {
   ${ITEM}
+  document.title = ${JSON.stringify(EXPAND_RENDERED_TITLE)};
   var get = function (url, then) { fetch(url).then(function (r) { return r.json(); }).then(then); };
   var details = document.getElementById('details');
   details.addEventListener('toggle', function () {
