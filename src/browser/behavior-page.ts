@@ -13,7 +13,8 @@
 //   follows it; what autoclick clicks is what changes the page in place
 //   (buttons, role=button, `a[href="#"]`, `javascript:` links);
 // - a click that changed the page's URL through the History API is undone
-//   (history.back()) and the URL taken as a link; one that set `location`
+//   (back over the entries it pushed, or the URL put back if it replaced it)
+//   and the URL taken as a link; one that set `location`
 //   is answered 204 by the page's routes (src/browser/page-routes.ts), so the
 //   page stays, and the crawler takes its URL as a link;
 // - every link in the DOM when the behaviors start, and every one their
@@ -76,6 +77,10 @@ export const INSTALL = `(() => {
   window.addEventListener('submit', (e) => { if (active) { e.preventDefault(); e.stopImmediatePropagation(); } }, true);
   const submit = HTMLFormElement.prototype.submit;
   HTMLFormElement.prototype.submit = function () { if (!active) return submit.call(this); };
+  // History entries a click pushed: undone by going back over them (its replaceState, by replacing the URL again).
+  let pushes = 0;
+  const pushState = history.pushState;
+  history.pushState = function (...args) { if (active) pushes++; return pushState.apply(this, args); };
 
   const visible = (el) => {
     const r = el.getBoundingClientRect();
@@ -148,7 +153,8 @@ export const INSTALL = `(() => {
         const c = clicks.get(el) || { n: 0, changed: false };
         c.n++;
         clicks.set(el, c);
-        current = { c, size: size(), links: links.size, url: urlOf() };
+        current = { c, size: size(), links: links.size, url: urlOf(), href: location.href };
+        pushes = 0;
         el.click();
         return true;
       },
@@ -159,7 +165,9 @@ export const INSTALL = `(() => {
         if (urlOf() !== current.url) {
           movedTo = urlOf();
           take(movedTo);
-          history.back();
+          // Going back further than the click went would leave the page for the tab's last one.
+          if (pushes > 0) history.go(-pushes);
+          else history.replaceState(history.state, '', current.href);
         }
         c.changed = movedTo === null && (size() !== current.size || links.size !== current.links);
         current = null;

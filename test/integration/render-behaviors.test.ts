@@ -129,13 +129,15 @@ describe('browser.autoclick, scrollBoxes and expand on', () => {
     // The button's script set location: the page stayed (its items are there, above), and the URL was crawled as a page one hop below it.
     expect(line(on, on.site.scriptTarget)).toMatchObject({ outcome: 'fetched', depth: 2, hops: 'LL' });
     expect(on.requests.filter((r) => r.path === on.site.scriptTarget)).toHaveLength(1);
+    // The click that moved the URL with the History API: undone, and its URL crawled as a page.
+    expect(line(on, on.site.routedTarget)).toMatchObject({ outcome: 'fetched', depth: 2, hops: 'LL' });
     expect(fetched(on, on.site.buttonLink)).toBe(true);
   });
 
   test("each page's index line says what the behaviors did", () => {
     const more = line(on, '/load-more')?.render?.behaviors;
-    // MORE_BATCHES clicks of "Load more" (then it is gone), one of "Go elsewhere".
-    expect(more).toMatchObject({ clicks: MORE_BATCHES + 1, navigations: 1 });
+    // MORE_BATCHES clicks of "Load more" (then it is gone), one each of "Go elsewhere" and "Route elsewhere".
+    expect(more).toMatchObject({ clicks: MORE_BATCHES + 2, navigations: 2 });
     expect(more!.links).toBeGreaterThanOrEqual(MORE_BATCHES * ITEMS_PER_BATCH + 1);
     const box = line(on, '/box-feed')?.render?.behaviors;
     expect(box).toMatchObject({ boxes: 1 });
@@ -164,6 +166,7 @@ describe('the defaults (all off)', () => {
     // What needs no interaction is found either way.
     expect(fetched(off, off.site.buttonLink)).toBe(true);
     expect(fetched(off, off.site.firstTabLink)).toBe(true);
+    for (const p of [off.site.scriptTarget, off.site.routedTarget]) expect({ p, found: line(off, p) !== undefined }).toEqual({ p, found: false });
   });
 });
 

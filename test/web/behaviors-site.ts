@@ -5,8 +5,9 @@
 //
 // - /load-more: a "Load more" button (MORE_BATCHES clicks, then it goes
 //   away), beside a search form (must never be submitted: its action is never
-//   requested), a button whose script sets `location` (must not leave the
-//   page: its URL is followed as a link instead) and a link dressed as a button
+//   requested), a button whose script sets `location` and one that moves the
+//   URL with history.pushState (neither may leave the page: each URL is
+//   followed as a link instead) and a link dressed as a button
 //   (a link: followed, never clicked);
 // - /box-feed: a feed inside a scrolling box of its own (the document does
 //   not scroll) that loads its next batch when the box is scrolled near its
@@ -36,6 +37,8 @@ export interface BehaviorsSite {
   formAction: string;
   /** Where the "Go elsewhere" button's script sends the page: followed as a link, never navigated to. */
   scriptTarget: string;
+  /** Where the "Route elsewhere" button's script moves the URL (History API): undone, followed as a link. */
+  routedTarget: string;
   /** The link dressed as a button: a link, followed in any case. */
   buttonLink: string;
   /** The first tab's link, in the DOM from the start, gone once the second tab is clicked. */
@@ -62,6 +65,10 @@ const MORE_JS = `(function () {
     });
   });
   document.getElementById('go').addEventListener('click', function () { location.href = '/went-by-script'; });
+  document.getElementById('route').addEventListener('click', function () {
+    history.pushState({}, '', '/routed-by-script');
+    document.body.setAttribute('data-view', 'routed');
+  });
 })();
 `;
 
@@ -151,7 +158,7 @@ export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
       'Load more',
       '<div id="items"></div><button id="more" type="button">Load more</button>' +
         '<form action="/search-results" method="get"><input name="q" value="archives"><button>Search</button></form>' +
-        '<button id="go" type="button">Go elsewhere</button> <a href="/dressed-link" role="button">A link dressed as a button</a>',
+        '<button id="go" type="button">Go elsewhere</button> <button id="route" type="button">Route elsewhere</button> <a href="/dressed-link" role="button">A link dressed as a button</a>',
       '/static/more.js',
     ),
   );
@@ -174,7 +181,7 @@ export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
   routes['/static/box.js'] = ['text/javascript', BOX_JS];
   routes['/static/expand.js'] = ['text/javascript', EXPAND_JS];
   // The pages the links lead to: plain pages.
-  for (const p of [...hidden.more.links, ...hidden.box.links, ...hidden.expand.links, firstTabLink, '/went-by-script', '/dressed-link', '/search-results'])
+  for (const p of [...hidden.more.links, ...hidden.box.links, ...hidden.expand.links, firstTabLink, '/went-by-script', '/routed-by-script', '/dressed-link', '/search-results'])
     html(p, page(`Page ${p}`, '<p>A page found behind an interaction.</p>'));
   const handler = (ctx: SiteRequest): boolean => {
     if (ctx.path === '/robots.txt') return false;
@@ -189,6 +196,7 @@ export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
     hidden,
     formAction: '/search-results',
     scriptTarget: '/went-by-script',
+    routedTarget: '/routed-by-script',
     buttonLink: '/dressed-link',
     firstTabLink,
   };
