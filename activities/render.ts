@@ -15,7 +15,7 @@ import { adaptiveFetcher } from '../src/browser/adaptive-fetcher';
 import { hasRenderHooks, renderHookFor, type RenderHooks } from '../src/browser/page-hook';
 import type { Handler } from '../src/handlers/api';
 import { handlerLog } from '../src/handlers/handler-log';
-import { browserFetcher, type PageNetwork, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture } from '../src/browser/browser-fetcher';
+import { browserFetcher, type PageNetwork, type RenderingFetcher, type ScreenshotCapture, type SubresourceCapture, type TextCapture } from '../src/browser/browser-fetcher';
 import { isSharedResource, type Answer } from '../src/browser/page-routes';
 import { Captures } from '../src/redis/captures';
 import { RenderPlans } from '../src/redis/render-plan';
@@ -77,6 +77,12 @@ export function renderingFetcher(
     screenshot: async (c: ScreenshotCapture) => {
       const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output);
       await warc.writeResource({ uri: `urn:screenshot:${c.page}`, date: c.takenAt, contentType: 'image/png', body: c.png });
+    },
+    // browser.text: a resource record, named as Browsertrix names them; export --wacz lists it with the page (src/storage/wacz.ts).
+    text: async (c: TextCapture) => {
+      const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output);
+      const loc = await warc.writeResource({ uri: `urn:text:${c.page}`, date: c.takenAt, contentType: 'text/plain; charset=utf-8', body: Buffer.from(c.text, 'utf8') });
+      return { file: loc.file, offset: loc.offset, length: loc.length };
     },
     record: async (c: SubresourceCapture) => {
       const loc = await archive(rt, campaign, c);

@@ -373,6 +373,7 @@ function renderFields(r: RenderedDocument): NonNullable<IndexEntry['render']> {
     ...(r.reason ? { reason: r.reason } : {}),
     ...(r.scroll ? { scroll: r.scroll } : {}),
     ...(r.behaviors ? { behaviors: r.behaviors } : {}),
+    ...(r.textRecord ? { text: r.textRecord } : {}),
     ...(r.frames?.length ? { frames: r.frames.length } : {}),
   };
 }

@@ -31,6 +31,7 @@ import { frameDocuments } from './frames';
 import type { PageFetcher, RenderedDocument } from './page-fetcher';
 import type { RenderHooks } from './page-hook';
 import { settlePage, type RenderEntry } from './page-steps';
+import type { WarcPlace } from './page-fetcher';
 
 // What other modules and tests name from here.
 export { SAME_HOST_AT_ONCE, fulfilHeaders, routeDecision, type PageNetwork, type PageRequest, type RouteDecision } from './page-routes';
@@ -67,6 +68,8 @@ export interface RenderSettings {
   pagesPerBrowser: number;
   /** Take a full-page screenshot of each rendered page and hand it to `screenshot` (default off). */
   screenshot?: boolean;
+  /** Hand each rendered page's text to `text` (default off). */
+  text?: boolean;
   /** Scroll each page to its bottom before its DOM is taken, for lazy content (src/browser/scroll.ts; default off). */
   scroll?: boolean;
   /** Behaviors before the DOM is taken (src/browser/behaviors.ts; each default off): inner scrolling boxes, details/tabs/accordions, autoclick. */
@@ -74,6 +77,17 @@ export interface RenderSettings {
   expand?: boolean;
   autoclick?: boolean;
 }
+
+/** A rendered page's text (its body's innerText): what the WARC gets as a resource record. */
+export interface TextCapture {
+  /** The page's URL (as fetched). */
+  page: string;
+  text: string;
+  takenAt: Date;
+}
+
+/** browser.text: a page's text is cut at this many characters (an endless feed's would be megabytes). */
+export const MAX_TEXT_CHARS = 1024 * 1024;
 
 /** A rendered page's full-page screenshot: what the WARC gets as a resource record. */
 export interface ScreenshotCapture {
@@ -95,6 +109,8 @@ export interface BrowserFetcherOptions {
   record(capture: SubresourceCapture): Promise<void>;
   /** Archives a rendered page's screenshot (called only with settings.screenshot on). */
   screenshot?(capture: ScreenshotCapture): Promise<void>;
+  /** Archives a rendered page's text (called only with settings.text on): where its record is. */
+  text?(capture: TextCapture): Promise<WarcPlace>;
   settings: RenderSettings;
   userAgent: string;
   /** fetch.maxRedirects: redirects of a subresource followed here, each hop archived. */
@@ -154,6 +170,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
         );
       // Links are in every frame's DOM, not only the main frame's (src/browser/frames.ts).
       const frames = await frameDocuments(p, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS);
+      const textRecord = o.settings.text && o.text ? await takeText(p, url, o, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS) : null;
       if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
       clean = true;
       return {
@@ -166,6 +183,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
         ...(scroll ? { scroll } : {}),
         ...(behaviors ? { behaviors: behaviors.report, behaviorLinks: behaviors.links } : {}),
         ...(hook ? { hook } : {}),
+        ...(textRecord ? { textRecord } : {}),
       };
     } catch (err) {
       if (signal.aborted) throw err;
@@ -284,6 +302,21 @@ class SessionContext {
 
 /** Going blank between two pages takes milliseconds; a tab that takes longer is closed, and the next page gets a new one. */
 const BLANK_TIMEOUT_MS = 5_000;
+
+/** The body's text as a reader sees it. A string: this package compiles without the DOM's types. */
+const TEXT_SCRIPT = `document.body ? document.body.innerText.slice(0, ${MAX_TEXT_CHARS}) : ''`;
+
+/** browser.text is extra, as a screenshot: a text that cannot be read or stored is logged and skipped, never the page's failure. */
+async function takeText(p: Page, url: string, o: BrowserFetcherOptions, until: number): Promise<WarcPlace | null> {
+  try {
+    const text = await withTimeout(p.evaluate(TEXT_SCRIPT) as Promise<string>, Math.max(0, until - Date.now()));
+    if (text === null) throw new Error('the page kept its thread busy');
+    return await o.text!({ page: url, text, takenAt: new Date() });
+  } catch (err) {
+    o.log?.warn('page text skipped', { url, error: String(err).slice(0, 300) });
+    return null;
+  }
+}
 
 /** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
 async function takeScreenshot(p: Page, url: string, o: BrowserFetcherOptions): Promise<void> {

@@ -36,6 +36,13 @@ export interface PageResponse extends FetchResult {
 export type PageOutcome = FetchOutcome<PageResponse>;
 export type PageFetcher = Fetcher<PageRequest, PageResponse>;
 
+/** Where a record is in the campaign's WARC files: the file's name, the record's gzip member. */
+export interface WarcPlace {
+  file: string;
+  offset: number;
+  length: number;
+}
+
 /** What rendering made of a page (docs/rendering.md). */
 export interface RenderedDocument {
   /** The serialized DOM of the main frame; null when rendering failed (the page keeps its HTTP body). */
@@ -63,6 +70,8 @@ export interface RenderedDocument {
    * (a tab's panel replaced by the next one's).
    */
   behaviorLinks?: string[];
+  /** browser.text: where the page's text was archived (a `urn:text:` resource record); absent when off or skipped. */
+  textRecord?: WarcPlace;
   /** The handler's onRender, when the page had one: how it ended and what it returned (merged with onPage's in the classify stage). */
   hook?: RenderHookRun;
 }

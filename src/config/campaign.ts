@@ -548,6 +548,12 @@ const campaignFields = {
       .describe(
         'Store a full-page PNG screenshot of each rendered page in the WARC, as a `resource` record named `urn:screenshot:<page URL>` (cut at 16384 px high; a failed screenshot is logged and skipped).',
       ),
+    // Off, as Browsertrix's --text: a page's text can be as large as its HTML.
+    text: flag()
+      .default(false)
+      .describe(
+        "Store each rendered page's text as a reader sees it (the body's innerText once the DOM is taken, cut at 1,048,576 characters) in the WARC, as a `resource` record named `urn:text:<page URL>`; `export --wacz` lists it as the page's `text` in pages.jsonl and extraPages.jsonl (full-text search in ReplayWeb.page).",
+      ),
     // 3: one odd page does not decide a pattern, and a static site pays three renders, not thirty.
     autoSamples: whole({ min: 1, max: 8 })
       .default(3)

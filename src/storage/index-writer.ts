@@ -107,6 +107,8 @@ export interface IndexEntry {
      * leave the page), links the behaviors found (src/browser/behaviors.ts).
      */
     behaviors?: { rounds: number; end: string; boxSteps?: number; boxes?: number; opened?: number; clicks?: number; navigations?: number; links: number };
+    /** browser.text: where the page's text is (its `urn:text:` resource record), for the WACZ's page lists. */
+    text?: { file: string; offset: number; length: number };
     /** Other frames whose DOM was read for links. */
     frames?: number;
   };

@@ -6,6 +6,7 @@ import { writeCdxj } from './cdxj';
 import { filesHoldingOriginals, RevisitRefs, unresolvedRevisits, type RevisitRef } from './revisit-originals';
 import type { IndexEntry } from './index-writer';
 import { StorageError } from './storage-error';
+import { readResourceAt } from './warc-reader';
 import { StoredZipWriter } from './zip-store';
 
 // WACZ 1.1.1 (https://specs.webrecorder.net/wacz/1.1.1/): one ZIP holding
@@ -42,6 +43,8 @@ export interface WaczPage {
   depth?: number;
   /** A seed's page: listed in pages.jsonl, the others in extraPages.jsonl. */
   seed?: true;
+  /** The page's text as a reader saw it (browser.text: its `urn:text:` record), for full-text search; see WriteWaczOptions.textOf. */
+  text?: string;
 }
 
 export interface WriteWaczOptions {
@@ -50,6 +53,8 @@ export interface WriteWaczOptions {
   pages: WaczPage[];
   /** pages/extraPages.jsonl, written when not empty: the crawl's other pages. */
   extraPages?: WaczPage[];
+  /** A page's text, asked for as its line is written (pageTexts); none: the pages as given. */
+  textOf?: (page: WaczPage) => Promise<string | undefined>;
   title?: string;
   /** The first page to show (a seed). */
   mainPageUrl?: string;
@@ -109,6 +114,41 @@ export function pagesFromIndex(entries: IndexEntry[]): WaczPage[] {
   return out;
 }
 
+/** Reads each page's text where the crawl archived it, one page at a time (writeWacz asks as it writes the page lists). */
+export interface PageTexts {
+  textOf(page: WaczPage): Promise<string | undefined>;
+  /** Pages whose text record could not be read, or was not theirs: listed without text. */
+  readonly unread: number;
+}
+
+/**
+ * The pages' texts where the crawl archived them (browser.text: the index
+ * line's `render.text` names the page's `urn:text:` resource record in one
+ * of `warcFiles`). Read when asked, so a package of many pages never holds
+ * their texts at once. A record that cannot be read, or is not that page's,
+ * leaves its page without text: the package is still whole.
+ */
+export function pageTexts(entries: IndexEntry[], warcFiles: string[]): PageTexts {
+  const byName = new Map(warcFiles.map((f) => [path.basename(f), f]));
+  const where = new Map<string, NonNullable<NonNullable<IndexEntry['render']>['text']>>();
+  for (const e of entries) if (e.render?.text && !where.has(e.url)) where.set(e.url, e.render.text);
+  let unread = 0;
+  return {
+    async textOf(p) {
+      const at = where.get(p.url);
+      if (!at) return undefined;
+      const file = byName.get(at.file);
+      const got = file ? await readResourceAt(file, at.offset, at.length).catch(() => null) : null;
+      if (got && got.targetUri === `urn:text:${p.url}`) return got.block.toString('utf8');
+      unread++;
+      return undefined;
+    },
+    get unread() {
+      return unread;
+    },
+  };
+}
+
 const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** Writes the WACZ to `file` (through `<file>.tmp`, renamed when complete). */
@@ -132,7 +172,7 @@ export async function writeWacz(file: string, o: WriteWaczOptions): Promise<Wacz
       { name: 'pages.jsonl', header: { format: 'json-pages-1.0', id: 'pages', title: extra.length ? 'Seed Pages' : 'All Pages' }, pages: o.pages },
       ...(extra.length ? [{ name: 'extraPages.jsonl', header: { format: 'json-pages-1.0', id: 'extra-pages', title: 'Extra Pages' }, pages: extra }] : []),
     ];
-    for (const l of lists) await fsp.writeFile(path.join(work, l.name), [l.header, ...l.pages].map((p) => `${JSON.stringify(p)}\n`).join(''), 'utf8');
+    for (const l of lists) await writePageList(path.join(work, l.name), l.header, l.pages, o.textOf);
 
     zip = await StoredZipWriter.open(tmp, { date: created });
     const resources: Resource[] = [];
@@ -219,6 +259,20 @@ async function indexWithOriginals(o: WriteWaczOptions, cdxj: string, work: strin
     warcFiles.push(...found);
     added.push(...found);
     checkNames(warcFiles);
+  }
+}
+
+/** One page list, a JSON line a page after its header, each page's text read only as its line is written. */
+async function writePageList(file: string, header: object, pages: WaczPage[], textOf: WriteWaczOptions['textOf']): Promise<void> {
+  const fh = await fsp.open(file, 'w');
+  try {
+    await fh.write(`${JSON.stringify(header)}\n`);
+    for (const p of pages) {
+      const text = textOf ? await textOf(p) : undefined;
+      await fh.write(`${JSON.stringify(text !== undefined ? { ...p, text } : p)}\n`);
+    }
+  } finally {
+    await fh.close();
   }
 }
 

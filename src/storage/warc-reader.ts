@@ -180,13 +180,8 @@ export interface StoredResponse {
   payloadDigestOk: boolean;
 }
 
-/**
- * The response record whose gzip member is `length` bytes at `offset` of
- * `file` (a WarcLocation). Throws StorageError READ_FAILED when the file
- * cannot be read there (not on this machine, cut short), CORRUPT when the
- * bytes are not one response record.
- */
-export async function readResponseAt(file: string, offset: number, length: number): Promise<StoredResponse> {
+/** The gzip member of one record: `length` bytes at `offset` of `file`. */
+async function memberAt(file: string, offset: number, length: number): Promise<Buffer> {
   const member = Buffer.alloc(length);
   let fh: Awaited<ReturnType<typeof fsp.open>> | null = null;
   try {
@@ -198,6 +193,33 @@ export async function readResponseAt(file: string, offset: number, length: numbe
   } finally {
     await fh?.close().catch(() => undefined);
   }
+  return member;
+}
+
+/**
+ * The resource record (a screenshot, a page's text) whose gzip member is
+ * `length` bytes at `offset` of `file`: its URI and block. READ_FAILED when
+ * the file cannot be read there, CORRUPT when the bytes are not one resource record.
+ */
+export async function readResourceAt(file: string, offset: number, length: number): Promise<{ targetUri: string | null; contentType: string | null; block: Buffer }> {
+  const member = await memberAt(file, offset, length);
+  try {
+    const record = await new WARCParser(Readable.from([member])).parse();
+    if (!record || record.warcType !== 'resource') throw new Error(`not a resource record (${record?.warcType ?? 'nothing'})`);
+    return { targetUri: record.warcTargetURI ?? null, contentType: record.warcContentType ?? null, block: Buffer.from(await record.readFully(false)) };
+  } catch (err) {
+    throw new StorageError('CORRUPT', file, `no resource record at ${offset}`, { cause: err });
+  }
+}
+
+/**
+ * The response record whose gzip member is `length` bytes at `offset` of
+ * `file` (a WarcLocation). Throws StorageError READ_FAILED when the file
+ * cannot be read there (not on this machine, cut short), CORRUPT when the
+ * bytes are not one response record.
+ */
+export async function readResponseAt(file: string, offset: number, length: number): Promise<StoredResponse> {
+  const member = await memberAt(file, offset, length);
   try {
     const parser = new WARCParser(Readable.from([member]));
     const record = await parser.parse();

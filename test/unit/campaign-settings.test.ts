@@ -278,6 +278,7 @@ describe('one schema', () => {
         maxMemoryMb: 2048,
         pagesPerBrowser: 1000,
         screenshot: false,
+        text: false,
         autoSamples: 3,
         autoRecheckEvery: 20,
       },

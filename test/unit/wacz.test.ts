@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { listWarcFiles } from '../../src/storage/cdxj';
 import type { IndexEntry } from '../../src/storage/index-writer';
-import { pagesFromIndex, writeWacz } from '../../src/storage/wacz';
+import { pagesFromIndex, pageTexts, writeWacz } from '../../src/storage/wacz';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { WarcWriter, type RevisitOf, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { StoredZipWriter } from '../../src/storage/zip-store';
@@ -165,6 +165,58 @@ describe('writeWacz', () => {
       bytes: v.sizes['pages/extraPages.jsonl'],
     });
     expect(v.dp.mainPageURL).toBe('http://a.test/');
+  });
+
+  it("lists each page's text where the crawl archived it (a urn:text: record the index line names); a record that is not the page's leaves it without", async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir: path.join(dir, 'warc'), prefix: 'camp' });
+    await w.writeExchange({
+      url: 'http://a.test/',
+      fetchedAt: new Date(Date.UTC(2024, 0, 1)),
+      request: { method: 'GET', headers: {} },
+      response: { status: 200, headers: { 'Content-Type': 'text/html' }, body: Buffer.from('<div id="app"></div>') },
+    });
+    const text = (page: string, body: string) =>
+      w.writeResource({ uri: `urn:text:${page}`, date: new Date(Date.UTC(2024, 0, 1)), contentType: 'text/plain; charset=utf-8', body: Buffer.from(body, 'utf8') });
+    const home = await text('http://a.test/', 'Welcome — rendered by a script');
+    const other = await text('http://a.test/other', 'Not the page b');
+    await w.close();
+    const warcs = await listWarcFiles(path.join(dir, 'warc'));
+    const entry = (url: string, at: { file: string; offset: number; length: number } | null): IndexEntry => ({
+      url,
+      fp: `fp-${url}`,
+      host: 'a.test',
+      campaignId: 'c',
+      status: 200,
+      outcome: 'fetched',
+      contentType: 'text/html',
+      bytes: 1,
+      contentHash: null,
+      fetchedAt: '2024-01-01T00:00:00.000Z',
+      depth: url === 'http://a.test/' ? 0 : 1,
+      referrer: null,
+      warc: { file: 'f', offset: 0, length: 1 },
+      render: { done: 'quiet', ms: 1, requests: 0, ...(at ? { text: { file: at.file, offset: at.offset, length: at.length } } : {}) },
+    });
+    // /b's line names /other's record (a stale location): not taken for /b's text.
+    const entries = [entry('http://a.test/', home), entry('http://a.test/b', other), entry('http://a.test/c', null)];
+    const listed = pagesFromIndex(entries);
+    const texts = pageTexts(entries, warcs);
+    const file = path.join(dir, 'camp.wacz');
+    await writeWacz(file, { warcFiles: warcs, pages: listed.filter((p) => p.seed), extraPages: listed.filter((p) => !p.seed), textOf: (p) => texts.textOf(p) });
+    const v = python(PY_WACZ, [file]) as WaczView;
+    const lines = (t: string | null) =>
+      (t ?? '')
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((l) => JSON.parse(l) as { url: string; text?: string });
+    expect(lines(v.pages).map((p) => [p.url, p.text])).toEqual([['http://a.test/', 'Welcome — rendered by a script']]);
+    expect(lines(v.extraPages).map((p) => [p.url, p.text])).toEqual([
+      ['http://a.test/b', undefined],
+      ['http://a.test/c', undefined],
+    ]);
+    expect(texts.unread).toBe(1);
   });
 
   it('refuses two WARC files of the same name', async () => {

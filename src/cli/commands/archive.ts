@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { findOrInstallPyReplayTools } from '../../stack/tools';
 import { campaignWarcFiles, CDXJ_FILE, indexCovers, listWarcFiles, withIndexLock, writeCampaignCdxj, writeCdxj, type CdxjResult } from '../../storage/cdxj';
 import { StorageError } from '../../storage/storage-error';
-import { pagesFromIndex, writeWacz } from '../../storage/wacz';
+import { pagesFromIndex, pageTexts, writeWacz } from '../../storage/wacz';
 import { UsageError } from '../usage-error';
 import { addS3Options, checkS3Flags, isLocationUrl, publishCdxj, withBucketOutput, writeOutputFile, type S3Flags } from '../bucket-output';
 import { candidateOutputDirs, loadCampaignIndex } from './report';
@@ -73,6 +73,8 @@ interface ExportOptions {
 async function exportWacz(campaignId: string, dir: string, files: string[], o: ExportOptions & S3Flags, where: string, originalsFrom: () => Promise<string[]>): Promise<void> {
   const { entries } = await loadCampaignIndex(campaignId, [dir]);
   const listed = pagesFromIndex(entries);
+  // Each page with its text where the crawl archived it (browser.text), read as its line is written.
+  const texts = pageTexts(entries, files);
   // The seeds' pages in pages.jsonl, the rest in extraPages.jsonl, as Browsertrix lists them.
   const pages = listed.filter((p) => p.seed);
   const extraPages = listed.filter((p) => !p.seed);
@@ -83,6 +85,7 @@ async function exportWacz(campaignId: string, dir: string, files: string[], o: E
       warcFiles: files,
       pages,
       extraPages,
+      textOf: (p) => texts.textOf(p),
       title: o.title ?? campaignId,
       mainPageUrl: seed?.url,
       // A revisit record's original is looked for in the rest of the output (listed
@@ -101,6 +104,7 @@ async function exportWacz(campaignId: string, dir: string, files: string[], o: E
     const names = res.addedWarcFiles.map((f) => path.basename(f));
     process.stderr.write(`packed ${names.length} more WARC file${names.length === 1 ? '' : 's'} holding originals of revisit records: ${names.join(', ')}\n`);
   }
+  if (texts.unread) process.stderr.write(`warning: the text of ${texts.unread} pages could not be read from ${where}: listed without it\n`);
   if (res.missingOriginals)
     process.stderr.write(`warning: ${res.missingOriginals} revisit records refer to captures in no WARC file of ${where}: those URLs will not replay from the package\n`);
   process.stderr.write(`${res.warcFiles} WARC files, ${res.cdxjLines} CDXJ lines, ${res.pages} pages, ${res.bytes} bytes\n`);
