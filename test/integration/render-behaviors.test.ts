@@ -73,6 +73,7 @@ interface WaczLine {
   title?: string;
   depth?: number;
   seed?: boolean;
+  text?: string;
 }
 
 /** The WACZ's page lists, read by Python's zipfile (an independent reader). */
@@ -102,7 +103,8 @@ beforeAll(async () => {
   for (const s of [onSite, offSite, hookedSite]) h.web.addSite(s.spec);
   [on, off, hooked] = await Promise.all([
     // A shorter quiet period than the default: it is waited for after every click and scrolling step.
-    crawl(onSite, { browser: { autoclick: true, scrollBoxes: true, expand: true, quietMs: 250, pageTimeoutMs: 30_000 } }),
+    // browser.text too: its WACZ lists each page's text.
+    crawl(onSite, { browser: { autoclick: true, scrollBoxes: true, expand: true, text: true, quietMs: 250, pageTimeoutMs: 30_000 } }),
     crawl(offSite, {}),
     crawl(hookedSite, { handler: LOAD_MORE }),
   ]);
@@ -294,7 +296,7 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
     }
   }
 
-  test("the WACZ lists the seed's page in pages.jsonl and the others in extraPages.jsonl, each with its title (the rendered one), and pywb opens them from it", async () => {
+  test("the WACZ lists the seed's page in pages.jsonl and the others in extraPages.jsonl, each with its title (the rendered one) and text, and pywb opens them from it", async () => {
     expect(wacz.validated).toContain('Validation succeeded');
     expect(wacz.pages.map((p) => [p.url, p.title, p.seed])).toEqual([[url(on, '/'), 'Behaviors home', true]]);
     const extra = new Map(wacz.extraPages.map((p) => [p.url, p]));
@@ -304,6 +306,11 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
     for (const e of fetchedPages) expect({ url: e.url, title: extra.get(e.url)?.title }).toEqual({ url: e.url, title: e.title });
     expect(extra.get(url(on, '/expand'))?.title).toBe(EXPAND_RENDERED_TITLE);
     expect(extra.get(url(on, on.site.hidden.more.links[0]!))?.title).toBe(`Page ${on.site.hidden.more.links[0]!}`);
+    // browser.text: each page with its text as a reader saw it once rendered, what the behaviors opened included.
+    expect([...wacz.pages, ...wacz.extraPages].filter((p) => !p.text).map((p) => p.url)).toEqual([]);
+    expect(wacz.pages[0]!.text).toContain('Behaviors home');
+    for (const l of on.site.hidden.expand.links.slice(0, 2)) expect(extra.get(url(on, '/expand'))?.text).toContain(l);
+    expect(extra.get(url(on, on.site.hidden.box.links[0]!))?.text).toContain('A page found behind an interaction.');
     // Opened from the package, in pywb, each listed page shows the title it is listed with.
     for (const p of [wacz.pages[0]!, extra.get(url(on, '/expand'))!, extra.get(url(on, on.site.hidden.box.links[0]!))!]) {
       const context = await browser!.newContext();
