@@ -50,7 +50,7 @@ export function anyBehavior(s: BehaviorSettings): boolean {
 export interface BehaviorsReport {
   /** Rounds run. */
   rounds: number;
-  /** done: a round changed nothing; rounds: MAX_ROUNDS ran; deadline: the page's time ran out. */
+  /** done: a round changed nothing; rounds: the last round allowed (MAX_ROUNDS) still changed the page; deadline: the page's time ran out. */
   end: 'done' | 'rounds' | 'deadline';
   /** browser.scrollBoxes: scrolling steps taken, and the most boxes a step found. */
   boxSteps?: number;
@@ -60,7 +60,7 @@ export interface BehaviorsReport {
   /** browser.autoclick: clicks, and of them those whose script tried to leave the page (refused, the URL taken as a link). */
   clicks?: number;
   navigations?: number;
-  /** Links the behaviors put in the DOM or clicked towards, given to the crawl (deduplicated with the page's own). */
+  /** Links seen while the behaviors ran (those in the DOM when they started, those their steps added) or clicked towards: given to the crawl, deduplicated with the DOM's own. */
   links: number;
 }
 
@@ -128,9 +128,10 @@ export async function runBehaviors(o: BehaviorsInput): Promise<BehaviorsRun> {
         }
       }
       if (!changed) break;
+      // The last round allowed still changed the page: there may be more to do.
+      if (report.rounds >= MAX_ROUNDS) report.end = 'rounds';
     }
     if (late()) report.end = 'deadline';
-    else if (report.rounds >= MAX_ROUNDS) report.end = 'rounds';
     const links = [...new Set([...(await ev<string[]>(call('links'))), ...left])];
     report.links = links.length;
     return { report, links };
