@@ -105,6 +105,11 @@ export interface WarcExchange {
    */
   revisit?: RevisitOf;
   /**
+   * The response (or revisit) record's WARC-Record-ID, `<urn:uuid:…>`; default a random one. A
+   * payload's original is written with responseRecordId's, so the payload index need not keep it.
+   */
+  recordId?: string;
+  /**
    * Keep the values of secret headers (output.warcKeepSecrets). By default
    * the values of Authorization, Proxy-Authorization and Cookie request
    * headers, of `request.secretHeaders`, and of Set-Cookie response headers
@@ -374,6 +379,22 @@ function urn(): string {
   return `<urn:uuid:${randomUUID()}>`;
 }
 
+/**
+ * The record ID of an attempt's response record for `uri` fetched at `date` (WARC-Date, as
+ * written): a version-8 UUID of 122 bits of SHA-256 over the three, what the payload index
+ * derives again from the page, date and attempt it keeps (src/dedup/payload-index.ts) instead of
+ * keeping 16 bytes of a random ID. An attempt writes one response record, so two records share
+ * an ID only when two attempts with the same 48-bit random id fetched the same URL in the same
+ * millisecond (docs/operations.md states the odds).
+ */
+export function responseRecordId(uri: string, date: string, attemptId: string): string {
+  const b = hash('sha256', `response\n${uri}\n${date}\n${attemptId}`, 'buffer').subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x80;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `<urn:uuid:${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}>`;
+}
+
 const EMPTY = new Uint8Array(0);
 const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
@@ -613,7 +634,7 @@ export class WarcWriter {
 
   private async buildExchange(ex: WarcExchange, warcinfoId: string): Promise<{ members: { bytes: Uint8Array; payloadDigest: string; blockDigest: string }[]; responseId: string }> {
     const date = ex.fetchedAt.toISOString();
-    const responseId = urn();
+    const responseId = ex.recordId ?? urn();
     const common: Record<string, string> = { 'WARC-Warcinfo-ID': warcinfoId };
     if (ex.ip) common['WARC-IP-Address'] = headerSafe(ex.ip);
 
@@ -789,4 +810,5 @@ function validateExchange(ex: WarcExchange): void {
     throw bad(`status ${ex.response.status} is not a 3-digit HTTP status`);
   }
   if (!ex.request?.method || /\s/.test(ex.request.method)) throw bad('request.method must be a token');
+  if (ex.recordId !== undefined && !/^<urn:[^\s<>]+>$/.test(ex.recordId)) throw bad(`recordId ${JSON.stringify(ex.recordId)} is not <urn:…>`);
 }

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { StorageError } from '../../src/storage/storage-error';
-import { WarcWriter, base32, storedResponseHeaders } from '../../src/storage/warc-writer';
+import { WarcWriter, base32, responseRecordId, storedResponseHeaders } from '../../src/storage/warc-writer';
 import type { WarcExchange, WarcLocation } from '../../src/storage/warc-writer';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
@@ -220,6 +220,29 @@ describe('WarcWriter', () => {
       expect(ids.get(l.recordId)!.payloadDigestOk).toBe(true);
       expect(l.payloadDigest).toBe(sha1b32(body));
     }
+  });
+
+  it("writes a payload's original under the record ID its URL, date and attempt give (the payload index keeps those instead)", async () => {
+    const dir = tmpDir();
+    const w = await WarcWriter.open({ dir });
+    const ex = exchange(1);
+    const date = ex.fetchedAt.toISOString();
+    const id = responseRecordId(ex.url, date, 'AbCdEf12');
+    // A version-8 UUID, the same every time, and another for any other attempt, date or URL.
+    expect(id).toMatch(/^<urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}>$/);
+    expect(responseRecordId(ex.url, date, 'AbCdEf12')).toBe(id);
+    expect(
+      new Set([id, responseRecordId(ex.url, date, 'AbCdEf13'), responseRecordId(`${ex.url}x`, date, 'AbCdEf12'), responseRecordId(ex.url, '2020-01-01T00:00:00.000Z', 'AbCdEf12')])
+        .size,
+    ).toBe(4);
+    const loc = await w.writeExchange({ ...ex, recordId: id });
+    await expect(w.writeExchange({ ...ex, recordId: 'not <urn>' })).rejects.toThrow(StorageError);
+    await w.close();
+    expect(loc.recordId).toBe(id);
+    const recs = await readWarcDir(dir, { truncatedTail: 'throw' });
+    expect(byId(recs).get(id)!.type).toBe('response');
+    // Its request record names it.
+    expect(recs.filter((r) => r.headers['WARC-Concurrent-To'] === id).map((r) => r.type)).toEqual(['request']);
   });
 
   it('stores a URL holding ",,," (warcio.js\'s multi-value marker) whole, in every record of its exchange', async () => {
