@@ -347,6 +347,7 @@ async function store(rt: WorkerRuntime, job: PageJob, attempt: Attempt, res: Fet
       referrer: job.entry.referrer,
       duplicateOf: c.duplicateOf,
       canonical: c.canonical,
+      contentHash: c.common.contentHash ?? undefined,
       // The content index's verdict is kept per URL: only a first visit's first attempt may rely on it.
       firstLook: c.contentChecked && job.attempts === 1 && attempt.schedule === null,
       ownCopy: c.contentChecked && attempt.schedule === null,

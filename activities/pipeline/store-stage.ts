@@ -3,10 +3,10 @@
 // items. Plain data in, where it landed out; the writers and the payload
 // index come in as `deps`.
 import type { FetchResult } from '../../src/http/http-types';
-import type { PayloadClaim } from '../../src/dedup/payload-index';
+import type { PayloadClaim, PayloadKey } from '../../src/dedup/payload-index';
 import type { DatasetLine } from '../../src/storage/dataset-writer';
 import type { IndexEntry } from '../../src/storage/index-writer';
-import { payloadDigestOf, type RevisitOf, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
+import { payloadDigestOf, responseRecordId, type RevisitOf, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import type { Candidate } from '../discovery';
 
 /** Outlinks listed in a WARC metadata record. */
@@ -16,10 +16,11 @@ export interface StoreDeps {
   warc: { writeExchange(exchange: WarcExchange): Promise<WarcLocation> };
   /** The campaign's payload index (src/dedup/payload-index.ts); null when dedup is off. */
   payloads: {
-    claim(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
-    awaitStored(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
-    confirm(digest: string, stored: RevisitOf): Promise<unknown>;
-    abandon(digest: string, attempt: string): Promise<void>;
+    claim(key: PayloadKey, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
+    awaitStored(key: PayloadKey, attempt: string, signal?: AbortSignal): Promise<PayloadClaim>;
+    /** `attemptId`: the attempt that wrote it, whose record ID is responseRecordId's. */
+    confirm(key: PayloadKey, stored: RevisitOf, attemptId?: string): Promise<unknown>;
+    abandon(key: PayloadKey, attempt: string): Promise<void>;
   } | null;
   dataset(): Promise<{ appendAll(lines: DatasetLine[]): Promise<unknown> }>;
   signal: AbortSignal;
@@ -56,6 +57,8 @@ export interface StoreInput {
   ownCopy?: boolean;
   /** Dataset items the handler returned. */
   items: DatasetLine['item'][];
+  /** contentHashOf(response.body), when the classify stage computed it: the payload index may keep an HTML page's stored copy with its exact hash. */
+  contentHash?: string;
   /** output.warcKeepSecrets: credentials and cookies stay in the WARC (default: redacted by the writer). */
   keepSecrets?: boolean;
 }
@@ -78,7 +81,8 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
   // or a redirect's body stays in full with its URL.
   const payloads = ok && res.body.length > 0 && !res.truncated ? deps.payloads : null;
   const digest = payloads ? payloadDigestOf(res.body) : '';
-  const claim = await claimPayload(payloads, digest, input, deps.signal);
+  const key: PayloadKey = input.contentHash ? { digest, contentHash: input.contentHash } : digest;
+  const claim = await claimPayload(payloads, key, input, deps.signal);
   let loc: WarcLocation;
   try {
     loc = await deps.warc.writeExchange({
@@ -90,12 +94,14 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
       metadata: warcMetadata(res.endedAt - res.startedAt, input),
       keepSecrets: input.keepSecrets === true,
       ...(claim?.kind === 'revisit' ? { revisit: claim.of } : {}),
+      // The original's ID follows from its URL, date and attempt: the payload index keeps those, not the ID's 16 bytes.
+      ...(claim?.kind === 'original' ? { recordId: responseRecordId(input.url, fetchedAt.toISOString(), input.attemptId) } : {}),
     });
   } catch (err) {
-    if (claim?.kind === 'original') await payloads!.abandon(digest, input.attemptId).catch(() => undefined);
+    if (claim?.kind === 'original') await payloads!.abandon(key, input.attemptId).catch(() => undefined);
     throw err;
   }
-  if (claim?.kind === 'original') await payloads!.confirm(digest, { uri: input.url, date: fetchedAt.toISOString(), recordId: loc.recordId });
+  if (claim?.kind === 'original') await payloads!.confirm(key, { uri: input.url, date: fetchedAt.toISOString(), recordId: loc.recordId }, input.attemptId);
   if (input.items.length > 0) {
     // Before the index line: an attempt whose index line never lands has its items dropped at sealing.
     const tag = {
@@ -112,11 +118,11 @@ export async function storeStage(input: StoreInput, deps: StoreDeps): Promise<St
   return { loc, revisitOf: claim?.kind === 'revisit' ? claim.of : null, digest };
 }
 
-async function claimPayload(payloads: StoreDeps['payloads'], digest: string, input: StoreInput, signal: AbortSignal): Promise<PayloadClaim | null> {
+async function claimPayload(payloads: StoreDeps['payloads'], key: PayloadKey, input: StoreInput, signal: AbortSignal): Promise<PayloadClaim | null> {
   if (!payloads) return null;
-  if (input.firstLook && input.duplicateOf?.kind === 'exact') return payloads.awaitStored(digest, input.attemptId, signal);
+  if (input.firstLook && input.duplicateOf?.kind === 'exact') return payloads.awaitStored(key, input.attemptId, signal);
   if ((input.firstLook || input.ownCopy) && !input.duplicateOf) return { kind: 'original' };
-  return payloads.claim(digest, input.attemptId, signal);
+  return payloads.claim(key, input.attemptId, signal);
 }
 
 /**

@@ -14,7 +14,9 @@
 // split the same way. A page's URL is kept once, in numbered slots of strings
 // (`u:<n>`, PAGE_SLOTS a string), and everything else names the page by its
 // number: a duplicate's verdict, an exact hash's owner, a band record, a
-// stored payload.
+// stored payload. Format 3 (content-format.ts) goes further where the crawl's
+// peak was (issue 40): URLs' origins numbered once, each page's SimHash once,
+// and band records of 5 bytes (the page's number and a byte of its band value).
 import type { RedisLike } from '../redis/scripts';
 import { contentKeys } from '../redis/keys';
 
@@ -26,8 +28,15 @@ import { contentKeys } from '../redis/keys';
 export const MAP_LOAD = 40;
 /** Band records a band bucket holds on average before a split: what a check compares at most per band, as the old per-value cap of 64. */
 export const BAND_LOAD = 64;
-/** Page URLs a `u:<n>` string holds. */
+/** Band records a format-3 band bucket holds on average before a split: records are 5 bytes, and a key costs about as much as 16 of them. */
+export const BAND_LOAD3 = 128;
+/** Page URLs a `u:<n>` string holds (and origins an `h:<n>` string). */
 export const PAGE_SLOTS = 128;
+/**
+ * SimHashes an `s:<n>` string holds (format 3): 255 of 8 bytes and the string's header fill an
+ * allocation of 2048 bytes exactly, where 128 (1030 bytes) would take one of 1280.
+ */
+export const SIM_SLOTS = 255;
 
 /**
  * Lua, given `meta` (the meta hash's name) and `pre` (the content keys'
@@ -40,7 +49,7 @@ do
   local flat = redis.call('HGETALL', meta)
   for i = 1, #flat, 2 do M[flat[i]] = flat[i + 1] end
 end
-local MAP_LOAD, BAND_LOAD, PAGE_SLOTS = ${MAP_LOAD}, ${BAND_LOAD}, ${PAGE_SLOTS}
+local MAP_LOAD, BAND_LOAD, BAND_LOAD3, PAGE_SLOTS, SIM_SLOTS = ${MAP_LOAD}, ${BAND_LOAD}, ${BAND_LOAD3}, ${PAGE_SLOTS}, ${SIM_SLOTS}
 local function fmt(n) return string.format('%d', n) end
 -- The campaign's retention puts a time to live on every key the meta hash names; a key this
 -- script creates afterwards (a new bucket, a split's target, a new page string) gets the
@@ -109,39 +118,113 @@ end
 -- Pages: number -> URL, PAGE_SLOTS a string, one URL a line, in number order
 -- (a page is numbered and its line appended in the same script). A line
 -- starting with byte 1 or 2 stands for http:// or https:// (no URL starts
--- with a control character): six or seven bytes fewer a page.
-local function pageKey(id) return pre .. 'u:' .. fmt(math.floor((id - 1) / PAGE_SLOTS)) end
-local function newPage(url)
-  local id = redis.call('HINCRBY', meta, 'pages', 1)
-  local k = pageKey(id)
-  local line = url
-  if string.sub(url, 1, 7) == 'http://' then
-    line = '\\1' .. string.sub(url, 8)
-  elseif string.sub(url, 1, 8) == 'https://' then
-    line = '\\2' .. string.sub(url, 9)
-  end
+-- with a control character): six or seven bytes fewer a page. Format 3 keeps
+-- origins (scheme://authority) the same way, numbered in their own table
+-- (\`h:<n>\`, found by the map \`o\`: 64 bits of the origin's SHA-1 → number),
+-- and a page's line is byte 3, the origin's number in base 128 in bytes of
+-- 128 and more (so no separator: the rest of the URL starts with '/', '?' or
+-- '#', or is empty), and the rest of the URL: a crawl has a few origins and many pages of each, and an origin is
+-- most of a short URL. Format 3 also keeps every page's SimHash, 8 bytes at
+-- its number's place in \`s:<n>\` (zeros for a page without one), so band
+-- records need only the page's number.
+local FMT = tonumber(M.v or '1')
+local function lineKey(tbl, id) return pre .. tbl .. ':' .. fmt(math.floor((id - 1) / PAGE_SLOTS)) end
+local function addLine(tbl, counter, line)
+  local id = redis.call('HINCRBY', meta, counter, 1)
+  local k = lineKey(tbl, id)
   -- SET, not APPEND: an appended string keeps room to grow, up to as much again.
   redis.call('SET', k, (redis.call('GET', k) or '') .. line .. '\\n', 'KEEPTTL')
   live(k)
+  return id
+end
+local function readLine(tbl, id)
+  local s = redis.call('GET', lineKey(tbl, id))
+  if not s then return nil end
+  local at = 1
+  for _ = 1, (id - 1) % PAGE_SLOTS do
+    local nl = string.find(s, '\\n', at, true)
+    if not nl then return nil end
+    at = nl + 1
+  end
+  local nl = string.find(s, '\\n', at, true)
+  return string.sub(s, at, (nl or (#s + 1)) - 1)
+end
+local function simKey(id) return pre .. 's:' .. fmt(math.floor((id - 1) / SIM_SLOTS)) end
+-- The page's SimHash as two 32-bit halves, or nil when it has no slot.
+local function simOf(id)
+  local at = ((id - 1) % SIM_SLOTS) * 8
+  local r = redis.call('GETRANGE', simKey(id), at, at + 7)
+  if #r < 8 then return nil end
+  return struct.unpack('>I4I4', r)
+end
+-- Format 3: a URL's origin by number, made when new. nil (the URL is then kept
+-- whole) for a URL with no origin, or in the rare case its 64 bits are another
+-- origin's: the line read back is compared, so a collision never renames a URL.
+local function originId(origin)
+  local hx = redis.sha1hex(origin)
+  local field = struct.pack('>I4I4', tonumber(string.sub(hx, 1, 8), 16), tonumber(string.sub(hx, 9, 16), 16))
+  local known = mapGet('o', field)
+  if known then
+    local id = tonumber(known)
+    if readLine('h', id) == origin then return id end
+    return nil
+  end
+  local id = addLine('h', 'origins', origin)
+  mapPut('o', field, fmt(id))
+  return id
+end
+local function newPage(url, sim)
+  local line = url
+  if FMT >= 3 then
+    local origin, rest = string.match(url, '^(%a[%w+.-]*://[^/?#]*)(.*)$')
+    local oid = origin and originId(origin)
+    if oid then
+      local digits = ''
+      repeat
+        digits = string.char(128 + oid % 128) .. digits
+        oid = math.floor(oid / 128)
+      until oid == 0
+      line = '\\3' .. digits .. rest
+    end
+  end
+  if line == url then
+    if string.sub(url, 1, 7) == 'http://' then
+      line = '\\1' .. string.sub(url, 8)
+    elseif string.sub(url, 1, 8) == 'https://' then
+      line = '\\2' .. string.sub(url, 9)
+    end
+  end
+  local id = addLine('u', 'pages', line)
+  if FMT >= 3 then
+    -- Pages are numbered in order, one script at a time: the slot is at the string's end.
+    local k = simKey(id)
+    local s = redis.call('GET', k) or ''
+    local at = ((id - 1) % SIM_SLOTS) * 8
+    if #s < at then s = s .. string.rep('\\0', at - #s) end
+    redis.call('SET', k, string.sub(s, 1, at) .. (sim or string.rep('\\0', 8)) .. string.sub(s, at + 9), 'KEEPTTL')
+    live(k)
+  end
   return id
 end
 local function fullUrl(line)
   local first = string.byte(line, 1)
   if first == 1 then return 'http://' .. string.sub(line, 2) end
   if first == 2 then return 'https://' .. string.sub(line, 2) end
+  if first == 3 then
+    local oid, at = 0, 2
+    while at <= #line do
+      local c = string.byte(line, at)
+      if c < 128 then break end
+      oid, at = oid * 128 + c - 128, at + 1
+    end
+    return (readLine('h', oid) or '') .. string.sub(line, at)
+  end
   return line
 end
 local function pageUrl(id)
-  local s = redis.call('GET', pageKey(id))
-  if not s then return '' end
-  local at = 1
-  for _ = 1, (id - 1) % PAGE_SLOTS do
-    local nl = string.find(s, '\\n', at, true)
-    if not nl then return '' end
-    at = nl + 1
-  end
-  local nl = string.find(s, '\\n', at, true)
-  return fullUrl(string.sub(s, at, (nl or (#s + 1)) - 1))
+  local line = readLine('u', id)
+  if not line then return '' end
+  return fullUrl(line)
 end
 `;
 
@@ -166,5 +249,9 @@ export async function compactKeyNames(redis: RedisLike, campaignKey: string): Pr
   }
   const pages = Number(meta.pages ?? '0');
   for (let b = 0; b * PAGE_SLOTS < pages; b++) names.push(k.bucket('u', b));
+  // Format 3: every page has its SimHash slot, and the origins their own table.
+  if (meta.v === '3') for (let b = 0; b * SIM_SLOTS < pages; b++) names.push(k.bucket('s', b));
+  const origins = Number(meta.origins ?? '0');
+  for (let b = 0; b * PAGE_SLOTS < origins; b++) names.push(k.bucket('h', b));
   return names;
 }

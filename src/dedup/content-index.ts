@@ -237,11 +237,151 @@ end
 mapPut('v', key, stored)
 return render(stored)`;
 
+// Format 3 (src/dedup/content-format.ts): as CONTENT_CHECK2_LUA, same ARGV
+// and verdicts, but a band record is 5 bytes, the page's number and a tag
+// byte of its band value (tagOf), and the page's SimHash is read from the
+// SimHash table (`s:<n>`, written by newPage) for the records whose tag is
+// ours: 20 bytes a unique page in four bands and 8 for its SimHash, where
+// format 2 keeps 48. Exact as before: a record counts as our band value's
+// only when its SimHash agrees with ours under the band's mask.
+const CONTENT_CHECK3_LUA = `
+local meta, pre = KEYS[1], ARGV[1]
+${COMPACT_LUA}
+local url, key, exact, sim = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+local function render(v)
+  local kind = string.sub(v, 1, 1)
+  if kind ~= 'e' and kind ~= 'n' then return 'u' end
+  if kind == 'e' then return 'e\\t' .. pageUrl(tonumber(string.sub(v, 2))) end
+  local d, of = string.match(v, '^n(%d+):(%d+)')
+  return 'n\\t' .. d .. '\\t' .. pageUrl(tonumber(of))
+end
+
+local known = mapGet('v', key)
+if known then return render(known) end
+
+local stored
+local owner = mapGet('x', exact)
+-- An owner whose stored payload is kept with it (payload-index.ts, format 3): its page number is in the record.
+if owner and not tonumber(owner) then owner = fmt((struct.unpack('>I4', owner, 2))) end
+if owner then stored = 'e' .. owner end
+
+-- Band i's value, from its mask halves and their lowest bits' weights (ARGV
+-- 9.. in fours): the band's bits shifted down, the two halves' parts added
+-- when the band straddles them. What picks the band's bucket: any function
+-- of the band value would do, and the value's own low bits are uniform.
+local function bandHash(h, l, i)
+  local at = 5 + 4 * i
+  return (band(h, tonumber(ARGV[at])) % 4294967296) / tonumber(ARGV[at + 2]) + (band(l, tonumber(ARGV[at + 1])) % 4294967296) / tonumber(ARGV[at + 3])
+end
+
+-- A byte of the band value (through bandHash: any function of it would do):
+-- what tells a record of our band value from the bucket's others without
+-- reading its page's SimHash. Its bytes added, so values that share the low
+-- bits that picked the bucket still differ in it.
+local function tagOf(x)
+  local t, y = 0, x
+  for _ = 1, 8 do
+    t = (t + y % 256) % 256
+    y = math.floor(y / 256)
+  end
+  return t
+end
+
+local bands = {}
+local hi, lo
+-- An exact copy puts nothing in the bands: they are not read for it.
+if sim ~= '' and not stored then
+  hi, lo = struct.unpack('>I4I4', sim)
+  local function pop(x)
+    x = x - band(rshift(x, 1), 0x55555555)
+    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+    x = band(x + rshift(x, 4), 0x0F0F0F0F)
+    x = x + rshift(x, 8)
+    return band(x + rshift(x, 16), 0x3F)
+  end
+  local cap = tonumber(ARGV[7])
+  local bestD, bestId = tonumber(ARGV[6]) + 1, nil
+  for i = 1, (#ARGV - 8) / 4 do
+    local mhi, mlo = tonumber(ARGV[5 + 4 * i]), tonumber(ARGV[6 + 4 * i])
+    local x = bandHash(hi, lo, i)
+    local map = ARGV[8] .. (i - 1)
+    local bkey = bucketOf(map, x)
+    local p = redis.call('GET', bkey) or ''
+    local mine, first = 0, nil
+    local tag = tagOf(x)
+    for at = 1, #p - 4, 5 do
+      -- Another tag is another band value; the same tag, most likely ours, which the SimHash says.
+      local rhi, rlo, rid
+      if string.byte(p, at + 4) == tag then
+        rid = struct.unpack('>I4', p, at)
+        rhi, rlo = simOf(rid)
+      end
+      if rhi and band(bxor(rhi, hi), mhi) == 0 and band(bxor(rlo, lo), mlo) == 0 then
+        mine = mine + 1
+        first = first or at
+        -- The first half alone already too far: the second cannot bring it back.
+        local d = pop(bxor(hi, rhi))
+        if d < bestD then
+          d = d + pop(bxor(lo, rlo))
+          if d < bestD then bestD, bestId = d, rid end
+        end
+      end
+    end
+    bands[i] = {map = map, key = bkey, p = p, mine = mine, first = first, cap = cap, tag = tag}
+  end
+  if bestId then stored = 'n' .. bestD .. ':' .. fmt(bestId) end
+end
+
+local own
+if not owner then
+  own = newPage(url, sim ~= '' and sim or nil)
+  mapPut('x', exact, fmt(own))
+end
+if stored and string.sub(stored, 1, 1) == 'n' then stored = stored .. ':' .. fmt(own) end
+if not stored then
+  stored = fmt(own)
+  for i = 1, #bands do
+    local b = bands[i]
+    local p = b.p
+    local rec = struct.pack('>I4B', own, b.tag)
+    if b.mine >= b.cap then
+      -- The oldest record of our band value goes: the map keeps its count.
+      p = string.sub(p, 1, b.first - 1) .. string.sub(p, b.first + 5)
+      redis.call('SET', b.key, p .. rec, 'KEEPTTL')
+    else
+      -- SET, not APPEND: an appended string keeps room to grow, up to as much again.
+      redis.call('SET', b.key, p .. rec, 'KEEPTTL')
+      live(b.key)
+      -- A record's bucket is its band value's: its page's SimHash says which.
+      grown(b.map, BAND_LOAD3, function(from, to, l, s)
+        local all = redis.call('GET', from) or ''
+        local stay, go = {}, {}
+        for at = 1, #all - 4, 5 do
+          local rhi, rlo = simOf((struct.unpack('>I4', all, at)))
+          local x = bandHash(rhi, rlo, i)
+          local r = string.sub(all, at, at + 4)
+          if x % 2 ^ (l + 1) == s then stay[#stay + 1] = r else go[#go + 1] = r end
+        end
+        if #go > 0 then
+          redis.call('SET', from, table.concat(stay), 'KEEPTTL')
+          redis.call('SET', to, (redis.call('GET', to) or '') .. table.concat(go), 'KEEPTTL')
+          live(to)
+        end
+      end)
+    end
+  end
+end
+mapPut('v', key, stored)
+return render(stored)`;
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     // numkeys first: the band count, hence the key count, depends on maxDistance.
     crawlContentCheck(numKeys: number, ...keysThenArgv: (string | number)[]): Result<string, Context>;
     crawlContentCheck2(meta: string, ...argv: (string | number | Buffer)[]): Result<string, Context>;
+    crawlContentCheck3(meta: string, ...argv: (string | number | Buffer)[]): Result<string, Context>;
   }
 }
 
@@ -251,6 +391,9 @@ function ensureScript(redis: Redis | Cluster): void {
   }
   if (typeof (redis as unknown as Record<string, unknown>).crawlContentCheck2 !== 'function') {
     redis.defineCommand('crawlContentCheck2', { numberOfKeys: 1, lua: CONTENT_CHECK2_LUA });
+  }
+  if (typeof (redis as unknown as Record<string, unknown>).crawlContentCheck3 !== 'function') {
+    redis.defineCommand('crawlContentCheck3', { numberOfKeys: 1, lua: CONTENT_CHECK3_LUA });
   }
 }
 
@@ -357,7 +500,8 @@ export class ContentIndex {
   async check(input: ContentCheckInput): Promise<ContentVerdict> {
     if (input.url.includes('\n')) throw new TypeError(`url may not contain a newline: ${JSON.stringify(input.url)}`);
     if (!input.exactHash) throw new TypeError('exactHash is empty');
-    if ((await contentFormat(this.redis, this.campaignKey)) === 2) return this.check2(input);
+    const format = await contentFormat(this.redis, this.campaignKey);
+    if (format !== 1) return this.check2(input, format);
     const sim = input.simhash === null ? '' : simhashToHex(input.simhash);
     const fields = input.simhash === null ? this.bandKeys.map(() => '') : bandValues(input.simhash, this.bandKeys.length);
     const keys = [this.keys.verdict, this.keys.exact, ...this.bandKeys];
@@ -365,11 +509,13 @@ export class ContentIndex {
     return parseVerdict(raw);
   }
 
-  private async check2(input: ContentCheckInput): Promise<ContentVerdict> {
+  /** Formats 2 and 3: the same arguments, each its own script. */
+  private async check2(input: ContentCheckInput, format: 2 | 3): Promise<ContentVerdict> {
     const k = this.keys;
     const sim = input.simhash === null ? '' : Buffer.from(simhashToHex(input.simhash), 'hex');
     const masks = input.simhash === null ? [] : bandMasks(this.bandKeys.length).flat();
-    const raw = await this.redis.crawlContentCheck2(
+    const check = format === 3 ? this.redis.crawlContentCheck3.bind(this.redis) : this.redis.crawlContentCheck2.bind(this.redis);
+    const raw = await check(
       k.meta,
       compactPrefix(this.campaignKey),
       input.url,

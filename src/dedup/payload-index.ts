@@ -23,11 +23,11 @@
 // fewer for almost every page; other bodies (images, PDFs) claim as above.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis, Result } from 'ioredis';
-import type { RevisitOf } from '../storage/warc-writer';
+import { responseRecordId, type RevisitOf } from '../storage/warc-writer';
 import { contentKeys } from '../redis/keys';
 import { COMPACT_LUA, compactPrefix } from './compact-store';
-import { contentFormat } from './content-format';
-import { key64 } from './content-index';
+import { type ContentFormat, contentFormat } from './content-format';
+import { exactKey, key64 } from './content-index';
 
 /** A claim not confirmed for this long is taken over: its claimant most likely died. */
 export const CLAIM_TAKEOVER_MS = 20_000;
@@ -79,7 +79,9 @@ return 0`;
 // (4 bytes) + WARC-Date as epoch ms (6 bytes) + record ID (16 bytes, of a
 // \`<urn:uuid:…>\`), 27 bytes; or, when the date or the id is in another shape
 // (epoch ms would not give the very text back), 'x<page>,<date>,<record id>'
-// as written. A claim is 'p<attempt>\\t<claimed at, ms>'. Every script
+// as written. Format 3 keeps what a record ID written by responseRecordId
+// comes from instead of the ID: 'a' + page + epoch ms + the attempt id's 6
+// bytes, 17 bytes. A claim is 'p<attempt>\\t<claimed at, ms>'. Every script
 // answers as the old ones do, a stored copy as 's\\t<uri>\\t<date>\\t<record
 // id>' (its date as '@<epoch ms>' when it was kept so: parseStored2).
 const STORED2_LUA = `
@@ -92,6 +94,11 @@ local function stored(v)
     page, date = struct.unpack('>I4I6', v, 2)
     date = '@' .. fmt(date)
     rid = string.format('<urn:uuid:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x>', string.byte(v, 12, 27))
+  elseif kind == 'a' then
+    -- The record ID is derived again by the reader (parseStored2) from '#<attempt id, hex>'.
+    page, date = struct.unpack('>I4I6', v, 2)
+    date = '@' .. fmt(date)
+    rid = '#' .. string.format('%02x%02x%02x%02x%02x%02x', string.byte(v, 12, 17))
   elseif kind == 'x' then
     local c1 = string.find(v, ',', 2, true)
     local c2 = string.find(v, ',', c1 + 1, true)
@@ -122,7 +129,8 @@ mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
 return 'o'`;
 
 // ARGV: prefix, payload key, uri, URL key (8 bytes), then epoch ms and the record ID's 16 bytes
-// (kind 'c'), or the date and the record ID as written (kind 'x'), then the kind. As CONFIRM_LUA.
+// (kind 'c') or the attempt id's 6 bytes (kind 'a', format 3), or the date and the record ID as
+// written (kind 'x'), then the kind. As CONFIRM_LUA.
 const CONFIRM2_LUA = `${STORED2_LUA}
 local v = mapGet('p', ARGV[2])
 if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
@@ -134,8 +142,8 @@ if verdict then
   if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
 end
 page = page or newPage(ARGV[3])
-if ARGV[7] == 'c' then
-  mapPut('p', ARGV[2], 'c' .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+if ARGV[7] == 'c' or ARGV[7] == 'a' then
+  mapPut('p', ARGV[2], ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
 else
   mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
 end
@@ -153,6 +161,80 @@ local v = mapGet('p', ARGV[2])
 if not v then return false end
 return stored(v) or 'p'`;
 
+// Format 3: a payload whose stored copy is the page the content index named
+// first for these very bytes (an HTML page that was not rendered: its exact
+// key is 64 bits of the body's SHA-256, contentHashOf) is kept in that exact
+// key's entry of the map `x` instead of an entry of its own in `p`: the
+// owner's page number becomes 'a'/'c' + page + date + attempt or record ID,
+// 17 or 27 bytes where the page number was, and the 8-byte field, the entry's
+// overhead and its share of a bucket are saved. Every other payload (images,
+// PDFs, a rendered page's, a copy stored by another URL than the owner: a
+// takeover) is kept in `p` as in format 2. Readers look in `x` first, by
+// the body key (ARGV), then in `p`. The content check reads an owner in
+// either form (CONTENT_CHECK3_LUA).
+const STORED3_LUA = `${STORED2_LUA}
+local function merged(bodyKey)
+  if bodyKey == '' then return nil end
+  local v = mapGet('x', bodyKey)
+  if v and (string.sub(v, 1, 1) == 'a' or string.sub(v, 1, 1) == 'c') then return v end
+  return nil
+end
+`;
+
+// ARGV: prefix, payload key, attempt, takeover ms, body key (8 bytes, or '' unknown). As CLAIM2_LUA.
+const CLAIM3_LUA = `${STORED3_LUA}
+local m = merged(ARGV[5])
+if m then return stored(m) end
+local v = mapGet('p', ARGV[2])
+if v then
+  local s = stored(v)
+  if s then return s end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if v then
+  local attempt, since = string.match(v, '^p([^\\t]*)\\t(%d+)$')
+  if attempt == ARGV[3] then return 'o' end
+  local left = tonumber(since or '0') + tonumber(ARGV[4]) - now
+  if left > 0 then return 'w\\t' .. left end
+end
+mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
+return 'o'`;
+
+// ARGV: as CONFIRM2_LUA, then the body key. The first full copy confirmed wins, wherever it is kept.
+const CONFIRM3_LUA = `${STORED3_LUA}
+local bodyKey = ARGV[8]
+if merged(bodyKey) then return 0 end
+local v = mapGet('p', ARGV[2])
+if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
+local page
+local verdict = mapGet('v', ARGV[4])
+if verdict then
+  local own = string.match(verdict, '^(%d+)$') or string.match(verdict, '^n%d+:%d+:(%d+)$')
+  if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
+end
+if page and bodyKey ~= '' and (ARGV[7] == 'a' or ARGV[7] == 'c') and mapGet('x', bodyKey) == fmt(page) then
+  -- The bytes' owner stored them: kept in its exact entry; a claim it held in \`p\` goes.
+  mapPut('x', bodyKey, ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+  if v then mapDel('p', ARGV[2]) end
+  return 1
+end
+page = page or newPage(ARGV[3])
+if ARGV[7] == 'c' or ARGV[7] == 'a' then
+  mapPut('p', ARGV[2], ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+else
+  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
+end
+return 1`;
+
+// ARGV: prefix, payload key, body key. As GET2_LUA.
+const GET3_LUA = `${STORED3_LUA}
+local m = merged(ARGV[3])
+if m then return stored(m) end
+local v = mapGet('p', ARGV[2])
+if not v then return false end
+return stored(v) or 'p'`;
+
 type Arg = string | number | Buffer;
 
 declare module 'ioredis' {
@@ -164,11 +246,14 @@ declare module 'ioredis' {
     crawlPayloadConfirm2(meta: string, ...argv: Arg[]): Result<number, Context>;
     crawlPayloadAbandon2(meta: string, ...argv: Arg[]): Result<number, Context>;
     crawlPayloadGet2(meta: string, ...argv: Arg[]): Result<string | null, Context>;
+    crawlPayloadClaim3(meta: string, ...argv: Arg[]): Result<string, Context>;
+    crawlPayloadConfirm3(meta: string, ...argv: Arg[]): Result<number, Context>;
+    crawlPayloadGet3(meta: string, ...argv: Arg[]): Result<string | null, Context>;
   }
 }
 
 function ensureScripts(redis: Redis | Cluster): void {
-  if (typeof (redis as unknown as Record<string, unknown>).crawlPayloadClaim2 === 'function') return;
+  if (typeof (redis as unknown as Record<string, unknown>).crawlPayloadClaim3 === 'function') return;
   redis.defineCommand('crawlPayloadClaim', { numberOfKeys: 1, lua: CLAIM_LUA });
   redis.defineCommand('crawlPayloadConfirm', { numberOfKeys: 1, lua: CONFIRM_LUA });
   redis.defineCommand('crawlPayloadAbandon', { numberOfKeys: 1, lua: ABANDON_LUA });
@@ -176,27 +261,52 @@ function ensureScripts(redis: Redis | Cluster): void {
   redis.defineCommand('crawlPayloadConfirm2', { numberOfKeys: 1, lua: CONFIRM2_LUA });
   redis.defineCommand('crawlPayloadAbandon2', { numberOfKeys: 1, lua: ABANDON2_LUA });
   redis.defineCommand('crawlPayloadGet2', { numberOfKeys: 1, lua: GET2_LUA });
+  redis.defineCommand('crawlPayloadClaim3', { numberOfKeys: 1, lua: CLAIM3_LUA });
+  redis.defineCommand('crawlPayloadConfirm3', { numberOfKeys: 1, lua: CONFIRM3_LUA });
+  redis.defineCommand('crawlPayloadGet3', { numberOfKeys: 1, lua: GET3_LUA });
 }
 
 const UUID_RECORD_ID = /^<urn:uuid:([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})>$/;
 
-/** A stored copy's date and record id as CONFIRM2_LUA takes them: [date, record id, kind]. */
-function packStored(stored: RevisitOf): [string, string | Buffer, 'c' | 'x'] {
+const ATTEMPT_ID = /^[A-Za-z0-9_-]{8}$/;
+
+/**
+ * A stored copy's date and record id as CONFIRM2_LUA takes them: [date, record id, kind]. `derived`
+ * (format 3, the attempt that wrote it given): the record ID is responseRecordId's, kept as the attempt's 6 bytes.
+ */
+function packStored(stored: RevisitOf, derivedFrom?: string): [string, string | Buffer, 'a' | 'c' | 'x'] {
   const ms = Date.parse(stored.date);
   const uuid = stored.recordId ? UUID_RECORD_ID.exec(stored.recordId) : null;
   // Epoch ms only when it gives the very text back: WARC-Refers-To-Date must equal the original's WARC-Date.
-  if (uuid && Number.isInteger(ms) && ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === stored.date) {
+  const exactMs = Number.isInteger(ms) && ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === stored.date;
+  if (exactMs && derivedFrom !== undefined && ATTEMPT_ID.test(derivedFrom) && stored.recordId === responseRecordId(stored.uri, stored.date, derivedFrom)) {
+    return [String(ms), Buffer.from(derivedFrom, 'base64url'), 'a'];
+  }
+  if (uuid && exactMs) {
     return [String(ms), Buffer.from(uuid.slice(1).join(''), 'hex'), 'c'];
   }
+  // '#' starts an attempt's record ID (kind 'a') in the scripts' answer; a WARC-Record-ID is `<…>`.
+  if (stored.recordId?.startsWith('#')) throw new TypeError(`a stored payload's record id may not start with '#': ${JSON.stringify(stored.recordId)}`);
   if (stored.date.includes(',')) throw new TypeError(`a stored payload's date may not contain a comma: ${JSON.stringify(stored.date)}`);
   return [stored.date, stored.recordId ?? '', 'x'];
 }
 
-/** A stored copy as the format-2 scripts answer it: its date back from epoch ms. */
+/** A stored copy as the format-2 and 3 scripts answer it: its date back from epoch ms, its record ID from the attempt ('#<hex>'). */
 function parseStored2(v: string): RevisitOf {
   const of = parseStored(v);
-  return of.date.startsWith('@') ? { ...of, date: new Date(Number(of.date.slice(1))).toISOString() } : of;
+  const date = of.date.startsWith('@') ? new Date(Number(of.date.slice(1))).toISOString() : of.date;
+  if (of.recordId?.startsWith('#')) return { ...of, date, recordId: responseRecordId(of.uri, date, Buffer.from(of.recordId.slice(1), 'hex').toString('base64url')) };
+  return { ...of, date };
 }
+
+/**
+ * What names a payload: its WARC payload digest, and when known the body's contentHashOf (the
+ * content index's exact hash of it), under which a format-3 campaign keeps an HTML page's stored
+ * copy with its exact entry.
+ */
+export type PayloadKey = string | { digest: string; contentHash: string };
+const digestOf = (k: PayloadKey): string => (typeof k === 'string' ? k : k.digest);
+const bodyKeyOf = (k: PayloadKey): Buffer | string => (typeof k === 'string' ? '' : exactKey(k.contentHash));
 
 /** `original`: write the full response, then confirm(). `revisit`: write a revisit record referring to `of`. */
 export type PayloadClaim = { kind: 'original' } | { kind: 'revisit'; of: RevisitOf };
@@ -222,23 +332,29 @@ export class PayloadIndex {
     ensureScripts(redis);
   }
 
-  private compact(): Promise<boolean> {
-    return contentFormat(this.redis, this.campaignKey).then((f) => f === 2);
+  private format(): Promise<ContentFormat> {
+    return contentFormat(this.redis, this.campaignKey);
   }
 
-  private async claimOnce(digest: string, attempt: string): Promise<string> {
-    if (await this.compact()) return this.redis.crawlPayloadClaim2(this.meta, this.prefix, key64(digest), attempt, this.takeoverMs);
+  private async claimOnce(key: PayloadKey, attempt: string): Promise<string> {
+    const f = await this.format();
+    const digest = digestOf(key);
+    if (f === 3) return this.redis.crawlPayloadClaim3(this.meta, this.prefix, key64(digest), attempt, this.takeoverMs, bodyKeyOf(key));
+    if (f === 2) return this.redis.crawlPayloadClaim2(this.meta, this.prefix, key64(digest), attempt, this.takeoverMs);
     return this.redis.crawlPayloadClaim(this.key, digest, attempt, this.takeoverMs);
   }
 
   /** The payload's state: the stored copy ('s\t…'), something else while claimed, or null. */
-  private async look(digest: string): Promise<string | null> {
-    if (await this.compact()) return this.redis.crawlPayloadGet2(this.meta, this.prefix, key64(digest));
+  private async look(key: PayloadKey): Promise<string | null> {
+    const f = await this.format();
+    const digest = digestOf(key);
+    if (f === 3) return this.redis.crawlPayloadGet3(this.meta, this.prefix, key64(digest), bodyKeyOf(key));
+    if (f === 2) return this.redis.crawlPayloadGet2(this.meta, this.prefix, key64(digest));
     return this.redis.hget(this.key, digest);
   }
 
   private async parse(v: string): Promise<RevisitOf> {
-    return (await this.compact()) ? parseStored2(v) : parseStored(v);
+    return (await this.format()) !== 1 ? parseStored2(v) : parseStored(v);
   }
 
   /**
@@ -246,7 +362,7 @@ export class PayloadIndex {
    * claim) or as a revisit of the stored copy. Waits while another attempt
    * is writing the same payload.
    */
-  async claim(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
+  async claim(digest: PayloadKey, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
     let pause = POLL_FIRST_MS;
     for (;;) {
       const r = await this.claimOnce(digest, attempt);
@@ -264,7 +380,7 @@ export class PayloadIndex {
    * it. Falls back to claim() when another attempt holds a claim, or when
    * no copy came within the takeover time (its writer died or failed).
    */
-  async awaitStored(digest: string, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
+  async awaitStored(digest: PayloadKey, attempt: string, signal?: AbortSignal): Promise<PayloadClaim> {
     const deadline = Date.now() + this.takeoverMs;
     let pause = POLL_FIRST_MS;
     for (;;) {
@@ -276,21 +392,30 @@ export class PayloadIndex {
     }
   }
 
-  /** The full response is in its WARC file: revisits may refer to it from now on. Returns whether it became the stored copy. */
-  async confirm(digest: string, stored: RevisitOf): Promise<boolean> {
+  /**
+   * The full response is in its WARC file: revisits may refer to it from now on. Returns whether
+   * it became the stored copy. `attemptId`: the attempt that wrote it; when its record ID is
+   * responseRecordId's, a format-3 campaign keeps the attempt instead of the ID.
+   */
+  async confirm(key: PayloadKey, stored: RevisitOf, attemptId?: string): Promise<boolean> {
+    const digest = digestOf(key);
     for (const f of [stored.uri, stored.date, stored.recordId ?? ''])
       if (/[\t\n]/.test(f)) throw new TypeError(`a stored payload's field may not contain a tab or newline: ${JSON.stringify(f)}`);
-    if (await this.compact()) {
+    const f = await this.format();
+    if (f !== 1) {
       if (stored.uri.includes('\n')) throw new TypeError(`a stored payload's uri may not contain a newline: ${JSON.stringify(stored.uri)}`);
-      const [date, rid, kind] = packStored(stored);
+      const [date, rid, kind] = packStored(stored, f === 3 ? attemptId : undefined);
+      if (f === 3) return (await this.redis.crawlPayloadConfirm3(this.meta, this.prefix, key64(digest), stored.uri, key64(stored.uri), date, rid, kind, bodyKeyOf(key))) === 1;
       return (await this.redis.crawlPayloadConfirm2(this.meta, this.prefix, key64(digest), stored.uri, key64(stored.uri), date, rid, kind)) === 1;
     }
     return (await this.redis.crawlPayloadConfirm(this.key, digest, `s\t${stored.uri}\t${stored.date}\t${stored.recordId ?? ''}`)) === 1;
   }
 
   /** This attempt could not write its full response: others need not wait for it. */
-  async abandon(digest: string, attempt: string): Promise<void> {
-    if (await this.compact()) await this.redis.crawlPayloadAbandon2(this.meta, this.prefix, key64(digest), attempt);
+  async abandon(key: PayloadKey, attempt: string): Promise<void> {
+    const digest = digestOf(key);
+    // Format 3 keeps claims in `p` only, as format 2 does.
+    if ((await this.format()) !== 1) await this.redis.crawlPayloadAbandon2(this.meta, this.prefix, key64(digest), attempt);
     else await this.redis.crawlPayloadAbandon(this.key, digest, attempt);
   }
 }

@@ -125,7 +125,16 @@ export const CONTENT_KEY_FAMILIES: Record<ContentKind, KeyFamily> = {
 };
 
 /** The compact layout's maps (src/dedup/compact-store.ts), by the map name in a bucket's key. */
-const COMPACT_MAPS: Record<string, KeyFamily> = { v: 'content-verdicts', x: 'content-exact', p: 'content-payloads', u: 'content-pages' };
+// Format 3's SimHash table (s) is the band index's; its origin table (h) and map (o) the page table's.
+const COMPACT_MAPS: Record<string, KeyFamily> = {
+  v: 'content-verdicts',
+  x: 'content-exact',
+  p: 'content-payloads',
+  u: 'content-pages',
+  o: 'content-pages',
+  h: 'content-pages',
+  s: 'content-bands',
+};
 const compactMapFamily = (map: string): KeyFamily | undefined => COMPACT_MAPS[map] ?? (/^k\d+b\d+$/.test(map) ? 'content-bands' : undefined);
 const COMPACT_BUCKET = /^content:([^:]+):\d+$/;
 

@@ -1,25 +1,27 @@
 // The shared content index against real Redis: first writer wins, verdicts
 // are final per URL, and the pigeonhole bands find every near-duplicate
 // within maxDistance and nothing beyond it. Every case runs on both layouts:
-// format 1 (campaigns created before the compact one, unmarked) and format 2
-// (src/dedup/compact-store.ts).
-import { randomBytes, randomUUID } from 'node:crypto';
+// format 1 (campaigns created before the compact one, unmarked), format 2
+// (src/dedup/compact-store.ts) and format 3 (format 2 with numbered origins,
+// a SimHash table and 5-byte band records: what new campaigns get).
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../../src/redis/client';
 import { bandValues, ContentIndex, contentKeys } from '../../src/dedup/content-index';
 import { hammingDistance, simhash64 } from '../../src/dedup/simhash';
 import { PayloadIndex } from '../../src/dedup/payload-index';
-import { BAND_LOAD, compactKeyNames, MAP_LOAD } from '../../src/dedup/compact-store';
+import { BAND_LOAD, BAND_LOAD3, compactKeyNames, MAP_LOAD, SIM_SLOTS } from '../../src/dedup/compact-store';
+import { responseRecordId } from '../../src/storage/warc-writer';
 import { expireCampaign } from '../../src/redis/retention';
 import { defineScripts, type RedisLike } from '../../src/redis/scripts';
-import { type ContentFormat, contentFormat, forgetContentFormats, markContentFormat } from '../../src/dedup/content-format';
+import { CONTENT_FORMAT, type ContentFormat, contentFormat, forgetContentFormats, markContentFormat } from '../../src/dedup/content-format';
 
 const random64 = () => randomBytes(8).readBigUInt64BE();
 /** Flips the given bit positions (0 = least significant). */
 const flip = (h: bigint, bits: number[]) => bits.reduce((x, b) => x ^ (1n << BigInt(b)), h);
 const hash = () => randomUUID();
 const ck = () => `t-${randomUUID()}`;
-const FORMATS: ContentFormat[] = [1, 2];
+const FORMATS: ContentFormat[] = [1, 2, 3];
 
 // With the default maxDistance 3 the bands are 16 bits each: [63..48] [47..32] [31..16] [15..0].
 const BAND_BITS = [60, 40, 20, 5];
@@ -32,7 +34,7 @@ describe.each(FORMATS)('content index, format %d', (format) => {
   /** A new campaign's key, marked with the layout under test. */
   const key = async () => {
     const k = ck();
-    if (format === 2) await markContentFormat(redis, k);
+    if (format !== 1) await markContentFormat(redis, k, format);
     return k;
   };
   afterAll(async () => {
@@ -211,7 +213,7 @@ describe.each(FORMATS)('payload index (revisit records), format %d', (format) =>
   });
   const key = async () => {
     const k = ck();
-    if (format === 2) await markContentFormat(redis, k);
+    if (format !== 1) await markContentFormat(redis, k, format);
     return k;
   };
   afterAll(async () => {
@@ -280,7 +282,7 @@ describe.each(FORMATS)('payload index (revisit records), format %d', (format) =>
 // The compact layout's own guarantees: its buckets split as the campaign
 // grows and nothing is lost across a split, a URL is kept once per distinct
 // page, and a campaign created before it keeps its own layout.
-describe('compact layout (format 2)', () => {
+describe.each([2, 3] as const)('compact layout (format %d)', (format) => {
   let redis: Redis;
   beforeAll(() => {
     redis = createRedis(process.env.REDIS_URL!) as Redis;
@@ -291,7 +293,7 @@ describe('compact layout (format 2)', () => {
 
   it('finds every exact and near duplicate of 3,000 pages across many bucket splits, in little memory', async () => {
     const campaign = ck();
-    await markContentFormat(redis, campaign);
+    await markContentFormat(redis, campaign, format);
     const idx = new ContentIndex(redis, campaign);
     const pages = Array.from({ length: 3000 }, (_, i) => ({
       url: `http://s${i % 50}.test/page/${i}`,
@@ -308,8 +310,8 @@ describe('compact layout (format 2)', () => {
     for (const [map, load] of [
       ['v', MAP_LOAD],
       ['x', MAP_LOAD],
-      ['k3b0', BAND_LOAD],
-      ['k3b3', BAND_LOAD],
+      ['k3b0', format === 3 ? BAND_LOAD3 : BAND_LOAD],
+      ['k3b3', format === 3 ? BAND_LOAD3 : BAND_LOAD],
     ] as const) {
       expect({ map, level: Number(meta[`${map}:l`] ?? 0) }).toEqual({ map, level: level(load) });
     }
@@ -331,12 +333,13 @@ describe('compact layout (format 2)', () => {
     expect(await redis.exists(...names)).toBe(names.length);
     let bytes = 0;
     for (const n of names) bytes += (await redis.memory('USAGE', n, 'SAMPLES', 0)) ?? 0;
-    expect(bytes / pages.length).toBeLessThan(160);
+    // Format 3 (origins numbered, SimHashes once, 5-byte band records) under 100.
+    expect(bytes / pages.length).toBeLessThan(format === 3 ? 100 : 160);
   });
 
   it("keys made after the campaign's retention set its time to live get it too (new buckets, split targets, page strings)", async () => {
     const campaign = ck();
-    await markContentFormat(redis, campaign);
+    await markContentFormat(redis, campaign, format);
     const idx = new ContentIndex(redis, campaign);
     const page = (i: number) => ({ url: `http://r${i % 7}.test/p/${i}`, exactHash: `sha256:${randomBytes(32).toString('hex')}`, simhash: random64() });
     for (let i = 0; i < 300; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => idx.check(page(i + j))));
@@ -354,7 +357,7 @@ describe('compact layout (format 2)', () => {
 
   it('gives back every URL as it was, whatever its scheme (the page table keeps http:// and https:// in a byte)', async () => {
     const campaign = ck();
-    await markContentFormat(redis, campaign);
+    await markContentFormat(redis, campaign, format);
     const idx = new ContentIndex(redis, campaign);
     for (const url of ['https://s.test/a?b=1#', 'http://h.test/', 'ftp://f.test/x', 'https:/odd', 'http:', 'urn:x:http://y']) {
       const h = hash();
@@ -365,7 +368,7 @@ describe('compact layout (format 2)', () => {
 
   it('keeps a page URL once: the payload its content check numbered refers to the same page', async () => {
     const campaign = ck();
-    await markContentFormat(redis, campaign);
+    await markContentFormat(redis, campaign, format);
     const url = 'http://once.test/a';
     expect(await new ContentIndex(redis, campaign).check({ url, exactHash: hash(), simhash: random64() })).toEqual({ kind: 'unique' });
     const payloads = new PayloadIndex(redis, campaign);
@@ -407,3 +410,168 @@ describe('compact layout (format 2)', () => {
 });
 
 const stored0 = { uri: 'http://old.test/a', date: '2026-01-01T00:00:00.000Z', recordId: '<urn:uuid:0>' };
+
+// What format 3 adds to format 2, and a campaign created in format 2 (before
+// it) running on under this release.
+describe('compact layout, format 3', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = createRedis(process.env.REDIS_URL!) as Redis;
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+  const bucketsOf = async (campaign: string, map: string) => (await compactKeyNames(redis, campaign)).filter((n) => n.includes(`:content:${map}:`));
+
+  it('is what a new campaign gets', () => {
+    expect(CONTENT_FORMAT).toBe(3);
+  });
+
+  it('gives back every URL of 300 origins (origin numbers of one and two bytes) as it was, and keeps each origin once', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign, 3);
+    const idx = new ContentIndex(redis, campaign);
+    const urls: string[] = [];
+    for (let i = 0; i < 300; i++) urls.push(`https://o${i}.test:8${i % 10}/p/${i}?q=${i}`, `http://o${i}.test`, `http://o${i}.test?x#y`);
+    urls.push('urn:x:http://y', 'https:/odd', 'mailto:a@b.test');
+    for (const u of urls) expect(await idx.check({ url: u, exactHash: `sha256:${randomBytes(32).toString('hex')}`, simhash: null })).toEqual({ kind: 'unique' });
+    const hashes = new Map<string, string>();
+    for (const u of urls) {
+      const h = `sha256:${randomBytes(32).toString('hex')}`;
+      hashes.set(u, h);
+      await idx.check({ url: `${u}#first`, exactHash: h, simhash: null });
+    }
+    for (const u of urls) expect(await idx.check({ url: `${u}#copy`, exactHash: hashes.get(u)!, simhash: null })).toEqual({ kind: 'exact-duplicate', of: `${u}#first` });
+    const meta = await redis.hgetall(contentKeys(campaign, 3).meta);
+    // 300 http(s) origins with ports, 300 without; the three URLs without an authority kept whole.
+    expect(meta.origins).toBe('600');
+    const lines = (await Promise.all((await bucketsOf(campaign, 'u')).map((k) => redis.getBuffer(k)))).map((b) => b!.toString('latin1')).join('');
+    expect(lines).not.toContain('o1.test');
+  });
+
+  it("keeps a URL whole when its origin's 64 bits name another origin: a collision never renames a page", async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign, 3);
+    const idx = new ContentIndex(redis, campaign);
+    const h = hash();
+    expect(await idx.check({ url: 'http://a.test/1', exactHash: h, simhash: null })).toEqual({ kind: 'unique' });
+    // As if http://b.test's SHA-1 began as http://a.test's does: its field names origin 1.
+    const field = createHash('sha1').update('http://b.test').digest().subarray(0, 8);
+    await redis.hset(contentKeys(campaign, 3).bucket('o', 0), field, '1');
+    const h2 = hash();
+    expect(await idx.check({ url: 'http://b.test/2', exactHash: h2, simhash: null })).toEqual({ kind: 'unique' });
+    expect(await idx.check({ url: 'http://b.test/copy', exactHash: h2, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://b.test/2' });
+    expect(await idx.check({ url: 'http://a.test/copy', exactHash: h, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://a.test/1' });
+    expect(await redis.hget(contentKeys(campaign, 3).meta, 'origins')).toBe('1');
+  });
+
+  it("keeps a stored payload's record ID as the attempt that wrote it when the ID is responseRecordId's, and gives the very ID back", async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign, 3);
+    const url = 'http://pay.test/a';
+    expect(await new ContentIndex(redis, campaign).check({ url, exactHash: hash(), simhash: random64() })).toEqual({ kind: 'unique' });
+    const payloads = new PayloadIndex(redis, campaign);
+    const date = '2026-11-28T10:11:12.345Z';
+    const of = { uri: url, date, recordId: responseRecordId(url, date, 'Att_0-9z') };
+    expect(await payloads.confirm('sha1:DERIVED', of, 'Att_0-9z')).toBe(true);
+    expect(await payloads.claim('sha1:DERIVED', 'b')).toEqual({ kind: 'revisit', of });
+    // Kept in 17 bytes: 'a', the page (4), the date (6), the attempt (6).
+    const values = await redis.hvalsBuffer((await bucketsOf(campaign, 'p'))[0]!);
+    expect(values.map((v) => [v.length, v.subarray(0, 1).toString()])).toEqual([[17, 'a']]);
+    // A record ID that is not the attempt's is kept whole (16 bytes), and given back.
+    const other = { uri: 'http://pay.test/b', date, recordId: `<urn:uuid:${randomUUID()}>` };
+    expect(await payloads.confirm('sha1:RANDOM', other, 'Att_0-9z')).toBe(true);
+    expect(await payloads.claim('sha1:RANDOM', 'c')).toEqual({ kind: 'revisit', of: other });
+    // And an exact duplicate waiting for the original gets it too.
+    expect(await payloads.awaitStored('sha1:DERIVED', 'd')).toEqual({ kind: 'revisit', of });
+  });
+
+  it("keeps an HTML page's stored copy in its exact hash's entry: no payload entry of its own, and copies, revisits and takeovers as before", async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign, 3);
+    const idx = new ContentIndex(redis, campaign);
+    const payloads = new PayloadIndex(redis, campaign, 300);
+    const body = `sha256:${randomBytes(32).toString('hex')}`;
+    const owner = 'http://merge.test/owner';
+    expect(await idx.check({ url: owner, exactHash: body, simhash: random64() })).toEqual({ kind: 'unique' });
+    // Its exact duplicate waits for the owner's copy meanwhile.
+    const waiting = payloads.awaitStored({ digest: 'sha1:M', contentHash: body }, 'dup');
+    const date = '2026-11-28T10:11:12.345Z';
+    const of = { uri: owner, date, recordId: responseRecordId(owner, date, 'Owner_01') };
+    expect(await payloads.confirm({ digest: 'sha1:M', contentHash: body }, of, 'Owner_01')).toBe(true);
+    expect(await waiting).toEqual({ kind: 'revisit', of });
+    expect(await bucketsOf(campaign, 'p')).toEqual([]);
+    const xs = await redis.hvalsBuffer((await bucketsOf(campaign, 'x'))[0]!);
+    expect(xs.map((v) => [v.length, v.subarray(0, 1).toString()])).toEqual([[17, 'a']]);
+    // A later copy is still an exact duplicate of the owner, and a retry's claim a revisit of its copy.
+    expect(await idx.check({ url: 'http://merge.test/copy', exactHash: body, simhash: null })).toEqual({ kind: 'exact-duplicate', of: owner });
+    expect(await idx.check({ url: owner, exactHash: body, simhash: null })).toEqual({ kind: 'unique' });
+    expect(await payloads.claim({ digest: 'sha1:M', contentHash: body }, 'retry')).toEqual({ kind: 'revisit', of });
+    // A second confirm (the owner's retry storing its own copy) does not replace it.
+    expect(await payloads.confirm({ digest: 'sha1:M', contentHash: body }, { ...of, date: '2026-11-28T10:11:13.000Z' }, 'Owner_02')).toBe(false);
+
+    // The owner died before storing: a copy takes over, kept as a payload entry of its own, and wins over the owner's late confirm.
+    const body2 = `sha256:${randomBytes(32).toString('hex')}`;
+    expect(await idx.check({ url: 'http://merge.test/died', exactHash: body2, simhash: null })).toEqual({ kind: 'unique' });
+    expect(await idx.check({ url: 'http://merge.test/taker', exactHash: body2, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://merge.test/died' });
+    expect(await payloads.awaitStored({ digest: 'sha1:D', contentHash: body2 }, 'Taker_01')).toEqual({ kind: 'original' });
+    const taken = { uri: 'http://merge.test/taker', date, recordId: responseRecordId('http://merge.test/taker', date, 'Taker_01') };
+    expect(await payloads.confirm({ digest: 'sha1:D', contentHash: body2 }, taken, 'Taker_01')).toBe(true);
+    expect(await bucketsOf(campaign, 'p')).toHaveLength(1);
+    const late = { uri: 'http://merge.test/died', date, recordId: responseRecordId('http://merge.test/died', date, 'Died_001') };
+    expect(await payloads.confirm({ digest: 'sha1:D', contentHash: body2 }, late, 'Died_001')).toBe(false);
+    expect(await payloads.claim({ digest: 'sha1:D', contentHash: body2 }, 'later')).toEqual({ kind: 'revisit', of: taken });
+    expect(await idx.check({ url: 'http://merge.test/third', exactHash: body2, simhash: null })).toEqual({ kind: 'exact-duplicate', of: 'http://merge.test/died' });
+  });
+
+  it('keeps band records of 5 bytes and each SimHash once, and still finds a near copy whose record went into a split bucket', async () => {
+    const campaign = ck();
+    await markContentFormat(redis, campaign, 3);
+    const idx = new ContentIndex(redis, campaign);
+    const pages = Array.from({ length: 1200 }, (_, i) => ({ url: `http://b${i % 9}.test/${i}`, exactHash: hash(), simhash: random64() }));
+    for (let i = 0; i < pages.length; i += 100) await Promise.all(pages.slice(i, i + 100).map((p) => idx.check(p)));
+    for (const k of await bucketsOf(campaign, 'k3b2')) expect((await redis.strlen(k)) % 5).toBe(0);
+    const sims = await bucketsOf(campaign, 's');
+    expect(await Promise.all(sims.map((k) => redis.strlen(k)))).toEqual(sims.map((_, i) => 8 * Math.min(SIM_SLOTS, 1200 - i * SIM_SLOTS)));
+    for (const i of [0, 511, 1199]) {
+      expect(await idx.check({ url: `http://near.test/${i}`, exactHash: hash(), simhash: flip(pages[i].simhash, [BAND_BITS[0], BAND_BITS[2]]) })).toEqual({
+        kind: 'near-duplicate',
+        of: pages[i].url,
+        distance: 2,
+      });
+    }
+  });
+
+  it('leaves a campaign created in format 2 in format 2 under this release: its pages, copies and stored payloads are still found', async () => {
+    const campaign = ck();
+    // Marked 2, as the release before marked every new campaign, and written by the format-2 code path.
+    await markContentFormat(redis, campaign, 2);
+    const before = new ContentIndex(redis, campaign);
+    const pages = Array.from({ length: 300 }, (_, i) => ({ url: `http://two.test/${i}`, exactHash: hash(), simhash: random64() }));
+    for (const p of pages) expect(await before.check(p)).toEqual({ kind: 'unique' });
+    const of = { uri: pages[7].url, date: '2026-11-28T10:11:12.345Z', recordId: `<urn:uuid:${randomUUID()}>` };
+    expect(await new PayloadIndex(redis, campaign).confirm('sha1:TWO', of, 'Att_0-9z')).toBe(true);
+    // A worker of this release, nothing remembered, picks the campaign up.
+    forgetContentFormats();
+    expect(await contentFormat(redis, campaign)).toBe(2);
+    const after = new ContentIndex(redis, campaign);
+    const more = Array.from({ length: 300 }, (_, i) => ({ url: `http://two.test/more/${i}`, exactHash: hash(), simhash: random64() }));
+    for (const p of more) expect(await after.check(p)).toEqual({ kind: 'unique' });
+    for (const i of [0, 150, 299]) {
+      expect(await after.check({ url: `http://two.test/e${i}`, exactHash: pages[i].exactHash, simhash: null })).toEqual({ kind: 'exact-duplicate', of: pages[i].url });
+      expect(await after.check({ url: `http://two.test/n${i}`, exactHash: hash(), simhash: flip(more[i].simhash, [BAND_BITS[1]]) })).toEqual({
+        kind: 'near-duplicate',
+        of: more[i].url,
+        distance: 1,
+      });
+    }
+    expect(await new PayloadIndex(redis, campaign).claim('sha1:TWO', 'x')).toEqual({ kind: 'revisit', of });
+    // Still format 2's keys: 12-byte band records, URLs in full, no origin or SimHash table.
+    const names = await compactKeyNames(redis, campaign);
+    expect(names.filter((n) => /:content:[sho]:\d+$/.test(n))).toEqual([]);
+    for (const k of names.filter((n) => n.includes(':content:k3b'))) expect((await redis.strlen(k)) % 12).toBe(0);
+    const lines = (await Promise.all(names.filter((n) => n.includes(':content:u:')).map((k) => redis.getBuffer(k)))).map((b) => b!.toString('latin1')).join('');
+    expect(lines).toContain('\x01two.test/more/299\n');
+    expect(await redis.exists(...names)).toBe(names.length);
+  });
+});

@@ -2,9 +2,9 @@
 // payload stored before, and the handler's items after it. The WARC writer,
 // the payload index and the dataset are fakes recording what they were asked.
 import { storeStage, type StoreDeps, type StoreInput } from '../../activities/pipeline/store-stage';
-import type { PayloadClaim } from '../../src/dedup/payload-index';
+import type { PayloadClaim, PayloadKey } from '../../src/dedup/payload-index';
 import type { DatasetLine } from '../../src/storage/dataset-writer';
-import type { WarcExchange } from '../../src/storage/warc-writer';
+import { responseRecordId, type RevisitOf, type WarcExchange } from '../../src/storage/warc-writer';
 import { fakeResponse } from '../support/fake-response';
 
 const PAGE = 'https://a.test/page';
@@ -13,6 +13,7 @@ function setup(claim: PayloadClaim = { kind: 'original' }, opts: { failWrite?: b
   const log: string[] = [];
   const written: WarcExchange[] = [];
   const lines: DatasetLine[] = [];
+  const confirmed: [PayloadKey, RevisitOf, string | undefined][] = [];
   const deps: StoreDeps = {
     warc: {
       writeExchange: async (ex) => {
@@ -28,7 +29,7 @@ function setup(claim: PayloadClaim = { kind: 'original' }, opts: { failWrite?: b
         : {
             claim: async () => (log.push('claim'), claim),
             awaitStored: async () => (log.push('await'), claim),
-            confirm: async () => void log.push('confirm'),
+            confirm: async (digest, stored, attemptId) => void (log.push('confirm'), confirmed.push([digest, stored, attemptId])),
             abandon: async () => void log.push('abandon'),
           },
     dataset: async () => ({ appendAll: async (l: DatasetLine[]) => void lines.push(...l) }),
@@ -47,7 +48,7 @@ function setup(claim: PayloadClaim = { kind: 'original' }, opts: { failWrite?: b
     firstLook: false,
     items: [],
   };
-  return { deps, input, log, written, lines };
+  return { deps, input, log, written, lines, confirmed };
 }
 
 test('a payload claimed as the original is written in full, then offered to later copies', async () => {
@@ -56,6 +57,10 @@ test('a payload claimed as the original is written in full, then offered to late
   expect(s.log).toEqual(['claim', 'warc', 'confirm']);
   expect(stored).toMatchObject({ loc: { file: 'a.warc.gz', offset: 10 }, revisitOf: null, digest: expect.stringMatching(/^sha1:/) });
   expect(s.written[0]).toMatchObject({ url: PAGE, response: { status: 200 }, metadata: { fetchTimeMs: '25', hopsFromSeed: 'LE', via: 'https://a.test/' } });
+  // The original's record ID follows from its URL, date and attempt, which the payload index is given to keep instead.
+  const date = new Date(s.input.response.startedAt).toISOString();
+  expect(s.written[0].recordId).toBe(responseRecordId(PAGE, date, 'att1'));
+  expect(s.confirmed).toEqual([[stored.digest, { uri: PAGE, date, recordId: '<urn:uuid:1>' }, 'att1']]);
 });
 
 test('a payload stored before becomes a revisit record referring to it', async () => {
@@ -63,6 +68,8 @@ test('a payload stored before becomes a revisit record referring to it', async (
   const s = setup({ kind: 'revisit', of });
   expect(await storeStage(s.input, s.deps)).toMatchObject({ revisitOf: of });
   expect(s.written[0].revisit).toEqual(of);
+  // Not an original: its own record ID is a random one.
+  expect(s.written[0].recordId).toBeUndefined();
 });
 
 test("a first look the content index settled needs no claim of its own; its exact duplicate waits for the original's copy", async () => {
@@ -97,6 +104,12 @@ test('a WARC write that fails gives the payload claim back', async () => {
   const s = setup({ kind: 'original' }, { failWrite: true });
   await expect(storeStage(s.input, s.deps)).rejects.toThrow('disk full');
   expect(s.log).toEqual(['claim', 'abandon']);
+});
+
+test("the body's content hash goes with its digest to the payload index, which may keep an HTML page's copy with its exact entry", async () => {
+  const s = setup();
+  const stored = await storeStage({ ...s.input, firstLook: true, contentHash: 'sha256:00ff' }, s.deps);
+  expect(s.confirmed.map((c) => c[0])).toEqual([{ digest: stored.digest, contentHash: 'sha256:00ff' }]);
 });
 
 test("the handler's items are written after the record, tagged with the attempt and the record", async () => {
