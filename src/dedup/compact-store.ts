@@ -196,13 +196,16 @@ local function newPage(url, sim)
   end
   local id = addLine('u', 'pages', line)
   if FMT >= 3 then
-    -- Pages are numbered in order, one script at a time: the slot is at the string's end.
+    -- A SimHash string is made whole (zeros) by its first page, pages being numbered in order, and
+    -- written in place after: SETRANGE within its length neither grows it nor sends more than 8
+    -- bytes to the AOF and replicas, where rewriting it whole would send 2 KB a page.
     local k = simKey(id)
-    local s = redis.call('GET', k) or ''
     local at = ((id - 1) % SIM_SLOTS) * 8
-    if #s < at then s = s .. string.rep('\\0', at - #s) end
-    redis.call('SET', k, string.sub(s, 1, at) .. (sim or string.rep('\\0', 8)) .. string.sub(s, at + 9), 'KEEPTTL')
-    live(k)
+    if at == 0 then
+      redis.call('SET', k, string.rep('\\0', SIM_SLOTS * 8), 'NX')
+      live(k)
+    end
+    if sim then redis.call('SETRANGE', k, at, sim) end
   end
   return id
 end

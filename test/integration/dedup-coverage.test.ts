@@ -83,10 +83,10 @@ test('identical mirrors and an all-near-duplicate site are crawled completely', 
   expect(mirrorEntries.filter((e) => e.outcome === 'fetched').length).toBeLessThanOrEqual(1 + SUBPAGES);
   expect(mirrorEntries.filter((e) => e.outcome === 'duplicate').length).toBeGreaterThanOrEqual((MIRRORS - 1) * (1 + SUBPAGES));
   expect(index.filter((e) => e.host.startsWith('near.dup.test') && e.outcome === 'duplicate').length).toBeGreaterThan(NEAR / 2);
-  // A new campaign keeps its content index compact (src/dedup/compact-store.ts), which names a page
+  // A new campaign keeps its content index compact (format 3, src/dedup/compact-store.ts), which names a page
   // by number: every duplicate's line still names its original by URL, another page of the crawl.
   const campaignKey = `${result.campaignId}.${handle.firstExecutionRunId.slice(0, 8)}`;
-  expect(await h.redis.hget(contentKeys(campaignKey, 0).meta, 'v')).toBe('2');
+  expect(await h.redis.hget(contentKeys(campaignKey, 0).meta, 'v')).toBe('3');
   const crawled = new Set(index.map((e) => e.url));
   for (const e of index.filter((x) => x.outcome === 'duplicate')) {
     const of = e.duplicateOf?.url ?? '';

@@ -55,6 +55,10 @@ describe('classifyKey', () => {
       [contentKeys(CAMPAIGN, 3).bucket('u', 3), 'content-pages'],
       [contentKeys(CAMPAIGN, 3).bucket('k3b2', 40), 'content-bands'],
       [contentKeys(CAMPAIGN, 15).bucket('k15b15', 1), 'content-bands'],
+      // Format 3: the SimHash table is the bands', the origin table and map the page table's.
+      [contentKeys(CAMPAIGN, 3).bucket('s', 2), 'content-bands'],
+      [contentKeys(CAMPAIGN, 3).bucket('h', 0), 'content-pages'],
+      [contentKeys(CAMPAIGN, 3).bucket('o', 5), 'content-pages'],
     ];
     for (const [name, family] of expected) expect([name, classifyKey(name).family]).toEqual([name, family]);
   });
