@@ -194,13 +194,13 @@ async function keysOfCampaign(ck: string): Promise<Map<string, number>> {
 }
 
 // A campaign's state as its sessions leave it at the end (a page committed, two URLs left in the
-// frontier, a cookie, the content index in either layout: a campaign of an older release has the
-// first), then its summary's retention under keep summary, run twice as a retried activity would.
-test.each([1, 2] as const)(
+// frontier, a cookie, the content index in any layout: a campaign of an older release has the
+// first or the second), then its summary's retention under keep summary, run twice as a retried activity would.
+test.each([1, 2, 3] as const)(
   'keep summary, content layout %d: the end deletes the working state and the jar at once; what status and seal read stays, timed, and a retry does it again harmlessly',
   async (layout) => {
     const ck = campaign();
-    if (layout === 2) await markContentFormat(redis, ck);
+    if (layout !== 1) await markContentFormat(redis, ck, layout);
     const host = 'www.ended.test';
     const url = (p: string) => normalizeUrl(`http://${host}${p}`);
     const items = ['/', '/a', '/b'].map((p, i) => ({ url: url(p), fp: urlFingerprint(url(p)), depth: i === 0 ? 0 : 1, referrer: null }));

@@ -11,6 +11,7 @@ import { createRedis } from '../../src/redis/client';
 import { ContentIndex } from '../../src/dedup/content-index';
 import { markContentFormat } from '../../src/dedup/content-format';
 import { PayloadIndex } from '../../src/dedup/payload-index';
+import { responseRecordId } from '../../src/storage/warc-writer';
 import { Frontier } from '../../src/redis/frontier';
 import { FRONTIER_LAYOUT, markFrontierLayout } from '../../src/redis/frontier-layout';
 import { urlFingerprint } from '../../src/url/fingerprint';
@@ -151,6 +152,12 @@ test('the compact content index and payload index run on the cluster: their buck
     const of = { uri: 'http://c5.cluster.test/', date: '2026-11-28T00:00:00.000Z', recordId: '<urn:uuid:00000000-0000-4000-8000-000000000000>' };
     expect(await payloads.confirm('sha1:CLUSTER', of)).toBe(true);
     expect(await payloads.claim('sha1:CLUSTER', 'b')).toEqual({ kind: 'revisit', of });
+    // Format 3: an HTML page's stored copy kept with its exact hash, its record ID derived from its attempt; one slot all the same.
+    const body = `sha256:${'ab'.repeat(32)}`;
+    expect(await content.check({ url: 'http://html.cluster.test/', exactHash: body, simhash: 0x0123456789abcdefn })).toEqual({ kind: 'unique' });
+    const html = { uri: 'http://html.cluster.test/', date: of.date, recordId: responseRecordId('http://html.cluster.test/', of.date, 'AAAAAAAA') };
+    expect(await payloads.confirm({ digest: 'sha1:HTML', contentHash: body }, html, 'AAAAAAAA')).toBe(true);
+    expect(await payloads.claim({ digest: 'sha1:HTML', contentHash: body }, 'c')).toEqual({ kind: 'revisit', of: html });
   } finally {
     redis.disconnect();
   }
