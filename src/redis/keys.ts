@@ -203,7 +203,7 @@ export const contentKeys = (campaignKey: string, maxDistance: number) => {
      */
     band: (i: number) => `${P}:${tag}:content:k${maxDistance}:band:${i}`,
     /**
-     * HASH: the compact layout's marker (`v` = 2: src/dedup/content-format.ts; absent, the
+     * HASH: the compact layout's marker (`v` = 2 or 3: src/dedup/content-format.ts; absent, the
      * campaign has the layout above), each map's linear-hashing state (`<map>:l`, `<map>:s`,
      * `<map>:n`) and the pages numbered so far (`pages`): src/dedup/compact-store.ts.
      */
@@ -211,7 +211,9 @@ export const contentKeys = (campaignKey: string, maxDistance: number) => {
     /**
      * The compact layout's buckets: `v` verdicts (URL key → verdict), `x` exact hashes (→ page
      * number), `p` payload digests (→ stored copy), `k<d>b<i>` SimHash band records (strings of
-     * 12-byte records), and `u` the pages' URLs (strings, PAGE_SLOTS URLs each). Bucket n of map m.
+     * 12-byte records; 5-byte in format 3), and `u` the pages' URLs (strings, PAGE_SLOTS URLs
+     * each); format 3 adds `h` the origins (strings), `o` origin key → number, and `s` the pages'
+     * SimHashes (strings, SIM_SLOTS each). Bucket n of map m.
      */
     bucket: (map: string, n: number) => `${P}:${tag}:content:${map}:${n}`,
   };
