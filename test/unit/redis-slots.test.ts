@@ -317,14 +317,17 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       expectOneSlot(c, ck);
     }
     // The compact layout: its meta hash is the one key named; every bucket it makes starts with the prefix it is given, in the same slot.
-    forgetContentFormats();
-    contentFormatReply = '2';
-    for (const simhash of [0xdeadbeefcafef00dn, null]) {
-      const c = await cap.capture('u', () => index.check({ url: 'http://a.example/p', exactHash: 'sha256:e3b0c442', simhash }));
-      expect(c.keys).toEqual([contentKeys(ck, maxDistance).meta]);
-      expectOneSlot(c, ck);
+    for (const format of ['2', '3']) {
+      forgetContentFormats();
+      contentFormatReply = format;
+      for (const simhash of [0xdeadbeefcafef00dn, null]) {
+        const c = await cap.capture('u', () => index.check({ url: 'http://a.example/p', exactHash: 'sha256:e3b0c442', simhash }));
+        expect(c.keys).toEqual([contentKeys(ck, maxDistance).meta]);
+        expectOneSlot(c, ck);
+      }
     }
-    for (const map of ['v', 'x', 'p', 'u', `k${maxDistance}b${maxDistance}`]) {
+    // Format 3's origin table and map and its SimHash table too.
+    for (const map of ['v', 'x', 'p', 'u', 'h', 'o', 's', `k${maxDistance}b${maxDistance}`]) {
       expect(slotOf(`${compactPrefix(ck)}${map}:12345`)).toBe(slotOf(contentKeys(ck, maxDistance).meta));
       expect(contentKeys(ck, maxDistance).bucket(map, 12345)).toBe(`${compactPrefix(ck)}${map}:12345`);
     }
