@@ -9,6 +9,9 @@ import { filesHoldingOriginals, RevisitRefs, unresolvedRevisits } from '../../sr
 import { WarcWriter, type WarcExchange, type WarcLocation } from '../../src/storage/warc-writer';
 import { tempDirs } from '../support/temp-dirs';
 
+// Seconds of CPU here (a large index, processes started, the worker bundled) that a loaded machine stretches past Jest's 5 s.
+jest.setTimeout(60_000);
+
 const tmpDir = tempDirs('revisit-originals-test-');
 const at = (s: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, s));
 const exchange = (url: string, s: number, body: string): WarcExchange => ({

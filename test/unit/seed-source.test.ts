@@ -21,6 +21,9 @@ import {
   type SeedReadOptions,
 } from '../../src/seeds/seed-source';
 
+// A test here streams a million-line list: seconds of CPU that a loaded machine stretches past Jest's 5 s.
+jest.setTimeout(60_000);
+
 let dir: string;
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seed-source-'));

@@ -9,6 +9,9 @@ import { ensureWorkerBundle as buildWorkerBundle, escapeNonAscii, WorkerBundleEr
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import { workerCommand } from '../../src/worker/worker-bundle';
 
+// Seconds of CPU here (a large index, processes started, the worker bundled) that a loaded machine stretches past Jest's 5 s.
+jest.setTimeout(60_000);
+
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-bundle-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

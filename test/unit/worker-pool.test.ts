@@ -3,6 +3,9 @@
 import fs from 'node:fs';
 import { ownFolders, spreadPorts, WORKER_READY_LINE, WorkerCrashLoopError, WorkerPool } from '../../src/worker/worker-pool';
 
+// Seconds of CPU here (a large index, processes started, the worker bundled) that a loaded machine stretches past Jest's 5 s.
+jest.setTimeout(60_000);
+
 test('a fixed port becomes port + slot; 0 (any free port), unset and invalid values are left alone', () => {
   const env = { CRAWLER_METRICS_PORT: '9464', CRAWLER_SDK_METRICS_PORT: '9500', OTHER: '7' };
   expect(spreadPorts(env, 0)).toEqual(env);
