@@ -239,6 +239,41 @@ function politeness(d: ReportData): string {
   );
 }
 
+/** The newest `crawler qa` pass: its score, the pages it replayed worst, and what their replays missed. */
+function qaSection(d: ReportData): string {
+  const q = d.qa!;
+  const fig = (v: number | null) => (v === null ? '—' : v.toFixed(3));
+  const figure = (key: string, label: string, value: number | string) =>
+    `<div class="figure" data-figure="${key}" data-value="${esc(value)}"><b>${esc(value)}</b><span>${esc(label)}</span></div>`;
+  const figures = `<div class="grid" id="qa-summary">${[
+    figure('qa-score', 'campaign score', fig(q.score)),
+    figure('qa-pages', 'pages replayed', q.pages),
+    figure('qa-screenshots', 'screenshots compared', q.screenshots),
+    figure('qa-texts', 'texts compared', q.texts),
+    figure('qa-failed', 'pages not replayed', q.failed),
+    figure('qa-missing', 'URLs missing from the archive', q.missing.length + q.moreMissing),
+  ].join('')}</div>`;
+  const worst = q.worst.length
+    ? `<table id="table-qa-worst"><thead><tr><th>score</th><th>screenshot</th><th>text</th><th>resources</th><th>page</th><th>what broke it</th></tr></thead><tbody>${q.worst
+        .map(
+          (p) =>
+            `<tr${attrs({ url: p.url, score: p.score, screenshot: p.screenshot, text: p.text, resources: p.resources, missing: p.missing.length })}>` +
+            `<td class="n">${fig(p.score)}</td><td class="n">${fig(p.screenshot)}</td><td class="n">${fig(p.text)}</td><td class="n">${fig(p.resources)}</td>` +
+            `<td class="url">${esc(clip(p.url, 200))}</td><td class="url">${esc(clip(p.error ?? p.missing.map((m) => m.url).join(' '), 400))}</td></tr>`,
+        )
+        .join('')}</tbody></table>`
+    : empty('pages replayed');
+  const missing = q.missing.length
+    ? `<table id="table-qa-missing"><thead><tr><th>missing URL</th><th>pages it breaks</th><th>e.g.</th></tr></thead><tbody>${q.missing
+        .map(
+          (m) =>
+            `<tr${attrs({ url: m.url, pages: m.pages.length })}><td class="url">${esc(clip(m.url, 200))}</td><td class="n">${int(m.pages.length)}</td><td class="url">${esc(clip(m.pages[0] ?? '', 200))}</td></tr>`,
+        )
+        .join('')}</tbody></table>${q.moreMissing ? `<p class="muted">${int(q.moreMissing)} more missing URLs in the QA report.</p>` : ''}`
+    : empty('requests the archive could not answer');
+  return `${figures}<h3>Lowest-scoring pages</h3>${worst}<h3>Missing from the archive</h3>${missing}`;
+}
+
 export function renderReportHtml(d: ReportData): string {
   const s = d.summary;
   const span = s.firstAt && s.lastAt ? `${s.firstAt} – ${s.lastAt}` : 'no dated entries';
@@ -267,7 +302,7 @@ ${section('timeline', 'Entries over time', timelineChart(d))}${d.changeRate ? se
       d.contentTypes.map((r) => ({ key: r.type, count: r.count })),
     ),
     'responses only, by media type',
-  )}${section('top-hosts-pages', 'Top hosts by pages', hostTable('table-top-hosts-pages', d.topHostsByPages, 'fetched'))}${section('top-hosts-errors', 'Top hosts by errors', hostTable('table-top-hosts-errors', d.topHostsByErrors, 'errors'), 'errors = failed URLs and responses with status ≥ 400, each URL counted once')}${section('problems', 'Errors and outcomes', problemTable(d), 'every entry that is not a successful fetch, by outcome and code')}${section('politeness', 'Politeness: waits between requests to a host', politeness(d), 'gaps between the starts of consecutive requests that got a response; shortest minimum first')}<script type="application/json" id="report-data">${jsonForScript(d)}</script>
+  )}${section('top-hosts-pages', 'Top hosts by pages', hostTable('table-top-hosts-pages', d.topHostsByPages, 'fetched'))}${section('top-hosts-errors', 'Top hosts by errors', hostTable('table-top-hosts-errors', d.topHostsByErrors, 'errors'), 'errors = failed URLs and responses with status ≥ 400, each URL counted once')}${section('problems', 'Errors and outcomes', problemTable(d), 'every entry that is not a successful fetch, by outcome and code')}${section('politeness', 'Politeness: waits between requests to a host', politeness(d), 'gaps between the starts of consecutive requests that got a response; shortest minimum first')}${d.qa ? section('qa', 'Quality assurance: the archive replayed', qaSection(d), `crawler qa, ${d.qa.generatedAt} (${d.qa.file}): each page replayed by pywb in Chromium and compared with the crawl; a page scores the mean of its screenshot and text similarity and the share of its requests the archive answered`) : ''}<script type="application/json" id="report-data">${jsonForScript(d)}</script>
 </body></html>
 `;
 }

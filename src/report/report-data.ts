@@ -6,6 +6,7 @@ import { countedAs, pageCountedAs } from '../storage/index-tally';
 import { countersOf, countsOf, PAGE_COUNTS, type Counters, type PageCounted } from '../stats/counters';
 import { renderTag } from '../storage/seal';
 import type { IndexEntry } from '../storage/index-writer';
+import { worstPages, type QaPage, type QaReport } from '../qa/qa-report';
 
 /** How many hosts the "top hosts" tables keep. */
 export const TOP_HOSTS = 10;
@@ -89,6 +90,28 @@ export interface PolitenessRow {
   medianMs: number;
 }
 
+/** How many of the lowest-scoring pages and of the missing URLs the QA section lists. */
+export const QA_WORST_PAGES = 20;
+export const QA_MISSING_URLS = 20;
+
+/** The newest `crawler qa` pass of the campaign (src/qa/qa-report.ts), as the report shows it. */
+export interface QaSection {
+  /** The report file it was read from. */
+  file: string;
+  generatedAt: string;
+  score: number | null;
+  pages: number;
+  /** Pages whose screenshot / text could be compared. */
+  screenshots: number;
+  texts: number;
+  /** Pages that could not be replayed at all. */
+  failed: number;
+  worst: QaPage[];
+  missing: QaReport['missing'];
+  /** Missing URLs past QA_MISSING_URLS. */
+  moreMissing: number;
+}
+
 export interface ReportData {
   campaignId: string;
   generatedAt: string;
@@ -109,6 +132,8 @@ export interface ReportData {
    * (a 304 or the same payload), per time bucket; null for other campaigns.
    */
   changeRate: { bucketMs: number; buckets: { start: string; changed: number; unchanged: number }[] } | null;
+  /** The newest QA pass of the campaign, null when it has none. */
+  qa: QaSection | null;
 }
 
 const timeOf = (e: IndexEntry): number => Date.parse(e.fetchedAt);
@@ -268,6 +293,24 @@ export interface BuildReportOptions {
   generatedAt: string;
   /** Every visit of a revisit campaign (the raw index: the sealed one keeps a URL's last visit only); default `entries`. */
   visits?: IndexEntry[];
+  /** The campaign's newest QA report and its file (src/qa/qa-report.ts newestQaReport). */
+  qa?: { file: string; report: QaReport } | null;
+}
+
+/** What the report shows of a QA pass: its figures, its worst pages, the URLs missing from most pages. */
+export function qaSection(file: string, r: QaReport): QaSection {
+  return {
+    file,
+    generatedAt: r.generatedAt,
+    score: r.score,
+    pages: r.pages.length,
+    screenshots: r.pages.filter((p) => p.screenshot !== null).length,
+    texts: r.pages.filter((p) => p.text !== null).length,
+    failed: r.pages.filter((p) => p.error !== undefined).length,
+    worst: worstPages(r, QA_WORST_PAGES),
+    missing: r.missing.slice(0, QA_MISSING_URLS),
+    moreMissing: Math.max(0, r.missing.length - QA_MISSING_URLS),
+  };
 }
 
 /** Revisits per bucket that found their page changed or not (first visits, gone and missing pages left out). */
@@ -309,5 +352,6 @@ export function buildReportData(entries: IndexEntry[], opts: BuildReportOptions)
       .slice(0, TOP_HOSTS),
     problems: problems(entries),
     politeness: politeness(entries),
+    qa: opts.qa ? qaSection(opts.qa.file, opts.qa.report) : null,
   };
 }

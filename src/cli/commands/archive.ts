@@ -28,7 +28,7 @@ function isDir(p: string): boolean {
 }
 
 /** The output folder among the candidates that holds WARC files of this campaign, and those files. */
-async function findCampaignWarcs(campaignId: string, out: string | undefined): Promise<{ dir: string; files: string[] }> {
+export async function findCampaignWarcs(campaignId: string, out: string | undefined): Promise<{ dir: string; files: string[] }> {
   const dirs = candidateOutputDirs(campaignId, out);
   for (const dir of dirs) {
     const files = await campaignWarcFiles(dir, campaignId).catch(() => []);
@@ -42,7 +42,7 @@ async function findCampaignWarcs(campaignId: string, out: string | undefined): P
  * kept) when it is missing, older than one of the campaign's WARCs, or
  * lacks one of them: another campaign's seal makes it newer without them.
  */
-async function freshCdxj(dir: string, campaignId: string, files: string[]): Promise<{ file: string; written: CdxjResult | null }> {
+export async function freshCdxj(dir: string, campaignId: string, files: string[]): Promise<{ file: string; written: CdxjResult | null }> {
   const cdxj = path.join(dir, CDXJ_FILE);
   const mtime = (f: string) => fs.statSync(f).mtimeMs;
   if (!fs.existsSync(cdxj) || files.some((f) => mtime(f) > mtime(cdxj)) || !(await indexCovers(cdxj, files))) {
@@ -52,7 +52,7 @@ async function freshCdxj(dir: string, campaignId: string, files: string[]): Prom
 }
 
 /** The campaign's WARC files in a view of a bucket, or a usage error naming where they were looked for. */
-async function bucketWarcs(dir: string, location: string, campaignId: string): Promise<string[]> {
+export async function bucketWarcs(dir: string, location: string, campaignId: string): Promise<string[]> {
   const files = await campaignWarcFiles(dir, campaignId);
   if (!files.length) throw new UsageError(`no WARC files of campaign ${campaignId} in ${location}warc/`);
   return files;

@@ -20,6 +20,7 @@ export const COMMAND_MODULES: { names: string[]; load: () => Promise<Register> }
   { names: ['seal'], load: async () => (await import('./seal')).registerSealCommand },
   { names: ['dataset'], load: async () => (await import('./dataset')).registerDatasetCommand },
   { names: ['cdxj', 'export', 'replay'], load: async () => (await import('./archive')).registerArchiveCommands },
+  { names: ['qa'], load: async () => (await import('./qa')).registerQaCommand },
   { names: ['stack'], load: async () => (await import('./stack')).registerStackCommands },
   { names: ['cluster'], load: async () => (await import('./cluster')).registerClusterCommands },
   { names: ['robots'], load: async () => (await import('../../robots/robots-check')).registerRobotsCommand },

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { forEachIndexEntry, type IndexEntry } from '../../storage/index-writer';
 import { buildReportData } from '../../report/report-data';
+import { newestQaReport } from '../../qa/qa-report';
 import { sealedPaths } from '../../storage/seal';
 import { renderReportHtml } from '../../report/html-report';
 import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
@@ -93,15 +94,17 @@ async function writeReport(
   const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
   // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
   const visits = sealed ? await campaignEntries(path.join(path.dirname(path.dirname(dir)), 'index'), campaignId) : entries;
-  const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits });
   const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
+  // The newest `crawler qa` pass of the campaign, written into the output folder's qa/.
+  const qa = await newestQaReport(outputDir, campaignId);
+  const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits, qa });
   const written = await writeOutputFile(file ?? defaultFile(outputDir), o, async (target) => {
     await fsp.mkdir(path.dirname(target), { recursive: true });
     await fsp.writeFile(target, renderReportHtml(data), 'utf8');
   });
   const s = data.summary;
   process.stderr.write(
-    `report of ${campaignId}: ${s.entries} entries from ${shown(dir)} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts}${s.rendered ? `, rendered ${s.rendered} of ${s.htmlPages} HTML pages` : ''})\n`,
+    `report of ${campaignId}: ${s.entries} entries from ${shown(dir)} (fetched ${s.fetched}, failed ${s.failed}, skipped ${s.skipped}, embeds ${s.embeds}, hosts ${s.hosts}${s.rendered ? `, rendered ${s.rendered} of ${s.htmlPages} HTML pages` : ''}${data.qa ? `, QA score ${data.qa.score?.toFixed(3) ?? '-'} from ${data.qa.file}` : ''})\n`,
   );
   return written.file;
 }
