@@ -204,5 +204,5 @@ async function crawlTextOf(c: QaCandidate, key: string, at: IndexedCapture, x: C
   if (kept) return (await readResourceAt(kept)).toString('utf8');
   if (c.kind === 'rendered') return null;
   const res = await readResponseAt(warcPathOf(x.archiveDir, at.filename), at.offset, at.length);
-  return visibleText(decodeBody(res.payload, res.headers['content-type'] ?? null).text, c.url);
+  return visibleText(decodeBody(res.payload, res.headers['content-type'] ?? null).text);
 }

@@ -14,7 +14,7 @@
 // text (taken from the DOM's markup) and the replay's innerText lay out
 // differently, and to a word repeated.
 import { PNG } from 'pngjs';
-import { extractLinks } from '../parse/links';
+import { Parser } from 'htmlparser2';
 
 /** Side of a square block of the greyscale comparison, in CSS pixels of the screenshot. */
 export const BLOCK_PX = 16;
@@ -109,7 +109,45 @@ export function textSimilarity(crawl: string, replay: string): number {
   return shared / (a.size + b.size - shared);
 }
 
-/** The visible text of an HTML document: its body's text without scripts, styles, templates and the title (src/parse/links.ts reads it). */
-export function visibleText(html: string, pageUrl: string): string {
-  return extractLinks(html, pageUrl, { withText: true, maxLinks: 0 }).text ?? '';
+/** Elements whose text is no text a reader sees. */
+const UNSEEN = new Set(['script', 'style', 'noscript', 'template', 'title', 'head', 'svg', 'math', 'iframe', 'object', 'select', 'datalist']);
+/** Elements a browser lays out as blocks or cells: innerText breaks lines (or tabs) around them, so their words never run together. */
+const BREAKS = new Set(
+  'address article aside blockquote br caption dd details dialog div dl dt fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section summary table tbody td tfoot th thead tr ul'.split(
+    ' ',
+  ),
+);
+
+/**
+ * The visible text of an HTML document, as innerText would read it without
+ * style: the body's text without what is never shown (scripts, styles,
+ * templates, the title), words of separate blocks kept apart.
+ */
+export function visibleText(html: string): string {
+  const out: string[] = [];
+  let unseen = 0;
+  const parser = new Parser(
+    {
+      onopentag(name) {
+        if (UNSEEN.has(name)) unseen++;
+        else if (BREAKS.has(name)) out.push('\n');
+      },
+      ontext(text) {
+        if (unseen === 0) out.push(text);
+      },
+      onclosetag(name, implied) {
+        if (UNSEEN.has(name)) unseen = Math.max(0, unseen - 1);
+        else if (BREAKS.has(name) && !implied) out.push('\n');
+      },
+    },
+    { decodeEntities: true },
+  );
+  parser.write(html);
+  parser.end();
+  return out
+    .join('')
+    .split('\n')
+    .map((l) => l.replace(/\s+/g, ' ').trim())
+    .filter(Boolean)
+    .join('\n');
 }

@@ -1,0 +1,158 @@
+// Issue 41, part 3: `crawler qa` on the client-rendered site of the test web
+// (test/web/spa-site.ts). The site is crawled rendered, with
+// browser.screenshot and browser.text on; `crawler qa` replays every
+// rendered page from the campaign's own archive through pywb in Chromium:
+// each scores ≥ 0.95 in screenshot and text similarity and its replay misses
+// nothing. Then the same archive with one requisite taken out (every record
+// of the JSON the pages render from, cut out of a copy of the WARCs): QA names
+// that URL and every page it breaks, and their scores drop. `crawler report`
+// shows the newest pass; and the campaign's WACZ, which pywb takes in with
+// `wb-manager add`, checks as the folder does.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { QaReport } from '../../src/qa/qa-report';
+import { readWarcDir } from '../../src/storage/warc-reader';
+import { normalizeUrl } from '../../src/url/normalize';
+import { spaSite, type SpaSite } from '../web/spa-site';
+import { findOrInstallChromium } from '../support/browser';
+import { createHarness, launch, outputOf, type Harness } from '../support/harness';
+import { runCrawlerInProcess } from '../support/in-process-cli';
+import { copyWarcsWithout } from '../support/warc-without';
+
+jest.setTimeout(600_000);
+
+let h: Harness;
+let site: SpaSite;
+let campaignId: string;
+let outDir: string;
+let whole: QaReport;
+
+const url = (p: string) => normalizeUrl(h.web.url(site.host, p));
+
+/** `crawler <args…>` in this process: its stdout, failing the test on a non-zero exit. */
+async function cli(args: string[]): Promise<string[]> {
+  const r = await runCrawlerInProcess(args);
+  if (r.code !== 0) throw new Error(`crawler ${args.join(' ')} exited ${r.code}:\n${r.stderr}`);
+  return r.stdout.trim().split('\n');
+}
+
+/** Runs `crawler qa` and reads the report it names on its last line. */
+async function qa(args: string[]): Promise<{ stdout: string[]; report: QaReport; file: string }> {
+  const stdout = await cli(['qa', ...args]);
+  const file = stdout[stdout.length - 1]!;
+  return { stdout, file, report: JSON.parse(fs.readFileSync(file, 'utf8')) as QaReport };
+}
+
+const pageOf = (r: QaReport, p: string) => r.pages.find((x) => normalizeUrl(x.url) === url(p));
+
+beforeAll(async () => {
+  await findOrInstallChromium((m) => process.stderr.write(`[browser] ${m}\n`));
+  h = await createHarness('qa', { workers: 1 });
+  site = spaSite('qa-spa.test');
+  h.web.addSite(site.spec);
+  const handle = await launch(h, {
+    seeds: [h.web.url(site.host, '/')],
+    render: 'browser',
+    browser: { screenshot: true, text: true },
+    politeness: { minDelayMs: 20 },
+  });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  campaignId = result.campaignId;
+  outDir = outputOf(h, campaignId).dir;
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+test("browser.text keeps each rendered page's visible text in the WARC, beside its screenshot", async () => {
+  const records = await readWarcDir(path.join(outDir, 'warc'));
+  for (const p of site.pages) {
+    const text = records.find((r) => r.type === 'resource' && r.targetUri === `urn:text:${url(p.path)}`);
+    expect({ p: p.path, type: text?.headers['Content-Type'], digest: text?.blockDigestOk }).toEqual({ p: p.path, type: 'text/plain; charset=utf-8', digest: true });
+    // The rendered DOM's text: what the script put there, which the shell the server sent has none of.
+    const shown = text!.payload!.toString('utf8');
+    for (const words of [p.title, p.text, ...p.links]) expect({ p: p.path, shown: shown.includes(words) }).toEqual({ p: p.path, shown: true });
+    expect(records.some((r) => r.type === 'resource' && r.targetUri === `urn:screenshot:${url(p.path)}`)).toBe(true);
+  }
+});
+
+test('every rendered page replays from the archive: screenshot and text similarity ≥ 0.95, no request missing', async () => {
+  const run = await qa([campaignId, '--out', outDir]);
+  whole = run.report;
+  expect(path.dirname(run.file)).toBe(path.join(outDir, 'qa'));
+  expect(whole.campaignId).toBe(campaignId);
+  expect(whole.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+  for (const p of site.pages) {
+    const got = pageOf(whole, p.path)!;
+    expect({ p: p.path, kind: got.kind, screenshot: got.screenshot! >= 0.95, text: got.text! >= 0.95, missing: got.missing, error: got.error }).toEqual({
+      p: p.path,
+      kind: 'rendered',
+      screenshot: true,
+      text: true,
+      missing: [],
+      error: undefined,
+    });
+  }
+  expect(whole.missing).toEqual([]);
+  expect(whole.score!).toBeGreaterThanOrEqual(0.95);
+  // What the operator reads: the campaign's score, then the pages, lowest first.
+  expect(run.stdout.find((l) => l.startsWith('qa score'))).toMatch(new RegExp(`^qa score ${whole.score!.toFixed(3)} over ${site.pages.length} pages`));
+  // The pass leaves no pywb behind in the output folder.
+  expect(fs.readdirSync(path.join(outDir, 'qa')).filter((n) => n.startsWith('pywb'))).toEqual([]);
+});
+
+test('with the JSON every page renders from cut out of the archive, QA names it and the pages it breaks, and their scores drop', async () => {
+  expect(whole).toBeDefined();
+  const json = url(site.files.data);
+  // A copy of the output folder whose WARCs lack every record of the JSON: what the index says stays as it was.
+  const broken = path.join(h.outDir, `${campaignId}-without-json`);
+  for (const d of ['index', 'sealed']) fs.cpSync(path.join(outDir, d), path.join(broken, d), { recursive: true });
+  expect(await copyWarcsWithout(path.join(outDir, 'warc'), path.join(broken, 'warc'), json)).toBeGreaterThan(0);
+
+  const { report, stdout } = await qa([campaignId, '--out', broken]);
+  expect(report.missing).toEqual([{ url: json, pages: site.pages.map((p) => url(p.path)).sort() }]);
+  for (const p of site.pages) {
+    const before = pageOf(whole, p.path)!;
+    const after = pageOf(report, p.path)!;
+    expect({ p: p.path, missing: after.missing.map((m) => [m.url, m.status, m.type]) }).toEqual({ p: p.path, missing: [[json, 404, 'fetch']] });
+    // Without its JSON the page shows none of its title, text or links: little alike, and one request in three failed.
+    expect({
+      p: p.path,
+      dropped: after.score < before.score,
+      screenshot: after.screenshot! < 0.5,
+      text: after.text! < 0.5,
+      resources: after.resources < 1,
+    }).toEqual({ p: p.path, dropped: true, screenshot: true, text: true, resources: true });
+  }
+  expect(report.score!).toBeLessThan(whole.score!);
+  expect(stdout.join('\n')).toContain(`missing: ${json}`);
+
+  // `crawler report` shows the newest pass: its score, and the missing URL with the pages it breaks.
+  const html = fs.readFileSync((await cli(['report', campaignId, '--out', broken])).pop()!, 'utf8');
+  expect(html).toContain('<section id="qa">');
+  expect(html).toContain(`data-figure="qa-score" data-value="${report.score!.toFixed(3)}"`);
+  expect(html).toContain(`data-url="${json}" data-pages="${site.pages.length}"`);
+  // The report of the whole archive is still the whole archive's.
+  const full = fs.readFileSync((await cli(['report', campaignId, '--out', outDir])).pop()!, 'utf8');
+  expect(full).toContain(`data-figure="qa-score" data-value="${whole.score!.toFixed(3)}"`);
+  expect(full).not.toContain('id="table-qa-missing"');
+});
+
+test("the campaign's WACZ checks as its folder does", async () => {
+  const wacz = path.join(h.outDir, `${campaignId}.wacz`);
+  await cli(['export', campaignId, '--wacz', wacz, '--out', outDir]);
+  const { report, file } = await qa(['--wacz', wacz]);
+  expect(path.dirname(file)).toBe(path.join(h.outDir, 'qa'));
+  expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+  for (const p of report.pages) {
+    expect({ url: p.url, kind: p.kind, screenshot: p.screenshot! >= 0.95, text: p.text! >= 0.95, missing: p.missing }).toEqual({
+      url: p.url,
+      kind: 'rendered',
+      screenshot: true,
+      text: true,
+      missing: [],
+    });
+  }
+});
