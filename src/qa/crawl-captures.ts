@@ -25,7 +25,7 @@ export interface CrawlCaptures {
   texts: Map<string, RecordAt>;
 }
 
-/** Scans WARC files for the pages' screenshot and text records (an incomplete last record, a running campaign's, is left out). */
+/** Scans WARC files for the pages' screenshot and text records (an incomplete last record, a running campaign's, and what follows a damaged one are left out). */
 export async function findCaptures(warcFiles: string[]): Promise<CrawlCaptures> {
   const out: CrawlCaptures = { screenshots: new Map(), texts: new Map() };
   for (const file of warcFiles) {
@@ -43,8 +43,8 @@ export async function findCaptures(warcFiles: string[]): Promise<CrawlCaptures> 
         // Files are in name order (their time): a page rendered again keeps its newest.
         into.set(uri.slice(uri.indexOf(':', 4) + 1), { file, offset: parser.offset, length: parser.recordLength });
       }
-    } catch (err) {
-      throw new StorageError('CORRUPT', file, 'cannot scan WARC file for screenshots and texts', { cause: err });
+    } catch {
+      // A file a running campaign's writer is still appending to may end mid-record: what came before counts.
     } finally {
       stream.destroy();
     }
