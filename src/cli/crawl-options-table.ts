@@ -41,6 +41,8 @@ export const SETTING_OF_FLAG: Readonly<Record<string, string>> = {
   '--max-sitemaps-per-host': 'budgets.maxSitemapsPerHost',
   '--requisites': 'requisites',
   '--render': 'render',
+  '--screenshot': 'browser.screenshot',
+  '--text': 'browser.text',
   '--max-embeds-per-page': 'budgets.maxEmbedsPerPage',
   '--max-embeds': 'budgets.maxEmbeds',
   '--max-in-flight-per-address': 'politeness.maxInFlightPerAddress',

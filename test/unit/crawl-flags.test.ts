@@ -170,6 +170,12 @@ const CASES: FlagCase[] = [
   { flag: '--render', argv: [SEED, '--workers', '0', '--render', 'off'], settings: { render: 'off' } },
   { flag: '--render', argv: [SEED, '--workers', '0', '--render', 'browser'], settings: { render: 'browser' } },
   { flag: '--render', argv: [SEED, '--workers', '0', '--render', 'auto'], settings: { render: 'auto' } },
+  {
+    flag: '--screenshot',
+    argv: [SEED, '--workers', '0', '--render', 'browser', '--screenshot'],
+    settings: { 'browser.screenshot': true, 'browser.text': false },
+  },
+  { flag: '--text', argv: [SEED, '--workers', '0', '--render', 'browser', '--text'], settings: { 'browser.text': true, 'browser.screenshot': false } },
   { flag: '--max-embeds-per-page', argv: [SEED, '--max-embeds-per-page', '40'], settings: { 'budgets.maxEmbedsPerPage': 40 } },
   { flag: '--max-embeds', argv: [SEED, '--max-embeds', '1000'], settings: { 'budgets.maxEmbeds': 1000 } },
   { flag: '--max-in-flight-per-address', argv: [SEED, '--max-in-flight-per-address', '3'], settings: { 'politeness.maxInFlightPerAddress': 3 } },

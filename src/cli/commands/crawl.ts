@@ -74,6 +74,9 @@ export interface CrawlOptions {
   maxEmbeds?: number;
   requisites?: RequisiteMode;
   render?: RenderMode;
+  /** browser.screenshot and browser.text: what `crawler qa` compares a replay with. */
+  screenshot?: boolean;
+  text?: boolean;
   /** A number, or `none` (null in the campaign input; see limitOrNone). */
   maxInFlightPerAddress?: number | 'none';
   maxActiveHosts?: number;
@@ -315,6 +318,7 @@ export function buildCampaignInput(seeds: string[], o: CrawlOptions): CampaignIn
     ...(o.sitemaps !== undefined ? { sitemaps: o.sitemaps } : {}),
     ...(o.requisites !== undefined ? { requisites: o.requisites } : {}),
     ...(o.render !== undefined ? { render: o.render } : {}),
+    ...(o.screenshot || o.text ? { browser: { ...(o.screenshot ? { screenshot: true } : {}), ...(o.text ? { text: true } : {}) } } : {}),
     output: {
       dir: outputDirArg(o.out ?? path.join('crawl-output', campaignId)),
       ...(o.warcKeepSecrets ? { warcKeepSecrets: true } : {}),
@@ -459,6 +463,8 @@ export function campaignOptions(command: Command): Command {
       `${choices(RENDER_MODES, CAMPAIGN_DEFAULTS.render)}: render every HTML page in Chromium (browser), or only those of the URL patterns where rendering finds more (auto), and take their links from the rendered page (docs/rendering.md)`,
       choice('--render', RENDER_MODES),
     )
+    .option('--screenshot', 'store a full-page PNG of each rendered page in the WARC (urn:screenshot:), what `crawler qa` compares the replay with')
+    .option('--text', "store each rendered page's visible text in the WARC (urn:text:), what `crawler qa` compares the replay's text with")
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
     .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))
     .option(
