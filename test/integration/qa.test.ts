@@ -6,8 +6,10 @@
 // nothing. Then the same archive with one requisite taken out (every record
 // of the JSON the pages render from, cut out of a copy of the WARCs): QA names
 // that URL and every page it breaks, and their scores drop. `crawler report`
-// shows the newest pass; and the campaign's WACZ, which pywb takes in with
-// `wb-manager add`, checks as the folder does.
+// shows the newest pass; the campaign's WACZ, which pywb takes in with
+// `wb-manager add`, checks as the folder does; and `--sample-http` replays
+// plain HTTP pages, here the shell an unrendered crawl of the site stored,
+// whose replay misses the JSON that crawl never fetched.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { QaReport } from '../../src/qa/qa-report';
@@ -155,4 +157,20 @@ test("the campaign's WACZ checks as its folder does", async () => {
       missing: [],
     });
   }
+});
+
+test('--sample-http: a plain HTTP crawl of the same site replays its shell, whose script asks for the JSON the crawl never fetched', async () => {
+  const handle = await launch(h, { seeds: [h.web.url(site.host, '/')], politeness: { minDelayMs: 20 } });
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  const out = outputOf(h, result.campaignId).dir;
+  const { report } = await qa([result.campaignId, '--out', out, '--sample-http', '5']);
+  // Not rendered, the crawl found the shell alone: it is the one page, sampled as plain HTTP.
+  expect(report.pages.map((p) => [normalizeUrl(p.url), p.kind])).toEqual([[url('/'), 'http']]);
+  const home = report.pages[0]!;
+  // No screenshot was taken of an HTTP page; its text is its response's (the empty shell), as the replay's is once the script's fetch fails.
+  expect({ screenshot: home.screenshot, why: typeof home.notMeasured?.screenshot, text: home.text }).toEqual({ screenshot: null, why: 'string', text: 1 });
+  expect(home.missing.map((m) => m.url)).toEqual([url(site.files.data)]);
+  expect(home.resources).toBeLessThan(1);
+  expect(home.score).toBeLessThan(1);
 });
