@@ -9,7 +9,9 @@
 // shows the newest pass; the campaign's WACZ, which pywb takes in with
 // `wb-manager add`, checks as the folder does; and `--sample-http` replays
 // plain HTTP pages, here the shell an unrendered crawl of the site stored,
-// whose replay misses the JSON that crawl never fetched.
+// whose replay misses the JSON that crawl never fetched; and a campaign's
+// folder as it is while it runs (no seal, no replay index, a WARC record
+// half written) checks as well.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { QaReport } from '../../src/qa/qa-report';
@@ -173,4 +175,22 @@ test('--sample-http: a plain HTTP crawl of the same site replays its shell, whos
   expect(home.missing.map((m) => m.url)).toEqual([url(site.files.data)]);
   expect(home.resources).toBeLessThan(1);
   expect(home.score).toBeLessThan(1);
+});
+
+test('a campaign still running: no seal, no replay index yet, its WARC ending in a record being written', async () => {
+  expect(whole).toBeDefined();
+  // What a running campaign's folder holds: the raw index and the WARCs, the last one mid-append.
+  const running = path.join(h.outDir, `${campaignId}-running`);
+  fs.cpSync(path.join(outDir, 'index'), path.join(running, 'index'), { recursive: true });
+  fs.cpSync(path.join(outDir, 'warc'), path.join(running, 'warc'), { recursive: true });
+  const warcs = fs.readdirSync(path.join(running, 'warc')).sort();
+  const last = path.join(running, 'warc', warcs[warcs.length - 1]!);
+  fs.appendFileSync(last, fs.readFileSync(last).subarray(0, 300));
+  expect(fs.existsSync(path.join(running, 'index.cdxj'))).toBe(false);
+
+  const { report } = await qa([campaignId, '--out', running]);
+  // Indexed as `crawler cdxj` would, now: every page there replays as from the finished folder.
+  expect(fs.existsSync(path.join(running, 'index.cdxj'))).toBe(true);
+  expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+  for (const p of report.pages) expect({ url: p.url, score: p.score >= 0.95, missing: p.missing }).toEqual({ url: p.url, score: true, missing: [] });
 });
