@@ -130,7 +130,22 @@ export async function runQa(o: QaOptions): Promise<QaReport> {
     browser = await launchChromium(o.chromium, ['--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']);
     const pages: QaPage[] = new Array<QaPage>(candidates.length);
     await eachLimited(candidates, o.concurrency, async (c, i) => {
-      pages[i] = await comparePage(browser!, c, { collection: pywb.collection, archiveDir: pywb.archiveDir, index, captures, timeoutMs: o.pageTimeoutMs });
+      const started = Date.now();
+      // Whatever goes wrong with one page is that page's result, never the pass's end.
+      pages[i] = await comparePage(browser!, c, { collection: pywb.collection, archiveDir: pywb.archiveDir, index, captures, timeoutMs: o.pageTimeoutMs }).catch(
+        (err: unknown): QaPage => ({
+          url: c.url,
+          kind: c.kind,
+          timestamp: index.get(keyOf(c.url))?.timestamp ?? '',
+          screenshot: null,
+          text: null,
+          resources: 0,
+          score: 0,
+          missing: [],
+          error: `not compared: ${String(err instanceof Error ? err.message : err).slice(0, 300)}`,
+          ms: Date.now() - started,
+        }),
+      );
       const p = pages[i];
       o.log(
         `qa: ${p.score.toFixed(3)} ${p.url}${p.error ? ` (${p.error})` : ''}${p.missing.length ? ` (${p.missing.length} missing: ${p.missing.map((m) => m.url).join(', ')})` : ''}`,

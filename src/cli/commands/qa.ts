@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { CAMPAIGN_ID_PATTERN } from '../../config/campaign';
 import { qaFileName, QA_DIR, worstPages, type QaReport } from '../../qa/qa-report';
@@ -17,8 +19,6 @@ import { UsageError } from '../usage-error';
 import { addS3Options, checkS3Flags, isLocationUrl, publishCdxj, withBucketOutput, writeOutputFile, type S3Flags } from '../bucket-output';
 import { bucketWarcs, findCampaignWarcs, freshCdxj } from './archive';
 import { loadCampaignIndex } from './report';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 
 // `crawler qa`: replays a campaign's rendered pages (and a sample of its
 // plain HTTP pages) from its own archive through pywb in Chromium, and
@@ -143,12 +143,12 @@ export function registerQaCommand(program: Command): void {
     const log = (m: string) => process.stderr.write(`${m}\n`);
     checkS3Flags(o, o.out, o.file);
     const started = new Date();
-    // What the pass runs on, found (or installed) before anything is read.
-    const found: Pick<QaOptions, 'tools' | 'chromium' | 'port'> = {
+    // What the pass runs on, found (or installed) once the arguments are known to be good.
+    const find = async (): Promise<Pick<QaOptions, 'tools' | 'chromium' | 'port'>> => ({
       tools: await findOrInstallPyReplayTools(log),
       chromium: await findOrInstallChromium({ log }),
       port: await freePort(),
-    };
+    });
 
     if (o.wacz !== undefined) {
       if (o.out !== undefined) throw new UsageError('--wacz and --out name two archives: give one');
@@ -157,6 +157,7 @@ export function registerQaCommand(program: Command): void {
       await fsp.access(wacz).catch(() => {
         throw new UsageError(`no WACZ file at ${wacz}`);
       });
+      const found = await find();
       const pywbRoot = await fsp.mkdtemp(path.join(os.tmpdir(), 'crawler-qa-'));
       try {
         const report = await runQa({
@@ -181,6 +182,7 @@ export function registerQaCommand(program: Command): void {
     if (campaignId === undefined) throw new UsageError('name the campaign to check, or give --wacz FILE');
     if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
     const check = async (dir: string, files: string[], cdxj: string, source: string) => {
+      const found = await find();
       const pywbRoot = path.join(dir, QA_DIR, `pywb-${process.pid}`);
       try {
         return await runQa({
