@@ -1,6 +1,6 @@
 // What the crawl kept of each rendered page besides its exchanges: its
-// screenshot (`urn:screenshot:<url>`, browser.screenshot) and its visible text
-// (`urn:text:<url>`, browser.text), resource records in the campaign's WARCs.
+// screenshot (`urn:screenshot:<url>`, browser.screenshot) and its text
+// (`urn:text:<url>`, browser.text: its innerText), resource records in the campaign's WARCs.
 // The files are scanned once for where those records are; each is read back
 // when its page is compared, so a large campaign's screenshots are never all
 // held at once.

@@ -10,9 +10,9 @@
 // something drawn in either image count (blockSimilarity says why).
 //
 // Text: the sets of words (letters and digits, lower-cased) of both texts,
-// their Jaccard index: blind to whitespace and line breaks, which the crawl's
-// text (taken from the DOM's markup) and the replay's innerText lay out
-// differently, and to a word repeated.
+// their Jaccard index: blind to whitespace and line breaks (a plain HTTP
+// page's text is read from its markup, laid out unlike innerText) and to a
+// word repeated.
 import { PNG } from 'pngjs';
 import { Parser } from 'htmlparser2';
 

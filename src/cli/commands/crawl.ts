@@ -464,7 +464,7 @@ export function campaignOptions(command: Command): Command {
       choice('--render', RENDER_MODES),
     )
     .option('--screenshot', 'store a full-page PNG of each rendered page in the WARC (urn:screenshot:), what `crawler qa` compares the replay with')
-    .option('--text', "store each rendered page's visible text in the WARC (urn:text:), what `crawler qa` compares the replay's text with")
+    .option('--text', "store each rendered page's text (innerText) in the WARC (urn:text:): listed with its page by export --wacz, compared with the replay's by `crawler qa`")
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
     .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))
     .option(
