@@ -9,6 +9,8 @@ import { CampaignConfigMissingError, loadCampaignSettings } from '../src/redis/c
 import { CampaignEpoch } from '../src/redis/epoch';
 import { Frontier } from '../src/redis/frontier';
 import { expireCampaign, retainCampaignSummary, workingStateDropped } from '../src/redis/retention';
+import { removeCampaignSegments } from '../src/redis/frontier-spill';
+import { outputStoreOf } from '../src/storage/frontier-segment-store';
 import { countersOf, countsOf, PAGE_COUNTS } from '../src/stats/counters';
 import { fairnessKeyOf } from '../src/temporal/campaign-client';
 import { CrawlCampaign, CrawlHost, CrawlState } from '../src/temporal/search-attributes';
@@ -334,14 +336,22 @@ export function summarizeCampaignActivity(rt: WorkerRuntime) {
     // summary), the rest gets the campaign's retention. A retried summary
     // finds what it reads still there (the retention is at least a minute,
     // and reconcileHostRecords knows the frontiers are gone).
-    const retention = await loadCampaignSettings(redis, input.campaignKey).then(
-      ({ settings }) => settings.retention,
+    const stored = await loadCampaignSettings(redis, input.campaignKey).then(
+      ({ settings }) => settings,
       // Settings gone (Redis wiped or purged): nothing is left to expire.
       (err: unknown) => {
         if (err instanceof CampaignConfigMissingError) return null;
         throw err;
       },
     );
+    const retention = stored?.retention ?? null;
+    // Its frontier segments (spilled tails, shared seed segments) are read by nothing once it has
+    // ended: they go now, whatever its retention, so nothing is left under the output's `frontier/`.
+    // A store that is down leaves them (the summary is not failed for it): `crawler purge` removes them later.
+    if (stored)
+      await removeCampaignSegments(outputStoreOf(stored.output, rt.deps.spool ?? null), input.campaignKey, heartbeat).catch((err: unknown) =>
+        rt.log.warn('summary: cannot remove the frontier segments from the output store; `crawler purge` removes them', { campaignKey: input.campaignKey, err }),
+      );
     // Unsealed, the campaign's keys must outlive the operator's `crawler seal`.
     const ttl = retention?.redisMs == null ? null : sealed ? retention.redisMs : Math.max(retention.redisMs, UNSEALED_RETENTION_MS);
     if (retention?.keep === 'summary') await retainCampaignSummary(redis, input.campaignKey, ttl, heartbeat);

@@ -4,6 +4,7 @@ import { loadProxyFiles } from '../src/http/proxies';
 import { readCookiesFile } from '../src/http/cookies-file';
 import { markContentFormat } from '../src/dedup/content-format';
 import { FRONTIER_LAYOUT, markFrontierLayout } from '../src/redis/frontier-layout';
+import { markSeedSegments } from '../src/redis/seed-segments';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { saveCampaignSettings } from '../src/redis/campaign-store';
 import { CampaignEpoch } from '../src/redis/epoch';
@@ -89,6 +90,8 @@ export function prepareCampaignActivity(rt: WorkerRuntime) {
       // The seen set the settings ask for is fixed here for the campaign's life (src/redis/frontier-layout.ts).
       const f = settings.frontier;
       await markFrontierLayout(rt.deps.redis, campaignKey, FRONTIER_LAYOUT, f.seen === 'bloom' ? { kind: 'bloom', rate: f.seenRate } : { kind: 'exact' });
+      // Its seed list (past the first call) lands in shared seed segments (src/redis/seed-segments.ts).
+      await markSeedSegments(rt.deps.redis, campaignKey);
     }
     // A retried attempt must not count its rejected seeds twice.
     const first = (await rt.deps.redis.hsetnx(campaignKeys(campaignKey).control, 'version', String(configVersion))) === 1;

@@ -15,6 +15,8 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { campaignKeys } from '../src/redis/keys';
 import { readSeedBatches, SeedSourceError, type SeedPosition } from '../src/seeds/seed-source';
+import { seenMode } from '../src/redis/frontier-layout';
+import { landSeedChunk, SEED_SEGMENT_CHUNK, seedSegmentsOn } from '../src/redis/seed-segments';
 import { scopeRootOf } from '../src/url/scope';
 import type { UrlRules } from '../src/url/url-rules';
 import type { WorkerRuntime } from './runtime';
@@ -101,7 +103,9 @@ const REJECTED_KEPT_PER_CALL = 20;
  * frontiers: normalised, grouped by host, enqueued at depth 0, the hosts
  * marked ready and (same-host / same-domain) their scope roots kept in
  * Redis. Resumes from `from`, or from its own last heartbeat after a retry;
- * the seen-sets make a batch read twice harmless.
+ * the seen-sets make a batch read twice harmless. Past the list's first call,
+ * a campaign marked for it (src/redis/seed-segments.ts) that may spill reads
+ * one large chunk instead and lands it in a shared seed segment.
  */
 export function loadSeedsActivity(rt: WorkerRuntime) {
   return async function loadSeeds(input: LoadSeedsInput): Promise<LoadSeedsResult> {
@@ -111,43 +115,103 @@ export function loadSeedsActivity(rt: WorkerRuntime) {
     const s = campaign.settings;
     if (!s.seedsFile) return { next: input.from, done: true, hosts: 0, seeds: 0, rejected: 0 };
     const hosts = new CampaignHosts(redis, input.campaignKey);
-    const rootsKey = campaignKeys(input.campaignKey).scopeRoots;
     const from = (ctx.info.heartbeatDetails as SeedPosition | undefined) ?? input.from;
-    let result: LoadSeedsResult = { next: from, done: false, hosts: 0, seeds: 0, rejected: 0 };
-    let calls = 0;
-    // One call reads a bounded part of the list: its answer is a few history events, whatever the list's size.
-    const batchSize = Math.max(1, Math.min(SEED_BATCH, input.maxSeeds ?? SEED_BATCH));
-    const batches = input.maxSeeds ? Math.max(1, Math.ceil(input.maxSeeds / batchSize)) : SEED_BATCHES_PER_CALL;
+    const spill = spillOf(rt, s);
+    // The list's first call goes straight into the sorted sets, so its hosts start at once.
+    const atStart = from.line === 0 && from.byte === 0 && from.seeds === 0;
     try {
+      if (!atStart && spill.above !== null && (await seedSegmentsOn(redis, input.campaignKey))) return await loadSeedChunk(rt, input, campaign, from, spill, hosts);
+      let result: LoadSeedsResult = { next: from, done: false, hosts: 0, seeds: 0, rejected: 0 };
+      let calls = 0;
+      // One call reads a bounded part of the list: its answer is a few history events, whatever the list's size.
+      const batchSize = Math.max(1, Math.min(SEED_BATCH, input.maxSeeds ?? SEED_BATCH));
+      const batches = input.maxSeeds ? Math.max(1, Math.ceil(input.maxSeeds / batchSize)) : SEED_BATCHES_PER_CALL;
       for await (const b of readSeedBatches(s.seedsFile, { batchSize, from, signal: ctx.cancellationSignal })) {
-        const { byHost, rejected } = groupSeeds(b.seeds, undefined, campaign.urlRules);
-        // The list's seeds define the scope of same-host and same-domain campaigns.
-        const roots = [
-          ...new Set(
-            [...byHost.values()]
-              .flat()
-              .map((it) => scopeRootOf(s.scope, it.url))
-              .filter((r): r is string => r !== null),
-          ),
-        ];
-        if (roots.length) await redis.sadd(rootsKey, ...roots);
-        for (const [host, items] of byHost) {
-          const allowed = await campaign.inScope(items.map((it) => it.url));
-          const kept = items.filter((it, i) => allowed[i] || !rejected.push({ seed: it.seed, reason: `out of the campaign's scope: ${it.url}` }));
-          if (kept.length) byHost.set(host, kept);
-          else byHost.delete(host);
-        }
-        const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, s, spillOf(rt, s));
+        const { byHost, rejected } = await admitSeeds(redis, input.campaignKey, campaign, b.seeds);
+        const { added, wake } = await enqueueSeeds(redis, input.campaignKey, byHost, s, spill);
         await hosts.markReady(wake);
         for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
         result = { next: b.next, done: b.done, hosts: result.hosts + added.size, seeds: result.seeds + b.seeds.length, rejected: result.rejected + rejected.length };
         ctx.heartbeat(b.next);
         if (b.done || ++calls >= batches) break;
       }
+      return result;
     } catch (err) {
       if (err instanceof SeedSourceError) throw ApplicationFailure.create({ type: err.code, message: err.message, nonRetryable: !err.retryable });
       throw err;
     }
-    return result;
   };
+}
+
+type CampaignAtHand = Awaited<ReturnType<WorkerRuntime['campaign']>>;
+
+/**
+ * Seeds of the list, normalised and grouped by host, those out of scope or excluded rejected;
+ * the scope roots of the rest kept (the list's seeds define the scope of same-host and
+ * same-domain campaigns). One scope check for all of them.
+ */
+async function admitSeeds(redis: RedisLike, campaignKey: string, campaign: CampaignAtHand, seeds: string[]): Promise<GroupedSeeds> {
+  const s = campaign.settings;
+  const { byHost, rejected } = groupSeeds(seeds, undefined, campaign.urlRules);
+  const roots = [
+    ...new Set(
+      [...byHost.values()]
+        .flat()
+        .map((it) => scopeRootOf(s.scope, it.url))
+        .filter((r): r is string => r !== null),
+    ),
+  ];
+  const rootsKey = campaignKeys(campaignKey).scopeRoots;
+  for (let i = 0; i < roots.length; i += SEED_BATCH) await redis.sadd(rootsKey, ...roots.slice(i, i + SEED_BATCH));
+  const all = [...byHost.values()].flat();
+  const allowed = await campaign.inScope(all.map((it) => it.url));
+  const verdict = new Map(all.map((it, i) => [it, allowed[i]]));
+  for (const [host, items] of byHost) {
+    const kept = items.filter((it) => verdict.get(it) || !rejected.push({ seed: it.seed, reason: `out of the campaign's scope: ${it.url}` }));
+    if (kept.length) byHost.set(host, kept);
+    else byHost.delete(host);
+  }
+  return { byHost, rejected };
+}
+
+/**
+ * One chunk of the list (input.maxSeeds, else SEED_SEGMENT_CHUNK seeds) into one shared seed
+ * segment (src/redis/seed-segments.ts). The heartbeat stays at the chunk's start until every
+ * block is registered: a retry reads the whole chunk again, and its script skips what the first
+ * attempt registered.
+ */
+async function loadSeedChunk(
+  rt: WorkerRuntime,
+  input: LoadSeedsInput,
+  campaign: CampaignAtHand,
+  from: SeedPosition,
+  spill: SpillOptions,
+  hosts: CampaignHosts,
+): Promise<LoadSeedsResult> {
+  const ctx = Context.current();
+  const redis = rt.deps.redis;
+  const s = campaign.settings;
+  const chunk = Math.max(1, input.maxSeeds ?? SEED_SEGMENT_CHUNK);
+  const seeds: string[] = [];
+  let next = from;
+  let done = false;
+  for await (const b of readSeedBatches(s.seedsFile!, { batchSize: Math.min(SEED_BATCH, chunk), from, signal: ctx.cancellationSignal })) {
+    for (const seed of b.seeds) seeds.push(seed);
+    next = b.next;
+    done = b.done;
+    ctx.heartbeat(from);
+    if (b.done || seeds.length >= chunk) break;
+  }
+  const { byHost, rejected } = await admitSeeds(redis, input.campaignKey, campaign, seeds);
+  ctx.heartbeat(from);
+  const mode = await seenMode(redis, input.campaignKey);
+  const perHost = [...byHost].map(([host, items]) => ({
+    host,
+    seeds: items.map(({ url }) => ({ url, fp: urlFingerprint(url), priority: frontierPriority(url, s) })),
+  }));
+  const { added, wake } = await landSeedChunk(redis, spill.store, input.campaignKey, mode, perHost, () => ctx.heartbeat(from));
+  for (let i = 0; i < wake.length; i += SEED_BATCH) await hosts.markReady(wake.slice(i, i + SEED_BATCH));
+  for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
+  ctx.heartbeat(next);
+  return { next, done, hosts: added.size, seeds: seeds.length, rejected: rejected.length };
 }

@@ -21,6 +21,15 @@
 // READ_BACK_GRACE_MS later, by the host's next refill or its drained claim
 // (which waits that long at most): any loss that could bring the segment back
 // also loses that note, and the object is still there to read.
+//
+// Shared seed segments (src/redis/seed-segments.ts): a seed list's seeds past
+// its first call land as one object a loadSeeds call holding a block per host,
+// each block registered as a segment of its host under a name that says where
+// it is (`@<object>.<start>.<length>.<first>[.<skipped>]`). They are read
+// back here with a ranged read, and their objects are not removed when one
+// host reads its block back (the other hosts' blocks are in it): every
+// object under the campaign's `frontier/` goes when the campaign ends
+// (removeCampaignSegments: its summary, and `crawler purge`).
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -74,6 +83,66 @@ export const segmentKey = (campaignKey: string, host: string, name: string): str
 
 /** Where a campaign's segments live: what a purge removes. */
 export const campaignSegmentsPrefix = (campaignKey: string): string => `frontier/${safe(campaignKey)}/`;
+
+/** Where the shared seed segments of a campaign live: `%` never starts a path segment safe() makes of a host. */
+export const sharedSegmentKey = (campaignKey: string, object: string): string => `${campaignSegmentsPrefix(campaignKey)}%seeds/${object}.seeds`;
+
+/** A shared seed segment as its registered name tells it: its object, the block's byte range, the first discovery number, the entries skipped. */
+export interface SharedSegment {
+  object: string;
+  start: number;
+  length: number;
+  first: number;
+  skipped: ReadonlySet<number>;
+}
+
+/** Whether a registered segment name is a shared seed segment's (its own names start with a base-36 time). */
+export const isSharedSegment = (name: string): boolean => name.startsWith('@');
+
+/** The name's parts, or null for a host's own segment. Throws on a shared name that does not parse. */
+export function parseSharedSegment(name: string): SharedSegment | null {
+  if (!isSharedSegment(name)) return null;
+  const m = /^@([0-9a-f]+)\.([0-9a-z]+)\.([0-9a-z]+)\.(\d+)(?:\.([\d,]+))?$/.exec(name);
+  if (!m) throw new FrontierSpillError('SPILL_SEGMENT_UNREADABLE', `a shared seed segment name that does not parse: ${name.slice(0, 200)}`);
+  return {
+    object: m[1]!,
+    start: parseInt(m[2]!, 36),
+    length: parseInt(m[3]!, 36),
+    first: Number(m[4]),
+    skipped: new Set(m[5] ? m[5].split(',').map(Number) : []),
+  };
+}
+
+/**
+ * The score/member pairs a shared seed segment puts back: its block holds score bases
+ * (frontierScoreBase) and members in block order; the entries not skipped are numbered from
+ * `first + 1` in that order, as crawlSeedRegister numbered them (so the scores are the ones an
+ * enqueue would have given, and the registered lowest score is one of them).
+ */
+export function sharedSegmentPairs(seg: SharedSegment, block: Buffer): [string, string][] {
+  const out: [string, string][] = [];
+  let n = 0;
+  decodeSegment(block).forEach(([base, member], i) => {
+    if (seg.skipped.has(i)) return;
+    n++;
+    out.push([String(Number(base) + seg.first + n), member]);
+  });
+  return out;
+}
+
+/**
+ * Removes every segment object of the campaign (its hosts' own and its shared seed segments):
+ * once it has ended nothing reads them. Returns how many went. Idempotent.
+ */
+export async function removeCampaignSegments(store: ObjectStore, campaignKey: string, onProgress?: () => void): Promise<number> {
+  const keys: string[] = [];
+  for await (const o of store.list(campaignSegmentsPrefix(campaignKey))) keys.push(o.key);
+  for (let i = 0; i < keys.length; i++) {
+    await store.remove(keys[i]!);
+    if (i % 100 === 99) onProgress?.();
+  }
+  return keys.length;
+}
 
 /** A gzip of JSON lines: a header `{"v":1,"n":<entries>}`, then one `[score, member]` per entry (any member survives JSON). */
 export function encodeSegment(pairs: [string, string][]): Buffer {
@@ -171,10 +240,13 @@ export async function refillSegment(
   graceMs = READ_BACK_GRACE_MS,
 ): Promise<void> {
   if (!store) throw new FrontierSpillError('SPILL_STORE_MISSING', `the frontier of ${host} has spilled segments and this process has no store to read them from`);
-  const key = segmentKey(campaignKey, host, name);
+  const shared = parseSharedSegment(name);
+  const key = shared ? sharedSegmentKey(campaignKey, shared.object) : segmentKey(campaignKey, host, name);
   let pairs: [string, string][];
   try {
-    pairs = decodeSegment(await readAll(await store.read(key)));
+    pairs = shared
+      ? sharedSegmentPairs(shared, await readAll(await store.read(key, { start: shared.start, length: shared.length })))
+      : decodeSegment(await readAll(await store.read(key)));
   } catch (err) {
     // Another refill took it and removed its object: nothing left to do.
     if ((await redis.zscore(k.spill, name)) === null) return;
@@ -194,7 +266,8 @@ export async function refillSegment(
 export async function removeReadBack(redis: RedisLike, k: Keys, campaignKey: string, host: string, store: ObjectStore, all: boolean, graceMs = READ_BACK_GRACE_MS): Promise<void> {
   for (;;) {
     const [aged, wait] = await agedSegments(redis, k, graceMs);
-    for (const name of aged) await store.remove(segmentKey(campaignKey, host, name));
+    // A shared seed segment's object holds other hosts' blocks: it goes when the campaign ends.
+    for (const name of aged) if (!isSharedSegment(name)) await store.remove(segmentKey(campaignKey, host, name));
     if (aged.length > 0) await redis.zrem(k.spillDone, ...aged);
     if (aged.length === 100) continue;
     if (!all || wait < 0) return;

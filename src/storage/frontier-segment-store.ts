@@ -4,7 +4,9 @@
 // anything else opened here is kept for the process's life (an output's handle is a few objects).
 import path from 'node:path';
 import type { CampaignSettings } from '../config/campaign';
-import type { SpillOptions } from '../redis/frontier-spill';
+import { CampaignConfigMissingError, loadCampaignSettings } from '../redis/campaign-store';
+import { removeCampaignSegments, type SpillOptions } from '../redis/frontier-spill';
+import type { RedisLike } from '../redis/scripts';
 import { FolderObjectStore } from './folder-object-store';
 import type { ObjectStore } from './object-store';
 import { openObjectStore, parseOutputLocation, type S3Location } from './output-location';
@@ -31,4 +33,20 @@ export function outputStoreOf(output: Pick<CampaignSettings['output'], 'dir' | '
 /** A campaign's spill options: its frontier.spillAbove and its output's store. */
 export function spillOptionsOf(settings: Pick<CampaignSettings, 'frontier' | 'output'>, spool: SpoolUploader | null = null, onError?: (err: unknown) => void): SpillOptions {
   return { above: settings.frontier.spillAbove, store: outputStoreOf(settings.output, spool), ...(onError ? { onError } : {}) };
+}
+
+/**
+ * Removes the campaign's frontier segments (spilled tails, shared seed segments) from its output
+ * store, as `crawler purge` does before it deletes the keys: how many went, or null when its
+ * settings are gone from Redis (a purge run again after it deleted them) and the store is not known.
+ */
+export async function removeSegmentsOf(redis: RedisLike, campaignKey: string, spool: SpoolUploader | null = null): Promise<number | null> {
+  let settings: CampaignSettings;
+  try {
+    ({ settings } = await loadCampaignSettings(redis, campaignKey));
+  } catch (err) {
+    if (err instanceof CampaignConfigMissingError) return null;
+    throw err;
+  }
+  return removeCampaignSegments(outputStoreOf(settings.output, spool), campaignKey);
 }

@@ -10,10 +10,15 @@ import { temporal } from '@temporalio/proto';
 import { CampaignNudger, NUDGE_HOLD_MS } from '../../activities/nudge';
 import type { WorkerRuntime } from '../../activities/runtime';
 import { CampaignHosts } from '../../src/redis/campaign-hosts';
+import { isSharedSegment } from '../../src/redis/frontier-spill';
+import { hostKeys } from '../../src/redis/keys';
+import { purgeCampaign } from '../../src/redis/retention';
+import { removeSegmentsOf } from '../../src/storage/frontier-segment-store';
+import { hostKey } from '../../src/url/normalize';
 import { defineScripts } from '../../src/redis/scripts';
 import { startCampaign } from '../../src/temporal/campaign-client';
 import type { CrawlCampaignInput } from '../../workflows/crawl-campaign';
-import { campaignStatusQuery, cancelSignal } from '../../workflows/messages';
+import { campaignStatusQuery, cancelSignal, pauseCampaignUpdate, resumeCampaignUpdate } from '../../workflows/messages';
 import { activityResults, signalsOf } from '../fixtures/histories/coverage';
 import { createHarness, fetchedUrls, launch, outputOf, pageRequests, type Harness } from '../support/harness';
 import { generateSites } from '../web/test-web';
@@ -26,6 +31,9 @@ jest.setTimeout(240_000);
 const LISTED = 24;
 /** Hosts of the long list (one page each), read a few per loadSeeds call. */
 const LONG = 40;
+/** Hosts whose pages are all listed (no links between them), read a few seeds a call: past the first call, into shared seed segments. */
+const SEGMENTED = 5;
+const PAGES = 4;
 let h: Harness;
 beforeAll(async () => {
   h = await createHarness('seed-list', { workers: 1 });
@@ -34,6 +42,7 @@ beforeAll(async () => {
   h.web.addSite({ host: 'unlisted.list.test', pages: 3, fanOut: 2 });
   for (let i = 0; i < LONG; i++) h.web.addSite({ host: `l${i}.long.test`, pages: 1, fanOut: 0 });
   h.web.addSite({ host: 'slow.nudge.test', pages: 30, fanOut: 1 });
+  for (let i = 0; i < SEGMENTED; i++) h.web.addSite({ host: `g${i}.seg.test`, pages: PAGES, fanOut: 0 });
   defineScripts(h.redis);
 });
 afterAll(() => h?.close());
@@ -167,4 +176,81 @@ test('many sessions nudging a campaign add about one history event per dispatch 
   process.stderr.write(`nudges: ${SESSIONS} sessions x 4 s sent ${nudges} nudge signals over ${rounds} dispatch rounds (${events.length} events)\n`);
   expect({ nudges, within: nudges <= bound }).toEqual({ nudges, within: true });
   expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length).toBeLessThan(SESSIONS);
+});
+
+/** The list of the SEGMENTED hosts: page after page, host after host, one page listed twice and every host's root again at the end. */
+function segmentedList(): { lines: string[]; hosts: string[]; urls: string[] } {
+  const hosts = Array.from({ length: SEGMENTED }, (_, i) => `g${i}.seg.test`);
+  const lines: string[] = [];
+  for (let p = 0; p < PAGES; p++) for (const x of hosts) lines.push(h.web.url(x, p === 0 ? '/' : `/page/${p}`));
+  lines.splice(7, 0, h.web.url('g1.seg.test', '/page/1'));
+  lines.push(...hosts.map((x) => h.web.url(x, '/')));
+  const urls = hosts.flatMap((x) => Array.from({ length: PAGES }, (_, p) => h.web.url(x, p === 0 ? '/' : `/page/${p}`)));
+  return { lines, hosts, urls };
+}
+
+/** Objects under the campaign output's frontier/ (spilled tails, shared seed segments). */
+function frontierObjects(campaignId: string): string[] {
+  const dir = path.join(outputOf(h, campaignId).dir, 'frontier');
+  return fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.seg') || f.endsWith('.seeds')) : [];
+}
+
+/** Starts a campaign on the segmented list, paused at once, and resolves once its list is read: its handle and key. */
+async function seededWhilePaused(name: string) {
+  const { lines } = segmentedList();
+  const file = path.join(h.outDir, `${name}.txt`);
+  fs.writeFileSync(file, lines.join('\n'));
+  const handle = await launch(h, {
+    campaignId: `${name}-${process.pid}-${Date.now().toString(36)}`,
+    seedsFile: file,
+    scope: { mode: 'same-host' },
+    politeness: { minDelayMs: 20 },
+    sitemaps: 'off',
+    // Test-only: 3 seeds a call, so every call past the first lands a chunk of its own.
+    testLimits: { seedsPerCall: 3 },
+  });
+  await handle.executeUpdate(pauseCampaignUpdate);
+  for (;;) {
+    const loads = activityResults<{ done: boolean }>(await handle.fetchHistory(), 'loadSeeds');
+    if (loads.some((l) => l.done)) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  let campaignKey = '';
+  while (!campaignKey) campaignKey = (await handle.query(campaignStatusQuery)).campaignKey;
+  return { handle, campaignKey };
+}
+
+test('a seed list past its first call lands in shared seed segments: every seed fetched once, nothing left under frontier/ at the end', async () => {
+  const { hosts, urls } = segmentedList();
+  const { handle, campaignKey } = await seededWhilePaused('seg-list');
+  // Read while paused: the hosts' seeds wait in shared segments (one object a call), registered with their hosts.
+  const objects = frontierObjects(handle.workflowId);
+  expect(objects.filter((f) => f.endsWith('.seeds')).length).toBeGreaterThanOrEqual(5);
+  for (const x of hosts) expect((await h.redis.zrange(hostKeys(campaignKey, hostKey(h.web.url(x, '/'))).spill, 0, -1)).some(isSharedSegment)).toBe(true);
+  await handle.executeUpdate(resumeCampaignUpdate);
+  const result = await handle.result();
+  expect(result.status).toBe('completed');
+  expect(result.pages).toBe(urls.length);
+  // Each listed page fetched once, whether listed once or twice.
+  const fetched = pageRequests(h.web.requests())
+    .filter((r) => hosts.includes(r.host))
+    .map((r) => h.web.url(r.host, r.path));
+  expect(fetched.sort()).toEqual([...urls].sort());
+  expect(new Set(fetchedUrls(await outputOf(h, handle.workflowId).index()))).toEqual(new Set(urls));
+  // The campaign's end removed its segments, the shared ones too.
+  expect(frontierObjects(handle.workflowId)).toEqual([]);
+});
+
+test("purge removes a campaign's shared seed segments from its output with its keys", async () => {
+  const { handle, campaignKey } = await seededWhilePaused('seg-purge');
+  const objects = frontierObjects(handle.workflowId).length;
+  expect(objects).toBeGreaterThan(0);
+  // What `crawler purge --force` does.
+  expect(await removeSegmentsOf(h.redis, campaignKey)).toBe(objects);
+  await purgeCampaign(h.redis, campaignKey);
+  expect(frontierObjects(handle.workflowId)).toEqual([]);
+  // Run again with the keys gone: the store is no longer known, nothing to do.
+  expect(await removeSegmentsOf(h.redis, campaignKey)).toBeNull();
+  await handle.signal(cancelSignal, {});
+  await handle.result().catch(() => undefined);
 });

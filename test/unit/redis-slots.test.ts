@@ -20,6 +20,7 @@ import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { agedSegments, registerSegment, restoreSegment, unlockSpill } from '../../src/redis/frontier-spill';
 import { HostClock } from '../../src/redis/host-clock';
+import { registerSeedBlock } from '../../src/redis/seed-segments';
 import { RevisitSchedule } from '../../src/redis/revisit';
 import { WorkerRegistry } from '../../src/redis/worker-registry';
 import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
@@ -163,6 +164,13 @@ describe('every Lua script keeps its keys in one hash slot', () => {
     const unlock = await cap.capture(1, () => unlockSpill(cap.redis, hk, 'token'));
     expect(unlock.script).toBe('crawlUnlock');
     expectOneSlot(unlock, tag);
+    // A shared seed segment's block registered with its host (src/redis/seed-segments.ts).
+    const seeded = await cap.capture([1, 0, 1], () =>
+      registerSeedBlock(cap.redis, ck, '2', '0123abcd', { host, start: 0, length: 10, entries: [{ fp: urlFingerprint('http://x/s'), base: 0 }] }),
+    );
+    expect(seeded.script).toBe('crawlSeedRegister');
+    expect(seeded.keys).toHaveLength(SCRIPTS.crawlSeedRegister.numberOfKeys);
+    expectOneSlot(seeded, tag);
 
     const retry = await cap.capture(1, () => f.noteRetry('1\thttp://x/\t'));
     expect(retry.script).toBe('crawlNoteRetry');

@@ -4,6 +4,7 @@ import { CrawlerError } from '../../errors';
 import { clientEndpoints } from '../../stack/stack';
 import { createRedis } from '../../redis/client';
 import { purgeCampaign } from '../../redis/retention';
+import { removeSegmentsOf } from '../../storage/frontier-segment-store';
 import { UsageError } from '../usage-error';
 import { connectCli } from './campaign-control';
 
@@ -61,8 +62,16 @@ export function registerPurgeCommand(program: Command): void {
       const campaignKey = opts.key ?? (await campaignKeyFromTemporal(campaignId, opts.force ?? false));
       const redis = createRedis(clientEndpoints().redisUrl);
       try {
+        // The frontier segments first: the settings that name their store go with the keys.
+        const segments = await removeSegmentsOf(redis, campaignKey);
         const r = await purgeCampaign(redis, campaignKey);
-        process.stdout.write(`purged ${campaignId} (${campaignKey}): ${r.keys} key(s) of ${r.hosts} host(s) deleted\n`);
+        process.stdout.write(
+          `purged ${campaignId} (${campaignKey}): ${r.keys} key(s) of ${r.hosts} host(s) deleted` +
+            (segments === null
+              ? ' (its settings were gone: frontier segments, if any, are left under frontier/ in its output)'
+              : `, ${segments} frontier segment object(s) removed`) +
+            '\n',
+        );
       } finally {
         redis.disconnect();
       }

@@ -1,0 +1,162 @@
+// Seeds from a seed list landing the way a spilled tail does (issue 40, part
+// 5): past the list's first loadSeeds call, a call reads a large chunk of the
+// list, groups it by host, and writes ONE object under the campaign's
+// `frontier/<campaign>/%seeds/` holding each host's seeds as its own block
+// (the segment encoding of src/redis/frontier-spill.ts, a gzip member each,
+// so a block reads back alone with a ranged read). Then one script per host
+// (crawlSeedRegister, the host's slot) marks the block's seeds seen and
+// registers the block as a segment of the host: Redis keeps a seen
+// fingerprint and a share of one registry entry per seed, not a frontier
+// entry, and the hosts' claims read the blocks back as they drain.
+//
+// Why shared objects: the seeds of one host are scattered over the list (a
+// list gathered from many sources names a different host on every line), so
+// objects of one host could only be written one seed or two at a time; one
+// object a chunk is one write per 250,000 seeds whatever the hosts.
+//
+// Durability, as the spill's: the object is written first, the scripts run
+// after. A worker killed between them leaves an orphan object (removed with
+// the campaign's others when it ends) and seeds not marked seen, which the
+// retried call reads again from its last heartbeat (the chunk's start) and
+// writes again into a new object. A seed the first attempt registered is seen
+// by then: the retry's script skips it (its position is named in the
+// segment's name, and the refill leaves it out), so nothing is queued twice
+// and nothing lost. The objects stay until the campaign ends: a refill that
+// Redis lost in a crash finds its block still there.
+//
+// Which campaigns: those marked when they were created (SEED_SEGMENTS_FIELD
+// below, beside the frontier layout's marker). A campaign created before keeps
+// today's path (every seed straight into its host's sorted set) for its whole
+// life, so a worker of an older release, which cannot read shared segments,
+// never meets one in it.
+import { randomBytes } from 'node:crypto';
+import { encodeEntry, frontierScoreBase } from './frontier';
+import { encodeSegment, sharedSegmentKey } from './frontier-spill';
+import { type FrontierLayout } from './frontier-layout';
+import { contentKeys, hostKeys } from './keys';
+import type { RedisLike } from './scripts';
+import { seenArg, type SeenMode } from './seen-set';
+import type { ObjectStore } from '../storage/object-store';
+
+/** Seeds one loadSeeds call reads into one shared object at most: bounds the worker's memory (a few hundred bytes a seed) and the call's time. */
+export const SEED_SEGMENT_CHUNK = 250_000;
+
+/** The content index's meta hash field that marks a campaign whose seed list lands in shared segments. */
+export const SEED_SEGMENTS_FIELD = 'seedseg';
+
+/** Host scripts in flight at once while a chunk registers: each is one round trip to its host's slot. */
+const REGISTER_CONCURRENCY = 256;
+
+/** A host's seeds of one chunk: its politeness key, and each seed's fingerprint, URL and priority, in list order. */
+export interface HostSeeds {
+  host: string;
+  seeds: { url: string; fp: string; priority: number }[];
+}
+
+/** One host's block in a shared object: where it is, and what its script is told. */
+export interface SeedBlock {
+  host: string;
+  start: number;
+  length: number;
+  /** Per entry in block order: the fingerprint and the score base. */
+  entries: { fp: string; base: number }[];
+}
+
+/**
+ * The shared object of a chunk: each host's seeds (depth 0, no referrer, at their priority) as one
+ * segment block, blocks one after another, and each block's byte range. A fingerprint listed twice
+ * for a host keeps its first place only.
+ */
+export function buildSeedObject(hosts: HostSeeds[], layout: FrontierLayout): { body: Buffer; blocks: SeedBlock[] } {
+  const parts: Buffer[] = [];
+  const blocks: SeedBlock[] = [];
+  let at = 0;
+  for (const { host, seeds } of hosts) {
+    const taken = new Set<string>();
+    const entries: SeedBlock['entries'] = [];
+    const pairs: [string, string][] = [];
+    for (const s of seeds) {
+      if (taken.has(s.fp)) continue;
+      taken.add(s.fp);
+      const base = frontierScoreBase(s.priority, 0);
+      entries.push({ fp: s.fp, base });
+      pairs.push([String(base), encodeEntry({ url: s.url, depth: 0, referrer: null }, host, layout)]);
+    }
+    if (entries.length === 0) continue;
+    const block = encodeSegment(pairs);
+    parts.push(block);
+    blocks.push({ host, start: at, length: block.length, entries });
+    at += block.length;
+  }
+  return { body: Buffer.concat(parts), blocks };
+}
+
+/** The member and fingerprint form of a campaign of seen mode `mode` (a Bloom filter's campaign has layout 2's), as Frontier's. */
+const layoutOfMode = (mode: SeenMode): FrontierLayout => (mode === '1' ? 1 : 2);
+
+/** A new shared object's name: random, never written twice (a retried call writes a new one). */
+export const newSeedObjectName = (): string => randomBytes(8).toString('hex');
+
+/** The registered name of a block before crawlSeedRegister adds the first number and the skipped entries. */
+export const blockNamePrefix = (object: string, b: Pick<SeedBlock, 'start' | 'length'>): string => `@${object}.${b.start.toString(36)}.${b.length.toString(36)}`;
+
+/**
+ * Writes the chunk's object, then registers each block with its host (crawlSeedRegister).
+ * Returns, per host, the seeds that were new and whether its workflow must be woken (as
+ * Frontier.needsWake says for an enqueue). `onProgress`: called now and then (a heartbeat).
+ */
+export async function landSeedChunk(
+  redis: RedisLike,
+  store: ObjectStore,
+  campaignKey: string,
+  mode: SeenMode,
+  hosts: HostSeeds[],
+  onProgress?: () => void,
+): Promise<{ added: Map<string, number>; wake: string[]; object: string | null; bytes: number }> {
+  const added = new Map<string, number>();
+  const wake: string[] = [];
+  const { body, blocks } = buildSeedObject(hosts, layoutOfMode(mode));
+  if (blocks.length === 0) return { added, wake, object: null, bytes: 0 };
+  const object = newSeedObjectName();
+  await store.putBytes(sharedSegmentKey(campaignKey, object), body);
+  onProgress?.();
+  for (let i = 0; i < blocks.length; i += REGISTER_CONCURRENCY) {
+    const part = blocks.slice(i, i + REGISTER_CONCURRENCY);
+    const results = await Promise.all(part.map((b) => registerSeedBlock(redis, campaignKey, mode, object, b)));
+    part.forEach((b, j) => {
+      const [n, awake, queued] = results[j]!;
+      added.set(b.host, n);
+      if (awake !== 1 && queued > 0) wake.push(b.host);
+    });
+    onProgress?.();
+  }
+  return { added, wake, object, bytes: body.length };
+}
+
+/** crawlSeedRegister for one block: {added, awake, queued}. */
+export function registerSeedBlock(redis: RedisLike, campaignKey: string, mode: SeenMode, object: string, b: SeedBlock): Promise<[number, number, number]> {
+  const k = hostKeys(campaignKey, b.host);
+  const layout = layoutOfMode(mode);
+  const argv: (string | Buffer)[] = [mode, blockNamePrefix(object, b)];
+  for (const e of b.entries) argv.push(seenArg(e.fp, layout), String(e.base));
+  return redis.crawlSeedRegister(k.seen, k.frontier, k.seq, k.awake, k.stats, k.spill, ...argv);
+}
+
+const marked = new Map<string, Promise<boolean>>();
+
+/** Whether the campaign's seed list lands in shared segments (marked when it was created). Read once a process: a marker never changes. */
+export function seedSegmentsOn(redis: RedisLike, campaignKey: string): Promise<boolean> {
+  let f = marked.get(campaignKey);
+  if (!f) {
+    f = redis.hget(contentKeys(campaignKey, 0).meta, SEED_SEGMENTS_FIELD).then((v) => v === '1');
+    f.catch(() => marked.delete(campaignKey));
+    marked.set(campaignKey, f);
+  }
+  return f;
+}
+
+/** Marks a new campaign's seed list to land in shared segments: before any seed of it is read. A retried creation keeps the marker. */
+export async function markSeedSegments(redis: RedisLike, campaignKey: string): Promise<void> {
+  await redis.hsetnx(contentKeys(campaignKey, 0).meta, SEED_SEGMENTS_FIELD, '1');
+  marked.delete(campaignKey);
+}
