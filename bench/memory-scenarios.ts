@@ -7,6 +7,7 @@
 //             as soon as it starts, measured once the whole list is in the
 //             frontiers: bytes a waiting URL and a host.
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -19,7 +20,7 @@ import { LOCAL_DIR } from '../src/stack/paths';
 import { startCampaign } from '../src/temporal/campaign-client';
 import { WorkerPool } from '../src/worker/worker-pool';
 import type { TestWeb } from '../test/web/test-web';
-import { pauseCampaignUpdate } from '../workflows/messages';
+import { addSeedsUpdate, campaignStatusQuery, pauseCampaignUpdate, resumeCampaignUpdate } from '../workflows/messages';
 import { bytesOf, familyFigures, familyTable, memoryByFamily, memoryParts, URL_FAMILIES, watchUsedMemory, type MemoryBreakdown } from './redis-memory';
 import { writeSeedList } from './seed-list';
 import { seenFilterLine } from '../src/redis/seen-bloom';
@@ -247,6 +248,9 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
       waitingInRedis: inRedis,
       waitingSpilled: spill.entries,
       segments: spill.segments,
+      seedObjects: spill.seedObjects,
+      seedBlocks: spill.seedBlocks,
+      storeBytes: spill.bytes,
       // What a spilled URL costs on the output store (gzip of JSON lines).
       perSpilledUrlStoreBytes: per(spill.bytes, spill.entries),
       hostsWithFrontier: hosts,
@@ -267,14 +271,19 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
     };
     log(`\n${figures.scenario}: seeded in ${seedingSeconds} s, URLs of ${list.meanUrlChars} characters on average, ${figures.hostsDispatched} hosts dispatched`);
     log(`used_memory: before ${before}, after ${after} (peak ${peak.peak}): ${figures.perWaitingUrlBytes} bytes a waiting URL, everything included`);
-    log(`waiting: ${inRedis} in Redis, ${spill.entries} in ${spill.segments} segments (${figures.perSpilledUrlStoreBytes} bytes a spilled URL on the store)`);
+    log(
+      `waiting: ${inRedis} in Redis, ${spill.entries} in ${spill.segments} segments and ${spill.seedBlocks} host blocks of ${spill.seedObjects} shared seed objects (${spill.bytes} bytes on the store, ${figures.perSpilledUrlStoreBytes} a spilled URL)`,
+    );
     log(
       `frontier entry + seen fingerprint ${figures.perWaitingUrlKeysBytes} bytes a URL; a host ${figures.perHostBytes} bytes (the campaign's keys that do not grow with URLs ÷ hosts)`,
     );
     log(`${familyTable('once seeded, MEMORY USAGE by family', b, waiting, 'waiting URL')}\n`);
     await handle.signal('cancel', { reason: 'bench over' });
     await handle.result().catch(() => undefined);
-    return figures;
+    await purgeCampaign(o.redis, campaignKey);
+    campaignKey = null;
+    const firstPage = await firstPageRun(o, queue, file);
+    return { ...figures, firstPage };
   } finally {
     await pool.stopAll();
     if (campaignKey) await purgeCampaign(o.redis, campaignKey);
@@ -282,12 +291,107 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
   }
 }
 
+/** Hosts of the list pinned to the bench's page server (the first ones: those its first loadSeeds call reads, dispatched first). */
+const FIRST_PAGE_HOSTS = 1_000;
+
+/**
+ * The same list crawled, not paused: the seconds from the campaign's start to the first page
+ * request (robots.txt aside) reaching a page server on 127.0.0.1:80 that the list's first hosts
+ * are pinned to (fetch.resolve; the rest do not resolve), then how long the campaign takes to
+ * answer a status query, a pause, a resume and an add-seeds while its list is still being read,
+ * and how many loadSeeds calls had answered by then. Then cancelled and purged. Null when port 80
+ * cannot be had.
+ */
+async function firstPageRun(o: MemoryFrontierInput, queue: string, file: string) {
+  let firstAt: number | null = null;
+  const server = http.createServer((req, res) => {
+    if (firstAt === null && !req.url?.startsWith('/robots.txt')) firstAt = Date.now();
+    res.writeHead(req.url?.startsWith('/robots.txt') ? 404 : 200, { 'content-type': 'text/html' });
+    res.end('<html><body>bench</body></html>');
+  });
+  const listening = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(80, '127.0.0.1', () => resolve(true));
+  });
+  if (!listening) {
+    log('first page: port 80 on 127.0.0.1 is not available, not measured');
+    return null;
+  }
+  const campaignId = `bench-mem-first-${Date.now().toString(36)}`;
+  let campaignKey: string | null = null;
+  try {
+    const t0 = Date.now();
+    const handle = await startCampaign(o.client, queue, {
+      campaignId,
+      seedsFile: file,
+      scope: { mode: 'same-host' },
+      politeness: { maxInFlightPerAddress: null },
+      sitemaps: 'off',
+      fetch: { resolve: Array.from({ length: Math.min(FIRST_PAGE_HOSTS, o.hosts) }, (_, h) => `www.seed${h}.test:80:127.0.0.1`) },
+      output: { dir: path.join(path.dirname(file), 'out-first') },
+      ...(o.spillAbove === undefined ? {} : { frontier: { spillAbove: o.spillAbove } }),
+    });
+    campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
+    while (firstAt === null && Date.now() - t0 < 300_000) await new Promise((r) => setTimeout(r, 100));
+    const firstPageSeconds = firstAt === null ? null : Number(((firstAt - t0) / 1000).toFixed(1));
+    const timed = async <T>(f: () => Promise<T>) => {
+      const t = Date.now();
+      await f();
+      return Date.now() - t;
+    };
+    const steering = {
+      statusMs: await timed(() => handle.query(campaignStatusQuery)),
+      pauseMs: await timed(() => handle.executeUpdate(pauseCampaignUpdate)),
+      resumeMs: await timed(() => handle.executeUpdate(resumeCampaignUpdate)),
+      addSeedsMs: await timed(() => handle.executeUpdate(addSeedsUpdate, { args: [{ seeds: ['http://www.seed0.test/added-while-seeding.html'] }] })),
+      loadSeedsAnswered: activityCount(await handle.fetchHistory(), 'loadSeeds'),
+      atSeconds: Number(((Date.now() - t0) / 1000).toFixed(1)),
+    };
+    log(
+      `first page: ${firstPageSeconds ?? 'none within 300'} s after the start; while seeding (${steering.loadSeedsAnswered} loadSeeds calls answered at ${steering.atSeconds} s): status ${steering.statusMs} ms, pause ${steering.pauseMs} ms, resume ${steering.resumeMs} ms, add-seeds ${steering.addSeedsMs} ms`,
+    );
+    await handle.signal('cancel', { reason: 'bench over' });
+    await handle.result().catch(() => undefined);
+    return { firstPageSeconds, steering };
+  } finally {
+    await new Promise((r) => server.close(r));
+    if (campaignKey) await purgeCampaign(o.redis, campaignKey);
+  }
+}
+
+/** Activities of `type` that completed in this run's history. */
+function activityCount(history: temporal.api.history.v1.IHistory, type: string): number {
+  const E = temporal.api.enums.v1.EventType;
+  const scheduled = new Set<number>();
+  let n = 0;
+  for (const e of history.events ?? []) {
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === type) scheduled.add(Number(e.eventId));
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED && scheduled.has(Number(e.activityTaskCompletedEventAttributes?.scheduledEventId))) n++;
+  }
+  return n;
+}
+
 /** The entries the campaign's frontiers spilled (their hosts' `spilled` counters), their segments and those objects' bytes. */
-async function spilledOf(redis: RedisLike, campaignKey: string, folder: string): Promise<{ entries: number; segments: number; bytes: number }> {
+async function spilledOf(
+  redis: RedisLike,
+  campaignKey: string,
+  folder: string,
+): Promise<{ entries: number; segments: number; seedObjects: number; seedBlocks: number; bytes: number }> {
   let entries = 0;
   for (const host of await hostsWithFrontier(redis, campaignKey, 'spill')) entries += Number((await redis.hget(hostKeys(campaignKey, host).stats, 'spilled')) ?? 0);
-  const files = fs.existsSync(folder) ? (fs.readdirSync(folder, { recursive: true }) as string[]).filter((f) => f.endsWith('.seg')) : [];
-  return { entries, segments: files.length, bytes: files.reduce((n, f) => n + fs.statSync(path.join(folder, f)).size, 0) };
+  const files = fs.existsSync(folder) ? (fs.readdirSync(folder, { recursive: true }) as string[]).filter((f) => f.endsWith('.seg') || f.endsWith('.seeds')) : [];
+  const shared = files.filter((f) => f.endsWith('.seeds'));
+  const registered = await hostsWithFrontier(redis, campaignKey, 'spill');
+  let sharedSegments = 0;
+  for (const host of registered) sharedSegments += (await redis.zrange(hostKeys(campaignKey, host).spill, 0, -1)).filter((n) => n.startsWith('@')).length;
+  return {
+    entries,
+    // Objects of a host's own tail, and shared seed-segment objects (one a loadSeeds chunk) with the host blocks registered in them.
+    segments: files.length - shared.length,
+    seedObjects: shared.length,
+    seedBlocks: sharedSegments,
+    bytes: files.reduce((n, f) => n + fs.statSync(path.join(folder, f)).size, 0),
+  };
 }
 
 /**
