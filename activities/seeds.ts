@@ -16,7 +16,7 @@ import { CampaignHosts } from '../src/redis/campaign-hosts';
 import { campaignKeys } from '../src/redis/keys';
 import { readSeedBatches, SeedSourceError, type SeedPosition } from '../src/seeds/seed-source';
 import { seenMode } from '../src/redis/frontier-layout';
-import { landSeedChunk, SEED_SEGMENT_CHUNK, seedSegmentsOn } from '../src/redis/seed-segments';
+import { landSeedChunk, SEED_SEGMENT_CHUNK, seedSegmentsOn, type HostSeeds } from '../src/redis/seed-segments';
 import { scopeRootOf } from '../src/url/scope';
 import type { UrlRules } from '../src/url/url-rules';
 import type { WorkerRuntime } from './runtime';
@@ -202,14 +202,29 @@ async function loadSeedChunk(
     ctx.heartbeat(from);
     if (b.done || seeds.length >= chunk) break;
   }
-  const { byHost, rejected } = await admitSeeds(redis, input.campaignKey, campaign, seeds);
-  ctx.heartbeat(from);
+  // A batch at a time (each awaits Redis, so this worker's workflow tasks and queries are not held
+  // up behind a quarter of a million URLs normalised in one go), merged by host in list order.
+  const perHost = new Map<string, HostSeeds['seeds']>();
+  const rejected: GroupedSeeds['rejected'] = [];
+  for (let i = 0; i < seeds.length; i += SEED_BATCH) {
+    const admitted = await admitSeeds(redis, input.campaignKey, campaign, seeds.slice(i, i + SEED_BATCH));
+    rejected.push(...admitted.rejected);
+    for (const [host, items] of admitted.byHost) {
+      const list = perHost.get(host) ?? [];
+      for (const { url } of items) list.push({ url, fp: urlFingerprint(url), priority: frontierPriority(url, s) });
+      perHost.set(host, list);
+    }
+    ctx.heartbeat(from);
+  }
   const mode = await seenMode(redis, input.campaignKey);
-  const perHost = [...byHost].map(([host, items]) => ({
-    host,
-    seeds: items.map(({ url }) => ({ url, fp: urlFingerprint(url), priority: frontierPriority(url, s) })),
-  }));
-  const { added, wake } = await landSeedChunk(redis, spill.store, input.campaignKey, mode, perHost, () => ctx.heartbeat(from));
+  const { added, wake } = await landSeedChunk(
+    redis,
+    spill.store,
+    input.campaignKey,
+    mode,
+    [...perHost].map(([host, list]) => ({ host, seeds: list })),
+    () => ctx.heartbeat(from),
+  );
   for (let i = 0; i < wake.length; i += SEED_BATCH) await hosts.markReady(wake.slice(i, i + SEED_BATCH));
   for (const r of rejected.slice(0, REJECTED_KEPT_PER_CALL)) await hosts.addProblem(`seed ${r.seed.slice(0, 300)}: ${r.reason}`);
   ctx.heartbeat(next);

@@ -291,6 +291,9 @@ export async function memoryFrontierRun(o: MemoryFrontierInput) {
   }
 }
 
+/** How long a steering call is waited for before it is reported unanswered. */
+const STEER_WAIT_MS = 60_000;
+
 /** Hosts of the list pinned to the bench's page server (the first ones: those its first loadSeeds call reads, dispatched first). */
 const FIRST_PAGE_HOSTS = 1_000;
 
@@ -334,10 +337,17 @@ async function firstPageRun(o: MemoryFrontierInput, queue: string, file: string)
     campaignKey = campaignKeyOf(campaignId, handle.firstExecutionRunId);
     while (firstAt === null && Date.now() - t0 < 300_000) await new Promise((r) => setTimeout(r, 100));
     const firstPageSeconds = firstAt === null ? null : Number(((firstAt - t0) / 1000).toFixed(1));
-    const timed = async <T>(f: () => Promise<T>) => {
+    log(`first page: ${firstPageSeconds ?? 'none within 300'} s after the start`);
+    // An answer's milliseconds, or why there was none.
+    const timed = async <T>(f: () => Promise<T>): Promise<number | string> => {
       const t = Date.now();
-      await f();
-      return Date.now() - t;
+      try {
+        const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${STEER_WAIT_MS} ms`)), STEER_WAIT_MS).unref());
+        await Promise.race([f(), late]);
+        return Date.now() - t;
+      } catch (err) {
+        return `failed after ${Date.now() - t} ms: ${(err as Error).message}; ${String((err as { cause?: unknown }).cause ?? '')}`;
+      }
     };
     const steering = {
       statusMs: await timed(() => handle.query(campaignStatusQuery)),

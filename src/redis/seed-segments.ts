@@ -44,6 +44,9 @@ export const SEED_SEGMENT_CHUNK = 250_000;
 /** The content index's meta hash field that marks a campaign whose seed list lands in shared segments. */
 export const SEED_SEGMENTS_FIELD = 'seedseg';
 
+/** Hosts whose blocks are compressed between two yields to the event loop. */
+const BUILD_SLICE = 500;
+
 /** Host scripts in flight at once while a chunk registers: each is one round trip to its host's slot. */
 const REGISTER_CONCURRENCY = 256;
 
@@ -67,10 +70,10 @@ export interface SeedBlock {
  * segment block, blocks one after another, and each block's byte range. A fingerprint listed twice
  * for a host keeps its first place only.
  */
-export function buildSeedObject(hosts: HostSeeds[], layout: FrontierLayout): { body: Buffer; blocks: SeedBlock[] } {
+export function buildSeedObject(hosts: HostSeeds[], layout: FrontierLayout, offset = 0): { body: Buffer; blocks: SeedBlock[] } {
   const parts: Buffer[] = [];
   const blocks: SeedBlock[] = [];
-  let at = 0;
+  let at = offset;
   for (const { host, seeds } of hosts) {
     const taken = new Set<string>();
     const entries: SeedBlock['entries'] = [];
@@ -115,7 +118,19 @@ export async function landSeedChunk(
 ): Promise<{ added: Map<string, number>; wake: string[]; object: string | null; bytes: number }> {
   const added = new Map<string, number>();
   const wake: string[] = [];
-  const { body, blocks } = buildSeedObject(hosts, layoutOfMode(mode));
+  // A few hundred hosts at a time, the event loop let go between them: this worker's workflow
+  // tasks and queries (a pause, a status) must not wait seconds behind a chunk's compression.
+  const parts: Buffer[] = [];
+  const blocks: SeedBlock[] = [];
+  let at = 0;
+  for (let i = 0; i < hosts.length; i += BUILD_SLICE) {
+    const part = buildSeedObject(hosts.slice(i, i + BUILD_SLICE), layoutOfMode(mode), at);
+    parts.push(part.body);
+    blocks.push(...part.blocks);
+    at += part.body.length;
+    await new Promise((r) => setImmediate(r));
+  }
+  const body = Buffer.concat(parts);
   if (blocks.length === 0) return { added, wake, object: null, bytes: 0 };
   const object = newSeedObjectName();
   await store.putBytes(sharedSegmentKey(campaignKey, object), body);
