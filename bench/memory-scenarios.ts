@@ -349,6 +349,7 @@ async function firstPageRun(o: MemoryFrontierInput, queue: string, file: string)
         return `failed after ${Date.now() - t} ms: ${(err as Error).message}; ${String((err as { cause?: unknown }).cause ?? '')}`;
       }
     };
+    const ms = (t: number | string): string => (typeof t === 'number' ? `${t} ms` : t);
     const steering = {
       statusMs: await timed(() => handle.query(campaignStatusQuery)),
       pauseMs: await timed(() => handle.executeUpdate(pauseCampaignUpdate)),
@@ -358,7 +359,7 @@ async function firstPageRun(o: MemoryFrontierInput, queue: string, file: string)
       atSeconds: Number(((Date.now() - t0) / 1000).toFixed(1)),
     };
     log(
-      `first page: ${firstPageSeconds ?? 'none within 300'} s after the start; while seeding (${steering.loadSeedsAnswered} loadSeeds calls answered at ${steering.atSeconds} s): status ${steering.statusMs} ms, pause ${steering.pauseMs} ms, resume ${steering.resumeMs} ms, add-seeds ${steering.addSeedsMs} ms`,
+      `first page: ${firstPageSeconds ?? 'none within 300'} s after the start; while seeding (${steering.loadSeedsAnswered} loadSeeds calls answered at ${steering.atSeconds} s): status ${ms(steering.statusMs)}, pause ${ms(steering.pauseMs)}, resume ${ms(steering.resumeMs)}, add-seeds ${ms(steering.addSeedsMs)}`,
     );
     await handle.signal('cancel', { reason: 'bench over' });
     await handle.result().catch(() => undefined);
