@@ -4,6 +4,9 @@ import path from 'node:path';
 import { urlFingerprint } from '../../src/url/fingerprint';
 import { bucketOf, readSealManifest, sealCampaignIndex, sealedPaths } from '../../src/storage/seal';
 
+// A test here seals an index of many thousand lines several times: seconds of CPU that a loaded machine stretches past Jest's 5 s.
+jest.setTimeout(60_000);
+
 const tmpDirs: string[] = [];
 afterAll(() => {
   for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
