@@ -2,7 +2,7 @@
 // independent reader): stored entries whose CRCs check, ZIP64 fields read
 // right, a datapackage whose sha256 hashes and sizes match the entries, and
 // an index inside that points into the packed WARCs. `wacz validate` and
-// pywb check real crawls in test/integration/replay.test.ts.
+// pywb check real crawls in test/acceptance/replay.test.ts.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
