@@ -31,6 +31,19 @@ const MAX_BANDS = 16; // bands narrower than 4 bits put most pages in the same f
 
 export { contentKeys } from '../redis/keys';
 
+/**
+ * The bits set in a 32-bit value (a SimHash half's XOR with another's): one
+ * definition for every format's content check. Needs the script's `band` and
+ * `rshift` (LuaJIT-style bit ops) in scope.
+ */
+const POPCOUNT_LUA = `local function pop(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  return band(x + rshift(x, 16), 0x3F)
+end`;
+
 // TODO(move to scripts.ts).
 // KEYS: verdict, exact, band_1..band_n. ARGV: url, exactHash, simhash hex or '', maxDistance, bucketCap, field_1..field_n.
 // Returns the verdict string: 'u' | 'e\t<of>' | 'n\t<distance>\t<of>'.
@@ -58,13 +71,7 @@ if not verdict and sim ~= '' then
   -- bit library's results are 32-bit signed; every step goes through it,
   -- which reduces modulo 2^32, so the sign never shows.
   local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
-  local function pop(x)
-    x = x - band(rshift(x, 1), 0x55555555)
-    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-    x = band(x + rshift(x, 4), 0x0F0F0F0F)
-    x = x + rshift(x, 8)
-    return band(x + rshift(x, 16), 0x3F)
-  end
+  ${POPCOUNT_LUA}
   local hi, lo = tonumber(string.sub(sim, 1, 8), 16), tonumber(string.sub(sim, 9, 16), 16)
 
   local bestD, bestUrl = tonumber(ARGV[4]) + 1, nil
@@ -162,13 +169,7 @@ local hi, lo
 -- An exact copy puts nothing in the bands: they are not read for it.
 if sim ~= '' and not stored then
   hi, lo = struct.unpack('>I4I4', sim)
-  local function pop(x)
-    x = x - band(rshift(x, 1), 0x55555555)
-    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-    x = band(x + rshift(x, 4), 0x0F0F0F0F)
-    x = x + rshift(x, 8)
-    return band(x + rshift(x, 16), 0x3F)
-  end
+  ${POPCOUNT_LUA}
   local cap = tonumber(ARGV[7])
   local bestD, bestId = tonumber(ARGV[6]) + 1, nil
   for i = 1, (#ARGV - 8) / 4 do
@@ -294,13 +295,7 @@ local hi, lo
 -- An exact copy puts nothing in the bands: they are not read for it.
 if sim ~= '' and not stored then
   hi, lo = struct.unpack('>I4I4', sim)
-  local function pop(x)
-    x = x - band(rshift(x, 1), 0x55555555)
-    x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-    x = band(x + rshift(x, 4), 0x0F0F0F0F)
-    x = x + rshift(x, 8)
-    return band(x + rshift(x, 16), 0x3F)
-  end
+  ${POPCOUNT_LUA}
   local cap = tonumber(ARGV[7])
   local bestD, bestId = tonumber(ARGV[6]) + 1, nil
   for i = 1, (#ARGV - 8) / 4 do
