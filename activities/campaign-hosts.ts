@@ -34,19 +34,33 @@ import { SEEN_SKIPPED_FIELD } from '../src/redis/seen-bloom';
 
 /** Hosts started or woken per dispatch round: bounds the activity's time; the campaign runs another round at once if more are ready. */
 export const DISPATCH_BATCH = 500;
+/**
+ * A round stops starting hosts this long after it began; the hosts it did not reach stay ready
+ * and the campaign runs another round at once. A local activity holds the campaign's workflow
+ * task open until it ends: while 10,000 host workflows start on a loaded server, one round of
+ * 500 starts outlived the workflow task's 10 s timeout, was run again from the start after every
+ * timeout and never ended, and steering (queued behind it) got no answer in a minute
+ * (bench (m), 1M seeds over 10,000 hosts). A round that ends in seconds is recorded whatever
+ * the load, and an operator's update waits at most that long for it.
+ */
+export const DISPATCH_ROUND_MS = 2_000;
 /** Workflow starts and signals in flight at once. */
 const CONCURRENCY = 50;
 /** Problems listed in the summary (all of them are counted). */
 const SUMMARY_PROBLEMS = 100;
 
-/** Runs `fn` over `items`, CONCURRENCY at a time: a new call starts as soon as one ends (no wave waits for its slowest call); the first failure stops it. */
-async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+/**
+ * Runs `fn` over `items`, CONCURRENCY at a time: a new call starts as soon as one ends (no wave
+ * waits for its slowest call); the first failure stops it, and no call starts at or after
+ * `deadline` (epoch ms), leaving the rest to the caller's next round.
+ */
+export async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>, deadline = Infinity): Promise<void> {
   let next = 0;
   let done = 0;
   let failed = false;
   const lane = async (): Promise<void> => {
     // After one call fails the round fails (and is retried): the other lanes take nothing more.
-    while (next < items.length && !failed) {
+    while (next < items.length && !failed && Date.now() < deadline) {
       try {
         await fn(items[next++]);
       } catch (err) {
@@ -68,6 +82,7 @@ function heartbeat(): void {
 
 export function dispatchHostsActivity(rt: WorkerRuntime) {
   return async function dispatchHosts(input: DispatchInput): Promise<CampaignSnapshot> {
+    const deadline = Date.now() + DISPATCH_ROUND_MS;
     rt.localShare.touch(input.campaignKey);
     const hosts = new CampaignHosts(rt.deps.redis, input.campaignKey);
     // Before anything is read: news written from here on is nudged again (activities/nudge.ts).
@@ -75,7 +90,7 @@ export function dispatchHostsActivity(rt: WorkerRuntime) {
     const givenUp = input.watch ? await giveUpClosedHosts(rt, hosts, input) : 0;
     const control = await hosts.control();
     await afterRedisRestart(rt, hosts, input.campaignId, !control.stop && !control.paused);
-    const round = { dispatched: 0 };
+    const round = { dispatched: 0, deadline };
     if (!control.stop && !control.paused) await hosts.exclusiveDispatch(() => dispatchReady(rt, hosts, input, control, round));
     const [c, totals, problems] = await Promise.all([hosts.counts(), hosts.totals(), hosts.problems(0)]);
     const { dispatched } = round;
@@ -103,8 +118,19 @@ async function giveUpClosedHosts(rt: WorkerRuntime, hosts: CampaignHosts, input:
   return givenUp;
 }
 
-/** One dispatch round under the campaign's dispatch lock: ready hosts into the free slots, their workflows started or woken (`round.dispatched` counts them). */
-async function dispatchReady(rt: WorkerRuntime, hosts: CampaignHosts, input: DispatchInput, control: CampaignControl, round: { dispatched: number }): Promise<void> {
+/**
+ * One dispatch round under the campaign's dispatch lock: ready hosts into the free slots, their
+ * workflows started or woken (`round.dispatched` counts them) until `round.deadline`. A host
+ * not reached stays ready (readyBatch reads, `dispatched` takes a host out); the generation
+ * numbers taken for it go unused, which only leaves a gap in them.
+ */
+async function dispatchReady(
+  rt: WorkerRuntime,
+  hosts: CampaignHosts,
+  input: DispatchInput,
+  control: CampaignControl,
+  round: { dispatched: number; deadline: number },
+): Promise<void> {
   // The cap in force (setConcurrency changes it here), for sessions deciding whether to park.
   if (control.maxActiveHosts !== input.maxActiveHosts) await hosts.setControl({ maxActiveHosts: input.maxActiveHosts });
   // Revisit hosts that gave their slot up (parked) and are due now queue for one again.
@@ -132,6 +158,7 @@ async function dispatchReady(rt: WorkerRuntime, hosts: CampaignHosts, input: Dis
       // Its connection is kept for the session only when that session is sure to run here.
       if (campaign) warmRobots(rt, campaign, host, !known, firstTaskHere);
     },
+    round.deadline,
   );
 }
 

@@ -54,6 +54,16 @@ type Acts = typeof localActivities;
 /** The lost-page check before a drained campaign finishes (activities/requeue-lost.ts); runs of older releases go without. */
 const REQUEUE_LOST_PATCH = 'requeue-lost-pages';
 
+/**
+ * Back-to-back dispatch rounds (hosts started and more ready) are parted by a short timer: the
+ * workflow task then ends with the round's result, and a query or an operator's update that
+ * came meanwhile is taken in the next one. Without it one workflow task ran round after round,
+ * answered nothing until the SDK's heartbeat of the task (8 s), and on a loaded server timed out
+ * and ran its round again. Runs of older releases go without.
+ */
+const ROUND_GAP_PATCH = 'round-gap';
+const ROUND_GAP_MS = 100;
+
 export async function crawlCampaign(input: CrawlCampaignInput): Promise<CampaignResult> {
   const info = workflowInfo();
   const settings = settingsOf(input, info.workflowId);
@@ -114,6 +124,7 @@ export async function crawlCampaign(input: CrawlCampaignInput): Promise<Campaign
         }
         break;
       }
+      if (next === 'again' && snap.dispatched > 0 && patched(ROUND_GAP_PATCH)) await sleep(ROUND_GAP_MS);
     }
     await seeding;
   } catch (err) {
