@@ -6,10 +6,8 @@
 import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
 import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
-import { hostStatsOf } from '../src/stats/counters';
-import { embedsOf, sealedOf } from './result-counts';
 import { lostCheckDue } from './lost-pages';
-import { campaignCard } from './status-card';
+import { cardOf, resultOf, statusViewOf } from './campaign-views';
 
 export interface CampaignCarry {
   campaignKey: string;
@@ -61,8 +59,6 @@ export interface CampaignTestLimits {
 export const DISPATCH_RETRY_MS = 10_000;
 /** How long a finishing campaign waits for its hosts to stop before it gives the rest up. */
 export const FINISH_WAIT_MS = 2 * 60_000;
-
-const emptyTotals = (): CampaignTotals => ({ ...hostStatsOf(), hosts: 0, activeHosts: 0, readyHosts: 0, frontier: 0 });
 
 export class CampaignBook {
   status: CampaignRunStatus;
@@ -260,57 +256,17 @@ export class CampaignBook {
     return this.stopReason === 'budget' ? 'budget-exhausted' : this.stopReason === 'cancelled' ? 'cancelled' : 'completed';
   }
 
+  /** What `crawler status` and the status query show (workflows/campaign-views.ts). */
   statusView(campaignId: string): CampaignStatus {
-    const snap = this.carry.snapshot;
-    return {
-      campaignId,
-      campaignKey: this.carry.campaignKey,
-      status: this.status,
-      paused: this.carry.paused,
-      startedAt: new Date(this.carry.startedAt).toISOString(),
-      totals: snap?.totals ?? emptyTotals(),
-      updatedAt: new Date(snap?.at ?? this.carry.startedAt).toISOString(),
-      problems: snap?.problems ?? 0,
-      steering: {
-        configVersion: this.carry.configVersion,
-        minDelayMs: this.carry.minDelayMs ?? this.settings.politeness.minDelayMs,
-        budgets: this.carry.budgets,
-        maxActiveHosts: this.carry.maxActiveHosts,
-        pausedHosts: this.carry.pausedHosts,
-      },
-      ...(this.settings.revisit?.enabled ? { revisit: true } : {}),
-      ...(this.dispatchError
-        ? { dispatchError: { message: this.dispatchError.message, at: new Date(this.dispatchError.at).toISOString(), failures: this.dispatchError.failures } }
-        : {}),
-    };
+    return statusViewOf(this, campaignId);
   }
 
   /** The Web UI's status card: as of the last look at Redis, or the final summary's totals at the end. */
   card(campaignId: string, summary?: CampaignSummary): string {
-    const view = this.statusView(campaignId);
-    if (!summary) return campaignCard(view, this.carry.snapshot?.problems ?? 0);
-    return campaignCard({ ...view, totals: { ...view.totals, ...summary.totals, activeHosts: summary.active, readyHosts: 0 } }, summary.problems.count);
+    return cardOf(this, campaignId, summary);
   }
 
   result(campaignId: string, summary: CampaignSummary, now: number): CampaignResult {
-    const t = summary.totals;
-    return {
-      campaignId,
-      status: this.status,
-      startedAt: new Date(this.carry.startedAt).toISOString(),
-      finishedAt: new Date(now).toISOString(),
-      durationMs: now - this.carry.startedAt,
-      hosts: t.hosts,
-      pages: t.fetched,
-      failed: t.failed,
-      skipped: t.skipped,
-      ...embedsOf(t),
-      bytes: t.bytes,
-      outputDir: this.settings.output.dir,
-      ...sealedOf(summary.sealed, this.settings.render !== 'off'),
-      ...(t.seenFilter ? { seenFilter: t.seenFilter } : {}),
-      problems: [...(this.carry.seeds?.error ? [`seed list ${this.settings.seedsFile}: ${this.carry.seeds.error}`] : []), ...summary.problems.list],
-      problemCount: summary.problems.count + (this.carry.seeds?.error ? 1 : 0),
-    };
+    return resultOf(this, campaignId, summary, now);
   }
 }
