@@ -117,6 +117,29 @@ end
 redis.call('HSET', KEYS[1], url, verdict)
 return verdict`;
 
+// Formats 2 and 3 (one page table, compact maps): a verdict kept for the
+// page (`v`) is rendered and returned at once, before anything is written.
+const VERDICT_LUA = `local function render(v)
+  local kind = string.sub(v, 1, 1)
+  if kind ~= 'e' and kind ~= 'n' then return 'u' end
+  if kind == 'e' then return 'e\\t' .. pageUrl(tonumber(string.sub(v, 2))) end
+  local d, of = string.match(v, '^n(%d+):(%d+)')
+  return 'n\\t' .. d .. '\\t' .. pageUrl(tonumber(of))
+end
+
+local known = mapGet('v', key)
+if known then return render(known) end`;
+
+// Formats 2 and 3: the band value of a SimHash, the same in both (ARGV alike).
+const BAND_HASH_LUA = `-- Band i's value, from its mask halves and their lowest bits' weights (ARGV
+-- 9.. in fours): the band's bits shifted down, the two halves' parts added
+-- when the band straddles them. What picks the band's bucket: any function
+-- of the band value would do, and the value's own low bits are uniform.
+local function bandHash(h, l, i)
+  local at = 5 + 4 * i
+  return (band(h, tonumber(ARGV[at])) % 4294967296) / tonumber(ARGV[at + 2]) + (band(l, tonumber(ARGV[at + 1])) % 4294967296) / tonumber(ARGV[at + 3])
+end`;
+
 // The compact layout (format 2, src/dedup/compact-store.ts). KEYS: meta.
 // ARGV: prefix, url, URL key (8 bytes), exact key (8 bytes), SimHash (8
 // bytes, big-endian) or '', maxDistance, bucketCap, band map prefix
@@ -140,29 +163,13 @@ ${COMPACT_LUA}
 local url, key, exact, sim = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
-local function render(v)
-  local kind = string.sub(v, 1, 1)
-  if kind ~= 'e' and kind ~= 'n' then return 'u' end
-  if kind == 'e' then return 'e\\t' .. pageUrl(tonumber(string.sub(v, 2))) end
-  local d, of = string.match(v, '^n(%d+):(%d+)')
-  return 'n\\t' .. d .. '\\t' .. pageUrl(tonumber(of))
-end
-
-local known = mapGet('v', key)
-if known then return render(known) end
+${VERDICT_LUA}
 
 local stored
 local owner = mapGet('x', exact)
 if owner then stored = 'e' .. owner end
 
--- Band i's value, from its mask halves and their lowest bits' weights (ARGV
--- 9.. in fours): the band's bits shifted down, the two halves' parts added
--- when the band straddles them. What picks the band's bucket: any function
--- of the band value would do, and the value's own low bits are uniform.
-local function bandHash(h, l, i)
-  local at = 5 + 4 * i
-  return (band(h, tonumber(ARGV[at])) % 4294967296) / tonumber(ARGV[at + 2]) + (band(l, tonumber(ARGV[at + 1])) % 4294967296) / tonumber(ARGV[at + 3])
-end
+${BAND_HASH_LUA}
 
 local bands = {}
 local hi, lo
@@ -251,16 +258,7 @@ ${COMPACT_LUA}
 local url, key, exact, sim = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
-local function render(v)
-  local kind = string.sub(v, 1, 1)
-  if kind ~= 'e' and kind ~= 'n' then return 'u' end
-  if kind == 'e' then return 'e\\t' .. pageUrl(tonumber(string.sub(v, 2))) end
-  local d, of = string.match(v, '^n(%d+):(%d+)')
-  return 'n\\t' .. d .. '\\t' .. pageUrl(tonumber(of))
-end
-
-local known = mapGet('v', key)
-if known then return render(known) end
+${VERDICT_LUA}
 
 local stored
 local owner = mapGet('x', exact)
@@ -268,14 +266,7 @@ local owner = mapGet('x', exact)
 if owner and not tonumber(owner) then owner = fmt((struct.unpack('>I4', owner, 2))) end
 if owner then stored = 'e' .. owner end
 
--- Band i's value, from its mask halves and their lowest bits' weights (ARGV
--- 9.. in fours): the band's bits shifted down, the two halves' parts added
--- when the band straddles them. What picks the band's bucket: any function
--- of the band value would do, and the value's own low bits are uniform.
-local function bandHash(h, l, i)
-  local at = 5 + 4 * i
-  return (band(h, tonumber(ARGV[at])) % 4294967296) / tonumber(ARGV[at + 2]) + (band(l, tonumber(ARGV[at + 1])) % 4294967296) / tonumber(ARGV[at + 3])
-end
+${BAND_HASH_LUA}
 
 -- A byte of the band value (through bandHash: any function of it would do):
 -- what tells a record of our band value from the bucket's others without

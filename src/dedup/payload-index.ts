@@ -73,11 +73,11 @@ if v and string.sub(v, 1, 3 + #ARGV[2]) == 'p\\t' .. ARGV[2] .. '\\t' then redis
 return 0`;
 
 // The compact layout (format 2, src/dedup/compact-store.ts): the same four
-// steps on the map \`p\` (payload key, 8 bytes → state). A stored copy names
+// steps on the map `p` (payload key, 8 bytes → state). A stored copy names
 // the page of its URL in the page table (the content check's own page for
 // this URL when it has one, so an HTML page's URL is kept once): 'c' + page
 // (4 bytes) + WARC-Date as epoch ms (6 bytes) + record ID (16 bytes, of a
-// \`<urn:uuid:…>\`), 27 bytes; or, when the date or the id is in another shape
+// `<urn:uuid:…>`), 27 bytes; or, when the date or the id is in another shape
 // (epoch ms would not give the very text back), 'x<page>,<date>,<record id>'
 // as written. Format 3 keeps what a record ID written by responseRecordId
 // comes from instead of the ID: 'a' + page + epoch ms + the attempt id's 6
@@ -110,9 +110,11 @@ local function stored(v)
 end
 `;
 
-// ARGV: prefix, payload key, attempt, takeover ms. As CLAIM_LUA.
-const CLAIM2_LUA = `${STORED2_LUA}
-local v = mapGet('p', ARGV[2])
+// Formats 2 and 3 share these steps (format 3 looks in the exact key's entry
+// first, then does as format 2): a claim of the payload key in `p`, a
+// confirm's page (the URL's own, when the content check numbered it) and
+// its write to `p`, a read of `p`.
+const CLAIM_TAIL_LUA = `local v = mapGet('p', ARGV[2])
 if v then
   local s = stored(v)
   if s then return s end
@@ -127,6 +129,26 @@ if v then
 end
 mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
 return 'o'`;
+const OWN_PAGE_LUA = `local page
+local verdict = mapGet('v', ARGV[4])
+if verdict then
+  local own = string.match(verdict, '^(%d+)$') or string.match(verdict, '^n%d+:%d+:(%d+)$')
+  if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
+end`;
+const CONFIRM_WRITE_LUA = `page = page or newPage(ARGV[3])
+if ARGV[7] == 'c' or ARGV[7] == 'a' then
+  mapPut('p', ARGV[2], ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
+else
+  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
+end
+return 1`;
+const GET_TAIL_LUA = `local v = mapGet('p', ARGV[2])
+if not v then return false end
+return stored(v) or 'p'`;
+
+// ARGV: prefix, payload key, attempt, takeover ms. As CLAIM_LUA.
+const CLAIM2_LUA = `${STORED2_LUA}
+${CLAIM_TAIL_LUA}`;
 
 // ARGV: prefix, payload key, uri, URL key (8 bytes), then epoch ms and the record ID's 16 bytes
 // (kind 'c') or the attempt id's 6 bytes (kind 'a', format 3), or the date and the record ID as
@@ -135,19 +157,8 @@ const CONFIRM2_LUA = `${STORED2_LUA}
 local v = mapGet('p', ARGV[2])
 if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
 -- The URL's own page, when the content check numbered it (a unique page, or a near copy that claimed its hash).
-local page
-local verdict = mapGet('v', ARGV[4])
-if verdict then
-  local own = string.match(verdict, '^(%d+)$') or string.match(verdict, '^n%d+:%d+:(%d+)$')
-  if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
-end
-page = page or newPage(ARGV[3])
-if ARGV[7] == 'c' or ARGV[7] == 'a' then
-  mapPut('p', ARGV[2], ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
-else
-  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
-end
-return 1`;
+${OWN_PAGE_LUA}
+${CONFIRM_WRITE_LUA}`;
 
 // ARGV: prefix, payload key, attempt. As ABANDON_LUA.
 const ABANDON2_LUA = `${STORED2_LUA}
@@ -157,9 +168,7 @@ return 0`;
 
 // ARGV: prefix, payload key. The stored copy ('s\\t…'), 'p' while claimed, or nil.
 const GET2_LUA = `${STORED2_LUA}
-local v = mapGet('p', ARGV[2])
-if not v then return false end
-return stored(v) or 'p'`;
+${GET_TAIL_LUA}`;
 
 // Format 3: a payload whose stored copy is the page the content index named
 // first for these very bytes (an HTML page that was not rendered: its exact
@@ -185,21 +194,7 @@ end
 const CLAIM3_LUA = `${STORED3_LUA}
 local m = merged(ARGV[5])
 if m then return stored(m) end
-local v = mapGet('p', ARGV[2])
-if v then
-  local s = stored(v)
-  if s then return s end
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if v then
-  local attempt, since = string.match(v, '^p([^\\t]*)\\t(%d+)$')
-  if attempt == ARGV[3] then return 'o' end
-  local left = tonumber(since or '0') + tonumber(ARGV[4]) - now
-  if left > 0 then return 'w\\t' .. left end
-end
-mapPut('p', ARGV[2], 'p' .. ARGV[3] .. '\\t' .. string.format('%.0f', now))
-return 'o'`;
+${CLAIM_TAIL_LUA}`;
 
 // ARGV: as CONFIRM2_LUA, then the body key. The first full copy confirmed wins, wherever it is kept.
 const CONFIRM3_LUA = `${STORED3_LUA}
@@ -207,33 +202,20 @@ local bodyKey = ARGV[8]
 if merged(bodyKey) then return 0 end
 local v = mapGet('p', ARGV[2])
 if v and string.sub(v, 1, 1) ~= 'p' then return 0 end
-local page
-local verdict = mapGet('v', ARGV[4])
-if verdict then
-  local own = string.match(verdict, '^(%d+)$') or string.match(verdict, '^n%d+:%d+:(%d+)$')
-  if own and pageUrl(tonumber(own)) == ARGV[3] then page = tonumber(own) end
-end
+${OWN_PAGE_LUA}
 if page and bodyKey ~= '' and (ARGV[7] == 'a' or ARGV[7] == 'c') and mapGet('x', bodyKey) == fmt(page) then
   -- The bytes' owner stored them: kept in its exact entry; a claim it held in \`p\` goes.
   mapPut('x', bodyKey, ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
   if v then mapDel('p', ARGV[2]) end
   return 1
 end
-page = page or newPage(ARGV[3])
-if ARGV[7] == 'c' or ARGV[7] == 'a' then
-  mapPut('p', ARGV[2], ARGV[7] .. struct.pack('>I4I6', page, tonumber(ARGV[5])) .. ARGV[6])
-else
-  mapPut('p', ARGV[2], 'x' .. fmt(page) .. ',' .. ARGV[5] .. ',' .. ARGV[6])
-end
-return 1`;
+${CONFIRM_WRITE_LUA}`;
 
 // ARGV: prefix, payload key, body key. As GET2_LUA.
 const GET3_LUA = `${STORED3_LUA}
 local m = merged(ARGV[3])
 if m then return stored(m) end
-local v = mapGet('p', ARGV[2])
-if not v then return false end
-return stored(v) or 'p'`;
+${GET_TAIL_LUA}`;
 
 type Arg = string | number | Buffer;
 
