@@ -12,9 +12,11 @@
 // whose replay misses the JSON that crawl never fetched; and a campaign's
 // folder as it is while it runs (no seal, no replay index, a WARC record
 // half written) checks as well.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { QaReport } from '../../src/qa/qa-report';
+import { findOrInstallPyReplayTools } from '../../src/stack/tools';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import { spaSite, type SpaSite } from '../web/spa-site';
@@ -47,6 +49,47 @@ async function qa(args: string[]): Promise<{ stdout: string[]; report: QaReport;
   return { stdout, file, report: JSON.parse(fs.readFileSync(file, 'utf8')) as QaReport };
 }
 
+/** A listed page's screenshot, looked up in a WACZ as a replay does: its index line by key, then the record at that line's place in the packed WARC. */
+interface ShotLookup {
+  page: string;
+  kind: string;
+  record: { type: string; uri: string; contentType: string; image: string } | null;
+}
+
+const PY_SHOTS = String.raw`
+import sys, json, gzip, io, zipfile, surt
+from warcio.archiveiterator import ArchiveIterator
+out = []
+with zipfile.ZipFile(sys.argv[1]) as z:
+    names = z.namelist()
+    pages = []
+    for n in ('pages/pages.jsonl', 'pages/extraPages.jsonl'):
+        if n in names:
+            pages += [json.loads(l) for l in z.read(n).decode('utf-8').splitlines()[1:] if l.strip()]
+    index = {}
+    for line in gzip.decompress(z.read('indexes/index.cdx.gz')).decode('utf-8').splitlines():
+        key, ts, data = line.split(' ', 2)
+        index.setdefault(key, []).append((ts, json.loads(data)))
+    for p in pages:
+        ts = p['ts'].replace('-', '').replace(':', '').replace('T', '')[:14]
+        for kind in ('view', 'thumbnail', 'fullPage'):
+            lines = index.get(surt.surt('urn:%s:%s' % (kind, p['url'])), [])
+            record = None
+            if lines:
+                # The capture closest to the page's time, as a replay picks it.
+                f = min(lines, key=lambda l: abs(int(l[0]) - int(ts)))[1]
+                with z.open('archive/' + f['filename']) as fh:
+                    raw = fh.read()[int(f['offset']):int(f['offset']) + int(f['length'])]
+                for rec in ArchiveIterator(io.BytesIO(raw)):
+                    body = rec.content_stream().read()
+                    image = 'png' if body[:8] == b'\x89PNG\r\n\x1a\n' else 'jpeg' if body[:2] == b'\xff\xd8' else None
+                    record = {'type': rec.rec_type, 'uri': rec.rec_headers.get_header('WARC-Target-URI'),
+                              'contentType': rec.rec_headers.get_header('Content-Type'), 'image': image}
+                    break
+            out.append({'page': p['url'], 'kind': kind, 'record': record})
+print(json.dumps(out))
+`;
+
 const pageOf = (r: QaReport, p: string) => r.pages.find((x) => normalizeUrl(x.url) === url(p));
 
 beforeAll(async () => {
@@ -78,7 +121,9 @@ test("browser.text keeps each rendered page's visible text in the WARC, beside i
     // The rendered DOM's text: what the script put there, which the shell the server sent has none of.
     const shown = text!.payload!.toString('utf8');
     for (const words of [p.title, p.text, ...p.links]) expect({ p: p.path, shown: shown.includes(words) }).toEqual({ p: p.path, shown: true });
-    expect(records.some((r) => r.type === 'resource' && r.targetUri === `urn:screenshot:${url(p.path)}`)).toBe(true);
+    // browser.screenshot: Browsertrix's three, the full page the one QA compares.
+    for (const kind of ['view', 'thumbnail', 'fullPage'])
+      expect({ p: p.path, kind, stored: records.some((r) => r.type === 'resource' && r.targetUri === `urn:${kind}:${url(p.path)}`) }).toEqual({ p: p.path, kind, stored: true });
   }
 });
 
@@ -144,9 +189,27 @@ test('with the JSON every page renders from cut out of the archive, QA names it 
   expect(full).not.toContain('id="table-qa-missing"');
 });
 
-test("the campaign's WACZ checks as its folder does", async () => {
+test("the campaign's WACZ lists each page with its screenshots findable from its entry, as Browsertrix's are, and checks as its folder does", async () => {
   const wacz = path.join(h.outDir, `${campaignId}.wacz`);
   await cli(['export', campaignId, '--wacz', wacz, '--out', outDir]);
+  // Read by Python (zipfile, warcio, surt: pywb's own libraries): what ReplayWeb.page does for a listed page's thumbnail.
+  const tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`[replay tools] ${m}\n`));
+  const found = JSON.parse(execFileSync(tools.python, ['-c', PY_SHOTS, wacz], { encoding: 'utf8' })) as ShotLookup[];
+  const listed = found.map((f) => normalizeUrl(f.page)).filter((u, i, all) => all.indexOf(u) === i);
+  expect(listed.sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+  for (const f of found) {
+    expect({ page: f.page, kind: f.kind, record: f.record }).toEqual({
+      page: f.page,
+      kind: f.kind,
+      record: {
+        type: 'resource',
+        uri: `urn:${f.kind}:${f.page}`,
+        contentType: f.kind === 'thumbnail' ? 'image/jpeg' : 'image/png',
+        image: f.kind === 'thumbnail' ? 'jpeg' : 'png',
+      },
+    });
+  }
+  expect(found).toHaveLength(site.pages.length * 3);
   const { report, file } = await qa(['--wacz', wacz]);
   expect(path.dirname(file)).toBe(path.join(h.outDir, 'qa'));
   expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
