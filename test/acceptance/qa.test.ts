@@ -17,12 +17,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { QaReport } from '../../src/qa/qa-report';
 import { findOrInstallPyReplayTools } from '../../src/stack/tools';
+import { openObjectStore, parseOutputLocation, type S3Location } from '../../src/storage/output-location';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import { spaSite, type SpaSite } from '../web/spa-site';
 import { findOrInstallChromium } from '../support/browser';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 import { runCrawlerInProcess } from '../support/in-process-cli';
+import { startTestObjectStore } from '../support/object-store';
 import { copyWarcsWithout } from '../support/warc-without';
 
 jest.setTimeout(600_000);
@@ -257,3 +259,49 @@ test('a campaign still running: no seal, no replay index yet, its WARC ending in
   expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
   for (const p of report.pages) expect({ url: p.url, score: p.score >= 0.95, missing: p.missing }).toEqual({ url: p.url, score: true, missing: [] });
 });
+
+test("on the campaign's output in a bucket: `crawler qa` publishes its pass under reports/, and `crawler report` there shows it", async () => {
+  expect(whole).toBeDefined();
+  const server = await startTestObjectStore('qa-bucket');
+  const saved = { ...process.env };
+  const bucket = openObjectStore(parseOutputLocation(`s3://${server.bucket}/`) as S3Location, { endpoint: server.endpoint, pathStyle: true });
+  try {
+    // Credentials as an operator's: the AWS SDK's variables.
+    Object.assign(process.env, server.env, { CRAWLER_CACHE_DIR: path.join(h.outDir, 'qa-s3-cache') });
+    for (const v of ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE']) delete process.env[v];
+    // The folder's raw files into the bucket, as the workers' uploader stores them.
+    const prefix = `runs/${campaignId}/`;
+    const location = `s3://${server.bucket}/${prefix}`;
+    for (const area of ['warc', 'index'])
+      for (const name of fs.readdirSync(path.join(outDir, area))) await bucket.putFile(`${prefix}${area}/${name}`, path.join(outDir, area, name));
+    const flags = ['--s3-endpoint', server.endpoint, '--s3-path-style'];
+
+    // No pass yet: the report has no QA section.
+    const before = (await cli(['report', campaignId, '--out', location, ...flags])).pop()!;
+    expect((await objectText(bucket, server.bucket, before)).includes('<section id="qa">')).toBe(false);
+
+    const qaUrl = (await cli(['qa', campaignId, '--out', location, ...flags])).pop()!;
+    expect(qaUrl).toMatch(new RegExp(`^${location}reports/\\d{8}T\\d{9}Z-[0-9a-f]{8}/${campaignId}\\.qa-\\d{8}T\\d{6}Z\\.json$`));
+    const pass = JSON.parse(await objectText(bucket, server.bucket, qaUrl)) as QaReport;
+    expect(pass.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+
+    const reportUrl = (await cli(['report', campaignId, '--out', location, ...flags])).pop()!;
+    const html = await objectText(bucket, server.bucket, reportUrl);
+    expect(html).toContain('<section id="qa">');
+    expect(html).toContain(`data-figure="qa-score" data-value="${pass.score!.toFixed(3)}"`);
+    // It names the pass it shows where it is, in the bucket (the cache it was read through is gone).
+    expect(html).toContain(qaUrl);
+    expect(html).not.toContain(path.join(h.outDir, 'qa-s3-cache'));
+  } finally {
+    process.env = saved;
+    bucket.destroy();
+    await server.stop();
+  }
+});
+
+/** The text of the object at an s3:// URL of the bucket. */
+async function objectText(store: ReturnType<typeof openObjectStore>, bucketName: string, url: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of await store.read(url.slice(`s3://${bucketName}/`.length))) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
