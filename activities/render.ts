@@ -73,10 +73,11 @@ export function renderingFetcher(
     hooks,
     network: pageNetwork(rt, campaign, o.host, captures),
     log,
-    // browser.screenshot: a resource record, named as Browsertrix names them, so replay tools that know the convention show it.
+    // browser.screenshot: resource records named as Browsertrix names them (urn:view:, urn:thumbnail:, urn:fullPage:), which ReplayWeb.page
+    // looks up by the page's URL and time (its page list's thumbnails) and `crawler qa` compares with.
     screenshot: async (c: ScreenshotCapture) => {
       const warc = await rt.outputs.warc(s.output.dir, s.campaignId, s.output);
-      await warc.writeResource({ uri: `urn:screenshot:${c.page}`, date: c.takenAt, contentType: 'image/png', body: c.png });
+      await warc.writeResource({ uri: `urn:${c.kind}:${c.page}`, date: c.takenAt, contentType: c.contentType, body: c.image });
     },
     // browser.text: a resource record, named as Browsertrix names them; export --wacz lists it with the page (src/storage/wacz.ts).
     text: async (c: TextCapture) => {

@@ -43,10 +43,13 @@ const CONTENT_GRACE_MS = 5_000;
 /**
  * browser.screenshot: a full-page PNG is cut at this height (Chromium's
  * own texture limit; an endless feed would otherwise make an image of
- * hundreds of megabytes), and given at most this long, after the DOM is taken.
+ * hundreds of megabytes), and each shot given at most this long, after the DOM is taken.
  */
 export const SCREENSHOT_MAX_HEIGHT = 16_384;
 const SCREENSHOT_TIMEOUT_MS = 10_000;
+/** Browsertrix's thumbnail: a 16:9 JPEG this wide (640 × 360), of the top of the page. */
+export const THUMBNAIL_WIDTH = 640;
+const THUMBNAIL_QUALITY = 75;
 
 /** One request of a page, answered from the network: what the WARC gets. */
 export interface SubresourceCapture {
@@ -66,7 +69,7 @@ export interface RenderSettings {
   /** The worker's browser is restarted between pages past this much memory (MiB) or this many pages (src/browser/browser-pool.ts). */
   maxMemoryMb: number;
   pagesPerBrowser: number;
-  /** Take a full-page screenshot of each rendered page and hand it to `screenshot` (default off). */
+  /** Take screenshots of each rendered page (its view, a thumbnail, the full page) and hand each to `screenshot` (default off). */
   screenshot?: boolean;
   /** Hand each rendered page's text to `text` (default off). */
   text?: boolean;
@@ -89,11 +92,24 @@ export interface TextCapture {
 /** browser.text: a page's text is cut at this many characters (an endless feed's would be megabytes). */
 export const MAX_TEXT_CHARS = 1024 * 1024;
 
-/** A rendered page's full-page screenshot: what the WARC gets as a resource record. */
+/**
+ * The screenshots of a rendered page, named as Browsertrix Crawler names them
+ * (its `--screenshot view,thumbnail,fullPage`), which is what ReplayWeb.page
+ * and Browsertrix's QA look up: `view` the viewport at the top of the page
+ * (PNG), `thumbnail` the same scaled to 640 px wide (JPEG), `fullPage` the
+ * whole page (PNG, cut at SCREENSHOT_MAX_HEIGHT).
+ */
+export const SCREENSHOT_KINDS = ['view', 'thumbnail', 'fullPage'] as const;
+export type ScreenshotKind = (typeof SCREENSHOT_KINDS)[number];
+
+/** One screenshot of a rendered page: what the WARC gets as a resource record, `urn:<kind>:<page URL>`. */
 export interface ScreenshotCapture {
   /** The page's URL (as fetched). */
   page: string;
-  png: Buffer;
+  kind: ScreenshotKind;
+  image: Buffer;
+  /** image/png, or image/jpeg for the thumbnail. */
+  contentType: string;
   takenAt: Date;
 }
 
@@ -107,7 +123,7 @@ export interface BrowserFetcherOptions {
   allowedByRobots: ((url: string) => boolean) | null;
   /** Archives one exchange of a page (WARC records), before the browser gets the answer. */
   record(capture: SubresourceCapture): Promise<void>;
-  /** Archives a rendered page's screenshot (called only with settings.screenshot on). */
+  /** Archives one screenshot of a rendered page (called only with settings.screenshot on), one at a time. */
   screenshot?(capture: ScreenshotCapture): Promise<void>;
   /** Archives a rendered page's text (called only with settings.text on): where its record is. */
   text?(capture: TextCapture): Promise<WarcPlace>;
@@ -171,7 +187,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       // Links are in every frame's DOM, not only the main frame's (src/browser/frames.ts).
       const frames = await frameDocuments(p, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS);
       const textRecord = o.settings.text && o.text ? await takeText(p, url, o, Math.max(deadlineAt, Date.now()) + CONTENT_GRACE_MS) : null;
-      if (o.settings.screenshot && o.screenshot) await takeScreenshot(p, url, o);
+      if (o.settings.screenshot && o.screenshot) await takeScreenshots(p, url, o);
       clean = true;
       return {
         html,
@@ -318,20 +334,73 @@ async function takeText(p: Page, url: string, o: BrowserFetcherOptions, until: n
   }
 }
 
-/** A screenshot is extra: one that fails or times out is logged and skipped, never the page's failure. */
-async function takeScreenshot(p: Page, url: string, o: BrowserFetcherOptions): Promise<void> {
+/** A string: this package compiles without the DOM's types. */
+const SCROLL_TO_TOP = 'window.scrollTo(0, 0)';
+
+/**
+ * Screenshots are extra: one that fails or times out is logged and skipped,
+ * never the page's failure. Taken and archived one at a time, so a page holds
+ * one image at most. The view and the thumbnail show the top of the page (as
+ * Browsertrix's, taken before its behaviors): scrolling and behaviors may
+ * have left it scrolled down; its DOM and text are taken already.
+ */
+async function takeScreenshots(p: Page, url: string, o: BrowserFetcherOptions): Promise<void> {
+  const shots: { kind: ScreenshotKind; contentType: string; take: () => Promise<Buffer> }[] = [
+    {
+      kind: 'view',
+      contentType: 'image/png',
+      take: async () => {
+        // A page that keeps its thread busy is shot where it is.
+        await withTimeout(p.evaluate(SCROLL_TO_TOP), SCREENSHOT_TIMEOUT_MS);
+        return p.screenshot({ type: 'png', timeout: SCREENSHOT_TIMEOUT_MS, animations: 'disabled' });
+      },
+    },
+    { kind: 'thumbnail', contentType: 'image/jpeg', take: () => thumbnail(p) },
+    {
+      kind: 'fullPage',
+      contentType: 'image/png',
+      take: () =>
+        p.screenshot({
+          fullPage: true,
+          type: 'png',
+          // Playwright trims the clip to the document: a short page is shot whole, a long one cut at SCREENSHOT_MAX_HEIGHT.
+          clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
+          timeout: SCREENSHOT_TIMEOUT_MS,
+          animations: 'disabled',
+        }),
+    },
+  ];
+  for (const shot of shots) {
+    try {
+      const image = await shot.take();
+      await o.screenshot!({ page: url, kind: shot.kind, image, contentType: shot.contentType, takenAt: new Date() });
+    } catch (err) {
+      o.log?.warn('screenshot skipped', { url, kind: shot.kind, error: String(err).slice(0, 300) });
+    }
+  }
+}
+
+/**
+ * Browsertrix's thumbnail: the top 16:9 of the viewport as a JPEG 640 px
+ * wide. Chromium scales it as it shoots (the DevTools clip's scale), so no
+ * image is decoded here.
+ */
+async function thumbnail(p: Page): Promise<Buffer> {
+  const size = p.viewportSize() ?? { width: 1280, height: 720 };
+  const width = size.width;
+  const height = Math.min(size.height, Math.round((width * 9) / 16));
+  const cdp = await p.context().newCDPSession(p);
   try {
-    const png = await p.screenshot({
-      fullPage: true,
-      type: 'png',
-      // Playwright trims the clip to the document: a short page is shot whole, a long one cut at SCREENSHOT_MAX_HEIGHT.
-      clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
-      timeout: SCREENSHOT_TIMEOUT_MS,
-      animations: 'disabled',
+    const shot = cdp.send('Page.captureScreenshot', {
+      format: 'jpeg',
+      quality: THUMBNAIL_QUALITY,
+      clip: { x: 0, y: 0, width, height, scale: THUMBNAIL_WIDTH / width },
     });
-    await o.screenshot!({ page: url, png, takenAt: new Date() });
-  } catch (err) {
-    o.log?.warn('screenshot skipped', { url, error: String(err).slice(0, 300) });
+    const got = await withTimeout(shot, SCREENSHOT_TIMEOUT_MS);
+    if (got === null) throw new Error(`thumbnail took longer than ${SCREENSHOT_TIMEOUT_MS} ms`);
+    return Buffer.from(got.data, 'base64');
+  } finally {
+    await cdp.detach().catch(() => undefined);
   }
 }
 

@@ -1,5 +1,8 @@
 // What the crawl kept of each rendered page besides its exchanges: its
-// screenshot (`urn:screenshot:<url>`, browser.screenshot) and its text
+// full-page screenshot (`urn:fullPage:<url>`, browser.screenshot, as
+// Browsertrix names it; `urn:screenshot:<url>` in archives written before
+// the crawl took Browsertrix's three shots), which is what the replay's own
+// full-page shot is compared with, and its text
 // (`urn:text:<url>`, browser.text: its innerText), resource records in the campaign's WARCs.
 // The files are scanned once for where those records are; each is read back
 // when its page is compared, so a large campaign's screenshots are never all
@@ -9,7 +12,9 @@ import path from 'node:path';
 import { WARCParser } from 'warcio';
 import { StorageError } from '../storage/storage-error';
 
-export const SCREENSHOT_URN = 'urn:screenshot:';
+export const SCREENSHOT_URN = 'urn:fullPage:';
+/** The name the crawl gave its one full-page screenshot before it took Browsertrix's three (view, thumbnail, fullPage). */
+export const OLD_SCREENSHOT_URN = 'urn:screenshot:';
 export const TEXT_URN = 'urn:text:';
 
 /** Where one resource record is: its file, and its gzip member's offset and length. */
@@ -35,7 +40,7 @@ export async function findCaptures(warcFiles: string[]): Promise<CrawlCaptures> 
       for await (const record of parser) {
         if (record.warcType !== 'resource') continue;
         const uri = record.warcTargetURI ?? '';
-        const into = uri.startsWith(SCREENSHOT_URN) ? out.screenshots : uri.startsWith(TEXT_URN) ? out.texts : null;
+        const into = uri.startsWith(SCREENSHOT_URN) || uri.startsWith(OLD_SCREENSHOT_URN) ? out.screenshots : uri.startsWith(TEXT_URN) ? out.texts : null;
         if (!into) continue;
         const declared = Number(record.warcHeaders.headers.get('Content-Length') ?? NaN);
         const block = await record.readFully(false);

@@ -10,19 +10,23 @@ import { createHash, randomBytes } from 'node:crypto';
 import { LineSorter } from './line-sort';
 
 // CDXJ: the replay index pywb, the Internet Archive's tools and WACZ read.
-// One line per response or revisit record:
+// One line per response, revisit or resource record:
 //   <SURT key> <14-digit timestamp> {"url","mime","status","digest","length","offset","filename"}
 // sorted in byte order (what `LC_ALL=C sort` gives and what replay tools
 // binary-search). Fields and their spelling are those of pywb's own indexer
 // (PyPI cdxj-indexer): strings throughout, the digest with its `sha1:`
-// prefix, mime `warc/revisit` for revisit records.
+// prefix, mime `warc/revisit` for revisit records. A resource record (a
+// rendered page's screenshots and text, `urn:view:<url>`, `urn:text:<url>`…)
+// has its block's media type and no status, as pywb's indexer gives it: that
+// line is how ReplayWeb.page finds a page's thumbnail (`urn:thumbnail:<page
+// URL>` at the page's time) and pywb serves it.
 //
 // Record parsing, request/response pairing and field extraction are
 // warcio.js's CDXIndexer (already our WARC library; the code Webrecorder's
 // browsertrix-crawler indexes with). The rest is ours: the SURT key (pywb
 // looks pages up by the key the IA's `surt` computes, which warcio.js's
-// getSurt does not always match: ./surt.ts), only response and revisit
-// records (it also indexes metadata and resource records), the sort and
+// getSurt does not always match: ./surt.ts), only response, revisit and
+// resource records (it also indexes metadata records), the sort and
 // the spill to disk (./line-sort.ts).
 
 /** One CDXJ line's JSON part; every value a string, as pywb writes them. */
@@ -52,7 +56,7 @@ export interface CdxjLine {
   revisitOf?: { uri: string | null; date: string | null };
 }
 
-const INDEXED_TYPES = new Set(['response', 'revisit']);
+const INDEXED_TYPES = new Set(['response', 'revisit', 'resource']);
 
 export function formatCdxjLine(l: CdxjLine): string {
   return `${l.urlkey} ${l.timestamp} ${JSON.stringify(l.fields)}\n`;
@@ -98,7 +102,8 @@ export async function* indexWarcFile(file: string, filename = path.basename(file
       const digest = str(record.warcPayloadDigest);
       const fields: CdxjFields = {
         url: String(cdx.url),
-        mime: str(cdx.mime) ?? 'unk',
+        // Without parameters, as pywb's indexer writes it (warcio.js leaves a resource record's whole).
+        mime: str(cdx.mime)?.split(';')[0]!.trim() || 'unk',
         ...(status ? { status } : {}),
         ...(digest ? { digest } : {}),
         length: String(cdx.length),

@@ -14,6 +14,7 @@
 //               index.cdxj, then <campaign>.seal.json     one seal
 //   sealed/<id>/index.cdxj, then <campaign>.cdxj.json     one `crawler cdxj` (or a replay that indexed again)
 //   reports/<id>/<campaign>.report.html                   one `crawler report`
+//   reports/<id>/<campaign>.qa-<UTC time>.json            one `crawler qa` pass
 // where <id> is `<UTC time>-<random>`: ids sort by the time they were made,
 // and readers take the newest by listing. A publication's manifest
 // (`.seal.json`, `.cdxj.json`) is uploaded last: it says whose it is, and
@@ -51,7 +52,11 @@ function isPlainName(s: string): boolean {
 
 /** What a key of the location is, for the mirror; null for anything else (or a key that would be no safe file path). */
 export type MirroredKey =
-  { area: 'warc'; name: string } | { area: 'index'; name: string } | { area: 'datasets'; dataset: string; name: string } | { area: 'sealed'; id: string; name: string };
+  | { area: 'warc'; name: string }
+  | { area: 'index'; name: string }
+  | { area: 'datasets'; dataset: string; name: string }
+  | { area: 'sealed'; id: string; name: string }
+  | { area: 'reports'; id: string; name: string };
 
 export function mirroredKey(key: string): MirroredKey | null {
   const parts = key.split('/');
@@ -60,7 +65,33 @@ export function mirroredKey(key: string): MirroredKey | null {
   if (parts.length === 2 && parts[0] === 'index') return { area: 'index', name: parts[1] };
   if (parts.length === 3 && parts[0] === 'datasets') return { area: 'datasets', dataset: parts[1], name: parts[2] };
   if (parts.length === 3 && parts[0] === SEALED_AREA && isPublicationId(parts[1])) return { area: 'sealed', id: parts[1], name: parts[2] };
+  if (parts.length === 3 && parts[0] === REPORTS_AREA && isPublicationId(parts[1])) return { area: 'reports', id: parts[1], name: parts[2] };
   return null;
+}
+
+/** A `crawler qa` pass's file as an output folder's qa/ holds it: `qa-20261128T213000Z.json` (src/qa/qa-report.ts qaFileName). */
+const QA_PASS_FILE = /^qa-\d{8}T\d{6}Z\.json$/;
+
+/** The name a `crawler qa` pass on a bucket publishes its report under, in reports/<id>/: the campaign's, then the folder's file name. */
+export const qaReportName = (campaignId: string, passFile: string): string => `${campaignId}.${passFile}`;
+
+/**
+ * The campaign's `crawler qa` reports in a listing of reports/, newest pass
+ * first (the pass's time, then the publication's id), each with the name an
+ * output folder's qa/ gives it. One file is a whole publication (an object
+ * is stored whole or not at all), so there is no manifest to wait for.
+ */
+export function qaReportsOf(objects: Iterable<StoredObject>, campaignId: string): { object: StoredObject; file: string; id: string }[] {
+  const out: { object: StoredObject; file: string; id: string }[] = [];
+  const prefix = `${campaignId}.`;
+  for (const o of objects) {
+    const k = mirroredKey(o.key);
+    if (k?.area !== 'reports' || !k.name.startsWith(prefix)) continue;
+    const file = k.name.slice(prefix.length);
+    if (QA_PASS_FILE.test(file)) out.push({ object: o, file, id: k.id });
+  }
+  const order = (a: { file: string; id: string }, b: { file: string; id: string }) => (a.file !== b.file ? (a.file < b.file ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+  return out.sort(order);
 }
 
 /** One publication under sealed/: its id and its objects by file name. */

@@ -33,6 +33,8 @@ import {
   objectsToFetch,
   publicationId,
   publicationsOf,
+  qaReportsOf,
+  REPORTS_AREA,
   stalePublications,
   SEALED_AREA,
   sealedCampaigns,
@@ -63,7 +65,12 @@ export interface ViewNeeds {
   sealed?: 'none' | 'all' | { campaignId: string };
   /** The campaign whose newest replay index goes to `<view>/index.cdxj`. */
   cdxjOf?: string;
+  /** The campaign whose newest `crawler qa` reports (published under reports/) go to `<view>/qa/`, named as a folder's pass names them. */
+  qaOf?: string;
 }
+
+/** QA reports a view brings down: the newest, and the ones before it in case it cannot be read (a folder's reader then takes the one before). */
+export const QA_REPORTS_FETCHED = 3;
 
 /** The cache folder of a location (what `crawler` prints and the docs name). */
 export function cacheDirOf(cacheRoot: string, location: string): string {
@@ -190,6 +197,14 @@ export class OutputMirror {
           await fsp.utimes(path.join(dir, CDXJ_NAME), now, now);
         }
       }
+      if (needs.qaOf !== undefined) {
+        const seen = new Set<string>();
+        const reports = qaReportsOf(await this.list(`${REPORTS_AREA}/`), needs.qaOf)
+          .filter((r) => !seen.has(r.file) && seen.add(r.file))
+          .slice(0, QA_REPORTS_FETCHED);
+        await this.fetch(reports.map((r) => r.object));
+        for (const r of reports) await view.link(r.object.key, `${QA_AREA}/${r.file}`);
+      }
       return view;
     } catch (err) {
       await view.close();
@@ -223,8 +238,13 @@ export interface PublicationTarget {
 }
 
 /** One command's output folder, made of the mirror's objects (see the top of this file). */
+/** Where an output folder keeps its `crawler qa` reports (src/qa/qa-report.ts QA_DIR). */
+const QA_AREA = 'qa';
+
 export class MirrorView {
   private warcListing: StoredObject[] | null = null;
+  /** The key each linked file of the view came from, by its path here. */
+  private readonly keys = new Map<string, string>();
 
   constructor(
     private readonly mirror: OutputMirror,
@@ -239,7 +259,15 @@ export class MirrorView {
 
   /** The object `key` of the cache, linked at `rel` in the view. */
   async link(key: string, rel: string): Promise<void> {
-    await linkOrCopy(this.mirror.objectPath(key), path.join(this.dir, ...rel.split('/')));
+    const to = path.join(this.dir, ...rel.split('/'));
+    await linkOrCopy(this.mirror.objectPath(key), to);
+    this.keys.set(to, key);
+  }
+
+  /** The URL in the bucket of a file the view holds from it (what a message names, the view being gone once its command ends); null for one made here. */
+  urlOf(file: string): string | null {
+    const key = this.keys.get(path.resolve(file));
+    return key === undefined ? null : `${this.location}${key}`;
   }
 
   /**

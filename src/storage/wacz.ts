@@ -14,6 +14,10 @@ import { StoredZipWriter } from './zip-store';
 //   indexes/index.cdx.gz          the CDXJ of those WARCs (filenames relative to archive/), gzipped
 //   pages/pages.jsonl             the pages a person would open first (the seeds' pages)
 //   pages/extraPages.jsonl        the other pages (when there are any), as Browsertrix lists them
+// A page's screenshots (browser.screenshot: `urn:view:`, `urn:thumbnail:`,
+// `urn:fullPage:` resource records, as Browsertrix stores them) are in the
+// WARCs and the CDXJ; a page list entry names none, as Browsertrix's do not:
+// ReplayWeb.page looks `urn:thumbnail:<url>` up at the entry's `ts`.
 //   datapackage.json              every other file with its size and sha256
 //   datapackage-digest.json       the sha256 of datapackage.json
 // Every entry is STORED, so readers (ReplayWeb.page, pywb after unpacking)

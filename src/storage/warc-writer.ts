@@ -120,7 +120,7 @@ export interface WarcExchange {
 
 /** A `resource` record (WARC 1.1, 6.6): a block stored as it is, with its own media type. */
 export interface WarcResource {
-  /** WARC-Target-URI, written exactly as given (e.g. `urn:screenshot:https://example.test/`). */
+  /** WARC-Target-URI, written exactly as given (e.g. `urn:view:https://example.test/`). */
   uri: string;
   date: Date;
   /** The block's media type, e.g. image/png. */
@@ -524,7 +524,7 @@ export class WarcWriter {
 
   /**
    * Appends one `resource` record: a block that is not an HTTP exchange (a
-   * page's screenshot, `urn:screenshot:<url>`), its digests computed as for
+   * page's screenshot, `urn:view:<url>`), its digests computed as for
    * any record. Queued with the exchanges, in call order.
    */
   writeResource(r: WarcResource): Promise<WarcResourceLocation> {

@@ -12,15 +12,19 @@
 // whose replay misses the JSON that crawl never fetched; and a campaign's
 // folder as it is while it runs (no seal, no replay index, a WARC record
 // half written) checks as well.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { QaReport } from '../../src/qa/qa-report';
+import { findOrInstallPyReplayTools } from '../../src/stack/tools';
+import { openObjectStore, parseOutputLocation, type S3Location } from '../../src/storage/output-location';
 import { readWarcDir } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import { spaSite, type SpaSite } from '../web/spa-site';
 import { findOrInstallChromium } from '../support/browser';
 import { createHarness, launch, outputOf, type Harness } from '../support/harness';
 import { runCrawlerInProcess } from '../support/in-process-cli';
+import { startTestObjectStore } from '../support/object-store';
 import { copyWarcsWithout } from '../support/warc-without';
 
 jest.setTimeout(600_000);
@@ -46,6 +50,47 @@ async function qa(args: string[]): Promise<{ stdout: string[]; report: QaReport;
   const file = stdout[stdout.length - 1]!;
   return { stdout, file, report: JSON.parse(fs.readFileSync(file, 'utf8')) as QaReport };
 }
+
+/** A listed page's screenshot, looked up in a WACZ as a replay does: its index line by key, then the record at that line's place in the packed WARC. */
+interface ShotLookup {
+  page: string;
+  kind: string;
+  record: { type: string; uri: string; contentType: string; image: string } | null;
+}
+
+const PY_SHOTS = String.raw`
+import sys, json, gzip, io, zipfile, surt
+from warcio.archiveiterator import ArchiveIterator
+out = []
+with zipfile.ZipFile(sys.argv[1]) as z:
+    names = z.namelist()
+    pages = []
+    for n in ('pages/pages.jsonl', 'pages/extraPages.jsonl'):
+        if n in names:
+            pages += [json.loads(l) for l in z.read(n).decode('utf-8').splitlines()[1:] if l.strip()]
+    index = {}
+    for line in gzip.decompress(z.read('indexes/index.cdx.gz')).decode('utf-8').splitlines():
+        key, ts, data = line.split(' ', 2)
+        index.setdefault(key, []).append((ts, json.loads(data)))
+    for p in pages:
+        ts = p['ts'].replace('-', '').replace(':', '').replace('T', '')[:14]
+        for kind in ('view', 'thumbnail', 'fullPage'):
+            lines = index.get(surt.surt('urn:%s:%s' % (kind, p['url'])), [])
+            record = None
+            if lines:
+                # The capture closest to the page's time, as a replay picks it.
+                f = min(lines, key=lambda l: abs(int(l[0]) - int(ts)))[1]
+                with z.open('archive/' + f['filename']) as fh:
+                    raw = fh.read()[int(f['offset']):int(f['offset']) + int(f['length'])]
+                for rec in ArchiveIterator(io.BytesIO(raw)):
+                    body = rec.content_stream().read()
+                    image = 'png' if body[:8] == b'\x89PNG\r\n\x1a\n' else 'jpeg' if body[:2] == b'\xff\xd8' else None
+                    record = {'type': rec.rec_type, 'uri': rec.rec_headers.get_header('WARC-Target-URI'),
+                              'contentType': rec.rec_headers.get_header('Content-Type'), 'image': image}
+                    break
+            out.append({'page': p['url'], 'kind': kind, 'record': record})
+print(json.dumps(out))
+`;
 
 const pageOf = (r: QaReport, p: string) => r.pages.find((x) => normalizeUrl(x.url) === url(p));
 
@@ -78,7 +123,9 @@ test("browser.text keeps each rendered page's visible text in the WARC, beside i
     // The rendered DOM's text: what the script put there, which the shell the server sent has none of.
     const shown = text!.payload!.toString('utf8');
     for (const words of [p.title, p.text, ...p.links]) expect({ p: p.path, shown: shown.includes(words) }).toEqual({ p: p.path, shown: true });
-    expect(records.some((r) => r.type === 'resource' && r.targetUri === `urn:screenshot:${url(p.path)}`)).toBe(true);
+    // browser.screenshot: Browsertrix's three, the full page the one QA compares.
+    for (const kind of ['view', 'thumbnail', 'fullPage'])
+      expect({ p: p.path, kind, stored: records.some((r) => r.type === 'resource' && r.targetUri === `urn:${kind}:${url(p.path)}`) }).toEqual({ p: p.path, kind, stored: true });
   }
 });
 
@@ -144,9 +191,27 @@ test('with the JSON every page renders from cut out of the archive, QA names it 
   expect(full).not.toContain('id="table-qa-missing"');
 });
 
-test("the campaign's WACZ checks as its folder does", async () => {
+test("the campaign's WACZ lists each page with its screenshots findable from its entry, as Browsertrix's are, and checks as its folder does", async () => {
   const wacz = path.join(h.outDir, `${campaignId}.wacz`);
   await cli(['export', campaignId, '--wacz', wacz, '--out', outDir]);
+  // Read by Python (zipfile, warcio, surt: pywb's own libraries): what ReplayWeb.page does for a listed page's thumbnail.
+  const tools = await findOrInstallPyReplayTools((m) => process.stderr.write(`[replay tools] ${m}\n`));
+  const found = JSON.parse(execFileSync(tools.python, ['-c', PY_SHOTS, wacz], { encoding: 'utf8' })) as ShotLookup[];
+  const listed = found.map((f) => normalizeUrl(f.page)).filter((u, i, all) => all.indexOf(u) === i);
+  expect(listed.sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+  for (const f of found) {
+    expect({ page: f.page, kind: f.kind, record: f.record }).toEqual({
+      page: f.page,
+      kind: f.kind,
+      record: {
+        type: 'resource',
+        uri: `urn:${f.kind}:${f.page}`,
+        contentType: f.kind === 'thumbnail' ? 'image/jpeg' : 'image/png',
+        image: f.kind === 'thumbnail' ? 'jpeg' : 'png',
+      },
+    });
+  }
+  expect(found).toHaveLength(site.pages.length * 3);
   const { report, file } = await qa(['--wacz', wacz]);
   expect(path.dirname(file)).toBe(path.join(h.outDir, 'qa'));
   expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
@@ -194,3 +259,49 @@ test('a campaign still running: no seal, no replay index yet, its WARC ending in
   expect(report.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
   for (const p of report.pages) expect({ url: p.url, score: p.score >= 0.95, missing: p.missing }).toEqual({ url: p.url, score: true, missing: [] });
 });
+
+test("on the campaign's output in a bucket: `crawler qa` publishes its pass under reports/, and `crawler report` there shows it", async () => {
+  expect(whole).toBeDefined();
+  const server = await startTestObjectStore('qa-bucket');
+  const saved = { ...process.env };
+  const bucket = openObjectStore(parseOutputLocation(`s3://${server.bucket}/`) as S3Location, { endpoint: server.endpoint, pathStyle: true });
+  try {
+    // Credentials as an operator's: the AWS SDK's variables.
+    Object.assign(process.env, server.env, { CRAWLER_CACHE_DIR: path.join(h.outDir, 'qa-s3-cache') });
+    for (const v of ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE']) delete process.env[v];
+    // The folder's raw files into the bucket, as the workers' uploader stores them.
+    const prefix = `runs/${campaignId}/`;
+    const location = `s3://${server.bucket}/${prefix}`;
+    for (const area of ['warc', 'index'])
+      for (const name of fs.readdirSync(path.join(outDir, area))) await bucket.putFile(`${prefix}${area}/${name}`, path.join(outDir, area, name));
+    const flags = ['--s3-endpoint', server.endpoint, '--s3-path-style'];
+
+    // No pass yet: the report has no QA section.
+    const before = (await cli(['report', campaignId, '--out', location, ...flags])).pop()!;
+    expect((await objectText(bucket, server.bucket, before)).includes('<section id="qa">')).toBe(false);
+
+    const qaUrl = (await cli(['qa', campaignId, '--out', location, ...flags])).pop()!;
+    expect(qaUrl).toMatch(new RegExp(`^${location}reports/\\d{8}T\\d{9}Z-[0-9a-f]{8}/${campaignId}\\.qa-\\d{8}T\\d{6}Z\\.json$`));
+    const pass = JSON.parse(await objectText(bucket, server.bucket, qaUrl)) as QaReport;
+    expect(pass.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
+
+    const reportUrl = (await cli(['report', campaignId, '--out', location, ...flags])).pop()!;
+    const html = await objectText(bucket, server.bucket, reportUrl);
+    expect(html).toContain('<section id="qa">');
+    expect(html).toContain(`data-figure="qa-score" data-value="${pass.score!.toFixed(3)}"`);
+    // It names the pass it shows where it is, in the bucket (the cache it was read through is gone).
+    expect(html).toContain(qaUrl);
+    expect(html).not.toContain(path.join(h.outDir, 'qa-s3-cache'));
+  } finally {
+    process.env = saved;
+    bucket.destroy();
+    await server.stop();
+  }
+});
+
+/** The text of the object at an s3:// URL of the bucket. */
+async function objectText(store: ReturnType<typeof openObjectStore>, bucketName: string, url: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of await store.read(url.slice(`s3://${bucketName}/`.length))) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -10,9 +10,12 @@
 // Chromium: each page shows its rendered title, text and links, its script,
 // JSON and image answered from the archive and nothing reaching the live
 // web. Real workers, Temporal and Redis; the workers' Chromium is Debian's.
-// The rendered crawl has browser.screenshot on: each page's full-page PNG is
-// in the WARC as a `urn:screenshot:` resource record, and `crawler cdxj`
-// still indexes that WARC (the screenshots get no line).
+// The rendered crawl has browser.screenshot on: each page's screenshots are
+// in the WARC as Browsertrix Crawler stores them, resource records
+// `urn:view:` (the viewport, PNG), `urn:thumbnail:` (640 × 360 JPEG) and
+// `urn:fullPage:` (PNG); `crawler cdxj` indexes them as pywb's indexer does,
+// and pywb serves a page's thumbnail from that index at the page's time (how
+// ReplayWeb.page shows it beside the page in its list).
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -129,33 +132,69 @@ function pngSize(b: Buffer | undefined): { width: number; height: number } | nul
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
 }
 
+/** A JPEG's size from its first start-of-frame segment, or null when the bytes are not a JPEG. */
+function jpegSize(b: Buffer | undefined): { width: number; height: number } | null {
+  if (!b || b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return null;
+  for (let i = 2; i + 9 < b.length;) {
+    if (b[i] !== 0xff) return null;
+    const marker = b[i + 1]!;
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) return { height: b.readUInt16BE(i + 5), width: b.readUInt16BE(i + 7) };
+    i += 2 + b.readUInt16BE(i + 2);
+  }
+  return null;
+}
+
+/** Browsertrix's three screenshots of a page: its name, media type, and the size the crawl's 1280 × 720 viewport gives it. */
+const SHOTS = [
+  { kind: 'view', type: 'image/png', size: (b: Buffer | undefined) => pngSize(b), width: 1280, height: (h: number) => h === 720 },
+  { kind: 'thumbnail', type: 'image/jpeg', size: (b: Buffer | undefined) => jpegSize(b), width: 640, height: (h: number) => h === 360 },
+  { kind: 'fullPage', type: 'image/png', size: (b: Buffer | undefined) => pngSize(b), width: 1280, height: (h: number) => h >= 720 },
+] as const;
+
+/** The 14-digit timestamp of a page as a WACZ page list gives it (its index line's fetch time). */
+const tsOf = (p: string) =>
+  on.lines
+    .find((e) => e.url === url(p))!
+    .fetchedAt.replace(/\D/g, '')
+    .slice(0, 14);
+
 describe('browser.screenshot on the rendered crawl', () => {
-  test('one urn:screenshot: resource record per rendered page, each a PNG of the page', () => {
+  test("each rendered page's view, thumbnail and full page, as Browsertrix stores them: urn:view: PNG, urn:thumbnail: 640 × 360 JPEG, urn:fullPage: PNG", () => {
     const shots = on.records.filter((r) => r.type === 'resource');
-    expect(shots.map((r) => r.targetUri).sort()).toEqual(site.pages.map((p) => `urn:screenshot:${url(p.path)}`).sort());
+    expect(shots.map((r) => r.targetUri).sort()).toEqual(site.pages.flatMap((p) => SHOTS.map((s) => `urn:${s.kind}:${url(p.path)}`)).sort());
     for (const r of shots) {
-      const size = pngSize(r.payload);
-      expect({ uri: r.targetUri, type: r.headers['Content-Type'], digest: r.blockDigestOk, png: size !== null && size.width > 0 && size.height > 0 }).toEqual({
+      const shot = SHOTS.find((s) => r.targetUri!.startsWith(`urn:${s.kind}:`))!;
+      const size = shot.size(r.payload);
+      expect({ uri: r.targetUri, type: r.headers['Content-Type'], digest: r.blockDigestOk, width: size?.width, height: size !== null && shot.height(size.height) }).toEqual({
         uri: r.targetUri,
-        type: 'image/png',
+        type: shot.type,
         digest: true,
-        png: true,
+        width: shot.width,
+        height: true,
       });
     }
     // Off by default: the crawl without it has none.
     expect(off.records.filter((r) => r.type === 'resource')).toEqual([]);
   });
 
-  test('`crawler cdxj` indexes the WARC with the screenshots in it: every page, no urn: line', async () => {
+  test("`crawler cdxj` indexes every page and each of its screenshots, keyed as pywb's indexer keys them", async () => {
     const c = crawlerCommand(['cdxj', on.result.campaignId, '--out', on.outDir]);
     const cdxj = (await run(c.command, c.args, { env: process.env })).stdout.trim().split('\n').pop()!;
-    const urls = fs
+    const lines = fs
       .readFileSync(cdxj, 'utf8')
       .trimEnd()
       .split('\n')
-      .map((l) => (JSON.parse(l.slice(l.indexOf('{'))) as { url: string }).url);
-    for (const p of site.pages) expect({ p: p.path, indexed: urls.map((u) => normalizeUrl(u)).includes(url(p.path)) }).toEqual({ p: p.path, indexed: true });
-    expect(urls.filter((u) => u.startsWith('urn:'))).toEqual([]);
+      .map((l) => ({ key: l.slice(0, l.indexOf(' ')), ...(JSON.parse(l.slice(l.indexOf('{'))) as { url: string; mime: string; status?: string }) }));
+    const urls = lines.map((l) => l.url);
+    const pages = urls.filter((u) => !u.startsWith('urn:')).map((u) => normalizeUrl(u));
+    for (const p of site.pages) expect({ p: p.path, indexed: pages.includes(url(p.path)) }).toEqual({ p: p.path, indexed: true });
+    const urn = lines.filter((l) => l.url.startsWith('urn:'));
+    expect(urn.map((l) => l.url).sort()).toEqual(site.pages.flatMap((p) => SHOTS.map((s) => `urn:${s.kind}:${url(p.path)}`)).sort());
+    // Python surt keys a URN as itself in lower case, less its trailing slash; a resource record has its media type and no status.
+    for (const l of urn) {
+      const shot = SHOTS.find((s) => l.url.startsWith(`urn:${s.kind}:`))!;
+      expect({ key: l.key, mime: l.mime, status: l.status }).toEqual({ key: l.url.replace(/\/$/, '').toLowerCase(), mime: shot.type, status: undefined });
+    }
   });
 });
 
@@ -259,6 +298,23 @@ describe('the rendered crawl replayed by pywb from our WARCs and CDXJ, in Chromi
     pywb = await startPywb(tools, root, COLL);
     // No name resolves: a replayed page that reached for the live site would fail (and be listed as a leak).
     browser = await launchBrowser((m) => process.stderr.write(`[browser] ${m}\n`), ['--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']);
+  });
+
+  test("pywb serves each page's thumbnail and view from the index at the page's time, as ReplayWeb.page asks for them beside its page list", async () => {
+    for (const p of site.pages) {
+      for (const shot of SHOTS.filter((s) => s.kind !== 'fullPage')) {
+        const stored = on.records.find((r) => r.type === 'resource' && r.targetUri === `urn:${shot.kind}:${url(p.path)}`)!;
+        const res = await fetch(`${pywb!.base}/${COLL}/${tsOf(p.path)}id_/urn:${shot.kind}:${url(p.path)}`);
+        const body = Buffer.from(await res.arrayBuffer());
+        expect({ p: p.path, kind: shot.kind, status: res.status, type: res.headers.get('content-type'), same: body.equals(stored.payload!) }).toEqual({
+          p: p.path,
+          kind: shot.kind,
+          status: 200,
+          type: shot.type,
+          same: true,
+        });
+      }
+    }
   });
 
   test('each page shows its rendered title, text, links and image, every request answered from the archive', async () => {

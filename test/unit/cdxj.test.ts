@@ -203,19 +203,46 @@ describe('writeCdxj', () => {
     expect(parsed.map((l) => `${l.fields.filename} ${l.fields.offset} ${l.fields.length} ${l.fields.url}`).sort()).toEqual(walked);
   });
 
-  it("skips a page's screenshot (a resource record, urn:screenshot:…) and indexes the responses around it where they are", async () => {
+  it("indexes a page's screenshots and text (resource records, urn:fullPage:… urn:text:…) as pywb's indexer does, and the responses around them where they are", async () => {
     const dir = tmpDir();
     const w = await WarcWriter.open({ dir });
     const before = await w.writeExchange(exchange('http://spa.test/', 0, 200, 'text/html', Buffer.from('<div id="app"></div>')));
-    await w.writeResource({ uri: 'urn:screenshot:http://spa.test/', date: new Date(T0), contentType: 'image/png', body: Buffer.alloc(2000, 1) });
+    const shot = await w.writeResource({ uri: 'urn:fullPage:http://www.spa.test/', date: new Date(T0 + 500), contentType: 'image/png', body: Buffer.alloc(2000, 1) });
+    const text = await w.writeResource({ uri: 'urn:text:http://www.spa.test/', date: new Date(T0 + 500), contentType: 'text/plain; charset=utf-8', body: Buffer.from('Home') });
     const after = await w.writeExchange(exchange('http://spa.test/about', 1, 200, 'text/html', Buffer.from('<div id="app"></div>')));
     await w.close();
     const out = path.join(dir, 'index.cdxj');
-    expect(await writeCdxj(await listWarcFiles(dir), out)).toMatchObject({ lines: 2, warcFiles: 1 });
+    expect(await writeCdxj(await listWarcFiles(dir), out)).toMatchObject({ lines: 4, warcFiles: 1 });
     const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map(parseCdxjLine);
-    expect(lines.map((l) => [l.fields.url, l.fields.offset, l.fields.length])).toEqual([
-      ['http://spa.test/', String(before.offset), String(before.length)],
-      ['http://spa.test/about', String(after.offset), String(after.length)],
+    const name = path.basename((await listWarcFiles(dir))[0]!);
+    // The keys pywb (Python surt) computes for them, as `cdxj-indexer` writes them: the URN in lower case, less the trailing slash; no status; the media type without its parameters.
+    expect(lines.map((l) => [l.urlkey, l.timestamp, l.fields])).toEqual([
+      ['test,spa)/', '20250506070809', expect.objectContaining({ url: 'http://spa.test/', offset: String(before.offset), length: String(before.length) })],
+      ['test,spa)/about', '20250506070810', expect.objectContaining({ url: 'http://spa.test/about', offset: String(after.offset), length: String(after.length) })],
+      [
+        'urn:fullpage:http://www.spa.test',
+        '20250506070810',
+        {
+          url: 'urn:fullPage:http://www.spa.test/',
+          mime: 'image/png',
+          digest: expect.stringMatching(/^sha1:/),
+          length: String(shot.length),
+          offset: String(shot.offset),
+          filename: name,
+        },
+      ],
+      [
+        'urn:text:http://www.spa.test',
+        '20250506070810',
+        {
+          url: 'urn:text:http://www.spa.test/',
+          mime: 'text/plain',
+          digest: expect.stringMatching(/^sha1:/),
+          length: String(text.length),
+          offset: String(text.offset),
+          filename: name,
+        },
+      ],
     ]);
   });
 

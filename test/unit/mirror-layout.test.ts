@@ -14,6 +14,8 @@ import {
   publicationTime,
   publicationsOf,
   PUBLICATION_GRACE_MS,
+  qaReportName,
+  qaReportsOf,
   sealedCampaigns,
   sealedFolderFiles,
   splitObjectUrl,
@@ -50,6 +52,7 @@ describe('mirroredKey', () => {
     expect(mirroredKey('index/index-1.jsonl')).toEqual({ area: 'index', name: 'index-1.jsonl' });
     expect(mirroredKey('datasets/default/dataset-1.jsonl')).toEqual({ area: 'datasets', dataset: 'default', name: 'dataset-1.jsonl' });
     expect(mirroredKey(`sealed/${NEW}/c.index.jsonl`)).toEqual({ area: 'sealed', id: NEW, name: 'c.index.jsonl' });
+    expect(mirroredKey(`reports/${NEW}/c.qa-20260103T000000Z.json`)).toEqual({ area: 'reports', id: NEW, name: 'c.qa-20260103T000000Z.json' });
   });
 
   test('passes over anything else, and every key that would be no safe file path here', () => {
@@ -131,6 +134,30 @@ describe('which seal and which replay index a reader takes', () => {
         .map((o) => o.key)
         .sort(),
     ).toEqual([`sealed/${OLD}/index.index.jsonl`, `sealed/${OLD}/index.seal.json`]);
+  });
+});
+
+describe("which `crawler qa` reports a bucket's report reads", () => {
+  test("the campaign's passes under reports/, newest pass first, each named as a folder's qa/ names it; reports, other campaigns and other names passed over", () => {
+    const listing = [
+      obj(`reports/${OLD}/${qaReportName('c', 'qa-20260101T000000Z.json')}`),
+      obj(`reports/${NEW}/${qaReportName('c', 'qa-20260103T000000Z.json')}`),
+      obj(`reports/${MID}/${qaReportName('c', 'qa-20260102T000000Z.json')}`),
+      obj(`reports/${NEW}/c.report.html`),
+      obj(`reports/${NEW}/${qaReportName('c-b', 'qa-20260104T000000Z.json')}`),
+      obj(`reports/${NEW}/${qaReportName('b', 'qa-20260104T000000Z.json')}`),
+      obj(`reports/${NEW}/c.qa-latest.json`),
+      obj(`reports/not-an-id/${qaReportName('c', 'qa-20260105T000000Z.json')}`),
+      obj(`sealed/${NEW}/${qaReportName('c', 'qa-20260105T000000Z.json')}`),
+    ];
+    expect(qaReportsOf(listing, 'c').map((r) => [r.object.key, r.file])).toEqual([
+      [`reports/${NEW}/c.qa-20260103T000000Z.json`, 'qa-20260103T000000Z.json'],
+      [`reports/${MID}/c.qa-20260102T000000Z.json`, 'qa-20260102T000000Z.json'],
+      [`reports/${OLD}/c.qa-20260101T000000Z.json`, 'qa-20260101T000000Z.json'],
+    ]);
+    // `c-b` begins with `c`, yet is another campaign: its pass is its own.
+    expect(qaReportsOf(listing, 'c-b').map((r) => r.file)).toEqual(['qa-20260104T000000Z.json']);
+    expect(qaReportsOf(listing, 'd')).toEqual([]);
   });
 });
 

@@ -463,7 +463,10 @@ export function campaignOptions(command: Command): Command {
       `${choices(RENDER_MODES, CAMPAIGN_DEFAULTS.render)}: render every HTML page in Chromium (browser), or only those of the URL patterns where rendering finds more (auto), and take their links from the rendered page (docs/rendering.md)`,
       choice('--render', RENDER_MODES),
     )
-    .option('--screenshot', 'store a full-page PNG of each rendered page in the WARC (urn:screenshot:), what `crawler qa` compares the replay with')
+    .option(
+      '--screenshot',
+      'store screenshots of each rendered page in the WARC as Browsertrix does (urn:view:, urn:thumbnail:, urn:fullPage:): thumbnails in ReplayWeb.page, what `crawler qa` compares the replay with',
+    )
     .option('--text', "store each rendered page's text (innerText) in the WARC (urn:text:): listed with its page by export --wacz, compared with the replay's by `crawler qa`")
     .option('--max-embeds-per-page <n>', 'take at most this many requisites from one page or stylesheet (default 300)', wholeNumber('--max-embeds-per-page'))
     .option('--max-embeds <n>', 'request at most this many embeds in the whole campaign (default unlimited)', wholeNumber('--max-embeds'))

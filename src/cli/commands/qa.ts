@@ -12,7 +12,7 @@ import { freePort } from '../../stack/ports';
 import type { CrawlCaptures } from '../../qa/crawl-captures';
 import type { PywbSource } from '../../qa/pywb-server';
 import { renderTag } from '../../storage/seal';
-import { REPORTS_AREA } from '../../storage/mirror-layout';
+import { qaReportName, REPORTS_AREA } from '../../storage/mirror-layout';
 import { findOrInstallPyReplayTools, type PyReplayTools } from '../../stack/tools';
 import { normalizeUrl } from '../../url/normalize';
 import { UsageError } from '../usage-error';
@@ -26,7 +26,8 @@ import { loadCampaignIndex } from './report';
 // now, like `replay`: the campaign's WARCs and a replay index brought up to
 // date with them, so a running campaign is checked on what it has written so
 // far. Or a WACZ, which pywb takes in itself. The JSON report goes to
-// <output>/qa/qa-<time>.json, where `crawler report` finds the newest.
+// <output>/qa/qa-<time>.json, where `crawler report` finds the newest (in a
+// bucket: reports/<id>/<campaign>.qa-<time>.json, where its report finds it).
 
 interface QaFlags extends S3Flags {
   out?: string;
@@ -211,7 +212,7 @@ export function registerQaCommand(program: Command): void {
         if (o.file !== undefined) file = await writeQaReport(report, o.file, o);
         else {
           // Published beside the campaign's HTML report, as the folder's goes into its qa/ folder.
-          const name = `${campaignId}.${qaFileName(started)}`;
+          const name = qaReportName(campaignId, qaFileName(started));
           const local = await writeQaReport(report, path.join(view.dir, QA_DIR, name), o);
           file = (await view.publish(REPORTS_AREA, [{ name, file: local }])).urlOf(name);
         }

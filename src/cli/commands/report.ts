@@ -17,7 +17,9 @@ import { addS3Options, checkS3Flags, isLocationUrl, withBucketOutput, writeOutpu
 // (crawl-output/<campaign>), or in --out, the same folder given to crawl.
 // An output in a bucket (--out s3://bucket/prefix) is read through this
 // machine's cache of it (../bucket-output.ts), and the report published
-// there (reports/<id>/<campaign>.report.html) unless --file says where.
+// there (reports/<id>/<campaign>.report.html) unless --file says where. Its
+// QA section is the newest `crawler qa` pass: from the folder's qa/, or the
+// reports a pass on the bucket published (reports/<id>/<campaign>.qa-<time>.json).
 
 interface ReportOptions {
   out?: string;
@@ -90,13 +92,15 @@ async function writeReport(
   o: S3Flags,
   defaultFile: (outputDir: string) => string,
   shown: (dir: string) => string = (dir) => dir,
+  shownFile: (file: string) => string = (file) => file,
 ): Promise<string> {
   const { dir, entries, sealed } = await loadCampaignIndex(campaignId, dirs);
   // A revisit campaign's change rate needs every visit: the raw index has them, the sealed one a URL's last.
   const visits = sealed ? await campaignEntries(path.join(path.dirname(path.dirname(dir)), 'index'), campaignId) : entries;
   const outputDir = sealed ? path.dirname(path.dirname(dir)) : path.basename(dir) === 'index' ? path.dirname(dir) : dir;
-  // The newest `crawler qa` pass of the campaign, written into the output folder's qa/.
-  const qa = await newestQaReport(outputDir, campaignId);
+  // The newest `crawler qa` pass of the campaign, written into the output folder's qa/ (a bucket's: brought into the view's).
+  const newest = await newestQaReport(outputDir, campaignId);
+  const qa = newest && { ...newest, file: shownFile(newest.file) };
   const data = buildReportData(entries, { campaignId, generatedAt: new Date().toISOString(), visits, qa });
   const written = await writeOutputFile(file ?? defaultFile(outputDir), o, async (target) => {
     await fsp.mkdir(path.dirname(target), { recursive: true });
@@ -123,12 +127,13 @@ export function registerReportCommand(program: Command): void {
     if (!CAMPAIGN_ID_PATTERN.test(campaignId)) throw new UsageError(`campaign ID must match ${CAMPAIGN_ID_PATTERN.source}, got ${JSON.stringify(campaignId)}`);
     checkS3Flags(o, o.out, o.file);
     if (o.out !== undefined && isLocationUrl(o.out)) {
-      // The raw index and the campaign's newest seal: what a folder's report reads.
-      await withBucketOutput(o.out, o, { sealed: { campaignId } }, async (view) => {
+      // The raw index, the campaign's newest seal and its newest QA reports (published under reports/): what a folder's report reads.
+      await withBucketOutput(o.out, o, { sealed: { campaignId }, qaOf: campaignId }, async (view) => {
         let published: string | null = null;
         // Messages name the bucket, not the view (gone once the command ends).
         const shown = (dir: string) => (path.basename(path.dirname(dir)) === 'sealed' ? `the newest seal in ${view.location}sealed/` : `${view.location}index/`);
-        const file = await writeReport(campaignId, [view.dir], o.file, o, (outputDir) => path.join(outputDir, 'report.html'), shown);
+        const shownFile = (f: string) => view.urlOf(f) ?? f;
+        const file = await writeReport(campaignId, [view.dir], o.file, o, (outputDir) => path.join(outputDir, 'report.html'), shown, shownFile);
         // No --file: the report is published beside the output, as a folder's goes into it.
         if (o.file === undefined) published = (await view.publish(REPORTS_AREA, [{ name: `${campaignId}.report.html`, file }])).urlOf(`${campaignId}.report.html`);
         process.stdout.write(`${published ?? file}\n`);
