@@ -3,30 +3,14 @@
 // the campaign only keeps counters from its last look there, the operator's
 // settings and whether it must look again. Its size does not depend on the
 // number of hosts, and neither does what it carries through continue-as-new.
-import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SeedListPosition, SteerChange } from '../activities/types';
+import type { CampaignSnapshot, CampaignSummary, DispatchInput, LoadSeedsInput, LoadSeedsResult, SteerChange } from '../activities/types';
 import type { CampaignSettings } from '../src/config/campaign';
-import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+import type { CampaignResult, CampaignRunStatus, CampaignStatus } from './messages';
 import { lostCheckDue } from './lost-pages';
+import type { CampaignCarry } from './campaign-carry';
 import { cardOf, resultOf, statusViewOf } from './campaign-views';
 
-export interface CampaignCarry {
-  campaignKey: string;
-  configVersion: number;
-  startedAt: number;
-  maxActiveHosts: number | null;
-  minDelayMs: number | null;
-  budgets: { maxPages: number | null; maxDepth: number | null };
-  pausedHosts: number;
-  paused: boolean;
-  watchSince: number;
-  /** When the watch last looked (absent in carries from before it was kept: the watch is then due). */
-  watchedAt?: number;
-  /** Lost-page checks run so far (an output in a bucket, workflows/crawl-campaign.ts); absent: none. */
-  lostChecks?: number;
-  snapshot: { totals: CampaignTotals; problems: number; at: number } | null;
-  /** How far the seed list has been read into the frontiers (null: no seed list). */
-  seeds: { next: SeedListPosition; done: boolean; read: number; error?: string } | null;
-}
+export type { CampaignCarry };
 
 /** How often the campaign looks at Redis without being nudged: totals for the Web UI, and the domain watch. */
 export const TICK_MS = 30_000;

@@ -2,13 +2,20 @@
 // Web UI's card and the workflow's result. Read-only views of CampaignBook
 // (workflows/campaign-state.ts), kept apart from the rules that change it.
 import type { CampaignSummary } from '../activities/types';
-import type { CampaignResult, CampaignStatus, CampaignTotals } from './messages';
-import type { CampaignBook } from './campaign-state';
+import type { CampaignResult, CampaignRunStatus, CampaignStatus, CampaignTotals } from './messages';
+import type { CampaignSettings } from '../src/config/campaign';
+import type { CampaignCarry } from './campaign-carry';
 import { hostStatsOf } from '../src/stats/counters';
 import { embedsOf, sealedOf } from './result-counts';
 import { campaignCard } from './status-card';
 
-type BookView = Pick<CampaignBook, 'carry' | 'settings' | 'status' | 'dispatchError'>;
+/** What the views read of CampaignBook. */
+interface BookView {
+  readonly carry: CampaignCarry;
+  readonly settings: CampaignSettings;
+  readonly status: CampaignRunStatus;
+  readonly dispatchError: { message: string; at: number; failures: number } | null;
+}
 
 const emptyTotals = (): CampaignTotals => ({ ...hostStatsOf(), hosts: 0, activeHosts: 0, readyHosts: 0, frontier: 0 });
 
