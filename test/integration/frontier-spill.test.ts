@@ -17,6 +17,9 @@ import { FolderObjectStore } from '../../src/storage/folder-object-store';
 import type { ObjectStore } from '../../src/storage/object-store';
 import { urlFingerprint } from '../../src/url/fingerprint';
 
+// Thousands of URLs through Lua and a folder store: seconds on a loaded machine (Jest's 5 s ran out at load 13).
+jest.setTimeout(60_000);
+
 const HOST = 's.test';
 const item = (n: number, depth = 1, priority = 0): EnqueueItem => {
   const url = `http://${HOST}/p/${n}`;
