@@ -161,7 +161,7 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
   const retryAfter = parseRetryAfter(res.headers['retry-after']);
   const overloaded = res.status === 429 || res.status >= 500;
   // Retry-After applies to the whole host: it goes on the shared clock.
-  const hostPauseMs = overloaded && retryAfter !== null ? Math.max(delayMs, retryAfter) : delayMs;
+  const hostPauseMs = overloaded && retryAfter !== null ? Math.max(delayMs, retryAfter) : afterLastRequest(delayMs, res.rendered?.hostRequestsEndedAt);
   // A 429 is the server pacing us, not the URL failing: it gets a few attempts more before the URL is given up.
   const maxAttempts = res.status === 429 ? input.maxRetries + PAGE_RETRY.throttleExtraAttempts : input.maxRetries;
   if (overloaded && attempt <= maxAttempts) {
@@ -176,6 +176,18 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
     };
   }
   return { kind: 'response', hostPauseMs, response: res, ...(hostRequests !== undefined ? { hostRequests } : {}) };
+}
+
+/**
+ * The delay still ahead of a page whose render asked the host for its last
+ * file `endedAt` (epoch ms): the delay counts from the host's last request,
+ * and what a render does after it (the quiet wait, the idle check, taking
+ * the DOM) asks the host nothing, so that time is part of the delay instead
+ * of coming before it. A page not rendered: the whole delay from now.
+ */
+export function afterLastRequest(delayMs: number, endedAt: number | undefined, now = Date.now()): number {
+  if (endedAt === undefined) return delayMs;
+  return Math.max(0, delayMs - Math.max(0, now - endedAt));
 }
 
 /** The page's request, with the login's word before and after it: a login to run, or what the request came to. */

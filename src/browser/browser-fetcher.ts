@@ -156,6 +156,13 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
 
   async function render(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry = { label: null, depth: 0 }): Promise<RenderedDocument> {
     const started = Date.now();
+    const seen: { routes?: PageRoutes } = {};
+    const out = await renderOnce(doc, url, signal, entry, started, seen);
+    // Read once the page's requests still in flight have ended (renderOnce waits for them).
+    return { ...out, hostRequestsEndedAt: Math.max(started, seen.routes?.ownHostEndedAt ?? 0) };
+  }
+
+  async function renderOnce(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry, started: number, seen: { routes?: PageRoutes }): Promise<RenderedDocument> {
     const deadlineAt = started + o.settings.pageTimeoutMs;
     const release = await o.pool.turn(o.settings, signal);
     // Ends the page's requests still in flight when it is done (or the session is cancelled).
@@ -170,7 +177,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const { context, page: p } = await contexts.tab();
       // A crash ends the page's requests in flight, so that it ends at once (RENDER_CRASHED) rather than at its deadline.
       watch = watchPage(p, context.browser(), () => stop.abort());
-      routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
+      routes = seen.routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
       contexts.routeTo(routes);
 
       // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the behaviors, the handler's onRender: src/browser/page-steps.ts.
