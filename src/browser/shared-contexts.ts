@@ -67,7 +67,7 @@ export class SharedContexts {
   async lease(campaign: string, options: ContextOptions, pagesPerContext: number): Promise<ContextLease> {
     // A campaign whose settings changed its user agent gets a context of the new one; the old closes as its sessions leave it.
     const key = `${campaign}\n${options.userAgent}`;
-    let pending = this.#current.get(key);
+    const pending = this.#current.get(key);
     let shared = pending ? await pending.catch(() => null) : null;
     if (!shared || shared.retired || shared.gone) {
       // Made once for every session asking at the same time.
