@@ -323,7 +323,7 @@ export class HostSession {
       throw err;
     }
     if (page.hostPauseMs === null) await f.clock.abandon();
-    else await f.clock.release(page.hostPauseMs);
+    else await f.clock.release(page.hostPauseMs, page.hostIdleMs ?? 0);
     return page;
   }
 

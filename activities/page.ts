@@ -100,6 +100,8 @@ export interface FetchedPage {
   fetched: Exclude<FetchStageResult, { kind: 'login-needed' }>;
   /** What the host clock needs: the next request to the host due this far from now; null: nothing was requested, the lease is given back unused. */
   hostPauseMs: number | null;
+  /** How long the host has been quiet already (a rendered page's last request to it ended that long ago): the pause counts from then. */
+  hostIdleMs?: number;
 }
 
 /** The handler's login must run before the page is requested (again): the fetch stage's word, for the session. */
@@ -160,7 +162,14 @@ export async function fetchPage(rt: WorkerRuntime, job: PageJob, login: LoginGat
     },
   );
   if (fetched.kind === 'login-needed') return fetched;
-  return { kind: 'fetched', job, attempt, fetched, hostPauseMs: fetched.hostPauseMs };
+  return {
+    kind: 'fetched',
+    job,
+    attempt,
+    fetched,
+    hostPauseMs: fetched.hostPauseMs,
+    ...(fetched.kind === 'response' && fetched.hostIdleMs ? { hostIdleMs: fetched.hostIdleMs } : {}),
+  };
 }
 
 /**

@@ -67,6 +67,8 @@ export function renderingFetcher(
     inner: o.inner,
     host: o.host,
     allowedByRobots: o.allowedByRobots,
+    // The campaign's sessions on this worker share a browser context: its cookies are the campaign's jar's, not the browser's.
+    contextKey: campaign.key,
     settings: s.browser,
     userAgent: s.politeness.userAgent,
     maxRedirects: s.fetch.maxRedirects,

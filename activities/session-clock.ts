@@ -103,10 +103,13 @@ export class SessionClock {
     return wait <= this.delay.ms ? this.delay.reason : 'host clock: another request to this host is too recent';
   }
 
-  /** A request went out (or may have): the next one may go `pauseMs` from now (the delay, or a longer Retry-After). */
-  async release(pauseMs = this.delay.ms): Promise<void> {
+  /**
+   * A request went out (or may have): the next one may go `pauseMs` (the delay, or a longer Retry-After) after the host's
+   * last request ended, `idleMs` ago (a rendered page's last request to its host; 0: now).
+   */
+  async release(pauseMs = this.delay.ms, idleMs = 0): Promise<void> {
     this.held = false;
-    await this.clock.release(this.owner, pauseMs);
+    await this.clock.release(this.owner, pauseMs, idleMs);
   }
 
   /** Taken, but nothing went out: the clock is free at once, the host's delay counting from its real last request. */

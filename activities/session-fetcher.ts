@@ -23,7 +23,7 @@ export interface SessionFetcher {
   fetcher: PageFetcher;
   /** The handler's login for this host; null when it has no login hook (or no handler applies). */
   login: HostLogin | null;
-  /** The session's browser context goes with it: the next session of the host starts a fresh one. */
+  /** The session's tab goes with it (and its hold on the campaign's browser context: src/browser/shared-contexts.ts). */
   close(): Promise<void>;
 }
 

@@ -94,7 +94,7 @@ export type FetchStageResult =
   /** A failure without a response, final. A refused address sent nothing (`requested` false). */
   | { kind: 'failed'; hostPauseMs: number; outcome: typeof OUTCOME.error | typeof OUTCOME.refused; requested: boolean; error: Failure }
   /** A response to classify and store. `hostRequests`: the host's requests before this one, when its budget is counted. */
-  | { kind: 'response'; hostPauseMs: number; response: PageResponse; hostRequests?: number }
+  | { kind: 'response'; hostPauseMs: number; response: PageResponse; hostRequests?: number; hostIdleMs?: number }
   /**
    * The handler's login must run, then the page is requested once more. `first`: nothing was
    * requested (null: the clock the session holds is the login's first request's); `logged-out`:
@@ -175,7 +175,21 @@ export async function fetchStage(input: FetchStageInput, deps: FetchStageDeps): 
       code: httpCode(res.status),
     };
   }
-  return { kind: 'response', hostPauseMs, response: res, ...(hostRequests !== undefined ? { hostRequests } : {}) };
+  // A rendered page's render went on after its last request to the host: the pause counts from that request.
+  const hostIdleMs = overloaded ? 0 : hostIdle(res.rendered?.hostRequestsEndedAt);
+  return { kind: 'response', hostPauseMs, response: res, ...(hostRequests !== undefined ? { hostRequests } : {}), ...(hostIdleMs > 0 ? { hostIdleMs } : {}) };
+}
+
+/**
+ * How long the host has been quiet when a page whose render asked it for its
+ * last file at `endedAt` (epoch ms) is done: the delay counts from the
+ * host's last request, and what a render does after it (the quiet wait, the
+ * idle check, taking the DOM) asks the host nothing, so that time is part of
+ * the delay instead of coming before it. 0 for a page not rendered (its
+ * request just ended).
+ */
+export function hostIdle(endedAt: number | undefined, now = Date.now()): number {
+  return endedAt === undefined ? 0 : Math.max(0, now - endedAt);
 }
 
 /** The page's request, with the login's word before and after it: a login to run, or what the request came to. */

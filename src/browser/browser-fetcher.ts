@@ -24,6 +24,7 @@ import type { FetchResult } from '../http/http-types';
 import type { Fetcher } from '../http/fetcher';
 import { isHtml } from '../http/media-type';
 import type { BrowserPool } from './browser-pool';
+import type { ContextLease } from './shared-contexts';
 import { InFlight } from './page-done';
 import { contentOf, crashError, RENDER_ERROR, targetGone, watchPage, type PageWatch } from './page-watch';
 import { PageRoutes, SessionCache, type PageNetwork } from './page-routes';
@@ -121,6 +122,12 @@ export interface BrowserFetcherOptions {
   host: string;
   /** robots.txt of the host, null when not respected. */
   allowedByRobots: ((url: string) => boolean) | null;
+  /**
+   * Sessions with the same key share one browser context on this worker (a
+   * campaign's: src/browser/shared-contexts.ts), each with a tab of its own;
+   * absent, the session has a context of its own.
+   */
+  contextKey?: string;
   /** Archives one exchange of a page (WARC records), before the browser gets the answer. */
   record(capture: SubresourceCapture): Promise<void>;
   /** Archives one screenshot of a rendered page (called only with settings.screenshot on), one at a time. */
@@ -156,6 +163,13 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
 
   async function render(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry = { label: null, depth: 0 }): Promise<RenderedDocument> {
     const started = Date.now();
+    const seen: { routes?: PageRoutes } = {};
+    const out = await renderOnce(doc, url, signal, entry, started, seen);
+    // Read once the page's requests still in flight have ended (renderOnce waits for them).
+    return { ...out, hostRequestsEndedAt: Math.max(started, seen.routes?.ownHostEndedAt ?? 0) };
+  }
+
+  async function renderOnce(doc: FetchResult, url: string, signal: AbortSignal, entry: RenderEntry, started: number, seen: { routes?: PageRoutes }): Promise<RenderedDocument> {
     const deadlineAt = started + o.settings.pageTimeoutMs;
     const release = await o.pool.turn(o.settings, signal);
     // Ends the page's requests still in flight when it is done (or the session is cancelled).
@@ -170,7 +184,7 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
       const { context, page: p } = await contexts.tab();
       // A crash ends the page's requests in flight, so that it ends at once (RENDER_CRASHED) rather than at its deadline.
       watch = watchPage(p, context.browser(), () => stop.abort());
-      routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
+      routes = seen.routes = new PageRoutes(o, p, doc, url, inflight, cache, stop.signal, deadlineAt);
       contexts.routeTo(routes);
 
       // Load (or a navigation away), quiet and idle, scrolled (browser.scroll), the behaviors, the handler's onRender: src/browser/page-steps.ts.
@@ -235,15 +249,19 @@ export function browserFetcher(o: BrowserFetcherOptions): RenderingFetcher {
 }
 
 /**
- * The host session's own browser context, fresh for every session, replaced
- * after pagesPerContext pages or when its browser died; and its one tab,
- * navigated from page to page. A tab per page cost Chromium about four times
- * the CPU of rendering the page (a context left without a tab tears its
- * renderer down, and the next tab starts one again: bench/render-tabs.ts),
- * which made the browser the bottleneck of a rendering crawl.
+ * The session's browser context and its one tab, navigated from page to
+ * page. A tab per page cost Chromium about four times the CPU of rendering
+ * the page (a context left without a tab tears its renderer down, and the
+ * next tab starts one again: bench/render-tabs.ts). The context is the one
+ * its campaign's sessions share on this worker (`contextKey`:
+ * src/browser/shared-contexts.ts), or without a key the session's own, fresh
+ * for every session; either is replaced after pagesPerContext pages or when
+ * its browser died.
  */
 class SessionContext {
   #context: BrowserContext | null = null;
+  /** The hold on the shared context, with `contextKey`. */
+  #lease: ContextLease | null = null;
   #tab: Page | null = null;
   /** The page the tab is rendering: every request of the tab goes to its routes, none once it is done. */
   #routes: PageRoutes | null = null;
@@ -254,13 +272,20 @@ class SessionContext {
   /** The tab for the next page (made, with its context, when there is none, or replaced as its context is). */
   async tab(): Promise<{ context: BrowserContext; page: Page }> {
     // Replaced after pagesPerContext pages (its cache and memory grow), or when its browser died.
-    if (this.#context && (this.#pages >= this.o.settings.pagesPerContext || !this.#context.browser()?.isConnected())) await this.close();
+    const spent = this.#lease ? this.#lease.retired : this.#pages >= this.o.settings.pagesPerContext;
+    if (this.#context && (spent || !this.#context.browser()?.isConnected())) await this.close();
     if (!this.#context) {
-      const browser = await this.o.pool.browser();
-      this.#context = await browser.newContext({ serviceWorkers: 'block', acceptDownloads: false, userAgent: this.o.userAgent });
+      if (this.o.contextKey !== undefined) {
+        this.#lease = await this.o.pool.contexts.lease(this.o.contextKey, { userAgent: this.o.userAgent }, this.o.settings.pagesPerContext);
+        this.#context = this.#lease.context;
+      } else {
+        const browser = await this.o.pool.browser();
+        this.#context = await browser.newContext({ serviceWorkers: 'block', acceptDownloads: false, userAgent: this.o.userAgent });
+      }
       this.#pages = 0;
     }
     this.#pages++;
+    this.#lease?.pageStarted();
     if (!this.#tab || this.#tab.isClosed()) {
       const page = await this.#context.newPage();
       // Pop-ups would be pages nobody waits for.
@@ -309,10 +334,16 @@ class SessionContext {
 
   async close(): Promise<void> {
     const c = this.#context;
+    const tab = this.#tab;
+    const lease = this.#lease;
     this.#context = null;
+    this.#lease = null;
     this.#tab = null;
     this.#routes = null;
-    await c?.close().catch(() => undefined);
+    if (!lease) return void (await c?.close().catch(() => undefined));
+    // A shared context stays for the campaign's other sessions: only this session's tab goes.
+    await tab?.close().catch(() => undefined);
+    await lease.leave();
   }
 }
 

@@ -15,6 +15,7 @@
 import type { Browser } from 'playwright-core';
 import type { Logger } from '../log/logger';
 import { childWithArg, treeMemory } from './process-memory';
+import { SharedContexts } from './shared-contexts';
 
 /**
  * Chromium's own network is closed: every request of a page is answered by
@@ -101,6 +102,8 @@ export class BrowserPool {
   #restarting: Promise<void> | null = null;
   #launchFailed: { at: number; err: unknown } | null = null;
   readonly stats: BrowserPoolStats = { restarts: { memory: 0, pages: 0, crashed: 0 }, launches: 0, memoryBytes: 0, peakMemoryBytes: 0 };
+  /** The browser contexts a campaign's sessions share on this worker (src/browser/shared-contexts.ts). */
+  readonly contexts = new SharedContexts(() => this.browser());
 
   constructor(
     /** Chromium's executable (src/stack/chromium.ts, passed in by the worker). */
@@ -264,6 +267,7 @@ export class BrowserPool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    await this.contexts.close();
     const b = this.#browser;
     this.#browser = null;
     await this.#restarting;

@@ -55,6 +55,13 @@ export interface RenderedDocument {
   ms: number;
   /** Requests of the page answered from the network (the document excluded), each archived. */
   requests: number;
+  /**
+   * Epoch ms: when the render's last request to the page's own host ended (the
+   * render's start when it made none after the document). The host's delay
+   * counts from here, not from the DOM taken: the quiet wait, the idle check
+   * and the DOM's reading ask nothing of the host (docs/rendering.md, "Politeness").
+   */
+  hostRequestsEndedAt?: number;
   error?: { code: string; message: string };
   /** render: auto: why this page was rendered (adaptive.ts); absent under render: browser, which renders every page. */
   reason?: RenderReason;

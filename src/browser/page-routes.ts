@@ -125,6 +125,8 @@ type Fetch = Extract<RouteDecision, { kind: 'fetch' }>;
 export class PageRoutes {
   /** Requests of the page answered from the network (the document not included). */
   requests = 0;
+  /** Epoch ms: when the last request of the page to its own host (one that may have gone out) ended; 0 before any. */
+  ownHostEndedAt = 0;
   #documentServed = false;
   readonly #gate = new Gate(SAME_HOST_AT_ONCE);
   readonly #pending = new Set<Promise<unknown>>();
@@ -260,6 +262,7 @@ export class PageRoutes {
       sent = true;
       got = await this.o.inner.fetch({ url: r.url, method: r.method, headers: r.headers, ...(r.body ? { body: r.body } : {}) }, { signal: this.stop }).catch(() => null); // the page is done, or the session cancelled
     } finally {
+      if (sent && d.sameHost) this.ownHostEndedAt = Date.now();
       await turn.done(sent);
     }
     if (!got?.ok) return null;

@@ -507,7 +507,9 @@ const campaignFields = {
       .default(500)
       .describe('After `load`, a page is done once no request of it has been in flight for this long and then its thread was idle (capped by pageTimeoutMs).'),
     maxPagesAtOnce: whole({ min: 1, max: 64 }).default(4).describe("Pages rendering at once in one worker process (its one Chromium); other hosts' pages wait for a turn."),
-    pagesPerContext: whole({ min: 1 }).default(100).describe("A host session's browser context (its cache, storage, its memory) is replaced after this many pages."),
+    pagesPerContext: whole({ min: 1 })
+      .default(100)
+      .describe("The browser context the campaign's host sessions share on a worker (its cache, storage, its memory) is replaced after this many pages."),
     // Off: most pages have nothing lazy, and scrolling costs a wait per viewport of page.
     scroll: flag()
       .default(false)

@@ -75,9 +75,13 @@ export class HostClock {
     return this.redis.crawlClockFence(this.fenceKey, owner, this.fence);
   }
 
-  /** The request is over: the next one may start delayMs from now. */
-  async release(owner: string, delayMs: number): Promise<void> {
-    const wait = await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)), this.holder);
+  /**
+   * The request is over: the next one may start delayMs after the host's last
+   * request ended, `idleMs` ago (a rendered page's last request to its host;
+   * 0: now, the request just ended).
+   */
+  async release(owner: string, delayMs: number, idleMs = 0): Promise<void> {
+    const wait = await this.redis.crawlClockRelease(this.key, owner, Math.max(0, Math.round(delayMs)), this.holder, Math.max(0, Math.floor(idleMs)));
     // +1: the release rounds the Redis clock up and the acquire rounds it down.
     if (wait > 0) this.remember(performance.now() + wait + 1);
     else this.known.delete(this.key);

@@ -574,9 +574,11 @@ end
 redis.call('PEXPIRE', KEYS[1], ${CLOCK_FENCE_TTL_MS})
 return newest`,
   },
-  // KEYS: clock. ARGV: owner, delayMs, holder. The next request may go out delayMs
-  // from now; `last` keeps when this request ended, so a caller with a longer
-  // delay of its own waits that long from it (crawlClockAcquire). Returns the
+  // KEYS: clock. ARGV: owner, delayMs, holder, idleMs. The next request may go
+  // out delayMs after the host's last request ended: idleMs ago (a rendered
+  // page's last request to its host, the render's end being later; 0: now);
+  // `last` keeps when it ended, so a caller with a longer delay of its own
+  // waits that long from it (crawlClockAcquire). Returns the
   // ms until the next request may go (delayMs, or longer when a wait already
   // set ends later; 0 when someone else holds the clock now): the session
   // waits that out before its next acquire rather than ask twice.
@@ -586,7 +588,8 @@ return newest`,
 local t = redis.call('TIME')
 -- Rounded up here and down in crawlClockAcquire: the gap is never a fraction of a millisecond short.
 local now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
-local nxt = now + tonumber(ARGV[2])
+local idle = math.min(math.max(tonumber(ARGV[4] or '0') or 0, 0), tonumber(ARGV[2]))
+local nxt = now + tonumber(ARGV[2]) - idle
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'holder')
 local owner = cur[1]
 -- The same owner's lease taken over by another attempt (a session retried
@@ -603,7 +606,8 @@ if (owner and owner ~= '' and owner ~= ARGV[1]) or superseded then
   return 0
 end
 if owner ~= ARGV[1] then nxt = math.max(nxt, tonumber(redis.call('HGET', KEYS[1], 'next') or '0')) end
-redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', now))
+local last = math.max(now - idle, tonumber(redis.call('HGET', KEYS[1], 'last') or '0'))
+redis.call('HSET', KEYS[1], 'next', string.format('%.0f', nxt), 'owner', '', 'last', string.format('%.0f', last))
 -- Kept as long as the next allowed time it holds: a late release after a
 -- long Retry-After must not let that wait expire with the key.
 redis.call('PEXPIRE', KEYS[1], math.max(nxt - now, 0) + 60000)
@@ -994,7 +998,7 @@ declare module 'ioredis' {
     crawlClockAcquire(clock: string, fence: string, owner: string, leaseMs: number, delayMs: number, holder: string, fenceNumber: number): Result<number, Context>;
     crawlClockStamp(clock: string, fence: string, owner: string, holder: string, fenceNumber: number, leaseMs: number): Result<number, Context>;
     crawlClockFence(fence: string, owner: string, fenceNumber: number): Result<number, Context>;
-    crawlClockRelease(clock: string, owner: string, delayMs: number, holder: string): Result<number, Context>;
+    crawlClockRelease(clock: string, owner: string, delayMs: number, holder: string, idleMs: number): Result<number, Context>;
     crawlClockAbandon(clock: string, owner: string, holder: string): Result<number, Context>;
     crawlBudgetReserve(budget: string, fp: string, max: number): Result<number, Context>;
     crawlSessionControl(

@@ -18,7 +18,7 @@ import { temporalConnectionOptions } from '../temporal/connect';
 import { ensureWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { chromiumProblem, findOrInstallChromium } from '../stack/chromium';
 import { outputCacheRoot } from '../stack/paths';
-import { WorkerLoad } from './worker-load';
+import { childProcessesTime, mainThreadTime, WorkerLoad } from './worker-load';
 import { sessionSlotSupplier } from './session-slot-supplier';
 import { DEFAULT_SPOOL_DIR } from '../stack/paths';
 import { NO_LIVENESS_SPOOLER } from '../redis/output-flush';
@@ -59,7 +59,7 @@ export async function startCrawlerWorker(overrides: Partial<ProcessSettings> = {
   const temporal = new Client({ connection: nativeConnection, namespace: cfg.temporalNamespace });
   const metrics = new CrawlMetrics();
   // This process's load: where a new session runs is decided by it (issue 38).
-  const load = new WorkerLoad().start();
+  const load = new WorkerLoad(mainThreadTime(), Date.now, childProcessesTime()).start();
   // This process's lease in Redis and its watch over the others' (activities/worker-liveness.ts).
   // The SDK's default identity, named here so that the lease says which worker's tasks are whose.
   const identity = defaultIdentity();

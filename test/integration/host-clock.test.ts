@@ -103,6 +103,31 @@ test('a caller with a longer delay of its own waits that long from the last requ
   expect(wait).toBeGreaterThanOrEqual(leftOf(1_000, releasing));
 });
 
+test("a release after the host was already quiet (a render's last request ended earlier) counts the delay from that request, never from later than now", async () => {
+  const c = clock();
+  expect(await c.acquire('a', 10_000, 1_000)).toBe(0);
+  // The render's last request to the host ended 700 ms ago: 300 ms of the second are left, for the same caller and for another.
+  const releasing = Date.now();
+  await c.release('a', 1_000, 700);
+  const wait = await c.acquire('a', 10_000, 1_000);
+  expect(wait).toBeGreaterThan(0);
+  expect(wait).toBeLessThanOrEqual(301);
+  expect(await c.acquire('b', 10_000, 1_000)).toBeGreaterThanOrEqual(leftOf(300, releasing));
+  // Quiet longer than the delay: free at once; a caller with a longer delay of its own still counts it from that request.
+  await sleep(wait + 5);
+  expect(await c.acquire('a', 10_000, 1_000)).toBe(0);
+  await c.release('a', 1_000, 5_000);
+  // (Free now, to the millisecond the release rounds its time up by.)
+  await sleep(2);
+  expect(await c.acquire('b', 10_000, 1_000)).toBe(0);
+  await c.release('b', 1_000);
+  const c2 = clock();
+  expect(await c2.acquire('a', 10_000, 1_000)).toBe(0);
+  const at = Date.now();
+  await c2.release('a', 1_000, 400);
+  expect(await c2.acquire('slow', 10_000, 3_000)).toBeGreaterThanOrEqual(leftOf(2_600, at));
+});
+
 test('a late release (its lease ran out) neither clears nor shortens the lease of the request that holds the clock now', async () => {
   const c = clock();
   expect(await c.acquire('a', 200, 100)).toBe(0);

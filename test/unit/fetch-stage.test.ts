@@ -1,7 +1,7 @@
 // The fetch stage: what may be requested, the request, the retry decision,
 // and what the host clock needs (the session owns the clock; the stage only
 // says how long the host must stay quiet, or that nothing was requested).
-import { fetchStage, type FetchStageDeps, type FetchStageInput, type LoginGate } from '../../activities/pipeline/fetch-stage';
+import { fetchStage, hostIdle, type FetchStageDeps, type FetchStageInput, type LoginGate } from '../../activities/pipeline/fetch-stage';
 import { PAGE_RETRY } from '../../src/config/retry-policy';
 import { FetchError } from '../../src/http/fetch-error';
 import type { PageOutcome, PageRequest } from '../../src/browser/page-fetcher';
@@ -48,6 +48,23 @@ test('a response is handed on, the host quiet for its delay after it', async () 
   expect(await s.run()).toMatchObject({ kind: 'response', hostPauseMs: 1_000, response: { status: 200 } });
   // The entry's kind goes with the request: a browser fetcher renders pages only.
   expect(s.requests).toEqual([{ url: URL_, headers: { 'if-none-match': '"x"' }, kind: 'page' }]);
+});
+
+test("a rendered page's delay counts from its last request to the host, not from its DOM taken", async () => {
+  // The render asked the host for its last file 700 ms ago (then waited for quiet and took the DOM): the host has been quiet that long.
+  const rendered = (endedAt: number): PageOutcome => ({
+    ok: true,
+    response: { ...fakeResponse(URL_, { status: 200 }), rendered: { html: '<p>', url: URL_, done: 'quiet', ms: 900, requests: 1, hostRequestsEndedAt: endedAt } },
+  });
+  const r = await setup(rendered(Date.now() - 700)).run();
+  expect(r).toMatchObject({ kind: 'response', hostPauseMs: 1_000 });
+  expect(r.kind === 'response' && r.hostIdleMs).toBeGreaterThanOrEqual(700);
+  // A page not rendered has just had its request: no idle time.
+  expect((await setup(ok()).run()) as object).not.toHaveProperty('hostIdleMs');
+  expect(hostIdle(10_000, 10_400)).toBe(400);
+  expect(hostIdle(undefined, 10_400)).toBe(0);
+  // A clock that stepped back never counts as idle time.
+  expect(hostIdle(10_500, 10_400)).toBe(0);
 });
 
 test('robots.txt, the host budget and the campaign budget stop a URL before its request: nothing for the clock to wait for', async () => {

@@ -2,7 +2,8 @@
 // thread has room, and past its floor of sessions refuses them while the
 // thread is saturated, so that they go to another worker of the pool.
 import type { SlotReserveContext } from '@temporalio/worker';
-import { mainThreadTime, SATURATED_UTILIZATION, SESSION_FLOOR, WorkerLoad, type ThreadTime } from '../../src/worker/worker-load';
+import { spawn } from 'node:child_process';
+import { BROWSER_SATURATED_CORES, childProcessesTime, mainThreadTime, SATURATED_UTILIZATION, SESSION_FLOOR, WorkerLoad, type ThreadTime } from '../../src/worker/worker-load';
 import { sessionSlotSupplier } from '../../src/worker/session-slot-supplier';
 
 /** A thread whose busy share of each sample period is set by the test. */
@@ -123,3 +124,60 @@ test("the main thread's own CPU time: it grows while the thread spins, not while
   expect(after.total - before.total).toBeGreaterThanOrEqual(400);
   expect(after.busy - before.busy).toBeLessThan(100);
 });
+
+test("a worker whose browser is saturated is full though its thread idles: a rendering worker's work is in its child processes", () => {
+  const thread = fakeThread();
+  let childMs = 0;
+  const load = new WorkerLoad(thread.elu, thread.clock, () => childMs);
+  for (let i = 0; i < SESSION_FLOOR; i++) load.started();
+  load.sample();
+  for (let i = 0; i < 4; i++) {
+    // The thread 10 % busy, Chromium's processes 1.5 cores.
+    thread.pass(250, 0.1);
+    childMs += 250 * 1.5;
+    load.sample();
+  }
+  expect(load.utilization()).toBeLessThan(SATURATED_UTILIZATION);
+  expect(load.childCores()).toBeGreaterThanOrEqual(BROWSER_SATURATED_CORES);
+  expect(load.full()).toBe(true);
+  // Its browser idle again (pages waiting on the network): room for more.
+  for (let i = 0; i < 4; i++) {
+    thread.pass(250, 0.1);
+    childMs += 250 * 0.2;
+    load.sample();
+  }
+  expect(load.full()).toBe(false);
+  // Below the floor a busy browser still takes sessions.
+  const few = new WorkerLoad(thread.elu, thread.clock, () => childMs);
+  few.sample();
+  thread.pass(1000, 0.1);
+  childMs += 2000;
+  few.sample();
+  expect(few.childCores()).toBeGreaterThanOrEqual(BROWSER_SATURATED_CORES);
+  expect(few.full()).toBe(false);
+});
+
+test("the child processes' CPU time (Linux): it grows while a child (and its own child) spins, and stays put once they exit", async () => {
+  const read = childProcessesTime();
+  if (read === null) throw new Error('no /proc children list on this machine: the crawler runs on Linux');
+  const base = read();
+  // A child that spins in a grandchild of its own, as Chromium's renderers run under its zygote.
+  const spin = 'const s = Date.now(); while (Date.now() - s < 60000);';
+  const child = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(spin)}], { stdio: 'inherit' }); ${spin}`], {
+    stdio: 'ignore',
+    detached: true,
+  });
+  try {
+    // Until 300 ms of the tree's CPU show (the tree is looked for every 2 s; however long a loaded machine takes).
+    const cap = Date.now() + 30_000;
+    while (read() - base < 300 && Date.now() < cap) await new Promise((r) => setTimeout(r, 100));
+    expect(read() - base).toBeGreaterThanOrEqual(300);
+  } finally {
+    // Its own process group: the grandchild goes with it.
+    process.kill(-child.pid!, 'SIGKILL');
+  }
+  // Gone: the figure keeps what they used and never goes back.
+  const atExit = read();
+  await new Promise((r) => setTimeout(r, 300));
+  expect(read()).toBeGreaterThanOrEqual(atExit);
+}, 60_000);
