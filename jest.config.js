@@ -3,7 +3,8 @@
 // globalSetup. `npm test` runs unit and integration (a contributor's check,
 // under 10 minutes on a 2-core machine); `npm run test:acceptance` runs the
 // long scenarios at full size (thousands of hosts, the hostile host, chaos,
-// a browser's life, its pool, behaviors, interactive pages, replays in pywb and QA; the package
+// a browser's life, its pool, a kill mid-render, its network (POSTs, fetches), behaviors,
+// interactive pages, replays in pywb and QA; the package
 // installed as a library; kills and outages of workers, Redis and the Temporal
 // server, a 100k-URL frontier), and CI runs both (.ci/run).
 // Three test files at a time on two cores: most integration time is spent
