@@ -34,13 +34,8 @@ const USER_HZ = 100;
 export function mainThreadTime(): () => ThreadTime {
   const stat = `/proc/self/task/${process.pid}/stat`;
   const fromProc = (): ThreadTime | null => {
-    try {
-      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-      const f = fs.readFileSync(stat, 'utf8').split(') ')[1].split(' ');
-      return { busy: ((Number(f[11]) + Number(f[12])) * 1000) / USER_HZ, total: performance.now() };
-    } catch {
-      return null;
-    }
+    const ticks = statTicks(stat);
+    return ticks === null ? null : { busy: (ticks * 1000) / USER_HZ, total: performance.now() };
   };
   if (fromProc()) return () => fromProc() ?? { busy: 0, total: performance.now() };
   return () => {
@@ -108,7 +103,7 @@ export function childProcessesTime(): (() => number) | null {
   };
 }
 
-/** utime + stime of one process (all its threads), in clock ticks; null once it is gone. */
+/** utime + stime of one process (all its threads) or one thread (a task's stat), in clock ticks; null once it is gone. */
 function statTicks(path: string): number | null {
   try {
     const stat = fs.readFileSync(path, 'utf8');
