@@ -144,18 +144,19 @@ describe('handler hook', () => {
       pages: 1,
       fanOut: 0,
       handler: (ctx) => {
-        ctx.later(150, () => fired++);
+        // 600 ms: the hang-up at 50 ms must reach the server first even on a machine loaded to 15 (150 ms did not).
+        ctx.later(600, () => fired++);
         return true; // never answers
       },
     });
     // The client hangs up after 50 ms, before the handler's timer is due.
     expect((await raw('timer.test', '/', { waitMs: 50 })).data.length).toBe(0);
-    await sleep(250);
+    await sleep(700);
     expect(fired).toBe(0);
     void get('timer.test', '/x').catch(() => undefined);
     await sleep(30);
     await web.close();
-    await sleep(200);
+    await sleep(700);
     expect(fired).toBe(0);
   });
 
