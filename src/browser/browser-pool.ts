@@ -79,7 +79,7 @@ export async function checkChromiumStarts(executablePath: string): Promise<void>
   } catch (err) {
     const why = (err instanceof Error ? err.message : String(err)).split('\n').find((l) => l.trim()) ?? 'unknown error';
     throw new Error(
-      `Chromium (${executablePath}) does not start: ${why.slice(0, 300)}. Install Debian's \`chromium\` package (apt-get install chromium) or set CHROMIUM_PATH to a working Chromium or Chrome.`,
+      `Chromium (${executablePath}) does not start: ${why.slice(0, 300)}. Install Debian's \`chromium-headless-shell\` package (apt-get install chromium-headless-shell) or set CHROMIUM_PATH to a working Chromium or Chrome.`,
       { cause: err },
     );
   }

@@ -1,7 +1,8 @@
 // A real browser for the tests that check what an operator sees: Debian's
 // Chromium driven by playwright-core (which brings no browser of its own).
-// Found like the stack's servers (src/stack/tools.ts): $CHROMIUM_PATH, then
-// PATH and the usual places; apt-get installs it when we are root.
+// Found as the workers find theirs (src/stack/chromium.ts): $CHROMIUM_PATH,
+// then PATH and the usual places, the headless shell first; apt-get installs
+// the shell when we are root.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,8 +10,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { withFileLock } from '../../src/stack/file-lock';
 import { TOOLS_DIR } from '../../src/stack/paths';
 
-const NAMES = ['chromium', 'chromium-browser'];
-const PLACES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium', '/snap/bin/chromium'];
+const SHELL = 'chromium-headless-shell';
+const NAMES = [SHELL, 'chromium', 'chromium-browser'];
+const PLACES = [`/usr/bin/${SHELL}`, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium', '/snap/bin/chromium'];
 
 const executable = (file: string) => {
   try {
@@ -52,7 +54,7 @@ export async function findOrInstallChromium(log: (msg: string) => void = () => {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!isRoot || !onPath('apt-get')) {
     throw new Error(
-      'Chromium is not installed, and the browser tests need it. Install it (Debian/Ubuntu: `sudo apt-get install chromium`) ' +
+      'Chromium is not installed, and the browser tests need it. Install it (Debian/Ubuntu: `sudo apt-get install chromium-headless-shell`) ' +
         'or set CHROMIUM_PATH to a Chromium or Chrome executable.',
     );
   }
@@ -60,13 +62,13 @@ export async function findOrInstallChromium(log: (msg: string) => void = () => {
   return withFileLock(path.join(TOOLS_DIR, 'install.lock'), async () => {
     const again = find();
     if (again) return again;
-    log('installing chromium with apt-get…');
-    let res = apt(['install', '-y', '-qq', 'chromium']);
+    log(`installing ${SHELL} with apt-get…`);
+    let res = apt(['install', '-y', '-qq', SHELL]);
     // Stale package lists are the usual reason; refresh only then.
-    if (!res.ok && apt(['update', '-qq']).ok) res = apt(['install', '-y', '-qq', 'chromium']);
-    if (!res.ok) throw new Error(`apt-get install chromium failed:\n${res.out}\nInstall Chromium yourself or set CHROMIUM_PATH.`);
+    if (!res.ok && apt(['update', '-qq']).ok) res = apt(['install', '-y', '-qq', SHELL]);
+    if (!res.ok) throw new Error(`apt-get install ${SHELL} failed:\n${res.out}\nInstall Chromium yourself or set CHROMIUM_PATH.`);
     const installed = find();
-    if (!installed) throw new Error('apt-get installed chromium but no chromium executable was found');
+    if (!installed) throw new Error(`apt-get installed ${SHELL} but no Chromium executable was found`);
     return installed;
   });
 }

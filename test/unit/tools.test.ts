@@ -186,7 +186,19 @@ describe('chromium (render: browser)', () => {
     delete process.env.CHROMIUM_PATH;
     const err = await stackError(findOrInstallChromium({ root: false, places: [] }));
     expect(err.code).toBe('TOOL_MISSING');
-    expect(err.message).toContain('`sudo apt-get install chromium`');
+    expect(err.message).toContain('`sudo apt-get install chromium-headless-shell`');
+  });
+
+  it("the headless shell is taken before the full Chromium when both are installed, and installed when neither is", async () => {
+    const m = machine((bin) => ({ 'chromium-headless-shell': `printf '#!/bin/sh\\nexit 0\\n' > '${bin}/chromium-headless-shell'; chmod +x '${bin}/chromium-headless-shell'` }));
+    delete process.env.CHROMIUM_PATH;
+    expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chromium-headless-shell'));
+    expect(m.aptCalls()).toEqual([expect.stringMatching(/^install .*chromium-headless-shell$/)]);
+    script(path.join(m.bin, 'chromium'), 'exit 0');
+    expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chromium-headless-shell'));
+    fs.rmSync(path.join(m.bin, 'chromium-headless-shell'));
+    expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chromium'));
+    expect(m.aptCalls()).toHaveLength(1);
   });
 
   it('CHROMIUM_PATH naming no executable is refused, saying what to install, and apt-get is not tried', async () => {
@@ -195,7 +207,7 @@ describe('chromium (render: browser)', () => {
     const err = await stackError(findOrInstallChromium({ root: true, places: [] }));
     expect(err.code).toBe('TOOL_MISSING');
     expect(err.message).toMatch(/^CHROMIUM_PATH=.*absent is not an executable file/);
-    expect(err.message).toContain('`sudo apt-get install chromium`');
+    expect(err.message).toContain('`sudo apt-get install chromium-headless-shell`');
     expect(m.aptCalls()).toEqual([]);
   });
 });
