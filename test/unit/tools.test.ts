@@ -189,7 +189,7 @@ describe('chromium (render: browser)', () => {
     expect(err.message).toContain('`sudo apt-get install chromium-headless-shell`');
   });
 
-  it("the headless shell is taken before the full Chromium when both are installed, and installed when neither is", async () => {
+  it('the headless shell is taken before the full Chromium when both are installed, and installed when neither is', async () => {
     const m = machine((bin) => ({ 'chromium-headless-shell': `printf '#!/bin/sh\\nexit 0\\n' > '${bin}/chromium-headless-shell'; chmod +x '${bin}/chromium-headless-shell'` }));
     delete process.env.CHROMIUM_PATH;
     expect(await findOrInstallChromium({ root: true, places: [] })).toBe(path.join(m.bin, 'chromium-headless-shell'));
