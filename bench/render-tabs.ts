@@ -25,6 +25,8 @@ interface Way {
   reuseTab?: boolean;
   /** With reuseTab: the tab sent to about:blank after each page (ours: the page's scripts stop before the next page is routed). */
   blankBetween?: boolean;
+  /** With reuseTab: the tab frozen (Page.setWebLifecycleState) after each page, made active before the next. */
+  freezeBetween?: boolean;
   /** Chromium started without site isolation (one renderer process may serve several sites). */
   noSiteIsolation?: boolean;
   /** Every request answered by a route (ours), instead of Chromium's own network. */
@@ -32,11 +34,12 @@ interface Way {
 }
 
 const WAYS: Way[] = [
-  { name: 'new tab per page, fresh context per session, routes, quiet period (ours today)', routes: true },
+  { name: 'new tab per page, fresh context per session, routes, quiet period (ours before tab reuse)', routes: true },
   { name: 'the same, a blank tab kept open in the context', routes: true, keepBlankTab: true },
   { name: 'one tab per session, navigated page to page, routes, quiet period', routes: true, reuseTab: true },
   { name: "new tab per page, one persistent context, no routes, wait for #title (Crawlee's PlaywrightCrawler)", persistent: true },
-  { name: 'one tab per session, about:blank between pages, routes, quiet period (ours now)', routes: true, reuseTab: true, blankBetween: true },
+  { name: 'one tab per session, about:blank between pages, routes, quiet period (ours until issue 41)', routes: true, reuseTab: true, blankBetween: true },
+  { name: 'one tab per session, frozen between pages, routes, quiet period (ours now)', routes: true, reuseTab: true, freezeBetween: true },
   { name: 'the same, without site isolation', routes: true, reuseTab: true, blankBetween: true, noSiteIsolation: true },
 ];
 
@@ -58,8 +61,13 @@ async function renderSession(way: Way, ctx: BrowserContext, site: SpaSite, web: 
     if (way.routes) await routeToWeb(page, agent);
     return page;
   };
+  let cdp: import('playwright-core').CDPSession | null = null;
   for (const p of site.pages) {
     const page = way.reuseTab ? (tab ??= await open()) : await open();
+    if (way.freezeBetween) {
+      cdp ??= await ctx.newCDPSession(page);
+      await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+    }
     await page.goto(web.url(site.host, p.path), { waitUntil: 'load' });
     // Ours: a quiet period after load; Crawlee's handler in the bench waits for the rendered title.
     if (way.routes) await page.waitForTimeout(quietMs);
@@ -67,6 +75,7 @@ async function renderSession(way: Way, ctx: BrowserContext, site: SpaSite, web: 
     await page.content();
     if (!way.reuseTab) await page.close();
     else if (way.blankBetween) await page.goto('about:blank');
+    else if (way.freezeBetween) await cdp!.send('Page.setWebLifecycleState', { state: 'frozen' });
   }
   await tab?.close();
   await blank?.close();

@@ -23,7 +23,7 @@ export interface PageRequest {
   mainFrameNavigation: boolean;
 }
 
-export type RefusedWhy = 'navigation' | 'method' | 'stream' | 'scheme' | 'other-host' | 'robots' | 'excluded';
+export type RefusedWhy = 'navigation' | 'previous-page' | 'method' | 'stream' | 'scheme' | 'other-host' | 'robots' | 'excluded';
 
 export type RouteDecision =
   | { kind: 'document' }
@@ -56,7 +56,7 @@ export interface RouteRules {
  * to the page's URL is the document (answered from the response already
  * fetched); any other would leave the page (or is the page before's), and is
  * refused (links are followed by the frontier, under the host clock, not by
- * the page). WebSockets and event
+ * the page), as is any request before the document (the page before's). WebSockets and event
  * streams never end and are not archived; methods other than PAGE_METHODS
  * are refused. Requests to other hosts are fetched like the page's own
  * requisites on other hosts (out of scope allowed, scope.exclude not), each
@@ -64,6 +64,9 @@ export interface RouteRules {
  */
 export function routeDecision(r: PageRequest, o: RouteRules): RouteDecision {
   if (r.mainFrameNavigation) return !o.documentServed && sameDocument(r.url, o.documentUrl) ? { kind: 'document' } : { kind: 'refuse', why: 'navigation' };
+  // Nothing of a page is asked for before its document: what comes first is the page before's, which the tab held frozen
+  // until this page's navigation (src/browser/browser-fetcher.ts) and which wakes for a moment before it is replaced.
+  if (!o.documentServed) return { kind: 'refuse', why: 'previous-page' };
   if (r.resourceType === 'websocket' || r.resourceType === 'eventsource') return { kind: 'refuse', why: 'stream' };
   if (!PAGE_METHODS.has(r.method)) return { kind: 'refuse', why: 'method' };
   if (!/^https?:/i.test(r.url)) return { kind: 'refuse', why: 'scheme' };

@@ -17,7 +17,8 @@ const decide = (
   routeDecision(r, {
     host,
     allowedByRobots: o.allows ?? null,
-    documentServed: o.documentServed ?? false,
+    // A page's requests come after its document; its navigations before.
+    documentServed: o.documentServed ?? !r.mainFrameNavigation,
     documentUrl: o.documentUrl ?? `http://${host}/`,
     otherHosts: o.otherHosts ?? false,
     excluded: o.excluded,
@@ -41,6 +42,13 @@ describe('routeDecision', () => {
     // The tab's previous page navigated in a loop; one of its navigations reached the routes once they were this page's.
     const late = req({ url: `http://${host}/loop?0.42`, resourceType: 'document', mainFrameNavigation: true });
     expect(decide(late)).toEqual({ kind: 'refuse', why: 'navigation' });
+  });
+
+  test("before the page's document is served, any other request is the page before's (woken as the tab navigates) and is refused", () => {
+    for (const r of [req({}), req({ method: 'POST', resourceType: 'fetch' }), req({ url: 'http://cdn.test/x.js' })])
+      expect(decide(r, { documentServed: false, otherHosts: true })).toEqual({ kind: 'refuse', why: 'previous-page' });
+    expect(decide(req({ url: `http://${host}/`, resourceType: 'document', mainFrameNavigation: true }), { documentServed: false })).toEqual({ kind: 'document' });
+    expect(decide(req({}), { documentServed: true })).toEqual({ kind: 'fetch', host, sameHost: true });
   });
 
   test("GETs, HEADs and POSTs on the page's host are fetched; methods that change a site, streams and robots-disallowed URLs are refused", () => {
