@@ -144,6 +144,7 @@ async function dispatchReady(
   if (batch.length === 0) return;
   // Settings for the robots.txt warm-ups (cached per worker); a campaign whose settings cannot be read just skips them.
   const campaign = await rt.campaign(input.campaignKey, control.version).catch(() => null);
+  const eager = startsEagerly(rt.deps.eagerStart === true, campaign?.settings.render ?? null);
   const names = batch.map((b) => b.host);
   // Read once for the batch, not per host: only this activity's watch gives hosts up (before
   // the batch is read), and a host given up leaves the ready set, so one seen here stays so.
@@ -151,7 +152,7 @@ async function dispatchReady(
   await inBatches(
     batch.map((b, i) => ({ ...b, gen: last - batch.length + 1 + i, known: known[i], givenUp: givenUp[i] })).filter((b) => !b.givenUp),
     async ({ host, seq, gen, known }) => {
-      const { firstTaskHere } = await startHostWorkflow(rt.deps.temporal, hostStart(input, host, gen, control.version), gen, !known && rt.deps.eagerStart === true);
+      const { firstTaskHere } = await startHostWorkflow(rt.deps.temporal, hostStart(input, host, gen, control.version), gen, !known && eager);
       await hosts.dispatched(host, seq, gen);
       round.dispatched++;
       // A host without a record has had no session: its warm-up skips the reads that could only find nothing.
@@ -160,6 +161,17 @@ async function dispatchReady(
     },
     round.deadline,
   );
+}
+
+/**
+ * Whether new hosts' workflows are started eagerly on this worker (their first workflow task, and so their first session,
+ * here). Not for a campaign that renders (`browser` or `auto`; `null`: its settings could not be read, as before): eager
+ * starts put every first session on the dispatching worker, whose one Chromium then renders for all while the other
+ * workers' sit idle (bench (v): 10 first sessions of 10 on one worker, its pages queued for a render slot); through the
+ * task queue they spread over the pool. Seconds of rendering a page dwarf the poll a start through the queue costs.
+ */
+export function startsEagerly(workerAllows: boolean, render: string | null): boolean {
+  return workerAllows && (render === null || render === 'off');
 }
 
 /** How a host's workflow is started for dispatch generation `gen`. */

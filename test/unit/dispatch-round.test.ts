@@ -4,7 +4,7 @@
 // campaign's workflow task with it (activities/campaign-hosts.ts).
 import { DefaultLogger } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { inBatches } from '../../activities/campaign-hosts';
+import { inBatches, startsEagerly } from '../../activities/campaign-hosts';
 
 const env = () => new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
 const hosts = Array.from({ length: 120 }, (_, i) => `h${i}`);
@@ -42,4 +42,12 @@ test('a deadline already past starts nothing', async () => {
   const started: string[] = [];
   await env().run(() => inBatches(hosts, async (h) => void started.push(h), Date.now() - 1));
   expect(started).toEqual([]);
+});
+
+test("new hosts start eagerly on the dispatching worker unless the campaign renders: a rendering campaign's first sessions spread over the pool", () => {
+  expect(startsEagerly(true, 'off')).toBe(true);
+  expect(startsEagerly(true, null)).toBe(true);
+  expect(startsEagerly(true, 'browser')).toBe(false);
+  expect(startsEagerly(true, 'auto')).toBe(false);
+  expect(startsEagerly(false, 'off')).toBe(false);
 });
