@@ -46,9 +46,7 @@ export async function findOrInstallChromium(opts: InstallOptions & ChromiumPlace
     }
     return fromEnv;
   }
-  return (
-    findChromium(opts) ?? findOrInstallAptTool(SHELL, SHELL, '`render: browser` renders pages with it (or set CHROMIUM_PATH to a Chromium or Chrome executable)', opts)
-  );
+  return findChromium(opts) ?? findOrInstallAptTool(SHELL, SHELL, '`render: browser` renders pages with it (or set CHROMIUM_PATH to a Chromium or Chrome executable)', opts);
 }
 
 /**
