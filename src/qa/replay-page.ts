@@ -1,11 +1,14 @@
 // One page replayed by pywb in Chromium, as `crawler qa` sees it: its
 // screenshot, its text, and every request it made that the archive could not
 // answer. pywb marks what it serves from the archive with a
-// Memento-Datetime header; its "not in the archive" answer (404, or its own
-// error page) has none. A request that left pywb (the replayed page
-// reaching for the live web: Chromium resolves no name, so it fails) is
-// missing too. Bounded: the page gets `timeoutMs` in all, and its context is
-// closed then whatever it is doing.
+// Memento-Datetime header, but for an XHR (wombat flags it, and pywb leaves
+// an "ajax" answer without Memento headers), which shows the archived
+// record's own headers under pywb's `X-Archive-Orig-` prefix instead; its
+// "not in the archive" answer (404, or its own error page) has neither. A
+// request that left pywb (the replayed page reaching for the live web:
+// Chromium resolves no name, so it fails) is missing too. Bounded: the page
+// gets `timeoutMs` in all, and its context is closed then whatever it is
+// doing.
 import type { Browser, BrowserContext, Page, Request, Response } from 'playwright-core';
 
 /**
@@ -38,6 +41,11 @@ export interface ReplayedPage {
   missing: MissingRequest[];
 }
 
+/** Whether pywb answered from the archive: a memento's header, or (an XHR, answered without it) the archived record's own headers. */
+export function fromArchive(headers: Record<string, string>): boolean {
+  return headers['memento-datetime'] !== undefined || Object.keys(headers).some((h) => h.startsWith('x-archive-orig-'));
+}
+
 /** The archived URL of a replay URL `<collection>/<timestamp><modifier>/<url>`, or null for pywb's own files. */
 export function originalOf(collection: string, replayUrl: string): string | null {
   if (!replayUrl.startsWith(`${collection}/`)) return null;
@@ -59,7 +67,7 @@ export async function replayPage(browser: Browser, o: { collection: string; url:
     tab.on('response', (res: Response) => {
       const original = originalOf(o.collection, res.url());
       if (original === null || (res.status() >= 300 && res.status() < 400)) return;
-      if (res.headers()['memento-datetime'] !== undefined) answered++;
+      if (fromArchive(res.headers())) answered++;
       else missing.push({ url: original, status: res.status(), type: res.request().resourceType() });
     });
     tab.on('requestfailed', (req: Request) => {
