@@ -555,7 +555,7 @@ const campaignFields = {
     screenshot: flag()
       .default(false)
       .describe(
-        "Store screenshots of each rendered page in the WARC as Browsertrix Crawler stores them, `resource` records named `urn:view:<page URL>` (the viewport at the top of the page, PNG), `urn:thumbnail:<page URL>` (the same, 640 × 360 JPEG) and `urn:fullPage:<page URL>` (the full page, PNG, cut at 16384 px high); indexed in the CDXJ, so ReplayWeb.page shows a WACZ page's thumbnail and `crawler qa` compares the full page. A failed screenshot is logged and skipped.",
+        "Store screenshots of each rendered page in the WARC as Browsertrix Crawler stores them, `resource` records named `urn:view:<page URL>` (the viewport at the top of the page, PNG), `urn:thumbnail:<page URL>` (the same, 640 × 360 JPEG) and `urn:fullPage:<page URL>` (the full page, PNG, cut at 16384 px high); indexed in the CDXJ, so ReplayWeb.page shows a WACZ page's thumbnail and `crawler qa` compares the full page (the view in an archive that has no full page). A failed screenshot is logged and skipped.",
       ),
     // Off, as Browsertrix's --text: a page's text can be as large as its HTML.
     text: flag()
