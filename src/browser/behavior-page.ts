@@ -19,7 +19,9 @@
 //   page stays, and the crawler takes its URL as a link;
 // - every link in the DOM when the behaviors start, and every one their
 //   changes put there, is remembered, so one the page removes again (a tab's
-//   panel replaced by the next tab's) is still followed.
+//   panel replaced by the next tab's) is still followed;
+// - a `<video>` or `<audio>` autoplay plays is muted first, and paused
+//   again once the crawler has waited for what playing it started.
 
 /** Elements clicked again at most this often, each time only if its last click changed the page (a "load more" button). */
 export const MAX_CLICKS_PER_ELEMENT = 20;
@@ -142,10 +144,23 @@ export const INSTALL = `(() => {
   };
   const atBottom = (el) => Math.ceil(el.scrollTop + el.clientHeight) >= el.scrollHeight - 1;
 
+  // ---- autoplay
+  const played = new WeakSet();
+  let playing = null;
+  const nextMedia = () => {
+    for (const m of document.querySelectorAll('video, audio')) if (!played.has(m)) return m;
+    return null;
+  };
+
   Object.defineProperty(window, KEY, {
     enumerable: false,
     value: {
-      stop() { active = false; observer.disconnect(); },
+      stop() {
+        active = false;
+        observer.disconnect();
+        if (playing) playing.pause();
+        playing = null;
+      },
       links() { return [...links]; },
       click() {
         const el = nextClick();
@@ -184,6 +199,25 @@ export const INSTALL = `(() => {
         } else el.click();
         return true;
       },
+      play() {
+        const m = nextMedia();
+        if (!m) return false;
+        played.add(m);
+        // Muted: Chromium lets a muted element play without a user's gesture, and a crawler has no one to hear it.
+        m.muted = true;
+        playing = m;
+        // A player's own play() may fail (no source it can decode): what its 'play' listeners fetched counts all the same.
+        try {
+          const p = m.play();
+          if (p && typeof p.catch === 'function') p.catch(() => undefined);
+        } catch (e) {}
+        return true;
+      },
+      pause() {
+        if (playing) playing.pause();
+        playing = null;
+        return true;
+      },
       scrollBoxes() {
         let moved = 0;
         for (const el of boxes()) {
@@ -206,4 +240,5 @@ export const INSTALL = `(() => {
 })()`;
 
 /** Calls one of the helper's methods (installed by INSTALL). */
-export const call = (method: 'stop' | 'links' | 'click' | 'clicked' | 'open' | 'scrollBoxes' | 'measureBoxes'): string => `window[${JSON.stringify(BEHAVIORS_GLOBAL)}].${method}()`;
+export const call = (method: 'stop' | 'links' | 'click' | 'clicked' | 'open' | 'play' | 'pause' | 'scrollBoxes' | 'measureBoxes'): string =>
+  `window[${JSON.stringify(BEHAVIORS_GLOBAL)}].${method}()`;

@@ -9,7 +9,13 @@
 // - browser.autoclick: what changes the page in place clicked (buttons,
 //   role=button, `#` and `javascript:` links), a button clicked again while
 //   its clicks add to the page ("load more"); never a form submitted, never
-//   a link to another URL clicked, never the page left (behavior-page.ts).
+//   a link to another URL clicked, never the page left (behavior-page.ts);
+// - browser.autoplay: each `<video>` and `<audio>` played, muted, one at a
+//   time, for what a player fetches only once it plays (a script player's
+//   manifest and segments, fetched by fetch() or XHR as hls.js does; the
+//   source of a `preload=none` element, or one a script sets on `play`),
+//   then paused; what the DOM names (src, `<source>`, poster) is taken as
+//   an embed whether or not it played.
 // One step at a time, each waited for as a scroll step is (its requests,
 // then the thread idle), in rounds: another round follows while the last
 // changed the page (a click that revealed a box to scroll, a panel opened
@@ -28,6 +34,15 @@ export const MAX_CLICKS = 50;
 export const MAX_OPENED = 50;
 /** Scrolling steps of the inner boxes at most a page (each step scrolls every box not at its bottom). */
 export const MAX_BOX_STEPS = 50;
+/** \`<video>\` and \`<audio>\` elements autoplay plays at most a page (all rounds together), in document order. */
+export const MAX_PLAYED = 10;
+/**
+ * An element plays until the requests it started have gone quiet (as a step
+ * is waited for), and at most this long: a player buffers ahead in its first
+ * seconds (hls.js asks for its next segments at once); a long stream is not
+ * played to its end.
+ */
+export const PLAY_MAX_MS = 3_000;
 /** Rounds of all behaviors at most: a round follows only while the last one changed the page. */
 export const MAX_ROUNDS = 3;
 /** After a step, the page is waited for until none of its requests was in flight this long (or browser.quietMs if shorter)… */
@@ -39,11 +54,12 @@ export interface BehaviorSettings {
   autoclick?: boolean;
   scrollBoxes?: boolean;
   expand?: boolean;
+  autoplay?: boolean;
 }
 
 /** Whether any behavior is on. */
 export function anyBehavior(s: BehaviorSettings): boolean {
-  return s.autoclick === true || s.scrollBoxes === true || s.expand === true;
+  return s.autoclick === true || s.scrollBoxes === true || s.expand === true || s.autoplay === true;
 }
 
 /** What the behaviors did on a page: the index line's `render.behaviors`. */
@@ -60,6 +76,8 @@ export interface BehaviorsReport {
   /** browser.autoclick: clicks, and of them those whose script tried to leave the page (refused, the URL taken as a link). */
   clicks?: number;
   navigations?: number;
+  /** browser.autoplay: \`<video>\` and \`<audio>\` elements played. */
+  played?: number;
   /** Links seen while the behaviors ran (those in the DOM when they started, those their steps added) or clicked towards: given to the crawl, deduplicated with the DOM's own. */
   links: number;
 }
@@ -85,6 +103,7 @@ export async function runBehaviors(o: BehaviorsInput): Promise<BehaviorsRun> {
   if (s.scrollBoxes) Object.assign(report, { boxSteps: 0, boxes: 0 });
   if (s.expand) report.opened = 0;
   if (s.autoclick) Object.assign(report, { clicks: 0, navigations: 0 });
+  if (s.autoplay) report.played = 0;
   // A click's script setting `location`: the routes answer it 204 (the page stays), its URL is a link.
   const left = new Set<string>();
   let clicking = false;
@@ -125,6 +144,15 @@ export async function runBehaviors(o: BehaviorsInput): Promise<BehaviorsRun> {
           // What an undone move started (its popstate's work) is waited for too.
           if (r.movedTo !== null) await step();
           changed ||= r.changed;
+        }
+      }
+      // Last in the round: media a click or an opened panel revealed plays in the same round.
+      if (s.autoplay) {
+        while (report.played! < MAX_PLAYED && !late() && (await ev<boolean>(call('play')))) {
+          report.played!++;
+          changed = true;
+          await waitDone(o.inflight, Math.min(s.quietMs, STEP_QUIET_MS), Math.min(o.until, Date.now() + PLAY_MAX_MS), o.idle);
+          await ev(call('pause'));
         }
       }
       if (!changed) break;

@@ -76,10 +76,11 @@ export interface RenderSettings {
   text?: boolean;
   /** Scroll each page to its bottom before its DOM is taken, for lazy content (src/browser/scroll.ts; default off). */
   scroll?: boolean;
-  /** Behaviors before the DOM is taken (src/browser/behaviors.ts; each default off): inner scrolling boxes, details/tabs/accordions, autoclick. */
+  /** Behaviors before the DOM is taken (src/browser/behaviors.ts; each default off): inner scrolling boxes, details/tabs/accordions, autoclick, autoplay. */
   scrollBoxes?: boolean;
   expand?: boolean;
   autoclick?: boolean;
+  autoplay?: boolean;
 }
 
 /** A rendered page's text (its body's innerText): what the WARC gets as a resource record. */

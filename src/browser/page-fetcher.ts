@@ -69,7 +69,7 @@ export interface RenderedDocument {
   frames?: FrameDocument[];
   /** browser.scroll: how far the page was scrolled and why it stopped (scroll.ts). */
   scroll?: ScrollReport;
-  /** browser.autoclick, expand, scrollBoxes: what each did (behaviors.ts). */
+  /** browser.autoclick, expand, scrollBoxes, autoplay: what each did (behaviors.ts). */
   behaviors?: BehaviorsReport;
   /**
    * Links the behaviors put in the DOM (or a click tried to leave for): the

@@ -2,7 +2,7 @@
 // (docs/rendering.md, "How it works"): `load`, then done (quiet and idle,
 // src/browser/page-done.ts), then with browser.scroll the page scrolled to
 // its bottom (src/browser/scroll.ts) and done again, then the behaviors that
-// are on (browser.scrollBoxes, expand, autoclick: src/browser/behaviors.ts)
+// are on (browser.scrollBoxes, expand, autoclick, autoplay: src/browser/behaviors.ts)
 // and done again, then the handler's onRender if the page has one
 // (src/browser/page-hook.ts) and done again.
 // All of it within the page's deadline; with a render hook, the waits

@@ -534,6 +534,13 @@ const campaignFields = {
       .describe(
         'Click what changes a rendered page in place before its DOM is taken (buttons, role=button, `#` and `javascript:` links), again while a click adds to the page ("load more"); never submits a form, never clicks a link to another URL, never leaves the page (a click that tries is undone and its URL followed as a link). At most 50 clicks a page, within pageTimeoutMs.',
       ),
+    // Off, as Browsertrix's autoplay is for a user who did not ask for it: each medium played costs a wait of up
+    // to a few seconds, and a player's segments can be the largest records of a page.
+    autoplay: flag()
+      .default(false)
+      .describe(
+        "Play each `<video>` and `<audio>` of a rendered page, muted, one at a time, before its DOM is taken, so what a player fetches only once it plays (a script player's manifest and segments, a `preload=none` source) is archived; each plays until its requests go quiet, 3 s at most, then is paused; at most 10 a page, within pageTimeoutMs. What the DOM names (src, `<source>`, poster) is archived either way.",
+      ),
     // 2048: measured, four light pages rendering at once peak at 0.6 GB (PSS of the whole tree) and a heavy site's renderer takes 0.1–0.4 GB,
     // so four of those stay under it; what passes it is a leak or a runaway page (docs/rendering.md, "The browser's life").
     maxMemoryMb: whole({ min: 64 })
@@ -548,7 +555,7 @@ const campaignFields = {
     screenshot: flag()
       .default(false)
       .describe(
-        "Store screenshots of each rendered page in the WARC as Browsertrix Crawler stores them, `resource` records named `urn:view:<page URL>` (the viewport at the top of the page, PNG), `urn:thumbnail:<page URL>` (the same, 640 × 360 JPEG) and `urn:fullPage:<page URL>` (the full page, PNG, cut at 16384 px high); indexed in the CDXJ, so ReplayWeb.page shows a WACZ page's thumbnail and `crawler qa` compares the full page. A failed screenshot is logged and skipped.",
+        "Store screenshots of each rendered page in the WARC as Browsertrix Crawler stores them, `resource` records named `urn:view:<page URL>` (the viewport at the top of the page, PNG), `urn:thumbnail:<page URL>` (the same, 640 × 360 JPEG) and `urn:fullPage:<page URL>` (the full page, PNG, cut at 16384 px high); indexed in the CDXJ, so ReplayWeb.page shows a WACZ page's thumbnail and `crawler qa` compares the full page (the view in an archive that has no full page). A failed screenshot is logged and skipped.",
       ),
     // Off, as Browsertrix's --text: a page's text can be as large as its HTML.
     text: flag()

@@ -59,7 +59,7 @@ export type PageHook = (ctx: PageContext) => PageResult | void | Promise<PageRes
  * A page in the browser, as `onRender` sees it (`render: browser` or `auto`,
  * docs/handlers.md): called once the page is done (load, quiet, idle; after
  * the scrolling of browser.scroll and the behaviors: browser.scrollBoxes,
- * expand, autoclick) and before its DOM is taken, within the
+ * expand, autoclick, autoplay) and before its DOM is taken, within the
  * page's deadline. What its clicks and scrolling load is routed through the
  * crawler's HTTP client and archived like the page's own requests, and ends
  * up in the DOM whose links the crawl follows and onPage reads.

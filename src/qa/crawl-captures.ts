@@ -2,7 +2,9 @@
 // full-page screenshot (`urn:fullPage:<url>`, browser.screenshot, as
 // Browsertrix names it; `urn:screenshot:<url>` in archives written before
 // the crawl took Browsertrix's three shots), which is what the replay's own
-// full-page shot is compared with, and its text
+// full-page shot is compared with; its viewport screenshot (`urn:view:<url>`),
+// compared with the replay's viewport when there is no full page (a WACZ of
+// Browsertrix's, whose default is the view alone); and its text
 // (`urn:text:<url>`, browser.text: its innerText), resource records in the campaign's WARCs.
 // The files are scanned once for where those records are; each is read back
 // when its page is compared, so a large campaign's screenshots are never all
@@ -16,6 +18,8 @@ export const SCREENSHOT_URN = 'urn:fullPage:';
 /** The name the crawl gave its one full-page screenshot before it took Browsertrix's three (view, thumbnail, fullPage). */
 export const OLD_SCREENSHOT_URN = 'urn:screenshot:';
 export const TEXT_URN = 'urn:text:';
+/** The viewport at the top of the page (Browsertrix's default `--screenshot view`). */
+export const VIEW_URN = 'urn:view:';
 
 /** Where one resource record is: its file, and its gzip member's offset and length. */
 export interface RecordAt {
@@ -24,15 +28,16 @@ export interface RecordAt {
   length: number;
 }
 
-/** Per page URL (as fetched), its newest screenshot and text records. */
+/** Per page URL (as fetched), its newest full-page screenshot, view screenshot and text records. */
 export interface CrawlCaptures {
   screenshots: Map<string, RecordAt>;
+  views: Map<string, RecordAt>;
   texts: Map<string, RecordAt>;
 }
 
 /** Scans WARC files for the pages' screenshot and text records (an incomplete last record, a running campaign's, and what follows a damaged one are left out). */
 export async function findCaptures(warcFiles: string[]): Promise<CrawlCaptures> {
-  const out: CrawlCaptures = { screenshots: new Map(), texts: new Map() };
+  const out: CrawlCaptures = { screenshots: new Map(), views: new Map(), texts: new Map() };
   for (const file of warcFiles) {
     const stream = createReadStream(file);
     try {
@@ -40,7 +45,14 @@ export async function findCaptures(warcFiles: string[]): Promise<CrawlCaptures> 
       for await (const record of parser) {
         if (record.warcType !== 'resource') continue;
         const uri = record.warcTargetURI ?? '';
-        const into = uri.startsWith(SCREENSHOT_URN) || uri.startsWith(OLD_SCREENSHOT_URN) ? out.screenshots : uri.startsWith(TEXT_URN) ? out.texts : null;
+        const into =
+          uri.startsWith(SCREENSHOT_URN) || uri.startsWith(OLD_SCREENSHOT_URN)
+            ? out.screenshots
+            : uri.startsWith(VIEW_URN)
+              ? out.views
+              : uri.startsWith(TEXT_URN)
+                ? out.texts
+                : null;
         if (!into) continue;
         const declared = Number(record.warcHeaders.headers.get('Content-Length') ?? NaN);
         const block = await record.readFully(false);

@@ -22,6 +22,8 @@ export interface QaPage {
   kind: 'rendered' | 'http';
   /** 0–1, or null when not measured (`notMeasured` says why). */
   screenshot: number | null;
+  /** Which of the crawl's screenshots `screenshot` compared: its full page, or (none kept) its view, with the replay's shot the same way. */
+  screenshotOf?: 'fullPage' | 'view';
   text: number | null;
   /** Share of the replay's requests answered from the archive (1 when it made none that failed). */
   resources: number;

@@ -1,11 +1,15 @@
 // One page replayed by pywb in Chromium, as `crawler qa` sees it: its
-// screenshot, its text, and every request it made that the archive could not
-// answer. pywb marks what it serves from the archive with a
-// Memento-Datetime header; its "not in the archive" answer (404, or its own
-// error page) has none. A request that left pywb (the replayed page
-// reaching for the live web: Chromium resolves no name, so it fails) is
-// missing too. Bounded: the page gets `timeoutMs` in all, and its context is
-// closed then whatever it is doing.
+// screenshot (the full page, or the viewport at its top when that is what
+// the crawl kept), its text, and every request it made that the archive
+// could not answer. pywb marks what it serves from the archive with a
+// Memento-Datetime header, but for an XHR (wombat flags it, and pywb leaves
+// an "ajax" answer without Memento headers), which shows the archived
+// record's own headers under pywb's `X-Archive-Orig-` prefix instead; its
+// "not in the archive" answer (404, or its own error page) has neither. A
+// request that left pywb (the replayed page reaching for the live web:
+// Chromium resolves no name, so it fails) is missing too. Bounded: the page
+// gets `timeoutMs` in all, and its context is closed then whatever it is
+// doing.
 import type { Browser, BrowserContext, Page, Request, Response } from 'playwright-core';
 
 /**
@@ -38,6 +42,11 @@ export interface ReplayedPage {
   missing: MissingRequest[];
 }
 
+/** Whether pywb answered from the archive: a memento's header, or (an XHR, answered without it) the archived record's own headers. */
+export function fromArchive(headers: Record<string, string>): boolean {
+  return headers['memento-datetime'] !== undefined || Object.keys(headers).some((h) => h.startsWith('x-archive-orig-'));
+}
+
 /** The archived URL of a replay URL `<collection>/<timestamp><modifier>/<url>`, or null for pywb's own files. */
 export function originalOf(collection: string, replayUrl: string): string | null {
   if (!replayUrl.startsWith(`${collection}/`)) return null;
@@ -46,7 +55,13 @@ export function originalOf(collection: string, replayUrl: string): string | null
   return /^https?:\/\//i.test(rest) ? rest : rest.startsWith('//') ? `http:${rest}` : null;
 }
 
-export async function replayPage(browser: Browser, o: { collection: string; url: string; timestamp: string; timeoutMs: number }): Promise<ReplayedPage> {
+/** Which screenshot of the replay to take: as the crawl's `urn:fullPage:`, or as its `urn:view:`. */
+export type ShotKind = 'fullPage' | 'view';
+
+/** A string: this package compiles without the DOM's types. */
+const SCROLL_TO_TOP = 'window.scrollTo(0, 0)';
+
+export async function replayPage(browser: Browser, o: { collection: string; url: string; timestamp: string; timeoutMs: number; shot?: ShotKind }): Promise<ReplayedPage> {
   const started = Date.now();
   let context: BrowserContext | null = null;
   const missing: MissingRequest[] = [];
@@ -59,7 +74,7 @@ export async function replayPage(browser: Browser, o: { collection: string; url:
     tab.on('response', (res: Response) => {
       const original = originalOf(o.collection, res.url());
       if (original === null || (res.status() >= 300 && res.status() < 400)) return;
-      if (res.headers()['memento-datetime'] !== undefined) answered++;
+      if (fromArchive(res.headers())) answered++;
       else missing.push({ url: original, status: res.status(), type: res.request().resourceType() });
     });
     tab.on('requestfailed', (req: Request) => {
@@ -78,13 +93,21 @@ export async function replayPage(browser: Browser, o: { collection: string; url:
     // A page whose network never goes quiet (polling, a stream) is taken as it is by then.
     const quietMs = Math.max(0, o.timeoutMs * QUIET_WAIT_SHARE - (Date.now() - started));
     await tab.waitForLoadState('networkidle', { timeout: quietMs }).catch(() => undefined);
-    const screenshot = await tab.screenshot({
-      fullPage: true,
-      type: 'png',
-      clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
-      animations: 'disabled',
-      timeout: Math.max(1_000, o.timeoutMs - (Date.now() - started)),
-    });
+    const timeout = Math.max(1_000, o.timeoutMs - (Date.now() - started));
+    let screenshot: Buffer;
+    if (o.shot === 'view') {
+      // As the crawl shot its view (src/browser/browser-fetcher.ts): the viewport at the top of the page, the same size.
+      await tab.evaluate(SCROLL_TO_TOP);
+      screenshot = await tab.screenshot({ type: 'png', animations: 'disabled', timeout });
+    } else {
+      screenshot = await tab.screenshot({
+        fullPage: true,
+        type: 'png',
+        clip: { x: 0, y: 0, width: SCREENSHOT_MAX_HEIGHT, height: SCREENSHOT_MAX_HEIGHT },
+        animations: 'disabled',
+        timeout,
+      });
+    }
     const text = await tab.evaluate('document.body ? document.body.innerText : ""');
     return { error: null, screenshot, text: typeof text === 'string' ? text : '', answered, missing };
   })();

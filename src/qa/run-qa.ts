@@ -179,12 +179,16 @@ async function comparePage(browser: Browser, c: QaCandidate, x: CompareContext):
   if (!at) {
     return { ...base, screenshot: null, text: null, resources: 0, score: 0, missing: [], error: 'not in the replay index', ms: Date.now() - started };
   }
-  const replay = await replayPage(browser, { collection: x.collection, url: c.url, timestamp: at.timestamp, timeoutMs: x.timeoutMs });
+  // The crawl's full page, or else its view (a WACZ of Browsertrix's, whose default shot is the view alone): the replay is shot the same way.
+  const fullPage = x.captures.screenshots.get(key) ?? x.captures.screenshots.get(c.url);
+  const view = fullPage ? undefined : (x.captures.views.get(key) ?? x.captures.views.get(c.url));
+  const shotKind = fullPage ? 'fullPage' : view ? 'view' : undefined;
+  const shot = fullPage ?? view;
+  const replay = await replayPage(browser, { collection: x.collection, url: c.url, timestamp: at.timestamp, timeoutMs: x.timeoutMs, shot: shotKind });
   const notMeasured: NonNullable<QaPage['notMeasured']> = {};
   let screenshot: number | null = null;
   let text: number | null = null;
   if (!replay.error) {
-    const shot = x.captures.screenshots.get(key) ?? x.captures.screenshots.get(c.url);
     if (!shot) notMeasured.screenshot = 'the crawl kept no screenshot of it (browser.screenshot off, or not rendered)';
     else {
       try {
@@ -206,6 +210,7 @@ async function comparePage(browser: Browser, c: QaCandidate, x: CompareContext):
   return {
     ...base,
     ...measures,
+    ...(screenshot !== null ? { screenshotOf: shotKind } : {}),
     score: pageScore(measures),
     missing: replay.missing,
     ...(Object.keys(notMeasured).length ? { notMeasured } : {}),

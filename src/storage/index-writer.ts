@@ -101,12 +101,12 @@ export interface IndexEntry {
     /** browser.scroll: viewport steps taken and why scrolling stopped (`bottom`, `steps`, `deadline`). */
     scroll?: { steps: number; end: string };
     /**
-     * browser.scrollBoxes, expand, autoclick: rounds run and how they ended
+     * browser.scrollBoxes, expand, autoclick, autoplay: rounds run and how they ended
      * (`done`, `rounds`, `deadline`), inner-box scrolling steps and boxes,
      * details/tabs/accordions opened, clicks (and of them those that tried to
-     * leave the page), links the behaviors found (src/browser/behaviors.ts).
+     * leave the page), media played, links the behaviors found (src/browser/behaviors.ts).
      */
-    behaviors?: { rounds: number; end: string; boxSteps?: number; boxes?: number; opened?: number; clicks?: number; navigations?: number; links: number };
+    behaviors?: { rounds: number; end: string; boxSteps?: number; boxes?: number; opened?: number; clicks?: number; navigations?: number; played?: number; links: number };
     /** browser.text: where the page's text is (its `urn:text:` resource record), for the WACZ's page lists. */
     text?: { file: string; offset: number; length: number };
     /** Other frames whose DOM was read for links. */

@@ -6,7 +6,9 @@
 // nothing. Then the same archive with one requisite taken out (every record
 // of the JSON the pages render from, cut out of a copy of the WARCs): QA names
 // that URL and every page it breaks, and their scores drop. `crawler report`
-// shows the newest pass; the campaign's WACZ, which pywb takes in with
+// shows the newest pass. An archive that kept only each page's view
+// screenshot (`urn:view:`, Browsertrix's default) is compared on the
+// replay's viewport instead, and still tells a broken page. The campaign's WACZ, which pywb takes in with
 // `wb-manager add`, checks as the folder does; and `--sample-http` replays
 // plain HTTP pages, here the shell an unrendered crawl of the site stored,
 // whose replay misses the JSON that crawl never fetched; and a campaign's
@@ -137,10 +139,19 @@ test('every rendered page replays from the archive: screenshot and text similari
   expect(whole.pages.map((p) => normalizeUrl(p.url)).sort()).toEqual(site.pages.map((p) => url(p.path)).sort());
   for (const p of site.pages) {
     const got = pageOf(whole, p.path)!;
-    expect({ p: p.path, kind: got.kind, screenshot: got.screenshot! >= 0.95, text: got.text! >= 0.95, missing: got.missing, error: got.error }).toEqual({
+    expect({
+      p: p.path,
+      kind: got.kind,
+      screenshot: got.screenshot! >= 0.95,
+      of: got.screenshotOf,
+      text: got.text! >= 0.95,
+      missing: got.missing,
+      error: got.error,
+    }).toEqual({
       p: p.path,
       kind: 'rendered',
       screenshot: true,
+      of: 'fullPage',
       text: true,
       missing: [],
       error: undefined,
@@ -189,6 +200,44 @@ test('with the JSON every page renders from cut out of the archive, QA names it 
   const full = fs.readFileSync((await cli(['report', campaignId, '--out', outDir])).pop()!, 'utf8');
   expect(full).toContain(`data-figure="qa-score" data-value="${whole.score!.toFixed(3)}"`);
   expect(full).not.toContain('id="table-qa-missing"');
+});
+
+test("with the view screenshots alone (no full page, as Browsertrix's default keeps), QA compares the replay's viewport with them, and still tells a broken page", async () => {
+  expect(whole).toBeDefined();
+  const json = url(site.files.data);
+  const fullPage = (u: string) => u.startsWith('urn:fullPage:');
+  // Two copies of the output folder without any full-page shot: one whole otherwise, one without the JSON the pages render from too.
+  const copy = async (name: string, drop: (u: string) => boolean) => {
+    const dir = path.join(h.outDir, `${campaignId}-${name}`);
+    for (const d of ['index', 'sealed']) fs.cpSync(path.join(outDir, d), path.join(dir, d), { recursive: true });
+    expect(await copyWarcsWithout(path.join(outDir, 'warc'), path.join(dir, 'warc'), drop)).toBeGreaterThanOrEqual(site.pages.length);
+    return dir;
+  };
+  const views = await copy('views-only', fullPage);
+  const viewsBroken = await copy('views-only-without-json', (u) => fullPage(u) || u === json);
+
+  const { report } = await qa([campaignId, '--out', views]);
+  for (const p of site.pages) {
+    const got = pageOf(report, p.path)!;
+    expect({ p: p.path, screenshot: got.screenshot! >= 0.95, of: got.screenshotOf, why: got.notMeasured?.screenshot, missing: got.missing }).toEqual({
+      p: p.path,
+      screenshot: true,
+      of: 'view',
+      why: undefined,
+      missing: [],
+    });
+  }
+  const broken = (await qa([campaignId, '--out', viewsBroken])).report;
+  for (const p of site.pages) {
+    const got = pageOf(broken, p.path)!;
+    // Without its JSON the top of the page shows none of what the script puts there.
+    expect({ p: p.path, of: got.screenshotOf, screenshot: got.screenshot! < 0.5, dropped: got.score < pageOf(report, p.path)!.score }).toEqual({
+      p: p.path,
+      of: 'view',
+      screenshot: true,
+      dropped: true,
+    });
+  }
 });
 
 test("the campaign's WACZ lists each page with its screenshots findable from its entry, as Browsertrix's are, and checks as its folder does", async () => {

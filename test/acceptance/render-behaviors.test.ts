@@ -2,9 +2,11 @@
 // site whose content appears only when someone interacts with it
 // (test/web/behaviors-site.ts): a "Load more" button, a feed in a scrolling
 // box of its own, a `<details>` block, an accordion and tabs, each loading
-// links and images by script. Two crawls of the same site in browser mode,
+// links and images by script, and media players that fetch only once they
+// play (a script player's manifest and segments, a podcast's sound file).
+// Two crawls of the same site in browser mode,
 // at the same time, each on a copy under a host of its own: one with
-// browser.autoclick, scrollBoxes and expand on, one with the defaults (all
+// browser.autoclick, scrollBoxes, expand and autoplay on, one with the defaults (all
 // off). Only the first finds every item's page and archives every item's
 // image and the JSON it came from; it never submits the page's form, never
 // leaves the page for the URL a button's script sets (it follows it as a
@@ -23,12 +25,13 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { crawlerCommand } from '../../src/cli/crawler-command';
 import { findOrInstallPyReplayTools } from '../../src/stack/tools';
+import { fromArchive } from '../../src/qa/replay-page';
 import type { IndexEntry } from '../../src/storage/index-writer';
 import type { WarcReadRecord } from '../../src/storage/warc-reader';
 import { normalizeUrl } from '../../src/url/normalize';
 import type { CampaignInput } from '../../src/config/campaign';
 import type { CampaignResult } from '../../workflows/messages';
-import { behaviorsSite, BOX_BATCHES, EXPAND_RENDERED_TITLE, ITEMS_PER_BATCH, MORE_BATCHES, type BehaviorsSite } from '../web/behaviors-site';
+import { behaviorsSite, BOX_BATCHES, EXPAND_RENDERED_TITLE, ITEMS_PER_BATCH, MEDIA_SEGMENTS, MORE_BATCHES, type BehaviorsSite } from '../web/behaviors-site';
 import { runCrawlerInProcess } from '../support/in-process-cli';
 import type { RequestRecord } from '../web/test-web';
 import { findOrInstallChromium, launchBrowser, screenshot } from '../support/browser';
@@ -51,7 +54,7 @@ interface Crawl {
 }
 
 let h: Harness;
-/** With browser.autoclick, scrollBoxes and expand on. */
+/** With browser.autoclick, scrollBoxes, expand and autoplay on. */
 let on: Crawl;
 /** The defaults: none. */
 let off: Crawl;
@@ -64,6 +67,8 @@ const fetched = (c: Crawl, p: string) => line(c, p)?.outcome === 'fetched';
 const archived = (c: Crawl) => new Set(c.records.filter((r) => (r.type === 'response' || r.type === 'revisit') && r.targetUri).map((r) => normalizeUrl(r.targetUri!)));
 const requested = (c: Crawl, p: string) => c.requests.some((r) => r.path.split('?')[0] === p);
 const parts = ['more', 'box', 'expand'] as const;
+/** What /media's players fetch once they play. */
+const mediaFiles = (c: Crawl) => [c.site.media.manifest, ...c.site.media.segments, c.site.media.audio];
 
 /** A page as a WACZ lists it (pages/pages.jsonl, pages/extraPages.jsonl). */
 interface WaczLine {
@@ -104,7 +109,7 @@ beforeAll(async () => {
   [on, off, hooked] = await Promise.all([
     // A shorter quiet period than the default: it is waited for after every click and scrolling step.
     // browser.text too: its WACZ lists each page's text.
-    crawl(onSite, { browser: { autoclick: true, scrollBoxes: true, expand: true, text: true, quietMs: 250, pageTimeoutMs: 30_000 } }),
+    crawl(onSite, { browser: { autoclick: true, scrollBoxes: true, expand: true, autoplay: true, text: true, quietMs: 250, pageTimeoutMs: 30_000 } }),
     crawl(offSite, {}),
     crawl(hookedSite, { handler: LOAD_MORE }),
   ]);
@@ -155,6 +160,17 @@ describe('browser.autoclick, scrollBoxes and expand on', () => {
   });
 });
 
+describe('browser.autoplay on', () => {
+  test("what the players fetch only once they play is requested once through the crawler and archived: the manifest, every segment, the podcast's sound file", () => {
+    for (const p of mediaFiles(on)) {
+      expect({ p, archived: archived(on).has(url(on, p)), requests: on.requests.filter((r) => r.path === p).length }).toEqual({ p, archived: true, requests: 1 });
+    }
+    // Both players played, each once; a page with no media plays nothing.
+    expect(line(on, '/media')?.render?.behaviors).toMatchObject({ played: 2, end: 'done' });
+    expect(line(on, '/load-more')?.render?.behaviors?.played).toBe(0);
+  });
+});
+
 describe('the defaults (all off)', () => {
   test('nothing behind an interaction is found, requested or archived; the index lines have no behaviors', () => {
     expect(off.result.status).toBe('completed');
@@ -164,7 +180,10 @@ describe('the defaults (all off)', () => {
       for (const p of [...hidden.images, ...hidden.data])
         expect({ p, requested: requested(off, p), archived: archived(off).has(url(off, p)) }).toEqual({ p, requested: false, archived: false });
     }
-    for (const p of ['/load-more', '/box-feed', '/expand']) expect(line(off, p)?.render?.behaviors).toBeUndefined();
+    for (const p of ['/load-more', '/box-feed', '/expand', '/media']) expect(line(off, p)?.render?.behaviors).toBeUndefined();
+    // Not played, the players fetched nothing: the page itself was crawled, none of their files.
+    expect(fetched(off, '/media')).toBe(true);
+    for (const p of mediaFiles(off)) expect({ p, requested: requested(off, p), archived: archived(off).has(url(off, p)) }).toEqual({ p, requested: false, archived: false });
     // What needs no interaction is found either way.
     expect(fetched(off, off.site.buttonLink)).toBe(true);
     expect(fetched(off, off.site.firstTabLink)).toBe(true);
@@ -197,6 +216,13 @@ const ITEMS = `[...document.querySelectorAll('.item')].map((d) => {
   return { link: d.querySelector('a').textContent, image: !!img && img.complete && img.naturalWidth > 0 };
 })`;
 
+/** What /media's players got on a replayed page: the segments the script player loaded, and whether the sound file could play. */
+const MEDIA_STATE = `(() => {
+  const s = document.getElementById('status');
+  const a = document.getElementById('episode');
+  return { segments: s ? Number(s.dataset.segments) : 0, audio: !!a && a.error === null && a.readyState >= 2 };
+})()`;
+
 /** Does on the replayed page what the behaviors did, as a reader would. */
 async function interact(tab: Page, p: string): Promise<void> {
   const pause = () => tab.waitForTimeout(500);
@@ -210,6 +236,14 @@ async function interact(tab: Page, p: string): Promise<void> {
       await tab.evaluate("(() => { const b = document.getElementById('box'); b.scrollTop = b.scrollHeight; })()");
       await pause();
     }
+  } else if (p === '/media') {
+    // Play pressed on each player (muted: no gesture needed), then waited for until the video's script player has every
+    // segment or its manifest failed, and the sound file played or failed.
+    await tab.evaluate("(() => { for (const m of document.querySelectorAll('video, audio')) { m.muted = true; m.play().catch(() => {}); } })()");
+    await tab.waitForFunction(
+      `(() => { const s = document.getElementById('status'); const a = document.getElementById('episode');
+        return (s.dataset.segments === '${MEDIA_SEGMENTS}' || s.dataset.failed !== undefined) && (a.error !== null || a.readyState >= 2); })()`,
+    );
   } else {
     await tab.click('summary');
     await pause();
@@ -283,14 +317,15 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
       });
       tab.on('response', (res) => {
         const m = new RegExp(`^${pywb!.base}/${coll}/(?:\\d{0,14}(?:[a-z]{2}_)?/)?(https?://.*)$`).exec(res.url());
-        // pywb marks what it serves from the archive with Memento-Datetime; its "not found" page has none.
-        if (m && res.headers()['memento-datetime'] === undefined) missed.push(new URL(m[1]!).pathname);
+        // pywb marks what it serves from the archive with Memento-Datetime (an XHR's answer with the record's own headers, prefixed); its "not found" page has neither.
+        if (m && !fromArchive(res.headers())) missed.push(new URL(m[1]!).pathname);
       });
       await tab.goto(`${pywb!.base}/${coll}/${h.web.url(c.site.host, p)}`, { waitUntil: 'networkidle' });
       await interact(tab, p);
       const items = (await tab.evaluate(ITEMS)) as { link: string; image: boolean }[];
       if (coll === 'clicked' && p === '/load-more') await screenshot(tab, 'behaviors-replay-load-more', { fullPage: true });
-      return { items, leaks, missed };
+      const media = (await tab.evaluate(MEDIA_STATE)) as { segments: number; audio: boolean };
+      return { items, media, leaks, missed };
     } finally {
       await context.close();
     }
@@ -336,6 +371,19 @@ describe('both crawls replayed by pywb from our WARCs and CDXJ, in Chromium, wit
       expect({ p, images: shown.items.filter((i) => !i.image).map((i) => i.link) }).toEqual({ p, images: [] });
       expect({ p, leaks: shown.leaks, missed: shown.missed }).toEqual({ p, leaks: [], missed: [] });
     }
+  });
+
+  test('with autoplay on: played in the replay, the script player gets every segment and the podcast its sound file, each from the archive', async () => {
+    const shown = await replay('clicked', on, '/media');
+    expect(shown.media).toEqual({ segments: MEDIA_SEGMENTS, audio: true });
+    expect({ leaks: shown.leaks, missed: shown.missed }).toEqual({ leaks: [], missed: [] });
+  });
+
+  test('with it off: played in the replay, the players find neither the manifest nor the sound file in the archive', async () => {
+    const shown = await replay('plain', off, '/media');
+    expect(shown.media).toEqual({ segments: 0, audio: false });
+    for (const p of [off.site.media.manifest, off.site.media.audio]) expect({ p, missed: shown.missed.includes(p) }).toEqual({ p, missed: true });
+    expect(shown.leaks).toEqual([]);
   });
 
   test('with them off: the same interactions find nothing in the archive to show', async () => {

@@ -1,6 +1,6 @@
 // Small real media files built in code, so tests that replay pages in a real
 // browser have images to draw and a font to render without binary fixtures:
-// a PNG of one colour, and a TrueType font whose one glyph is a wide box.
+// a PNG of one colour, a WAV of silence, and a TrueType font whose one glyph is a wide box.
 import { crc32, deflateSync } from 'node:zlib';
 
 /** A real PNG (RGB, one colour) of the given size: the non-HTML file a browser has to draw. */
@@ -22,6 +22,26 @@ export function png(width: number, height: number, rgb: readonly [number, number
   const row = Buffer.concat([Buffer.from([0]), pixels]);
   const raw = Buffer.concat(Array.from({ length: height }, () => row));
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A real WAV (PCM, 8 kHz, mono, 8-bit) of `ms` of silence: a sound file Chromium plays without any codec of its own. */
+export function wav(ms = 250): Buffer {
+  const rate = 8_000;
+  const data = Buffer.alloc(Math.round((rate * ms) / 1_000), 0x80);
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0, 'latin1');
+  head.writeUInt32LE(36 + data.length, 4);
+  head.write('WAVEfmt ', 8, 'latin1');
+  head.writeUInt32LE(16, 16);
+  head.writeUInt16LE(1, 20); // PCM
+  head.writeUInt16LE(1, 22); // mono
+  head.writeUInt32LE(rate, 24);
+  head.writeUInt32LE(rate, 28); // bytes a second
+  head.writeUInt16LE(1, 32); // block align
+  head.writeUInt16LE(8, 34); // bits a sample
+  head.write('data', 36, 'latin1');
+  head.writeUInt32LE(data.length, 40);
+  return Buffer.concat([head, data]);
 }
 
 export interface BoxFont {

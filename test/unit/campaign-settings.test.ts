@@ -275,6 +275,7 @@ describe('one schema', () => {
         scrollBoxes: false,
         expand: false,
         autoclick: false,
+        autoplay: false,
         maxMemoryMb: 2048,
         pagesPerBrowser: 1000,
         screenshot: false,

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { buildQaReport, newestQaReport, pageScore, qaFileName, resourceShare, worstPages, type QaPage } from '../../src/qa/qa-report';
-import { originalOf } from '../../src/qa/replay-page';
+import { fromArchive, originalOf } from '../../src/qa/replay-page';
 import { evenSample } from '../../src/qa/run-qa';
 import { BLOCK_PX, screenshotSimilarity, textSimilarity, visibleText } from '../../src/qa/similarity';
 
@@ -163,6 +163,13 @@ describe('replay URLs and samples', () => {
     expect(originalOf(coll, `${coll}/http://a.test/`)).toBe('http://a.test/');
     expect(originalOf(coll, 'http://127.0.0.1:8090/static/wombat.js')).toBeNull();
     expect(originalOf(coll, `${coll}/`)).toBeNull();
+  });
+
+  test("answered from the archive: a memento's header, or an XHR's answer (pywb leaves it without) with the record's own headers; pywb's not-found has neither", () => {
+    expect(fromArchive({ 'memento-datetime': 'Sun, 29 Nov 2026 03:53:19 GMT', 'content-type': 'text/html' })).toBe(true);
+    // What pywb sent for a script player's XHR of an archived segment.
+    expect(fromArchive({ 'x-archive-orig-date': 'Sun, 29 Nov 2026 03:53:19 GMT', 'content-type': 'video/mp2t', 'content-length': '4096' })).toBe(true);
+    expect(fromArchive({ 'content-type': 'text/html; charset=utf-8', 'content-length': '1234' })).toBe(false);
   });
 
   test('an even sample: spread over the list, the same every time, all when there are fewer', () => {

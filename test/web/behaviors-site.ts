@@ -15,14 +15,22 @@
 // - /expand: a `<details>` block whose content is fetched when it opens, an
 //   accordion button (aria-expanded=false) and two tabs ([role=tab]), each
 //   panel fetched when its tab is clicked, the second replacing the first;
-//   its script also retitles the page (EXPAND_RENDERED_TITLE).
+//   its script also retitles the page (EXPAND_RENDERED_TITLE);
+// - /media (browser.autoplay): a script player, a `<video>` with no source
+//   in the DOM whose script, on `play`, fetches an HLS-like manifest with
+//   fetch() and then each of its segments with XHR, as hls.js does, and a
+//   podcast's `<audio preload=none>` whose script sets its source on the first
+//   `play` (a sound file Chromium then fetches itself). Nothing of it is
+//   named by the DOM before it plays.
 import type { SiteRequest, SiteSpec } from './test-web';
-import { png } from '../support/media';
+import { png, wav } from '../support/media';
 
 export const MORE_BATCHES = 3;
 export const BOX_BATCHES = 3;
 /** Items each "Load more" batch adds. */
 export const ITEMS_PER_BATCH = 2;
+/** The segments the /media player's manifest lists. */
+export const MEDIA_SEGMENTS = 3;
 
 export interface BehaviorsSite {
   host: string;
@@ -43,12 +51,14 @@ export interface BehaviorsSite {
   buttonLink: string;
   /** The first tab's link, in the DOM from the start, gone once the second tab is clicked. */
   firstTabLink: string;
+  /** What /media's players fetch only once they play: the manifest, its segments, the podcast's sound file. */
+  media: { manifest: string; segments: string[]; audio: string };
 }
 
 const page = (title: string, body: string, script?: string) =>
   `<!doctype html>\n<html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1>${body}${script ? `<script src="${script}"></script>` : ''}</body></html>\n`;
 
-const HOME = page('Behaviors home', '<nav><a href="/load-more">load more</a> <a href="/box-feed">box feed</a> <a href="/expand">expand</a></nav>');
+const HOME = page('Behaviors home', '<nav><a href="/load-more">load more</a> <a href="/box-feed">box feed</a> <a href="/expand">expand</a> <a href="/media">media</a></nav>');
 
 // Plain ES5-ish scripts, as small sites write them. Each item: a link and an image.
 const ITEM = `function item(d) { return '<div class="item"><a href="' + d.link + '">' + d.link + '</a><img alt="" src="' + d.image + '"></div>'; }`;
@@ -118,6 +128,43 @@ const EXPAND_JS = `(function () {
 })();
 `;
 
+// On its first play, the manifest (fetch) and its segments one after the other (XHR, as bytes), the way a
+// script player fills its buffer; each segment fetched is counted in #status's data-segments.
+const MEDIA_JS = `(function () {
+  var player = document.getElementById('player');
+  var status = document.getElementById('status');
+  var started = false;
+  player.addEventListener('play', function () {
+    if (started) return;
+    started = true;
+    var base = '/media/stream/';
+    fetch(base + 'index.m3u8').then(function (r) {
+      if (!r.ok) throw new Error('manifest: ' + r.status);
+      return r.text();
+    }).then(function (m) {
+      var segments = m.split('\\n').filter(function (l) { return l && l.charAt(0) !== '#'; });
+      var got = 0;
+      (function next() {
+        if (got >= segments.length) return;
+        var x = new XMLHttpRequest();
+        x.open('GET', base + segments[got]);
+        x.responseType = 'arraybuffer';
+        x.onload = function () { got++; status.setAttribute('data-segments', String(got)); next(); };
+        x.send();
+      })();
+    }).catch(function () { status.setAttribute('data-failed', 'manifest'); });
+  });
+  // A podcast player counting plays: the sound file is named only once someone presses play.
+  var episode = document.getElementById('episode');
+  episode.addEventListener('play', function () {
+    if (episode.getAttribute('src')) return;
+    episode.src = '/media/episode.wav';
+    var p = episode.play();
+    if (p) p.catch(function () {});
+  });
+})();
+`;
+
 export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
   const json = (v: unknown) => JSON.stringify(v);
   const routes: Record<string, [string, string | Buffer]> = {};
@@ -180,6 +227,23 @@ export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
   routes['/static/more.js'] = ['text/javascript', MORE_JS];
   routes['/static/box.js'] = ['text/javascript', BOX_JS];
   routes['/static/expand.js'] = ['text/javascript', EXPAND_JS];
+  html(
+    '/media',
+    page(
+      'Media',
+      '<video id="player" width="160" height="90" playsinline></video><audio id="episode" preload="none" controls></audio><p id="status" data-segments="0">Media</p>',
+      '/static/media.js',
+    ),
+  );
+  routes['/static/media.js'] = ['text/javascript', MEDIA_JS];
+  const segments = Array.from({ length: MEDIA_SEGMENTS }, (_, i) => `/media/stream/segment-${i + 1}.ts`);
+  routes['/media/stream/index.m3u8'] = [
+    'application/vnd.apple.mpegurl',
+    ['#EXTM3U', '#EXT-X-TARGETDURATION:2', ...segments.flatMap((s) => ['#EXTINF:2.0,', s.split('/').pop()!]), '#EXT-X-ENDLIST', ''].join('\n'),
+  ];
+  // Each segment's bytes its own: the WARC's records differ (no revisit of one by another).
+  segments.forEach((s, i) => (routes[s] = ['video/mp2t', Buffer.alloc(4_096 + i, 0x47)]));
+  routes['/media/episode.wav'] = ['audio/wav', wav()];
   // The pages the links lead to: plain pages.
   for (const p of [...hidden.more.links, ...hidden.box.links, ...hidden.expand.links, firstTabLink, '/went-by-script', '/routed-by-script', '/dressed-link', '/search-results'])
     html(p, page(`Page ${p}`, '<p>A page found behind an interaction.</p>'));
@@ -199,5 +263,6 @@ export function behaviorsSite(host = 'behaviors.test'): BehaviorsSite {
     routedTarget: '/routed-by-script',
     buttonLink: '/dressed-link',
     firstTabLink,
+    media: { manifest: '/media/stream/index.m3u8', segments, audio: '/media/episode.wav' },
   };
 }

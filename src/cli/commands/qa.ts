@@ -61,7 +61,7 @@ async function campaignPages(campaignId: string, dir: string): Promise<QaCandida
   return [...pages.values()];
 }
 
-/** A WACZ's pages (pages.jsonl, extraPages.jsonl): rendered when the crawl kept a screenshot or text of it. */
+/** A WACZ's pages (pages.jsonl, extraPages.jsonl): rendered when the crawl kept a screenshot (full page or view) or text of it. */
 async function waczPages(wacz: string, captures: CrawlCaptures, tools: PyReplayTools): Promise<QaCandidate[]> {
   // Node has no ZIP reader of its own; the replay tools' Python has one.
   const py = String.raw`
@@ -84,7 +84,7 @@ for name in ('pages/pages.jsonl', 'pages/extraPages.jsonl'):
     }
     // The header line ({"format": …}) has no url.
     if (typeof url !== 'string' || !/^https?:/i.test(url)) continue;
-    pages.set(url, { url, kind: has(captures.screenshots, url) || has(captures.texts, url) ? 'rendered' : 'http' });
+    pages.set(url, { url, kind: has(captures.screenshots, url) || has(captures.views, url) || has(captures.texts, url) ? 'rendered' : 'http' });
   }
   return [...pages.values()];
 }
