@@ -34,7 +34,7 @@ export const MAX_CLICKS = 50;
 export const MAX_OPENED = 50;
 /** Scrolling steps of the inner boxes at most a page (each step scrolls every box not at its bottom). */
 export const MAX_BOX_STEPS = 50;
-/** \`<video>\` and \`<audio>\` elements autoplay plays at most a page (all rounds together), in document order. */
+/** `<video>` and `<audio>` elements autoplay plays at most a page (all rounds together), in document order. */
 export const MAX_PLAYED = 10;
 /**
  * An element plays until the requests it started have gone quiet (as a step
@@ -76,7 +76,7 @@ export interface BehaviorsReport {
   /** browser.autoclick: clicks, and of them those whose script tried to leave the page (refused, the URL taken as a link). */
   clicks?: number;
   navigations?: number;
-  /** browser.autoplay: \`<video>\` and \`<audio>\` elements played. */
+  /** browser.autoplay: `<video>` and `<audio>` elements played. */
   played?: number;
   /** Links seen while the behaviors ran (those in the DOM when they started, those their steps added) or clicked towards: given to the crawl, deduplicated with the DOM's own. */
   links: number;
