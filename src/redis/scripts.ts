@@ -181,58 +181,74 @@ return 1`,
   },
   // A seed list's seeds landing in shared seed segments (src/redis/seed-segments.ts).
   //
-  // KEYS: seen, frontier, seq, awake, stats, spill. ARGV: the campaign's
-  // seen mode (src/redis/seen-set.ts SeenMode), the segment's name so far (its object and byte range),
-  // then fingerprint/score-base pairs, one per entry of the host's block in
-  // block order. Marks the block's new fingerprints seen, as crawlEnqueue
-  // would, numbers them from the host's discovery counter in block order, and
-  // registers the block as one segment of the host at its lowest score, its
-  // name completed with the first number and the 0-based positions of the
-  // entries not taken (seen before: a retried call, a seed listed twice), so
-  // a refill skips exactly those. Nothing new: nothing registered. One
-  // script: an entry is marked seen exactly when its segment is registered,
-  // so a worker killed before it leaves both undone (read again), after it
-  // both done. Returns {added, awake, queued} as crawlEnqueue does.
+  // KEYS: per host, its seen, frontier, seq, awake, stats and spill (hosts of
+  // one slot: src/redis/seed-segments.ts groups them). ARGV: the campaign's
+  // seen mode (src/redis/seen-set.ts SeenMode), then per host in KEYS' order:
+  // its segment's name so far (its object and byte range), the number of its
+  // block's entries, and one fingerprint/score-base pair per entry in block
+  // order. For each host: marks the block's new fingerprints seen, as
+  // crawlEnqueue would, numbers them from the host's discovery counter in
+  // block order, and registers the block as one segment of the host at its
+  // lowest score, its name completed with the first number and the 0-based
+  // positions of the entries not taken (seen before: a retried call, a seed
+  // listed twice), so a refill skips exactly those. Nothing new: nothing
+  // registered. One script: an entry is marked seen exactly when its segment
+  // is registered, so a worker killed before it leaves both undone (read
+  // again), after it both done. Several hosts a call because a chunk over
+  // many hosts gives each a block of a seed or two: the call, not the block,
+  // was the cost. Returns {added, awake, queued} per host, as crawlEnqueue
+  // does, one after another.
   crawlSeedRegister: {
-    numberOfKeys: 6,
+    numberOfKeys: undefined,
     lua: `${SEEN_LUA}
-local fps, bases = {}, {}
-for i = 3, #ARGV, 2 do
-  fps[#fps + 1] = ARGV[i]
-  bases[#bases + 1] = tonumber(ARGV[i + 1])
-end
-local added = 0
-if #fps > 0 then
-  local seen = seenOpen(KEYS[1], ARGV[1])
-  local known = seenHasAll(seen, fps)
-  local fresh, at, taken, skips = {}, {}, {}, {}
-  for j = 1, #fps do
-    if known[j] or taken[fps[j]] then
-      skips[#skips + 1] = string.format('%d', j - 1)
-    else
-      taken[fps[j]] = true
-      fresh[#fresh + 1] = fps[j]
-      at[#at + 1] = j
+local out = {}
+local a = 2
+for h = 0, #KEYS / 6 - 1 do
+  local K = h * 6
+  local prefix, n = ARGV[a], tonumber(ARGV[a + 1])
+  local fps, bases = {}, {}
+  for i = a + 2, a + 1 + 2 * n, 2 do
+    fps[#fps + 1] = ARGV[i]
+    bases[#bases + 1] = tonumber(ARGV[i + 1])
+  end
+  a = a + 2 + 2 * n
+  local added = 0
+  if n > 0 then
+    local seen = seenOpen(KEYS[K + 1], ARGV[1])
+    local known = seenHasAll(seen, fps)
+    local fresh, at, taken, skips = {}, {}, {}, {}
+    for j = 1, n do
+      if known[j] or taken[fps[j]] then
+        skips[#skips + 1] = string.format('%d', j - 1)
+      else
+        taken[fps[j]] = true
+        fresh[#fresh + 1] = fps[j]
+        at[#at + 1] = j
+      end
+    end
+    added = #fresh
+    if added > 0 then
+      seenAddAll(seen, fresh)
+      seenClose(seen)
+      local first = redis.call('INCRBY', KEYS[K + 3], added) - added
+      local low
+      for r = 1, added do
+        local s = bases[at[r]] + first + r
+        if not low or s < low then low = s end
+      end
+      local name = prefix .. '.' .. string.format('%d', first)
+      if #skips > 0 then name = name .. '.' .. table.concat(skips, ',') end
+      redis.call('ZADD', KEYS[K + 6], string.format('%.0f', low), name)
+      redis.call('HINCRBY', KEYS[K + 5], 'spilled', added)
     end
   end
-  added = #fresh
-  if added > 0 then
-    seenAddAll(seen, fresh)
-    seenClose(seen)
-    local first = redis.call('INCRBY', KEYS[3], added) - added
-    local low
-    for r = 1, added do
-      local s = bases[at[r]] + first + r
-      if not low or s < low then low = s end
-    end
-    local name = ARGV[2] .. '.' .. string.format('%d', first)
-    if #skips > 0 then name = name .. '.' .. table.concat(skips, ',') end
-    redis.call('ZADD', KEYS[6], string.format('%.0f', low), name)
-    redis.call('HINCRBY', KEYS[5], 'spilled', added)
-  end
+  local held = redis.call('ZCARD', KEYS[K + 2])
+  local spilled = tonumber(redis.call('HGET', KEYS[K + 5], 'spilled') or '0')
+  out[#out + 1] = added
+  out[#out + 1] = redis.call('EXISTS', KEYS[K + 4])
+  out[#out + 1] = held + spilled
 end
-${QUEUED}
-return {added, redis.call('EXISTS', KEYS[4]), held + spilled}`,
+return out`,
   },
   // KEYS: a lock. ARGV: its holder's token. Lets the lock go if it is still
   // that holder's (it may have run out and been taken by another): 1 if so.
@@ -965,7 +981,7 @@ declare module 'ioredis' {
     crawlEnqueue(seen: string, frontier: string, seq: string, awake: string, stats: string, ...argv: ScriptArgs): Result<[number, number, number, number], Context>;
     crawlSpill(frontier: string, spill: string, stats: string, current: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlUnlock(lock: string, token: string): Result<number, Context>;
-    crawlSeedRegister(seen: string, frontier: string, seq: string, awake: string, stats: string, spill: string, ...argv: ScriptArgs): Result<[number, number, number], Context>;
+    crawlSeedRegister(numKeys: number, ...keysThenArgv: ScriptArgs): Result<number[], Context>;
     crawlRefill(frontier: string, spill: string, stats: string, readBack: string, segment: string, ...pairs: string[]): Result<number, Context>;
     crawlSpillAged(readBack: string, graceMs: number, limit: number): Result<[string[], number], Context>;
     crawlSeenAdd(seen: string, mode: string, ...fps: (string | Buffer)[]): Result<number, Context>;

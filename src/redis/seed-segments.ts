@@ -3,9 +3,9 @@
 // list, groups it by host, and writes ONE object under the campaign's
 // `frontier/<campaign>/%seeds/` holding each host's seeds as its own block
 // (the segment encoding of src/redis/frontier-spill.ts, a gzip member each,
-// so a block reads back alone with a ranged read). Then one script per host
-// (crawlSeedRegister, the host's slot) marks the block's seeds seen and
-// registers the block as a segment of the host: Redis keeps a seen
+// so a block reads back alone with a ranged read). Then a script (crawlSeedRegister,
+// for the hosts of one slot together: registerGroups) marks each block's seeds seen and
+// registers the block as a segment of its host: Redis keeps a seen
 // fingerprint and a share of one registry entry per seed, not a frontier
 // entry, and the hosts' claims read the blocks back as they drain.
 //
@@ -33,6 +33,7 @@ import { randomBytes } from 'node:crypto';
 import { encodeEntry, frontierScoreBase } from './frontier';
 import { encodeSegment, sharedSegmentKey } from './frontier-spill';
 import { type FrontierLayout } from './frontier-layout';
+import { keySlot } from './key-slot';
 import { contentKeys, hostKeys } from './keys';
 import type { RedisLike } from './scripts';
 import { seenArg, type SeenMode } from './seen-set';
@@ -47,8 +48,15 @@ export const SEED_SEGMENTS_FIELD = 'seedseg';
 /** Hosts whose blocks are compressed between two yields to the event loop. */
 const BUILD_SLICE = 500;
 
-/** Host scripts in flight at once while a chunk registers: each is one round trip to its host's slot. */
+/** Scripts in flight at once while a chunk registers: each is one round trip to its hosts' slot. */
 const REGISTER_CONCURRENCY = 256;
+
+/**
+ * Hosts one script registers at most. A chunk of 250,000 seeds over 100,000 hosts puts ~6 in each
+ * of the 16,384 slots; the bound keeps a call's arguments and its time in Redis small whatever
+ * the chunk (a script holds Redis while it runs).
+ */
+export const REGISTER_HOSTS_A_CALL = 32;
 
 /** A host's seeds of one chunk: its politeness key, and each seed's fingerprint, URL and priority, in list order. */
 export interface HostSeeds {
@@ -104,7 +112,8 @@ export const newSeedObjectName = (): string => randomBytes(8).toString('hex');
 export const blockNamePrefix = (object: string, b: Pick<SeedBlock, 'start' | 'length'>): string => `@${object}.${b.start.toString(36)}.${b.length.toString(36)}`;
 
 /**
- * Writes the chunk's object, then registers each block with its host (crawlSeedRegister).
+ * Writes the chunk's object, then registers each block with its host (crawlSeedRegister, the
+ * blocks of a slot's hosts together).
  * Returns, per host, the seeds that were new and whether its workflow must be woken (as
  * Frontier.needsWake says for an enqueue). `onProgress`: called now and then (a heartbeat).
  */
@@ -135,26 +144,72 @@ export async function landSeedChunk(
   const object = newSeedObjectName();
   await store.putBytes(sharedSegmentKey(campaignKey, object), body);
   onProgress?.();
-  for (let i = 0; i < blocks.length; i += REGISTER_CONCURRENCY) {
-    const part = blocks.slice(i, i + REGISTER_CONCURRENCY);
-    const results = await Promise.all(part.map((b) => registerSeedBlock(redis, campaignKey, mode, object, b)));
-    part.forEach((b, j) => {
-      const [n, awake, queued] = results[j]!;
-      added.set(b.host, n);
-      if (awake !== 1 && queued > 0) wake.push(b.host);
-    });
+  // Results by block, so `added` and `wake` keep the chunk's host order (the order hosts get ready) whatever the grouping.
+  const results: [number, number, number][] = new Array(blocks.length);
+  const groups = registerGroups(
+    blocks.map((b, i) => ({ i, b })),
+    ({ b }) => keySlot(hostKeys(campaignKey, b.host).seen),
+  );
+  const register = (group: { b: SeedBlock }[]) =>
+    registerSeedBlocks(
+      redis,
+      campaignKey,
+      mode,
+      object,
+      group.map(({ b }) => b),
+    );
+  for (let g = 0; g < groups.length; g += REGISTER_CONCURRENCY) {
+    const part = groups.slice(g, g + REGISTER_CONCURRENCY);
+    const answers = await Promise.all(part.map(register));
+    part.forEach((group, j) => group.forEach(({ i }, m) => (results[i] = answers[j]![m]!)));
     onProgress?.();
   }
+  blocks.forEach((b, i) => {
+    const [n, awake, queued] = results[i]!;
+    added.set(b.host, n);
+    if (awake !== 1 && queued > 0) wake.push(b.host);
+  });
   return { added, wake, object, bytes: body.length };
 }
 
-/** crawlSeedRegister for one block: {added, awake, queued}. */
-export function registerSeedBlock(redis: RedisLike, campaignKey: string, mode: SeenMode, object: string, b: SeedBlock): Promise<[number, number, number]> {
-  const k = hostKeys(campaignKey, b.host);
+/**
+ * Items grouped by slot, in the order each slot first appears and list order within a slot, a
+ * group at most `most` items: what one script may touch on Redis Cluster, as few calls as that allows.
+ */
+export function registerGroups<T>(items: T[], slotOf: (item: T) => number, most = REGISTER_HOSTS_A_CALL): T[][] {
+  const open = new Map<number, T[]>();
+  const groups: T[][] = [];
+  for (const item of items) {
+    const slot = slotOf(item);
+    let group = open.get(slot);
+    if (!group || group.length >= most) {
+      group = [];
+      open.set(slot, group);
+      groups.push(group);
+    }
+    group.push(item);
+  }
+  return groups;
+}
+
+/** crawlSeedRegister for blocks of hosts of one slot: {added, awake, queued} per block. */
+export async function registerSeedBlocks(redis: RedisLike, campaignKey: string, mode: SeenMode, object: string, blocks: SeedBlock[]): Promise<[number, number, number][]> {
   const layout = layoutOfMode(mode);
-  const argv: (string | Buffer)[] = [mode, blockNamePrefix(object, b)];
-  for (const e of b.entries) argv.push(seenArg(e.fp, layout), String(e.base));
-  return redis.crawlSeedRegister(k.seen, k.frontier, k.seq, k.awake, k.stats, k.spill, ...argv);
+  const keys: string[] = [];
+  const argv: (string | Buffer)[] = [mode];
+  for (const b of blocks) {
+    const k = hostKeys(campaignKey, b.host);
+    keys.push(k.seen, k.frontier, k.seq, k.awake, k.stats, k.spill);
+    argv.push(blockNamePrefix(object, b), String(b.entries.length));
+    for (const e of b.entries) argv.push(seenArg(e.fp, layout), String(e.base));
+  }
+  const flat = await redis.crawlSeedRegister(keys.length, ...keys, ...argv);
+  return blocks.map((_, i) => [flat[3 * i]!, flat[3 * i + 1]!, flat[3 * i + 2]!]);
+}
+
+/** crawlSeedRegister for one block: {added, awake, queued}. */
+export async function registerSeedBlock(redis: RedisLike, campaignKey: string, mode: SeenMode, object: string, b: SeedBlock): Promise<[number, number, number]> {
+  return (await registerSeedBlocks(redis, campaignKey, mode, object, [b]))[0]!;
 }
 
 const marked = new Map<string, Promise<boolean>>();

@@ -25,6 +25,7 @@ import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { markFrontierLayout } from '../../src/redis/frontier-layout';
 import { isSharedSegment, removeCampaignSegments, type SpillOptions } from '../../src/redis/frontier-spill';
 import { hostKeys } from '../../src/redis/keys';
+import { keySlot } from '../../src/redis/key-slot';
 import { landSeedChunk, type HostSeeds } from '../../src/redis/seed-segments';
 import { FolderObjectStore } from '../../src/storage/folder-object-store';
 import type { ObjectStore } from '../../src/storage/object-store';
@@ -150,19 +151,19 @@ describe('shared seed segments', () => {
       expect(await new Frontier(redis, campaign, h, spill).size()).toBe(0);
       expect(await new Frontier(redis, campaign, h, spill).hasSeen(seeds.get(h)!.map((s) => s.fp))).toEqual(seeds.get(h)!.map(() => false));
     }
-    // The retry gets through for h0 only, then dies again.
+    // The retry gets through for h0's call only (h0's, and any host's that shares its slot: one script registers those together), then dies again.
     const real = redis.crawlSeedRegister.bind(redis);
+    const h0 = hostKeys(campaign, 'h0.test').seen;
     const partly = jest
       .spyOn(redis, 'crawlSeedRegister')
-      .mockImplementation(((...args: Parameters<typeof real>) =>
-        args[0] === hostKeys(campaign, 'h0.test').seen ? real(...args) : Promise.reject(new Error('worker killed'))) as typeof real);
+      .mockImplementation(((...args: Parameters<typeof real>) => (args.includes(h0) ? real(...args) : Promise.reject(new Error('worker killed')))) as typeof real);
     await expect(landSeedChunk(redis, store, campaign, '2', one)).rejects.toThrow('worker killed');
     partly.mockRestore();
-    expect(await new Frontier(redis, campaign, 'h0.test', spill).size()).toBe(6);
-    expect(await new Frontier(redis, campaign, 'h1.test', spill).size()).toBe(0);
-    // The next retry reads the chunk again (the heartbeat stayed at its start): h0's seeds are skipped.
+    const withH0 = (h: string) => keySlot(hostKeys(campaign, h).seen) === keySlot(h0);
+    for (const h of hosts) expect(await new Frontier(redis, campaign, h, spill).size()).toBe(withH0(h) ? 6 : 0);
+    // The next retry reads the chunk again (the heartbeat stayed at its start): what the last one registered is skipped.
     const last = await landSeedChunk(redis, store, campaign, '2', one);
-    expect(Object.fromEntries(last.added)).toEqual({ 'h0.test': 0, 'h1.test': 6, 'h2.test': 6 });
+    expect(Object.fromEntries(last.added)).toEqual(Object.fromEntries(hosts.map((h) => [h, withH0(h) ? 0 : 6])));
     expect(await objects(store, campaign)).toHaveLength(3);
     for (const h of hosts) {
       const f = new Frontier(redis, campaign, h, spill);
@@ -170,6 +171,28 @@ describe('shared seed segments', () => {
       expect(await drain(f)).toEqual(claimOrder(seeds.get(h)!));
     }
     expect(await removeCampaignSegments(store, campaign)).toBe(3);
+  });
+
+  it('registers the blocks of hosts that share a slot in one script, each host its own seeds, numbering and skips', async () => {
+    // Hosts whose keys land in one slot (one script call for them all), found by name.
+    const slot = keySlot(hostKeys(campaign, 'k0.test').seen);
+    const hosts = ['k0.test'];
+    for (let i = 1; hosts.length < 4; i++) if (keySlot(hostKeys(campaign, `k${i}.test`).seen) === slot) hosts.push(`k${i}.test`);
+    const seeds = new Map(hosts.map((h, j) => [h, Array.from({ length: 3 + j }, (_, n) => seed(h, n, n === 1 ? 2 : 0))]));
+    // One host's second seed seen before (as a retried call finds it): skipped by name, its neighbours' blocks unaffected.
+    await new Frontier(redis, campaign, hosts[2]!, spill).markSeen([seeds.get(hosts[2]!)![1]!.fp]);
+    const calls = jest.spyOn(redis, 'crawlSeedRegister');
+    const r = await landSeedChunk(redis, store, campaign, '2', chunk(...hosts.map((h): [string, Seed[]] => [h, seeds.get(h)!])));
+    expect(calls).toHaveBeenCalledTimes(1);
+    calls.mockRestore();
+    expect(Object.fromEntries(r.added)).toEqual(Object.fromEntries(hosts.map((h, j) => [h, j === 2 ? 4 : 3 + j])));
+    expect(r.wake).toEqual(hosts);
+    for (const [j, h] of hosts.entries()) {
+      const listed = seeds.get(h)!;
+      const f = new Frontier(redis, campaign, h, spill);
+      expect(await f.size()).toBe(j === 2 ? 4 : 3 + j);
+      expect(await drain(f)).toEqual(claimOrder(j === 2 ? listed.filter((_, n) => n !== 1) : listed));
+    }
   });
 
   it('a block read back by a refill that Redis then lost is read again from its object, nothing lost', async () => {

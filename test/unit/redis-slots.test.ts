@@ -20,7 +20,7 @@ import { CampaignHosts, type HostRecord } from '../../src/redis/campaign-hosts';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { agedSegments, registerSegment, restoreSegment, unlockSpill } from '../../src/redis/frontier-spill';
 import { HostClock } from '../../src/redis/host-clock';
-import { registerSeedBlock } from '../../src/redis/seed-segments';
+import { landSeedChunk, REGISTER_HOSTS_A_CALL, registerSeedBlock } from '../../src/redis/seed-segments';
 import { RevisitSchedule } from '../../src/redis/revisit';
 import { WorkerRegistry } from '../../src/redis/worker-registry';
 import { defineScripts, SCRIPTS } from '../../src/redis/scripts';
@@ -96,6 +96,10 @@ function capturingRedis() {
       expect(calls.length).toBe(before + 1);
       return calls[calls.length - 1];
     },
+    /** What every script call is answered with from now on (for call sites that make many). */
+    answer(fakeReply: unknown): void {
+      reply = fakeReply;
+    },
     calls,
   };
 }
@@ -121,6 +125,28 @@ const item = (host: string, path: string, depth = 1): EnqueueItem => {
 describe('every Lua script keeps its keys in one hash slot', () => {
   const cap = capturingRedis();
   afterAll(() => cap.redis.disconnect());
+
+  it("registers a chunk of many hosts' seed blocks several hosts a call, each call's hosts of one slot", async () => {
+    const ck = CAMPAIGN_KEYS[0]!;
+    const hosts = Array.from({ length: 40_000 }, (_, i) => `www.seed${i}.test:80`);
+    const chunk = hosts.map((host) => ({ host, seeds: [{ url: `http://${host}/s`, fp: urlFingerprint(`http://${host}/s`), priority: 0 }] }));
+    // The object's write is not what this test is about: a store that takes it.
+    const store = { putBytes: () => Promise.resolve() } as unknown as Parameters<typeof landSeedChunk>[1];
+    cap.answer(new Array(6 * REGISTER_HOSTS_A_CALL).fill(0));
+    const before = cap.calls.length;
+    await landSeedChunk(cap.redis, store, ck, '2', chunk);
+    const calls = cap.calls.slice(before);
+    for (const c of calls) {
+      expect(c.script).toBe('crawlSeedRegister');
+      expect(c.keys.length % 6).toBe(0);
+      expect(c.keys.length / 6).toBeLessThanOrEqual(REGISTER_HOSTS_A_CALL);
+      expectOneSlot(c);
+    }
+    // Every host's keys once, and far fewer calls than hosts (40,000 hosts over 16,384 slots).
+    const registered = calls.flatMap((c) => c.keys.filter((_, i) => i % 6 === 0));
+    expect(registered.sort()).toEqual(hosts.map((h) => hostKeys(ck, h).seen).sort());
+    expect(calls.length).toBeLessThan(hosts.length / 2);
+  });
 
   const hostCases = CAMPAIGN_KEYS.flatMap((ck) => [...TAGGED_HOSTS.map((h) => [ck, h, true] as const), ...BRACE_HOSTS.map((h) => [ck, h, false] as const)]);
 
@@ -169,7 +195,8 @@ describe('every Lua script keeps its keys in one hash slot', () => {
       registerSeedBlock(cap.redis, ck, '2', '0123abcd', { host, start: 0, length: 10, entries: [{ fp: urlFingerprint('http://x/s'), base: 0 }] }),
     );
     expect(seeded.script).toBe('crawlSeedRegister');
-    expect(seeded.keys).toHaveLength(SCRIPTS.crawlSeedRegister.numberOfKeys);
+    // Six keys a host (the script's KEYS, one host here).
+    expect(seeded.keys).toHaveLength(6);
     expectOneSlot(seeded, tag);
 
     const retry = await cap.capture(1, () => f.noteRetry('1\thttp://x/\t'));

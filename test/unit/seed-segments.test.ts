@@ -4,7 +4,7 @@
 // refill's scores are those the registering script numbered.
 import { frontierScoreBase, decodeEntry } from '../../src/redis/frontier';
 import { campaignSegmentsPrefix, decodeSegment, parseSharedSegment, sharedSegmentKey, sharedSegmentPairs, segmentKey } from '../../src/redis/frontier-spill';
-import { blockNamePrefix, buildSeedObject, type HostSeeds } from '../../src/redis/seed-segments';
+import { blockNamePrefix, buildSeedObject, registerGroups, type HostSeeds } from '../../src/redis/seed-segments';
 import { objectKeyProblem } from '../../src/storage/folder-object-store';
 import { urlFingerprint } from '../../src/url/fingerprint';
 
@@ -78,5 +78,15 @@ describe('shared seed segments', () => {
     // No host's segment folder is the shared one, whatever the host is called.
     const hostFolder = segmentKey(campaign, host, 'x').split('/').slice(0, 3).join('/');
     expect(key.split('/').slice(0, 3).join('/')).not.toBe(hostFolder);
+  });
+
+  test('registration groups: by slot, each slot in the order it first appears and its items in list order, at most so many a group', () => {
+    const items = ['a1', 'b1', 'a2', 'c1', 'a3', 'b2', 'a4', 'a5'];
+    const slot = (x: string) => x.charCodeAt(0);
+    expect(registerGroups(items, slot, 3)).toEqual([['a1', 'a2', 'a3'], ['b1', 'b2'], ['c1'], ['a4', 'a5']]);
+    // Every item once, whatever the bound; one item a group at a bound of 1.
+    expect(registerGroups(items, slot, 1)).toEqual(items.map((x) => [x]));
+    expect(registerGroups(items, slot, 100).flat().sort()).toEqual([...items].sort());
+    expect(registerGroups([], slot)).toEqual([]);
   });
 });
