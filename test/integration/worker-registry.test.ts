@@ -9,9 +9,13 @@ import { workerKeys } from '../../src/redis/keys';
 import { parseSessionRecord, WorkerRegistry, type SessionRecord } from '../../src/redis/worker-registry';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Long enough not to run out during a test step; short leases run out by a sleep past them. */
+/**
+ * Long enough not to run out during a test step; short leases run out by a sleep past them. A short
+ * lease still has to outlast the few Redis calls made under it: at 30 ms, three registrations
+ * in a row outran it on a loaded machine (load 15: the third was refused as dead).
+ */
 const LONG = 60_000;
-const SHORT = 30;
+const SHORT = 250;
 
 const record = (n: number, runId = 'run-1'): SessionRecord => ({ workflowId: `domain-${n}`, runId, session: n, campaignWorkflowId: 'campaign-1' });
 
