@@ -81,45 +81,67 @@ const runTs = (file, args) =>
 
 /**
  * ESLint (eslint.config.mjs: the recommended rules and the workflow
- * determinism rule), then the type check, then Prettier's check (`npx
- * prettier --write .` formats). All run, so one pass shows every kind of
- * problem. CRAWLER_LINT_FORMAT=0 skips the format check.
+ * determinism rule), the type check and Prettier's check (`npx prettier
+ * --write .` formats). All run, so one pass shows every kind of problem, and
+ * at once: each is one thread, and on two cores the three took the sum of
+ * their times one after the other. Each one's output is held and printed
+ * whole, in this order, so that their lines do not mix. CRAWLER_LINT_FORMAT=0
+ * skips the format check.
  */
-function lint() {
+async function lint() {
   const tool = (...p) => path.join(root, 'node_modules', ...p);
+  // Piped output is not a terminal: keep the colours and tsc's pretty errors where the user sees one.
+  const tty = Boolean(process.stderr.isTTY);
   const steps = [
     ['eslint', [tool('eslint', 'bin', 'eslint.js'), '--max-warnings', '0', '.']],
-    ['tsc', [tool('typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json'), '--noEmit']],
+    ['tsc', [tool('typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json'), '--noEmit', ...(tty ? ['--pretty'] : [])]],
   ];
   if (process.env.CRAWLER_LINT_FORMAT !== '0') steps.push(['prettier', [tool('prettier', 'bin', 'prettier.cjs'), '--check', '.']]);
-  const failed = steps.filter(([name, args]) => {
-    process.stderr.write(`lint: ${name}\n`);
-    return spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' }).status !== 0;
+  const env = tty ? { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '1' } : process.env;
+  const running = steps.map(([name, args]) => {
+    const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    child.stdout.on('data', (b) => out.push([process.stdout, b]));
+    child.stderr.on('data', (b) => out.push([process.stderr, b]));
+    const status = new Promise((resolve) => {
+      child.on('error', () => resolve(1));
+      child.on('close', (code) => resolve(code));
+    });
+    return { name, out, status };
   });
-  if (failed.length) process.stderr.write(`lint: ${failed.map(([name]) => name).join(', ')} failed\n`);
+  const failed = [];
+  for (const step of running) {
+    process.stderr.write(`lint: ${step.name}\n`);
+    const status = await step.status;
+    for (const [stream, b] of step.out) stream.write(b);
+    if (status !== 0) failed.push(step.name);
+  }
+  if (failed.length) process.stderr.write(`lint: ${failed.join(', ')} failed\n`);
   return failed.length === 0;
 }
 
 if (argv[0] === '--lint') {
-  process.exit(lint() ? 0 : 1);
+  lint().then((ok) => process.exit(ok ? 0 : 1));
 } else if (argv[0] === '--test' || argv[0] === '--test-acceptance') {
   // `npm test` (--test --lint-first) lints, then runs the unit and integration
   // suites; `npm run test:acceptance` (--test-acceptance) the long scenarios
   // (test/acceptance/); `--test <file>` runs just the tests it names, of any project.
   const lintFirst = argv[1] === '--lint-first';
-  if (lintFirst && !lint()) process.exit(1);
   const projects = argv[0] === '--test-acceptance' ? ['acceptance'] : lintFirst ? ['unit', 'integration'] : [];
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
-  run(process.execPath, [
-    path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
-    '--config',
-    path.join(root, 'jest.config.js'),
-    '--forceExit',
-    ...argv.slice(lintFirst ? 2 : 1),
-    // Last: --selectProjects takes every word after it, so a file named after it (`npm run
-    // test:acceptance -- <file>`) was read as a project name and the whole suite ran.
-    ...(projects.length ? ['--selectProjects', ...projects] : []),
-  ]);
+  const jest = () =>
+    run(process.execPath, [
+      path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+      '--config',
+      path.join(root, 'jest.config.js'),
+      '--forceExit',
+      ...argv.slice(lintFirst ? 2 : 1),
+      // Last: --selectProjects takes every word after it, so a file named after it (`npm run
+      // test:acceptance -- <file>`) was read as a project name and the whole suite ran.
+      ...(projects.length ? ['--selectProjects', ...projects] : []),
+    ]);
+  if (lintFirst) lint().then((ok) => (ok ? jest() : process.exit(1)));
+  else jest();
 } else if (argv[0] === '--test-cluster') {
   // `npm run test:cluster`: the production topology brought up natively, crawled and
   // brought down (test/cluster/); out of `npm test` since its first run builds the Temporal server.
