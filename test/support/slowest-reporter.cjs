@@ -30,6 +30,7 @@ class SlowestReporter {
       .sort((a, b) => b.ms - a.ms);
     const tests = results.testResults.flatMap((r) => r.testResults.map((t) => ({ path: rel(r.testFilePath), name: t.fullName, ms: t.duration ?? 0 }))).sort((a, b) => b.ms - a.ms);
     if (files.length === 0) return;
+    if (process.env.CRAWLER_TEST_DURATIONS === 'write') this.writeDurations(files);
     const total = (results.testResults.length && Date.now() - results.startTime) / 1000;
     const sec = (ms) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
     const lines = [
@@ -41,6 +42,28 @@ class SlowestReporter {
       '',
     ];
     process.stderr.write(`${lines.join('\n')}\n`);
+  }
+
+  /**
+   * The files' times into test-durations.json (merged: a run of a few files updates theirs), where
+   * the longest-first sequencer finds them on a clone without Jest's cache. Best from a full run on
+   * an idle machine: what counts is how the files compare.
+   */
+  writeDurations(files) {
+    const file = path.join(__dirname, 'test-durations.json');
+    let durations = {};
+    try {
+      durations = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch {
+      // None yet: start one.
+    }
+    for (const f of files) durations[f.path] = Math.round(f.ms / 100) / 10;
+    const sorted = Object.fromEntries(
+      Object.keys(durations)
+        .sort()
+        .map((k) => [k, durations[k]]),
+    );
+    fs.writeFileSync(file, `${JSON.stringify(sorted, null, 2)}\n`);
   }
 
   /**
