@@ -269,7 +269,7 @@ describe('one schema', () => {
       browser: {
         pageTimeoutMs: 30_000,
         quietMs: 500,
-        maxPagesAtOnce: 4,
+        maxPagesAtOnce: 6,
         pagesPerContext: 100,
         scroll: false,
         scrollBoxes: false,
