@@ -22,6 +22,7 @@ import {
   treeCpuSeconds,
   treePssMb,
   treeRssMb,
+  CpuGroup,
   type PeerCrawlFigures,
   type PolitenessTarget,
 } from './figures';
@@ -67,8 +68,10 @@ export interface CrawleeFigures extends PeerCrawlFigures {
   /** Its RSS once loaded, before crawling. */
   readyRssMb: number;
   cpuMsPerPage: number;
-  /** PlaywrightCrawler: the part of cpuMsPerPage spent by its Chromium (the tree less the node process, sampled every 0.5 s). */
+  /** PlaywrightCrawler: the part of cpuMsPerPage spent by its Chromium (all of it less the node process, sampled every 0.5 s). */
   browserCpuMsPerPage?: number;
+  /** How cpuMsPerPage was counted: by the kernel for a cgroup of its own (every process it started, gone or orphaned included), or summed over its living process tree (CpuGroup, bench/figures.ts). */
+  cpuCountedBy: 'cgroup' | 'process tree';
   /** The bench process, which serves the test web, during the crawl. */
   testWebCpuMsPerPage: number;
   /** Crawlee's process and the test web together: on a saturated machine, pages/s ≈ cores ÷ this. */
@@ -123,6 +126,12 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     env: { ...process.env, CRAWLEE_STORAGE_DIR: storageDir },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  // In a cgroup of its own from its start, so its browsers' processes are counted whatever becomes of them.
+  let group = CpuGroup.open('crawlee');
+  if (group && !group.add(child.pid!)) {
+    group.close();
+    group = null;
+  }
   const lines: string[] = [];
   for (const stream of [child.stdout!, child.stderr!]) {
     let buf = '';
@@ -167,6 +176,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     await ready;
     const treeCpu0 = treeCpuSeconds(child.pid!);
     const ownCpu0 = cpuSeconds(child.pid!);
+    const groupCpu0 = group?.seconds() ?? 0;
     rssTimer = setInterval(() => {
       sampledPeak = Math.max(sampledPeak, treeRssMb(child.pid!));
       if (config.browser) peakPss = Math.max(peakPss, treePssMb(child.pid!));
@@ -184,11 +194,14 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
     clearInterval(rssTimer);
     const peak = Math.max(sampledPeak, done.peakRssMb, peakRssMb(child.pid!));
     await exited;
+    // Once it is gone, its browsers closed: what they spent while closing counts too.
+    const groupCpuMs = group ? (group.seconds() - groupCpu0) * 1000 : null;
     const fromLog = logFigures(web.requests(), web.port, target.expected, t0, target.delayMs, target.isPage);
     const polite = politeness(target, web.meanLatencyMs(), fromLog.crawlSeconds);
     const perPage = (ms: number): number => Number((ms / Math.max(1, fromLog.pagesFetched)).toFixed(2));
-    // Its own counters (children it waited for included) once its browser is closed, or the tree's samples, whichever saw more.
-    const crawleeCpuMs = Math.max(done.cpuMs, treeCpu * 1000);
+    // The kernel's count for its cgroup; without one, its own counters (children it waited for included) once its browser is
+    // closed, or the tree's samples, whichever saw more.
+    const crawleeCpuMs = groupCpuMs ?? Math.max(done.cpuMs, treeCpu * 1000);
     return {
       crawler: 'crawlee',
       crawlerClass: config.browser ? 'PlaywrightCrawler' : 'CheerioCrawler',
@@ -210,6 +223,7 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       ...(config.browser ? { browserCpuMsPerPage: perPage(crawleeCpuMs - ownCpu * 1000) } : {}),
       testWebCpuMsPerPage: perPage(benchCpuMs),
       allCpuMsPerPage: perPage(crawleeCpuMs + benchCpuMs),
+      cpuCountedBy: groupCpuMs === null ? 'process tree' : 'cgroup',
       requestsFinished: done.requestsFinished,
       requestsFailed: done.requestsFailed,
       meanConcurrency: done.meanConcurrency,
@@ -223,5 +237,6 @@ export async function runCrawlee(web: TestWeb, target: CrawleeTarget, opts: Craw
       await exited;
     }
     fs.rmSync(storageDir, { recursive: true, force: true });
+    group?.close();
   }
 }
