@@ -1,6 +1,9 @@
 # Worker image: `docker compose up --scale worker=N` runs N of these.
 # The Node major follows package.json "engines" (test/unit/compose-file.test.ts checks it).
 FROM node:20-bookworm-slim
+# Chromium for `render: browser|auto` (docs/rendering.md, "Which Chromium"): the worker runs as an unprivileged
+# user and cannot install it itself; its headless shell is the one found first.
+RUN apt-get update && apt-get install -y --no-install-recommends chromium-headless-shell && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --omit=dev keeps what the image needs: tsx, esbuild (tsx's dependency, which builds the worker
