@@ -37,6 +37,18 @@ export type RedisLike = Redis | Cluster;
 export const CLOCK_FENCE_TTL_MS = 24 * 60 * 60_000;
 
 /** The Redis clock in whole milliseconds, as \`now\`: what due times (revisits, parked hosts) are kept in. */
+/**
+ * Marks a batch's new fingerprints seen (src/redis/seen-set.ts) and, under a Bloom filter, adds what
+ * it expects to have skipped to the host's stats (src/redis/seen-bloom.ts, in millionths of a URL):
+ * an enqueue's links and a seed list's blocks alike.
+ */
+const SEEN_COMMIT_LUA = `
+local function seenCommit(seen, fresh, stats)
+  seenAddAll(seen, fresh)
+  seenClose(seen)
+  if seen.bloom and seen.skipped > 0 then redis.call('HINCRBY', stats, '${SEEN_SKIPPED_FIELD}', math.floor(seen.skipped * ${BLOOM_SKIPPED_SCALE} + 0.5)) end
+end`;
+
 const NOW_MS = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
@@ -52,6 +64,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 // one SMISMEMBER, never a call per link).
 const ENQUEUE_BODY = `
 ${SEEN_LUA}
+${SEEN_COMMIT_LUA}
 local added = 0
 local pageLimit = tonumber(ARGV[BOUNDS])
 local sitemapLimit = tonumber(ARGV[BOUNDS + 1])
@@ -93,10 +106,7 @@ for j = 1, #fps do
 end
 added = #fresh
 if added > 0 then
-  seenAddAll(seen, fresh)
-  seenClose(seen)
-  -- A Bloom filter's expected skips (src/redis/seen-bloom.ts), in millionths of a URL.
-  if seen.bloom and seen.skipped > 0 then redis.call('HINCRBY', STATS, '${SEEN_SKIPPED_FIELD}', math.floor(seen.skipped * ${BLOOM_SKIPPED_SCALE} + 0.5)) end
+  seenCommit(seen, fresh, STATS)
   local first = redis.call('INCRBY', KEYS[3], added) - added
   local zargs = {}
   for j = 1, added do
@@ -201,6 +211,7 @@ return 1`,
   crawlSeedRegister: {
     numberOfKeys: undefined,
     lua: `${SEEN_LUA}
+${SEEN_COMMIT_LUA}
 local out = {}
 local a = 2
 for h = 0, #KEYS / 6 - 1 do
@@ -228,8 +239,7 @@ for h = 0, #KEYS / 6 - 1 do
     end
     added = #fresh
     if added > 0 then
-      seenAddAll(seen, fresh)
-      seenClose(seen)
+      seenCommit(seen, fresh, KEYS[K + 5])
       local first = redis.call('INCRBY', KEYS[K + 3], added) - added
       local low
       for r = 1, added do

@@ -20,6 +20,7 @@ import { createRedis } from '../../src/redis/client';
 import { Frontier, type EnqueueItem } from '../../src/redis/frontier';
 import { FRONTIER_LAYOUT, FRONTIER_LAYOUT_FIELD, SEEN_FILTER_FIELD, forgetFrontierLayouts, markFrontierLayout, seenMode } from '../../src/redis/frontier-layout';
 import { contentKeys, hostKeys } from '../../src/redis/keys';
+import { buildSeedObject, registerSeedBlock } from '../../src/redis/seed-segments';
 import {
   BLOOM_FIRST_CAPACITY,
   BLOOM_HEADER_BYTES,
@@ -120,6 +121,23 @@ describe('Bloom filter seen set', () => {
     const expected = Number(await redis.hget(hostKeys(ck, host).stats, 'seenSkipped')) / BLOOM_SKIPPED_SCALE;
     expect(skipped).toBeGreaterThan(0);
     // A sum of independent chances: within 4 standard deviations (about its square root) of its expectation.
+    expect(Math.abs(skipped - expected)).toBeLessThanOrEqual(4 * Math.sqrt(expected) + 2);
+  });
+
+  it("a seed list's blocks count their expected skips as an enqueue does", async () => {
+    const ck = await bloomCampaign(redis, 0.1);
+    const host = 'seeds.test';
+    const mode = await seenMode(redis, ck);
+    const total = 8 * BLOOM_FIRST_CAPACITY * 7;
+    let added = 0;
+    for (let from = 0; from < total; from += 500) {
+      const seeds = urls(host, from, Math.min(total, from + 500)).map((i) => ({ url: i.url, fp: i.fp, priority: 0 }));
+      const { blocks } = buildSeedObject([{ host, seeds }], 2);
+      added += (await registerSeedBlock(redis, ck, mode, `obj${from}`, blocks[0]!))[0];
+    }
+    const skipped = total - added;
+    const expected = Number(await redis.hget(hostKeys(ck, host).stats, 'seenSkipped')) / BLOOM_SKIPPED_SCALE;
+    expect(skipped).toBeGreaterThan(0);
     expect(Math.abs(skipped - expected)).toBeLessThanOrEqual(4 * Math.sqrt(expected) + 2);
   });
 });
