@@ -11,8 +11,9 @@ let sdkPorts: number[];
 const RESET_PATH = '/page/7';
 // Long enough that a page is processed well within it even on a loaded machine: a request after
 // a page that took longer than the delay needs no wait, and the count of waits below would fall
-// short of the gaps (CI, once, at 150 ms: 41 waits for 42 gaps).
-const DELAY_MS = 500;
+// short of the gaps (CI, once, at 150 ms: 41 waits for 42 gaps; at 500 ms, once, with five test
+// files at a time at load 17).
+const DELAY_MS = 1_000;
 
 /** n consecutive free loopback ports: the pool gives worker i the configured SDK metrics port + i. */
 async function freeConsecutivePorts(n: number): Promise<number> {
