@@ -110,17 +110,19 @@ describe('the dispatch lock', () => {
     const a = new CampaignHosts(redis, key);
     const b = new CampaignHosts(redis, key);
     const order: string[] = [];
+    // A 1 s lock renewed every 333 ms, a round of 2.5 s: a renewal late by up to 600 ms (a loaded machine's event loop;
+    // with a 300 ms lock one ran late at load 15 and b ran beside a) still finds the lock a's.
     const first = a.exclusiveDispatch(
       async () => {
         order.push('a starts');
-        await sleep(900);
+        await sleep(2_500);
         order.push('a ends');
       },
-      5_000,
-      300,
+      10_000,
+      1_000,
     );
     await sleep(50);
-    await b.exclusiveDispatch(async () => void order.push('b runs'), 5_000, 300);
+    await b.exclusiveDispatch(async () => void order.push('b runs'), 10_000, 1_000);
     await first;
     expect(order).toEqual(['a starts', 'a ends', 'b runs']);
   });
