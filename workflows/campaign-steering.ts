@@ -25,6 +25,23 @@ import {
 /** Publishes the steering state to the workflow's memo. */
 export const publishSteering = (book: CampaignBook) => upsertMemo(book.steeringMemo());
 
+/** The add-seeds update: the seeds go in once the campaign has started, counted as work in flight meanwhile. */
+function addSeeds(book: CampaignBook, acts: typeof localActivities, campaignKey: string) {
+  return async (req: Parameters<typeof validateAddSeeds>[0]) => {
+    const { seeds } = validateAddSeeds(req);
+    // Work in flight: the campaign must not call itself done while seeds are on their way.
+    book.inflight++;
+    try {
+      await condition(() => book.status !== 'starting');
+      const r = await acts.addCampaignSeeds({ campaignKey, configVersion: book.carry.configVersion, seeds });
+      book.onNudge();
+      return { accepted: r.accepted, rejected: r.rejected };
+    } finally {
+      book.inflight--;
+    }
+  };
+}
+
 /**
  * Registers every steering handler. Call it before the workflow's first
  * await, so updates and signals already in the first task find a handler.
@@ -75,23 +92,7 @@ export function registerSteering(book: CampaignBook, acts: typeof localActivitie
     },
     { validator: (req) => (assertOpen(), void validateSetBudgets(req)) },
   );
-  setHandler(
-    addSeedsUpdate,
-    async (req) => {
-      const { seeds } = validateAddSeeds(req);
-      // Work in flight: the campaign must not call itself done while seeds are on their way.
-      book.inflight++;
-      try {
-        await condition(() => book.status !== 'starting');
-        const r = await acts.addCampaignSeeds({ campaignKey, configVersion: book.carry.configVersion, seeds });
-        book.onNudge();
-        return { accepted: r.accepted, rejected: r.rejected };
-      } finally {
-        book.inflight--;
-      }
-    },
-    { validator: (req) => (assertOpen(), void validateAddSeeds(req)) },
-  );
+  setHandler(addSeedsUpdate, addSeeds(book, acts, campaignKey), { validator: (req) => (assertOpen(), void validateAddSeeds(req)) });
   for (const [update, kind] of [
     [pauseHostUpdate, 'pause-host'],
     [resumeHostUpdate, 'resume-host'],
