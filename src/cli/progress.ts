@@ -15,6 +15,8 @@ export class ProgressReporter {
   private last = { at: Date.now(), pages: 0 };
   private smoothedRate: number | null = null;
   private readonly tty: boolean;
+  /** The status line on screen now (a terminal only): redrawn under a line printed above it. */
+  private shown = '';
 
   constructor(
     private readonly out: NodeJS.WriteStream,
@@ -38,7 +40,21 @@ export class ProgressReporter {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.ticking;
-    if (this.tty) this.out.write('\n');
+    if (this.tty && this.shown) this.out.write('\n');
+    this.shown = '';
+  }
+
+  /**
+   * A line for the same stream (a worker's log line, a notice): on a terminal it goes above the
+   * status line, which is redrawn under it. Written straight to the stream, it landed after the
+   * status line on the same row, and the next tick drew a second status line below.
+   */
+  print(line: string): void {
+    if (!this.tty || !this.shown) {
+      this.out.write(`${line}\n`);
+      return;
+    }
+    this.out.write(`\r\x1b[2K${line}\n${this.shown}`);
   }
 
   private async tick(): Promise<void> {
@@ -58,6 +74,7 @@ export class ProgressReporter {
     const eta = maxPages && this.smoothedRate > 0 ? `, ETA ${Math.max(0, Math.ceil((maxPages - s.totals.fetched) / this.smoothedRate))} s` : '';
     const frontier = `, frontier ${s.totals.frontier}`;
     const line = `${s.status}${s.paused ? ' (paused)' : ''}: ${s.totals.fetched} pages (${rate.toFixed(1)}/s), ${s.totals.failed} failed, hosts ${s.totals.hosts} [${states}]${frontier}${eta}`;
+    if (this.tty) this.shown = line;
     this.out.write(this.tty ? `\r\x1b[2K${line}` : `${line}\n`);
   }
 }

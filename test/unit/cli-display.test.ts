@@ -120,3 +120,43 @@ test('the ETA follows a page budget an operator set while the crawl runs', async
   // 100 of 400 pages at 10 pages/s: 30 s left (the start-up budget of 1000 would say 90 s).
   expect(text.trim().split('\n')[1]).toMatch(/, ETA 30 s$/);
 });
+
+/** What a terminal shows for `text`: ESC[2K clears the row (the reporter always sends it right after `\r`), `\n` starts a new one. */
+function screenOf(text: string): string[] {
+  const rows = [''];
+  const clear = '\x1b[2K';
+  for (const part of text.split(new RegExp(`(\r|\n|${clear.replace('[', '\\[')})`))) {
+    if (part === '\n') rows.push('');
+    else if (part === clear) rows[rows.length - 1] = '';
+    else if (part === '\r') continue;
+    else rows[rows.length - 1] += part;
+  }
+  return rows;
+}
+
+test("on a terminal, a worker's log line goes above the status line, which is redrawn under it: one status line on screen", async () => {
+  jest.useFakeTimers();
+  const wasTty = process.stdout.isTTY;
+  process.stdout.isTTY = true;
+  try {
+    const out = new PassThrough() as unknown as NodeJS.WriteStream & { isTTY: boolean };
+    out.isTTY = true;
+    let text = '';
+    (out as unknown as PassThrough).on('data', (d: Buffer) => (text += d.toString()));
+    let fetched = 0;
+    const p = new ProgressReporter(out, async () => status((fetched += 10)), null);
+    p.print('before any status line');
+    p.start();
+    await jest.advanceTimersByTimeAsync(1_000);
+    p.print('worker#0: a warning');
+    await jest.advanceTimersByTimeAsync(1_000);
+    p.print('worker#1: another');
+    await p.stop();
+    const rows = screenOf(text);
+    expect(rows.filter((r) => r.startsWith('running:'))).toHaveLength(1);
+    expect(rows).toEqual(['before any status line', 'worker#0: a warning', 'worker#1: another', expect.stringMatching(/^running: 20 pages /), '']);
+  } finally {
+    process.stdout.isTTY = wasTty;
+    jest.useRealTimers();
+  }
+});

@@ -570,7 +570,9 @@ export function registerCrawlCommand(program: Command): void {
     .option('--workers <n>', 'worker processes to start (0: use workers running elsewhere)', wholeNumber('--workers'), 1)
     .option('--json', 'print the summary as one JSON object on the last line of stdout')
     .action(async (seeds: string[], o: CrawlOptions) => {
-      const log = (m: string) => process.stderr.write(`${m}\n`);
+      // While the live status line shows, other lines (the workers' logs) go above it.
+      let progress: ProgressReporter | null = null;
+      const log = (m: string) => (progress ? progress.print(m) : process.stderr.write(`${m}\n`));
       const clusterBucket = clusterBucketByDefault(o);
       if (clusterBucket) {
         o.id ??= newCampaignId();
@@ -646,8 +648,9 @@ export function registerCrawlCommand(program: Command): void {
           const s = await handle.query(campaignStatusQuery);
           return { ...s, totals: await new CampaignHosts(redis, s.campaignKey).live() };
         };
-        const progress = new ProgressReporter(process.stderr, poll, input.budgets?.maxPages ?? null);
-        progress.start();
+        const shown = new ProgressReporter(process.stderr, poll, input.budgets?.maxPages ?? null);
+        progress = shown;
+        shown.start();
         let result: CampaignResult;
         try {
           // Workers that die are replaced; ones that keep dying end the wait
@@ -666,7 +669,8 @@ export function registerCrawlCommand(program: Command): void {
           if (err instanceof WorkflowFailedError) throw new Error(`campaign ${input.campaignId} failed: ${err.cause?.message ?? err.message}`, { cause: err });
           throw err;
         } finally {
-          await progress.stop();
+          await shown.stop();
+          progress = null;
           redis.disconnect();
         }
         await client.connection.close();
