@@ -17,7 +17,12 @@ export async function stallReport(client: Client, taskQueue: string, limit = 8):
     const handle = client.workflow.getHandle(wf.workflowId, wf.runId);
     const described = await handle.describe();
     const pending = described.raw.pendingActivities ?? [];
-    const acts = pending.map((a) => `${a.activityType?.name} state=${a.state} attempt=${a.attempt} lastFailure=${a.lastFailure?.message ?? '-'}`);
+    // Who took an activity and when: a session handed to a worker that then left waits for its heartbeat timeout.
+    const at = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => (t?.seconds ? new Date(Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : '-');
+    const acts = pending.map(
+      (a) =>
+        `${a.activityType?.name} state=${a.state} attempt=${a.attempt} scheduled=${at(a.scheduledTime)} started=${at(a.lastStartedTime)} by=${a.lastWorkerIdentity || '-'} lastFailure=${a.lastFailure?.message ?? '-'}`,
+    );
     const events = ((await handle.fetchHistory()).events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace('EVENT_TYPE_', ''));
     lines.push(`  ${wf.type} ${wf.workflowId} events=${events.length} last=[${events.slice(-5).join(',')}] pending=[${acts.join('; ')}]`);
   }
