@@ -16,24 +16,34 @@ import type { Registration } from './worker-liveness';
 
 export function crawlSessionActivity(rt: WorkerRuntime) {
   return async function crawlSession(input: SessionInput): Promise<SessionResult> {
-    if (!input.local) {
-      rt.localShare.touch(input.campaignKey);
-      return runSession(rt, input);
-    }
-    const load = rt.deps.load;
-    if (load && !(await load.admitFirstSession())) {
-      rt.localShare.touch(input.campaignKey);
-      return deferredSession(input, FULL);
-    }
-    if (!rt.localShare.tryEnter(input.campaignKey)) return deferredSession(input, SHARED);
-    load?.started();
     try {
-      return await runSession(rt, input);
+      return await placeSession(rt, input);
     } finally {
-      load?.ended();
-      rt.localShare.leave(input.campaignKey);
+      // The host's next session is scheduled now: one the server hands this worker as it stops is looked for (activities/unrun-sessions.ts).
+      const run = Context.current().info.workflowExecution;
+      if (run?.runId) rt.deps.liveness?.sessionEnded({ workflowId: run.workflowId, runId: run.runId });
     }
   };
+}
+
+async function placeSession(rt: WorkerRuntime, input: SessionInput): Promise<SessionResult> {
+  if (!input.local) {
+    rt.localShare.touch(input.campaignKey);
+    return runSession(rt, input);
+  }
+  const load = rt.deps.load;
+  if (load && !(await load.admitFirstSession())) {
+    rt.localShare.touch(input.campaignKey);
+    return deferredSession(input, FULL);
+  }
+  if (!rt.localShare.tryEnter(input.campaignKey)) return deferredSession(input, SHARED);
+  load?.started();
+  try {
+    return await runSession(rt, input);
+  } finally {
+    load?.ended();
+    rt.localShare.leave(input.campaignKey);
+  }
 }
 
 async function runSession(rt: WorkerRuntime, input: SessionInput): Promise<SessionResult> {

@@ -17,6 +17,7 @@ import type { RedisLike } from '../src/redis/scripts';
 import { signalRunIfRunning } from '../src/temporal/signal';
 import { sessionLostSignal } from '../workflows/messages';
 import { SessionEnds, type SessionAttempt } from './session-ends';
+import { UnrunSessions, type HostRun } from './unrun-sessions';
 
 const PendingActivityState = proto.api.enums.v1.PendingActivityState;
 
@@ -76,6 +77,8 @@ export class WorkerLiveness {
   /** Sessions that ended here, recorded until their end is known to have reached the server (./session-ends.ts). */
   private readonly ends: SessionEnds<Registration>;
   private settling: Promise<void> | null = null;
+  /** Hosts whose sessions ended here lately: one whose next session the server handed this worker as it stopped is told (./unrun-sessions.ts). */
+  private readonly unrun: UnrunSessions;
 
   constructor(
     redis: RedisLike,
@@ -87,6 +90,7 @@ export class WorkerLiveness {
     this.claimMs = Math.max(10_000, 2 * opts.leaseMs);
     this.identity = opts.identity ?? defaultIdentity();
     this.currentId = this.newId();
+    this.unrun = new UnrunSessions(temporal, { namespace: opts.namespace, identity: this.identity, log: opts.log });
     this.ends = new SessionEnds({
       temporal,
       namespace: opts.namespace,
@@ -291,16 +295,25 @@ export class WorkerLiveness {
     this.ends.ended(reg, reg.record, ran, stopping);
   }
 
+  /** A session of `run`'s host ended on this worker, whether it ran locally or from the task queue, and however it ended. */
+  sessionEnded(run: HostRun): void {
+    this.unrun.sessionEnded(run);
+  }
+
   /** The worker begins to stop: sessions ended but not settled are recorded again (./session-ends.ts), in case it is killed before stop(). */
   stopping(): Promise<void> {
+    this.unrun.stopping();
     return this.ends.stopping();
   }
 
   /**
-   * Stops beating; settles the sessions that ended (their results are sent by now); leaves when none
-   * of this process's sessions is recorded any more (else its lease runs out and its hosts are told).
+   * Once the worker's polls and activities have all ended: tells the hosts whose next session the
+   * server handed this worker as it stopped (./unrun-sessions.ts); stops beating; settles the
+   * sessions that ended (their results are sent by now); leaves when none of this process's
+   * sessions is recorded any more (else its lease runs out and its hosts are told).
    */
   async stop(): Promise<boolean> {
+    await this.unrun.tell().catch((err: unknown) => this.opts.log.warn('worker liveness: could not look for sessions handed over as it stopped', { error: String(err) }));
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
