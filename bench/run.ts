@@ -417,7 +417,9 @@ async function runScenario(s: Scenario, workers: number, client: Client, env: Re
       onLog: (l) => {
         if (!l.startsWith('worker#') || processSetting('benchVerbose')) process.stderr.write(`${l}\n`);
       },
-      ...(extraWorkerNodeArgs.length ? { command: await workerCommand([...workerNodeArgs(), ...extraWorkerNodeArgs]) } : {}),
+      // As `crawl` starts them for a campaign that renders.
+      renders: s.render === 'browser',
+      ...(extraWorkerNodeArgs.length ? { command: await workerCommand([...workerNodeArgs(process.env, s.render === 'browser'), ...extraWorkerNodeArgs]) } : {}),
     },
   );
   await pool.start(workers);

@@ -17,7 +17,7 @@ export class WorkerBundleError extends Error {
   readonly code: 'WORKER_BUNDLE_BUILD';
 }
 /** node's options for a worker process: CRAWLER_WORKER_NODE_ARGS, or the default. */
-export function workerNodeArgs(env?: NodeJS.ProcessEnv): string[];
+export function workerNodeArgs(env?: NodeJS.ProcessEnv, renders?: boolean): string[];
 export const DEFAULT_WORKER_NODE_ARGS: string;
 export function workerProcessEnv(env?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
 export const DEFAULT_WORKER_ENV: Readonly<Record<string, string>>;

@@ -63,6 +63,8 @@ export interface WorkerPoolOptions {
   supervise?: SuperviseOptions | boolean;
   /** The worker's executable and arguments (default: node running the worker bundle); tests use stand-ins. */
   command?: { command: string; args: string[] };
+  /** Workers started for a campaign that renders: node's options for that (scripts/worker-bundle.cjs, RENDER_WORKER_NODE_ARGS). */
+  renders?: boolean;
 }
 
 export class WorkerPool {
@@ -151,7 +153,7 @@ export class WorkerPool {
     // Before the slot is chosen: from here to the spawn nothing awaits, so
     // workers started together cannot pick the same slot.
     const stopsBefore = this.stops;
-    const cmd = this.opts.command ?? (await workerCommand(workerNodeArgs()));
+    const cmd = this.opts.command ?? (await workerCommand(workerNodeArgs(process.env, this.opts.renders)));
     // A stopAll() while the bundle was being built would miss this worker.
     if (this.stops !== stopsBefore) throw new Error('the worker pool was stopped while a worker was starting');
     const index = this.next++;

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import vm from 'node:vm';
-import { ensureWorkerBundle as buildWorkerBundle, escapeNonAscii, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
+import { ensureWorkerBundle as buildWorkerBundle, escapeNonAscii, workerNodeArgs, WorkerBundleError } from '../../scripts/worker-bundle.cjs';
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
 import { workerCommand } from '../../src/worker/worker-bundle';
 
@@ -143,3 +143,10 @@ test('the workflow bundle is written ASCII only (its thread holds the code as a 
   const file = await ensureWorkflowBundle();
   expect(fs.readFileSync(file).every((b) => b < 0x80)).toBe(true);
 }, 120_000);
+
+test("a worker started to render keeps V8's 16 MB young generation; others get 2 MB; CRAWLER_WORKER_NODE_ARGS replaces either", () => {
+  expect(workerNodeArgs({})).toEqual(['--max-semi-space-size=2', '--heap-growing-percent=30']);
+  expect(workerNodeArgs({}, true)).toEqual(['--max-semi-space-size=16', '--heap-growing-percent=30']);
+  expect(workerNodeArgs({ CRAWLER_WORKER_NODE_ARGS: '--enable-source-maps' }, true)).toEqual(['--enable-source-maps']);
+  expect(workerNodeArgs({ CRAWLER_WORKER_NODE_ARGS: '' }, false)).toEqual([]);
+});
