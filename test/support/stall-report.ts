@@ -18,7 +18,8 @@ export async function stallReport(client: Client, taskQueue: string, limit = 8):
     const described = await handle.describe();
     const pending = described.raw.pendingActivities ?? [];
     // Who took an activity and when: a session handed to a worker that then left waits for its heartbeat timeout.
-    const at = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => (t?.seconds ? new Date(Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : '-');
+    const at = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      t?.seconds ? new Date(Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString() : '-';
     const acts = pending.map(
       (a) =>
         `${a.activityType?.name} state=${a.state} attempt=${a.attempt} scheduled=${at(a.scheduledTime)} started=${at(a.lastStartedTime)} by=${a.lastWorkerIdentity || '-'} lastFailure=${a.lastFailure?.message ?? '-'}`,

@@ -626,7 +626,10 @@ export function registerCrawlCommand(program: Command): void {
         await ensureSearchAttributes(client, cfg.temporalNamespace);
         if (o.workers > 0) {
           const bundle = await ensureWorkflowBundle();
-          pool = new WorkerPool({ TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle }, { onLog: log, supervise: true, renders: (input.render ?? 'off') !== 'off' });
+          pool = new WorkerPool(
+            { TEMPORAL_ADDRESS: stack.temporalAddress, REDIS_URL: stack.redisUrl, CRAWLER_WORKFLOW_BUNDLE: bundle },
+            { onLog: log, supervise: true, renders: (input.render ?? 'off') !== 'off' },
+          );
           await pool.start(o.workers);
         }
         const handle = await startCampaign(client, cfg.taskQueue, input);
