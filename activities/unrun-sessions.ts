@@ -48,7 +48,7 @@ export class UnrunSessions {
 
   constructor(
     private readonly temporal: Client,
-    private readonly opts: { namespace: string; identity: string; log: Logger; now?: () => number },
+    private readonly opts: { namespace: string; identity: string; log: Logger; now?: () => number; lookMs?: number },
   ) {}
 
   private now(): number {
@@ -82,18 +82,20 @@ export class UnrunSessions {
     const queue = [...this.ended].filter(([, at]) => at >= since).map(([id]) => id);
     this.ended.clear();
     const told: string[] = [];
-    const until = this.now() + LOOK_MS;
+    const until = this.now() + (this.opts.lookMs ?? LOOK_MS);
     const next = async () => {
       for (let id = queue.shift(); id !== undefined && this.now() < until; id = queue.shift()) {
         try {
-          if (await this.tellIfUnrun(id)) told.push(id);
+          // Bounded as a whole: a server away must not hold the worker's exit (each call would retry).
+          const host = id;
+          if (await this.temporal.connection.withDeadline(until, () => this.tellIfUnrun(host))) told.push(id);
         } catch (err) {
           this.opts.log.warn('could not look up a host whose session ended as this worker stopped', { workflowId: id, error: err instanceof Error ? err.message : String(err) });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(AT_ONCE, queue.length) }, next));
-    if (queue.length > 0) this.opts.log.warn('stopped looking up hosts whose session ended as this worker stopped', { left: queue.length, afterMs: LOOK_MS });
+    if (queue.length > 0) this.opts.log.warn('stopped looking up hosts whose session ended as this worker stopped', { left: queue.length, afterMs: this.opts.lookMs ?? LOOK_MS });
     return told;
   }
 

@@ -4,6 +4,7 @@
 // sessions from the task queue and never runs it, as a stopping worker's last
 // poll did. Without a tell, that host waits for the session heartbeat timeout
 // (5 min), past this test's own timeout.
+import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { SessionInput } from '../../activities/types';
@@ -73,4 +74,15 @@ test("a host whose session a stopped worker was handed and never ran is told, by
   expect(new Set(fetched)).toEqual(expected);
   expect(fetched.length).toBe(expected.size);
   expect(new Set(fetchedUrls(await outputOf(h, result.campaignId).index()))).toEqual(expected);
+});
+
+test('a server that does not answer holds the look no longer than its bound: nobody told, nothing thrown', async () => {
+  const deaf = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: h.client.options.namespace });
+  const unrun = new UnrunSessions(deaf, { namespace: h.client.options.namespace, identity: STOPPED, log: createLogger({ level: 'silent' }), lookMs: 1_000 });
+  for (let i = 0; i < 40; i++) unrun.sessionEnded({ workflowId: `host-${i}`, runId: 'r' });
+  unrun.stopping();
+  const started = Date.now();
+  expect(await unrun.tell()).toEqual([]);
+  // Bounded by the look's deadline (1 s here), not by the client's retries; generous for a loaded machine.
+  expect(Date.now() - started).toBeLessThan(15_000);
 });
