@@ -128,6 +128,8 @@ if (argv[0] === '--lint') {
   // (test/acceptance/); `--test <file>` runs just the tests it names, of any project.
   const lintFirst = argv[1] === '--lint-first';
   const projects = argv[0] === '--test-acceptance' ? ['acceptance'] : lintFirst ? ['unit', 'integration'] : [];
+  // The acceptance suite's object store is built in its global set-up, where no hook's timeout cuts a cold build short.
+  if (argv[0] === '--test-acceptance') process.env.CRAWLER_TEST_BUILD_OBJECT_STORE = '1';
   // --forceExit: native Temporal connections can keep the event loop alive for a while after the suites end.
   const jest = () =>
     run(process.execPath, [

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOCAL_DIR } from '../../src/stack/paths';
+import { ensureWeedBinary } from '../../src/stack/seaweedfs';
 import { startStack, type RunningStack } from '../../src/stack/stack';
 import { ensureWorkerBundle } from '../../src/worker/worker-bundle';
 import { ensureWorkflowBundle } from '../../src/worker/workflow-bundle';
@@ -18,9 +19,17 @@ export default async function globalSetup(): Promise<void> {
   const log = (m: string) => process.stderr.write(`[test stack] ${m}\n`);
   // The worker bundle is built here once, not by the first test files at the same time
   // (each test process then finds it cached).
-  const [started, built, workerBuilt] = await Promise.allSettled([startStack({ dataDir, headless: false, log }), ensureWorkflowBundle(), ensureWorkerBundle()]);
+  // `npm run test:acceptance`: the S3 tests' object store (SeaweedFS) is built here, beside the rest. Built
+  // cold from the Go module proxy it took over ten minutes once, past the 600 s of the hooks that start it.
+  const objectStore = process.env.CRAWLER_TEST_BUILD_OBJECT_STORE ? ensureWeedBinary((m) => log(`[object store] ${m}`)) : Promise.resolve(null);
+  const [started, built, workerBuilt, storeBuilt] = await Promise.allSettled([
+    startStack({ dataDir, headless: false, log }),
+    ensureWorkflowBundle(),
+    ensureWorkerBundle(),
+    objectStore,
+  ]);
   // A bundle that fails to build must not leave the servers running: Jest runs no teardown after a failed setup.
-  const failed = [started, built, workerBuilt].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  const failed = [started, built, workerBuilt, storeBuilt].find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed || started.status === 'rejected' || built.status === 'rejected') {
     if (started.status === 'fulfilled') await started.value.stop();
     throw failed?.reason;
