@@ -680,21 +680,7 @@ export function registerCrawlCommand(program: Command): void {
         // The campaign is over: the --proxy values written for its workers go (a --proxy-file is the operator's).
         await removeProxySecrets(input.fetch?.proxyFiles ?? []);
         const summary = { ...result, webUi: ui };
-        process.stdout.write(
-          [
-            `campaign ${result.campaignId}: ${result.status}`,
-            `  pages ${result.pages}, failed ${result.failed}, skipped ${result.skipped}, bytes ${result.bytes}, hosts ${result.hosts}`,
-            ...(result.embeds
-              ? [`  embeds ${result.embeds.fetched}, failed ${result.embeds.failed}, skipped ${result.embeds.skipped} (page requisites, apart from the pages)`]
-              : []),
-            ...(result.seenFilter ? [`  ${seenFilterLine(result.seenFilter)}`] : []),
-            `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
-            `  output ${result.outputDir}`,
-            ...sealLines(result),
-            ...(ui ? [`  Web UI ${ui}`] : []),
-            ...result.problems.map((p) => `  problem: ${p}`),
-          ].join('\n') + '\n',
-        );
+        process.stdout.write(summaryLines(result, ui).join('\n') + '\n');
         if (o.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       } finally {
         process.off('SIGINT', onSignal);
@@ -702,6 +688,21 @@ export function registerCrawlCommand(program: Command): void {
         if (!interrupted) await cleanup();
       }
     });
+}
+
+/** What `crawl` prints when its campaign ends (`ui`: the campaign's page in the Web UI). */
+function summaryLines(result: CampaignResult, ui: string | null): string[] {
+  return [
+    `campaign ${result.campaignId}: ${result.status}`,
+    `  pages ${result.pages}, failed ${result.failed}, skipped ${result.skipped}, bytes ${result.bytes}, hosts ${result.hosts}`,
+    ...(result.embeds ? [`  embeds ${result.embeds.fetched}, failed ${result.embeds.failed}, skipped ${result.embeds.skipped} (page requisites, apart from the pages)`] : []),
+    ...(result.seenFilter ? [`  ${seenFilterLine(result.seenFilter)}`] : []),
+    `  duration ${(result.durationMs / 1000).toFixed(1)} s`,
+    `  output ${result.outputDir}`,
+    ...sealLines(result),
+    ...(ui ? [`  Web UI ${ui}`] : []),
+    ...result.problems.map((p) => `  problem: ${p}`),
+  ];
 }
 
 /** The sealed index and the revisit records, as the summary shows them. */
