@@ -20,8 +20,8 @@ export function crawlSessionActivity(rt: WorkerRuntime) {
       return await placeSession(rt, input);
     } finally {
       // The host's next session is scheduled now: one the server hands this worker as it stops is looked for (activities/unrun-sessions.ts).
-      const run = Context.current().info.workflowExecution;
-      if (run?.runId) rt.deps.liveness?.sessionEnded({ workflowId: run.workflowId, runId: run.runId });
+      const workflowId = Context.current().info.workflowExecution?.workflowId;
+      if (workflowId) rt.deps.liveness?.sessionEnded(workflowId);
     }
   };
 }

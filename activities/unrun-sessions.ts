@@ -36,7 +36,7 @@ const AT_ONCE = 16;
 const LOOK_MS = 10_000;
 
 /** A host's workflow run, as a session of it knew it. */
-export interface HostRun {
+interface HostRun {
   workflowId: string;
   runId: string;
 }
@@ -55,11 +55,14 @@ export class UnrunSessions {
     return this.opts.now?.() ?? Date.now();
   }
 
-  /** A session of `run`'s host ended on this worker (run locally or from the task queue, finished or failed). */
-  sessionEnded(run: HostRun): void {
+  /**
+   * A session of host workflow `workflowId` ended on this worker (run locally or from the task queue,
+   * finished or failed). Its workflow id, not its run: the next session may be a newer run's.
+   */
+  sessionEnded(workflowId: string): void {
     const now = this.now();
-    this.ended.delete(run.workflowId);
-    this.ended.set(run.workflowId, now);
+    this.ended.delete(workflowId);
+    this.ended.set(workflowId, now);
     // Oldest first (re-set moves a host to the end): what ended too long ago to matter goes, unless the worker stops.
     if (this.stoppingSince !== null) return;
     for (const [id, at] of this.ended) {

@@ -17,7 +17,7 @@ import type { RedisLike } from '../src/redis/scripts';
 import { signalRunIfRunning } from '../src/temporal/signal';
 import { sessionLostSignal } from '../workflows/messages';
 import { SessionEnds, type SessionAttempt } from './session-ends';
-import { UnrunSessions, type HostRun } from './unrun-sessions';
+import { UnrunSessions } from './unrun-sessions';
 
 const PendingActivityState = proto.api.enums.v1.PendingActivityState;
 
@@ -295,9 +295,9 @@ export class WorkerLiveness {
     this.ends.ended(reg, reg.record, ran, stopping);
   }
 
-  /** A session of `run`'s host ended on this worker, whether it ran locally or from the task queue, and however it ended. */
-  sessionEnded(run: HostRun): void {
-    this.unrun.sessionEnded(run);
+  /** A session of host workflow `workflowId` ended on this worker, whether it ran locally or from the task queue, and however it ended. */
+  sessionEnded(workflowId: string): void {
+    this.unrun.sessionEnded(workflowId);
   }
 
   /** The worker begins to stop: sessions ended but not settled are recorded again (./session-ends.ts), in case it is killed before stop(). */

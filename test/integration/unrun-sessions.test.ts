@@ -50,13 +50,13 @@ test("a host whose session a stopped worker was handed and never ran is told, by
 
   // Another worker's identity: not its session to give back. No session of the host ended here: nobody to look up.
   const other = unrunSessions('another-worker@nowhere');
-  other.sessionEnded(run);
+  other.sessionEnded(run.workflowId);
   expect(await other.tell()).toEqual([]);
   expect(await unrunSessions(STOPPED).tell()).toEqual([]);
 
   // The worker the session was handed to, after a session of that host ended on it: the host is told which session is lost.
   const stopped = unrunSessions(STOPPED);
-  stopped.sessionEnded(run);
+  stopped.sessionEnded(run.workflowId);
   stopped.stopping();
   expect(await stopped.tell()).toEqual([run.workflowId]);
   const events = (await h.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory()).events ?? [];
@@ -79,7 +79,7 @@ test("a host whose session a stopped worker was handed and never ran is told, by
 test('a server that does not answer holds the look no longer than its bound: nobody told, nothing thrown', async () => {
   const deaf = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: h.client.options.namespace });
   const unrun = new UnrunSessions(deaf, { namespace: h.client.options.namespace, identity: STOPPED, log: createLogger({ level: 'silent' }), lookMs: 1_000 });
-  for (let i = 0; i < 40; i++) unrun.sessionEnded({ workflowId: `host-${i}`, runId: 'r' });
+  for (let i = 0; i < 40; i++) unrun.sessionEnded(`host-${i}`);
   unrun.stopping();
   const started = Date.now();
   expect(await unrun.tell()).toEqual([]);
